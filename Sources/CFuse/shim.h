@@ -1,0 +1,50 @@
+#ifndef SYNCFS_CFUSE_SHIM_H
+#define SYNCFS_CFUSE_SHIM_H
+// The one C surface of SyncFS. Only Sources/SyncFS/FUSE imports this module.
+//
+// libfuse turns several entry points into macros or versioned symbols depending on
+// FUSE_USE_VERSION and the library release (3.14 on Debian 12, 3.17 elsewhere). Swift cannot
+// call macros, so each is wrapped in a `static inline` function here that compiles against both.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#define FUSE_USE_VERSION 312
+#include <fuse3/fuse_lowlevel.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+static inline struct fuse_session *syncfs_session_new(struct fuse_args *args,
+    const struct fuse_lowlevel_ops *ops, void *userdata) {
+    return fuse_session_new(args, ops, sizeof(*ops), userdata);
+}
+
+static inline int syncfs_session_loop_mt(struct fuse_session *se, unsigned int max_threads) {
+    struct fuse_loop_config *config = fuse_loop_cfg_create();
+    if (config == NULL) return -ENOMEM;
+    fuse_loop_cfg_set_clone_fd(config, 0);
+    fuse_loop_cfg_set_max_threads(config, max_threads);
+    fuse_loop_cfg_set_idle_threads(config, max_threads);
+    int result = fuse_session_loop_mt(se, config);
+    fuse_loop_cfg_destroy(config);
+    return result;
+}
+
+/// FUSE_ARGS_INIT is a macro.
+static inline struct fuse_args syncfs_args_empty(void) {
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    return args;
+}
+
+// Constants that are macros of a shape Swift does not import.
+static const long SYNCFS_UTIME_NOW = UTIME_NOW;
+static const long SYNCFS_UTIME_OMIT = UTIME_OMIT;
+static const unsigned int SYNCFS_RENAME_NOREPLACE = RENAME_NOREPLACE;
+static const unsigned int SYNCFS_RENAME_EXCHANGE = RENAME_EXCHANGE;
+static const int SYNCFS_SEEK_DATA = SEEK_DATA;
+static const int SYNCFS_SEEK_HOLE = SEEK_HOLE;
+
+#endif

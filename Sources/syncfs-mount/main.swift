@@ -1,0 +1,2 @@
+import SyncFS
+print(SyncFSPlaceholder.probe())
