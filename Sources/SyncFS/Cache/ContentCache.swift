@@ -1,0 +1,83 @@
+import Glibc
+
+/// The local content of files: one cache file per file ID, under `STATE/cache/XY/<id>` where
+/// `XY` are the ID's first two hex digits (256 shards keep directories small).
+///
+/// A cache file's length is the file's length; holes stay holes (sparse files cost no space).
+/// Paths are built from the state directory and the ID only, never from the mount's paths, so
+/// they stay short whatever the depth of the tree.
+public struct ContentCache: Sendable {
+    public let directory: String
+
+    /// Creates the cache directory and its shards if needed.
+    public init(directory: String) throws(FSError) {
+        self.directory = directory
+        try Self.makeDirectory(directory)
+        for shard in 0..<256 {
+            try Self.makeDirectory(directory + "/" + Self.hex2(shard))
+        }
+    }
+
+    private static func hex2(_ value: Int) -> String {
+        let digits = Array("0123456789abcdef")
+        return String([digits[value >> 4], digits[value & 15]])
+    }
+
+    private static func makeDirectory(_ path: String) throws(FSError) {
+        if mkdir(path, 0o700) != 0 && errno != EEXIST { throw .fromErrno() }
+    }
+
+    public func path(for id: FileID) -> String {
+        directory + "/" + id.hex.prefix(2) + "/" + id.hex
+    }
+
+    /// Opens the cache file read-write, creating an empty one if it does not exist.
+    /// The caller owns the returned descriptor.
+    public func open(_ id: FileID) throws(FSError) -> Int32 {
+        let fd = Glibc.open(path(for: id), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 { throw .fromErrno() }
+        return fd
+    }
+
+    /// Creates an empty cache file, replacing any left-over of the same ID.
+    public func create(_ id: FileID) throws(FSError) {
+        let fd = Glibc.open(path(for: id), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        if fd < 0 { throw .fromErrno() }
+        close(fd)
+    }
+
+    public func remove(_ id: FileID) {
+        unlink(path(for: id))
+    }
+
+    /// Length of the cache file, or nil if it does not exist.
+    public func size(of id: FileID) -> Int64? {
+        var info = stat()
+        guard stat(path(for: id), &info) == 0 else { return nil }
+        return Int64(info.st_size)
+    }
+
+    /// Makes the creation of `id`'s cache file durable (fsync of its shard directory).
+    public func syncDirectory(of id: FileID) throws(FSError) {
+        let fd = Glibc.open(directory + "/" + id.hex.prefix(2), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0 { throw .fromErrno() }
+        defer { close(fd) }
+        if fsync(fd) != 0 { throw .fromErrno() }
+    }
+
+    /// Every file ID that has a cache file (for the consistency sweep at mount).
+    public func allIDs() -> [FileID] {
+        var ids: [FileID] = []
+        for shard in 0..<256 {
+            guard let dir = opendir(directory + "/" + Self.hex2(shard)) else { continue }
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+                if let id = FileID(hex: name) { ids.append(id) }
+            }
+        }
+        return ids
+    }
+}

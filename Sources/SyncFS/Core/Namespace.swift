@@ -1,0 +1,75 @@
+/// The live tree: every node by inode number, and the kernel's references to them.
+///
+/// Lives inside `SyncFileSystem`'s one lock. Nodes that are unlinked but still referenced (by the
+/// kernel's lookup count or by open handles) stay in `nodes` with `isUnlinked` set until both
+/// drop to zero; then `releaseIfUnused` removes them and asks for their cache file to go.
+struct Namespace {
+    var nodes: [InodeNumber: Node] = [:]
+    var inodes: InodeTable
+    var nextIno: UInt64
+
+    init(generation: UInt64, nextIno: UInt64) {
+        inodes = InodeTable(generation: generation)
+        self.nextIno = nextIno
+    }
+
+    mutating func allocateIno() -> InodeNumber {
+        defer { nextIno += 1 }
+        return InodeNumber(nextIno)
+    }
+
+    func node(_ ino: InodeNumber) throws(FSError) -> Node {
+        guard let node = nodes[ino] else { throw .notFound }
+        return node
+    }
+
+    func directory(_ ino: InodeNumber) throws(FSError) -> Node {
+        let node = try node(ino)
+        guard node.kind == .directory else { throw .notDirectory }
+        guard !node.isUnlinked else { throw .notFound }
+        return node
+    }
+
+    func child(of parent: Node, named name: FileName) -> Node? {
+        parent.children[name].flatMap { nodes[$0] }
+    }
+
+    /// Puts `node` into `parent` under `name` (no checks: callers have made them).
+    mutating func attach(_ node: Node, to parent: Node, as name: FileName) {
+        node.parent = parent.ino
+        node.name = name
+        node.isUnlinked = false
+        parent.children[name] = node.ino
+        if node.kind == .directory { parent.subdirectoryCount += 1 }
+        nodes[node.ino] = node
+    }
+
+    /// Takes `node` out of its parent's children (its record goes on being its own).
+    mutating func detach(_ node: Node) {
+        guard let parentIno = node.parent, let parent = nodes[parentIno] else { return }
+        if parent.children[node.name] == node.ino {
+            parent.children[node.name] = nil
+            if node.kind == .directory { parent.subdirectoryCount -= 1 }
+        }
+        node.parent = nil
+    }
+
+    /// True if `candidate` is `ancestor` or lies below it.
+    func isSameOrBelow(_ candidate: Node, _ ancestor: Node) -> Bool {
+        var current: Node? = candidate
+        while let node = current {
+            if node.ino == ancestor.ino { return true }
+            current = node.parent.flatMap { nodes[$0] }
+        }
+        return false
+    }
+
+    /// Drops an unlinked node that nothing references any more. Returns it if it was dropped.
+    mutating func releaseIfUnused(_ ino: InodeNumber) -> Node? {
+        guard let node = nodes[ino], node.isUnlinked, node.openCount == 0, !inodes.isReferenced(ino) else {
+            return nil
+        }
+        nodes[ino] = nil
+        return node
+    }
+}

@@ -1,0 +1,108 @@
+import Synchronization
+
+/// A file, directory or symlink as the running folder knows it.
+///
+/// Concurrency contract: every `var` is read and written only under the file system's namespace
+/// lock. The three atomics are the exception: the write path updates them without any lock (it
+/// holds the node through its open handle), and readers under the lock see their latest values.
+final class Node: @unchecked Sendable {
+    let ino: InodeNumber
+    let fileID: FileID
+    let kind: NodeKind
+
+    /// `nil` for the root and for an unlinked node that the kernel or a handle still holds.
+    var parent: InodeNumber?
+    var name: FileName
+    var mode: UInt32
+    var uid: UInt32
+    var gid: UInt32
+    var atime: Int64
+    var ctime: Int64
+    var symlinkTarget: [UInt8]?
+    var xattrs: [String: [UInt8]]
+    /// Directories only: name → child inode.
+    var children: [FileName: InodeNumber] = [:]
+    /// Directories only: how many children are directories (for `st_nlink`).
+    var subdirectoryCount = 0
+    /// Open handles on this node (files and directories).
+    var openCount = 0
+    /// Set once the node has been removed from the tree.
+    var isUnlinked = false
+
+    /// The file's length (files: also the cache file's length).
+    let size: Atomic<Int64>
+    let mtime: Atomic<Int64>
+    /// Content written since the last time the node's record was handed to the store.
+    let hasUnrecordedWrites = Atomic<Bool>(false)
+
+    init(record: EntryRecord, xattrs: [String: [UInt8]]) {
+        ino = record.ino
+        fileID = record.fileID
+        kind = record.kind
+        parent = record.parent
+        name = record.name
+        mode = record.mode
+        uid = record.uid
+        gid = record.gid
+        atime = record.atime
+        ctime = record.ctime
+        symlinkTarget = record.symlinkTarget
+        self.xattrs = xattrs
+        size = Atomic(record.size)
+        mtime = Atomic(record.mtime)
+    }
+
+    /// A value snapshot for the store. Call under the namespace lock.
+    var record: EntryRecord {
+        EntryRecord(
+            ino: ino, fileID: fileID, parent: parent, name: name, kind: kind, mode: mode, uid: uid, gid: gid,
+            size: size.load(ordering: .relaxed), atime: atime, mtime: mtime.load(ordering: .relaxed), ctime: ctime,
+            symlinkTarget: symlinkTarget)
+    }
+
+    /// Records that bytes up to `end` were written at `now` (lock-free; the write path).
+    func noteWrite(end: Int64, now: Int64) {
+        var current = size.load(ordering: .relaxed)
+        while end > current {
+            let (exchanged, original) = size.compareExchange(
+                expected: current, desired: end, ordering: .relaxed)
+            if exchanged { break }
+            current = original
+        }
+        mtime.store(now, ordering: .relaxed)
+        hasUnrecordedWrites.store(true, ordering: .relaxed)
+    }
+}
+
+/// What `stat` shows of a node.
+public struct FileAttributes: Equatable, Sendable {
+    public var ino: InodeNumber
+    public var kind: NodeKind
+    /// Permission bits only (`0o7777`).
+    public var mode: UInt32
+    public var nlink: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var size: Int64
+    /// 512-byte blocks allocated in the local cache.
+    public var blocks: Int64
+    public var atime: Int64
+    public var mtime: Int64
+    public var ctime: Int64
+}
+
+/// Who makes a request (from the kernel's request header).
+public struct Caller: Sendable {
+    public var uid: UInt32
+    public var gid: UInt32
+    public init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// An entry handed to the kernel: its attributes and the generation of its inode number.
+public struct EntryReply: Sendable {
+    public var attributes: FileAttributes
+    public var generation: UInt64
+}

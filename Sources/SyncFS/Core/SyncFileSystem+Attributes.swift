@@ -1,0 +1,96 @@
+import Glibc
+
+/// Attribute changes requested by `setattr`; `nil` fields stay as they are.
+public struct AttributeChanges: Sendable {
+    public enum Time: Sendable, Equatable {
+        case now
+        case at(Int64)
+    }
+    public var mode: UInt32?
+    public var uid: UInt32?
+    public var gid: UInt32?
+    public var size: Int64?
+    public var atime: Time?
+    public var mtime: Time?
+    public var ctime: Int64?
+    public init() {}
+}
+
+extension SyncFileSystem {
+    /// Looks `name` up in `parent`; counts a kernel reference on success.
+    public func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
+        if name.bytes.count > FileName.maxLength { throw .nameTooLong }
+        return try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            guard let node = tree.child(of: directory, named: name) else { throw .notFound }
+            return entryReply(for: node, in: &tree)
+        }
+    }
+
+    /// The kernel dropped `count` references to `ino`.
+    public func forget(_ ino: InodeNumber, count: UInt64) {
+        namespace.withLock { tree in
+            if tree.inodes.forget(ino, count: count) { releaseIfUnused(ino, in: &tree) }
+        }
+    }
+
+    public func getattr(_ ino: InodeNumber) throws(FSError) -> FileAttributes {
+        try namespace.withLock { tree throws(FSError) in attributes(of: try tree.node(ino)) }
+    }
+
+    /// Changes mode, owner, size or times. `handle` is the open file of an `ftruncate`, if any.
+    /// Permission checks are the kernel's (`default_permissions`).
+    public func setattr(_ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?) throws(FSError)
+        -> FileAttributes
+    {
+        if let size = changes.size {
+            guard size >= 0 else { throw .invalidArgument }
+            try truncateContent(ino, to: size, handle: handle)
+        }
+        return try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            let now = Clock.nowNanoseconds()
+            if let mode = changes.mode { node.mode = mode & 0o7777 }
+            if let uid = changes.uid { node.uid = uid }
+            if let gid = changes.gid { node.gid = gid }
+            if changes.uid != nil || changes.gid != nil, node.kind == .file, changes.mode == nil {
+                // As local filesystems do: a change of owner clears setuid, and setgid on group-executables.
+                node.mode &= ~UInt32(S_ISUID)
+                if node.mode & UInt32(S_IXGRP) != 0 { node.mode &= ~UInt32(S_ISGID) }
+            }
+            if let size = changes.size {
+                node.size.store(size, ordering: .relaxed)
+                node.mtime.store(now, ordering: .relaxed)
+            }
+            switch changes.atime {
+            case .now: node.atime = now
+            case .at(let time): node.atime = time
+            case nil: break
+            }
+            switch changes.mtime {
+            case .now: node.mtime.store(now, ordering: .relaxed)
+            case .at(let time): node.mtime.store(time, ordering: .relaxed)
+            case nil: break
+            }
+            node.ctime = changes.ctime ?? now
+            if !node.isUnlinked { recordChange(node) }
+            return attributes(of: node)
+        }
+    }
+
+    private func truncateContent(_ ino: InodeNumber, to size: Int64, handle: OpenFile?) throws(FSError) {
+        let node = try namespace.withLock { tree throws(FSError) in try tree.node(ino) }
+        switch node.kind {
+        case .directory: throw .isDirectory
+        case .symlink: throw .invalidArgument
+        case .file: break
+        }
+        if let handle {
+            if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
+            return
+        }
+        let descriptor = try cache.open(node.fileID)
+        defer { close(descriptor) }
+        if ftruncate(descriptor, off_t(size)) != 0 { throw .fromErrno() }
+    }
+}

@@ -1,0 +1,113 @@
+import Glibc
+
+extension SyncFileSystem {
+    /// Makes a new node under `parent` (the caller has validated the name). Under the lock.
+    /// New entries belong to the caller; in a setgid directory they take its group (and new
+    /// directories inherit the setgid bit), as on local filesystems.
+    func makeNode(
+        _ kind: NodeKind, in directory: Node, name: FileName, mode: UInt32, caller: Caller,
+        symlinkTarget: [UInt8]? = nil, tree: inout Namespace
+    ) throws(FSError) -> Node {
+        if tree.child(of: directory, named: name) != nil { throw .exists }
+        let now = Clock.nowNanoseconds()
+        let setgidParent = directory.mode & UInt32(S_ISGID) != 0
+        var permissions = mode & 0o7777
+        if kind == .directory && setgidParent { permissions |= UInt32(S_ISGID) }
+        let record = EntryRecord(
+            ino: tree.allocateIno(), fileID: .random(), parent: directory.ino, name: name, kind: kind,
+            mode: permissions, uid: caller.uid, gid: setgidParent ? directory.gid : caller.gid, size: 0,
+            atime: now, mtime: now, ctime: now, symlinkTarget: symlinkTarget)
+        let node = Node(record: record, xattrs: [:])
+        tree.attach(node, to: directory, as: name)
+        store.entryCreated(record)
+        touchDirectory(directory, now: now)
+        return node
+    }
+
+    public func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
+        -> EntryReply
+    {
+        let name = try name.validated()
+        return try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            let node = try makeNode(.directory, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
+            return entryReply(for: node, in: &tree)
+        }
+    }
+
+    public func rmdir(parent: InodeNumber, name: FileName) throws(FSError) {
+        try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            guard let node = tree.child(of: directory, named: name) else { throw .notFound }
+            guard node.kind == .directory else { throw .notDirectory }
+            guard node.children.isEmpty else { throw .notEmpty }
+            try unlinkNode(node, from: directory, in: &tree)
+        }
+    }
+
+    /// Removes `node` from the tree and its entry from the store; the node lives on while the
+    /// kernel or a handle refers to it. Under the lock.
+    func unlinkNode(_ node: Node, from directory: Node, in tree: inout Namespace) throws(FSError) {
+        let now = Clock.nowNanoseconds()
+        tree.detach(node)
+        node.isUnlinked = true
+        node.ctime = now
+        store.entryRemoved(node.ino)
+        touchDirectory(directory, now: now)
+        releaseIfUnused(node.ino, in: &tree)
+    }
+
+    public func opendir(_ ino: InodeNumber) throws(FSError) -> OpenDirectory {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            guard node.kind == .directory else { throw .notDirectory }
+            node.openCount += 1
+            return OpenDirectory(ino: ino)
+        }
+    }
+
+    /// Entries of an open directory from `offset` on; offset 0 takes a fresh snapshot
+    /// (`.` and `..` first, then the children sorted by name).
+    public func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
+        if offset == 0 {
+            let entries = try namespace.withLock { tree throws(FSError) in
+                let node = try tree.node(handle.ino)
+                let parentIno = node.parent ?? node.ino
+                var entries: [OpenDirectory.Entry] = [
+                    .init(name: FileName("."), ino: node.ino, kind: .directory),
+                    .init(name: FileName(".."), ino: parentIno, kind: .directory),
+                ]
+                entries.reserveCapacity(node.children.count + 2)
+                for (name, ino) in node.children.sorted(by: { $0.key < $1.key }) {
+                    if let child = tree.nodes[ino] { entries.append(.init(name: name, ino: ino, kind: child.kind)) }
+                }
+                return entries
+            }
+            handle.replace(with: entries)
+        }
+        return handle.entries(from: offset)
+    }
+
+    /// For readdirplus: the entry reply of a listed child, counting the kernel reference.
+    /// Returns nil if the child has gone since the snapshot. Undo with `forget(ino, count: 1)`
+    /// if the entry did not fit in the reply.
+    public func readdirPlusEntry(_ entry: OpenDirectory.Entry) -> EntryReply? {
+        namespace.withLock { tree in
+            guard let node = tree.nodes[entry.ino] else { return nil }
+            return entryReply(for: node, in: &tree)
+        }
+    }
+
+    public func releasedir(_ handle: OpenDirectory) {
+        namespace.withLock { tree in
+            guard let node = tree.nodes[handle.ino] else { return }
+            node.openCount -= 1
+            releaseIfUnused(node.ino, in: &tree)
+        }
+    }
+
+    /// Makes every metadata change so far durable (the tree is one database).
+    public func fsyncdir() throws(FSError) {
+        do { try store.commit(durable: true) } catch { throw .io(EIO) }
+    }
+}

@@ -1,0 +1,135 @@
+import Glibc
+
+extension SyncFileSystem {
+    /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).
+    public func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
+        throws(FSError) -> (EntryReply, OpenFile)
+    {
+        let name = try name.validated()
+        return try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            if let existing = tree.child(of: directory, named: name) {
+                // The kernel checks first, but a concurrent create may have won the race.
+                if flags & O_EXCL != 0 { throw .exists }
+                if existing.kind == .directory { throw .isDirectory }
+                let handle = try openHandle(existing, flags: flags, tree: &tree)
+                return (entryReply(for: existing, in: &tree), handle)
+            }
+            let node = try makeNode(.file, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
+            try cache.create(node.fileID)
+            let handle = try openHandle(node, flags: flags, tree: &tree)
+            return (entryReply(for: node, in: &tree), handle)
+        }
+    }
+
+    /// `mknod`: regular files are made; devices, FIFOs and sockets cannot be synced → EPERM.
+    public func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
+        -> EntryReply
+    {
+        guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else { throw .notPermitted }
+        let name = try name.validated()
+        return try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            let node = try makeNode(.file, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
+            try cache.create(node.fileID)
+            return entryReply(for: node, in: &tree)
+        }
+    }
+
+    public func open(_ ino: InodeNumber, flags: Int32) throws(FSError) -> OpenFile {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            switch node.kind {
+            case .directory: throw .isDirectory
+            case .symlink: throw .loop
+            case .file: break
+            }
+            return try openHandle(node, flags: flags, tree: &tree)
+        }
+    }
+
+    /// Opens the node's cache file; honours `O_TRUNC`. Under the lock.
+    private func openHandle(_ node: Node, flags: Int32, tree: inout Namespace) throws(FSError) -> OpenFile {
+        let descriptor = try cache.open(node.fileID)
+        let accessMode = flags & O_ACCMODE
+        let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
+        if flags & O_TRUNC != 0 && handle.writable && node.size.load(ordering: .relaxed) != 0 {
+            if ftruncate(descriptor, 0) != 0 {
+                close(descriptor)
+                throw .fromErrno()
+            }
+            let now = Clock.nowNanoseconds()
+            node.size.store(0, ordering: .relaxed)
+            node.mtime.store(now, ordering: .relaxed)
+            node.ctime = now
+            if !node.isUnlinked { recordChange(node) }
+        }
+        node.openCount += 1
+        return handle
+    }
+
+    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
+    public func write(_ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64) throws(FSError)
+        -> Int
+    {
+        var done = 0
+        while done < count {
+            let written = pwrite(handle.descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .fromErrno()
+            }
+            done += written
+        }
+        handle.wrote.store(true, ordering: .relaxed)
+        handle.node.noteWrite(end: offset + Int64(count), now: Clock.nowNanoseconds())
+        return count
+    }
+
+    /// Records what was written through `handle` (size and mtime go to the store). On `close`.
+    public func flush(_ handle: OpenFile) {
+        guard handle.wrote.exchange(false, ordering: .relaxed) else { return }
+        namespace.withLock { _ in
+            if !handle.node.isUnlinked { recordChange(handle.node) }
+        }
+    }
+
+    /// The last close of a handle: records, closes the descriptor, drops an unlinked node.
+    public func release(_ handle: OpenFile) {
+        flush(handle)
+        close(handle.descriptor)
+        namespace.withLock { tree in
+            handle.node.openCount -= 1
+            releaseIfUnused(handle.node.ino, in: &tree)
+        }
+    }
+
+    /// Makes the file's content and all metadata recorded so far durable.
+    public func fsync(_ handle: OpenFile, dataOnly: Bool) throws(FSError) {
+        let synced = dataOnly ? fdatasync(handle.descriptor) : Glibc.fsync(handle.descriptor)
+        if synced != 0 { throw .fromErrno() }
+        flush(handle)
+        try cache.syncDirectory(of: handle.node.fileID)
+        do { try store.commit(durable: true) } catch { throw .io(EIO) }
+    }
+
+    /// `fallocate` mode 0: reserves space and grows the file if needed. Other modes: EOPNOTSUPP.
+    public func fallocate(_ handle: OpenFile, mode: Int32, offset: Int64, length: Int64) throws(FSError) {
+        guard mode == 0 else { throw .notSupported }
+        guard offset >= 0, length > 0 else { throw .invalidArgument }
+        let rc = posix_fallocate(handle.descriptor, off_t(offset), off_t(length))
+        if rc != 0 { throw .fromErrno(rc) }
+        handle.wrote.store(true, ordering: .relaxed)
+        var info = stat()
+        if fstat(handle.descriptor, &info) == 0 {
+            handle.node.noteWrite(end: Int64(info.st_size), now: Clock.nowNanoseconds())
+        }
+    }
+
+    /// `lseek` with SEEK_DATA / SEEK_HOLE, answered from the cache file's own holes.
+    public func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
+        let result = Glibc.lseek(handle.descriptor, off_t(offset), whence)
+        if result < 0 { throw errno == ENXIO ? .beyondData : .fromErrno() }
+        return Int64(result)
+    }
+}

@@ -1,0 +1,111 @@
+import Glibc
+
+/// `renameat2` flags the folder honours.
+public struct RenameFlags: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let noReplace = RenameFlags(rawValue: 1)  // RENAME_NOREPLACE
+    public static let exchange = RenameFlags(rawValue: 2)  // RENAME_EXCHANGE
+}
+
+extension SyncFileSystem {
+    public func unlink(parent: InodeNumber, name: FileName) throws(FSError) {
+        try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            guard let node = tree.child(of: directory, named: name) else { throw .notFound }
+            if node.kind == .directory { throw .isDirectory }
+            try unlinkNode(node, from: directory, in: &tree)
+        }
+    }
+
+    public func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
+        -> EntryReply
+    {
+        let name = try name.validated()
+        guard !target.isEmpty else { throw .notFound }
+        guard target.count < Int(PATH_MAX) else { throw .nameTooLong }
+        return try namespace.withLock { tree throws(FSError) in
+            let directory = try tree.directory(parent)
+            let node = try makeNode(
+                .symlink, in: directory, name: name, mode: 0o777, caller: caller, symlinkTarget: target, tree: &tree)
+            return entryReply(for: node, in: &tree)
+        }
+    }
+
+    public func readlink(_ ino: InodeNumber) throws(FSError) -> [UInt8] {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            guard node.kind == .symlink, let target = node.symlinkTarget else { throw .invalidArgument }
+            return target
+        }
+    }
+
+    /// Hard links cannot be synced as links: refused with EPERM (see doc/SEMANTICS.md).
+    public func link() throws(FSError) { throw .notPermitted }
+
+    /// `rename`/`renameat2`: moves `name` in `parent` to `newName` in `newParent`, replacing a
+    /// compatible target atomically; `RENAME_NOREPLACE` refuses an existing target and
+    /// `RENAME_EXCHANGE` swaps two existing entries. The moved node keeps its file ID.
+    public func rename(
+        parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags
+    ) throws(FSError) {
+        let newName = try newName.validated()
+        if flags.contains(.noReplace) && flags.contains(.exchange) { throw .invalidArgument }
+        if !flags.isSubset(of: [.noReplace, .exchange]) { throw .invalidArgument }
+        try namespace.withLock { tree throws(FSError) in
+            let source = try tree.directory(parent)
+            let destination = try tree.directory(newParent)
+            guard let node = tree.child(of: source, named: name) else { throw .notFound }
+            let target = tree.child(of: destination, named: newName)
+            if node.kind == .directory && tree.isSameOrBelow(destination, node) && target?.ino != node.ino {
+                throw .invalidArgument
+            }
+            let now = Clock.nowNanoseconds()
+            if flags.contains(.exchange) {
+                guard let target else { throw .notFound }
+                if target.kind == .directory && tree.isSameOrBelow(source, target) { throw .invalidArgument }
+                try exchange(node, target, in: &tree, now: now)
+                return
+            }
+            if let target {
+                if target.ino == node.ino { return }
+                if flags.contains(.noReplace) { throw .exists }
+                switch (node.kind == .directory, target.kind == .directory) {
+                case (true, false): throw .notDirectory
+                case (false, true): throw .isDirectory
+                case (true, true): if !target.children.isEmpty { throw .notEmpty }
+                case (false, false): break
+                }
+                try unlinkNode(target, from: destination, in: &tree)
+            }
+            tree.detach(node)
+            tree.attach(node, to: destination, as: newName)
+            node.ctime = now
+            recordChange(node)
+            touchDirectory(source, now: now)
+            if destination.ino != source.ino { touchDirectory(destination, now: now) }
+        }
+    }
+
+    /// `RENAME_EXCHANGE`: both names stay, pointing at each other's node. Both records change in
+    /// one batch, so a crash shows either the old or the new pair.
+    private func exchange(_ first: Node, _ second: Node, in tree: inout Namespace, now: Int64) throws(FSError) {
+        guard let firstParentIno = first.parent, let secondParentIno = second.parent,
+            let firstParent = tree.nodes[firstParentIno], let secondParent = tree.nodes[secondParentIno]
+        else { throw .notFound }
+        if first.ino == second.ino { return }
+        let firstName = first.name
+        let secondName = second.name
+        tree.detach(first)
+        tree.detach(second)
+        tree.attach(first, to: secondParent, as: secondName)
+        tree.attach(second, to: firstParent, as: firstName)
+        first.ctime = now
+        second.ctime = now
+        first.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        second.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        store.entriesChanged([first.record, second.record])
+        touchDirectory(firstParent, now: now)
+        if secondParent.ino != firstParent.ino { touchDirectory(secondParent, now: now) }
+    }
+}

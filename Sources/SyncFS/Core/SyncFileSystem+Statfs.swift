@@ -1,0 +1,24 @@
+import Glibc
+
+/// What `statfs` shows: the space of the disk that holds the cache.
+public struct FileSystemStatistics: Sendable {
+    public var blockSize: UInt64
+    public var blocks: UInt64
+    public var blocksFree: UInt64
+    public var blocksAvailable: UInt64
+    public var files: UInt64
+    public var filesFree: UInt64
+    public var nameMax: UInt64
+}
+
+extension SyncFileSystem {
+    public func statfs() throws(FSError) -> FileSystemStatistics {
+        var info = statvfs()
+        guard statvfs(statePath, &info) == 0 else { throw .fromErrno() }
+        let count = namespace.withLock { UInt64($0.nodes.count) }
+        return FileSystemStatistics(
+            blockSize: UInt64(info.f_frsize), blocks: UInt64(info.f_blocks), blocksFree: UInt64(info.f_bfree),
+            blocksAvailable: UInt64(info.f_bavail), files: count + UInt64(info.f_ffree),
+            filesFree: UInt64(info.f_ffree), nameMax: UInt64(FileName.maxLength))
+    }
+}

@@ -1,0 +1,174 @@
+import Glibc
+import Logging
+import Synchronization
+
+/// The folder as Swift calls: lookup, read, write, rename… — the whole filesystem without FUSE.
+///
+/// The FUSE adapter (`FUSE/`) translates kernel requests into these calls and their results into
+/// replies; tests call them directly. Operations are grouped by concern in the extensions
+/// `SyncFileSystem+*.swift`.
+///
+/// Concurrency: FUSE worker threads call in synchronously. All tree state sits behind one lock
+/// (`namespace`); no lock is held across disk I/O on content (reads and writes go straight to the
+/// handle's cache file descriptor without taking it). Lock order: namespace → store.
+/// Durability: metadata changes go to `MetadataStore` (written behind, in order); content goes
+/// to the cache file. `fsync` makes both durable.
+public final class SyncFileSystem: Sendable {
+    let store: MetadataStore
+    let cache: ContentCache
+    let namespace: Mutex<Namespace>
+    let logger: Logger
+    /// Where the cache lives, for `statfs`.
+    let statePath: String
+
+    /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
+    /// entries outside the tree are removed, cache files without an entry deleted, file sizes
+    /// taken from their cache files (which hold every byte written before the crash).
+    public init(store: MetadataStore, cache: ContentCache, statePath: String, logger: Logger) throws {
+        self.store = store
+        self.cache = cache
+        self.statePath = statePath
+        self.logger = logger
+        var stored = try store.load()
+        let generation = UInt64(stored.meta["mount_count"].flatMap { UInt64($0) } ?? 0) + 1
+        store.factSet("mount_count", String(generation))
+
+        if !stored.entries.contains(where: { $0.ino == .root }) {
+            let now = Clock.nowNanoseconds()
+            let root = EntryRecord(
+                ino: .root, fileID: .root, parent: nil, name: FileName(bytes: []), kind: .directory, mode: 0o755,
+                uid: getuid(), gid: getgid(), size: 0, atime: now, mtime: now, ctime: now, symlinkTarget: nil)
+            stored.entries.append(root)
+            store.entryCreated(root)
+        }
+        let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
+        var tree = Namespace(generation: generation, nextIno: maxIno + 1)
+        for record in stored.entries {
+            tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
+        }
+        let orphans = Self.linkChildren(&tree)
+        if !orphans.isEmpty {
+            logger.warning("removing \(orphans.count) entries that are not in the tree")
+            try store.removeOrphans(orphans)
+        }
+        Self.reconcileCache(&tree, cache: cache, store: store, logger: logger)
+        namespace = Mutex(tree)
+        try store.commit(durable: true)
+    }
+
+    /// Fills each directory's children; returns entries that cannot be reached from the root.
+    private static func linkChildren(_ tree: inout Namespace) -> [InodeNumber] {
+        for node in tree.nodes.values where node.ino != .root {
+            guard let parentIno = node.parent, let parent = tree.nodes[parentIno], parent.kind == .directory,
+                parent.children[node.name] == nil
+            else { continue }
+            parent.children[node.name] = node.ino
+            if node.kind == .directory { parent.subdirectoryCount += 1 }
+        }
+        var reachable: Set<InodeNumber> = [.root]
+        var stack: [InodeNumber] = [.root]
+        while let ino = stack.popLast() {
+            for child in tree.nodes[ino]?.children.values ?? [:].values where reachable.insert(child).inserted {
+                stack.append(child)
+            }
+        }
+        let orphans = tree.nodes.keys.filter { !reachable.contains($0) }
+        for ino in orphans { tree.nodes[ino] = nil }
+        return orphans
+    }
+
+    private static func reconcileCache(_ tree: inout Namespace, cache: ContentCache, store: MetadataStore, logger: Logger) {
+        var files: [FileID: Node] = [:]
+        for node in tree.nodes.values where node.kind == .file { files[node.fileID] = node }
+        for id in cache.allIDs() where files[id] == nil {
+            cache.remove(id)
+        }
+        for node in files.values {
+            if let actual = cache.size(of: node.fileID) {
+                if actual != node.size.load(ordering: .relaxed) {
+                    node.size.store(actual, ordering: .relaxed)
+                    store.entryChanged(node.record)
+                }
+            } else {
+                logger.warning("content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
+                try? cache.create(node.fileID)
+                node.size.store(0, ordering: .relaxed)
+                store.entryChanged(node.record)
+            }
+        }
+    }
+
+    /// Commits everything and closes the store. Call once, after the FUSE session ended.
+    public func shutDown() throws {
+        namespace.withLock { tree in
+            for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {
+                if !node.isUnlinked { store.entryChanged(node.record) }
+            }
+        }
+        try store.close()
+    }
+
+    // MARK: Attributes
+
+    /// Attributes of `node`. Call under the namespace lock.
+    func attributes(of node: Node) -> FileAttributes {
+        let size: Int64
+        var blocks: Int64 = 0
+        switch node.kind {
+        case .file:
+            size = node.size.load(ordering: .relaxed)
+            var info = stat()
+            if stat(cache.path(for: node.fileID), &info) == 0 { blocks = Int64(info.st_blocks) }
+        case .directory:
+            size = 4096
+            blocks = 8
+        case .symlink:
+            size = Int64(node.symlinkTarget?.count ?? 0)
+        }
+        let nlink: UInt32
+        switch node.kind {
+        case .directory: nlink = node.isUnlinked ? 0 : UInt32(2 + node.subdirectoryCount)
+        case .file, .symlink: nlink = node.isUnlinked ? 0 : 1
+        }
+        return FileAttributes(
+            ino: node.ino, kind: node.kind, mode: node.mode, nlink: nlink, uid: node.uid, gid: node.gid, size: size,
+            blocks: blocks, atime: node.atime, mtime: node.mtime.load(ordering: .relaxed), ctime: node.ctime)
+    }
+
+    /// The reply for an inode just handed to the kernel; counts the reference. Under the lock.
+    func entryReply(for node: Node, in tree: inout Namespace) -> EntryReply {
+        tree.inodes.remember(node.ino)
+        return EntryReply(attributes: attributes(of: node), generation: tree.inodes.generation)
+    }
+
+    /// Hands the store the node's current record. Under the lock.
+    func recordChange(_ node: Node) {
+        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        store.entryChanged(node.record)
+    }
+
+    /// Stamps a directory's mtime and ctime after its children changed. Under the lock.
+    func touchDirectory(_ directory: Node, now: Int64) {
+        directory.mtime.store(now, ordering: .relaxed)
+        directory.ctime = now
+        recordChange(directory)
+    }
+
+    /// Drops `ino` if it is unlinked and unreferenced; its cache file goes once the removal of
+    /// its entry is committed. Under the lock.
+    func releaseIfUnused(_ ino: InodeNumber, in tree: inout Namespace) {
+        guard let node = tree.releaseIfUnused(ino), node.kind == .file else { return }
+        let cache = self.cache
+        let id = node.fileID
+        store.afterCommit { cache.remove(id) }
+    }
+}
+
+/// Wall-clock time in nanoseconds since the Unix epoch.
+enum Clock {
+    static func nowNanoseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+}

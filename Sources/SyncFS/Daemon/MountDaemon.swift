@@ -1,0 +1,169 @@
+import Foundation
+import Glibc
+import Logging
+import SyncBackend
+
+/// What a mount needs to know, as the command line gave it (paths absolute).
+public struct MountConfiguration: Sendable {
+    public var container: String
+    public var mountpoint: String
+    public var stateDirectory: String
+    /// Unmount when standard input reaches end-of-file (a test runner's lifeline).
+    public var lifeline: Bool
+    /// How long the kernel may cache names and attributes, in seconds.
+    public var cacheTimeout: Double = 10
+
+    public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
+        self.container = container
+        self.mountpoint = mountpoint
+        self.stateDirectory = stateDirectory
+        self.lifeline = lifeline
+    }
+}
+
+/// The daemon: checks its inputs, opens the state, mounts, serves until unmounted, and shuts
+/// down in order — stop intake (the session ends), commit and close the database, release the
+/// state lock.
+public enum MountDaemon {
+    /// Runs the mount in the calling thread. `ready` is called once the mount is live.
+    public static func run(_ configuration: MountConfiguration, logger: Logger, ready: () -> Void) throws(MountError) {
+        try checkFuseAvailable()
+        try prepareMountpoint(configuration.mountpoint, logger: logger)
+        let container: LocalContainer
+        do {
+            container = try LocalContainer.openOrCreate(at: configuration.container)
+        } catch {
+            switch error {
+            case .notAContainer, .unsupportedFormat: throw MountError(.badInput, error.description)
+            case .cannotCreate: throw MountError(.cannotCreate, error.description)
+            }
+        }
+        let state = StateDirectory(path: configuration.stateDirectory)
+        try state.create()
+        let lock = try state.lock()
+        defer { close(lock) }
+
+        let fileSystem: SyncFileSystem
+        do {
+            let store = try MetadataStore(path: state.databasePath)
+            let facts = try store.load().meta
+            if let recorded = facts["container_id"], recorded != container.id {
+                throw MountError(
+                    .badInput,
+                    "the state directory \(state.path) belongs to another container (\(facts["container"] ?? recorded)); "
+                        + "use another --state-dir")
+            }
+            store.factSet("container_id", container.id)
+            store.factSet("container", container.path)
+            fileSystem = try SyncFileSystem(
+                store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path, logger: logger)
+        } catch let error as MountError {
+            throw error
+        } catch {
+            throw MountError(.cannotCreate, "cannot open the state in \(state.path): \(error)")
+        }
+
+        let session: FuseSession
+        do {
+            session = try FuseSession(
+                fileSystem: fileSystem, mountpoint: configuration.mountpoint, fsName: "syncfs:" + container.path,
+                cacheTimeout: configuration.cacheTimeout, logger: logger)
+        } catch {
+            try? fileSystem.shutDown()
+            throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
+        }
+        session.installSignalHandlers()
+        MountRegistry.register(mountpoint: configuration.mountpoint)
+        defer { MountRegistry.unregister(mountpoint: configuration.mountpoint) }
+        if configuration.lifeline { watchLifeline(session, logger: logger) }
+        logger.info("mounted \(container.path) at \(configuration.mountpoint) (state \(state.path))")
+        ready()
+
+        let result = session.run()
+        session.unmount()
+        logger.info("unmounted \(configuration.mountpoint); committing state")
+        do {
+            try fileSystem.shutDown()
+        } catch {
+            throw MountError(.failed, "could not commit the state database on unmount: \(error)")
+        }
+        if result != 0 { logger.warning("the FUSE session ended with \(result)") }
+    }
+
+    private static func checkFuseAvailable() throws(MountError) {
+        guard access("/dev/fuse", F_OK) == 0 else {
+            throw MountError(.fuseUnavailable, "/dev/fuse does not exist: load the fuse module (modprobe fuse)")
+        }
+        guard access("/dev/fuse", R_OK | W_OK) == 0 else {
+            throw MountError(.permissionDenied, "no permission to open /dev/fuse")
+        }
+    }
+
+    /// The mount point must be an existing empty directory. A stale mount left by a killed
+    /// daemon is detached first.
+    static func prepareMountpoint(_ path: String, logger: Logger) throws(MountError) {
+        if Unmounter.isStaleMount(path) {
+            logger.notice("clearing the stale mount at \(path) left by a daemon that died")
+            Unmounter.detach(path)
+        }
+        if Unmounter.isMounted(path) {
+            throw MountError(.busy, "\(path) is already a mount point; unmount it first")
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let reason = errno == ENOENT ? "does not exist (create it with mkdir)" : String(cString: strerror(errno))
+            throw MountError(errno == EACCES ? .permissionDenied : .badInput, "mount point \(path) \(reason)")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw MountError(.badInput, "mount point \(path) is not a directory")
+        }
+        guard let directory = opendir(path) else {
+            throw MountError(.permissionDenied, "cannot read mount point \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            if name != "." && name != ".." {
+                throw MountError(.badInput, "mount point \(path) is not empty")
+            }
+        }
+    }
+
+    /// Ends the session when standard input reaches end-of-file.
+    private static func watchLifeline(_ session: FuseSession, logger: Logger) {
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(STDIN_FILENO, &byte, 1)
+                if count == 0 || (count < 0 && errno != EINTR) { break }
+            }
+            logger.info("lifeline closed; unmounting")
+            session.exit()
+        }
+        thread.name = "syncfs-lifeline"
+        thread.start()
+    }
+
+    /// Unmounts `mountpoint` and waits for its daemon to finish committing (at most `timeout`).
+    public static func unmount(_ mountpoint: String, timeout: Double = 60) throws(MountError) {
+        guard Unmounter.isMounted(mountpoint) else {
+            throw MountError(.badInput, "\(mountpoint) is not mounted")
+        }
+        let daemon = MountRegistry.daemon(of: mountpoint)
+        let result = Unmounter.unmount(mountpoint)
+        switch result {
+        case 0: break
+        case EBUSY: throw MountError(.busy, "\(mountpoint) is busy: close the files open in it and try again")
+        case EPERM, EACCES: throw MountError(.permissionDenied, "not allowed to unmount \(mountpoint)")
+        default: throw MountError(.failed, "cannot unmount \(mountpoint): \(String(cString: strerror(result)))")
+        }
+        guard let daemon else { return }
+        let deadline = Date().addingTimeInterval(timeout)
+        while kill(daemon, 0) == 0 {
+            if Date() > deadline {
+                throw MountError(.failed, "unmounted, but daemon \(daemon) has not finished after \(Int(timeout)) s")
+            }
+            usleep(20_000)
+        }
+    }
+}

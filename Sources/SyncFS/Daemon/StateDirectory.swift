@@ -1,0 +1,60 @@
+import Foundation
+import Glibc
+
+/// A mount's state directory: `state.db` (SQLite), `cache/` (content), `lock`, `syncfs.log`.
+///
+/// One daemon at a time: `lock` is held with `flock` for the daemon's life, so a second daemon
+/// on the same state fails fast, and a killed daemon's lock is released by the kernel.
+public struct StateDirectory: Sendable {
+    public let path: String
+    public var databasePath: String { path + "/state.db" }
+    public var cachePath: String { path + "/cache" }
+    public var logPath: String { path + "/syncfs.log" }
+
+    public init(path: String) { self.path = path }
+
+    /// The default location: `$XDG_STATE_HOME/syncfs/<mount name>-<hash>` (or
+    /// `~/.local/state/syncfs/…`), one per (container, mount point) pair.
+    public static func defaultPath(container: String, mountpoint: String) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        let base =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+        let name = (mountpoint as NSString).lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" }
+        let key = stableHash(container + "\u{0}" + mountpoint)
+        return base + "/syncfs/" + (name.isEmpty ? "mount" : name) + "-" + String(key, radix: 16)
+    }
+
+    /// FNV-1a, 64 bits: stable across runs (Swift's `hashValue` is seeded per process).
+    static func stableHash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    /// Creates the directory (mode 0700) if needed.
+    public func create() throws(MountError) {
+        do {
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw MountError(.cannotCreate, "cannot create the state directory \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Takes the daemon lock; returns the descriptor to keep open for the daemon's life.
+    public func lock() throws(MountError) -> Int32 {
+        let fd = open(path + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw MountError(.cannotCreate, "cannot open \(path)/lock: \(String(cString: strerror(errno)))")
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            close(fd)
+            throw MountError(.busy, "the state directory \(path) is in use by another syncfs-mount daemon")
+        }
+        return fd
+    }
+}

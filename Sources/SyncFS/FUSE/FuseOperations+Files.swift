@@ -1,0 +1,116 @@
+import CFuse
+import Glibc
+
+// Trampolines for file content. The read and write paths take no lock: the handle in `fi->fh`
+// carries the cache file descriptor.
+
+func fuseCreate(
+    _ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    let context = FuseContext.of(req)
+    do {
+        let (entry, handle) = try context.fileSystem.create(
+            parent: inode(parent), name: fileName(name), mode: UInt32(mode), flags: info?.pointee.flags ?? 0,
+            caller: caller(req))
+        storeHandle(handle, in: info)
+        info?.pointee.keep_cache = 1
+        var parameters = makeEntryParameters(entry, context)
+        if fuse_reply_create(req, &parameters, info) != 0 {
+            // The kernel did not take the handle (the caller was interrupted): undo the open.
+            if let handle = takeHandle(info, as: OpenFile.self) { context.fileSystem.release(handle) }
+            context.fileSystem.forget(entry.attributes.ino, count: 1)
+        }
+    } catch {
+        replyError(req, error)
+    }
+}
+
+func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    let context = FuseContext.of(req)
+    do {
+        let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0)
+        storeHandle(handle, in: info)
+        // The folder is the only writer in this mount's page cache; remote changes invalidate it.
+        info?.pointee.keep_cache = 1
+        if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenFile.self) {
+            context.fileSystem.release(handle)
+        }
+    } catch {
+        replyError(req, error)
+    }
+}
+
+func fuseRead(
+    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    // Reply straight from the cache file: libfuse splices or reads it without a Swift buffer.
+    var buffer = fuse_bufvec()
+    buffer.count = 1
+    buffer.buf.size = size
+    buffer.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+    buffer.buf.fd = handle.descriptor
+    buffer.buf.pos = offset
+    fuse_reply_data(req, &buffer, FUSE_BUF_SPLICE_MOVE)
+}
+
+func fuseWrite(
+    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ bytes: UnsafePointer<CChar>?, _ size: Int, _ offset: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
+    do {
+        let written = try FuseContext.of(req).fileSystem.write(
+            handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset))
+        fuse_reply_write(req, written)
+    } catch {
+        replyError(req, error)
+    }
+}
+
+func fuseFlush(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    if let handle = peekHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.flush(handle) }
+    fuse_reply_err(req, 0)
+}
+
+func fuseRelease(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
+    if let handle = takeHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.release(handle) }
+    fuse_reply_err(req, 0)
+}
+
+func fuseFsync(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ dataOnly: Int32, _ info: UnsafeMutablePointer<fuse_file_info>?)
+{
+    guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    do {
+        try FuseContext.of(req).fileSystem.fsync(handle, dataOnly: dataOnly != 0)
+        fuse_reply_err(req, 0)
+    } catch {
+        replyError(req, error)
+    }
+}
+
+func fuseFallocate(
+    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ mode: Int32, _ offset: off_t, _ length: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    do {
+        try FuseContext.of(req).fileSystem.fallocate(handle, mode: mode, offset: Int64(offset), length: Int64(length))
+        fuse_reply_err(req, 0)
+    } catch {
+        replyError(req, error)
+    }
+}
+
+func fuseLseek(
+    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ offset: off_t, _ whence: Int32, _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    do {
+        let result = try FuseContext.of(req).fileSystem.lseek(handle, offset: Int64(offset), whence: whence)
+        fuse_reply_lseek(req, off_t(result))
+    } catch {
+        replyError(req, error)
+    }
+}

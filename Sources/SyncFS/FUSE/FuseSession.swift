@@ -1,0 +1,141 @@
+import CFuse
+import Glibc
+import Logging
+
+/// A failure to set up or run the FUSE session.
+public struct FuseSessionError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
+
+/// One libfuse low-level session: the operation table, the kernel mount, the multithreaded loop.
+///
+/// Lifecycle: `init` creates and mounts; `run` serves requests until the mount goes away (an
+/// unmount, `exit()`, or a signal); `unmount` removes the kernel mount if it is still there.
+public final class FuseSession: @unchecked Sendable {
+    private let session: OpaquePointer
+    private let context: Unmanaged<FuseContext>
+    public let mountpoint: String
+
+    /// Mount options: the kernel checks permissions (`default_permissions`); as root the folder
+    /// is shared with every user (`allow_other`), each new file belonging to its creator.
+    public init(
+        fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double, logger: Logger
+    ) throws {
+        self.mountpoint = mountpoint
+        let safeName = fsName.map { $0 == "," || $0 == "\\" ? "_" : $0 }
+        var options = "default_permissions,fsname=\(String(safeName)),subtype=syncfs"
+        if geteuid() == 0 { options += ",allow_other" }
+        let arguments = ["syncfs-mount", "-o", options]
+        var cArguments = arguments.map { strdup($0) }
+        defer { cArguments.forEach { free($0) } }
+        let context = Unmanaged.passRetained(
+            FuseContext(fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout))
+        self.context = context
+        var operations = makeOperationTable()
+        let created = cArguments.withUnsafeMutableBufferPointer { buffer -> OpaquePointer? in
+            var args = fuse_args(argc: Int32(buffer.count), argv: buffer.baseAddress, allocated: 0)
+            return syncfs_session_new(&args, &operations, context.toOpaque())
+        }
+        guard let created else {
+            context.release()
+            throw FuseSessionError(description: "libfuse could not create a session")
+        }
+        session = created
+        guard fuse_session_mount(session, mountpoint) == 0 else {
+            fuse_session_destroy(session)
+            context.release()
+            throw FuseSessionError(description: "could not mount on \(mountpoint) (see the log above)")
+        }
+    }
+
+    deinit {
+        fuse_session_destroy(session)
+        context.release()
+    }
+
+    /// Installs libfuse's SIGINT/SIGTERM/SIGHUP handlers (they end `run` cleanly). The daemon
+    /// resets these signals to their defaults first: a process started in the background
+    /// inherits them ignored or blocked, and libfuse only installs over the default.
+    public func installSignalHandlers() {
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_UNBLOCK, &all, nil)
+        for signal in [SIGINT, SIGTERM, SIGHUP] { Glibc.signal(signal, SIG_DFL) }
+        Glibc.signal(SIGPIPE, SIG_IGN)
+        fuse_set_signal_handlers(session)
+    }
+
+    /// Serves requests on several threads until the session ends. Returns 0 on a clean end.
+    public func run(maxThreads: UInt32 = 16) -> Int32 {
+        let result = syncfs_session_loop_mt(session, maxThreads)
+        fuse_remove_signal_handlers(session)
+        return result
+    }
+
+    /// Ends the session from another thread: marks it exited and detaches the kernel mount,
+    /// which wakes the workers (reads of `/dev/fuse` fail once the mount is gone).
+    public func exit() {
+        fuse_session_exit(session)
+        Unmounter.detach(mountpoint)
+    }
+
+    /// Removes the kernel mount if it is still there (after `run` returned).
+    public func unmount() {
+        fuse_session_unmount(session)
+    }
+}
+
+/// Builds the table of trampolines. Every operation the folder supports is set; the rest
+/// (locks, ioctl, poll, bmap, copy_file_range) fall back to the kernel's defaults.
+private func makeOperationTable() -> fuse_lowlevel_ops {
+    var operations = fuse_lowlevel_ops()
+    operations.`init` = fuseInit
+    operations.lookup = fuseLookup
+    operations.forget = fuseForget
+    operations.forget_multi = fuseForgetMulti
+    operations.getattr = fuseGetattr
+    operations.setattr = fuseSetattr
+    operations.readlink = fuseReadlink
+    operations.mknod = fuseMknod
+    operations.mkdir = fuseMkdir
+    operations.unlink = fuseUnlink
+    operations.rmdir = fuseRmdir
+    operations.symlink = fuseSymlink
+    operations.rename = fuseRename
+    operations.link = fuseLink
+    operations.open = fuseOpen
+    operations.read = fuseRead
+    operations.write = fuseWrite
+    operations.flush = fuseFlush
+    operations.release = fuseRelease
+    operations.fsync = fuseFsync
+    operations.opendir = fuseOpendir
+    operations.readdir = fuseReaddir
+    operations.readdirplus = fuseReaddirplus
+    operations.releasedir = fuseReleasedir
+    operations.fsyncdir = fuseFsyncdir
+    operations.statfs = fuseStatfs
+    operations.setxattr = fuseSetxattr
+    operations.getxattr = fuseGetxattr
+    operations.listxattr = fuseListxattr
+    operations.removexattr = fuseRemovexattr
+    operations.create = fuseCreate
+    operations.fallocate = fuseFallocate
+    operations.lseek = fuseLseek
+    return operations
+}
+
+/// Negotiates capabilities with the kernel: the writeback cache (writes return once in the page
+/// cache; the kernel owns mtime and size while it holds dirty pages), atomic O_TRUNC, parallel
+/// directory operations, nanosecond times, splice for replies from cache files.
+private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutablePointer<fuse_conn_info>?) {
+    guard let conn else { return }
+    let wanted: [Int32] = [
+        FUSE_CAP_WRITEBACK_CACHE, FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_SPLICE_WRITE,
+        FUSE_CAP_SPLICE_MOVE,
+    ]
+    for capability in wanted where conn.pointee.capable & UInt32(capability) != 0 {
+        conn.pointee.want |= UInt32(capability)
+    }
+    conn.pointee.time_gran = 1
+}

@@ -1,0 +1,49 @@
+import Glibc
+import Synchronization
+
+/// An open file: the kernel's file handle.
+///
+/// The FUSE adapter passes it to the kernel as an opaque retained pointer (`fi->fh`) and gets it
+/// back on every read and write, so the data path finds its descriptor without any table or lock.
+/// `descriptor` is the cache file, opened read-write (the writeback cache may read through a
+/// write-only handle); it is closed exactly once, by `SyncFileSystem.release`.
+public final class OpenFile: Sendable {
+    let node: Node
+    public let descriptor: Int32
+    /// Opened for writing (O_WRONLY or O_RDWR).
+    public let writable: Bool
+    /// Set by the first write: the handle has content to record on flush/release.
+    let wrote = Atomic<Bool>(false)
+
+    init(node: Node, descriptor: Int32, writable: Bool) {
+        self.node = node
+        self.descriptor = descriptor
+        self.writable = writable
+    }
+
+    public var ino: InodeNumber { node.ino }
+}
+
+/// An open directory: a snapshot of its entries, taken when reading starts at offset 0, so a
+/// listing is complete and stable (each name once) while the directory changes underneath.
+public final class OpenDirectory: Sendable {
+    public struct Entry: Sendable {
+        public let name: FileName
+        public let ino: InodeNumber
+        public let kind: NodeKind
+    }
+
+    let ino: InodeNumber
+    private let snapshot = Mutex<[Entry]>([])
+
+    init(ino: InodeNumber) { self.ino = ino }
+
+    func replace(with entries: [Entry]) { snapshot.withLock { $0 = entries } }
+
+    /// The entries at and after `offset` (offset `n` is the n-th entry; offsets start at 0).
+    func entries(from offset: Int) -> ArraySlice<Entry> {
+        snapshot.withLock { entries in
+            offset < entries.count ? entries[offset...] : []
+        }
+    }
+}

@@ -1,0 +1,53 @@
+/// The state database's schema, as an append-only list of migrations.
+///
+/// Invariant: a migration, once released, is never edited; a schema change is a new entry.
+/// `PRAGMA user_version` records how many have been applied.
+enum Migrations {
+    static let all: [String] = [
+        // 1: entries, extended attributes, key/value facts about this state directory.
+        """
+        CREATE TABLE meta (
+            key TEXT PRIMARY KEY NOT NULL,
+            value TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE entries (
+            ino INTEGER PRIMARY KEY NOT NULL,   -- local inode number, stable for the entry's life
+            file_id TEXT NOT NULL UNIQUE,       -- stable identity (32 hex digits)
+            parent_ino INTEGER,                 -- NULL only for the root
+            name BLOB NOT NULL,                 -- raw name bytes
+            kind INTEGER NOT NULL,              -- 1 file, 2 directory, 3 symlink
+            mode INTEGER NOT NULL,              -- permission bits incl. setuid/setgid/sticky
+            uid INTEGER NOT NULL,
+            gid INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            atime_ns INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            ctime_ns INTEGER NOT NULL,
+            symlink_target BLOB
+        );
+        CREATE INDEX entries_by_parent ON entries(parent_ino, name);
+        CREATE TABLE xattrs (
+            ino INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            value BLOB NOT NULL,
+            PRIMARY KEY (ino, name)
+        ) WITHOUT ROWID;
+        """
+    ]
+
+    /// Applies the migrations the database has not seen yet, each in its own transaction.
+    static func migrate(_ connection: SQLiteConnection) throws {
+        let applied = try connection.userVersion
+        guard applied <= all.count else {
+            throw MetadataError(
+                code: 0,
+                message: "the state database has schema \(applied), newer than this build (\(all.count))")
+        }
+        for (index, sql) in all.enumerated() where index >= applied {
+            try connection.transaction {
+                try connection.execute(sql)
+                try connection.execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+}

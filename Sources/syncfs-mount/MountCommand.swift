@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import Logging
+import SyncFS
+
+struct MountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount CONTAINER as an ordinary folder at MOUNTPOINT.",
+        discussion: """
+            CONTAINER is a local directory (the embedded default container), created if missing. \
+            MOUNTPOINT must be an existing empty directory; a stale mount left by a killed daemon \
+            is cleared first. Without --foreground the command returns once the mount is live and \
+            the daemon logs to STATE_DIR/syncfs.log.
+            """
+    )
+
+    @Argument(help: "The container: a local directory (created if missing).")
+    var container: String
+
+    @Argument(help: "An existing, empty directory to mount the folder on.")
+    var mountpoint: String
+
+    @Option(
+        help: ArgumentHelp(
+            "Where the cache and the state database live.",
+            discussion: "Default: $XDG_STATE_HOME/syncfs/<name>-<hash> (or ~/.local/state/syncfs/…), one per container and mount point.",
+            valueName: "dir"))
+    var stateDir: String?
+
+    @Flag(help: "Stay in the foreground; print the line 'ready' on standard output once the mount is live.")
+    var foreground = false
+
+    @Flag(help: "With --foreground: unmount and exit when standard input reaches end-of-file (for test runners).")
+    var lifeline = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
+        }
+        if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
+    }
+
+    func run() throws {
+        let configuration = MountConfiguration(
+            container: absolutePath(container), mountpoint: absolutePath(mountpoint),
+            stateDirectory: absolutePath(
+                stateDir ?? StateDirectory.defaultPath(container: absolutePath(container), mountpoint: absolutePath(mountpoint))),
+            lifeline: lifeline)
+        if foreground {
+            try runForeground(configuration)
+        } else {
+            try startInBackground(configuration)
+        }
+    }
+
+    private func runForeground(_ configuration: MountConfiguration) throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "syncfs")
+        do {
+            try MountDaemon.run(configuration, logger: logger) {
+                // The readiness signal for scripts: one line on standard output, written unbuffered.
+                _ = write(STDOUT_FILENO, "ready\n", 6)
+            }
+        } catch {
+            throw fail(error)
+        }
+    }
+
+    /// Starts this program again with `--foreground` as a daemon in its own session, logging to
+    /// the state directory, and waits for its `ready` line (or its failure).
+    private func startInBackground(_ configuration: MountConfiguration) throws {
+        let state = StateDirectory(path: configuration.stateDirectory)
+        do { try state.create() } catch { throw fail(error) }
+        let logOffset = (try? FileManager.default.attributesOfItem(atPath: state.logPath)[.size] as? Int) ?? 0
+        let arguments = [
+            "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
+            "--foreground", "--log-level", logLevel,
+        ]
+        let daemon: DaemonProcess
+        do {
+            daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)
+        } catch {
+            throw fail(MountError(.failed, "cannot start the daemon: \(error)"))
+        }
+        if daemon.waitUntilReady() {
+            print("Mounted \(configuration.container) at \(configuration.mountpoint) (log: \(state.logPath))")
+            return
+        }
+        let status = daemon.waitForExit()
+        let log = (try? String(contentsOfFile: state.logPath, encoding: .utf8)) ?? ""
+        let tail = String(log.utf8.dropFirst(logOffset)) ?? ""
+        for line in tail.split(separator: "\n") { printError(String(line)) }
+        throw ExitCode(status == 0 ? 1 : status)
+    }
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import SyncFS
+
+/// `syncfs-mount`: a thin command tree. Each subcommand parses, composes, and hands over to
+/// the SyncFS library; exit codes are documented in doc/CLI.md.
+@main
+struct SyncFSCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "syncfs-mount",
+        abstract: "A synced folder: mount a SyncFS container as an ordinary directory.",
+        discussion: "Exit codes: 0 ok, 1 internal error, 64 usage, 65 bad input, 69 FUSE unavailable, "
+            + "73 cannot create, 75 busy, 77 permission denied (see doc/CLI.md).",
+        subcommands: [MountCommand.self, UnmountCommand.self]
+    )
+}
+
+/// Prints `error` on standard error and exits with its documented code.
+func fail(_ error: MountError) -> ExitCode {
+    printError("syncfs-mount: \(error.description)")
+    return ExitCode(error.exitCode)
+}
+
+func printError(_ message: String) {
+    var standardError = StandardError()
+    print(message, to: &standardError)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var bytes = Array(string.utf8)
+        _ = bytes.withUnsafeMutableBytes { fwriteStderr($0.baseAddress!, $0.count) }
+    }
+}

@@ -1,2 +1,0 @@
-import SyncFS
-print(SyncFSPlaceholder.probe())
