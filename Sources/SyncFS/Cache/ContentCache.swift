@@ -39,11 +39,17 @@ public struct ContentCache: Sendable {
         return fd
     }
 
-    /// Creates an empty cache file, replacing any left-over of the same ID.
-    public func create(_ id: FileID) throws(FSError) {
+    /// Creates an empty cache file (replacing any left-over of the same ID) and returns it open
+    /// read-write; the caller owns the descriptor.
+    public func createAndOpen(_ id: FileID) throws(FSError) -> Int32 {
         let fd = Glibc.open(path(for: id), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         if fd < 0 { throw .fromErrno() }
-        close(fd)
+        return fd
+    }
+
+    /// Creates an empty cache file, replacing any left-over of the same ID.
+    public func create(_ id: FileID) throws(FSError) {
+        close(try createAndOpen(id))
     }
 
     public func remove(_ id: FileID) {

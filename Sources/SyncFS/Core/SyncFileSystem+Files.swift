@@ -16,8 +16,9 @@ extension SyncFileSystem {
                 return (entryReply(for: existing, in: &tree), handle)
             }
             let node = try makeNode(.file, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
-            try cache.create(node.fileID)
-            let handle = try openHandle(node, flags: flags, tree: &tree)
+            let descriptor = try cache.createAndOpen(node.fileID)
+            let handle = OpenFile(node: node, descriptor: descriptor, writable: flags & O_ACCMODE != O_RDONLY)
+            node.openCount += 1
             return (entryReply(for: node, in: &tree), handle)
         }
     }
@@ -51,11 +52,13 @@ extension SyncFileSystem {
     /// Opens the node's cache file; honours `O_TRUNC`. Under the lock.
     private func openHandle(_ node: Node, flags: Int32, tree: inout Namespace) throws(FSError) -> OpenFile {
         let descriptor = try cache.open(node.fileID)
+        node.openCount += 1
         let accessMode = flags & O_ACCMODE
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
         if flags & O_TRUNC != 0 && handle.writable && node.size.load(ordering: .relaxed) != 0 {
             if ftruncate(descriptor, 0) != 0 {
                 close(descriptor)
+                node.openCount -= 1
                 throw .fromErrno()
             }
             let now = Clock.nowNanoseconds()
@@ -64,7 +67,6 @@ extension SyncFileSystem {
             node.ctime = now
             if !node.isUnlinked { recordChange(node) }
         }
-        node.openCount += 1
         return handle
     }
 
