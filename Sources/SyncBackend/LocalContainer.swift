@@ -47,7 +47,8 @@ public struct LocalContainer: Sendable {
             let contents = (try? files.contentsOfDirectory(atPath: path)) ?? []
             guard contents.isEmpty else {
                 throw .notAContainer(
-                    "\(path) is not empty and is not a SyncFS container (no \(markerName)); choose an empty or new directory")
+                    "\(path) is not empty and is not a SyncFS container (no \(markerName)); choose an empty or new directory"
+                )
             }
         }
         do {

@@ -35,7 +35,7 @@ struct DaemonProcess {
             &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | posixSpawnSetsid))
         let executable = "/proc/self/exe"
         let argv = (["syncfs-mount"] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         var pid = pid_t()
         let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
         close(pipeEnds[1])

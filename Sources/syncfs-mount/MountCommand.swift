@@ -25,7 +25,8 @@ struct MountCommand: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Where the cache and the state database live.",
-            discussion: "Default: $XDG_STATE_HOME/syncfs/<name>-<hash> (or ~/.local/state/syncfs/…), one per container and mount point.",
+            discussion:
+                "Default: $XDG_STATE_HOME/syncfs/<name>-<hash> (or ~/.local/state/syncfs/…), one per container and mount point.",
             valueName: "dir"))
     var stateDir: String?
 
@@ -40,7 +41,8 @@ struct MountCommand: ParsableCommand {
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
+            throw ValidationError(
+                "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
         }
         if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
     }
@@ -49,7 +51,9 @@ struct MountCommand: ParsableCommand {
         let configuration = MountConfiguration(
             container: absolutePath(container), mountpoint: absolutePath(mountpoint),
             stateDirectory: absolutePath(
-                stateDir ?? StateDirectory.defaultPath(container: absolutePath(container), mountpoint: absolutePath(mountpoint))),
+                stateDir
+                    ?? StateDirectory.defaultPath(
+                        container: absolutePath(container), mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
         if foreground {
             try runForeground(configuration)

@@ -77,7 +77,9 @@ public final class SyncFileSystem: Sendable {
         return orphans
     }
 
-    private static func reconcileCache(_ tree: inout Namespace, cache: ContentCache, store: MetadataStore, logger: Logger) {
+    private static func reconcileCache(
+        _ tree: inout Namespace, cache: ContentCache, store: MetadataStore, logger: Logger
+    ) {
         var files: [FileID: Node] = [:]
         for node in tree.nodes.values where node.kind == .file { files[node.fileID] = node }
         for id in cache.allIDs() where files[id] == nil {
@@ -90,7 +92,8 @@ public final class SyncFileSystem: Sendable {
                     store.entryChanged(node.record)
                 }
             } else {
-                logger.warning("content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
+                logger.warning(
+                    "content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
                 try? cache.create(node.fileID)
                 node.size.store(0, ordering: .relaxed)
                 store.entryChanged(node.record)

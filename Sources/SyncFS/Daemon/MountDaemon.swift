@@ -56,7 +56,8 @@ public enum MountDaemon {
             store.factSet("container_id", container.id)
             store.factSet("container", container.path)
             fileSystem = try SyncFileSystem(
-                store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path, logger: logger)
+                store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path, logger: logger
+            )
         } catch let error as MountError {
             throw error
         } catch {
@@ -122,7 +123,9 @@ public enum MountDaemon {
         }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
             if name != "." && name != ".." {
                 throw MountError(.badInput, "mount point \(path) is not empty")
             }

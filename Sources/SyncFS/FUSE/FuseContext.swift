@@ -76,7 +76,8 @@ extension timespec {
     init(nanoseconds: Int64) {
         let (seconds, remainder) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         self.init(
-            tv_sec: Int(remainder < 0 ? seconds - 1 : seconds), tv_nsec: Int(remainder < 0 ? remainder + 1_000_000_000 : remainder))
+            tv_sec: Int(remainder < 0 ? seconds - 1 : seconds),
+            tv_nsec: Int(remainder < 0 ? remainder + 1_000_000_000 : remainder))
     }
 
     var nanoseconds: Int64 { Int64(tv_sec) * 1_000_000_000 + Int64(tv_nsec) }

@@ -75,15 +75,16 @@ func fuseReadlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
         var target = try FuseContext.of(req).fileSystem.readlink(inode(ino))
         target.append(0)
         target.withUnsafeBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { _ = fuse_reply_readlink(req, $0) }
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                _ = fuse_reply_readlink(req, $0)
+            }
         }
     } catch {
         replyError(req, error)
     }
 }
 
-func fuseMknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t, _ rdev: dev_t)
-{
+func fuseMknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t, _ rdev: dev_t) {
     let context = FuseContext.of(req)
     do {
         let entry = try context.fileSystem.mknod(

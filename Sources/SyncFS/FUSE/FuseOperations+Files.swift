@@ -104,7 +104,8 @@ func fuseFallocate(
 }
 
 func fuseLseek(
-    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ offset: off_t, _ whence: Int32, _ info: UnsafeMutablePointer<fuse_file_info>?
+    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ offset: off_t, _ whence: Int32,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
     do {

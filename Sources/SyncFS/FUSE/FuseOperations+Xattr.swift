@@ -50,7 +50,9 @@ private func replySized(_ req: fuse_req_t?, _ bytes: [UInt8], size: Int) {
     } else if bytes.count > size {
         replyError(req, .range)
     } else {
-        bytes.withUnsafeBytes { _ = fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
+        bytes.withUnsafeBytes {
+            _ = fuse_reply_buf(req, $0.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
     }
 }
 

@@ -27,7 +27,7 @@ public final class FuseSession: @unchecked Sendable {
         if geteuid() == 0 { options += ",allow_other" }
         let arguments = ["syncfs-mount", "-o", options]
         var cArguments = arguments.map { strdup($0) }
-        defer { cArguments.forEach { free($0) } }
+        defer { for argument in cArguments { free(argument) } }
         let context = Unmanaged.passRetained(
             FuseContext(fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout))
         self.context = context

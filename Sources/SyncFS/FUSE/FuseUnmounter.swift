@@ -42,7 +42,8 @@ public enum Unmounter {
         var bytes: [UInt8] = []
         var utf8 = Array(text.utf8)[...]
         while let byte = utf8.popFirst() {
-            if byte == 92, utf8.count >= 3, let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8) {
+            if byte == 92, utf8.count >= 3, let value = UInt8(String(decoding: utf8.prefix(3), as: UTF8.self), radix: 8)
+            {
                 bytes.append(value)
                 utf8 = utf8.dropFirst(3)
             } else {
@@ -55,7 +56,7 @@ public enum Unmounter {
     private static func runFusermount(_ arguments: [String]) -> Int32 {
         var pid = pid_t()
         let argv = (["fusermount3"] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         guard posix_spawnp(&pid, "fusermount3", nil, nil, argv, environ) == 0 else { return -1 }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -94,7 +94,7 @@ public final class MetadataStore: Sendable {
                 return (state.changes, state.afterCommit, state.hasUnsyncedCommits)
             }
             if changes.isEmpty && !(durable && needsSync) {
-                actions.forEach { $0() }
+                for action in actions { action() }
                 return
             }
             if durable { try connection.execute("PRAGMA synchronous = FULL") }
@@ -119,7 +119,7 @@ public final class MetadataStore: Sendable {
                 throw failure
             }
             pending.withLock { $0.hasUnsyncedCommits = !durable }
-            actions.forEach { $0() }
+            for action in actions { action() }
         }
     }
 
@@ -157,7 +157,8 @@ public final class MetadataStore: Sendable {
                 try statement.run()
             }
         case .setXattr(let ino, let name, let value):
-            let statement = try connection.statement("INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?, ?, ?)")
+            let statement = try connection.statement(
+                "INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?, ?, ?)")
             statement.bind(1, Int64(bitPattern: ino.rawValue))
             statement.bind(2, name)
             statement.bind(3, bytes: value)

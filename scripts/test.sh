@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test of SyncFS: installs what is missing, lints, builds (warnings are errors),
+# then the unit tests and the mount tests (the built binary on real FUSE mounts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --test
+scripts/lint.sh
+swift build
+export SYNCFS_MOUNT_BINARY="$PWD/.build/debug/syncfs-mount"
+status=0
+swift test 2>&1 | tee .build/test-output.txt || status=$?
+# Never leave a mount of ours behind, whatever happened.
+awk '$3 ~ /^fuse/ && $1 ~ /^syncfs/ {print $2}' /proc/mounts | while read -r mountpoint; do
+    case "$mountpoint" in /tmp/syncfs-tests-*) fusermount3 -u -z "$mountpoint" || true ;; esac
+done
+exit "$status"
