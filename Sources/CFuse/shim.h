@@ -16,6 +16,10 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include <linux/fuse.h>
 
 static inline struct fuse_session *syncfs_session_new(struct fuse_args *args,
     const struct fuse_lowlevel_ops *ops, void *userdata) {
@@ -38,6 +42,24 @@ static inline struct fuse_args syncfs_args_empty(void) {
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     return args;
 }
+
+/// fuse_session_custom_io became versioned in libfuse 3.17; this wraps either form.
+static inline int syncfs_session_custom_io(struct fuse_session *se, const struct fuse_custom_io *io, int fd) {
+    return fuse_session_custom_io(se, io, fd);
+}
+
+/// Adds INIT flags to an INIT reply's `struct fuse_init_out` (the second iovec of that reply).
+/// Returns 1 if `body` is large enough to be one, 0 otherwise.
+static inline int syncfs_init_out_add_flags(void *body, size_t length, uint32_t flags) {
+    if (body == NULL || length < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t)) return 0;
+    ((struct fuse_init_out *)body)->flags |= flags;
+    return 1;
+}
+
+/// FUSE_HANDLE_KILLPRIV_V2 (kernel 5.11+): the daemon clears setuid/setgid on write, truncate
+/// and chown, so the kernel may mark inodes S_NOSEC and stop asking for security.capability
+/// before every write. libfuse 3.14 cannot negotiate it; the folder adds it to the INIT reply.
+static const uint32_t SYNCFS_HANDLE_KILLPRIV_V2 = FUSE_HANDLE_KILLPRIV_V2;
 
 // Constants that are macros of a shape Swift does not import.
 static const long SYNCFS_UTIME_NOW = UTIME_NOW;

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// A file, directory or symlink as the running folder knows it.
@@ -13,7 +14,9 @@ final class Node: @unchecked Sendable {
     /// `nil` for the root and for an unlinked node that the kernel or a handle still holds.
     var parent: InodeNumber?
     var name: FileName
-    var mode: UInt32
+    var mode: UInt32 {
+        didSet { hasSetIDBits.store(Self.hasSetID(mode), ordering: .relaxed) }
+    }
     var uid: UInt32
     var gid: UInt32
     var atime: Int64
@@ -34,6 +37,20 @@ final class Node: @unchecked Sendable {
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)
+    /// `mode` has setuid, or setgid with group-execute: a write by an unprivileged caller must
+    /// clear them (the daemon's duty under killpriv v2). Lets the write path check without a lock.
+    let hasSetIDBits: Atomic<Bool>
+
+    static func hasSetID(_ mode: UInt32) -> Bool {
+        mode & UInt32(S_ISUID) != 0 || (mode & UInt32(S_ISGID) != 0 && mode & UInt32(S_IXGRP) != 0)
+    }
+
+    /// The mode after a privilege kill: setuid cleared, setgid cleared if group-executable.
+    static func killingPrivileges(_ mode: UInt32) -> UInt32 {
+        var result = mode & ~UInt32(S_ISUID)
+        if result & UInt32(S_IXGRP) != 0 { result &= ~UInt32(S_ISGID) }
+        return result
+    }
 
     init(record: EntryRecord, xattrs: [String: [UInt8]]) {
         ino = record.ino
@@ -50,6 +67,7 @@ final class Node: @unchecked Sendable {
         self.xattrs = xattrs
         size = Atomic(record.size)
         mtime = Atomic(record.mtime)
+        hasSetIDBits = Atomic(Self.hasSetID(record.mode))
     }
 
     /// A value snapshot for the store. Call under the namespace lock.

@@ -13,6 +13,9 @@ public struct AttributeChanges: Sendable {
     public var atime: Time?
     public var mtime: Time?
     public var ctime: Int64?
+    /// Clear setuid, and setgid if group-executable (the kernel asks on truncate and chown by
+    /// unprivileged callers, under killpriv v2).
+    public var killPrivileges = false
     public init() {}
 }
 
@@ -53,10 +56,11 @@ extension SyncFileSystem {
             if let mode = changes.mode { node.mode = mode & 0o7777 }
             if let uid = changes.uid { node.uid = uid }
             if let gid = changes.gid { node.gid = gid }
-            if changes.uid != nil || changes.gid != nil, node.kind == .file, changes.mode == nil {
+            if changes.killPrivileges
+                || (changes.uid != nil || changes.gid != nil) && node.kind == .file && changes.mode == nil
+            {
                 // As local filesystems do: a change of owner clears setuid, and setgid on group-executables.
-                node.mode &= ~UInt32(S_ISUID)
-                if node.mode & UInt32(S_IXGRP) != 0 { node.mode &= ~UInt32(S_ISGID) }
+                node.mode = Node.killingPrivileges(node.mode)
             }
             if let size = changes.size {
                 node.size.store(size, ordering: .relaxed)

@@ -37,7 +37,8 @@ extension SyncFileSystem {
         }
     }
 
-    public func open(_ ino: InodeNumber, flags: Int32) throws(FSError) -> OpenFile {
+    /// Opens a file. `O_TRUNC` by an unprivileged caller also clears setuid/setgid.
+    public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             switch node.kind {
@@ -45,8 +46,22 @@ extension SyncFileSystem {
             case .symlink: throw .loop
             case .file: break
             }
+            if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
+                node.mode = Node.killingPrivileges(node.mode)
+                if !node.isUnlinked { recordChange(node) }
+            }
             return try openHandle(node, flags: flags, tree: &tree)
         }
+    }
+
+    /// Clears setuid/setgid after a write by an unprivileged caller.
+    private func killPrivileges(_ node: Node) {
+        namespace.withLock { _ in
+            node.mode = Node.killingPrivileges(node.mode)
+            node.ctime = Clock.nowNanoseconds()
+            if !node.isUnlinked { recordChange(node) }
+        }
+        kernelAttributesChanged(node.ino)
     }
 
     /// Opens the node's cache file; honours `O_TRUNC`. Under the lock.
@@ -70,10 +85,14 @@ extension SyncFileSystem {
         return handle
     }
 
-    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
-    public func write(_ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64) throws(FSError)
-        -> Int
-    {
+    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`. A write by an
+    /// unprivileged caller clears setuid/setgid (`caller` is asked only when such bits are set).
+    public func write(
+        _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, caller: () -> Caller
+    ) throws(FSError) -> Int {
+        if handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
+            killPrivileges(handle.node)
+        }
         var done = 0
         while done < count {
             let written = pwrite(handle.descriptor, bytes + done, count - done, off_t(offset) + off_t(done))

@@ -20,6 +20,15 @@ public final class SyncFileSystem: Sendable {
     let logger: Logger
     /// Where the cache lives, for `statfs`.
     let statePath: String
+    /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
+    private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
+
+    public func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }
+
+    /// Forwards to the kernel invalidator. Never call with the namespace lock held.
+    func kernelAttributesChanged(_ ino: InodeNumber) {
+        invalidator.withLock { $0 }?.attributesChanged(ino)
+    }
 
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes

@@ -11,6 +11,8 @@ final class FuseContext: Sendable {
     /// Safe to be long: every change reaches the folder through the kernel, and changes from
     /// elsewhere (the sync engine) invalidate the kernel's caches explicitly.
     let cacheTimeout: Double
+    /// The session's `/dev/fuse` I/O state (killpriv v2 negotiation).
+    let deviceIO = FuseDeviceIO()
 
     init(fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double) {
         self.fileSystem = fileSystem

@@ -62,6 +62,7 @@ func fuseSetattr(
         changes.mtime = .at(attr.st_mtim.nanoseconds)
     }
     if toSet & FUSE_SET_ATTR_CTIME != 0 { changes.ctime = attr.st_ctim.nanoseconds }
+    if toSet & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID) != 0 { changes.killPrivileges = true }
     do {
         let handle = peekHandle(info, as: OpenFile.self)
         replyAttributes(req, try context.fileSystem.setattr(inode(ino), changes, handle: handle), context)

@@ -29,7 +29,7 @@ func fuseCreate(
 func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let context = FuseContext.of(req)
     do {
-        let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0)
+        let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0, caller: caller(req))
         storeHandle(handle, in: info)
         // The folder is the only writer in this mount's page cache; remote changes invalidate it.
         info?.pointee.keep_cache = 1
@@ -62,7 +62,7 @@ func fuseWrite(
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
     do {
         let written = try FuseContext.of(req).fileSystem.write(
-            handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset))
+            handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset), caller: { caller(req) })
         fuse_reply_write(req, written)
     } catch {
         replyError(req, error)

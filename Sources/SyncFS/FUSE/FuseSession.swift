@@ -46,6 +46,14 @@ public final class FuseSession: @unchecked Sendable {
             context.release()
             throw FuseSessionError(description: "could not mount on \(mountpoint) (see the log above)")
         }
+        var io = FuseDeviceIO.table()
+        guard syncfs_session_custom_io(session, &io, fuse_session_fd(session)) == 0 else {
+            fuse_session_unmount(session)
+            fuse_session_destroy(session)
+            context.release()
+            throw FuseSessionError(description: "libfuse refused the device I/O hooks")
+        }
+        fileSystem.setInvalidator(KernelNotifier(session: session))
     }
 
     deinit {
@@ -138,4 +146,17 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
         conn.pointee.want |= UInt32(capability)
     }
     conn.pointee.time_gran = 1
+}
+
+/// Sends invalidations to the kernel through the session (`fuse_lowlevel_notify_inval_*`).
+/// Valid for the session's life; the file system drops it at shutdown with the session.
+private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable {
+    private let session: OpaquePointer
+
+    init(session: OpaquePointer) { self.session = session }
+
+    func attributesChanged(_ ino: InodeNumber) {
+        // A negative offset invalidates the attributes only: no page-cache work, no inode lock.
+        _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(ino.rawValue), -1, 0)
+    }
 }

@@ -1,0 +1,10 @@
+/// Tells the kernel that what it cached about an inode or a name is no longer true.
+///
+/// Injected into `SyncFileSystem` by the FUSE adapter once the session exists (Core does not know
+/// FUSE). Contract: never call it while holding the namespace lock — the kernel may answer an
+/// invalidation with requests of its own.
+public protocol KernelCacheInvalidating: Sendable {
+    /// The inode's attributes changed without a request that returned them (e.g. setuid cleared
+    /// by a write).
+    func attributesChanged(_ ino: InodeNumber)
+}
