@@ -37,6 +37,9 @@ final class Node: @unchecked Sendable {
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)
+    /// The cache file's directory entry is known to be on disk (false for a file created in this
+    /// mount until its first `fsync`), so `fsync` syncs the cache directory only once per file.
+    let cacheEntryDurable = Atomic<Bool>(true)
     /// `mode` has setuid, or setgid with group-execute: a write by an unprivileged caller must
     /// clear them (the daemon's duty under killpriv v2). Lets the write path check without a lock.
     let hasSetIDBits: Atomic<Bool>

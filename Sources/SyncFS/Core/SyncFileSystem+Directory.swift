@@ -18,6 +18,7 @@ extension SyncFileSystem {
             mode: permissions, uid: caller.uid, gid: setgidParent ? directory.gid : caller.gid, size: 0,
             atime: now, mtime: now, ctime: now, symlinkTarget: symlinkTarget)
         let node = Node(record: record, xattrs: [:])
+        node.cacheEntryDurable.store(kind != .file, ordering: .relaxed)
         tree.attach(node, to: directory, as: name)
         store.entryCreated(record)
         touchDirectory(directory, now: now)
@@ -66,10 +67,10 @@ extension SyncFileSystem {
         }
     }
 
-    /// Entries of an open directory from `offset` on; offset 0 takes a fresh snapshot
-    /// (`.` and `..` first, then the children sorted by name).
+    /// Entries of an open directory from `offset` on; offset 0 (or the first read of this handle)
+    /// takes a fresh snapshot (`.` and `..` first, then the children sorted by name).
     public func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
-        if offset == 0 {
+        if offset == 0 || !handle.hasSnapshot {
             let entries = try namespace.withLock { tree throws(FSError) in
                 let node = try tree.node(handle.ino)
                 let parentIno = node.parent ?? node.ino

@@ -85,14 +85,10 @@ extension SyncFileSystem {
         return handle
     }
 
-    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`. A write by an
-    /// unprivileged caller clears setuid/setgid (`caller` is asked only when such bits are set).
+    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
     public func write(
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, caller: () -> Caller
     ) throws(FSError) -> Int {
-        if handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
-            killPrivileges(handle.node)
-        }
         var done = 0
         while done < count {
             let written = pwrite(handle.descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
@@ -102,9 +98,19 @@ extension SyncFileSystem {
             }
             done += written
         }
+        noteWritten(handle, offset: offset, count: count, caller: caller)
+        return count
+    }
+
+    /// Records that `count` bytes were written at `offset` into the handle's descriptor (by
+    /// `write`, or by the FUSE adapter splicing straight into it). A write by an unprivileged
+    /// caller clears setuid/setgid; `caller` is asked only when such bits are set.
+    public func noteWritten(_ handle: OpenFile, offset: Int64, count: Int, caller: () -> Caller) {
+        if handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
+            killPrivileges(handle.node)
+        }
         handle.wrote.store(true, ordering: .relaxed)
         handle.node.noteWrite(end: offset + Int64(count), now: Clock.nowNanoseconds())
-        return count
     }
 
     /// Records what was written through `handle` (size and mtime go to the store). On `close`.
@@ -130,7 +136,10 @@ extension SyncFileSystem {
         let synced = dataOnly ? fdatasync(handle.descriptor) : Glibc.fsync(handle.descriptor)
         if synced != 0 { throw .fromErrno() }
         flush(handle)
-        try cache.syncDirectory(of: handle.node.fileID)
+        if !handle.node.cacheEntryDurable.load(ordering: .relaxed) {
+            try cache.syncDirectory(of: handle.node.fileID)
+            handle.node.cacheEntryDurable.store(true, ordering: .relaxed)
+        }
         do { try store.commit(durable: true) } catch { throw .io(EIO) }
     }
 

@@ -69,6 +69,25 @@ func fuseWrite(
     }
 }
 
+/// The write path with splice: libfuse may hand the data as a pipe (FUSE_CAP_SPLICE_READ);
+/// `fuse_buf_copy` moves it into the cache file without a copy through user space.
+func fuseWriteBuf(
+    _ req: fuse_req_t?, _ ino: fuse_ino_t, _ source: UnsafeMutablePointer<fuse_bufvec>?, _ offset: off_t,
+    _ info: UnsafeMutablePointer<fuse_file_info>?
+) {
+    guard let handle = peekHandle(info, as: OpenFile.self), let source else { return replyError(req, .badHandle) }
+    var destination = fuse_bufvec()
+    destination.count = 1
+    destination.buf.size = fuse_buf_size(source)
+    destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+    destination.buf.fd = handle.descriptor
+    destination.buf.pos = offset
+    let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
+    guard copied >= 0 else { return replyError(req, .fromErrno(Int32(-copied))) }
+    FuseContext.of(req).fileSystem.noteWritten(handle, offset: Int64(offset), count: copied, caller: { caller(req) })
+    fuse_reply_write(req, copied)
+}
+
 func fuseFlush(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     if let handle = peekHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.flush(handle) }
     fuse_reply_err(req, 0)

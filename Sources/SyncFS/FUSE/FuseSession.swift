@@ -114,6 +114,7 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
     operations.open = fuseOpen
     operations.read = fuseRead
     operations.write = fuseWrite
+    operations.write_buf = fuseWriteBuf
     operations.flush = fuseFlush
     operations.release = fuseRelease
     operations.fsync = fuseFsync
@@ -140,7 +141,7 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     guard let conn else { return }
     let wanted: [Int32] = [
         FUSE_CAP_WRITEBACK_CACHE, FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_SPLICE_WRITE,
-        FUSE_CAP_SPLICE_MOVE,
+        FUSE_CAP_SPLICE_MOVE, FUSE_CAP_SPLICE_READ,
     ]
     for capability in wanted where conn.pointee.capable & UInt32(capability) != 0 {
         conn.pointee.want |= UInt32(capability)

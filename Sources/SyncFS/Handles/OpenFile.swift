@@ -34,16 +34,21 @@ public final class OpenDirectory: Sendable {
     }
 
     let ino: InodeNumber
-    private let snapshot = Mutex<[Entry]>([])
+    /// `nil` until the first read of the listing.
+    private let snapshot = Mutex<[Entry]?>(nil)
 
     init(ino: InodeNumber) { self.ino = ino }
 
     func replace(with entries: [Entry]) { snapshot.withLock { $0 = entries } }
 
+    /// True once a snapshot exists (a read at a non-zero offset then continues it).
+    var hasSnapshot: Bool { snapshot.withLock { $0 != nil } }
+
     /// The entries at and after `offset` (offset `n` is the n-th entry; offsets start at 0).
     func entries(from offset: Int) -> ArraySlice<Entry> {
         snapshot.withLock { entries in
-            offset < entries.count ? entries[offset...] : []
+            guard let entries, offset < entries.count else { return [] }
+            return entries[offset...]
         }
     }
 }
