@@ -1,0 +1,132 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import SyncFS
+
+/// A fresh directory under the system's temporary directory, removed when the value goes away.
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init() {
+        let base = URL(fileURLWithPath: NSTemporaryDirectory())
+        var template = Array(base.appendingPathComponent("syncfs-tests-XXXXXX").path.utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed: \(errno)")
+        path = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The caller every test acts as (ids chosen to differ from the test process's own).
+let testCaller = Caller(uid: 1234, gid: 5678)
+
+/// A `SyncFileSystem` over a temporary state directory (`state.db` + `cache/`), as the daemon
+/// builds it, without FUSE. `reopen()` shuts it down and builds a new one over the same state.
+final class FileSystemFixture {
+    let directory = TemporaryDirectory()
+    private(set) var fileSystem: SyncFileSystem
+    private var isShutDown = false
+
+    var databasePath: String { directory.path + "/state.db" }
+    var cachePath: String { directory.path + "/cache" }
+
+    init() throws {
+        fileSystem = try Self.open(directory.path)
+    }
+
+    deinit {
+        if !isShutDown { try? fileSystem.shutDown() }
+    }
+
+    static func open(_ statePath: String) throws -> SyncFileSystem {
+        let store = try MetadataStore(path: statePath + "/state.db")
+        let cache = try ContentCache(directory: statePath + "/cache")
+        return try SyncFileSystem(
+            store: store, cache: cache, statePath: statePath, logger: .init(label: "syncfs-tests"))
+    }
+
+    /// Commits and closes the current file system (as at unmount); `body` may then change the
+    /// state directory (as a crash would); then a new file system is loaded from it.
+    func reopen(afterShutDown body: () throws -> Void = {}) throws {
+        try shutDown()
+        try body()
+        fileSystem = try Self.open(directory.path)
+        isShutDown = false
+    }
+
+    func shutDown() throws {
+        isShutDown = true
+        try fileSystem.shutDown()
+    }
+
+    // MARK: Shortcuts
+
+    var fs: SyncFileSystem { fileSystem }
+
+    @discardableResult
+    func mkdir(_ name: String, in parent: InodeNumber = .root, mode: UInt32 = 0o755) throws -> InodeNumber {
+        try fs.mkdir(parent: parent, name: FileName(name), mode: mode, caller: testCaller).attributes.ino
+    }
+
+    /// Creates a file, optionally writes `contents`, and closes it (flush + release).
+    @discardableResult
+    func makeFile(_ name: String, in parent: InodeNumber = .root, contents: [UInt8] = []) throws -> InodeNumber {
+        let (reply, handle) = try fs.create(
+            parent: parent, name: FileName(name), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
+        if !contents.isEmpty { try write(handle, contents, at: 0) }
+        fs.release(handle)
+        return reply.attributes.ino
+    }
+
+    func write(_ handle: OpenFile, _ bytes: [UInt8], at offset: Int64, as caller: Caller = testCaller) throws {
+        let written = try bytes.withUnsafeBytes { buffer throws(FSError) in
+            try fs.write(handle, buffer.baseAddress!, count: buffer.count, offset: offset, caller: { caller })
+        }
+        #expect(written == bytes.count)
+    }
+
+    func lookupIno(_ name: String, in parent: InodeNumber = .root) throws -> InodeNumber {
+        try fs.lookup(parent: parent, name: FileName(name)).attributes.ino
+    }
+
+    /// The stable file ID of a live node (internal state).
+    func fileID(of ino: InodeNumber) -> FileID? {
+        fs.namespace.withLock { $0.nodes[ino]?.fileID }
+    }
+
+    /// Whether the node is still held in memory (linked or not).
+    func isLoaded(_ ino: InodeNumber) -> Bool {
+        fs.namespace.withLock { $0.nodes[ino] != nil }
+    }
+
+    func cacheFilePath(of ino: InodeNumber) -> String? {
+        fileID(of: ino).map { fs.cache.path(for: $0) }
+    }
+
+    /// The bytes of the node's cache file, read from disk.
+    func cacheContents(of ino: InodeNumber) -> [UInt8]? {
+        guard let path = cacheFilePath(of: ino), let data = FileManager.default.contents(atPath: path) else {
+            return nil
+        }
+        return Array(data)
+    }
+
+    /// Sorted child names of a directory, through opendir/readdir (without `.` and `..`).
+    func childNames(of directory: InodeNumber = .root) throws -> [String] {
+        let handle = try fs.opendir(directory)
+        defer { fs.releasedir(handle) }
+        return try fs.readdir(handle, offset: 0).map(\.name.description).filter { $0 != "." && $0 != ".." }
+    }
+}
+
+/// Reads `count` bytes at `offset` from a descriptor.
+func readBytes(_ descriptor: Int32, count: Int, at offset: Int64) -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: count)
+    let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, count, off_t(offset)) }
+    return read < 0 ? [] : Array(buffer.prefix(read))
+}
+
+/// The UTF-8 bytes of `text`.
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
