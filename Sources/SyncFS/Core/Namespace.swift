@@ -13,6 +13,8 @@ struct Namespace {
         self.nextIno = nextIno
     }
 
+    /// A fresh inode number. The caller records `nextIno` (the `next_ino` fact) in the same
+    /// batch as the new entry, so numbers are never reused while the state directory lives.
     mutating func allocateIno() -> InodeNumber {
         defer { nextIno += 1 }
         return InodeNumber(nextIno)

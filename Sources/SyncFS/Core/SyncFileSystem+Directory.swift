@@ -21,6 +21,7 @@ extension SyncFileSystem {
         node.cacheEntryDurable.store(kind != .file, ordering: .relaxed)
         tree.attach(node, to: directory, as: name)
         store.entryCreated(record)
+        store.factSet("next_ino", String(tree.nextIno))
         touchDirectory(directory, now: now)
         return node
     }

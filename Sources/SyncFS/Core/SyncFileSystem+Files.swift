@@ -11,7 +11,11 @@ extension SyncFileSystem {
             if let existing = tree.child(of: directory, named: name) {
                 // The kernel checks first, but a concurrent create may have won the race.
                 if flags & O_EXCL != 0 { throw .exists }
-                if existing.kind == .directory { throw .isDirectory }
+                switch existing.kind {
+                case .directory: throw .isDirectory
+                case .symlink: throw .exists
+                case .file: break
+                }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
                 return (entryReply(for: existing, in: &tree), handle)
             }

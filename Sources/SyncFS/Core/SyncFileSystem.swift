@@ -51,7 +51,8 @@ public final class SyncFileSystem: Sendable {
             store.entryCreated(root)
         }
         let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
-        var tree = Namespace(generation: generation, nextIno: maxIno + 1)
+        let recordedNext = stored.meta["next_ino"].flatMap { UInt64($0) } ?? 0
+        var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
         for record in stored.entries {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
         }

@@ -181,7 +181,8 @@ public final class MetadataStore: Sendable {
             wakeFlusher.wait()
             let closed = pending.withLock { $0.closed }
             if closed { break }
-            Thread.sleep(forTimeInterval: Double(batchDelay.components.attoseconds) / 1e18)
+            let (seconds, attoseconds) = batchDelay.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
             // A failed background commit keeps its batch queued; the next wake retries it.
             try? commit(durable: false)
         }
