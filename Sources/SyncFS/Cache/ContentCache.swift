@@ -9,13 +9,31 @@ import Glibc
 public struct ContentCache: Sendable {
     public let directory: String
 
-    /// Creates the cache directory and its shards if needed.
+    /// Creates the cache directory if needed; shards are made when first used.
     public init(directory: String) throws(FSError) {
         self.directory = directory
         try Self.makeDirectory(directory)
-        for shard in 0..<256 {
-            try Self.makeDirectory(directory + "/" + Self.hex2(shard))
+    }
+
+    /// Makes the shard of `id` and syncs the cache directory, so the shard survives a crash.
+    private func makeShard(of id: FileID) throws(FSError) {
+        try Self.makeDirectory(directory + "/" + id.hex.prefix(2))
+        let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
         }
+    }
+
+    /// `open` of the cache file with `flags`, making its shard on first use.
+    private func openCreating(_ id: FileID, flags: Int32) throws(FSError) -> Int32 {
+        var fd = Glibc.open(path(for: id), flags | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 && errno == ENOENT {
+            try makeShard(of: id)
+            fd = Glibc.open(path(for: id), flags | O_CREAT | O_CLOEXEC, 0o600)
+        }
+        if fd < 0 { throw .fromErrno() }
+        return fd
     }
 
     private static func hex2(_ value: Int) -> String {
@@ -34,17 +52,13 @@ public struct ContentCache: Sendable {
     /// Opens the cache file read-write, creating an empty one if it does not exist.
     /// The caller owns the returned descriptor.
     public func open(_ id: FileID) throws(FSError) -> Int32 {
-        let fd = Glibc.open(path(for: id), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 { throw .fromErrno() }
-        return fd
+        try openCreating(id, flags: O_RDWR)
     }
 
     /// Creates an empty cache file (replacing any left-over of the same ID) and returns it open
     /// read-write; the caller owns the descriptor.
     public func createAndOpen(_ id: FileID) throws(FSError) -> Int32 {
-        let fd = Glibc.open(path(for: id), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        if fd < 0 { throw .fromErrno() }
-        return fd
+        try openCreating(id, flags: O_RDWR | O_TRUNC)
     }
 
     /// Creates an empty cache file, replacing any left-over of the same ID.
