@@ -66,6 +66,8 @@ final class TestFolder: @unchecked Sendable {
 
     /// Makes a fresh folder of the given kind under a new temp dir (/tmp/syncfs-tests-XXXX).
     static func make(_ kind: Kind) throws -> TestFolder {
+        // Modes in the suites assume the usual umask.
+        umask(0o022)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else {
             throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
