@@ -106,6 +106,20 @@ struct PosixSuiteAttributes {
             let targetAfter = try statPath(path).st_mtim
             #expect(targetAfter.tv_sec == targetBefore.tv_sec && targetAfter.tv_nsec == targetBefore.tv_nsec)
 
+            // The tar pattern: write, then set times and mode on the still-open descriptor, then
+            // close. Data flushed at close must not bump the times that were set after it.
+            try withFile(folder.path("extracted"), O_WRONLY | O_CREAT | O_EXCL, 0o644) { fd throws in
+                try writeAll(fd, patternBytes(count: 200_000, seed: 4))
+                var stamp = [timespecOf(seconds: 1_300_000_000, nanoseconds: 42), timespecOf(seconds: 1_300_000_001, nanoseconds: 43)]
+                try posix("futimens after write") { futimens(fd, &stamp) }
+                try posix("fchmod after write") { fchmod(fd, 0o600) }
+            }
+            info = try statPath(folder.path("extracted"))
+            #expect(info.st_mtim.tv_sec == 1_300_000_001 && info.st_mtim.tv_nsec == 43, "mtime set before close is kept: \(info.st_mtim)")
+            #expect(info.st_atim.tv_sec == 1_300_000_000 && info.st_atim.tv_nsec == 42, "atime set before close is kept: \(info.st_atim)")
+            #expect(permissions(info) == 0o600)
+            #expect(info.st_size == 200_000)
+
             var invalid = [timespecOf(seconds: 0, nanoseconds: 1_000_000_000), timespecOf(seconds: 0, nanoseconds: 0)]
             expectErrno(EINVAL, "utimensat(tv_nsec = 1e9)") { utimensat(AT_FDCWD, path, &invalid, 0) }
         }

@@ -30,6 +30,34 @@ struct PosixSuiteDirectories {
             let second = try listDirectory(directory)
             #expect(second == first, "two listings of an unchanged directory are identical")
 
+            // Through one open handle: read part, rewind, read all; then seekdir back to a telldir mark.
+            guard let handle = opendir(directory) else { throw PosixError(code: errno, operation: "opendir") }
+            defer { closedir(handle) }
+            func nextName() -> String? {
+                guard let entry = readdir(handle) else { return nil }
+                return withUnsafePointer(to: entry.pointee.d_name) {
+                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                }
+            }
+            for _ in 0..<1234 { _ = nextName() }
+            rewinddir(handle)
+            var rewound: [String] = []
+            var mark = 0
+            var afterMark: [String] = []
+            while let name = nextName() {
+                if name == "." || name == ".." { continue }
+                rewound.append(name)
+                if rewound.count == 5000 { mark = telldir(handle) }
+                if rewound.count > 5000 { afterMark.append(name) }
+            }
+            #expect(rewound == first, "rewinddir then reading gives the same listing")
+            seekdir(handle, mark)
+            var resumed: [String] = []
+            while let name = nextName() {
+                if name != "." && name != ".." { resumed.append(name) }
+            }
+            #expect(resumed == afterMark, "seekdir to a telldir mark resumes at the same entry")
+
             // Removing half keeps the listing exact.
             for name in names.enumerated().filter({ $0.offset % 2 == 0 }).map(\.element) {
                 try posix("unlink \(name)") { unlink(directory + "/" + name) }

@@ -157,6 +157,14 @@ struct PosixSuiteFiles {
                 try pwriteBytes(fd, bytes("x"), offset: 9)
             }
             #expect(try readFile(path) == [UInt8](repeating: 0, count: 9) + bytes("x"))
+            // truncate(path) while another descriptor holds unflushed writes to the same file.
+            try withFile(path, O_RDWR | O_TRUNC) { fd throws in
+                try writeAll(fd, [UInt8](repeating: 0x61, count: 10_000))
+                try posix("truncate while dirty") { truncate(path, 10) }
+                #expect(try fstatFD(fd).st_size == 10)
+                try pwriteBytes(fd, bytes("b"), offset: 20)
+            }
+            #expect(try readFile(path) == [UInt8](repeating: 0x61, count: 10) + [UInt8](repeating: 0, count: 10) + bytes("b"))
             expectErrno(EINVAL, "truncate(-1)") { truncate(path, -1) }
             try makeDirectory(folder.path("d"))
             expectErrno(EISDIR, "truncate(directory)") { truncate(folder.path("d"), 0) }

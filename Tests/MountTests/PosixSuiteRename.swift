@@ -47,6 +47,14 @@ struct PosixSuiteRename {
                 try pwriteBytes(fd, bytes("C"), offset: 0)
             }
             #expect(try readText(folder.path("moved")) == "Content", "writes through the old fd land in the moved file")
+
+            // Written, renamed before close (nothing flushed yet), then closed: the data follows.
+            let fd = try openFile(folder.path("fresh"), O_WRONLY | O_CREAT | O_EXCL)
+            try writeAll(fd, patternBytes(count: 100_000, seed: 11))
+            try posix("rename(fresh, renamed)") { rename(folder.path("fresh"), folder.path("renamed")) }
+            try posix("close") { close(fd) }
+            #expect(try readFile(folder.path("renamed")) == patternBytes(count: 100_000, seed: 11))
+            #expect(!pathExists(folder.path("fresh")))
         }
     }
 

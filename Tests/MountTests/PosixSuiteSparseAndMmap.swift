@@ -14,11 +14,26 @@ struct PosixSuiteSparseAndMmap {
             let fiveGiB = Self.fiveGiB
             try withFile(path, O_RDWR | O_CREAT | O_EXCL, 0o644) { fd throws in
                 try pwriteBytes(fd, [0x5A], offset: fiveGiB)
-                #expect(try fstatFD(fd).st_size == fiveGiB + 1)
+                let written = try fstatFD(fd)
+                #expect(written.st_size == fiveGiB + 1)
+                #expect(written.st_blocks > 0, "the written byte occupies a block while the file is open (st_blocks \(written.st_blocks))")
+                // The writer itself can find its data and holes before closing (cp --sparse, tar -S).
+                errno = 0
+                let data = lseek(fd, 0, Linux.seekData)
+                let dataErrno = errno
+                #expect(
+                    data <= fiveGiB && data > fiveGiB - (1 << 20),
+                    "SEEK_DATA from 0 on the still-open writer: got \(data) (\(data == -1 ? errnoName(dataErrno) : "ok"))")
+                errno = 0
+                let hole = lseek(fd, 0, Linux.seekHole)
+                let holeErrno = errno
+                #expect(hole == 0, "SEEK_HOLE from 0 on the still-open writer: got \(hole) (\(hole == -1 ? errnoName(holeErrno) : "ok"))")
+                #expect(try preadBytes(fd, count: 1, offset: fiveGiB) == [0x5A])
             }
             let info = try statPath(path)
             #expect(info.st_size == fiveGiB + 1, "size is 5 GiB + 1")
             #expect(info.st_blocks * 512 < 64 << 20, "a hole takes no space (st_blocks \(info.st_blocks))")
+            #expect(info.st_blocks > 0, "the data takes some space")
 
             try withFile(path, O_RDONLY) { fd throws in
                 let zeros = [UInt8](repeating: 0, count: 65536)
