@@ -49,6 +49,36 @@ struct PosixSuiteFiles {
     }
 
     @Test(arguments: TestFolder.Kind.allCases)
+    func largeFileAndTwoDescriptors(kind: TestFolder.Kind) throws {
+        try TestFolder.with(kind) { folder throws in
+            let path = folder.path("large")
+            let content = patternBytes(count: 24 << 20, seed: 12)
+            let writer = try openFile(path, O_WRONLY | O_CREAT | O_EXCL)
+            defer { close(writer) }
+            let reader = try openFile(path, O_RDONLY)
+            defer { close(reader) }
+            // Unaligned chunk sizes straddle every page and request boundary.
+            var offset = 0
+            var chunk = 1
+            while offset < content.count {
+                let end = min(offset + chunk, content.count)
+                try writeAll(writer, Array(content[offset..<end]))
+                offset = end
+                chunk = chunk * 3 + 7
+                if chunk > 3_000_000 { chunk = 4093 }
+            }
+            // A second descriptor sees everything before the writer closes.
+            #expect(try fstatFD(reader).st_size == off_t(content.count))
+            for probe in [0, 4095, 131_071, 131_072, 1_000_003, (24 << 20) - 10] {
+                let got = try preadBytes(reader, count: 10, offset: off_t(probe))
+                #expect(got == Array(content[probe..<min(probe + 10, content.count)]), "pread at \(probe) on a second fd")
+            }
+            try posix("fsync") { fsync(writer) }
+            #expect(try readFile(path) == content)
+        }
+    }
+
+    @Test(arguments: TestFolder.Kind.allCases)
     func openErrors(kind: TestFolder.Kind) throws {
         try TestFolder.with(kind) { folder throws in
             expectErrno(ENOENT, "open(missing, O_RDONLY)") { open(folder.path("missing"), O_RDONLY) }

@@ -117,6 +117,21 @@ struct PosixSuiteLinks {
         }
     }
 
+    /// mknod of a regular file is an ordinary create, on both kinds.
+    @Test(arguments: TestFolder.Kind.allCases)
+    func mknodRegularFile(kind: TestFolder.Kind) throws {
+        try TestFolder.with(kind) { folder throws in
+            try posix("mknod(S_IFREG)") { mknod(folder.path("regular"), S_IFREG | 0o640, 0) }
+            let info = try lstatPath(folder.path("regular"))
+            #expect(isRegular(info))
+            #expect(permissions(info) == 0o640)
+            #expect(info.st_size == 0)
+            try writeFile(folder.path("regular"), "usable")
+            #expect(try readText(folder.path("regular")) == "usable")
+            expectErrno(EEXIST, "mknod(existing)") { mknod(folder.path("regular"), S_IFREG | 0o644, 0) }
+        }
+    }
+
     @Test(arguments: TestFolder.Kind.allCases)
     func deviceNodes(kind: TestFolder.Kind) throws {
         try TestFolder.with(kind) { folder throws in

@@ -17,6 +17,25 @@ struct PosixSuitePersistence {
         var linkTarget: String?
         var xattrs: [String: [UInt8]]
 
+        /// The fields that differ from `other`, as "field: mine → other".
+        func differences(to other: Entry?) -> String {
+            guard let other else { return "missing after remount" }
+            var result: [String] = []
+            if type != other.type { result.append("type \(String(type, radix: 8)) → \(String(other.type, radix: 8))") }
+            if mode != other.mode { result.append("mode \(String(mode, radix: 8)) → \(String(other.mode, radix: 8))") }
+            if size != other.size { result.append("size \(size) → \(other.size)") }
+            if mtimeSeconds != other.mtimeSeconds || mtimeNanoseconds != other.mtimeNanoseconds {
+                result.append("mtime \(mtimeSeconds).\(mtimeNanoseconds) → \(other.mtimeSeconds).\(other.mtimeNanoseconds)")
+            }
+            if content != other.content {
+                let firstDifference = zip(content ?? [], other.content ?? []).enumerated().first { $0.element.0 != $0.element.1 }
+                result.append("content differs (\(content?.count ?? 0) → \(other.content?.count ?? 0) bytes, first differing byte at \(firstDifference.map { String($0.offset) } ?? "the end"))")
+            }
+            if linkTarget != other.linkTarget { result.append("link \(linkTarget ?? "-") → \(other.linkTarget ?? "-")") }
+            if xattrs != other.xattrs { result.append("xattrs \(xattrs.keys.sorted()) → \(other.xattrs.keys.sorted()) (or values differ)") }
+            return result.joined(separator: "; ")
+        }
+
         var description: String {
             "type \(String(type, radix: 8)) mode \(String(mode, radix: 8)) size \(size) mtime \(mtimeSeconds).\(mtimeNanoseconds) "
                 + "content \(content.map { "\($0.count) bytes" } ?? "-") link \(linkTarget ?? "-") xattrs \(xattrs.keys.sorted())"
@@ -145,7 +164,7 @@ struct PosixSuitePersistence {
             let after = try Self.snapshot(folder.root)
             #expect(Set(after.keys) == Set(before.keys), "same names: \(Set(after.keys).symmetricDifference(before.keys))")
             for (path, entry) in before.sorted(by: { $0.key < $1.key }) {
-                #expect(after[path] == entry, "\(path) before: \(entry) after: \(after[path].map(String.init(describing:)) ?? "missing")")
+                #expect(after[path] == entry, "\(path) changed across unmount/remount: \(entry.differences(to: after[path]))")
             }
 
             // A second cycle, after more changes made on the remounted folder.
@@ -157,7 +176,7 @@ struct PosixSuitePersistence {
             let again = try Self.snapshot(folder.root)
             #expect(Set(again.keys) == Set(changed.keys))
             for (path, entry) in changed.sorted(by: { $0.key < $1.key }) {
-                #expect(again[path] == entry, "\(path) (second cycle)")
+                #expect(again[path] == entry, "\(path) changed across the second unmount/remount: \(entry.differences(to: again[path]))")
             }
         }
     }

@@ -78,6 +78,31 @@ struct PosixSuiteRename {
     }
 
     @Test(arguments: TestFolder.Kind.allCases)
+    func renameOverAndOfSymlinks(kind: TestFolder.Kind) throws {
+        try TestFolder.with(kind) { folder throws in
+            try writeFile(folder.path("target"), "target")
+            try makeSymlink(target: "target", at: folder.path("link"))
+            try writeFile(folder.path("file"), "file")
+            // Over a symlink: the link is replaced, its target is untouched.
+            try posix("rename(file, link)") { rename(folder.path("file"), folder.path("link")) }
+            #expect(isRegular(try lstatPath(folder.path("link"))))
+            #expect(try readText(folder.path("link")) == "file")
+            #expect(try readText(folder.path("target")) == "target")
+            // A symlink renamed keeps its target text (a relative link may now dangle).
+            try makeSymlink(target: "target", at: folder.path("link2"))
+            try makeDirectory(folder.path("sub"))
+            try posix("rename(link2, sub/link2)") { rename(folder.path("link2"), folder.path("sub/link2")) }
+            #expect(try readLink(folder.path("sub/link2")) == "target")
+            expectErrno(ENOENT, "open(dangling after move)") { open(folder.path("sub/link2"), O_RDONLY) }
+            // A directory cannot replace a symlink, even one to a directory: ENOTDIR.
+            try makeDirectory(folder.path("dir"))
+            try makeSymlink(target: "sub", at: folder.path("dirlink"))
+            expectErrno(ENOTDIR, "rename(dir, symlink to dir)") { rename(folder.path("dir"), folder.path("dirlink")) }
+            #expect(isSymlink(try lstatPath(folder.path("dirlink"))))
+        }
+    }
+
+    @Test(arguments: TestFolder.Kind.allCases)
     func renameDirectories(kind: TestFolder.Kind) throws {
         try TestFolder.with(kind) { folder throws in
             try makeDirectory(folder.path("src"))
@@ -139,6 +164,11 @@ struct PosixSuiteRename {
             expectErrno(EEXIST, "renameat2(a, dir, RENAME_NOREPLACE)") {
                 Linux.renameat2(folder.path("a"), folder.path("d"), Linux.renameNoReplace)
             }
+            try makeDirectory(folder.path("empty"))
+            expectErrno(EEXIST, "renameat2(dir, empty dir, RENAME_NOREPLACE)") {
+                Linux.renameat2(folder.path("d"), folder.path("empty"), Linux.renameNoReplace)
+            }
+            #expect(isDirectory(try statPath(folder.path("d"))))
             try posix("renameat2(a, c, RENAME_NOREPLACE)") {
                 Linux.renameat2(folder.path("a"), folder.path("c"), Linux.renameNoReplace)
             }
