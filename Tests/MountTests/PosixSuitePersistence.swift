@@ -118,6 +118,7 @@ struct PosixSuitePersistence {
             }
             let view = mapping.assumingMemoryBound(to: UInt8.self)
             for offset in stride(from: 0, to: 20_000, by: 997) { view[offset] = 0xEE }
+            usleep(100_000)  // as a program would: the pages are written back later than the fault
             try posix("munmap") { munmap(mapping, 20_000) }
         }
         // Swapped by RENAME_EXCHANGE; a directory moved with its children.
