@@ -29,7 +29,9 @@ struct PosixSuiteAttributes {
             #expect(isDirectory(directory))
 
             // chmod changes ctime, not mtime.
-            var times = [timespecOf(seconds: 1_000_000_000, nanoseconds: 0), timespecOf(seconds: 1_000_000_000, nanoseconds: 0)]
+            var times = [
+                timespecOf(seconds: 1_000_000_000, nanoseconds: 0), timespecOf(seconds: 1_000_000_000, nanoseconds: 0),
+            ]
             try posix("utimensat") { utimensat(AT_FDCWD, path, &times, 0) }
             try posix("chmod(0o600)") { chmod(path, 0o600) }
             let after = try statPath(path)
@@ -51,30 +53,43 @@ struct PosixSuiteAttributes {
             ]
             try posix("utimensat(exact ns)") { utimensat(AT_FDCWD, path, &times, 0) }
             var info = try statPath(path)
-            #expect(info.st_atim.tv_sec == 1_000_000_000 && info.st_atim.tv_nsec == 123_456_789, "atime \(info.st_atim)")
-            #expect(info.st_mtim.tv_sec == 1_500_000_000 && info.st_mtim.tv_nsec == 987_654_321, "mtime \(info.st_mtim)")
+            #expect(
+                info.st_atim.tv_sec == 1_000_000_000 && info.st_atim.tv_nsec == 123_456_789, "atime \(info.st_atim)")
+            #expect(
+                info.st_mtim.tv_sec == 1_500_000_000 && info.st_mtim.tv_nsec == 987_654_321, "mtime \(info.st_mtim)")
 
             // UTIME_OMIT keeps atime while mtime changes.
-            times = [timespecOf(seconds: 0, nanoseconds: Linux.utimeOmit), timespecOf(seconds: 1_600_000_000, nanoseconds: 1)]
+            times = [
+                timespecOf(seconds: 0, nanoseconds: Linux.utimeOmit),
+                timespecOf(seconds: 1_600_000_000, nanoseconds: 1),
+            ]
             try posix("utimensat(OMIT, t)") { utimensat(AT_FDCWD, path, &times, 0) }
             info = try statPath(path)
-            #expect(info.st_atim.tv_sec == 1_000_000_000 && info.st_atim.tv_nsec == 123_456_789, "UTIME_OMIT kept atime")
+            #expect(
+                info.st_atim.tv_sec == 1_000_000_000 && info.st_atim.tv_nsec == 123_456_789, "UTIME_OMIT kept atime")
             #expect(info.st_mtim.tv_sec == 1_600_000_000 && info.st_mtim.tv_nsec == 1)
 
             // UTIME_NOW sets the current time; the other one is omitted.
             var before = timespec()
             clock_gettime(CLOCK_REALTIME, &before)
-            times = [timespecOf(seconds: 0, nanoseconds: Linux.utimeOmit), timespecOf(seconds: 0, nanoseconds: Linux.utimeNow)]
+            times = [
+                timespecOf(seconds: 0, nanoseconds: Linux.utimeOmit),
+                timespecOf(seconds: 0, nanoseconds: Linux.utimeNow),
+            ]
             try posix("utimensat(OMIT, NOW)") { utimensat(AT_FDCWD, path, &times, 0) }
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             info = try statPath(path)
-            #expect(info.st_mtim.tv_sec >= before.tv_sec - 1 && info.st_mtim.tv_sec <= now.tv_sec + 1, "UTIME_NOW mtime")
+            #expect(
+                info.st_mtim.tv_sec >= before.tv_sec - 1 && info.st_mtim.tv_sec <= now.tv_sec + 1, "UTIME_NOW mtime")
             #expect(info.st_atim.tv_sec == 1_000_000_000 && info.st_atim.tv_nsec == 123_456_789)
 
             // futimens through a descriptor, and a NULL times array means now for both.
             try withFile(path, O_RDWR) { fd throws in
-                var viaFD = [timespecOf(seconds: 1_234_567_890, nanoseconds: 5), timespecOf(seconds: 1_234_567_891, nanoseconds: 6)]
+                var viaFD = [
+                    timespecOf(seconds: 1_234_567_890, nanoseconds: 5),
+                    timespecOf(seconds: 1_234_567_891, nanoseconds: 6),
+                ]
                 try posix("futimens") { futimens(fd, &viaFD) }
                 let stamped = try fstatFD(fd)
                 #expect(stamped.st_atim.tv_sec == 1_234_567_890 && stamped.st_atim.tv_nsec == 5)
@@ -85,14 +100,19 @@ struct PosixSuiteAttributes {
             #expect(info.st_mtim.tv_sec >= before.tv_sec - 1 && info.st_atim.tv_sec >= before.tv_sec - 1)
 
             // A write moves mtime forward from an old value.
-            times = [timespecOf(seconds: 1_000_000_000, nanoseconds: 0), timespecOf(seconds: 1_000_000_000, nanoseconds: 0)]
+            times = [
+                timespecOf(seconds: 1_000_000_000, nanoseconds: 0), timespecOf(seconds: 1_000_000_000, nanoseconds: 0),
+            ]
             try posix("utimensat(old)") { utimensat(AT_FDCWD, path, &times, 0) }
             try appendFile(path, bytes("more"))
             #expect(try statPath(path).st_mtim.tv_sec >= before.tv_sec - 1, "write updates mtime")
 
             // A directory's times, and a symlink's own times with AT_SYMLINK_NOFOLLOW.
             try makeDirectory(folder.path("d"))
-            times = [timespecOf(seconds: 1_100_000_000, nanoseconds: 11), timespecOf(seconds: 1_200_000_000, nanoseconds: 22)]
+            times = [
+                timespecOf(seconds: 1_100_000_000, nanoseconds: 11),
+                timespecOf(seconds: 1_200_000_000, nanoseconds: 22),
+            ]
             try posix("utimensat(dir)") { utimensat(AT_FDCWD, folder.path("d"), &times, 0) }
             info = try statPath(folder.path("d"))
             #expect(info.st_mtim.tv_sec == 1_200_000_000 && info.st_mtim.tv_nsec == 22)
@@ -110,13 +130,20 @@ struct PosixSuiteAttributes {
             // close. Data flushed at close must not bump the times that were set after it.
             try withFile(folder.path("extracted"), O_WRONLY | O_CREAT | O_EXCL, 0o644) { fd throws in
                 try writeAll(fd, patternBytes(count: 200_000, seed: 4))
-                var stamp = [timespecOf(seconds: 1_300_000_000, nanoseconds: 42), timespecOf(seconds: 1_300_000_001, nanoseconds: 43)]
+                var stamp = [
+                    timespecOf(seconds: 1_300_000_000, nanoseconds: 42),
+                    timespecOf(seconds: 1_300_000_001, nanoseconds: 43),
+                ]
                 try posix("futimens after write") { futimens(fd, &stamp) }
                 try posix("fchmod after write") { fchmod(fd, 0o600) }
             }
             info = try statPath(folder.path("extracted"))
-            #expect(info.st_mtim.tv_sec == 1_300_000_001 && info.st_mtim.tv_nsec == 43, "mtime set before close is kept: \(info.st_mtim)")
-            #expect(info.st_atim.tv_sec == 1_300_000_000 && info.st_atim.tv_nsec == 42, "atime set before close is kept: \(info.st_atim)")
+            #expect(
+                info.st_mtim.tv_sec == 1_300_000_001 && info.st_mtim.tv_nsec == 43,
+                "mtime set before close is kept: \(info.st_mtim)")
+            #expect(
+                info.st_atim.tv_sec == 1_300_000_000 && info.st_atim.tv_nsec == 42,
+                "atime set before close is kept: \(info.st_atim)")
             #expect(permissions(info) == 0o600)
             #expect(info.st_size == 200_000)
 
@@ -169,9 +196,10 @@ struct PosixSuiteAttributes {
 
             try removeXattr(path, "user.test.a")
             expectErrno(ENODATA, "getxattr(removed)") { Linux.getxattr(path, "user.test.a", size: 100).0 }
-            #expect(try listXattrs(path).filter { $0.hasPrefix("user.test.") } == [
-                "user.test.binary", "user.test.created", "user.test.empty", "user.test.large",
-            ])
+            #expect(
+                try listXattrs(path).filter { $0.hasPrefix("user.test.") } == [
+                    "user.test.binary", "user.test.created", "user.test.empty", "user.test.large",
+                ])
 
             // On a directory too, and they follow the file through a rename.
             try makeDirectory(folder.path("d"))

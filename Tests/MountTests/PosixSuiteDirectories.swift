@@ -15,7 +15,9 @@ struct PosixSuiteDirectories {
                 "entry-\(index)-" + String(repeating: "n", count: index % 61)
             }
             for name in names {
-                let fd = try posix("create \(name)") { open(directory + "/" + name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644) }
+                let fd = try posix("create \(name)") {
+                    open(directory + "/" + name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+                }
                 close(fd)
             }
             try makeDirectory(directory + "/a-subdirectory")
@@ -64,7 +66,8 @@ struct PosixSuiteDirectories {
             }
             let third = try listDirectory(directory)
             #expect(third.count == 5_001)
-            #expect(Set(third) == Set(names.enumerated().filter { $0.offset % 2 == 1 }.map(\.element) + ["a-subdirectory"]))
+            #expect(
+                Set(third) == Set(names.enumerated().filter { $0.offset % 2 == 1 }.map(\.element) + ["a-subdirectory"]))
         }
     }
 
@@ -114,7 +117,7 @@ struct PosixSuiteDirectories {
 
             let tooLong = String(repeating: "b", count: 256)
             expectErrno(ENAMETOOLONG, "open(256-byte name, O_CREAT)") {
-                open(folder.path(tooLong), O_WRONLY | O_CREAT, 0o644)
+                open(folder.path(tooLong), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             }
             expectErrno(ENAMETOOLONG, "mkdir(256-byte name)") { mkdir(folder.path(tooLong), 0o755) }
             expectErrno(ENAMETOOLONG, "symlink(256-byte name)") { symlink("x", folder.path(tooLong)) }
@@ -141,9 +144,11 @@ struct PosixSuiteDirectories {
             #expect(try listDirectory(folder.path("dir")) == ["child"])
 
             // EISDIR
-            expectErrno(EISDIR, "open(dir, O_WRONLY)") { open(folder.path("dir"), O_WRONLY) }
-            expectErrno(EISDIR, "open(dir, O_RDWR)") { open(folder.path("dir"), O_RDWR) }
-            expectErrno(EISDIR, "open(dir, O_WRONLY|O_CREAT)") { open(folder.path("dir"), O_WRONLY | O_CREAT, 0o644) }
+            expectErrno(EISDIR, "open(dir, O_WRONLY)") { open(folder.path("dir"), O_WRONLY | O_CLOEXEC) }
+            expectErrno(EISDIR, "open(dir, O_RDWR)") { open(folder.path("dir"), O_RDWR | O_CLOEXEC) }
+            expectErrno(EISDIR, "open(dir, O_WRONLY|O_CREAT)") {
+                open(folder.path("dir"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            }
             expectErrno(EISDIR, "unlink(dir)") { unlink(folder.path("dir")) }
             try withFile(folder.path("dir"), O_RDONLY | O_DIRECTORY) { fd throws in
                 var buffer = [UInt8](repeating: 0, count: 16)
@@ -151,11 +156,15 @@ struct PosixSuiteDirectories {
             }
 
             // ENOTDIR
-            expectErrno(ENOTDIR, "open(file/x)") { open(folder.path("file/x"), O_RDONLY) }
-            expectErrno(ENOTDIR, "open(file/x, O_CREAT)") { open(folder.path("file/x"), O_WRONLY | O_CREAT, 0o644) }
+            expectErrno(ENOTDIR, "open(file/x)") { open(folder.path("file/x"), O_RDONLY | O_CLOEXEC) }
+            expectErrno(ENOTDIR, "open(file/x, O_CREAT)") {
+                open(folder.path("file/x"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            }
             expectErrno(ENOTDIR, "mkdir(file/x)") { mkdir(folder.path("file/x"), 0o755) }
             expectErrno(ENOTDIR, "rmdir(file)") { rmdir(folder.path("file")) }
-            expectErrno(ENOTDIR, "open(file, O_DIRECTORY)") { open(folder.path("file"), O_RDONLY | O_DIRECTORY) }
+            expectErrno(ENOTDIR, "open(file, O_DIRECTORY)") {
+                open(folder.path("file"), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            }
             expectErrno(ENOTDIR, "stat(file/)") {
                 var info = stat()
                 return stat(folder.path("file/"), &info)

@@ -71,7 +71,8 @@ struct PosixSuiteFiles {
             #expect(try fstatFD(reader).st_size == off_t(content.count))
             for probe in [0, 4095, 131_071, 131_072, 1_000_003, (24 << 20) - 10] {
                 let got = try preadBytes(reader, count: 10, offset: off_t(probe))
-                #expect(got == Array(content[probe..<min(probe + 10, content.count)]), "pread at \(probe) on a second fd")
+                #expect(
+                    got == Array(content[probe..<min(probe + 10, content.count)]), "pread at \(probe) on a second fd")
             }
             try posix("fsync") { fsync(writer) }
             #expect(try readFile(path) == content)
@@ -81,9 +82,9 @@ struct PosixSuiteFiles {
     @Test(arguments: TestFolder.Kind.allCases)
     func openErrors(kind: TestFolder.Kind) throws {
         try TestFolder.with(kind) { folder throws in
-            expectErrno(ENOENT, "open(missing, O_RDONLY)") { open(folder.path("missing"), O_RDONLY) }
+            expectErrno(ENOENT, "open(missing, O_RDONLY)") { open(folder.path("missing"), O_RDONLY | O_CLOEXEC) }
             expectErrno(ENOENT, "open(missing/x, O_CREAT)") {
-                open(folder.path("missing/x"), O_WRONLY | O_CREAT, 0o644)
+                open(folder.path("missing/x"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
             }
             expectErrno(ENOENT, "stat(missing)") {
                 var info = stat()
@@ -122,19 +123,19 @@ struct PosixSuiteFiles {
             let path = folder.path("excl")
             try withFile(path, O_WRONLY | O_CREAT | O_EXCL, 0o640) { try writeAll($0, bytes("first")) }
             expectErrno(EEXIST, "open(existing, O_CREAT|O_EXCL)") {
-                open(path, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             }
             #expect(try readText(path) == "first", "a refused O_EXCL open leaves the file alone")
             #expect(permissions(try statPath(path)) == 0o640)
 
             try makeDirectory(folder.path("dir"))
             expectErrno(EEXIST, "open(directory, O_CREAT|O_EXCL)") {
-                open(folder.path("dir"), O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                open(folder.path("dir"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             }
             // O_EXCL does not follow symlinks, even dangling ones.
             try makeSymlink(target: "nowhere", at: folder.path("dangling"))
             expectErrno(EEXIST, "open(dangling symlink, O_CREAT|O_EXCL)") {
-                open(folder.path("dangling"), O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                open(folder.path("dangling"), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             }
             #expect(!pathExists(folder.path("nowhere")))
         }
@@ -194,7 +195,9 @@ struct PosixSuiteFiles {
                 #expect(try fstatFD(fd).st_size == 10)
                 try pwriteBytes(fd, bytes("b"), offset: 20)
             }
-            #expect(try readFile(path) == [UInt8](repeating: 0x61, count: 10) + [UInt8](repeating: 0, count: 10) + bytes("b"))
+            #expect(
+                try readFile(path) == [UInt8](repeating: 0x61, count: 10) + [UInt8](repeating: 0, count: 10)
+                    + bytes("b"))
             expectErrno(EINVAL, "truncate(-1)") { truncate(path, -1) }
             try makeDirectory(folder.path("d"))
             expectErrno(EISDIR, "truncate(directory)") { truncate(folder.path("d"), 0) }

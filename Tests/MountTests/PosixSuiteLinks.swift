@@ -73,26 +73,30 @@ struct PosixSuiteLinks {
             try makeSymlink(target: "loop-b", at: folder.path("loop-a"))
             try makeSymlink(target: "loop-a", at: folder.path("loop-b"))
             try makeSymlink(target: "self", at: folder.path("self"))
-            expectErrno(ELOOP, "open(loop-a)") { open(folder.path("loop-a"), O_RDONLY) }
+            expectErrno(ELOOP, "open(loop-a)") { open(folder.path("loop-a"), O_RDONLY | O_CLOEXEC) }
             expectErrno(ELOOP, "stat(loop-a)") {
                 var info = stat()
                 return stat(folder.path("loop-a"), &info)
             }
-            expectErrno(ELOOP, "open(self)") { open(folder.path("self"), O_RDONLY) }
-            expectErrno(ELOOP, "open(self/x, O_CREAT)") { open(folder.path("self/x"), O_WRONLY | O_CREAT, 0o644) }
+            expectErrno(ELOOP, "open(self)") { open(folder.path("self"), O_RDONLY | O_CLOEXEC) }
+            expectErrno(ELOOP, "open(self/x, O_CREAT)") {
+                open(folder.path("self/x"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+            }
             #expect(isSymlink(try lstatPath(folder.path("loop-a"))), "lstat does not follow")
 
             // O_NOFOLLOW on a symlink is ELOOP too.
             try writeFile(folder.path("real"), "real")
             try makeSymlink(target: "real", at: folder.path("link"))
-            expectErrno(ELOOP, "open(link, O_NOFOLLOW)") { open(folder.path("link"), O_RDONLY | O_NOFOLLOW) }
+            expectErrno(ELOOP, "open(link, O_NOFOLLOW)") {
+                open(folder.path("link"), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            }
 
             // A long chain of links (more than the kernel's 40) is ELOOP as well.
             for index in 0..<45 {
                 try makeSymlink(target: index == 0 ? "real" : "chain\(index - 1)", at: folder.path("chain\(index)"))
             }
             #expect(try readText(folder.path("chain30")) == "real")
-            expectErrno(ELOOP, "open(chain44)") { open(folder.path("chain44"), O_RDONLY) }
+            expectErrno(ELOOP, "open(chain44)") { open(folder.path("chain44"), O_RDONLY | O_CLOEXEC) }
         }
     }
 
@@ -145,7 +149,9 @@ struct PosixSuiteLinks {
                 #expect(info.st_rdev == devNull)
             case .mount:
                 expectErrno(EPERM, "mknod(S_IFCHR) on the mount") { mknod(path, S_IFCHR | 0o644, devNull) }
-                expectErrno(EPERM, "mknod(S_IFBLK) on the mount") { mknod(folder.path("blk"), S_IFBLK | 0o644, devNull) }
+                expectErrno(EPERM, "mknod(S_IFBLK) on the mount") {
+                    mknod(folder.path("blk"), S_IFBLK | 0o644, devNull)
+                }
                 #expect(!pathExists(path))
                 #expect(!pathExists(folder.path("blk")))
             }
@@ -179,7 +185,9 @@ struct PosixSuiteLinks {
     func unixSocketBind(kind: TestFolder.Kind) throws {
         try TestFolder.with(kind) { folder throws in
             let path = folder.path("sock")
-            let fd = try posix("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0) }
+            let fd = try posix("socket(AF_UNIX)") {
+                socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            }
             defer { close(fd) }
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)

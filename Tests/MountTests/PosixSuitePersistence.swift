@@ -25,14 +25,23 @@ struct PosixSuitePersistence {
             if mode != other.mode { result.append("mode \(String(mode, radix: 8)) → \(String(other.mode, radix: 8))") }
             if size != other.size { result.append("size \(size) → \(other.size)") }
             if mtimeSeconds != other.mtimeSeconds || mtimeNanoseconds != other.mtimeNanoseconds {
-                result.append("mtime \(mtimeSeconds).\(mtimeNanoseconds) → \(other.mtimeSeconds).\(other.mtimeNanoseconds)")
+                result.append(
+                    "mtime \(mtimeSeconds).\(mtimeNanoseconds) → \(other.mtimeSeconds).\(other.mtimeNanoseconds)")
             }
             if content != other.content {
-                let firstDifference = zip(content ?? [], other.content ?? []).enumerated().first { $0.element.0 != $0.element.1 }
-                result.append("content differs (\(content?.count ?? 0) → \(other.content?.count ?? 0) bytes, first differing byte at \(firstDifference.map { String($0.offset) } ?? "the end"))")
+                let firstDifference = zip(content ?? [], other.content ?? []).enumerated().first {
+                    $0.element.0 != $0.element.1
+                }
+                result.append(
+                    "content differs (\(content?.count ?? 0) → \(other.content?.count ?? 0) bytes, first differing byte at \(firstDifference.map { String($0.offset) } ?? "the end"))"
+                )
             }
-            if linkTarget != other.linkTarget { result.append("link \(linkTarget ?? "-") → \(other.linkTarget ?? "-")") }
-            if xattrs != other.xattrs { result.append("xattrs \(xattrs.keys.sorted()) → \(other.xattrs.keys.sorted()) (or values differ)") }
+            if linkTarget != other.linkTarget {
+                result.append("link \(linkTarget ?? "-") → \(other.linkTarget ?? "-")")
+            }
+            if xattrs != other.xattrs {
+                result.append("xattrs \(xattrs.keys.sorted()) → \(other.xattrs.keys.sorted()) (or values differ)")
+            }
             return result.joined(separator: "; ")
         }
 
@@ -113,7 +122,8 @@ struct PosixSuitePersistence {
         // A shared mapping written and unmapped without msync: munmap + close must be enough.
         try writeFile(path("mapped"), patternBytes(count: 20_000, seed: 8))
         try withFile(path("mapped"), O_RDWR) { fd throws in
-            guard let mapping = mmap(nil, 20_000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapping != MAP_FAILED else {
+            guard let mapping = mmap(nil, 20_000, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), mapping != MAP_FAILED
+            else {
                 throw PosixError(code: errno, operation: "mmap")
             }
             let view = mapping.assumingMemoryBound(to: UInt8.self)
@@ -129,7 +139,9 @@ struct PosixSuitePersistence {
         // Times and mode set on the open descriptor after writing (the tar pattern).
         try withFile(path("extracted"), O_WRONLY | O_CREAT | O_EXCL) { fd throws in
             try writeAll(fd, patternBytes(count: 50_000, seed: 6))
-            var stamp = [timespecOf(seconds: 1_300_000_000, nanoseconds: 7), timespecOf(seconds: 1_300_000_000, nanoseconds: 8)]
+            var stamp = [
+                timespecOf(seconds: 1_300_000_000, nanoseconds: 7), timespecOf(seconds: 1_300_000_000, nanoseconds: 8),
+            ]
             try posix("futimens") { futimens(fd, &stamp) }
             try posix("fchmod") { fchmod(fd, 0o600) }
         }
@@ -141,7 +153,10 @@ struct PosixSuitePersistence {
             try pwriteBytes(fd, bytes("end"), offset: 5 << 30)
         }
         // Exact times, set last (after every write).
-        var times = [timespecOf(seconds: 1_400_000_000, nanoseconds: 111_222_333), timespecOf(seconds: 1_500_000_000, nanoseconds: 444_555_666)]
+        var times = [
+            timespecOf(seconds: 1_400_000_000, nanoseconds: 111_222_333),
+            timespecOf(seconds: 1_500_000_000, nanoseconds: 444_555_666),
+        ]
         try posix("utimensat") { utimensat(AT_FDCWD, path("docs/readme.txt"), &times, 0) }
         try posix("utimensat") { utimensat(AT_FDCWD, path("empty-dir"), &times, 0) }
     }
@@ -163,9 +178,12 @@ struct PosixSuitePersistence {
             try folder.remount()
 
             let after = try Self.snapshot(folder.root)
-            #expect(Set(after.keys) == Set(before.keys), "same names: \(Set(after.keys).symmetricDifference(before.keys))")
+            #expect(
+                Set(after.keys) == Set(before.keys), "same names: \(Set(after.keys).symmetricDifference(before.keys))")
             for (path, entry) in before.sorted(by: { $0.key < $1.key }) {
-                #expect(after[path] == entry, "\(path) changed across unmount/remount: \(entry.differences(to: after[path]))")
+                #expect(
+                    after[path] == entry,
+                    "\(path) changed across unmount/remount: \(entry.differences(to: after[path]))")
             }
 
             // A second cycle, after more changes made on the remounted folder.
@@ -177,7 +195,9 @@ struct PosixSuitePersistence {
             let again = try Self.snapshot(folder.root)
             #expect(Set(again.keys) == Set(changed.keys))
             for (path, entry) in changed.sorted(by: { $0.key < $1.key }) {
-                #expect(again[path] == entry, "\(path) changed across the second unmount/remount: \(entry.differences(to: again[path]))")
+                #expect(
+                    again[path] == entry,
+                    "\(path) changed across the second unmount/remount: \(entry.differences(to: again[path]))")
             }
         }
     }
@@ -255,7 +275,9 @@ struct PosixSuitePersistence {
             #expect(Set(left).isSubset(of: names.map { ($0 as NSString).lastPathComponent }), "left: \(left)")
             for name in left {
                 let content = try readFile(folder.path(name))
-                #expect(content.count == 0 || content.count == 2000, "every write was 2000 bytes at 0: \(name) has \(content.count)")
+                #expect(
+                    content.count == 0 || content.count == 2000,
+                    "every write was 2000 bytes at 0: \(name) has \(content.count)")
                 try posix("unlink \(name)") { unlink(folder.path(name)) }
             }
             #expect(try listDirectory(folder.root).isEmpty)

@@ -93,7 +93,7 @@ struct PosixSuiteRename {
             try makeDirectory(folder.path("sub"))
             try posix("rename(link2, sub/link2)") { rename(folder.path("link2"), folder.path("sub/link2")) }
             #expect(try readLink(folder.path("sub/link2")) == "target")
-            expectErrno(ENOENT, "open(dangling after move)") { open(folder.path("sub/link2"), O_RDONLY) }
+            expectErrno(ENOENT, "open(dangling after move)") { open(folder.path("sub/link2"), O_RDONLY | O_CLOEXEC) }
             // A directory cannot replace a symlink, even one to a directory: ENOTDIR.
             try makeDirectory(folder.path("dir"))
             try makeSymlink(target: "sub", at: folder.path("dirlink"))
@@ -208,7 +208,8 @@ struct PosixSuiteRename {
             }
             #expect(try readText(folder.path("two")) == "first")
             expectErrno(EINVAL, "renameat2(NOREPLACE | EXCHANGE)") {
-                Linux.renameat2(folder.path("two"), folder.path("dir/sub"), Linux.renameExchange | Linux.renameNoReplace)
+                Linux.renameat2(
+                    folder.path("two"), folder.path("dir/sub"), Linux.renameExchange | Linux.renameNoReplace)
             }
         }
     }

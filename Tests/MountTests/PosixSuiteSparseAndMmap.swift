@@ -16,18 +16,24 @@ struct PosixSuiteSparseAndMmap {
                 try pwriteBytes(fd, [0x5A], offset: fiveGiB)
                 let written = try fstatFD(fd)
                 #expect(written.st_size == fiveGiB + 1)
-                #expect(written.st_blocks > 0, "the written byte occupies a block while the file is open (st_blocks \(written.st_blocks))")
+                #expect(
+                    written.st_blocks > 0,
+                    "the written byte occupies a block while the file is open (st_blocks \(written.st_blocks))")
                 // The writer itself can find its data and holes before closing (cp --sparse, tar -S).
                 errno = 0
                 let data = lseek(fd, 0, Linux.seekData)
                 let dataErrno = errno
                 #expect(
                     data <= fiveGiB && data > fiveGiB - (1 << 20),
-                    "SEEK_DATA from 0 on the still-open writer: got \(data) (\(data == -1 ? errnoName(dataErrno) : "ok"))")
+                    "SEEK_DATA from 0 on the still-open writer: got \(data) (\(data == -1 ? errnoName(dataErrno) : "ok"))"
+                )
                 errno = 0
                 let hole = lseek(fd, 0, Linux.seekHole)
                 let holeErrno = errno
-                #expect(hole == 0, "SEEK_HOLE from 0 on the still-open writer: got \(hole) (\(hole == -1 ? errnoName(holeErrno) : "ok"))")
+                #expect(
+                    hole == 0,
+                    "SEEK_HOLE from 0 on the still-open writer: got \(hole) (\(hole == -1 ? errnoName(holeErrno) : "ok"))"
+                )
                 #expect(try preadBytes(fd, count: 1, offset: fiveGiB) == [0x5A])
             }
             let info = try statPath(path)
@@ -40,16 +46,20 @@ struct PosixSuiteSparseAndMmap {
                 #expect(try preadBytes(fd, count: 65536, offset: 0) == zeros, "the hole at 0 reads as zeros")
                 #expect(try preadBytes(fd, count: 65536, offset: (4 << 30) - 100) == zeros, "zeros across 4 GiB")
                 #expect(try preadBytes(fd, count: 4096, offset: fiveGiB - 4096) == [UInt8](repeating: 0, count: 4096))
-                #expect(try preadBytes(fd, count: 10, offset: fiveGiB - 2) == [0, 0, 0x5A], "the byte at 5 GiB, then EOF")
+                #expect(
+                    try preadBytes(fd, count: 10, offset: fiveGiB - 2) == [0, 0, 0x5A], "the byte at 5 GiB, then EOF")
                 #expect(try preadBytes(fd, count: 10, offset: fiveGiB + 1).isEmpty)
 
                 // SEEK_DATA / SEEK_HOLE: the only data is the block holding the byte at 5 GiB.
                 let data = try posix("lseek(0, SEEK_DATA)") { lseek(fd, 0, Linux.seekData) }
-                #expect(data <= fiveGiB && data > fiveGiB - (1 << 20), "SEEK_DATA from 0 finds the data near 5 GiB (got \(data))")
+                #expect(
+                    data <= fiveGiB && data > fiveGiB - (1 << 20),
+                    "SEEK_DATA from 0 finds the data near 5 GiB (got \(data))")
                 let hole = try posix("lseek(0, SEEK_HOLE)") { lseek(fd, 0, Linux.seekHole) }
                 #expect(hole == 0, "SEEK_HOLE from 0 finds the hole at 0 (got \(hole))")
                 let holeAfterData = try posix("lseek(5 GiB, SEEK_HOLE)") { lseek(fd, fiveGiB, Linux.seekHole) }
-                #expect(holeAfterData == fiveGiB + 1, "after the last data, the hole is end-of-file (got \(holeAfterData))")
+                #expect(
+                    holeAfterData == fiveGiB + 1, "after the last data, the hole is end-of-file (got \(holeAfterData))")
                 let dataAtByte = try posix("lseek(5 GiB, SEEK_DATA)") { lseek(fd, fiveGiB, Linux.seekData) }
                 #expect(dataAtByte == fiveGiB)
                 expectErrno(ENXIO, "lseek(EOF, SEEK_DATA)") { lseek(fd, fiveGiB + 1, Linux.seekData) }
@@ -84,7 +94,9 @@ struct PosixSuiteSparseAndMmap {
                     throw PosixError(code: errno, operation: "mmap(MAP_SHARED, PROT_WRITE)")
                 }
                 let bytesView = mapping.assumingMemoryBound(to: UInt8.self)
-                #expect(bytesView[0] == original[0] && bytesView[length - 1] == original[length - 1], "the map shows the file")
+                #expect(
+                    bytesView[0] == original[0] && bytesView[length - 1] == original[length - 1],
+                    "the map shows the file")
                 // Write across page boundaries and into the partial last page.
                 for offset in [0, pageSize - 2, pageSize - 1, pageSize, 2 * pageSize + 7, length - 1] {
                     bytesView[offset] = UInt8(truncatingIfNeeded: offset &* 31 &+ 1)

@@ -95,13 +95,16 @@ enum Linux {
     static let xattrCreate: Int32 = 1
     static let xattrReplace: Int32 = 2
 
-    private typealias Renameat2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32)
+    private typealias Renameat2 =
+        @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32)
         -> Int32
     private typealias Fallocate = @convention(c) (Int32, Int32, off_t, off_t) -> Int32
     private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
-    private typealias SetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32)
+    private typealias SetXattr =
+        @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32)
         -> Int32
-    private typealias GetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int)
+    private typealias GetXattr =
+        @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int)
         -> Int
     private typealias ListXattr = @convention(c) (UnsafePointer<CChar>, UnsafeMutablePointer<CChar>?, Int) -> Int
     private typealias RemoveXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32
@@ -139,7 +142,9 @@ enum Linux {
     /// getxattr into a buffer of `size` bytes (0 asks for the size); returns the length or -1.
     static func getxattr(_ path: String, _ name: String, size: Int) -> (Int, [UInt8]) {
         var buffer = [UInt8](repeating: 0, count: max(size, 1))
-        let length = buffer.withUnsafeMutableBytes { getxattrFunction(path, name, size == 0 ? nil : $0.baseAddress, size) }
+        let length = buffer.withUnsafeMutableBytes {
+            getxattrFunction(path, name, size == 0 ? nil : $0.baseAddress, size)
+        }
         return (length, length > 0 ? Array(buffer[0..<min(length, size)]) : [])
     }
 
@@ -194,7 +199,9 @@ func pwriteBytes(_ fd: Int32, _ bytes: [UInt8], offset: off_t, what: String = "p
     let written = try bytes.withUnsafeBytes { raw in
         try posix(what) { pwrite(fd, raw.baseAddress!, bytes.count, offset) }
     }
-    if written != bytes.count { throw PosixError(code: EIO, operation: "\(what): short write \(written)/\(bytes.count)") }
+    if written != bytes.count {
+        throw PosixError(code: EIO, operation: "\(what): short write \(written)/\(bytes.count)")
+    }
 }
 
 /// Opens `path`; the caller closes.

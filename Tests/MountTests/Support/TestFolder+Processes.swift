@@ -65,7 +65,7 @@ extension TestFolder {
     static func lazyUnmount(_ path: String) {
         let arguments = ["fusermount3", "-u", "-z", path]
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -130,12 +130,14 @@ final class TestFolder: @unchecked Sendable {
             if Self.isMounted(root) {
                 Self.lazyUnmount(root)
                 throw TestFolderError(
-                    message: "unmount: the daemon exited (\(Self.describe(status))) but \(root) is still in /proc/mounts\n"
+                    message:
+                        "unmount: the daemon exited (\(Self.describe(status))) but \(root) is still in /proc/mounts\n"
                         + stderrTail())
             }
             if status != 0 {
                 throw TestFolderError(
-                    message: "unmount: the daemon exited with \(Self.describe(status)) on a graceful stop\n" + stderrTail())
+                    message: "unmount: the daemon exited with \(Self.describe(status)) on a graceful stop\n"
+                        + stderrTail())
             }
         }
     }
@@ -162,7 +164,9 @@ final class TestFolder: @unchecked Sendable {
     /// Plain: does nothing.
     func remount() throws {
         guard kind == .mount else { return }
-        if daemonPID != nil { throw TestFolderError(message: "remount: \(root) is still mounted; unmount or kill9 first") }
+        if daemonPID != nil {
+            throw TestFolderError(message: "remount: \(root) is still mounted; unmount or kill9 first")
+        }
         try start()
     }
 
@@ -266,7 +270,8 @@ final class TestFolder: @unchecked Sendable {
             lock.withLock { daemon = Daemon(pid: pid, lifeline: stdinPipe[1]) }
             if !Self.isMounted(root) {
                 try? unmount()
-                throw TestFolderError(message: "the daemon printed `ready` but \(root) is not in /proc/mounts\n" + stderrTail())
+                throw TestFolderError(
+                    message: "the daemon printed `ready` but \(root) is not in /proc/mounts\n" + stderrTail())
             }
         case .exited(let status, let output):
             close(stdinPipe[1])
@@ -313,7 +318,7 @@ final class TestFolder: @unchecked Sendable {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
 
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard result == 0 else {
