@@ -210,4 +210,74 @@ struct PosixSuiteAttributes {
             expectErrno(ENOENT, "getxattr(missing file)") { Linux.getxattr(path, "user.test.binary", size: 100).0 }
         }
     }
+
+    @Test(arguments: TestFolder.Kind.allCases)
+    func xattrNamespacesAndSizes(kind: TestFolder.Kind) throws {
+        try TestFolder.with(kind) { folder throws in
+            let path = folder.path("f")
+            try writeFile(path, "f")
+            // The kernel's limit: a value over 64 KiB is E2BIG everywhere.
+            expectErrno(E2BIG, "setxattr(64 KiB + 1)") {
+                Linux.setxattr(path, "user.test.huge", [UInt8](repeating: 1, count: 65537), 0)
+            }
+            expectErrno(ENODATA, "getxattr(security.*, never set)") {
+                Linux.getxattr(path, "security.test-missing", size: 100).0
+            }
+            switch kind {
+            case .plain:
+                // As root on a local filesystem, trusted.* works.
+                try setXattr(path, "trusted.test", bytes("t"))
+                #expect(try getXattr(path, "trusted.test") == bytes("t"))
+                try removeXattr(path, "trusted.test")
+            case .mount:
+                // Documented deviation: only user.* is stored; 64 KiB values fit (ext4 under /tmp
+                // cannot hold one, hence mount only).
+                let maximum = patternBytes(count: 65536, seed: 13)
+                try setXattr(path, "user.test.max", maximum)
+                #expect(try getXattr(path, "user.test.max") == maximum)
+                expectErrno(EOPNOTSUPP, "setxattr(trusted.*) on the mount") {
+                    Linux.setxattr(path, "trusted.test", bytes("t"), 0)
+                }
+                expectErrno(EOPNOTSUPP, "setxattr(security.*) on the mount") {
+                    Linux.setxattr(path, "security.test", bytes("s"), 0)
+                }
+                expectErrno(EOPNOTSUPP, "removexattr(trusted.*) on the mount") {
+                    Linux.removexattr(path, "trusted.test")
+                }
+                expectErrno(ENODATA, "getxattr(trusted.*) on the mount") {
+                    Linux.getxattr(path, "trusted.test", size: 100).0
+                }
+                #expect(try listXattrs(path).allSatisfy { $0.hasPrefix("user.") }, "only user.* names are listed")
+            }
+        }
+    }
+
+    @Test(arguments: TestFolder.Kind.allCases)
+    func chownAndSetgidDirectories(kind: TestFolder.Kind) throws {
+        try TestFolder.with(kind) { folder throws in
+            let path = folder.path("owned")
+            try writeFile(path, "x", mode: 0o755)
+            try posix("chmod(04755)") { chmod(path, 0o4755) }
+            try posix("chown(1234, 5678)") { chown(path, 1234, 5678) }
+            var info = try statPath(path)
+            #expect(info.st_uid == 1234 && info.st_gid == 5678)
+            #expect(permissions(info) == 0o755, "chown clears setuid: mode \(String(permissions(info), radix: 8))")
+            try posix("lchown(-1, 42)") { lchown(path, UInt32.max, 42) }
+            info = try statPath(path)
+            #expect(info.st_uid == 1234 && info.st_gid == 42, "-1 leaves the owner alone")
+
+            // New entries in a setgid directory take its group; new directories inherit the bit.
+            let shared = folder.path("shared")
+            try makeDirectory(shared)
+            try posix("chown(dir)") { chown(shared, 0, 4321) }
+            try posix("chmod(dir, 02775)") { chmod(shared, 0o2775) }
+            try writeFile(shared + "/file", "in setgid dir")
+            try makeDirectory(shared + "/sub")
+            #expect(try statPath(shared + "/file").st_gid == 4321)
+            let sub = try statPath(shared + "/sub")
+            #expect(sub.st_gid == 4321)
+            #expect(sub.st_mode & S_ISGID != 0, "a new directory inherits setgid")
+            #expect(try statPath(folder.path("owned")).st_uid == 1234)
+        }
+    }
 }

@@ -71,6 +71,46 @@ struct PosixSuiteDirectories {
         }
     }
 
+    /// Names that exist for the whole listing appear exactly once, even while others are added
+    /// and removed between readdir calls.
+    @Test(arguments: TestFolder.Kind.allCases)
+    func listingWhileTheDirectoryChanges(kind: TestFolder.Kind) throws {
+        try TestFolder.with(kind) { folder throws in
+            let directory = folder.path("changing")
+            try makeDirectory(directory)
+            let stable = (0..<3000).map { "stable-\($0)" }
+            for name in stable { try writeFile(directory + "/" + name, [UInt8]()) }
+            let doomed = (0..<1000).map { "doomed-\($0)" }
+            for name in doomed { try writeFile(directory + "/" + name, [UInt8]()) }
+
+            guard let handle = opendir(directory) else { throw PosixError(code: errno, operation: "opendir") }
+            defer { closedir(handle) }
+            var seen: [String] = []
+            var step = 0
+            while let entry = readdir(handle) {
+                let name = withUnsafePointer(to: entry.pointee.d_name) {
+                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+                }
+                seen.append(name)
+                step += 1
+                if step % 100 == 0 && step / 100 <= 20 {
+                    // Churn between reads: add ten names, remove fifty of the doomed ones.
+                    for index in 0..<10 { try writeFile(directory + "/added-\(step)-\(index)", [UInt8]()) }
+                    for name in doomed[((step / 100 - 1) * 50)..<((step / 100) * 50)] {
+                        try posix("unlink \(name)") { unlink(directory + "/" + name) }
+                    }
+                }
+            }
+            let counts = Dictionary(grouping: seen, by: { $0 }).mapValues(\.count)
+            let missing = stable.filter { counts[$0] == nil }
+            let repeated = counts.filter { $0.value > 1 }.keys.sorted()
+            #expect(
+                missing.isEmpty, "names present throughout were not listed: \(missing.prefix(5)) (\(missing.count))")
+            #expect(repeated.isEmpty, "names listed more than once: \(repeated.prefix(5)) (\(repeated.count))")
+            #expect(counts["."] == 1 && counts[".."] == 1)
+        }
+    }
+
     @Test(arguments: TestFolder.Kind.allCases)
     func listingReflectsChanges(kind: TestFolder.Kind) throws {
         try TestFolder.with(kind) { folder throws in

@@ -247,6 +247,27 @@ struct PosixSuiteFiles {
             expected.replaceSubrange(0..<3, with: bytes("abc"))
             #expect(try readFile(path) == expected)
             #expect(try statPath(path).st_size == 1 << 20)
+
+            // Other modes: FALLOC_FL_KEEP_SIZE (1) and PUNCH_HOLE | KEEP_SIZE (3).
+            try writeFile(folder.path("punch"), [UInt8](repeating: 0x77, count: 65536))
+            try withFile(folder.path("punch"), O_RDWR) { fd throws in
+                switch kind {
+                case .plain:
+                    try posix("fallocate(PUNCH_HOLE | KEEP_SIZE)") { Linux.fallocate(fd, 3, 4096, 8192) }
+                    #expect(try preadBytes(fd, count: 8192, offset: 4096) == [UInt8](repeating: 0, count: 8192))
+                    try posix("fallocate(KEEP_SIZE)") { Linux.fallocate(fd, 1, 65536, 65536) }
+                    #expect(try fstatFD(fd).st_size == 65536)
+                case .mount:
+                    // Documented deviation: mode 0 only.
+                    expectErrno(EOPNOTSUPP, "fallocate(PUNCH_HOLE | KEEP_SIZE) on the mount") {
+                        Linux.fallocate(fd, 3, 4096, 8192)
+                    }
+                    expectErrno(EOPNOTSUPP, "fallocate(KEEP_SIZE) on the mount") {
+                        Linux.fallocate(fd, 1, 65536, 65536)
+                    }
+                    #expect(try readFile(folder.path("punch")) == [UInt8](repeating: 0x77, count: 65536))
+                }
+            }
         }
     }
 
