@@ -51,6 +51,12 @@ struct ModelRun {
     var successes = 0
     var remounts = 0
     var effectClasses: [String: Int] = [:]
+    var resultClasses: [String: Int] = [:]
+    /// Descriptors kept open across ops, per tree, and the reference path each one's file has now
+    /// (nil once the file was unlinked or replaced).
+    var refFDs: [Int: Int32] = [:]
+    var subFDs: [Int: Int32] = [:]
+    var slotPaths: [Int: String?] = [:]
     var mtimeChecks = 0
     var stampRng: ModelRandom
 
@@ -92,25 +98,27 @@ struct ModelRun {
             // Once the trees differ every later op is noise: check persistence one last time and stop.
             let diverged = compareTrees(context: "after op #\(opsApplied)")
             if opsApplied % remountEvery == 0 || opsApplied == opCount || diverged {
+                closeAll()
                 try remountAndCompare(context: "after op #\(opsApplied)")
             }
             if diverged || issues > 30 { break }
             stampAll()
         }
-        for (key, count) in effectClasses.sorted(by: { $0.key < $1.key }) where count > 1 {
-            print("model[\(kind.rawValue)] \(seedText): mtime-effect mismatch class seen \(count) times: \(key)")
+        closeAll()
+        for (key, count) in (effectClasses.merging(resultClasses) { a, _ in a }).sorted(by: { $0.key < $1.key }) where count > 1 {
+            print("model[\(kind.rawValue)] \(seedText): mismatch class seen \(count) times: \(key)")
         }
     }
 
     /// One random op on both trees; compares the results and the mtime effects.
     mutating func step() {
         let listing = ModelListing(root: reference.root)
-        let op = gen.next(listing, referenceRoot: reference.root)
+        let op = gen.next(listing, referenceRoot: reference.root, openSlots: refFDs.keys.sorted())
         let pairs = affected(op)
         let beforeRef = pairs.map { mtime(reference.root, $0.before) }
         let beforeSub = pairs.map { mtime(subject.root, $0.before) }
-        let rRef = op.apply(root: reference.root)
-        let rSub = op.apply(root: subject.root)
+        let rRef = op.apply(root: reference.root, fds: &refFDs)
+        let rSub = op.apply(root: subject.root, fds: &subFDs)
         let mRef = mtimeEffects(root: reference.root, pairs: pairs, before: beforeRef, ok: rRef.hasPrefix("ok"))
         let mSub = mtimeEffects(root: subject.root, pairs: pairs, before: beforeSub, ok: rSub.hasPrefix("ok"))
         opsApplied += 1
@@ -121,7 +129,13 @@ struct ModelRun {
         log(line)
         if recent.count > 25 { recent.removeFirst() }
         if rRef != rSub {
-            fail("op #\(opsApplied) \(op): plain directory returned \(rRef), \(kind.rawValue) returned \(rSub)", withTrace: true)
+            // One report per kind of mismatch (op and both results, numbers blanked), counted afterwards.
+            let blank = { (r: String) in String(r.map { $0.isNumber ? "#" : $0 }) }
+            let key = "\(op.name): plain \(blank(rRef)), \(kind.rawValue) \(blank(rSub))"
+            resultClasses[key, default: 0] += 1
+            if resultClasses[key] == 1 {
+                fail("op #\(opsApplied) \(op): plain directory returned \(rRef), \(kind.rawValue) returned \(rSub)", withTrace: true)
+            }
         } else if mRef.text != mSub.text {
             // One report per kind of mismatch (op and which entry), counted afterwards.
             let key = "\(op.name) " + zip(pairs, zip(mRef.effects, mSub.effects)).filter { $0.1.0 != $0.1.1 }
@@ -146,14 +160,21 @@ struct ModelRun {
         }
         var pairs: [Pair]
         switch op {
-        case .read, .getxattr:
+        case .read, .getxattr, .fdRead, .fdStat, .fdSync, .fdClose:
             pairs = []
+        case let .fdWrite(slot, _, _), let .fdTruncate(slot, _):
+            // The entry the descriptor's file has now (O_CREAT opens may also change the directory, see openKeep).
+            if case let p?? = slotPaths[slot] { pairs = [Pair(before: p, after: p, role: "entry (open descriptor)")] } else { pairs = [] }
         case let .create(p, _, _, _, _), let .write(p, _, _), let .append(p, _), let .truncate(p, _), let .chmod(p, _):
+            pairs = around(p, follow: true)
+        case let .openKeep(_, p, f, _) where f & (O_CREAT | O_TRUNC) != 0:
             pairs = around(p, follow: true)
         case let .mkdir(p, _), let .rmdir(p), let .unlink(p), let .symlink(_, p):
             pairs = around(p, follow: false)
         case let .utimens(p, _, _, nf), let .setxattr(p, _, _, _, nf), let .removexattr(p, _, nf):
             pairs = around(p, follow: !nf)
+        case .openKeep:
+            pairs = []
         case let .rename(a, b, _):
             let ra = ModelResolve.resolve(a, root: root, followLast: false)
             let rb = ModelResolve.resolve(b, root: root, followLast: false)
@@ -200,8 +221,15 @@ struct ModelRun {
             stamped = stamped.filter { $0 != r && !$0.hasPrefix(r + "/") }
         }
         switch op {
+        case let .openKeep(slot, p, _, _):
+            slotPaths[slot] = ModelResolve.resolve(p, root: root, followLast: true)
+        case let .fdClose(slot):
+            slotPaths[slot] = nil
         case let .rmdir(p), let .unlink(p):
-            if let r = ModelResolve.resolve(p, root: root, followLast: false) { removeSubtree(r) }
+            if let r = ModelResolve.resolve(p, root: root, followLast: false) {
+                removeSubtree(r)
+                for (slot, sp) in slotPaths where sp == r { slotPaths[slot] = .some(nil) }
+            }
         case let .rename(a, b, _):
             // The reference tree already shows the result: a is gone, b is the moved entry.
             // Resolve parents only (the last components are plain names).
@@ -209,11 +237,17 @@ struct ModelRun {
             let rb = ModelResolve.resolve(ModelSys.parent(b), root: root, followLast: true).map { ModelSys.join($0, String(b.split(separator: "/").last ?? "")) }
             guard let ra = ra.map(Self.trimSlash), let rb = rb.map(Self.trimSlash), ra != rb else { return }
             removeSubtree(rb)
-            stamped = Set(stamped.map { s in
+            let move = { (s: String) -> String in
                 if s == ra { return rb }
                 if s.hasPrefix(ra + "/") { return rb + s.dropFirst(ra.count) }
                 return s
-            })
+            }
+            stamped = Set(stamped.map(move))
+            for (slot, sp) in slotPaths {
+                guard case let p?? = Optional(sp) else { continue }
+                // A file replaced by the rename lives on only through its descriptors.
+                slotPaths[slot] = (p == rb || p.hasPrefix(rb + "/")) ? .some(nil) : .some(move(p))
+            }
         case let .utimens(p, _, m, nf):
             guard let r = ModelResolve.resolve(p, root: root, followLast: !nf) else { return }
             switch m {
@@ -226,6 +260,19 @@ struct ModelRun {
         }
     }
 
+    /// Closes the kept descriptors in both trees (before a remount and at the end).
+    mutating func closeAll() {
+        for slot in refFDs.keys.sorted() {
+            let op = ModelOp.fdClose(slot: slot)
+            let a = op.apply(root: reference.root, fds: &refFDs)
+            let b = op.apply(root: subject.root, fds: &subFDs)
+            if a != b { fail("\(op) before remount: plain directory returned \(a), \(kind.rawValue) returned \(b)") }
+        }
+        for (_, fd) in subFDs { close(fd) }
+        subFDs = [:]
+        slotPaths = [:]
+    }
+
     static func trimSlash(_ s: String) -> String { s.hasPrefix("/") ? String(s.dropFirst()) : s }
 
     /// Gives every entry of both trees the same explicit times, so later mtime effects are visible.
@@ -235,8 +282,8 @@ struct ModelRun {
             let op = ModelOp.utimens(p, atime: ModelTime.at(stampRng.int(946_684_800...1_900_000_000), stampRng.below(1_000_000_000)),
                                      mtime: ModelTime.at(stampRng.int(946_684_800...1_900_000_000), stampRng.below(1_000_000_000)),
                                      noFollow: true)
-            let a = op.apply(root: reference.root)
-            let b = op.apply(root: subject.root)
+            let a = op.apply(root: reference.root, fds: &refFDs)
+            let b = op.apply(root: subject.root, fds: &subFDs)
             if a != b {
                 fail("stamping times: \(op): plain directory returned \(a), \(kind.rawValue) returned \(b)")
             } else if a == "ok" {

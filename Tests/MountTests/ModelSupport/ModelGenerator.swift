@@ -91,10 +91,33 @@ struct ModelGenerator {
         Int(ModelSys.lstatOrNil(ModelSys.join(root, rel))?.st_size ?? 0)
     }
 
-    mutating func next(_ l: ModelListing, referenceRoot root: String) -> ModelOp {
-        //               create write append trunc read mkdir rmdir unlink rename symlink chmod utimens setx rmx getx
-        let weights = [12, 12, 6, 6, 6, 8, 5, 6, 12, 5, 5, 8, 6, 2, 2]
+    static let slots = 4
+
+    mutating func next(_ l: ModelListing, referenceRoot root: String, openSlots: [Int]) -> ModelOp {
+        //               create write append trunc read mkdir rmdir unlink rename symlink chmod utimens setx rmx getx fd
+        let weights = [12, 12, 6, 6, 6, 8, 5, 6, 12, 5, 5, 8, 6, 2, 2, 14]
         switch rng.weighted(weights) {
+        case 15:
+            let free = (0..<Self.slots).filter { !openSlots.contains($0) }
+            if openSlots.isEmpty || (!free.isEmpty && rng.chance(0.25)) {
+                let r = rng.below(100)
+                var flags: Int32 = r < 60 ? O_RDWR : r < 80 ? O_WRONLY : O_RDONLY
+                if rng.chance(0.5) { flags |= O_CREAT }
+                if rng.chance(0.1) { flags |= O_TRUNC }
+                if rng.chance(0.15) { flags |= O_APPEND }
+                if rng.chance(0.05) { flags |= O_EXCL }
+                let p = rng.chance(0.7) ? existing(l.files, l) : rng.chance(0.6) ? fresh(l) : existing(l.all, l)
+                return .openKeep(slot: rng.pick(free.isEmpty ? Array(0..<Self.slots) : free), p, flags: flags, mode: rng.pick(Self.createModes))
+            }
+            let slot = rng.pick(openSlots)
+            switch rng.weighted([30, 15, 10, 10, 5, 12]) {
+            case 0: return .fdWrite(slot: slot, offset: rng.chance(0.8) ? rng.int(0...70_000) : rng.int(0...1_000_000), data: data())
+            case 1: return .fdRead(slot: slot, offset: rng.int(0...70_000), length: rng.int(1...100_000))
+            case 2: return .fdTruncate(slot: slot, length: rng.chance(0.8) ? rng.int(0...70_000) : rng.int(0...1_000_000))
+            case 3: return .fdStat(slot: slot)
+            case 4: return .fdSync(slot: slot)
+            default: return .fdClose(slot: slot)
+            }
         case 0:
             let p = rng.chance(0.5) ? existing(l.files, l) : rng.chance(0.2) ? existing(l.all, l) : fresh(l)
             let d = rng.chance(0.1) ? ModelData(seed: rng.next(), count: 0) : data()

@@ -83,6 +83,23 @@ enum ModelOp: CustomStringConvertible, Sendable {
     case setxattr(String, name: String, value: ModelData, flags: Int32, noFollow: Bool)
     case removexattr(String, name: String, noFollow: Bool)
     case getxattr(String, name: String, noFollow: Bool)
+    // Operations on descriptors kept open across other operations (slot = which descriptor).
+    case openKeep(slot: Int, String, flags: Int32, mode: mode_t)
+    case fdWrite(slot: Int, offset: Int, data: ModelData)
+    case fdRead(slot: Int, offset: Int, length: Int)
+    case fdTruncate(slot: Int, length: Int)
+    case fdStat(slot: Int)
+    case fdSync(slot: Int)
+    case fdClose(slot: Int)
+
+    static func flagsText(_ f: Int32) -> String {
+        var parts = [f & O_ACCMODE == O_RDONLY ? "O_RDONLY" : f & O_ACCMODE == O_WRONLY ? "O_WRONLY" : "O_RDWR"]
+        if f & O_CREAT != 0 { parts.append("O_CREAT") }
+        if f & O_EXCL != 0 { parts.append("O_EXCL") }
+        if f & O_TRUNC != 0 { parts.append("O_TRUNC") }
+        if f & O_APPEND != 0 { parts.append("O_APPEND") }
+        return parts.joined(separator: "|")
+    }
 
     static func show(_ p: String) -> String {
         let s = p.isEmpty ? "." : p
@@ -109,6 +126,13 @@ enum ModelOp: CustomStringConvertible, Sendable {
             return "\(nf ? "l" : "")setxattr(\(Self.show(p)), \(n), \(v), flags \(f == 1 ? "CREATE" : f == 2 ? "REPLACE" : "0"))"
         case let .removexattr(p, n, nf): return "\(nf ? "l" : "")removexattr(\(Self.show(p)), \(n))"
         case let .getxattr(p, n, nf): return "\(nf ? "l" : "")getxattr(\(Self.show(p)), \(n))"
+        case let .openKeep(slot, p, f, mode): return "open#\(slot)(\(Self.show(p)), \(Self.flagsText(f)), \(o(mode)))"
+        case let .fdWrite(slot, off, data): return "pwrite#\(slot)(off \(off), \(data))"
+        case let .fdRead(slot, off, len): return "pread#\(slot)(off \(off), len \(len))"
+        case let .fdTruncate(slot, len): return "ftruncate#\(slot)(\(len))"
+        case let .fdStat(slot): return "fstat#\(slot)"
+        case let .fdSync(slot): return "fsync#\(slot)"
+        case let .fdClose(slot): return "close#\(slot)"
         }
     }
 
@@ -117,15 +141,49 @@ enum ModelOp: CustomStringConvertible, Sendable {
     /// Is this op expected to modify the tree (as opposed to only reading)?
     var mutates: Bool {
         switch self {
-        case .read, .getxattr: return false
+        case .read, .getxattr, .fdRead, .fdStat, .fdSync, .fdClose: return false
         default: return true
         }
     }
 
     /// Applies the op under root; returns a string describing the result (success details or errno).
-    func apply(root: String) -> String {
+    func apply(root: String, fds: inout [Int: Int32]) -> String {
         let j = { (p: String) in ModelSys.join(root, p) }
         switch self {
+        case let .openKeep(slot, p, f, mode):
+            if let old = fds.removeValue(forKey: slot) { close(old) }
+            let fd = open(j(p), f | O_CLOEXEC, mode)
+            guard fd >= 0 else { return ModelSys.errnoName(errno) }
+            fds[slot] = fd
+            return "ok"
+        case let .fdWrite(slot, off, data):
+            guard let fd = fds[slot] else { return "slot closed" }
+            switch ModelSys.writeAll(fd: fd, data.bytes, offset: fcntl(fd, F_GETFL) & O_APPEND != 0 ? nil : off) {
+            case .success(let n): return "ok w=\(n)"
+            case .failure(let e): return "write:\(e)"
+            }
+        case let .fdRead(slot, off, len):
+            guard let fd = fds[slot] else { return "slot closed" }
+            var buf = [UInt8](repeating: 0, count: len)
+            let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, len, off_t(off)) }
+            guard n >= 0 else { return "pread:" + ModelSys.errnoName(errno) }
+            return "ok n=\(n) h=\(ModelHash.hex(ModelHash.fnv1a(Array(buf[0..<n]))))"
+        case let .fdTruncate(slot, len):
+            guard let fd = fds[slot] else { return "slot closed" }
+            return ftruncate(fd, off_t(len)) == 0 ? "ok" : ModelSys.errnoName(errno)
+        case let .fdStat(slot):
+            guard let fd = fds[slot] else { return "slot closed" }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { return ModelSys.errnoName(errno) }
+            // Directory sizes are file-system specific.
+            let size = st.st_mode & S_IFMT == S_IFDIR ? "-" : "\(st.st_size)"
+            return "ok \(ModelSys.kindChar(st.st_mode)) size=\(size) mode=0\(String(st.st_mode & 0o7777, radix: 8)) nlink=\(st.st_nlink)"
+        case let .fdSync(slot):
+            guard let fd = fds[slot] else { return "slot closed" }
+            return fsync(fd) == 0 ? "ok" : ModelSys.errnoName(errno)
+        case let .fdClose(slot):
+            guard let fd = fds.removeValue(forKey: slot) else { return "slot closed" }
+            return close(fd) == 0 ? "ok" : ModelSys.errnoName(errno)
         case let .create(p, excl, trunc, mode, data):
             var flags = O_CREAT | O_WRONLY | O_CLOEXEC
             if excl { flags |= O_EXCL }
