@@ -70,8 +70,10 @@ struct CrashTest {
             } catch {
                 Issue.record("\(context): remount after kill9 failed: \(error)")
                 // Clear the dead mount ourselves, so the durability checks below still run (and report).
-                let r = ModelProcess.run(["fusermount3", "-u", "-z", folder.root])
-                try #require(r.ok, "\(context): fusermount3 -u -z: \(r)")
+                if ModelMounts.isMounted(folder.root) {
+                    let r = ModelProcess.run(["fusermount3", "-u", "-z", folder.root])
+                    try #require(r.ok, "\(context): fusermount3 -u -z: \(r)")
+                }
                 try folder.remount()
             }
             state.killed(false)
