@@ -7,13 +7,13 @@ import Testing
 /// after every batch the two trees must be identical. Periodically the folder is unmounted and
 /// mounted again, and must come back exactly as it was.
 ///
-/// Three seeds run by default; replay one with `SYNCFS_MODEL_SEED=<seed>` (then only that seed runs);
+/// Four seeds run by default; replay one with `SYNCFS_MODEL_SEED=<seed>` (then only that seed runs);
 /// `SYNCFS_MODEL_OPS=<n>` changes the number of ops per seed (default 1500).
 @Suite(.serialized)
 struct ModelTest {
     static let seeds: [UInt64] = {
         let env = ModelRandom.seed(env: "SYNCFS_MODEL_SEED", default: 0)
-        return env != 0 ? [env] : [1, 2, 3]
+        return env != 0 ? [env] : [1, 2, 3, 8]
     }()
 
     @Test(arguments: TestFolder.Kind.allCases, seeds)
