@@ -33,9 +33,11 @@ struct CrashTest {
         state.clearErrors()
 
         for (cycle, point) in Point.allCases.enumerated() {
-            let context = "cycle \(cycle + 1) (kill \(point.rawValue), \(kind.rawValue), SYNCFS_CRASH_SEED=0x\(String(seed, radix: 16)))"
-            let workload = CrashWorkload(state: state, cycle: cycle,
-                                         mode: point == .midFsyncStorm ? .fsyncStorm : point == .midRenameStorm ? .renameStorm : .mixed)
+            let context =
+                "cycle \(cycle + 1) (kill \(point.rawValue), \(kind.rawValue), SYNCFS_CRASH_SEED=0x\(String(seed, radix: 16)))"
+            let workload = CrashWorkload(
+                state: state, cycle: cycle,
+                mode: point == .midFsyncStorm ? .fsyncStorm : point == .midRenameStorm ? .renameStorm : .mixed)
             workload.start()
             switch point {
             case .after200ms: usleep(200_000)
@@ -49,19 +51,24 @@ struct CrashTest {
             state.killed(true)
             try folder.kill9()
             if kind == .mount {
-                #expect(ModelMounts.isMounted(folder.root), "\(context): after kill9 the dead kernel mount should still be there")
+                #expect(
+                    ModelMounts.isMounted(folder.root),
+                    "\(context): after kill9 the dead kernel mount should still be there")
                 var sfs = statvfs()
                 let rc = statvfs(folder.root, &sfs)
                 let e = errno
-                #expect(rc != 0 && e == ENOTCONN, "\(context): statvfs on the dead mount gave rc \(rc) \(ModelSys.errnoName(e)), expected ENOTCONN")
+                #expect(
+                    rc != 0 && e == ENOTCONN,
+                    "\(context): statvfs on the dead mount gave rc \(rc) \(ModelSys.errnoName(e)), expected ENOTCONN")
             }
             let joined = workload.stopAndJoin(timeout: 30)
             try #require(joined, "\(context): writer threads still blocked 30 s after the daemon was killed")
             let errorsBeforeKill = state.errors.filter { !$0.contains("after kill") }
             #expect(errorsBeforeKill.isEmpty, "\(context): errors before the kill: \(errorsBeforeKill.prefix(10))")
             let durable = state.durableEventsThisCycle()
-            print("crash[\(kind.rawValue)] \(context): \(state.opsThisCycle()) ops, \(durable) fsyncs acknowledged, "
-                  + "\(inFsyncAtKill) threads inside fsync at the kill")
+            print(
+                "crash[\(kind.rawValue)] \(context): \(state.opsThisCycle()) ops, \(durable) fsyncs acknowledged, "
+                    + "\(inFsyncAtKill) threads inside fsync at the kill")
             #expect(durable > 0, "\(context): the workload acknowledged no fsync, so the cycle tests nothing")
             state.clearErrors()
 
@@ -79,7 +86,9 @@ struct CrashTest {
             state.killed(false)
             if kind == .mount {
                 let count = ModelSys.mountCount(at: folder.root)
-                #expect(count == 1, "\(context): \(count) mounts on \(folder.root) after remount; the dead one was not cleared")
+                #expect(
+                    count == 1,
+                    "\(context): \(count) mounts on \(folder.root) after remount; the dead one was not cleared")
                 let fs = ModelSys.mountPoints().last { $0.point == folder.root }?.fstype ?? "none"
                 #expect(fs.hasPrefix("fuse"), "\(context): mount point has \(fs) after remount")
             }
@@ -171,18 +180,42 @@ final class CrashState: @unchecked Sendable {
     func path(_ rel: String) -> String { root + "/" + rel }
 
     func error(_ s: String) {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         errors.append(isKilled ? s + " (after kill)" : s)
     }
 
-    func clearErrors() { lock.lock(); errors = []; durableEvents = 0; ops = 0; lock.unlock() }
-    func killed(_ k: Bool) { lock.lock(); isKilled = k; lock.unlock() }
-    func inFsync() -> Int { lock.lock(); defer { lock.unlock() }; return fsyncing }
-    func durableEventsThisCycle() -> Int { lock.lock(); defer { lock.unlock() }; return durableEvents }
-    func opsThisCycle() -> Int { lock.lock(); defer { lock.unlock() }; return ops }
+    func clearErrors() {
+        lock.lock()
+        errors = []
+        durableEvents = 0
+        ops = 0
+        lock.unlock()
+    }
+    func killed(_ k: Bool) {
+        lock.lock()
+        isKilled = k
+        lock.unlock()
+    }
+    func inFsync() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return fsyncing
+    }
+    func durableEventsThisCycle() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return durableEvents
+    }
+    func opsThisCycle() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return ops
+    }
 
     func current(_ rel: String) -> [UInt8]? {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return files[rel]?.versions.last ?? nil
     }
 
@@ -193,7 +226,9 @@ final class CrashState: @unchecked Sendable {
         let v = files[rel]!.versions.count - 1
         ops += 1
         lock.unlock()
-        journal("intent \(rel) v\(v) \(what) -> \(content.map { "\($0.count)B \(ModelHash.hex(ModelHash.fnv1a($0)))" } ?? "absent")")
+        journal(
+            "intent \(rel) v\(v) \(what) -> \(content.map { "\($0.count)B \(ModelHash.hex(ModelHash.fnv1a($0)))" } ?? "absent")"
+        )
     }
 
     /// fsync(fd) with the in-fsync counter; on success, everything intended for rel so far is durable.
@@ -227,7 +262,10 @@ final class CrashState: @unchecked Sendable {
 
     func fsyncDir(_ rel: String, covering file: String?) -> Bool {
         let fd = open(path(rel), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { error("open dir \(rel): \(ModelSys.errnoName(errno))"); return false }
+        guard fd >= 0 else {
+            error("open dir \(rel): \(ModelSys.errnoName(errno))")
+            return false
+        }
         defer { close(fd) }
         return fsyncAndAcknowledge(fd, file, what: "directory \(rel)")
     }
@@ -237,16 +275,25 @@ final class CrashState: @unchecked Sendable {
         var rng = ModelRandom(seed: seed)
         for t in 0..<threads {
             for d in ["t\(t)", "t\(t)/sub"] {
-                guard mkdir(path(d), 0o755) == 0 else { error("mkdir \(d): \(ModelSys.errnoName(errno))"); return false }
+                guard mkdir(path(d), 0o755) == 0 else {
+                    error("mkdir \(d): \(ModelSys.errnoName(errno))")
+                    return false
+                }
                 dirs.append(d)
             }
             for rel in filesOf(thread: t) {
                 let content = rng.bytes(rng.int(0...(Self.page * Self.maxPages)))
                 intend(rel, content, "create")
                 let fd = open(path(rel), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
-                guard fd >= 0 else { error("create \(rel): \(ModelSys.errnoName(errno))"); return false }
+                guard fd >= 0 else {
+                    error("create \(rel): \(ModelSys.errnoName(errno))")
+                    return false
+                }
                 defer { close(fd) }
-                guard case .success = ModelSys.writeAll(fd: fd, content) else { error("write \(rel)"); return false }
+                guard case .success = ModelSys.writeAll(fd: fd, content) else {
+                    error("write \(rel)")
+                    return false
+                }
                 guard fsyncAndAcknowledge(fd, rel, what: "file") else { return false }
             }
             for d in ["t\(t)/sub", "t\(t)"] where !fsyncDir(d, covering: nil) { return false }
@@ -258,7 +305,9 @@ final class CrashState: @unchecked Sendable {
     /// durable one, where every page may come from a different such version (un-fsync'd writes
     /// can be lost independently), and the size is the size of one of them.
     func checkDurable(exact: Bool) -> [String] {
-        lock.lock(); let snapshot = files; lock.unlock()
+        lock.lock()
+        let snapshot = files
+        lock.unlock()
         var failures: [String] = []
         for (rel, track) in snapshot.sorted(by: { $0.key < $1.key }) {
             guard let d = track.durable else { continue }
@@ -271,17 +320,23 @@ final class CrashState: @unchecked Sendable {
                 failures.append("\(rel): reading the file failed: \(e)")
                 continue
             }
-            let describe = { (c: [UInt8]?) in c.map { "\($0.count) bytes \(ModelHash.hex(ModelHash.fnv1a($0)))" } ?? "absent" }
+            let describe = { (c: [UInt8]?) in
+                c.map { "\($0.count) bytes \(ModelHash.hex(ModelHash.fnv1a($0)))" } ?? "absent"
+            }
             if exact {
                 if actual != track.versions.last! {
-                    failures.append("\(rel): after a clean remount holds \(describe(actual)), last fsync'd content is \(describe(track.versions.last!))")
+                    failures.append(
+                        "\(rel): after a clean remount holds \(describe(actual)), last fsync'd content is \(describe(track.versions.last!))"
+                    )
                 }
                 continue
             }
             guard let a = actual else {
                 if !candidates.contains(where: { $0 == nil }) {
-                    failures.append("\(rel): file is missing, but fsync was acknowledged for \(describe(candidates[0]))"
-                                    + (candidates.count > 1 ? " (and \(candidates.count - 1) later versions, none absent)" : ""))
+                    failures.append(
+                        "\(rel): file is missing, but fsync was acknowledged for \(describe(candidates[0]))"
+                            + (candidates.count > 1 ? " (and \(candidates.count - 1) later versions, none absent)" : "")
+                    )
                 }
                 continue
             }
@@ -291,8 +346,9 @@ final class CrashState: @unchecked Sendable {
                 continue
             }
             if !present.contains(where: { $0.count == a.count }) {
-                failures.append("\(rel): size \(a.count) matches no version since the last acknowledged fsync "
-                                + "(sizes \(present.map(\.count))); fsync'd: \(describe(candidates[0]))")
+                failures.append(
+                    "\(rel): size \(a.count) matches no version since the last acknowledged fsync "
+                        + "(sizes \(present.map(\.count))); fsync'd: \(describe(candidates[0]))")
                 continue
             }
             let pages = (a.count + Self.page - 1) / Self.page
@@ -301,10 +357,13 @@ final class CrashState: @unchecked Sendable {
                 if !present.contains(where: { Self.pageOf($0, p, size: a.count) == slice }) {
                     let fsynced = candidates[0].map { Self.pageOf($0, p, size: a.count) }
                     let zero = slice.allSatisfy { $0 == 0 }
-                    failures.append("\(rel): page \(p) (bytes \(p * Self.page)..<\(min((p + 1) * Self.page, a.count))) "
-                                    + "matches no version since the last acknowledged fsync\(zero ? " (it reads as zeros)" : "")"
-                                    + "; fsync'd file: \(describe(candidates[0])), \(candidates.count - 1) later versions"
-                                    + (fsynced.map { " first differing byte at \(Self.firstDiff($0, slice).map(String.init) ?? "-")" } ?? ""))
+                    failures.append(
+                        "\(rel): page \(p) (bytes \(p * Self.page)..<\(min((p + 1) * Self.page, a.count))) "
+                            + "matches no version since the last acknowledged fsync\(zero ? " (it reads as zeros)" : "")"
+                            + "; fsync'd file: \(describe(candidates[0])), \(candidates.count - 1) later versions"
+                            + (fsynced.map {
+                                " first differing byte at \(Self.firstDiff($0, slice).map(String.init) ?? "-")"
+                            } ?? ""))
                     break
                 }
             }
@@ -330,19 +389,30 @@ final class CrashState: @unchecked Sendable {
 
     /// After verification: what the files hold now becomes the new baseline, fsync'd.
     func rebaseline() -> Bool {
-        lock.lock(); let names = files.keys.sorted(); lock.unlock()
+        lock.lock()
+        let names = files.keys.sorted()
+        lock.unlock()
         var ok = true
         for rel in names {
             let content: [UInt8]?
             switch ModelSys.readAll(path(rel)) {
             case .success(let b): content = b
             case .failure(let e) where e.code == ENOENT: content = nil
-            case .failure(let e): error("read \(rel): \(e)"); ok = false; continue
+            case .failure(let e):
+                error("read \(rel): \(e)")
+                ok = false
+                continue
             }
-            lock.lock(); files[rel] = FileTrack(versions: [content], durable: nil); lock.unlock()
+            lock.lock()
+            files[rel] = FileTrack(versions: [content], durable: nil)
+            lock.unlock()
             if content != nil {
                 let fd = open(path(rel), O_RDONLY | O_CLOEXEC)
-                if fd < 0 { error("open \(rel): \(ModelSys.errnoName(errno))"); ok = false; continue }
+                if fd < 0 {
+                    error("open \(rel): \(ModelSys.errnoName(errno))")
+                    ok = false
+                    continue
+                }
                 if !fsyncAndAcknowledge(fd, rel, what: "rebaseline") { ok = false }
                 close(fd)
             } else if !fsyncDir(ModelSys.parent(rel), covering: rel) {
@@ -389,12 +459,15 @@ final class CrashWorkload: @unchecked Sendable {
     }
 
     func stopAndJoin(timeout: Double) -> Bool {
-        lock.lock(); stop = true; lock.unlock()
+        lock.lock()
+        stop = true
+        lock.unlock()
         return done.wait(timeout: .now() + timeout) == .success
     }
 
     private func shouldStop() -> Bool {
-        lock.lock(); defer { lock.unlock() }
+        lock.lock()
+        defer { lock.unlock() }
         return stop
     }
 
@@ -406,10 +479,14 @@ final class CrashWorkload: @unchecked Sendable {
             let ok: Bool
             switch mode {
             case .mixed:
-                ok = rng.weighted([50, 15, 10, 10, 8]) == 0 ? pageWrite(rel, &rng, fsyncChance: 0.5)
-                    : rng.chance(0.5) ? append(rel, &rng, fsyncChance: 0.5)
-                    : rng.chance(0.5) ? truncate(rel, &rng, fsyncChance: 0.5)
-                    : rng.chance(0.7) ? save(rel, &rng) : deleteOrCreate(rel, &rng)
+                ok =
+                    rng.weighted([50, 15, 10, 10, 8]) == 0
+                    ? pageWrite(rel, &rng, fsyncChance: 0.5)
+                    : rng.chance(0.5)
+                        ? append(rel, &rng, fsyncChance: 0.5)
+                        : rng.chance(0.5)
+                            ? truncate(rel, &rng, fsyncChance: 0.5)
+                            : rng.chance(0.7) ? save(rel, &rng) : deleteOrCreate(rel, &rng)
             case .fsyncStorm:
                 ok = rng.chance(0.8) ? pageWrite(rel, &rng, fsyncChance: 1) : append(rel, &rng, fsyncChance: 1)
             case .renameStorm:
@@ -431,26 +508,36 @@ final class CrashWorkload: @unchecked Sendable {
         content.replaceSubrange(offset..<(offset + len), with: bytes)
         state.intend(rel, content, "pwrite \(len)B at \(offset)")
         let fd = open(state.path(rel), O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { state.error("open \(rel): \(ModelSys.errnoName(errno))"); return false }
+        guard fd >= 0 else {
+            state.error("open \(rel): \(ModelSys.errnoName(errno))")
+            return false
+        }
         defer { close(fd) }
         guard case .success = ModelSys.writeAll(fd: fd, bytes, offset: offset) else {
-            state.error("pwrite \(rel): \(ModelSys.errnoName(errno))"); return false
+            state.error("pwrite \(rel): \(ModelSys.errnoName(errno))")
+            return false
         }
         return !rng.chance(fsyncChance) || state.fsyncAndAcknowledge(fd, rel, what: "file")
     }
 
     private func append(_ rel: String, _ rng: inout ModelRandom, fsyncChance: Double) -> Bool {
         guard var content = state.current(rel) else { return deleteOrCreate(rel, &rng) }
-        if content.count >= CrashState.page * CrashState.maxPages { return truncate(rel, &rng, fsyncChance: fsyncChance) }
+        if content.count >= CrashState.page * CrashState.maxPages {
+            return truncate(rel, &rng, fsyncChance: fsyncChance)
+        }
         let room = CrashState.page - content.count % CrashState.page
         let bytes = rng.bytes(rng.int(1...room))
         content += bytes
         state.intend(rel, content, "append \(bytes.count)B")
         let fd = open(state.path(rel), O_WRONLY | O_APPEND | O_CLOEXEC)
-        guard fd >= 0 else { state.error("open \(rel): \(ModelSys.errnoName(errno))"); return false }
+        guard fd >= 0 else {
+            state.error("open \(rel): \(ModelSys.errnoName(errno))")
+            return false
+        }
         defer { close(fd) }
         guard case .success = ModelSys.writeAll(fd: fd, bytes) else {
-            state.error("append \(rel): \(ModelSys.errnoName(errno))"); return false
+            state.error("append \(rel): \(ModelSys.errnoName(errno))")
+            return false
         }
         return !rng.chance(fsyncChance) || state.fsyncAndAcknowledge(fd, rel, what: "file")
     }
@@ -458,12 +545,22 @@ final class CrashWorkload: @unchecked Sendable {
     private func truncate(_ rel: String, _ rng: inout ModelRandom, fsyncChance: Double) -> Bool {
         guard var content = state.current(rel) else { return deleteOrCreate(rel, &rng) }
         let size = rng.int(0...(CrashState.page * CrashState.maxPages))
-        if size < content.count { content.removeSubrange(size...) } else { content += [UInt8](repeating: 0, count: size - content.count) }
+        if size < content.count {
+            content.removeSubrange(size...)
+        } else {
+            content += [UInt8](repeating: 0, count: size - content.count)
+        }
         state.intend(rel, content, "ftruncate \(size)")
         let fd = open(state.path(rel), O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { state.error("open \(rel): \(ModelSys.errnoName(errno))"); return false }
+        guard fd >= 0 else {
+            state.error("open \(rel): \(ModelSys.errnoName(errno))")
+            return false
+        }
         defer { close(fd) }
-        guard ftruncate(fd, off_t(size)) == 0 else { state.error("ftruncate \(rel): \(ModelSys.errnoName(errno))"); return false }
+        guard ftruncate(fd, off_t(size)) == 0 else {
+            state.error("ftruncate \(rel): \(ModelSys.errnoName(errno))")
+            return false
+        }
         return !rng.chance(fsyncChance) || state.fsyncAndAcknowledge(fd, rel, what: "file")
     }
 
@@ -472,15 +569,24 @@ final class CrashWorkload: @unchecked Sendable {
         let content = rng.bytes(rng.int(0...(CrashState.page * CrashState.maxPages)))
         let tmp = rel + ".tmp\(cycle)"
         let fd = open(state.path(tmp), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { state.error("create \(tmp): \(ModelSys.errnoName(errno))"); return false }
-        guard case .success = ModelSys.writeAll(fd: fd, content) else {
-            state.error("write \(tmp): \(ModelSys.errnoName(errno))"); close(fd); return false
+        guard fd >= 0 else {
+            state.error("create \(tmp): \(ModelSys.errnoName(errno))")
+            return false
         }
-        guard state.fsyncAndAcknowledge(fd, nil, what: "temporary file") else { close(fd); return false }
+        guard case .success = ModelSys.writeAll(fd: fd, content) else {
+            state.error("write \(tmp): \(ModelSys.errnoName(errno))")
+            close(fd)
+            return false
+        }
+        guard state.fsyncAndAcknowledge(fd, nil, what: "temporary file") else {
+            close(fd)
+            return false
+        }
         close(fd)
         state.intend(rel, content, "rename \(tmp) over it")
         guard rename(state.path(tmp), state.path(rel)) == 0 else {
-            state.error("rename \(tmp) -> \(rel): \(ModelSys.errnoName(errno))"); return false
+            state.error("rename \(tmp) -> \(rel): \(ModelSys.errnoName(errno))")
+            return false
         }
         return state.fsyncDir(ModelSys.parent(rel), covering: rel)
     }
@@ -489,15 +595,22 @@ final class CrashWorkload: @unchecked Sendable {
     private func deleteOrCreate(_ rel: String, _ rng: inout ModelRandom) -> Bool {
         if state.current(rel) != nil {
             state.intend(rel, nil, "unlink")
-            guard unlink(state.path(rel)) == 0 else { state.error("unlink \(rel): \(ModelSys.errnoName(errno))"); return false }
+            guard unlink(state.path(rel)) == 0 else {
+                state.error("unlink \(rel): \(ModelSys.errnoName(errno))")
+                return false
+            }
         } else {
             let content = rng.bytes(rng.int(0...(CrashState.page * 4)))
             state.intend(rel, content, "create")
             let fd = open(state.path(rel), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { state.error("create \(rel): \(ModelSys.errnoName(errno))"); return false }
+            guard fd >= 0 else {
+                state.error("create \(rel): \(ModelSys.errnoName(errno))")
+                return false
+            }
             defer { close(fd) }
             guard case .success = ModelSys.writeAll(fd: fd, content) else {
-                state.error("write \(rel): \(ModelSys.errnoName(errno))"); return false
+                state.error("write \(rel): \(ModelSys.errnoName(errno))")
+                return false
             }
             // Content is durable now, the name only once the directory is fsync'd.
             guard state.fsyncAndAcknowledge(fd, nil, what: "new file") else { return false }

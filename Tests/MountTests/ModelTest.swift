@@ -33,9 +33,13 @@ struct ModelTest {
         }
         var run = ModelRun(seed: seed, kind: kind, reference: reference, subject: subject)
         try run.execute(opCount: opCount, batch: 100, remountEvery: 500)
-        print("model[\(kind.rawValue)] \(run.seedText): \(run.opsApplied) ops, \(run.successes) succeeded, "
-              + "\(run.remounts) remounts, \(run.mtimeChecks) mtime effects checked, \(run.stamped.count) entries with exact mtimes")
-        #expect(run.successes > run.opsApplied / 4, "too few successful ops (\(run.successes) of \(run.opsApplied)) to mean anything (\(run.seedText))")
+        print(
+            "model[\(kind.rawValue)] \(run.seedText): \(run.opsApplied) ops, \(run.successes) succeeded, "
+                + "\(run.remounts) remounts, \(run.mtimeChecks) mtime effects checked, \(run.stamped.count) entries with exact mtimes"
+        )
+        #expect(
+            run.successes > run.opsApplied / 4,
+            "too few successful ops (\(run.successes) of \(run.opsApplied)) to mean anything (\(run.seedText))")
     }
 }
 
@@ -108,7 +112,8 @@ struct ModelRun {
             stampAll()
         }
         closeAll()
-        for (key, count) in (effectClasses.merging(resultClasses) { a, _ in a }).sorted(by: { $0.key < $1.key }) where count > 1 {
+        for (key, count) in (effectClasses.merging(resultClasses) { a, _ in a }).sorted(by: { $0.key < $1.key })
+        where count > 1 {
             print("model[\(kind.rawValue)] \(seedText): mismatch class seen \(count) times: \(key)")
         }
     }
@@ -137,48 +142,66 @@ struct ModelRun {
             let key = "\(op.name): plain \(blank(rRef)), \(kind.rawValue) \(blank(rSub))"
             resultClasses[key, default: 0] += 1
             if resultClasses[key] == 1 {
-                fail("op #\(opsApplied) \(op): plain directory returned \(rRef), \(kind.rawValue) returned \(rSub)", withTrace: true)
+                fail(
+                    "op #\(opsApplied) \(op): plain directory returned \(rRef), \(kind.rawValue) returned \(rSub)",
+                    withTrace: true)
             }
         } else if mRef.text != mSub.text {
             // One report per kind of mismatch (op and which entry), counted afterwards.
-            let key = "\(op.name) " + zip(pairs, zip(mRef.effects, mSub.effects)).filter { $0.1.0 != $0.1.1 }
+            let key =
+                "\(op.name) "
+                + zip(pairs, zip(mRef.effects, mSub.effects)).filter { $0.1.0 != $0.1.1 }
                 .map { "\($0.0.role): plain \($0.1.0), \(kind.rawValue) \($0.1.1)" }.joined(separator: "; ")
             effectClasses[key, default: 0] += 1
             if effectClasses[key] == 1 {
-                fail("op #\(opsApplied) \(op) (\(rRef)): mtime effects differ: plain\(mRef.text) vs \(kind.rawValue)\(mSub.text)", withTrace: true)
+                fail(
+                    "op #\(opsApplied) \(op) (\(rRef)): mtime effects differ: plain\(mRef.text) vs \(kind.rawValue)\(mSub.text)",
+                    withTrace: true)
             }
         }
         updateStamps(op, ok: rRef.hasPrefix("ok"), changed: mRef.changed)
     }
 
-    struct Pair { var before: String; var after: String; var role: String }
+    struct Pair {
+        var before: String
+        var after: String
+        var role: String
+    }
 
     /// The stamped entries whose mtime this op may change (and where each one is after a success).
     func affected(_ op: ModelOp) -> [Pair] {
         let root = reference.root
         func around(_ p: String, follow: Bool) -> [Pair] {
             guard let r = ModelResolve.resolve(p, root: root, followLast: follow) else { return [] }
-            return r.isEmpty ? [Pair(before: r, after: r, role: "entry")]
-                : [Pair(before: r, after: r, role: "entry"), Pair(before: ModelSys.parent(r), after: ModelSys.parent(r), role: "parent dir")]
+            return r.isEmpty
+                ? [Pair(before: r, after: r, role: "entry")]
+                : [
+                    Pair(before: r, after: r, role: "entry"),
+                    Pair(before: ModelSys.parent(r), after: ModelSys.parent(r), role: "parent dir"),
+                ]
         }
         var pairs: [Pair]
         switch op {
         case .read, .getxattr, .fdRead, .fdStat, .fdSync, .fdClose:
             pairs = []
-        case let .fdWrite(slot, _, _), let .fdTruncate(slot, _):
+        case .fdWrite(let slot, _, _), .fdTruncate(let slot, _):
             // The entry the descriptor's file has now (O_CREAT opens may also change the directory, see openKeep).
-            if case let p?? = slotPaths[slot] { pairs = [Pair(before: p, after: p, role: "entry (open descriptor)")] } else { pairs = [] }
-        case let .create(p, _, _, _, _), let .write(p, _, _), let .append(p, _), let .truncate(p, _), let .chmod(p, _):
+            if case let p?? = slotPaths[slot] {
+                pairs = [Pair(before: p, after: p, role: "entry (open descriptor)")]
+            } else {
+                pairs = []
+            }
+        case .create(let p, _, _, _, _), .write(let p, _, _), .append(let p, _), .truncate(let p, _), .chmod(let p, _):
             pairs = around(p, follow: true)
-        case let .openKeep(_, p, f, _) where f & (O_CREAT | O_TRUNC) != 0:
+        case .openKeep(_, let p, let f, _) where f & (O_CREAT | O_TRUNC) != 0:
             pairs = around(p, follow: true)
-        case let .mkdir(p, _), let .rmdir(p), let .unlink(p), let .symlink(_, p):
+        case .mkdir(let p, _), .rmdir(let p), .unlink(let p), .symlink(_, let p):
             pairs = around(p, follow: false)
-        case let .utimens(p, _, _, nf), let .setxattr(p, _, _, _, nf), let .removexattr(p, _, nf):
+        case .utimens(let p, _, _, let nf), .setxattr(let p, _, _, _, let nf), .removexattr(let p, _, let nf):
             pairs = around(p, follow: !nf)
         case .openKeep:
             pairs = []
-        case let .rename(a, b, _):
+        case .rename(let a, let b, _):
             let ra = ModelResolve.resolve(a, root: root, followLast: false)
             let rb = ModelResolve.resolve(b, root: root, followLast: false)
             pairs = []
@@ -200,7 +223,9 @@ struct ModelRun {
         return "\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
     }
 
-    func mtimeEffects(root: String, pairs: [Pair], before: [String?], ok: Bool) -> (text: String, changed: Set<String>, effects: [String]) {
+    func mtimeEffects(root: String, pairs: [Pair], before: [String?], ok: Bool) -> (
+        text: String, changed: Set<String>, effects: [String]
+    ) {
         guard !pairs.isEmpty else { return ("", [], []) }
         var parts: [String] = []
         var effects: [String] = []
@@ -224,20 +249,24 @@ struct ModelRun {
             stamped = stamped.filter { $0 != r && !$0.hasPrefix(r + "/") }
         }
         switch op {
-        case let .openKeep(slot, p, _, _):
+        case .openKeep(let slot, let p, _, _):
             slotPaths[slot] = ModelResolve.resolve(p, root: root, followLast: true)
-        case let .fdClose(slot):
+        case .fdClose(let slot):
             slotPaths[slot] = nil
-        case let .rmdir(p), let .unlink(p):
+        case .rmdir(let p), .unlink(let p):
             if let r = ModelResolve.resolve(p, root: root, followLast: false) {
                 removeSubtree(r)
                 for (slot, sp) in slotPaths where sp == r { slotPaths[slot] = .some(nil) }
             }
-        case let .rename(a, b, _):
+        case .rename(let a, let b, _):
             // The reference tree already shows the result: a is gone, b is the moved entry.
             // Resolve parents only (the last components are plain names).
-            let ra = ModelResolve.resolve(ModelSys.parent(a), root: root, followLast: true).map { ModelSys.join($0, String(a.split(separator: "/").last ?? "")) }
-            let rb = ModelResolve.resolve(ModelSys.parent(b), root: root, followLast: true).map { ModelSys.join($0, String(b.split(separator: "/").last ?? "")) }
+            let ra = ModelResolve.resolve(ModelSys.parent(a), root: root, followLast: true).map {
+                ModelSys.join($0, String(a.split(separator: "/").last ?? ""))
+            }
+            let rb = ModelResolve.resolve(ModelSys.parent(b), root: root, followLast: true).map {
+                ModelSys.join($0, String(b.split(separator: "/").last ?? ""))
+            }
             guard let ra = ra.map(Self.trimSlash), let rb = rb.map(Self.trimSlash), ra != rb else { return }
             removeSubtree(rb)
             let move = { (s: String) -> String in
@@ -251,7 +280,7 @@ struct ModelRun {
                 // A file replaced by the rename lives on only through its descriptors.
                 slotPaths[slot] = (p == rb || p.hasPrefix(rb + "/")) ? .some(nil) : .some(move(p))
             }
-        case let .utimens(p, _, m, nf):
+        case .utimens(let p, _, let m, let nf):
             guard let r = ModelResolve.resolve(p, root: root, followLast: !nf) else { return }
             switch m {
             case .at: stamped.insert(r)
@@ -282,9 +311,10 @@ struct ModelRun {
     mutating func stampAll() {
         let listing = ModelListing(root: reference.root)
         for p in [""] + listing.all {
-            let op = ModelOp.utimens(p, atime: ModelTime.at(stampRng.int(946_684_800...1_900_000_000), stampRng.below(1_000_000_000)),
-                                     mtime: ModelTime.at(stampRng.int(946_684_800...1_900_000_000), stampRng.below(1_000_000_000)),
-                                     noFollow: true)
+            let op = ModelOp.utimens(
+                p, atime: ModelTime.at(stampRng.int(946_684_800...1_900_000_000), stampRng.below(1_000_000_000)),
+                mtime: ModelTime.at(stampRng.int(946_684_800...1_900_000_000), stampRng.below(1_000_000_000)),
+                noFollow: true)
             let a = op.apply(root: reference.root, fds: &refFDs)
             let b = op.apply(root: subject.root, fds: &subFDs)
             if a != b {
@@ -303,7 +333,9 @@ struct ModelRun {
         let b = ModelTree.snapshot(subject.root)
         let d = ModelTree.diff(a, b, labels: ("plain", kind.rawValue), exactMtimes: stamped)
         if !d.isEmpty {
-            fail("trees differ \(context) (\(d.count) differences):\n" + d.prefix(40).joined(separator: "\n"), withTrace: true)
+            fail(
+                "trees differ \(context) (\(d.count) differences):\n" + d.prefix(40).joined(separator: "\n"),
+                withTrace: true)
         }
         return !d.isEmpty
     }
@@ -318,14 +350,19 @@ struct ModelRun {
         try subject.remount()
         remounts += 1
         let after = ModelTree.snapshot(subject.root)
-        let d = ModelTree.diff(before, after, labels: ("before remount", "after remount"), exactMtimes: nil, compareRootMode: true)
+        let d = ModelTree.diff(
+            before, after, labels: ("before remount", "after remount"), exactMtimes: nil, compareRootMode: true)
         if !d.isEmpty {
-            fail("unmount + remount \(context) changed the tree (\(d.count) differences):\n" + d.prefix(40).joined(separator: "\n"))
+            fail(
+                "unmount + remount \(context) changed the tree (\(d.count) differences):\n"
+                    + d.prefix(40).joined(separator: "\n"))
         }
         let ref = ModelTree.snapshot(reference.root)
         let d2 = ModelTree.diff(ref, after, labels: ("plain", "\(kind.rawValue) after remount"), exactMtimes: stamped)
         if !d2.isEmpty && d.isEmpty {
-            fail("after remount \(context) the trees differ (\(d2.count) differences):\n" + d2.prefix(40).joined(separator: "\n"))
+            fail(
+                "after remount \(context) the trees differ (\(d2.count) differences):\n"
+                    + d2.prefix(40).joined(separator: "\n"))
         }
     }
 }

@@ -171,5 +171,6 @@ struct AttributesTests {
 final class InvalidationLog: KernelCacheInvalidating {
     private let state = Mutex<[InodeNumber]>([])
     func attributesChanged(_ ino: InodeNumber) { state.withLock { $0.append(ino) } }
+    func writeBackPages(_ ino: InodeNumber) {}
     var inodes: [InodeNumber] { state.withLock { $0 } }
 }

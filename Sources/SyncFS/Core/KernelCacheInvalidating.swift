@@ -7,4 +7,9 @@ public protocol KernelCacheInvalidating: Sendable {
     /// The inode's attributes changed without a request that returned them (e.g. setuid cleared
     /// by a write).
     func attributesChanged(_ ino: InodeNumber)
+
+    /// Makes the kernel write back the inode's dirty pages (and drop its cached pages), so the
+    /// cache file holds every byte written. Blocks until the write-back has reached the daemon,
+    /// which other worker threads serve.
+    func writeBackPages(_ ino: InodeNumber)
 }

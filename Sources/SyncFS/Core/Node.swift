@@ -29,6 +29,8 @@ final class Node: @unchecked Sendable {
     var subdirectoryCount = 0
     /// Open handles on this node (files and directories).
     var openCount = 0
+    /// Open handles that may write (the kernel may hold dirty pages while any is open).
+    var openWriters = 0
     /// Set once the node has been removed from the tree.
     var isUnlinked = false
 
@@ -81,8 +83,8 @@ final class Node: @unchecked Sendable {
             symlinkTarget: symlinkTarget)
     }
 
-    /// Records that bytes up to `end` were written at `now` (lock-free; the write path).
-    func noteWrite(end: Int64, now: Int64) {
+    /// Records that bytes up to `end` were written, at `now` if given (lock-free; the write path).
+    func noteWrite(end: Int64, now: Int64?) {
         var current = size.load(ordering: .relaxed)
         while end > current {
             let (exchanged, original) = size.compareExchange(
@@ -90,7 +92,7 @@ final class Node: @unchecked Sendable {
             if exchanged { break }
             current = original
         }
-        mtime.store(now, ordering: .relaxed)
+        if let now { mtime.store(now, ordering: .relaxed) }
         hasUnrecordedWrites.store(true, ordering: .relaxed)
     }
 }

@@ -63,8 +63,9 @@ extension SyncFileSystem {
                 node.mode = Node.killingPrivileges(node.mode)
             }
             if let size = changes.size {
+                // mtime is not touched here: the kernel owns it under the writeback cache and
+                // sends the new value with the same request when it changes it.
                 node.size.store(size, ordering: .relaxed)
-                node.mtime.store(now, ordering: .relaxed)
             }
             switch changes.atime {
             case .now: node.atime = now

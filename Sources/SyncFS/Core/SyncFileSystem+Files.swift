@@ -23,6 +23,7 @@ extension SyncFileSystem {
             let descriptor = try cache.createAndOpen(node.fileID)
             let handle = OpenFile(node: node, descriptor: descriptor, writable: flags & O_ACCMODE != O_RDONLY)
             node.openCount += 1
+            if handle.writable { node.openWriters += 1 }
             return (entryReply(for: node, in: &tree), handle)
         }
     }
@@ -74,10 +75,13 @@ extension SyncFileSystem {
         node.openCount += 1
         let accessMode = flags & O_ACCMODE
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
-        if flags & O_TRUNC != 0 && handle.writable && node.size.load(ordering: .relaxed) != 0 {
+        if handle.writable { node.openWriters += 1 }
+        // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
+        if flags & O_TRUNC != 0 && node.size.load(ordering: .relaxed) != 0 {
             if ftruncate(descriptor, 0) != 0 {
                 close(descriptor)
                 node.openCount -= 1
+                node.openWriters -= 1
                 throw .fromErrno()
             }
             let now = Clock.nowNanoseconds()
@@ -91,7 +95,8 @@ extension SyncFileSystem {
 
     /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
     public func write(
-        _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, caller: () -> Caller
+        _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
+        caller: () -> Caller
     ) throws(FSError) -> Int {
         var done = 0
         while done < count {
@@ -102,19 +107,23 @@ extension SyncFileSystem {
             }
             done += written
         }
-        noteWritten(handle, offset: offset, count: count, caller: caller)
+        noteWritten(handle, offset: offset, count: count, fromPageCache: fromPageCache, caller: caller)
         return count
     }
 
     /// Records that `count` bytes were written at `offset` into the handle's descriptor (by
     /// `write`, or by the FUSE adapter splicing straight into it). A write by an unprivileged
     /// caller clears setuid/setgid; `caller` is asked only when such bits are set.
-    public func noteWritten(_ handle: OpenFile, offset: Int64, count: Int, caller: () -> Caller) {
-        if handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
+    /// `fromPageCache`: the kernel's write-back of cached pages (possibly long after the program's
+    /// write); the kernel owns mtime for those and sends it with `setattr`, so it is not touched.
+    public func noteWritten(
+        _ handle: OpenFile, offset: Int64, count: Int, fromPageCache: Bool = false, caller: () -> Caller
+    ) {
+        if !fromPageCache && handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
             killPrivileges(handle.node)
         }
         handle.wrote.store(true, ordering: .relaxed)
-        handle.node.noteWrite(end: offset + Int64(count), now: Clock.nowNanoseconds())
+        handle.node.noteWrite(end: offset + Int64(count), now: fromPageCache ? nil : Clock.nowNanoseconds())
     }
 
     /// Records what was written through `handle` (size and mtime go to the store). On `close`.
@@ -131,6 +140,7 @@ extension SyncFileSystem {
         close(handle.descriptor)
         namespace.withLock { tree in
             handle.node.openCount -= 1
+            if handle.writable { handle.node.openWriters -= 1 }
             releaseIfUnused(handle.node.ino, in: &tree)
         }
     }
@@ -160,8 +170,12 @@ extension SyncFileSystem {
         }
     }
 
-    /// `lseek` with SEEK_DATA / SEEK_HOLE, answered from the cache file's own holes.
+    /// `lseek` with SEEK_DATA / SEEK_HOLE, answered from the cache file's own holes. While the file
+    /// is open for writing the kernel may hold dirty pages the cache file lacks, so they are
+    /// written back first (otherwise written data could be reported as a hole).
     public func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
+        let writers = namespace.withLock { _ in handle.node.openWriters }
+        if writers > 0 { kernelWriteBackPages(handle.node.ino) }
         let result = Glibc.lseek(handle.descriptor, off_t(offset), whence)
         if result < 0 { throw errno == ENXIO ? .beyondData : .fromErrno() }
         return Int64(result)

@@ -30,6 +30,11 @@ public final class SyncFileSystem: Sendable {
         invalidator.withLock { $0 }?.attributesChanged(ino)
     }
 
+    /// Forwards to the kernel invalidator. Never call with the namespace lock held.
+    func kernelWriteBackPages(_ ino: InodeNumber) {
+        invalidator.withLock { $0 }?.writeBackPages(ino)
+    }
+
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
     /// taken from their cache files (which hold every byte written before the crash).

@@ -62,7 +62,8 @@ func fuseWrite(
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
     do {
         let written = try FuseContext.of(req).fileSystem.write(
-            handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset), caller: { caller(req) })
+            handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset),
+            fromPageCache: info?.pointee.writepage != 0, caller: { caller(req) })
         fuse_reply_write(req, written)
     } catch {
         replyError(req, error)
@@ -84,7 +85,9 @@ func fuseWriteBuf(
     destination.buf.pos = offset
     let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
     guard copied >= 0 else { return replyError(req, .fromErrno(Int32(-copied))) }
-    FuseContext.of(req).fileSystem.noteWritten(handle, offset: Int64(offset), count: copied, caller: { caller(req) })
+    FuseContext.of(req).fileSystem.noteWritten(
+        handle, offset: Int64(offset), count: copied, fromPageCache: info?.pointee.writepage != 0,
+        caller: { caller(req) })
     fuse_reply_write(req, copied)
 }
 

@@ -160,4 +160,10 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
         // A negative offset invalidates the attributes only: no page-cache work, no inode lock.
         _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(ino.rawValue), -1, 0)
     }
+
+    func writeBackPages(_ ino: InodeNumber) {
+        // Invalidating the page range makes the kernel launder dirty pages (WRITE requests)
+        // before dropping them.
+        _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(ino.rawValue), 0, 0)
+    }
 }

@@ -19,8 +19,10 @@ public enum Unmounter {
     /// True if `path` is a mount point whose FUSE daemon is gone ("Transport endpoint is not
     /// connected"), as a killed daemon leaves behind.
     public static func isStaleMount(_ path: String) -> Bool {
-        var info = stat()
-        return stat(path, &info) != 0 && errno == ENOTCONN
+        // `stat` may still be answered from the kernel's cached attributes of the dead root;
+        // `statvfs` always asks the (gone) daemon.
+        var info = statvfs()
+        return statvfs(path, &info) != 0 && errno == ENOTCONN
     }
 
     /// True if `path` is listed as a mount point in /proc/self/mounts.

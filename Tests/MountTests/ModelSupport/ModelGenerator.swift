@@ -3,8 +3,8 @@ import Glibc
 
 /// The names present in the reference tree, used to aim operations at existing entries.
 struct ModelListing {
-    var all: [String] = []       // every entry except the root, sorted
-    var dirs: [String] = [""]    // directories including the root
+    var all: [String] = []  // every entry except the root, sorted
+    var dirs: [String] = [""]  // directories including the root
     var files: [String] = []
     var links: [String] = []
     var kinds: [String: Character] = ["": "d"]
@@ -21,7 +21,10 @@ struct ModelListing {
             default: break
             }
         }
-        all.sort(); dirs.sort(); files.sort(); links.sort()
+        all.sort()
+        dirs.sort()
+        files.sort()
+        links.sort()
     }
 
     static func depth(_ rel: String) -> Int { rel.isEmpty ? 0 : rel.split(separator: "/").count }
@@ -35,8 +38,10 @@ struct ModelGenerator {
     static let tooLongName = String(repeating: "m", count: 256)
     static let names = ["a", "b", "c", "d", "e", "f", "g", "h", "with space", "ünï©ødé", ".hidden", "x.tmp"]
     // Symlink targets never contain "..", so following one never leaves the tree.
-    static let targets = ["a", "b", "c", "d/e", "a/b", "with space", "/nonexistent-syncfs-model/x",
-                          String(repeating: "t", count: 300), "loop"]
+    static let targets = [
+        "a", "b", "c", "d/e", "a/b", "with space", "/nonexistent-syncfs-model/x",
+        String(repeating: "t", count: 300), "loop",
+    ]
     static let xattrNames = ["user.a", "user.b", "user.model.with.dots", "user." + String(repeating: "k", count: 200)]
     static let createModes: [mode_t] = [0o644, 0o666, 0o600, 0o755, 0o777, 0o444, 0o400]
     static let chmodModes: [mode_t] = [0o644, 0o600, 0o755, 0o700, 0o444, 0o000, 0o777, 0o4755, 0o2755, 0o1777, 0o640]
@@ -71,7 +76,13 @@ struct ModelGenerator {
     mutating func data() -> ModelData {
         let r = rng.below(100)
         let count: Int
-        if r < 70 { count = rng.int(1...4096) } else if r < 92 { count = rng.int(4097...70_000) } else { count = rng.int(70_001...300_000) }
+        if r < 70 {
+            count = rng.int(1...4096)
+        } else if r < 92 {
+            count = rng.int(4097...70_000)
+        } else {
+            count = rng.int(70_001...300_000)
+        }
         return ModelData(seed: rng.next(), count: count)
     }
 
@@ -107,13 +118,18 @@ struct ModelGenerator {
                 if rng.chance(0.15) { flags |= O_APPEND }
                 if rng.chance(0.05) { flags |= O_EXCL }
                 let p = rng.chance(0.7) ? existing(l.files, l) : rng.chance(0.6) ? fresh(l) : existing(l.all, l)
-                return .openKeep(slot: rng.pick(free.isEmpty ? Array(0..<Self.slots) : free), p, flags: flags, mode: rng.pick(Self.createModes))
+                return .openKeep(
+                    slot: rng.pick(free.isEmpty ? Array(0..<Self.slots) : free), p, flags: flags,
+                    mode: rng.pick(Self.createModes))
             }
             let slot = rng.pick(openSlots)
             switch rng.weighted([30, 15, 10, 10, 5, 12]) {
-            case 0: return .fdWrite(slot: slot, offset: rng.chance(0.8) ? rng.int(0...70_000) : rng.int(0...1_000_000), data: data())
+            case 0:
+                return .fdWrite(
+                    slot: slot, offset: rng.chance(0.8) ? rng.int(0...70_000) : rng.int(0...1_000_000), data: data())
             case 1: return .fdRead(slot: slot, offset: rng.int(0...70_000), length: rng.int(1...100_000))
-            case 2: return .fdTruncate(slot: slot, length: rng.chance(0.8) ? rng.int(0...70_000) : rng.int(0...1_000_000))
+            case 2:
+                return .fdTruncate(slot: slot, length: rng.chance(0.8) ? rng.int(0...70_000) : rng.int(0...1_000_000))
             case 3: return .fdStat(slot: slot)
             case 4: return .fdSync(slot: slot)
             default: return .fdClose(slot: slot)
@@ -134,7 +150,9 @@ struct ModelGenerator {
             let p = path(l.files + l.links, p: 0.85, l)
             let sz = size(of: p, root: root)
             let r = rng.below(100)
-            let len = r < 50 ? rng.int(0...max(sz, 0)) : r < 80 ? rng.int(sz...(sz + 10_000)) : r < 90 ? 0 : rng.int(0...2_000_000)
+            let len =
+                r < 50
+                ? rng.int(0...max(sz, 0)) : r < 80 ? rng.int(sz...(sz + 10_000)) : r < 90 ? 0 : rng.int(0...2_000_000)
             return .truncate(p, length: len)
         case 4:
             let p = path(l.files + l.links, p: 0.85, l)
@@ -189,9 +207,12 @@ enum ModelResolve {
             let c = queue.removeFirst()
             let candidate = (done + [c]).joined(separator: "/")
             if let st = ModelSys.lstatOrNil(ModelSys.join(root, candidate)), st.st_mode & S_IFMT == S_IFLNK,
-               !queue.isEmpty || followLast {
+                !queue.isEmpty || followLast
+            {
                 hops += 1
-                guard hops <= 40, let t = ModelSys.readLink(ModelSys.join(root, candidate)), !t.hasPrefix("/"), !t.isEmpty else {
+                guard hops <= 40, let t = ModelSys.readLink(ModelSys.join(root, candidate)), !t.hasPrefix("/"),
+                    !t.isEmpty
+                else {
                     return nil
                 }
                 queue = t.split(separator: "/").map(String.init) + queue

@@ -10,11 +10,14 @@ enum ModelConst {
     static let renameNoReplace: UInt32 = 1
 
     typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
-    typealias SetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
-    typealias GetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
+    typealias SetXattr =
+        @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeRawPointer?, Int, Int32) -> Int32
+    typealias GetXattr =
+        @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
     typealias ListXattr = @convention(c) (UnsafePointer<CChar>, UnsafeMutablePointer<CChar>?, Int) -> Int
     typealias RemoveXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32
-    typealias AddChdir = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    typealias AddChdir =
+        @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
 
     /// glibc functions whose headers the Glibc module does not import, looked up at run time.
     static func symbol<T>(_ name: String, as type: T.Type) -> T {
@@ -109,30 +112,35 @@ enum ModelOp: CustomStringConvertible, Sendable {
     var description: String {
         let o = { (m: mode_t) in "0" + String(m, radix: 8) }
         switch self {
-        case let .create(p, excl, trunc, mode, data):
-            return "create(\(Self.show(p)), O_CREAT\(excl ? "|O_EXCL" : "")\(trunc ? "|O_TRUNC" : ""), \(o(mode))) + write \(data)"
-        case let .write(p, off, data): return "pwrite(\(Self.show(p)), off \(off), \(data))"
-        case let .append(p, data): return "append(\(Self.show(p)), \(data))"
-        case let .truncate(p, len): return "truncate(\(Self.show(p)), \(len))"
-        case let .read(p, off, len): return "pread(\(Self.show(p)), off \(off), len \(len))"
-        case let .mkdir(p, mode): return "mkdir(\(Self.show(p)), \(o(mode)))"
-        case let .rmdir(p): return "rmdir(\(Self.show(p)))"
-        case let .unlink(p): return "unlink(\(Self.show(p)))"
-        case let .rename(a, b, nr): return "rename\(nr ? "at2[NOREPLACE]" : "")(\(Self.show(a)), \(Self.show(b)))"
-        case let .symlink(t, p): return "symlink(target \(Self.show(t)), \(Self.show(p)))"
-        case let .chmod(p, mode): return "chmod(\(Self.show(p)), \(o(mode)))"
-        case let .utimens(p, a, m, nf): return "utimensat(\(Self.show(p)), atime \(a), mtime \(m)\(nf ? ", AT_SYMLINK_NOFOLLOW" : ""))"
-        case let .setxattr(p, n, v, f, nf):
-            return "\(nf ? "l" : "")setxattr(\(Self.show(p)), \(n), \(v), flags \(f == 1 ? "CREATE" : f == 2 ? "REPLACE" : "0"))"
-        case let .removexattr(p, n, nf): return "\(nf ? "l" : "")removexattr(\(Self.show(p)), \(n))"
-        case let .getxattr(p, n, nf): return "\(nf ? "l" : "")getxattr(\(Self.show(p)), \(n))"
-        case let .openKeep(slot, p, f, mode): return "open#\(slot)(\(Self.show(p)), \(Self.flagsText(f)), \(o(mode)))"
-        case let .fdWrite(slot, off, data): return "pwrite#\(slot)(off \(off), \(data))"
-        case let .fdRead(slot, off, len): return "pread#\(slot)(off \(off), len \(len))"
-        case let .fdTruncate(slot, len): return "ftruncate#\(slot)(\(len))"
-        case let .fdStat(slot): return "fstat#\(slot)"
-        case let .fdSync(slot): return "fsync#\(slot)"
-        case let .fdClose(slot): return "close#\(slot)"
+        case .create(let p, let excl, let trunc, let mode, let data):
+            return
+                "create(\(Self.show(p)), O_CREAT\(excl ? "|O_EXCL" : "")\(trunc ? "|O_TRUNC" : ""), \(o(mode))) + write \(data)"
+        case .write(let p, let off, let data): return "pwrite(\(Self.show(p)), off \(off), \(data))"
+        case .append(let p, let data): return "append(\(Self.show(p)), \(data))"
+        case .truncate(let p, let len): return "truncate(\(Self.show(p)), \(len))"
+        case .read(let p, let off, let len): return "pread(\(Self.show(p)), off \(off), len \(len))"
+        case .mkdir(let p, let mode): return "mkdir(\(Self.show(p)), \(o(mode)))"
+        case .rmdir(let p): return "rmdir(\(Self.show(p)))"
+        case .unlink(let p): return "unlink(\(Self.show(p)))"
+        case .rename(let a, let b, let nr):
+            return "rename\(nr ? "at2[NOREPLACE]" : "")(\(Self.show(a)), \(Self.show(b)))"
+        case .symlink(let t, let p): return "symlink(target \(Self.show(t)), \(Self.show(p)))"
+        case .chmod(let p, let mode): return "chmod(\(Self.show(p)), \(o(mode)))"
+        case .utimens(let p, let a, let m, let nf):
+            return "utimensat(\(Self.show(p)), atime \(a), mtime \(m)\(nf ? ", AT_SYMLINK_NOFOLLOW" : ""))"
+        case .setxattr(let p, let n, let v, let f, let nf):
+            return
+                "\(nf ? "l" : "")setxattr(\(Self.show(p)), \(n), \(v), flags \(f == 1 ? "CREATE" : f == 2 ? "REPLACE" : "0"))"
+        case .removexattr(let p, let n, let nf): return "\(nf ? "l" : "")removexattr(\(Self.show(p)), \(n))"
+        case .getxattr(let p, let n, let nf): return "\(nf ? "l" : "")getxattr(\(Self.show(p)), \(n))"
+        case .openKeep(let slot, let p, let f, let mode):
+            return "open#\(slot)(\(Self.show(p)), \(Self.flagsText(f)), \(o(mode)))"
+        case .fdWrite(let slot, let off, let data): return "pwrite#\(slot)(off \(off), \(data))"
+        case .fdRead(let slot, let off, let len): return "pread#\(slot)(off \(off), len \(len))"
+        case .fdTruncate(let slot, let len): return "ftruncate#\(slot)(\(len))"
+        case .fdStat(let slot): return "fstat#\(slot)"
+        case .fdSync(let slot): return "fsync#\(slot)"
+        case .fdClose(let slot): return "close#\(slot)"
         }
     }
 
@@ -150,58 +158,59 @@ enum ModelOp: CustomStringConvertible, Sendable {
     func apply(root: String, fds: inout [Int: Int32]) -> String {
         let j = { (p: String) in ModelSys.join(root, p) }
         switch self {
-        case let .openKeep(slot, p, f, mode):
+        case .openKeep(let slot, let p, let f, let mode):
             if let old = fds.removeValue(forKey: slot) { close(old) }
             let fd = open(j(p), f | O_CLOEXEC, mode)
             guard fd >= 0 else { return ModelSys.errnoName(errno) }
             fds[slot] = fd
             return "ok"
-        case let .fdWrite(slot, off, data):
+        case .fdWrite(let slot, let off, let data):
             guard let fd = fds[slot] else { return "slot closed" }
             switch ModelSys.writeAll(fd: fd, data.bytes, offset: fcntl(fd, F_GETFL) & O_APPEND != 0 ? nil : off) {
             case .success(let n): return "ok w=\(n)"
             case .failure(let e): return "write:\(e)"
             }
-        case let .fdRead(slot, off, len):
+        case .fdRead(let slot, let off, let len):
             guard let fd = fds[slot] else { return "slot closed" }
             var buf = [UInt8](repeating: 0, count: len)
             let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, len, off_t(off)) }
             guard n >= 0 else { return "pread:" + ModelSys.errnoName(errno) }
             return "ok n=\(n) h=\(ModelHash.hex(ModelHash.fnv1a(Array(buf[0..<n]))))"
-        case let .fdTruncate(slot, len):
+        case .fdTruncate(let slot, let len):
             guard let fd = fds[slot] else { return "slot closed" }
             return ftruncate(fd, off_t(len)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .fdStat(slot):
+        case .fdStat(let slot):
             guard let fd = fds[slot] else { return "slot closed" }
             var st = stat()
             guard fstat(fd, &st) == 0 else { return ModelSys.errnoName(errno) }
             // Directory sizes are file-system specific.
             let size = st.st_mode & S_IFMT == S_IFDIR ? "-" : "\(st.st_size)"
-            return "ok \(ModelSys.kindChar(st.st_mode)) size=\(size) mode=0\(String(st.st_mode & 0o7777, radix: 8)) nlink=\(st.st_nlink)"
-        case let .fdSync(slot):
+            return
+                "ok \(ModelSys.kindChar(st.st_mode)) size=\(size) mode=0\(String(st.st_mode & 0o7777, radix: 8)) nlink=\(st.st_nlink)"
+        case .fdSync(let slot):
             guard let fd = fds[slot] else { return "slot closed" }
             return fsync(fd) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .fdClose(slot):
+        case .fdClose(let slot):
             guard let fd = fds.removeValue(forKey: slot) else { return "slot closed" }
             return close(fd) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .create(p, excl, trunc, mode, data):
+        case .create(let p, let excl, let trunc, let mode, let data):
             var flags = O_CREAT | O_WRONLY | O_CLOEXEC
             if excl { flags |= O_EXCL }
             if trunc { flags |= O_TRUNC }
             let fd = open(j(p), flags, mode)
             guard fd >= 0 else { return "open:" + ModelSys.errnoName(errno) }
             return Self.writeAndClose(fd: fd, data: data, offset: nil)
-        case let .write(p, off, data):
+        case .write(let p, let off, let data):
             let fd = open(j(p), O_WRONLY | O_CLOEXEC)
             guard fd >= 0 else { return "open:" + ModelSys.errnoName(errno) }
             return Self.writeAndClose(fd: fd, data: data, offset: off)
-        case let .append(p, data):
+        case .append(let p, let data):
             let fd = open(j(p), O_WRONLY | O_APPEND | O_CLOEXEC)
             guard fd >= 0 else { return "open:" + ModelSys.errnoName(errno) }
             return Self.writeAndClose(fd: fd, data: data, offset: nil)
-        case let .truncate(p, len):
+        case .truncate(let p, let len):
             return Glibc.truncate(j(p), off_t(len)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .read(p, off, len):
+        case .read(let p, let off, let len):
             let fd = open(j(p), O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { return "open:" + ModelSys.errnoName(errno) }
             defer { close(fd) }
@@ -214,34 +223,38 @@ enum ModelOp: CustomStringConvertible, Sendable {
                 got += n
             }
             return "ok n=\(got) h=\(ModelHash.hex(ModelHash.fnv1a(Array(buf[0..<got]))))"
-        case let .mkdir(p, mode):
+        case .mkdir(let p, let mode):
             return Glibc.mkdir(j(p), mode) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .rmdir(p):
+        case .rmdir(let p):
             return Glibc.rmdir(j(p)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .unlink(p):
+        case .unlink(let p):
             return Glibc.unlink(j(p)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .rename(a, b, nr):
+        case .rename(let a, let b, let nr):
             if nr {
                 guard let f = ModelConst.renameat2Fn else { return "renameat2 unavailable" }
-                return f(AT_FDCWD, j(a), AT_FDCWD, j(b), ModelConst.renameNoReplace) == 0 ? "ok" : ModelSys.errnoName(errno)
+                return f(AT_FDCWD, j(a), AT_FDCWD, j(b), ModelConst.renameNoReplace) == 0
+                    ? "ok" : ModelSys.errnoName(errno)
             }
             return Glibc.rename(j(a), j(b)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .symlink(t, p):
+        case .symlink(let t, let p):
             return Glibc.symlink(t, j(p)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .chmod(p, mode):
+        case .chmod(let p, let mode):
             return Glibc.chmod(j(p), mode) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .utimens(p, a, m, nf):
+        case .utimens(let p, let a, let m, let nf):
             var ts = [a.timespec, m.timespec]
             return utimensat(AT_FDCWD, j(p), &ts, nf ? AT_SYMLINK_NOFOLLOW : 0) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .setxattr(p, n, v, f, nf):
+        case .setxattr(let p, let n, let v, let f, let nf):
             let bytes = v.bytes
             let rc = bytes.withUnsafeBytes { b in
-                nf ? ModelConst.lsetxattr(j(p), n, b.baseAddress, b.count, f) : ModelConst.setxattr(j(p), n, b.baseAddress, b.count, f)
+                nf
+                    ? ModelConst.lsetxattr(j(p), n, b.baseAddress, b.count, f)
+                    : ModelConst.setxattr(j(p), n, b.baseAddress, b.count, f)
             }
             return rc == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .removexattr(p, n, nf):
-            return (nf ? ModelConst.lremovexattr(j(p), n) : ModelConst.removexattr(j(p), n)) == 0 ? "ok" : ModelSys.errnoName(errno)
-        case let .getxattr(p, n, nf):
+        case .removexattr(let p, let n, let nf):
+            return (nf ? ModelConst.lremovexattr(j(p), n) : ModelConst.removexattr(j(p), n)) == 0
+                ? "ok" : ModelSys.errnoName(errno)
+        case .getxattr(let p, let n, let nf):
             var buf = [UInt8](repeating: 0, count: 65536)
             let r = nf ? ModelConst.lgetxattr(j(p), n, &buf, buf.count) : ModelConst.getxattr(j(p), n, &buf, buf.count)
             return r >= 0 ? "ok v=\(ModelSys.hex(Array(buf[0..<r])))" : ModelSys.errnoName(errno)

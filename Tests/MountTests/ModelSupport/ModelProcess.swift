@@ -3,7 +3,7 @@ import Glibc
 
 struct ModelProcessResult: Sendable, CustomStringConvertible {
     var argv: [String]
-    var status: Int32          // exit code, or 128+signal
+    var status: Int32  // exit code, or 128+signal
     var stdout: String
     var stderr: String
     var timedOut: Bool
@@ -56,10 +56,14 @@ final class ModelProcess: @unchecked Sendable {
 
     /// Waits for the process (killing its group after timeout seconds).
     func wait(timeout: Double = 120) -> ModelProcessResult {
-        defer { unlink(outPath); unlink(errPath) }
+        defer {
+            unlink(outPath)
+            unlink(errPath)
+        }
         guard spawnError == 0 else {
-            return ModelProcessResult(argv: argv, status: 127, stdout: "",
-                                      stderr: "posix_spawnp failed: \(ModelSys.errnoName(spawnError))", timedOut: false)
+            return ModelProcessResult(
+                argv: argv, status: 127, stdout: "",
+                stderr: "posix_spawnp failed: \(ModelSys.errnoName(spawnError))", timedOut: false)
         }
         let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
@@ -85,8 +89,10 @@ final class ModelProcess: @unchecked Sendable {
         return ModelProcessResult(argv: argv, status: code, stdout: out, stderr: err, timedOut: timedOut)
     }
 
-    static func run(_ argv: [String], cwd: String? = nil, env: [String: String] = [:],
-                    stdinPath: String? = nil, timeout: Double = 120) -> ModelProcessResult {
+    static func run(
+        _ argv: [String], cwd: String? = nil, env: [String: String] = [:],
+        stdinPath: String? = nil, timeout: Double = 120
+    ) -> ModelProcessResult {
         ModelProcess(argv, cwd: cwd, env: env, stdinPath: stdinPath).wait(timeout: timeout)
     }
 }

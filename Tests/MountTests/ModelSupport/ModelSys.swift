@@ -165,7 +165,8 @@ enum ModelSys {
         var i = 0
         while i < u.count {
             if u[i] == UInt8(ascii: "\\"), i + 3 < u.count,
-               let v = UInt8(String(decoding: u[(i + 1)...(i + 3)], as: UTF8.self), radix: 8) {
+                let v = UInt8(String(decoding: u[(i + 1)...(i + 3)], as: UTF8.self), radix: 8)
+            {
                 bytes.append(v)
                 i += 4
             } else {

@@ -4,17 +4,17 @@ import Glibc
 /// One entry of a tree snapshot: everything the tests compare.
 struct ModelEntry: Equatable, Sendable {
     var kind: Character = "?"
-    var mode: UInt32 = 0           // permission bits (07777)
+    var mode: UInt32 = 0  // permission bits (07777)
     var size: Int64 = 0
     var nlink: UInt64 = 0
     var uid: UInt32 = 0
     var gid: UInt32 = 0
     var mtimeSec: Int = 0
     var mtimeNsec: Int = 0
-    var target: String? = nil      // symlinks
-    var hash: String? = nil        // regular files: FNV-1a of the content, plus its length
+    var target: String? = nil  // symlinks
+    var hash: String? = nil  // regular files: FNV-1a of the content, plus its length
     var xattrs: [String: String] = [:]
-    var problems: [String] = []    // consistency problems found while reading this entry
+    var problems: [String] = []  // consistency problems found while reading this entry
 
     var mtime: String { "\(mtimeSec).\(String(format: "%09d", mtimeNsec))" }
 }
@@ -45,7 +45,11 @@ struct ModelTree: Sendable {
         e.mtimeNsec = Int(st.st_mtim.tv_nsec)
         switch e.kind {
         case "l":
-            if let t = ModelSys.readLink(path) { e.target = t } else { e.problems.append("readlink: \(ModelSys.errnoName(errno))") }
+            if let t = ModelSys.readLink(path) {
+                e.target = t
+            } else {
+                e.problems.append("readlink: \(ModelSys.errnoName(errno))")
+            }
         case "f" where contents:
             switch ModelSys.readAll(path) {
             case .success(let bytes):
@@ -90,7 +94,9 @@ struct ModelTree: Sendable {
                     tree.problems.append("readdir lists \(child) but lstat fails: \(ModelSys.errnoName(errno))")
                     continue
                 }
-                let expected: UInt8 = ce.kind == "f" ? UInt8(DT_REG) : ce.kind == "d" ? UInt8(DT_DIR) : ce.kind == "l" ? UInt8(DT_LNK) : 255
+                let expected: UInt8 =
+                    ce.kind == "f"
+                    ? UInt8(DT_REG) : ce.kind == "d" ? UInt8(DT_DIR) : ce.kind == "l" ? UInt8(DT_LNK) : 255
                 if dtype != UInt8(DT_UNKNOWN) && expected != 255 && dtype != expected {
                     tree.problems.append("readdir d_type \(dtype) of \(child) disagrees with lstat kind \(ce.kind)")
                 }
@@ -106,9 +112,11 @@ struct ModelTree: Sendable {
     /// Differences between two snapshots, as human-readable lines.
     /// - exactMtimes: paths whose mtimes must agree to the nanosecond; nil means all paths.
     /// - compareRootMode: the roots of two different folders may have different modes.
-    static func diff(_ a: ModelTree, _ b: ModelTree, labels: (String, String),
-                     exactMtimes: Set<String>?, compareRootMode: Bool = false,
-                     secondsOnlyMtimes: Bool = false, compareOwner: Bool = true) -> [String] {
+    static func diff(
+        _ a: ModelTree, _ b: ModelTree, labels: (String, String),
+        exactMtimes: Set<String>?, compareRootMode: Bool = false,
+        secondsOnlyMtimes: Bool = false, compareOwner: Bool = true
+    ) -> [String] {
         var out: [String] = []
         let (la, lb) = labels
         for p in a.problems { out.append("\(la): \(p)") }
@@ -116,8 +124,14 @@ struct ModelTree: Sendable {
         let keys = Set(a.entries.keys).union(b.entries.keys).sorted()
         for k in keys {
             let name = k.isEmpty ? "<root>" : k
-            guard let x = a.entries[k] else { out.append("\(name): missing in \(la), present in \(lb) (kind \(b.entries[k]!.kind))"); continue }
-            guard let y = b.entries[k] else { out.append("\(name): present in \(la) (kind \(x.kind)), missing in \(lb)"); continue }
+            guard let x = a.entries[k] else {
+                out.append("\(name): missing in \(la), present in \(lb) (kind \(b.entries[k]!.kind))")
+                continue
+            }
+            guard let y = b.entries[k] else {
+                out.append("\(name): present in \(la) (kind \(x.kind)), missing in \(lb)")
+                continue
+            }
             func field<T: Equatable>(_ f: String, _ u: T, _ v: T) {
                 if u != v { out.append("\(name): \(f) \(la)=\(u) \(lb)=\(v)") }
             }
@@ -137,10 +151,16 @@ struct ModelTree: Sendable {
             if x.kind == "l" { field("symlink target", x.target ?? "nil", y.target ?? "nil") }
             if x.kind == "f" { field("content", x.hash ?? "nil", y.hash ?? "nil") }
             if exactMtimes == nil || exactMtimes!.contains(k) {
-                if secondsOnlyMtimes { field("mtime(s)", x.mtimeSec, y.mtimeSec) } else { field("mtime", x.mtime, y.mtime) }
+                if secondsOnlyMtimes {
+                    field("mtime(s)", x.mtimeSec, y.mtimeSec)
+                } else {
+                    field("mtime", x.mtime, y.mtime)
+                }
             }
-            field("user xattrs", x.xattrs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","),
-                  y.xattrs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
+            field(
+                "user xattrs",
+                x.xattrs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","),
+                y.xattrs.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
         }
         return out
     }

@@ -11,15 +11,21 @@ struct ProgramsError: Error, CustomStringConvertible {
 enum ProgramsTreeGen {
     struct Stats: CustomStringConvertible {
         var dirs = 0, files = 0, symlinks = 0, bytes = 0, xattrs = 0
-        var description: String { "\(dirs) dirs, \(files) files (\(bytes) bytes), \(symlinks) symlinks, \(xattrs) xattrs" }
+        var description: String {
+            "\(dirs) dirs, \(files) files (\(bytes) bytes), \(symlinks) symlinks, \(xattrs) xattrs"
+        }
     }
 
-    static let names = ["alpha", "beta", "gamma", "delta", "with space", "ünïcødé-名前", ".dotfile", "UPPER", "x-y_z.1",
-                        String(repeating: "long", count: 50)]
+    static let names = [
+        "alpha", "beta", "gamma", "delta", "with space", "ünïcødé-名前", ".dotfile", "UPPER", "x-y_z.1",
+        String(repeating: "long", count: 50),
+    ]
 
     @discardableResult
-    static func generate(at root: String, seed: UInt64, files fileCount: Int = 300, symlinks linkCount: Int = 30,
-                         xattrs: Bool = true, times: Bool = true) throws -> Stats {
+    static func generate(
+        at root: String, seed: UInt64, files fileCount: Int = 300, symlinks linkCount: Int = 30,
+        xattrs: Bool = true, times: Bool = true
+    ) throws -> Stats {
         var rng = ModelRandom(seed: seed)
         var stats = Stats()
         var dirs: [String] = [""]
@@ -28,7 +34,9 @@ enum ProgramsTreeGen {
             let parent = rng.pick(dirs.filter { ModelListing.depth($0) < 4 })
             let name = "\(rng.pick(names))-d\(i)"
             let rel = parent.isEmpty ? name : parent + "/" + name
-            guard mkdir(ModelSys.join(root, rel), 0o755) == 0 else { throw ProgramsError("mkdir \(rel): \(ModelSys.errnoName(errno))") }
+            guard mkdir(ModelSys.join(root, rel), 0o755) == 0 else {
+                throw ProgramsError("mkdir \(rel): \(ModelSys.errnoName(errno))")
+            }
             dirs.append(rel)
             stats.dirs += 1
         }
@@ -38,7 +46,9 @@ enum ProgramsTreeGen {
             let name = "\(rng.pick(names))-\(i)\(rng.pick([".txt", ".bin", "", ".c", ".json"]))"
             let rel = dir.isEmpty ? name : dir + "/" + name
             let r = rng.below(100)
-            let size = r < 5 ? 0 : r < 65 ? rng.int(1...4096) : r < 97 ? rng.int(4097...100_000) : rng.int(1_000_000...3_000_000)
+            let size =
+                r < 5
+                ? 0 : r < 65 ? rng.int(1...4096) : r < 97 ? rng.int(4097...100_000) : rng.int(1_000_000...3_000_000)
             let content: [UInt8]
             if rng.chance(0.5) {
                 // Text, so that git has something to diff and delta.
@@ -54,10 +64,15 @@ enum ProgramsTreeGen {
             let w = ModelSys.writeAll(fd: fd, content)
             close(fd)
             guard case .success = w else { throw ProgramsError("write \(rel): \(w)") }
-            guard chmod(ModelSys.join(root, rel), mode) == 0 else { throw ProgramsError("chmod \(rel): \(ModelSys.errnoName(errno))") }
+            guard chmod(ModelSys.join(root, rel), mode) == 0 else {
+                throw ProgramsError("chmod \(rel): \(ModelSys.errnoName(errno))")
+            }
             if xattrs && rng.chance(0.2) {
                 let v = rng.bytes(rng.int(1...100))
-                let rc = v.withUnsafeBytes { ModelConst.lsetxattr(ModelSys.join(root, rel), "user.gen.\(rng.below(3))", $0.baseAddress, $0.count, 0) }
+                let rc = v.withUnsafeBytes {
+                    ModelConst.lsetxattr(
+                        ModelSys.join(root, rel), "user.gen.\(rng.below(3))", $0.baseAddress, $0.count, 0)
+                }
                 guard rc == 0 else { throw ProgramsError("setxattr \(rel): \(ModelSys.errnoName(errno))") }
                 stats.xattrs += 1
             }
@@ -84,7 +99,8 @@ enum ProgramsTreeGen {
         }
         if xattrs {
             for d in dirs.dropFirst() where rng.chance(0.2) {
-                let rc = ModelConst.lsetxattr(ModelSys.join(root, d), "user.dir", "value-\(d.count)", d.count.description.count + 6, 0)
+                let rc = ModelConst.lsetxattr(
+                    ModelSys.join(root, d), "user.dir", "value-\(d.count)", d.count.description.count + 6, 0)
                 guard rc == 0 else { throw ProgramsError("setxattr \(d): \(ModelSys.errnoName(errno))") }
                 stats.xattrs += 1
             }
@@ -93,8 +109,10 @@ enum ProgramsTreeGen {
             // Deepest first, so setting a child's times does not disturb its directory afterwards.
             let all = (files + links + dirs.dropFirst()).sorted { ModelListing.depth($0) > ModelListing.depth($1) }
             for rel in all {
-                var ts = [timespec(tv_sec: rng.int(1_000_000_000...1_700_000_000), tv_nsec: rng.below(1_000_000_000)),
-                          timespec(tv_sec: rng.int(1_000_000_000...1_700_000_000), tv_nsec: rng.below(1_000_000_000))]
+                var ts = [
+                    timespec(tv_sec: rng.int(1_000_000_000...1_700_000_000), tv_nsec: rng.below(1_000_000_000)),
+                    timespec(tv_sec: rng.int(1_000_000_000...1_700_000_000), tv_nsec: rng.below(1_000_000_000)),
+                ]
                 guard utimensat(AT_FDCWD, ModelSys.join(root, rel), &ts, AT_SYMLINK_NOFOLLOW) == 0 else {
                     throw ProgramsError("utimensat \(rel): \(ModelSys.errnoName(errno))")
                 }
