@@ -88,7 +88,12 @@ public enum MountDaemon {
         } catch {
             throw MountError(.failed, "could not commit the state database on unmount: \(error)")
         }
-        if result != 0 { logger.warning("the FUSE session ended with \(result)") }
+        // libfuse returns the number of the signal that ended the loop, or a negative errno.
+        if result > 0 {
+            logger.info("stopped by signal \(result)")
+        } else if result < 0 {
+            logger.warning("the FUSE session ended with error \(-result)")
+        }
     }
 
     private static func checkFuseAvailable() throws(MountError) {
