@@ -5,9 +5,8 @@
 // libfuse turns several entry points into macros or versioned symbols depending on
 // FUSE_USE_VERSION and the library release (3.14 on Debian 12, 3.17 elsewhere). Swift cannot
 // call macros, so each is wrapped in a `static inline` function here that compiles against both.
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
+// No _GNU_SOURCE here: it changes glibc's own structs (fd_set), and Swift then refuses to mix
+// this module's view of them with Glibc's.
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 #include <errno.h>
@@ -20,6 +19,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 #include <linux/fuse.h>
+#include <sys/syscall.h>
 
 static inline struct fuse_session *syncfs_session_new(struct fuse_args *args,
     const struct fuse_lowlevel_ops *ops, void *userdata) {
@@ -56,17 +56,15 @@ static inline int syncfs_init_out_add_flags(void *body, size_t length, uint32_t 
     return 1;
 }
 
+/// splice(2); glibc declares it only under _GNU_SOURCE, which this header must not define.
+static inline ssize_t syncfs_splice(int in, off_t *in_offset, int out, off_t *out_offset, size_t length,
+    unsigned int flags) {
+    return (ssize_t)syscall(SYS_splice, in, in_offset, out, out_offset, length, flags);
+}
+
 /// FUSE_HANDLE_KILLPRIV_V2 (kernel 5.11+): the daemon clears setuid/setgid on write, truncate
 /// and chown, so the kernel may mark inodes S_NOSEC and stop asking for security.capability
 /// before every write. libfuse 3.14 cannot negotiate it; the folder adds it to the INIT reply.
 static const uint32_t SYNCFS_HANDLE_KILLPRIV_V2 = FUSE_HANDLE_KILLPRIV_V2;
-
-// Constants that are macros of a shape Swift does not import.
-static const long SYNCFS_UTIME_NOW = UTIME_NOW;
-static const long SYNCFS_UTIME_OMIT = UTIME_OMIT;
-static const unsigned int SYNCFS_RENAME_NOREPLACE = RENAME_NOREPLACE;
-static const unsigned int SYNCFS_RENAME_EXCHANGE = RENAME_EXCHANGE;
-static const int SYNCFS_SEEK_DATA = SEEK_DATA;
-static const int SYNCFS_SEEK_HOLE = SEEK_HOLE;
 
 #endif

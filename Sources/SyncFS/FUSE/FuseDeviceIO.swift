@@ -51,5 +51,5 @@ private func deviceSplice(
     _ input: Int32, _ inputOffset: UnsafeMutablePointer<off_t>?, _ output: Int32,
     _ outputOffset: UnsafeMutablePointer<off_t>?, _ length: Int, _ flags: UInt32, _ userdata: UnsafeMutableRawPointer?
 ) -> Int {
-    splice(input, inputOffset, output, outputOffset, length, flags)
+    syncfs_splice(input, inputOffset, output, outputOffset, length, flags)
 }
