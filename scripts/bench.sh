@@ -165,6 +165,8 @@ if [[ -n ${WANT_T[syncfs]:-} ]]; then
     fi
     [[ -x $SYNCFS_BIN ]] || die "syncfs-mount binary not executable: $SYNCFS_BIN"
     SYNCFS_BIN=$(realpath "$SYNCFS_BIN")
+    # Identify the binary now: a snapshot may be replaced while the benchmark runs.
+    SYNCFS_ID="sha256 $(sha256sum "$SYNCFS_BIN" | cut -c1-12), built $(date -u -r "$SYNCFS_BIN" '+%Y-%m-%d %H:%M UTC')"
 fi
 
 # Keep git deterministic and independent of the user's configuration.
@@ -650,7 +652,7 @@ notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f
     echo "fs=$FSTYPE ($(df --output=source "$WORKDIR" | tail -n 1))"
     if [[ -n $SYNCFS_BIN ]]; then
         echo "syncfs_binary=$SYNCFS_BIN"
-        echo "syncfs_rev=sha256 $(sha256sum "$SYNCFS_BIN" | cut -c1-12), built $(date -u -r "$SYNCFS_BIN" '+%Y-%m-%d %H:%M UTC'); tree $(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+        echo "syncfs_rev=$SYNCFS_ID"
     fi
     echo "rclone_version=$(rclone version 2>/dev/null | head -n 1 | awk '{ print $2 }')"
     echo "fio_version=$(fio --version 2>/dev/null)"

@@ -9,7 +9,7 @@
   bio.py tree DIR N                  create N empty files in subdirectories of 1000 -> seconds
   bio.py fio JSONFILE                print "IOPS MiB/s" of the first job of a fio JSON report
   bio.py run CMD...                  run CMD, exit with its status, print wall seconds
-  bio.py quiesce TIMEOUT PID...      wait until the processes use < 2% CPU for 1 s -> seconds waited
+  bio.py quiesce TIMEOUT PID...      wait until the processes use < 2% CPU for 0.75 s -> seconds waited
   bio.py rclone-wait URL TIMEOUT     wait until rclone's VFS has no queued/running uploads -> seconds
   bio.py rss PID                     print "VmRSS VmHWM" in KiB
 
@@ -150,7 +150,7 @@ def quiesce(timeout, pids):
         # < 2 % of one CPU in this 0.25 s window (ticks are coarse: allow 1 tick).
         quiet = quiet + 1 if (now - last) <= max(1, 0.02 * 0.25 * hz) else 0
         last = now
-        if quiet >= 4:
+        if quiet >= 3:
             break
     print(f"{time.perf_counter() - t0:.2f}")
 
