@@ -457,7 +457,11 @@ make_fixtures() {
 # ---------------------------------------------------------------- workloads
 daemon_pid() { case $1 in syncfs) echo "$SYNCFS_PID" ;; rclone) echo "$RCLONE_PID" ;; esac; }
 io_snap() {  # io_snap PID — "rchar read_bytes" of a daemon (bytes read via read()/pread(), from disk)
-    awk '$1 == "rchar:" { r = $2 } $1 == "read_bytes:" { d = $2 } END { print r + 0, d + 0 }' "/proc/$1/io" 2>/dev/null
+    local k v r=0 d=0
+    while read -r k v; do
+        case $k in rchar:) r=$v ;; read_bytes:) d=$v ;; esac
+    done <"/proc/$1/io" || return 1
+    echo "$r $d"
 }
 # read_io RUN TARGET KIND BEFORE — record how much the daemon read while the client read the file
 read_io() {
@@ -466,6 +470,7 @@ read_io() {
     after=$(io_snap "$(daemon_pid "$2")") || return 0
     read -r b_r b_d <<<"$4"
     read -r a_r a_d <<<"$after"
+    [[ "$b_r$b_d$a_r$a_d" =~ ^[0-9]+$ ]] || return 0
     record "$1" "$2" "io_${3}_rchar" $(( (a_r - b_r) / 1024 ))
     record "$1" "$2" "io_${3}_disk" $(( (a_d - b_d) / 1024 ))
 }
