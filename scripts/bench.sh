@@ -455,24 +455,28 @@ make_fixtures() {
 }
 
 # ---------------------------------------------------------------- workloads
+CLK_TCK=$(getconf CLK_TCK)
 daemon_pid() { case $1 in syncfs) echo "$SYNCFS_PID" ;; rclone) echo "$RCLONE_PID" ;; esac; }
-io_snap() {  # io_snap PID — "rchar read_bytes" of a daemon (bytes read via read()/pread(), from disk)
-    local k v r=0 d=0
+io_snap() {  # io_snap PID — "rchar read_bytes cpu_ticks" of a daemon
+    local k v r=0 d=0 st
     while read -r k v; do
         case $k in rchar:) r=$v ;; read_bytes:) d=$v ;; esac
     done <"/proc/$1/io" || return 1
-    echo "$r $d"
+    st=$(<"/proc/$1/stat") || return 1
+    read -ra st <<<"${st##*) }"
+    echo "$r $d $(( st[11] + st[12] ))"   # utime + stime (fields 14 and 15)
 }
 # read_io RUN TARGET KIND BEFORE — record how much the daemon read while the client read the file
 read_io() {
-    local after b_r b_d a_r a_d
+    local after b_r b_d b_c a_r a_d a_c
     [[ -n $4 && -n $LAST ]] || return 0
     after=$(io_snap "$(daemon_pid "$2")") || return 0
-    read -r b_r b_d <<<"$4"
-    read -r a_r a_d <<<"$after"
-    [[ "$b_r$b_d$a_r$a_d" =~ ^[0-9]+$ ]] || return 0
+    read -r b_r b_d b_c <<<"$4"
+    read -r a_r a_d a_c <<<"$after"
+    [[ "$b_r$b_d$b_c$a_r$a_d$a_c" =~ ^[0-9]+$ ]] || return 0
     record "$1" "$2" "io_${3}_rchar" $(( (a_r - b_r) / 1024 ))
     record "$1" "$2" "io_${3}_disk" $(( (a_d - b_d) / 1024 ))
+    record "$1" "$2" "io_${3}_cpu" $(( (a_c - b_c) * 1000 / CLK_TCK ))   # ms
 }
 
 wl_seq() {
@@ -641,10 +645,11 @@ fi
 # ---------------------------------------------------------------- report
 notes=()
 notes+=("native = a plain directory on the same $FSTYPE file system as the SyncFS container/state and the rclone remote/cache.")
-notes+=("Warm read = read right after the write + fsync, without a warm-up read. Cold read: sync + 'echo 3 > /proc/sys/vm/drop_caches' (page cache, dentries, inodes). That empties the kernel's page cache of the FUSE files and of the daemons' backing files (SyncFS cache/container files, rclone's VFS cache file), but not any cache inside a daemon's own memory. rclone's cold read is served from its on-disk VFS cache, not from the remote.")
-notes+=("Random I/O: fio psync, direct=0, invalidate=0, 1 job, QD 1, file laid out with 1 MiB writes and read once before the random read; random write without fsync.")
-notes+=("Create/stat/delete: one Python process per phase, one directory, O_CREAT|O_EXCL + 4 KiB write + close per file; stat = lstat right after creating (warm). Between timed steps the script waits for rclone uploads, runs sync and waits until the daemons are idle.")
-notes+=("Untar: GNU tar of a deterministic synthetic tree ($TREE_FILES files). git clone: file:// URL (pack transfer + checkout) of a deterministic repository generated with git fast-import.")
+[[ -n ${WANT_W[seq]:-} ]] && notes+=("Warm read = read right after the write + fsync, without a warm-up read. Cold read: sync + 'echo 3 > /proc/sys/vm/drop_caches' (page cache, dentries, inodes). That empties the kernel's page cache of the FUSE files and of the daemons' backing files (SyncFS cache/container files, rclone's VFS cache file), but not any cache inside a daemon's own memory. rclone's cold read is served from its on-disk VFS cache, not from the remote.")
+[[ -n ${WANT_W[rand]:-} ]] && notes+=("Random I/O: fio psync, direct=0, invalidate=0, 1 job, QD 1, file laid out with 1 MiB writes and read once before the random read; random write without fsync.")
+[[ -n ${WANT_W[files]:-} ]] && notes+=("Create/stat/delete: one Python process per phase, one directory, O_CREAT|O_EXCL + 4 KiB write + close per file; stat = lstat right after creating (warm). Between timed steps the script waits for rclone uploads, runs sync and waits until the daemons are idle.")
+[[ -n ${WANT_W[untar]:-} ]] && notes+=("Untar: GNU tar of a deterministic synthetic tree ($TREE_FILES files, text-like content), tarball read from the page cache.")
+[[ -n ${WANT_W[clone]:-} ]] && notes+=("git clone: file:// URL (pack transfer + index-pack + checkout) of a deterministic repository generated with git fast-import ($COMMITS commits, $REPO_FILES files).")
 [[ $DO_RSS == 1 ]] && notes+=("Daemon memory: $RSS_FILES empty files in directories of 1000 created through the mount, then 'find -ls' over them; VmRSS of the daemon from /proc/PID/status.")
 notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs.")
 [[ $ERRORS -gt 0 ]] && notes+=("$ERRORS step(s) failed; see the log output ('error' cells).")

@@ -195,12 +195,18 @@ def main():
     for t, tname in TARGETS[1:]:
         cells = []
         for kind in ("warm", "cold"):
-            for m in ("rchar", "disk"):
+            for m in ("cpu", "rchar", "disk"):
                 v = median(data.get((t, f"io_{kind}_{m}"), []))
-                cells.append("—" if not isinstance(v, float) else f"{v / 1024:,.0f}")
+                if not isinstance(v, float):
+                    cells.append("—")
+                elif m == "cpu":
+                    cells.append(f"{v / 1000:.2f}")
+                else:
+                    cells.append(f"{v / 1024:,.0f}")
         if any(c != "—" for c in cells):
             io_rows.append([tname] + cells)
-    io_headers = ["daemon", "warm: read() MiB", "warm: from disk MiB", "cold: read() MiB", "cold: from disk MiB"]
+    io_headers = ["daemon", "warm: CPU s", "warm: read() MiB", "warm: disk MiB",
+                  "cold: CPU s", "cold: read() MiB", "cold: disk MiB"]
 
     # ---- plain text ----
     out = []
@@ -215,7 +221,7 @@ def main():
     if io_rows:
         out.append(f"Daemon I/O during the {meta.get('size', '?')} sequential reads (median; /proc/PID/io):")
         for r in [io_headers] + io_rows:
-            out.append("  ".join(str(c).ljust(20) for c in r))
+            out.append("  ".join(str(c).ljust(16) for c in r))
         out.append("")
     if rss_rows:
         w0 = max(len(r[0]) for r in rss_rows)
@@ -254,14 +260,15 @@ def main():
             md.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
         md.append("")
     if io_rows:
-        md.append(f"Where the {meta.get('size', '?')} sequential reads were served from — what the FUSE daemon read "
-                  "during the client's read (`/proc/PID/io`: `rchar` = bytes through read()/pread(), "
-                  "`read_bytes` = bytes fetched from disk; splice and mmap are not counted). About 0 → the "
-                  "kernel's page cache of the FUSE file answered; read() ≈ size with disk ≈ 0 → the daemon "
-                  "read its backing file from the page cache (or its own memory); disk ≈ size → from disk.")
+        md.append(f"Where the {meta.get('size', '?')} sequential reads were served from — what the FUSE daemon did "
+                  "during the client's read: CPU time (utime+stime), bytes through read()/pread() (`rchar`; "
+                  "splice and mmap are not counted) and bytes fetched from disk (`read_bytes`), from "
+                  "`/proc/PID/stat` and `/proc/PID/io`. CPU ≈ 0 → the kernel's page cache of the FUSE file "
+                  "answered without the daemon; disk ≈ 0 with daemon CPU → the daemon served the data from its "
+                  "backing file in the page cache or from its own memory; disk ≈ size → from disk.")
         md.append("")
         md.append("| " + " | ".join(io_headers) + " |")
-        md.append("|---|---:|---:|---:|---:|")
+        md.append("|---" + "|---:" * (len(io_headers) - 1) + "|")
         for r in io_rows:
             md.append("| " + " | ".join(r) + " |")
         md.append("")
