@@ -666,7 +666,7 @@ notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f
     fi
     echo "rclone_version=$(rclone version 2>/dev/null | head -n 1 | awk '{ print $2 }')"
     echo "fio_version=$(fio --version 2>/dev/null)"
-    echo "runs=$RUNS"
+    echo "runs=$([[ ${#WANT_W[@]} -gt 0 ]] && echo "$RUNS" || echo 1)"
     echo "quick=$QUICK"
     echo "size=$SIZE_H"
     echo "rand_size=$RAND_SIZE_H"
@@ -685,7 +685,7 @@ stop_syncfs
 stop_rclone
 
 [[ -n $RAW ]] && cp "$RESULTS" "$RAW"
-MD=${OUT:-$W/report.md}
+MD=${OUT:--}
 echo
 python3 "$HELPERS/report.py" "$RESULTS" "$META" "$MD"
 log "total time $(python3 -c "print(f'{($EPOCHREALTIME - $T_START) / 60:.1f}')") min; $ERRORS error(s)"

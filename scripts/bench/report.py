@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Summarise scripts/bench.sh results.
 
-  report.py RESULTS.tsv META.env MARKDOWN_OUT
+  report.py RESULTS.tsv META.env MARKDOWN_OUT   ("-": print only)
 
 RESULTS.tsv lines: run <TAB> target <TAB> workload <TAB> value   (value "ERR" on failure)
 META.env lines:    key=value
@@ -288,10 +288,11 @@ def main():
             md.append(f"- {n}")
         md.append("")
     text = "\n".join(md)
-    with open(md_out, "w") as f:
-        f.write(text)
+    if md_out != "-":
+        with open(md_out, "w") as f:
+            f.write(text)
     print()
-    print("---- Markdown (also written to " + md_out + ") ----")
+    print("---- Markdown" + (f" (also written to {md_out})" if md_out != "-" else "") + " ----")
     print(text)
 
 
