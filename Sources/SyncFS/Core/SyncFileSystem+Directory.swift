@@ -6,7 +6,7 @@ extension SyncFileSystem {
     /// directories inherit the setgid bit), as on local filesystems.
     func makeNode(
         _ kind: NodeKind, in directory: Node, name: FileName, mode: UInt32, caller: Caller,
-        symlinkTarget: [UInt8]? = nil, tree: inout Namespace
+        symlinkTarget: [UInt8]? = nil, fileID: FileID = .random(), tree: inout Namespace
     ) throws(FSError) -> Node {
         if tree.child(of: directory, named: name) != nil { throw .exists }
         let now = Clock.nowNanoseconds()
@@ -14,7 +14,7 @@ extension SyncFileSystem {
         var permissions = mode & 0o7777
         if kind == .directory && setgidParent { permissions |= UInt32(S_ISGID) }
         let record = EntryRecord(
-            ino: tree.allocateIno(), fileID: .random(), parent: directory.ino, name: name, kind: kind,
+            ino: tree.allocateIno(), fileID: fileID, parent: directory.ino, name: name, kind: kind,
             mode: permissions, uid: caller.uid, gid: setgidParent ? directory.gid : caller.gid, size: 0,
             atime: now, mtime: now, ctime: now, symlinkTarget: symlinkTarget)
         let node = Node(record: record, xattrs: [:])

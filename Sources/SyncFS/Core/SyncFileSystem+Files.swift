@@ -19,13 +19,33 @@ extension SyncFileSystem {
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
                 return (entryReply(for: existing, in: &tree), handle)
             }
-            let node = try makeNode(.file, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
-            let descriptor = try cache.createAndOpen(node.fileID)
+            if tree.child(of: directory, named: name) != nil { throw .exists }
+            let (fileID, descriptor): (FileID, Int32)
+            if let spare = spares.take() {
+                (fileID, descriptor) = spare
+            } else {
+                (fileID, descriptor) = try newCacheFile()
+            }
+            let node: Node
+            do throws(FSError) {
+                node = try makeNode(
+                    .file, in: directory, name: name, mode: mode, caller: caller, fileID: fileID, tree: &tree)
+            } catch {
+                close(descriptor)
+                cache.remove(fileID)
+                throw error
+            }
             let handle = OpenFile(node: node, descriptor: descriptor, writable: flags & O_ACCMODE != O_RDONLY)
             node.openCount += 1
             if handle.writable { node.openWriters += 1 }
             return (entryReply(for: node, in: &tree), handle)
         }
+    }
+
+    /// A new empty cache file when no spare is ready.
+    private func newCacheFile() throws(FSError) -> (FileID, Int32) {
+        let id = FileID.random()
+        return (id, try cache.createAndOpen(id))
     }
 
     /// `mknod`: regular files are made; devices, FIFOs and sockets cannot be synced → EPERM.

@@ -20,6 +20,8 @@ public final class SyncFileSystem: Sendable {
     let logger: Logger
     /// Where the cache lives, for `statfs`.
     let statePath: String
+    /// Empty cache files made ahead of time for `create`.
+    let spares: SpareCacheFiles
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
 
@@ -68,6 +70,7 @@ public final class SyncFileSystem: Sendable {
         }
         Self.reconcileCache(&tree, cache: cache, store: store, logger: logger)
         namespace = Mutex(tree)
+        spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)
     }
 
@@ -118,6 +121,7 @@ public final class SyncFileSystem: Sendable {
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
     public func shutDown() throws {
+        spares.close()
         namespace.withLock { tree in
             for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {
                 if !node.isUnlinked { store.entryChanged(node.record) }

@@ -91,11 +91,6 @@ func fuseWriteBuf(
     fuse_reply_write(req, copied)
 }
 
-func fuseFlush(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    if let handle = peekHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.flush(handle) }
-    fuse_reply_err(req, 0)
-}
-
 func fuseRelease(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     if let handle = takeHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.release(handle) }
     fuse_reply_err(req, 0)
