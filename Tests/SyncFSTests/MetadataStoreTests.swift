@@ -249,3 +249,46 @@ struct MetadataStoreTests {
         #expect(try store.load().entry(2)?.size == 50)
     }
 }
+
+@Suite("MetadataStore: coalescing a batch")
+struct MetadataStoreCoalescingTests {
+    private func record(_ ino: UInt64, name: String, size: Int64 = 0) -> EntryRecord {
+        EntryRecord(
+            ino: InodeNumber(ino), fileID: .random(), parent: .root, name: FileName(name), kind: .file, mode: 0o644,
+            uid: 0, gid: 0, size: size, atime: 0, mtime: 0, ctime: 0, symlinkTarget: nil)
+    }
+
+    @Test func laterUpsertsSupersedeEarlierOnesAndDeletesStay() throws {
+        let changes: [MetadataChange] = [
+            .upsert(record(5, name: "a", size: 1)), .upsert(record(6, name: "b")),
+            .upsert(record(5, name: "a", size: 2)),
+            .delete(InodeNumber(6)), .setMeta(key: "next_ino", value: "7"), .setMeta(key: "next_ino", value: "8"),
+        ]
+        let result = MetadataStore.coalesced(changes)
+        #expect(result.count == 3)
+        guard case .upsert(let kept) = result[0] else {
+            Issue.record("expected the last upsert of inode 5 first, got \(result[0])")
+            return
+        }
+        #expect(kept.size == 2)
+        guard case .delete(let deleted) = result[1], case .setMeta(_, let value) = result[2] else {
+            Issue.record("expected the delete and the last fact, got \(result)")
+            return
+        }
+        #expect(deleted == InodeNumber(6))
+        #expect(value == "8")
+    }
+
+    @Test func coalescedBatchLeavesTheSameStoredState() throws {
+        let store = try MetadataStore(path: ":memory:")
+        var entry = record(9, name: "x")
+        store.entryCreated(entry)
+        for size in 1...50 {
+            entry.size = Int64(size)
+            store.entryChanged(entry)
+        }
+        try store.commit(durable: false)
+        let stored = try store.load().entries.first { $0.ino == InodeNumber(9) }
+        #expect(stored?.size == 50)
+    }
+}

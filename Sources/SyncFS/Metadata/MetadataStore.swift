@@ -101,7 +101,7 @@ public final class MetadataStore: Sendable {
             defer { if durable { try? connection.execute("PRAGMA synchronous = NORMAL") } }
             do {
                 try connection.transaction {
-                    for change in changes { try apply(change, on: connection) }
+                    for change in Self.coalesced(changes) { try apply(change, on: connection) }
                     if changes.isEmpty {
                         // Nothing new, but earlier commits are not yet synced: a tiny write makes
                         // SQLite sync the WAL, which carries them all.
@@ -121,6 +121,33 @@ public final class MetadataStore: Sendable {
             pending.withLock { $0.hasUnsyncedCommits = !durable }
             for action in actions { action() }
         }
+    }
+
+    /// The batch without upserts that a later upsert or delete of the same entry (or a later
+    /// value of the same fact) supersedes: a directory whose row changed with each of 1,000
+    /// creates is written once. Deletes and xattr changes keep their order; the batch's end state
+    /// is unchanged (an upsert replaces the whole row).
+    static func coalesced(_ changes: [MetadataChange]) -> [MetadataChange] {
+        var lastEntryChange: [InodeNumber: Int] = [:]
+        var lastFact: [String: Int] = [:]
+        for (index, change) in changes.enumerated() {
+            switch change {
+            case .upsert(let entry): lastEntryChange[entry.ino] = index
+            case .delete(let ino): lastEntryChange[ino] = index
+            case .setMeta(let key, _): lastFact[key] = index
+            case .setXattr, .removeXattr: break
+            }
+        }
+        var result: [MetadataChange] = []
+        result.reserveCapacity(lastEntryChange.count + lastFact.count)
+        for (index, change) in changes.enumerated() {
+            switch change {
+            case .upsert(let entry): if lastEntryChange[entry.ino] == index { result.append(change) }
+            case .setMeta(let key, _): if lastFact[key] == index { result.append(change) }
+            case .delete, .setXattr, .removeXattr: result.append(change)
+            }
+        }
+        return result
     }
 
     private func apply(_ change: MetadataChange, on connection: SQLiteConnection) throws {
