@@ -15,6 +15,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .systemLibrary(
@@ -27,14 +28,28 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .target(
+            name: "SQLiteSupport",
+            dependencies: ["CSQLite"],
+            swiftSettings: strict
+        ),
         .target(
             name: "SyncBackend",
+            dependencies: [
+                "CZlib", "SQLiteSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         .target(
             name: "SyncFS",
             dependencies: [
-                "CFuse", "CSQLite", "SyncBackend",
+                "CFuse", "SQLiteSupport", "SyncBackend",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -50,7 +65,12 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncFSTests",
-            dependencies: ["SyncFS", "SyncBackend"],
+            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncBackendTests",
+            dependencies: ["SyncBackend"],
             swiftSettings: strict
         ),
         .testTarget(

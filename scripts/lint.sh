@@ -8,9 +8,16 @@ fail=0
 if grep -rln "^import CFuse" Sources | grep -v "^Sources/SyncFS/FUSE/"; then
     echo "lint: CFuse may only be imported in Sources/SyncFS/FUSE/" >&2; fail=1
 fi
-# Only the metadata layer talks to SQLite.
-if grep -rln "^import CSQLite" Sources | grep -v "^Sources/SyncFS/Metadata/"; then
-    echo "lint: CSQLite may only be imported in Sources/SyncFS/Metadata/" >&2; fail=1
+# Only the SQLite wrapper talks to SQLite's C API; only the metadata store and containers use it.
+if grep -rln "^import CSQLite" Sources | grep -v "^Sources/SQLiteSupport/"; then
+    echo "lint: CSQLite may only be imported in Sources/SQLiteSupport/" >&2; fail=1
+fi
+if grep -rln "^import SQLiteSupport" Sources | grep -v -e "^Sources/SyncFS/Metadata/" -e "^Sources/SyncBackend/"; then
+    echo "lint: SQLiteSupport may only be imported in Sources/SyncFS/Metadata/ and Sources/SyncBackend/" >&2; fail=1
+fi
+# Core knows no container: the Sync layer and the daemon talk to SyncBackend's protocol.
+if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
+    echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1
 fi
 # No try! on request paths.
 if grep -rn "try!" Sources/SyncFS; then

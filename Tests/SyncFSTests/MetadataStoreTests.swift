@@ -1,4 +1,6 @@
 import Foundation
+import SQLiteSupport
+import SyncBackend
 import Synchronization
 import Testing
 

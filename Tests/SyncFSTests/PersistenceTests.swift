@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SyncBackend
 import Testing
 
 @testable import SyncFS

@@ -1,4 +1,5 @@
 import Glibc
+import SyncBackend
 import Testing
 
 @testable import SyncFS

@@ -1,4 +1,5 @@
 import Glibc
+import SyncBackend
 
 /// The local content of files: one cache file per file ID, under `STATE/cache/XY/<id>` where
 /// `XY` are the ID's first two hex digits (256 shards keep directories small).

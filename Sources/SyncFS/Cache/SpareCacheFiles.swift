@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import SyncBackend
 import Synchronization
 
 /// A few empty cache files created ahead of time by a background thread, so that `create` in the

@@ -1,4 +1,5 @@
 import Glibc
+import SyncBackend
 import Synchronization
 
 /// A file, directory or symlink as the running folder knows it.

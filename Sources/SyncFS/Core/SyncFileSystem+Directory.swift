@@ -1,4 +1,5 @@
 import Glibc
+import SyncBackend
 
 extension SyncFileSystem {
     /// Makes a new node under `parent` (the caller has validated the name). Under the lock.

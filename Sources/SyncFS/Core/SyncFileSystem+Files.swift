@@ -1,4 +1,5 @@
 import Glibc
+import SyncBackend
 
 extension SyncFileSystem {
     /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).

@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import SyncBackend
 import Synchronization
 
 /// The folder as Swift calls: lookup, read, write, rename… — the whole filesystem without FUSE.

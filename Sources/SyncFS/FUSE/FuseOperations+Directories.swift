@@ -1,5 +1,6 @@
 import CFuse
 import Glibc
+import SyncBackend
 
 // Trampolines for directories. Listings come from a snapshot held by the open directory handle.
 

@@ -1,4 +1,5 @@
 import Glibc
+import SyncBackend
 import Synchronization
 
 /// An open file: the kernel's file handle.

@@ -1,9 +1,5 @@
-/// What kind of object an entry is. Raw values are stored in the database.
-public enum NodeKind: Int64, Sendable {
-    case file = 1
-    case directory = 2
-    case symlink = 3
-}
+import SQLiteSupport
+import SyncBackend
 
 /// One entry as stored: a value snapshot, independent of the live in-memory node.
 public struct EntryRecord: Equatable, Sendable {
@@ -62,3 +58,6 @@ enum MetadataChange: Sendable {
     case removeXattr(InodeNumber, name: String)
     case setMeta(key: String, value: String)
 }
+
+/// A failure of the state database.
+public typealias MetadataError = SQLiteError

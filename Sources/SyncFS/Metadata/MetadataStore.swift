@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import SQLiteSupport
+import SyncBackend
 import Synchronization
 
 /// The one owner of the state database (SQLite, WAL mode).

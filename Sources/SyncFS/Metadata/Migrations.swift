@@ -1,3 +1,5 @@
+import SQLiteSupport
+
 /// The state database's schema, as an append-only list of migrations.
 ///
 /// Invariant: a migration, once released, is never edited; a schema change is a new entry.

@@ -1,28 +1,33 @@
 import CSQLite
 
-/// A failure of the state database, with SQLite's own words.
-public struct MetadataError: Error, CustomStringConvertible, Sendable {
+/// A failure of a SQLite database, with SQLite's own words.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public let code: Int32
     public let message: String
-    public var description: String { "state database error \(code): \(message)" }
+    public init(code: Int32, message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { "database error \(code): \(message)" }
 }
 
 /// One SQLite connection: prepared statements cached by SQL text, explicit transactions.
 ///
-/// Not thread-safe: its owner (`MetadataStore`) serialises every use behind one lock.
-final class SQLiteConnection {
+/// Not thread-safe: its owner (the client's `MetadataStore`, a container's store) serialises every
+/// use behind one lock. Shared by the targets of this package (`package` access), not public API.
+package final class SQLiteConnection {
     private let db: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
 
     /// Opens (creating if needed) the database at `path`; `":memory:"` gives a private in-memory one.
-    init(path: String) throws(MetadataError) {
+    package init(path: String) throws(SQLiteError) {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
             if let handle { sqlite3_close_v2(handle) }
-            throw MetadataError(code: rc, message: message)
+            throw SQLiteError(code: rc, message: message)
         }
         db = handle
         sqlite3_busy_timeout(db, 5_000)
@@ -34,18 +39,18 @@ final class SQLiteConnection {
     }
 
     /// Runs one or more statements that return no rows.
-    func execute(_ sql: String) throws(MetadataError) {
+    package func execute(_ sql: String) throws(SQLiteError) {
         var errorMessage: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(db, sql, nil, nil, &errorMessage)
         if rc != SQLITE_OK {
             let message = errorMessage.map { String(cString: $0) } ?? lastErrorMessage
             sqlite3_free(errorMessage)
-            throw MetadataError(code: rc, message: "\(message) in: \(sql.prefix(80))")
+            throw SQLiteError(code: rc, message: "\(message) in: \(sql.prefix(80))")
         }
     }
 
     /// A prepared statement for `sql`, reset and with its bindings cleared.
-    func statement(_ sql: String) throws(MetadataError) -> SQLiteStatement {
+    package func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] {
             cached.reset()
             return cached
@@ -53,7 +58,7 @@ final class SQLiteConnection {
         var raw: OpaquePointer?
         let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
         guard rc == SQLITE_OK, let raw else {
-            throw MetadataError(code: rc, message: "\(lastErrorMessage) in: \(sql.prefix(80))")
+            throw SQLiteError(code: rc, message: "\(lastErrorMessage) in: \(sql.prefix(80))")
         }
         let statement = SQLiteStatement(raw, connection: self)
         statements[sql] = statement
@@ -61,12 +66,12 @@ final class SQLiteConnection {
     }
 
     /// Resets every cached statement, releasing the read locks of unfinished ones.
-    func resetAll() {
+    package func resetAll() {
         for statement in statements.values { statement.reset() }
     }
 
     /// Runs `body` inside `BEGIN IMMEDIATE … COMMIT`; rolls back if it throws.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -79,8 +84,8 @@ final class SQLiteConnection {
     }
 
     /// `PRAGMA user_version`, the schema version the migrations maintain.
-    var userVersion: Int {
-        get throws(MetadataError) {
+    package var userVersion: Int {
+        get throws(SQLiteError) {
             let statement = try statement("PRAGMA user_version")
             _ = try statement.step()
             defer { statement.reset() }
@@ -88,11 +93,11 @@ final class SQLiteConnection {
         }
     }
 
-    var lastErrorMessage: String { String(cString: sqlite3_errmsg(db)) }
+    package var lastErrorMessage: String { String(cString: sqlite3_errmsg(db)) }
 }
 
 /// A prepared statement. Bind indexes are 1-based, column indexes 0-based (as in SQLite).
-final class SQLiteStatement {
+package final class SQLiteStatement {
     private let raw: OpaquePointer
     private unowned let connection: SQLiteConnection
 
@@ -103,16 +108,18 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(raw) }
 
-    func reset() {
+    package func reset() {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
     }
 
-    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(raw, index, value) }
-    func bind(_ index: Int32, _ value: String) { sqlite3_bind_text(raw, index, value, -1, syncfs_sqlite_transient()) }
-    func bindNull(_ index: Int32) { sqlite3_bind_null(raw, index) }
+    package func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(raw, index, value) }
+    package func bind(_ index: Int32, _ value: String) {
+        sqlite3_bind_text(raw, index, value, -1, syncfs_sqlite_transient())
+    }
+    package func bindNull(_ index: Int32) { sqlite3_bind_null(raw, index) }
 
-    func bind(_ index: Int32, bytes: [UInt8]?) {
+    package func bind(_ index: Int32, bytes: [UInt8]?) {
         guard let bytes else { return bindNull(index) }
         bytes.withUnsafeBytes { buffer in
             // A zero-length blob must still be a blob, not NULL: SQLite needs a non-nil pointer.
@@ -122,29 +129,29 @@ final class SQLiteStatement {
     }
 
     /// Steps once: `true` when a row is available, `false` when done.
-    func step() throws(MetadataError) -> Bool {
+    package func step() throws(SQLiteError) -> Bool {
         let rc = sqlite3_step(raw)
         switch rc {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
-        default: throw MetadataError(code: rc, message: connection.lastErrorMessage)
+        default: throw SQLiteError(code: rc, message: connection.lastErrorMessage)
         }
     }
 
     /// Steps until done, for statements that return no rows.
-    func run() throws(MetadataError) {
+    package func run() throws(SQLiteError) {
         while try step() {}
     }
 
-    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+    package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+    package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
 
-    func text(_ column: Int32) -> String {
+    package func text(_ column: Int32) -> String {
         guard let pointer = sqlite3_column_text(raw, column) else { return "" }
         return String(cString: pointer)
     }
 
-    func bytes(_ column: Int32) -> [UInt8]? {
+    package func bytes(_ column: Int32) -> [UInt8]? {
         if isNull(column) { return nil }
         let count = Int(sqlite3_column_bytes(raw, column))
         guard count > 0, let pointer = sqlite3_column_blob(raw, column) else { return [] }

@@ -1,0 +1,45 @@
+/// A container: what a folder syncs with. Small, async, and shaped to be served over HTTP and
+/// stored in a database plus an object store; every implementation passes the same conformance
+/// suite (`Tests/SyncBackendTests/ContainerConformance*.swift`).
+///
+/// Contracts every implementation keeps:
+/// - **Chunks** are immutable and addressed by `ChunkHash` (SHA-256 of the plain bytes). `putChunk`
+///   is idempotent; a chunk is visible to `chunk(_:)` and `missingChunks` only once stored whole
+///   (a failed or interrupted put leaves nothing behind).
+/// - **Entries** are keyed by `FileID`. The root (`FileID.root`) always exists as a directory
+///   (version 0 until its first commit) and cannot be deleted. Every commit is an atomic
+///   compare-and-swap against `baseVersion`; it succeeds only if the parent is a live directory,
+///   the name is free among the parent's live children, no cycle results, a directory being
+///   deleted has no live children, and every chunk of the manifest is stored. Otherwise the
+///   outcome says which rule failed and nothing changed.
+/// - **Versions** are container-wide and strictly increasing; each commit takes the next one.
+/// - **The change feed** lists, after a cursor, the newest version of every entry committed after
+///   it, in commit order (tombstones included). `waitForChanges` returns as soon as there is
+///   something after the cursor (a push hint, not a poll loop) or when `timeout` passes.
+/// - Errors are `ContainerProtocolError`: retryable ones (`unavailable`, `storageFailure`) say
+///   nothing about the data.
+public protocol Container: Sendable {
+    /// A stable identifier of this container (the same for every client of it).
+    var containerID: String { get }
+
+    /// Which of `hashes` the container does not hold (in the order given).
+    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash]
+
+    /// Stores a chunk (idempotent). The container may trust `chunk.hash`; readers verify.
+    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError)
+
+    /// The stored chunk, as encoded. Throws `chunkNotFound` if absent.
+    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk
+
+    /// The current version of an entry (a tombstone if deleted), or nil if it never existed.
+    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry?
+
+    /// Commits one change atomically against its base version.
+    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome
+
+    /// Up to `limit` changes after `cursor`.
+    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch
+
+    /// Returns true as soon as a change after `cursor` exists, false once `timeout` passed without one.
+    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool
+}

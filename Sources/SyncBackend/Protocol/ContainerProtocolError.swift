@@ -1,0 +1,33 @@
+/// Why a container call failed. Every case says whether trying again later can help.
+///
+/// A transient failure is never an answer about the data: "unavailable" does not mean "deleted".
+public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The container cannot be reached or is busy (network down, server restarting, lock
+    /// timeout). Retry with backoff.
+    case unavailable(String)
+    /// The container's storage failed (disk full, I/O error). Retry with backoff.
+    case storageFailure(String)
+    /// No chunk with this hash is stored.
+    case chunkNotFound(ChunkHash)
+    /// The stored chunk does not decode to bytes with its hash (detected by the reader).
+    case corruptChunk(ChunkHash)
+    /// The request is malformed (a client bug or bad input). Retrying the same request cannot help.
+    case invalidRequest(String)
+
+    public var isRetryable: Bool {
+        switch self {
+        case .unavailable, .storageFailure: return true
+        case .chunkNotFound, .corruptChunk, .invalidRequest: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unavailable(let reason): return "container unavailable: \(reason)"
+        case .storageFailure(let reason): return "container storage failure: \(reason)"
+        case .chunkNotFound(let hash): return "chunk \(hash) not found"
+        case .corruptChunk(let hash): return "chunk \(hash) is corrupt"
+        case .invalidRequest(let reason): return "invalid request: \(reason)"
+        }
+    }
+}
