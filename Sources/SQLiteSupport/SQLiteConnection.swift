@@ -9,6 +9,15 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
     public var description: String { "database error \(code): \(message)" }
+
+    /// SQLite's primary result code (the low byte of an extended one).
+    package var primaryCode: Int32 { code & 0xff }
+    /// Another connection held the lock past the busy timeout (`SQLITE_BUSY`, `SQLITE_LOCKED`).
+    package var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
+    /// The database file could not be opened (`SQLITE_CANTOPEN`): missing, or its directory is gone.
+    package var isCannotOpen: Bool { primaryCode == SQLITE_CANTOPEN }
+    /// The disk failed under SQLite (`SQLITE_IOERR`).
+    package var isIOError: Bool { primaryCode == SQLITE_IOERR }
 }
 
 /// One SQLite connection: prepared statements cached by SQL text, explicit transactions.
@@ -19,10 +28,11 @@ package final class SQLiteConnection {
     private let db: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
 
-    /// Opens (creating if needed) the database at `path`; `":memory:"` gives a private in-memory one.
-    package init(path: String) throws(SQLiteError) {
+    /// Opens the database at `path`, creating it if needed unless `create` is false (then a
+    /// missing file is an error); `":memory:"` gives a private in-memory one.
+    package init(path: String, create: Bool = true) throws(SQLiteError) {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
         guard rc == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
