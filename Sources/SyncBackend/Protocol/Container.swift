@@ -10,8 +10,11 @@
 ///   (version 0 until its first commit) and cannot be deleted. Every commit is an atomic
 ///   compare-and-swap against `baseVersion`; it succeeds only if the parent is a live directory,
 ///   the name is free among the parent's live children, no cycle results, a directory being
-///   deleted has no live children, and every chunk of the manifest is stored. Otherwise the
-///   outcome says which rule failed and nothing changed.
+///   deleted (or turned into a file or symlink) has no live children, and every chunk of the
+///   manifest is stored. These are checked in this order, after the base version; the outcome
+///   names the first rule that failed and nothing changed. A request that breaks the rules of
+///   `EntryState` and `CommitRequest` themselves (a bad name, a root with a parent, deleting the
+///   root or an entry that is not live) throws `invalidRequest`.
 /// - **Versions** are container-wide and strictly increasing; each commit takes the next one.
 /// - **The change feed** lists, after a cursor, the newest version of every entry committed after
 ///   it, in commit order (tombstones included). `waitForChanges` returns as soon as there is
@@ -40,6 +43,7 @@ public protocol Container: Sendable {
     /// Up to `limit` changes after `cursor`.
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch
 
-    /// Returns true as soon as a change after `cursor` exists, false once `timeout` passed without one.
+    /// Returns true as soon as a change after `cursor` exists, false once `timeout` passed without one
+    /// (or when the calling task is cancelled).
     func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool
 }

@@ -16,7 +16,7 @@ public struct EntryState: Equatable, Sendable, Codable {
     public var size: Int64
     /// `user.` extended attributes, name → value.
     public var xattrs: [String: [UInt8]]
-    /// Symlinks only.
+    /// Symlinks only, and always for them.
     public var symlinkTarget: [UInt8]?
     /// Files only: the content as ordered chunks.
     public var manifest: [ChunkRef]
@@ -64,6 +64,7 @@ public struct RemoteEntry: Equatable, Sendable, Codable {
 public struct CommitRequest: Equatable, Sendable, Codable {
     public enum Change: Equatable, Sendable, Codable {
         case put(EntryState)
+        /// Leaves a tombstone. Only a live entry can be deleted (else `invalidRequest`).
         case delete
     }
 
@@ -93,7 +94,7 @@ public enum CommitOutcome: Equatable, Sendable, Codable {
     case nameTaken(by: RemoteEntry)
     /// The parent does not exist, is deleted, or is not a directory.
     case parentMissing
-    /// A directory that still has live children cannot be deleted.
+    /// A directory that still has live children cannot be deleted, nor become a file or symlink.
     case directoryNotEmpty
     /// The move would put a directory inside itself.
     case wouldCreateCycle
