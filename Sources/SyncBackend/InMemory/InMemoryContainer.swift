@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+
+/// A container held in memory, for tests: the reference implementation of the `Container`
+/// contract (the same commit rules as every container, `CommitRules`), with nothing persisted.
+///
+/// All state sits behind one `Mutex`; every call takes it once, briefly, and never across a
+/// suspension. `waitForChanges` suspends on a `ChangeNotifier` that `commit` wakes directly, so a
+/// waiter returns as soon as a commit lands (no polling).
+public final class InMemoryContainer: Container {
+    private struct State {
+        var entries: [FileID: RemoteEntry] = [:]
+        var chunks: [ChunkHash: EncodedChunk] = [:]
+        /// The latest version handed out (0 before the first commit).
+        var version: EntryVersion = 0
+    }
+
+    public let containerID: String
+    private let state = Mutex(State())
+    private let notifier = ChangeNotifier()
+
+    public init(containerID: String = UUID().uuidString.lowercased()) {
+        self.containerID = containerID
+    }
+
+    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        state.withLock { state in hashes.filter { state.chunks[$0] == nil } }
+    }
+
+    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        try ChunkValidation.check(chunk)
+        state.withLock { state in
+            if state.chunks[chunk.hash] == nil { state.chunks[chunk.hash] = chunk }
+        }
+    }
+
+    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        guard let chunk = state.withLock({ $0.chunks[hash] }) else { throw .chunkNotFound(hash) }
+        return chunk
+    }
+
+    public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        state.withLock { state in state.entries[id] ?? (id == .root ? CommitRules.implicitRoot : nil) }
+    }
+
+    public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        let outcome = try state.withLock { (state: inout State) throws(ContainerProtocolError) -> CommitOutcome in
+            switch try CommitRules.decide(request, in: Lookup(state: state)) {
+            case .refuse(let outcome):
+                return outcome
+            case .apply(let isDeleted, let entryState):
+                state.version += 1
+                let entry = RemoteEntry(
+                    id: request.id, version: state.version, isDeleted: isDeleted, device: request.device,
+                    state: entryState)
+                state.entries[request.id] = entry
+                return .committed(entry)
+            }
+        }
+        if case .committed = outcome { notifier.notify() }
+        return outcome
+    }
+
+    public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        let limit = try FeedPosition.pageSize(limit)
+        let after = try FeedPosition.version(of: cursor)
+        let fetched = state.withLock { state in
+            state.entries.values.filter { $0.version > after }.sorted { $0.version < $1.version }.prefix(limit + 1)
+        }
+        return FeedPosition.batch(Array(fetched), limit: limit, after: cursor)
+    }
+
+    public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
+        -> Bool
+    {
+        let after = try FeedPosition.version(of: cursor)
+        let deadline = ChangeNotifier.deadline(after: timeout)
+        while true {
+            let seen = notifier.generation
+            if state.withLock({ $0.version }) > after { return true }
+            let now = ContinuousClock.now
+            if now >= deadline || Task.isCancelled { return false }
+            await notifier.wait(since: seen, timeout: deadline - now)
+        }
+    }
+
+    /// The commit rules' view of the state, inside the lock.
+    private struct Lookup: CommitLookup {
+        let state: State
+
+        func storedEntry(_ id: FileID) -> RemoteEntry? { state.entries[id] }
+
+        func liveChild(of parent: FileID, named name: [UInt8]) -> RemoteEntry? {
+            state.entries.values.first { !$0.isDeleted && $0.state.parent == parent && $0.state.name == name }
+        }
+
+        func hasLiveChildren(_ directory: FileID) -> Bool {
+            state.entries.values.contains { !$0.isDeleted && $0.state.parent == directory }
+        }
+
+        func missingChunks(_ hashes: [ChunkHash]) -> [ChunkHash] { hashes.filter { state.chunks[$0] == nil } }
+    }
+}

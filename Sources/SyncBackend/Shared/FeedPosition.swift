@@ -1,0 +1,33 @@
+/// The change-feed cursor of the containers in this library: the decimal version of the last
+/// change the client has seen; the empty token (`FeedCursor.beginning`) is version 0.
+///
+/// Clients must treat the token as opaque; only the containers read it.
+enum FeedPosition {
+    /// The version a cursor stands for. A token that is not one of ours is an `invalidRequest`.
+    static func version(of cursor: FeedCursor) throws(ContainerProtocolError) -> EntryVersion {
+        if cursor.token.isEmpty { return 0 }
+        guard let version = EntryVersion(cursor.token), String(version) == cursor.token, version <= Int64.max else {
+            throw .invalidRequest("\"\(cursor.token)\" is not a cursor of this container")
+        }
+        return version
+    }
+
+    static func cursor(at version: EntryVersion) -> FeedCursor { FeedCursor(token: String(version)) }
+
+    /// The batch for rows `fetched` (ordered by version, at most `limit + 1` of them, all after
+    /// `cursor`): the first `limit`, the cursor after the last of them, and whether more exist.
+    static func batch(_ fetched: [RemoteEntry], limit: Int, after cursor: FeedCursor) -> ChangeBatch {
+        let page = Array(fetched.prefix(limit))
+        let next = page.last.map { Self.cursor(at: $0.version) } ?? cursor
+        return ChangeBatch(entries: page, cursor: next, moreComing: fetched.count > limit)
+    }
+
+    /// The most entries one batch carries, whatever the limit asked ("up to `limit`").
+    static let largestPage = 10_000
+
+    /// The page size for `limit`: positive (else `invalidRequest`), at most `largestPage`.
+    static func pageSize(_ limit: Int) throws(ContainerProtocolError) -> Int {
+        guard limit > 0 else { throw .invalidRequest("the change feed limit must be positive, not \(limit)") }
+        return min(limit, largestPage)
+    }
+}

@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import SyncBackend
+
+/// The container implementations every conformance test runs against.
+enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case inMemory
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh, empty container of one kind; a local one lives in a temporary directory that
+/// `remove()` deletes (call it in a `defer`, which also keeps the fixture alive to the end).
+final class ContainerFixture: Sendable {
+    let container: any Container
+    let directory: String?
+
+    init(_ kind: ContainerKind) throws {
+        switch kind {
+        case .inMemory:
+            container = InMemoryContainer()
+            directory = nil
+        }
+    }
+
+    func remove() {
+        if let directory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+}
+
+/// A new empty directory under the system's temporary directory.
+func makeTemporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "syncbackend-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// A raw (uncompressed) chunk of `bytes`, hashed as a client would.
+func rawChunk(_ bytes: [UInt8]) -> EncodedChunk {
+    EncodedChunk(hash: sha256(bytes), encoding: .raw, plainLength: bytes.count, payload: bytes)
+}
+
+func rawChunk(_ text: String) -> EncodedChunk { rawChunk(Array(text.utf8)) }
+
+func sha256(_ bytes: [UInt8]) -> ChunkHash {
+    ChunkHash(bytes: Array(SHA256.hash(data: bytes)))!
+}
+
+func directoryState(_ name: String, in parent: FileID = .root, mode: UInt32 = 0o755) -> EntryState {
+    EntryState(parent: parent, name: Array(name.utf8), kind: .directory, mode: mode, mtime: 1_000, size: 0)
+}
+
+func fileState(_ name: String, in parent: FileID = .root, chunks: [EncodedChunk] = []) -> EntryState {
+    EntryState(
+        parent: parent, name: Array(name.utf8), kind: .file, mode: 0o644, mtime: 2_000,
+        size: chunks.reduce(0) { $0 + Int64($1.plainLength) },
+        xattrs: ["user.tag": [1, 2, 3]],
+        manifest: chunks.map { ChunkRef(hash: $0.hash, length: Int64($0.plainLength)) })
+}
+
+func symlinkState(_ name: String, in parent: FileID = .root, target: String) -> EntryState {
+    EntryState(
+        parent: parent, name: Array(name.utf8), kind: .symlink, mode: 0o777, mtime: 3_000, size: 0,
+        symlinkTarget: Array(target.utf8))
+}
+
+/// A failure injected or expected in tests, as a `Comment`-friendly description.
+struct UnexpectedOutcome: Error, CustomStringConvertible {
+    let outcome: CommitOutcome
+    var description: String { "unexpected commit outcome: \(outcome)" }
+}
+
+extension Container {
+    /// Commits a put and returns its outcome.
+    func put(
+        _ id: FileID, base: EntryVersion, _ state: EntryState, device: String = "device-a"
+    ) async throws -> CommitOutcome {
+        try await commit(CommitRequest(id: id, baseVersion: base, change: .put(state), device: device))
+    }
+
+    func delete(_ id: FileID, base: EntryVersion, device: String = "device-a") async throws -> CommitOutcome {
+        try await commit(CommitRequest(id: id, baseVersion: base, change: .delete, device: device))
+    }
+
+    /// Commits a put that must succeed; returns the committed entry.
+    @discardableResult
+    func mustPut(_ id: FileID, base: EntryVersion, _ state: EntryState) async throws -> RemoteEntry {
+        let outcome = try await put(id, base: base, state)
+        guard case .committed(let entry) = outcome else { throw UnexpectedOutcome(outcome: outcome) }
+        return entry
+    }
+
+    /// Commits a delete that must succeed; returns the tombstone.
+    @discardableResult
+    func mustDelete(_ id: FileID, base: EntryVersion) async throws -> RemoteEntry {
+        let outcome = try await delete(id, base: base)
+        guard case .committed(let entry) = outcome else { throw UnexpectedOutcome(outcome: outcome) }
+        return entry
+    }
+
+    /// The cursor after everything committed so far.
+    func currentCursor() async throws -> FeedCursor {
+        var cursor = FeedCursor.beginning
+        while true {
+            let batch = try await changes(after: cursor, limit: 1_000)
+            cursor = batch.cursor
+            if !batch.moreComing { return cursor }
+        }
+    }
+}
+
+/// The error `body` throws, if it is a `ContainerProtocolError`.
+func protocolError(_ body: () async throws -> Void) async -> ContainerProtocolError? {
+    do {
+        try await body()
+        return nil
+    } catch {
+        return error as? ContainerProtocolError
+    }
+}
+
+extension ContainerProtocolError {
+    var isInvalidRequest: Bool {
+        if case .invalidRequest = self { return true }
+        return false
+    }
+
+    var isUnavailable: Bool {
+        if case .unavailable = self { return true }
+        return false
+    }
+}
+
+/// Milliseconds since `start`.
+func milliseconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+}
