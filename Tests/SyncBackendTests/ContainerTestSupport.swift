@@ -7,6 +7,7 @@ import Testing
 /// The container implementations every conformance test runs against.
 enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case inMemory
+    case local
 
     var testDescription: String { rawValue }
 }
@@ -22,6 +23,10 @@ final class ContainerFixture: Sendable {
         case .inMemory:
             container = InMemoryContainer()
             directory = nil
+        case .local:
+            let directory = try makeTemporaryDirectory()
+            self.directory = directory
+            container = try LocalContainer.openOrCreate(at: directory + "/container")
         }
     }
 

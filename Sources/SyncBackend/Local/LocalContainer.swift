@@ -1,79 +1,106 @@
 import Foundation
 
-/// Why a container path cannot be used.
-public enum ContainerError: Error, CustomStringConvertible, Sendable {
-    /// The path exists but is not a SyncFS container (a file, or a non-empty foreign directory).
-    case notAContainer(String)
-    /// The container was made by a newer SyncFS.
-    case unsupportedFormat(String)
-    case cannotCreate(String)
-
-    public var description: String {
-        switch self {
-        case .notAContainer(let reason), .unsupportedFormat(let reason), .cannotCreate(let reason): return reason
-        }
-    }
-}
-
-/// The embedded default container: a local directory, marked by `syncfs-container.json`.
+/// The embedded default container: a local directory, shared by every process that opens it
+/// (two mounts on one machine follow each other through it).
 ///
-/// In this release the container is created and recorded only; the sync engine stores entries
-/// and chunks in it next. The marker holds the format version and a random container ID, which
-/// every mount records so a state directory is never used with another container.
-public struct LocalContainer: Sendable {
-    public static let markerName = "syncfs-container.json"
-    public static let formatVersion = 1
+/// Layout and formats: `LocalLayout`, doc/FORMATS.md "Local container". Entries and the version
+/// counter live in `container.db` (`LocalEntryStore`), chunks in files (`LocalChunkStore`), and
+/// commits are pushed to other processes through `changes.signal` (`LocalChangeSignal`).
+///
+/// Each instance has its own SQLite connection and its own inotify watch, as a separate process
+/// would. Every operation first checks that the marker is still there (`unavailable` if not: an
+/// unplugged disk is not an empty container), then does its blocking work on a Dispatch thread;
+/// no lock is held across a suspension.
+///
+/// Beyond the `Container` contract: a chunk file whose payload was damaged on disk is returned as
+/// stored (the reader's decoder detects it); one whose header is damaged is `corruptChunk`.
+public final class LocalContainer: Container {
+    public static let markerName = LocalLayout.markerName
+    /// 1: the marker only (the first release). 2: `container.db`, `chunks/`, `changes.signal`.
+    public static let formatVersion = 2
+    /// How often a waiter re-reads the version counter even without a signal.
+    static let safetyRecheck: Duration = .seconds(1)
 
+    /// The container directory.
     public let path: String
+    /// The container ID from the marker.
     public let id: String
+    public var containerID: String { id }
 
-    private struct Marker: Codable {
-        var format: Int
-        var id: String
+    let layout: LocalLayout
+    let entries: LocalEntryStore
+    let chunks: LocalChunkStore
+    let signal: LocalChangeSignal
+
+    init(layout: LocalLayout, id: String, entries: LocalEntryStore) {
+        self.path = layout.root
+        self.id = id
+        self.layout = layout
+        self.entries = entries
+        self.chunks = LocalChunkStore(layout: layout)
+        self.signal = LocalChangeSignal(path: layout.signalPath)
     }
 
-    /// Opens the container at `path`, creating it when the path is missing or an empty directory.
-    public static func openOrCreate(at path: String) throws(ContainerError) -> LocalContainer {
-        let files = FileManager.default
-        var isDirectory: ObjCBool = false
-        let markerPath = path + "/" + markerName
-        if files.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw .notAContainer("\(path) is a file, not a container directory")
-            }
-            if files.fileExists(atPath: markerPath) {
-                return try open(path: path, markerPath: markerPath)
-            }
-            let contents = (try? files.contentsOfDirectory(atPath: path)) ?? []
-            guard contents.isEmpty else {
-                throw .notAContainer(
-                    "\(path) is not empty and is not a SyncFS container (no \(markerName)); choose an empty or new directory"
-                )
-            }
-        }
-        do {
-            try files.createDirectory(atPath: path, withIntermediateDirectories: true)
-            let marker = Marker(format: formatVersion, id: UUID().uuidString.lowercased())
-            let data = try JSONEncoder().encode(marker)
-            let temporary = markerPath + ".tmp"
-            try data.write(to: URL(fileURLWithPath: temporary), options: .atomic)
-            try files.moveItem(atPath: temporary, toPath: markerPath)
-            return LocalContainer(path: path, id: marker.id)
-        } catch {
-            throw .cannotCreate("cannot create the container at \(path): \(error.localizedDescription)")
+    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        try await LocalFileIO.offload { [layout, chunks] () throws(ContainerProtocolError) in
+            try layout.checkReachable()
+            return try chunks.missing(hashes)
         }
     }
 
-    private static func open(path: String, markerPath: String) throws(ContainerError) -> LocalContainer {
-        guard let data = FileManager.default.contents(atPath: markerPath),
-            let marker = try? JSONDecoder().decode(Marker.self, from: data)
-        else {
-            throw .notAContainer("\(markerPath) is not a valid container marker")
+    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        try ChunkValidation.check(chunk)
+        try await LocalFileIO.offload { [layout, chunks] () throws(ContainerProtocolError) in
+            try layout.checkReachable()
+            try chunks.store(chunk)
         }
-        guard marker.format <= formatVersion else {
-            throw .unsupportedFormat(
-                "\(path) has container format \(marker.format); this syncfs-mount reads format \(formatVersion)")
+    }
+
+    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        try await LocalFileIO.offload { [layout, chunks] () throws(ContainerProtocolError) in
+            try layout.checkReachable()
+            return try chunks.load(hash)
         }
-        return LocalContainer(path: path, id: marker.id)
+    }
+
+    public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        try await LocalFileIO.offload { [entries] () throws(ContainerProtocolError) in
+            try entries.entry(id) ?? (id == .root ? CommitRules.implicitRoot : nil)
+        }
+    }
+
+    public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        try await LocalFileIO.offload { [entries, chunks, signal] () throws(ContainerProtocolError) in
+            let outcome = try entries.commit(request, chunks: chunks)
+            if case .committed = outcome { signal.post() }
+            return outcome
+        }
+    }
+
+    public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        let limit = try FeedPosition.pageSize(limit)
+        let after = try FeedPosition.version(of: cursor)
+        let fetched = try await LocalFileIO.offload { [entries] () throws(ContainerProtocolError) in
+            try entries.entries(after: after, limit: limit)
+        }
+        return FeedPosition.batch(fetched, limit: limit, after: cursor)
+    }
+
+    public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
+        -> Bool
+    {
+        let after = try FeedPosition.version(of: cursor)
+        signal.startWatching()
+        let deadline = ChangeNotifier.deadline(after: timeout)
+        while true {
+            let seen = signal.notifier.generation
+            let latest = try await LocalFileIO.offload { [entries] () throws(ContainerProtocolError) in
+                try entries.latestVersion()
+            }
+            if latest > after { return true }
+            let now = ContinuousClock.now
+            if now >= deadline || Task.isCancelled { return false }
+            await signal.notifier.wait(since: seen, timeout: min(deadline - now, Self.safetyRecheck))
+        }
     }
 }
