@@ -1,0 +1,104 @@
+import Testing
+
+@testable import SyncBackend
+
+@Suite("FaultInjectingContainer")
+struct FaultInjectingContainerTests {
+    @Test func anOutageFailsEverythingUntilItEnds() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        let chunk = rawChunk("c")
+        faulty.startOutage()
+        let calls: [() async throws -> Void] = [
+            { _ = try await faulty.missingChunks([chunk.hash]) },
+            { try await faulty.putChunk(chunk) },
+            { _ = try await faulty.chunk(chunk.hash) },
+            { _ = try await faulty.entry(.root) },
+            { _ = try await faulty.put(.random(), base: 0, directoryState("d")) },
+            { _ = try await faulty.changes(after: .beginning, limit: 1) },
+            { _ = try await faulty.waitForChanges(after: .beginning, timeout: .seconds(1)) },
+        ]
+        for call in calls {
+            let error = await protocolError(call)
+            #expect(error?.isUnavailable == true && error?.isRetryable == true)
+        }
+        #expect(try await faulty.base.changes(after: .beginning, limit: 1).entries.isEmpty)  // nothing forwarded
+
+        faulty.endOutage()
+        try await faulty.putChunk(chunk)
+        try await faulty.mustPut(.random(), base: 0, fileState("f", chunks: [chunk]))
+        for operation in FaultInjectingContainer.Operation.allCases {
+            #expect(faulty.callCount(operation) == (operation == .putChunk || operation == .commit ? 2 : 1))
+        }
+    }
+
+    @Test func queuedFailuresHitOnlyTheNextCalls() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        faulty.failNext(2, .entry, with: .storageFailure("disk full"))
+        #expect(await protocolError { _ = try await faulty.entry(.root) } == .storageFailure("disk full"))
+        #expect(await protocolError { _ = try await faulty.entry(.root) } == .storageFailure("disk full"))
+        #expect(try await faulty.entry(.root)?.version == 0)
+        #expect(faulty.callCount(.entry) == 3)
+    }
+
+    @Test func delaysSlowCallsDown() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        faulty.delay(.entry, by: .milliseconds(150))
+        let start = ContinuousClock.now
+        _ = try await faulty.entry(.root)
+        #expect(ContinuousClock.now - start >= .milliseconds(150))
+        faulty.delay(.entry, by: nil)
+    }
+
+    /// The answer of a commit is lost after the container applied it. The client retries with
+    /// the same base and gets `versionConflict` whose current entry is exactly what it sent (its
+    /// state and its device): that is how a client recognises its own lost commit.
+    @Test(arguments: ContainerKind.allCases)
+    func aLostCommitAnswerIsRecognisedOnRetry(kind: ContainerKind) async throws {
+        let fixture = try ContainerFixture(kind)
+        defer { fixture.remove() }
+        let faulty = FaultInjectingContainer(fixture.container)
+        let id = FileID.random()
+        let state = directoryState("mine")
+        faulty.loseNextCommitAnswers()
+        #expect(
+            await protocolError { _ = try await faulty.put(id, base: 0, state, device: "me") }?.isUnavailable == true)
+
+        let stored = try #require(try await faulty.entry(id))
+        #expect(stored.state == state)
+        let retry = try await faulty.put(id, base: 0, state, device: "me")
+        guard case .versionConflict(let current?) = retry else {
+            Issue.record("expected a version conflict, got \(retry)")
+            return
+        }
+        #expect(current.state == state && current.device == "me" && !current.isDeleted)
+    }
+
+    @Test(arguments: ContainerKind.allCases)
+    func aPartialChunkWriteLeavesNothingVisible(kind: ContainerKind) async throws {
+        let fixture = try ContainerFixture(kind)
+        defer { fixture.remove() }
+        let faulty = FaultInjectingContainer(fixture.container)
+        let chunk = rawChunk("half written")
+        faulty.failNextPutChunksAsPartialWrites()
+        let error = await protocolError { try await faulty.putChunk(chunk) }
+        #expect(error?.isRetryable == true)
+        #expect(try await faulty.missingChunks([chunk.hash]) == [chunk.hash])
+        #expect(await protocolError { _ = try await faulty.chunk(chunk.hash) } == .chunkNotFound(chunk.hash))
+        #expect(
+            try await faulty.put(.random(), base: 0, fileState("f", chunks: [chunk])) == .chunksMissing([chunk.hash]))
+
+        try await faulty.putChunk(chunk)
+        #expect(try await faulty.chunk(chunk.hash) == chunk)
+    }
+
+    @Test func aCorruptedDownloadDoesNotMatchItsHash() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        let chunk = rawChunk("pristine bytes")
+        try await faulty.putChunk(chunk)
+        faulty.corruptNextChunkPayloads()
+        let corrupted = try await faulty.chunk(chunk.hash)
+        #expect(corrupted.payload != chunk.payload)
+        #expect(sha256(corrupted.payload) != chunk.hash)
+        #expect(try await faulty.chunk(chunk.hash) == chunk)
+    }
+}
