@@ -39,22 +39,34 @@ struct MountCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(help: "Milliseconds a changed file must stay closed and unchanged before it is uploaded.")
+    var uploadDelay: Int = 100
+
+    @Option(help: "zlib level for uploaded chunks, 0 (store) to 9 (smallest).")
+    var compressionLevel: Int = 1
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
         }
         if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
+        guard (0...3_600_000).contains(uploadDelay) else {
+            throw ValidationError("--upload-delay must be between 0 and 3600000 milliseconds")
+        }
+        guard (0...9).contains(compressionLevel) else { throw ValidationError("--compression-level must be 0...9") }
     }
 
     func run() throws {
-        let configuration = MountConfiguration(
+        var configuration = MountConfiguration(
             container: absolutePath(container), mountpoint: absolutePath(mountpoint),
             stateDirectory: absolutePath(
                 stateDir
                     ?? StateDirectory.defaultPath(
                         container: absolutePath(container), mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
+        configuration.uploadDelayMilliseconds = uploadDelay
+        configuration.compressionLevel = Int32(compressionLevel)
         if foreground {
             try runForeground(configuration)
         } else {
@@ -88,7 +100,8 @@ struct MountCommand: ParsableCommand {
         let logOffset = (try? FileManager.default.attributesOfItem(atPath: state.logPath)[.size] as? Int) ?? 0
         let arguments = [
             "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
-            "--foreground", "--log-level", logLevel,
+            "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
+            "--compression-level", String(compressionLevel),
         ]
         let daemon: DaemonProcess
         do {

@@ -5,15 +5,23 @@ import SyncFS
 struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unmount",
-        abstract: "Unmount a SyncFS folder and wait until its daemon has committed its state.",
-        discussion: "Fails with exit code 75 while files are open in the folder."
+        abstract: "Upload what is queued, unmount a SyncFS folder and wait until its daemon has committed its state.",
+        discussion: """
+            First waits for the upload queue with a progress line; if the container stays             unreachable for --sync-timeout seconds it says so and unmounts anyway, keeping the             queue for the next mount. Fails with exit code 75 while files are open in the folder.
+            """
     )
 
     @Argument(help: "The mount point to unmount.")
     var mountpoint: String
 
+    @Option(help: "Seconds to wait for uploads to make progress before unmounting with changes still queued.")
+    var syncTimeout: Double = 30
+
     func run() throws {
         let path = absolutePath(mountpoint)
+        if case .stalled(let status) = SyncWaiter.drain(mountpoint: path, timeout: syncTimeout, progress: true) {
+            printError("syncfs-mount: \(SyncWaiter.stallMessage(status)) for the next mount")
+        }
         do {
             try MountDaemon.unmount(path)
         } catch {

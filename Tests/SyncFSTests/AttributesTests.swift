@@ -172,5 +172,6 @@ final class InvalidationLog: KernelCacheInvalidating {
     private let state = Mutex<[InodeNumber]>([])
     func attributesChanged(_ ino: InodeNumber) { state.withLock { $0.append(ino) } }
     func writeBackPages(_ ino: InodeNumber) {}
+    func entryChanged(parent: InodeNumber, name: FileName) {}
     var inodes: [InodeNumber] { state.withLock { $0 } }
 }

@@ -43,20 +43,25 @@ struct RenameTests {
         let fixture = try FileSystemFixture()
         let source = try fixture.makeFile("a", contents: bytes("A"))
         let target = try fixture.makeFile("b", contents: bytes("BB"))
-        let sourceID = fixture.fileID(of: source)
+        let sourceCache = try #require(fixture.cacheFilePath(of: source))
+        let targetID = fixture.fileID(of: target)
         let targetCache = try #require(fixture.cacheFilePath(of: target))
         try rename(fixture, "a", to: "b")
         let now = try fixture.fs.lookup(parent: .root, name: FileName("b")).attributes
         #expect(now.ino == source)
         #expect(now.size == 1)
-        #expect(fixture.fileID(of: source) == sourceID)
+        // Save-by-rename: the never-synced replacement takes over the replaced file's identity.
+        #expect(fixture.fileID(of: source) == targetID)
+        #expect(fixture.cacheContents(of: source) == bytes("A"))
+        #expect(fixture.cacheFilePath(of: source) == targetCache)
         #expect(try fixture.childNames() == ["b"])
         // The replaced file lives on while the kernel refers to it (its create counted once).
         #expect(try fixture.fs.getattr(target).nlink == 0)
         fixture.fs.forget(target, count: 1)
         #expect(!fixture.isLoaded(target))
         try fixture.fs.fsyncdir()
-        #expect(access(targetCache, F_OK) != 0, "the replaced file's cache file is removed")
+        #expect(access(sourceCache, F_OK) != 0, "the replacement's old cache path is gone")
+        #expect(access(targetCache, F_OK) == 0, "the identity's cache file holds the new content")
     }
 
     @Test func renameOverAnEmptyDirectoryReplacesIt() throws {

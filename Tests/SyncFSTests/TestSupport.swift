@@ -33,19 +33,23 @@ final class FileSystemFixture {
     var databasePath: String { directory.path + "/state.db" }
     var cachePath: String { directory.path + "/cache" }
 
-    init() throws {
-        fileSystem = try Self.open(directory.path)
+    let uploadPolicy: UploadQueue.Policy
+
+    init(uploadPolicy: UploadQueue.Policy = .standard) throws {
+        self.uploadPolicy = uploadPolicy
+        fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy)
     }
 
     deinit {
         if !isShutDown { try? fileSystem.shutDown() }
     }
 
-    static func open(_ statePath: String) throws -> SyncFileSystem {
+    static func open(_ statePath: String, uploadPolicy: UploadQueue.Policy = .standard) throws -> SyncFileSystem {
         let store = try MetadataStore(path: statePath + "/state.db")
         let cache = try ContentCache(directory: statePath + "/cache")
         return try SyncFileSystem(
-            store: store, cache: cache, statePath: statePath, logger: .init(label: "syncfs-tests"))
+            store: store, cache: cache, statePath: statePath, logger: .init(label: "syncfs-tests"),
+            uploadPolicy: uploadPolicy)
     }
 
     /// Commits and closes the current file system (as at unmount); `body` may then change the
@@ -53,7 +57,7 @@ final class FileSystemFixture {
     func reopen(afterShutDown body: () throws -> Void = {}) throws {
         try shutDown()
         try body()
-        fileSystem = try Self.open(directory.path)
+        fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy)
         isShutDown = false
     }
 

@@ -46,6 +46,36 @@ public struct ContentCache: Sendable {
         if mkdir(path, 0o700) != 0 && errno != EEXIST { throw .fromErrno() }
     }
 
+    /// Where downloads are assembled before they are renamed into place (emptied at mount).
+    public var temporaryDirectory: String { directory + "/tmp" }
+
+    /// A fresh path in the temporary directory (created on first use).
+    public func temporaryPath() -> String {
+        _ = mkdir(temporaryDirectory, 0o700)
+        return temporaryDirectory + "/" + FileID.random().hex
+    }
+
+    /// Moves a complete temporary file into place as `id`'s cache file, atomically replacing
+    /// any previous one (open descriptors of the old one keep its content).
+    public func install(_ temporary: String, as id: FileID) throws(FSError) {
+        if rename(temporary, path(for: id)) == 0 { return }
+        guard errno == ENOENT else { throw .fromErrno() }
+        try makeShard(of: id)
+        if rename(temporary, path(for: id)) != 0 { throw .fromErrno() }
+    }
+
+    /// Deletes every temporary file (left by a download a crash interrupted).
+    public func removeTemporaryFiles() {
+        guard let dir = opendir(temporaryDirectory) else { return }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { unlink(temporaryDirectory + "/" + name) }
+        }
+    }
+
     public func path(for id: FileID) -> String {
         directory + "/" + id.hex.prefix(2) + "/" + id.hex
     }

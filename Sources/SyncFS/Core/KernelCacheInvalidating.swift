@@ -12,4 +12,7 @@ public protocol KernelCacheInvalidating: Sendable {
     /// cache file holds every byte written. Blocks until the write-back has reached the daemon,
     /// which other worker threads serve.
     func writeBackPages(_ ino: InodeNumber)
+
+    /// The name in the directory was added, removed or now points elsewhere.
+    func entryChanged(parent: InodeNumber, name: FileName)
 }

@@ -1,3 +1,5 @@
+import SyncBackend
+
 /// The live tree: every node by inode number, and the kernel's references to them.
 ///
 /// Lives inside `SyncFileSystem`'s one lock. Nodes that are unlinked but still referenced (by the
@@ -5,8 +7,12 @@
 /// drop to zero; then `releaseIfUnused` removes them and asks for their cache file to go.
 struct Namespace {
     var nodes: [InodeNumber: Node] = [:]
+    /// Every node by file ID (unlinked nodes included until they are released).
+    var byFileID: [FileID: InodeNumber] = [:]
     var inodes: InodeTable
     var nextIno: UInt64
+    /// What each synced entry last agreed with the container (see `SyncBase`).
+    var bases: [FileID: SyncBase] = [:]
 
     init(generation: UInt64, nextIno: UInt64) {
         inodes = InodeTable(generation: generation)
@@ -44,6 +50,12 @@ struct Namespace {
         parent.children[name] = node.ino
         if node.kind == .directory { parent.subdirectoryCount += 1 }
         nodes[node.ino] = node
+        byFileID[node.fileID] = node.ino
+    }
+
+    /// The node with this file ID, linked or not.
+    func node(withID id: FileID) -> Node? {
+        byFileID[id].flatMap { nodes[$0] }
     }
 
     /// Takes `node` out of its parent's children (its record goes on being its own).
@@ -72,6 +84,7 @@ struct Namespace {
             return nil
         }
         nodes[ino] = nil
+        if byFileID[node.fileID] == ino { byFileID[node.fileID] = nil }
         return node
     }
 }

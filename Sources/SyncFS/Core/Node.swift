@@ -9,8 +9,15 @@ import Synchronization
 /// holds the node through its open handle), and readers under the lock see their latest values.
 final class Node: @unchecked Sendable {
     let ino: InodeNumber
-    let fileID: FileID
     let kind: NodeKind
+    /// The stable identity. Changes only when a save-by-rename hands the replaced file's identity
+    /// to its replacement (`SyncFileSystem.rename`); behind its own lock because the data path
+    /// (`fsync`) reads it without the namespace lock.
+    var fileID: FileID {
+        get { identity.withLock { $0 } }
+        set { identity.withLock { $0 = newValue } }
+    }
+    private let identity: Mutex<FileID>
 
     /// `nil` for the root and for an unlinked node that the kernel or a handle still holds.
     var parent: InodeNumber?
@@ -43,6 +50,11 @@ final class Node: @unchecked Sendable {
     /// The cache file's directory entry is known to be on disk (false for a file created in this
     /// mount until its first `fsync`), so `fsync` syncs the cache directory only once per file.
     let cacheEntryDurable = Atomic<Bool>(true)
+    /// Content changes begun and finished (writes, truncates): a seqlock for the uploader, which
+    /// reads the cache file without a lock and keeps what it read only if no change began before
+    /// it finished (`ContentToken`).
+    let contentChangesStarted = Atomic<UInt64>(0)
+    let contentChangesFinished = Atomic<UInt64>(0)
     /// `mode` has setuid, or setgid with group-execute: a write by an unprivileged caller must
     /// clear them (the daemon's duty under killpriv v2). Lets the write path check without a lock.
     let hasSetIDBits: Atomic<Bool>
@@ -60,7 +72,7 @@ final class Node: @unchecked Sendable {
 
     init(record: EntryRecord, xattrs: [String: [UInt8]]) {
         ino = record.ino
-        fileID = record.fileID
+        identity = Mutex(record.fileID)
         kind = record.kind
         parent = record.parent
         name = record.name
@@ -82,6 +94,22 @@ final class Node: @unchecked Sendable {
             ino: ino, fileID: fileID, parent: parent, name: name, kind: kind, mode: mode, uid: uid, gid: gid,
             size: size.load(ordering: .relaxed), atime: atime, mtime: mtime.load(ordering: .relaxed), ctime: ctime,
             symlinkTarget: symlinkTarget)
+    }
+
+    /// Call before changing the cache file's bytes or length; pair with `endContentChange`.
+    func beginContentChange() { contentChangesStarted.add(1, ordering: .sequentiallyConsistent) }
+    func endContentChange() { contentChangesFinished.add(1, ordering: .sequentiallyConsistent) }
+
+    /// The content's state for an upload that starts now; nil while a change is in progress.
+    func contentToken() -> UInt64? {
+        let started = contentChangesStarted.load(ordering: .sequentiallyConsistent)
+        let finished = contentChangesFinished.load(ordering: .sequentiallyConsistent)
+        return started == finished ? started : nil
+    }
+
+    /// True if no content change began since `token` was taken.
+    func contentUnchanged(since token: UInt64) -> Bool {
+        contentChangesStarted.load(ordering: .sequentiallyConsistent) == token
     }
 
     /// Records that bytes up to `end` were written, at `now` if given (lock-free; the write path).

@@ -53,6 +53,7 @@ extension SyncFileSystem {
         return try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             let now = Clock.nowNanoseconds()
+            let modeBefore = node.mode
             if let mode = changes.mode { node.mode = mode & 0o7777 }
             if let uid = changes.uid { node.uid = uid }
             if let gid = changes.gid { node.gid = gid }
@@ -78,7 +79,11 @@ extension SyncFileSystem {
             case nil: break
             }
             node.ctime = changes.ctime ?? now
-            if !node.isUnlinked { recordChange(node) }
+            // Owner and atime are local; mode, size and mtime sync.
+            let syncs = node.mode != modeBefore || changes.size != nil || changes.mtime != nil
+            if !node.isUnlinked {
+                if syncs { recordLocalChange(node) } else { recordChange(node) }
+            }
             return attributes(of: node)
         }
     }
@@ -90,6 +95,8 @@ extension SyncFileSystem {
         case .symlink: throw .invalidArgument
         case .file: break
         }
+        node.beginContentChange()
+        defer { node.endContentChange() }
         if let handle {
             if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
             return

@@ -21,8 +21,7 @@ extension SyncFileSystem {
         let node = Node(record: record, xattrs: [:])
         node.cacheEntryDurable.store(kind != .file, ordering: .relaxed)
         tree.attach(node, to: directory, as: name)
-        store.entryCreated(record)
-        store.factSet("next_ino", String(tree.nextIno))
+        store.record([.upsert(record), outbox.changed(fileID), .setMeta(key: "next_ino", value: String(tree.nextIno))])
         touchDirectory(directory, now: now)
         return node
     }
@@ -55,7 +54,7 @@ extension SyncFileSystem {
         tree.detach(node)
         node.isUnlinked = true
         node.ctime = now
-        store.entryRemoved(node.ino)
+        store.record([.delete(node.ino), outbox.changed(node.fileID)])
         touchDirectory(directory, now: now)
         releaseIfUnused(node.ino, in: &tree)
     }

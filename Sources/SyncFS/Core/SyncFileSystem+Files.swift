@@ -74,7 +74,7 @@ extension SyncFileSystem {
             }
             if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
                 node.mode = Node.killingPrivileges(node.mode)
-                if !node.isUnlinked { recordChange(node) }
+                if !node.isUnlinked { recordLocalChange(node) }
             }
             return try openHandle(node, flags: flags, tree: &tree)
         }
@@ -85,7 +85,7 @@ extension SyncFileSystem {
         namespace.withLock { _ in
             node.mode = Node.killingPrivileges(node.mode)
             node.ctime = Clock.nowNanoseconds()
-            if !node.isUnlinked { recordChange(node) }
+            if !node.isUnlinked { recordLocalChange(node) }
         }
         kernelAttributesChanged(node.ino)
     }
@@ -99,6 +99,8 @@ extension SyncFileSystem {
         if handle.writable { node.openWriters += 1 }
         // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
         if flags & O_TRUNC != 0 && node.size.load(ordering: .relaxed) != 0 {
+            node.beginContentChange()
+            defer { node.endContentChange() }
             if ftruncate(descriptor, 0) != 0 {
                 close(descriptor)
                 node.openCount -= 1
@@ -109,7 +111,7 @@ extension SyncFileSystem {
             node.size.store(0, ordering: .relaxed)
             node.mtime.store(now, ordering: .relaxed)
             node.ctime = now
-            if !node.isUnlinked { recordChange(node) }
+            if !node.isUnlinked { recordLocalChange(node) }
         }
         return handle
     }
@@ -119,6 +121,8 @@ extension SyncFileSystem {
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
         caller: () -> Caller
     ) throws(FSError) -> Int {
+        beginWrite(handle)
+        defer { endWrite(handle) }
         var done = 0
         while done < count {
             let written = pwrite(handle.descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
@@ -131,6 +135,11 @@ extension SyncFileSystem {
         noteWritten(handle, offset: offset, count: count, fromPageCache: fromPageCache, caller: caller)
         return count
     }
+
+    /// Brackets a change of the handle's cache file (so an upload reading it knows); the FUSE
+    /// adapter calls these around a splice into the descriptor.
+    public func beginWrite(_ handle: OpenFile) { handle.node.beginContentChange() }
+    public func endWrite(_ handle: OpenFile) { handle.node.endContentChange() }
 
     /// Records that `count` bytes were written at `offset` into the handle's descriptor (by
     /// `write`, or by the FUSE adapter splicing straight into it). A write by an unprivileged
@@ -151,7 +160,7 @@ extension SyncFileSystem {
     public func flush(_ handle: OpenFile) {
         guard handle.wrote.exchange(false, ordering: .relaxed) else { return }
         namespace.withLock { _ in
-            if !handle.node.isUnlinked { recordChange(handle.node) }
+            if !handle.node.isUnlinked { recordLocalChange(handle.node) }
         }
     }
 
@@ -182,6 +191,8 @@ extension SyncFileSystem {
     public func fallocate(_ handle: OpenFile, mode: Int32, offset: Int64, length: Int64) throws(FSError) {
         guard mode == 0 else { throw .notSupported }
         guard offset >= 0, length > 0 else { throw .invalidArgument }
+        handle.node.beginContentChange()
+        defer { handle.node.endContentChange() }
         let rc = posix_fallocate(handle.descriptor, off_t(offset), off_t(length))
         if rc != 0 { throw .fromErrno(rc) }
         handle.wrote.store(true, ordering: .relaxed)

@@ -76,15 +76,35 @@ extension SyncFileSystem {
                 case (true, true): if !target.children.isEmpty { throw .notEmpty }
                 case (false, false): break
                 }
+                if node.kind == .file && target.kind == .file && tree.bases[node.fileID] == nil {
+                    takeIdentity(of: target, into: node, in: &tree)
+                }
                 try unlinkNode(target, from: destination, in: &tree)
             }
             tree.detach(node)
             tree.attach(node, to: destination, as: newName)
             node.ctime = now
-            recordChange(node)
+            recordLocalChange(node)
             touchDirectory(source, now: now)
             if destination.ino != source.ino { touchDirectory(destination, now: now) }
         }
+    }
+
+    /// Save-by-rename: a file never synced (an editor's temporary file) replaces a file, so it
+    /// takes over the replaced file's identity — the container sees a new version of the same
+    /// file, not a delete and a create. The replacement's cache file moves to the identity's
+    /// path (atomically replacing the old content, which open handles keep reading); the
+    /// replaced node, about to be unlinked, takes the replacement's old, now unused, identity.
+    /// Under the lock.
+    private func takeIdentity(of target: Node, into node: Node, in tree: inout Namespace) {
+        let kept = target.fileID
+        let abandoned = node.fileID
+        guard Glibc.rename(cache.path(for: abandoned), cache.path(for: kept)) == 0 else { return }
+        node.fileID = kept
+        target.fileID = abandoned
+        tree.byFileID[kept] = node.ino
+        tree.byFileID[abandoned] = target.ino
+        node.cacheEntryDurable.store(false, ordering: .relaxed)
     }
 
     /// `RENAME_EXCHANGE`: both names stay, pointing at each other's node. Both records change in
@@ -104,7 +124,9 @@ extension SyncFileSystem {
         second.ctime = now
         first.hasUnrecordedWrites.store(false, ordering: .relaxed)
         second.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        store.entriesChanged([first.record, second.record])
+        store.record([
+            .upsert(first.record), outbox.changed(first.fileID), .upsert(second.record), outbox.changed(second.fileID),
+        ])
         touchDirectory(firstParent, now: now)
         if secondParent.ino != firstParent.ino { touchDirectory(secondParent, now: now) }
     }

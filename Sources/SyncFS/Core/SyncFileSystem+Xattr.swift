@@ -44,7 +44,7 @@ extension SyncFileSystem {
             node.ctime = Clock.nowNanoseconds()
             if !node.isUnlinked {
                 store.xattrSet(node.ino, name: name, value: value)
-                recordChange(node)
+                recordLocalChange(node)
             }
         }
     }
@@ -62,7 +62,7 @@ extension SyncFileSystem {
             node.ctime = Clock.nowNanoseconds()
             if !node.isUnlinked {
                 store.xattrRemoved(node.ino, name: name)
-                recordChange(node)
+                recordLocalChange(node)
             }
         }
     }

@@ -23,6 +23,12 @@ public final class SyncFileSystem: Sendable {
     let statePath: String
     /// Empty cache files made ahead of time for `create`.
     let spares: SpareCacheFiles
+    /// Local changes waiting for upload.
+    public let outbox: Outbox
+    /// This state directory's device ID (the `device_id` fact), stamped on its commits.
+    let deviceIdentity: String
+    /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
+    public let storedFacts: [String: String]
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
 
@@ -33,6 +39,18 @@ public final class SyncFileSystem: Sendable {
         invalidator.withLock { $0 }?.attributesChanged(ino)
     }
 
+    /// Sends invalidations collected under the lock. Never call with the namespace lock held.
+    func perform(_ invalidations: [KernelInvalidation]) {
+        guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
+        for invalidation in invalidations {
+            switch invalidation {
+            case .entry(let parent, let name): kernel.entryChanged(parent: parent, name: name)
+            case .attributes(let ino): kernel.attributesChanged(ino)
+            case .content(let ino): kernel.writeBackPages(ino)
+            }
+        }
+    }
+
     /// Forwards to the kernel invalidator. Never call with the namespace lock held.
     func kernelWriteBackPages(_ ino: InodeNumber) {
         invalidator.withLock { $0 }?.writeBackPages(ino)
@@ -41,12 +59,23 @@ public final class SyncFileSystem: Sendable {
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
     /// taken from their cache files (which hold every byte written before the crash).
-    public init(store: MetadataStore, cache: ContentCache, statePath: String, logger: Logger) throws {
+    public init(
+        store: MetadataStore, cache: ContentCache, statePath: String, logger: Logger,
+        uploadPolicy: UploadQueue.Policy = .standard, clock: @escaping @Sendable () -> Int64 = Clock.nowNanoseconds
+    ) throws {
         self.store = store
         self.cache = cache
         self.statePath = statePath
         self.logger = logger
         var stored = try store.load()
+        outbox = Outbox(policy: uploadPolicy, restoring: stored.outbox, clock: clock)
+        storedFacts = stored.meta
+        if let device = stored.meta["device_id"] {
+            deviceIdentity = device
+        } else {
+            deviceIdentity = FileID.random().hex
+            store.factSet("device_id", deviceIdentity)
+        }
         let generation = UInt64(stored.meta["mount_count"].flatMap { UInt64($0) } ?? 0) + 1
         store.factSet("mount_count", String(generation))
 
@@ -63,13 +92,16 @@ public final class SyncFileSystem: Sendable {
         var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
         for record in stored.entries {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
+            tree.byFileID[record.fileID] = record.ino
         }
+        tree.bases = stored.syncBases
         let orphans = Self.linkChildren(&tree)
         if !orphans.isEmpty {
             logger.warning("removing \(orphans.count) entries that are not in the tree")
             try store.removeOrphans(orphans)
         }
-        Self.reconcileCache(&tree, cache: cache, store: store, logger: logger)
+        cache.removeTemporaryFiles()
+        Self.reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
         namespace = Mutex(tree)
         spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)
@@ -92,12 +124,15 @@ public final class SyncFileSystem: Sendable {
             }
         }
         let orphans = tree.nodes.keys.filter { !reachable.contains($0) }
-        for ino in orphans { tree.nodes[ino] = nil }
+        for ino in orphans {
+            if let node = tree.nodes[ino] { tree.byFileID[node.fileID] = nil }
+            tree.nodes[ino] = nil
+        }
         return orphans
     }
 
     private static func reconcileCache(
-        _ tree: inout Namespace, cache: ContentCache, store: MetadataStore, logger: Logger
+        _ tree: inout Namespace, cache: ContentCache, store: MetadataStore, outbox: Outbox, logger: Logger
     ) {
         var files: [FileID: Node] = [:]
         for node in tree.nodes.values where node.kind == .file { files[node.fileID] = node }
@@ -107,12 +142,14 @@ public final class SyncFileSystem: Sendable {
         for node in files.values {
             if let actual = cache.size(of: node.fileID) {
                 if actual != node.size.load(ordering: .relaxed) {
+                    // Writes the crash kept from being recorded: they are local changes to upload.
                     node.size.store(actual, ordering: .relaxed)
-                    store.entryChanged(node.record)
+                    store.record([.upsert(node.record), outbox.changed(node.fileID)])
                 }
             } else {
                 logger.warning(
                     "content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
+                // Not queued: an empty file must not replace the container's copy of it.
                 try? cache.create(node.fileID)
                 node.size.store(0, ordering: .relaxed)
                 store.entryChanged(node.record)
@@ -125,7 +162,7 @@ public final class SyncFileSystem: Sendable {
         spares.close()
         namespace.withLock { tree in
             for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {
-                if !node.isUnlinked { store.entryChanged(node.record) }
+                if !node.isUnlinked { recordLocalChange(node) }
             }
         }
         try store.close()
@@ -164,7 +201,14 @@ public final class SyncFileSystem: Sendable {
         return EntryReply(attributes: attributes(of: node), generation: tree.inodes.generation)
     }
 
-    /// Hands the store the node's current record. Under the lock.
+    /// Hands the store the node's current record and queues it for upload, in one batch. For
+    /// local changes that sync (not for remote changes being applied). Under the lock.
+    func recordLocalChange(_ node: Node) {
+        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        store.record([.upsert(node.record), outbox.changed(node.fileID)])
+    }
+
+    /// Hands the store the node's current record (a change that does not sync). Under the lock.
     func recordChange(_ node: Node) {
         node.hasUnrecordedWrites.store(false, ordering: .relaxed)
         store.entryChanged(node.record)
@@ -188,8 +232,8 @@ public final class SyncFileSystem: Sendable {
 }
 
 /// Wall-clock time in nanoseconds since the Unix epoch.
-enum Clock {
-    static func nowNanoseconds() -> Int64 {
+public enum Clock {
+    @Sendable public static func nowNanoseconds() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)

@@ -12,6 +12,10 @@ public struct MountConfiguration: Sendable {
     public var lifeline: Bool
     /// How long the kernel may cache names and attributes, in seconds.
     public var cacheTimeout: Double = 10
+    /// How long a changed file must stay closed and unchanged before it is uploaded, in ms.
+    public var uploadDelayMilliseconds: Int = 100
+    /// zlib level for uploaded chunks (0–9).
+    public var compressionLevel: Int32 = 1
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -38,6 +42,8 @@ public enum MountDaemon {
             case .cannotCreate: throw MountError(.cannotCreate, error.description)
             }
         }
+        var policy = UploadQueue.Policy.standard
+        policy.quietDelay = Int64(configuration.uploadDelayMilliseconds) * 1_000_000
         let state = StateDirectory(path: configuration.stateDirectory)
         try state.create()
         let lock = try state.lock()
@@ -56,8 +62,9 @@ public enum MountDaemon {
             store.factSet("container_id", container.id)
             store.factSet("container", container.path)
             fileSystem = try SyncFileSystem(
-                store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path, logger: logger
-            )
+                store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
+                logger: logger,
+                uploadPolicy: policy)
         } catch let error as MountError {
             throw error
         } catch {
@@ -74,15 +81,31 @@ public enum MountDaemon {
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
         session.installSignalHandlers()
+        var options = SyncEngine.Options()
+        options.compressionLevel = configuration.compressionLevel
+        let engine = SyncEngine(fileSystem: fileSystem, container: container, options: options, logger: logger)
+        engine.start()
         MountRegistry.register(mountpoint: configuration.mountpoint)
         defer { MountRegistry.unregister(mountpoint: configuration.mountpoint) }
+        let control: ControlServer?
+        do {
+            control = try ControlServer(mountpoint: configuration.mountpoint, engine: engine)
+        } catch {
+            logger.warning("no control socket (sync and status will not reach this mount): \(error)")
+            control = nil
+        }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
         logger.info("mounted \(container.path) at \(configuration.mountpoint) (state \(state.path))")
         ready()
 
         let result = session.run()
+        // The engine may still send kernel notifications: stop it before the session goes.
+        control?.close()
+        engine.stop()
         session.unmount()
-        logger.info("unmounted \(configuration.mountpoint); committing state")
+        let left = fileSystem.outbox.items.count
+        logger.info(
+            "unmounted \(configuration.mountpoint); committing state (\(left) changes stay queued for the next mount)")
         do {
             try fileSystem.shutDown()
         } catch {

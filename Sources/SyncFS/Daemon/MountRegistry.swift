@@ -13,6 +13,11 @@ public enum MountRegistry {
         directory + "/" + String(StateDirectory.stableHash(mountpoint), radix: 16) + ".pid"
     }
 
+    /// The daemon's control socket (see `ControlServer`).
+    static func socketPath(for mountpoint: String) -> String {
+        directory + "/" + String(StateDirectory.stableHash(mountpoint), radix: 16) + ".sock"
+    }
+
     public static func register(mountpoint: String) {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try? "\(getpid())\n".write(toFile: file(for: mountpoint), atomically: true, encoding: .utf8)

@@ -83,9 +83,12 @@ func fuseWriteBuf(
     destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
     destination.buf.fd = handle.descriptor
     destination.buf.pos = offset
+    let fileSystem = FuseContext.of(req).fileSystem
+    fileSystem.beginWrite(handle)
+    defer { fileSystem.endWrite(handle) }
     let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
     guard copied >= 0 else { return replyError(req, .fromErrno(Int32(-copied))) }
-    FuseContext.of(req).fileSystem.noteWritten(
+    fileSystem.noteWritten(
         handle, offset: Int64(offset), count: copied, fromPageCache: info?.pointee.writepage != 0,
         caller: { caller(req) })
     fuse_reply_write(req, copied)

@@ -163,6 +163,15 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
         _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(ino.rawValue), -1, 0)
     }
 
+    func entryChanged(parent: InodeNumber, name: FileName) {
+        name.bytes.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                _ = fuse_lowlevel_notify_inval_entry(
+                    session, fuse_ino_t(parent.rawValue), chars.baseAddress, chars.count)
+            }
+        }
+    }
+
     func writeBackPages(_ ino: InodeNumber) {
         // Invalidating the page range makes the kernel launder dirty pages (WRITE requests)
         // before dropping them.

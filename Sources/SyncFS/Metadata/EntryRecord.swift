@@ -48,6 +48,45 @@ public struct StoredState: Sendable {
     public var xattrs: [InodeNumber: [String: [UInt8]]]
     /// Key/value facts (`container`, `next_ino`, `mount_count`, …).
     public var meta: [String: String]
+    /// The container version (and its manifest) each synced entry reflects.
+    public var syncBases: [FileID: SyncBase] = [:]
+    /// Entries with local changes the container has not committed yet.
+    public var outbox: [OutboxItem] = []
+}
+
+/// What the local copy of an entry last agreed with the container: that version and its chunks.
+public struct SyncBase: Equatable, Sendable {
+    public var version: EntryVersion
+    public var manifest: [ChunkRef]
+
+    public init(version: EntryVersion, manifest: [ChunkRef]) {
+        self.version = version
+        self.manifest = manifest
+    }
+
+    /// The stored form of a manifest: per chunk, the 32 hash bytes and the length (8 bytes, LE).
+    static func encode(_ manifest: [ChunkRef]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(manifest.count * 40)
+        for ref in manifest {
+            bytes.append(contentsOf: ref.hash.bytes)
+            withUnsafeBytes(of: UInt64(ref.length).littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        return bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> [ChunkRef]? {
+        guard bytes.count % 40 == 0 else { return nil }
+        var refs: [ChunkRef] = []
+        refs.reserveCapacity(bytes.count / 40)
+        for start in stride(from: 0, to: bytes.count, by: 40) {
+            guard let hash = ChunkHash(bytes: Array(bytes[start..<start + 32])) else { return nil }
+            var length: UInt64 = 0
+            for index in 0..<8 { length |= UInt64(bytes[start + 32 + index]) << (8 * UInt64(index)) }
+            refs.append(ChunkRef(hash: hash, length: Int64(length)))
+        }
+        return refs
+    }
 }
 
 /// One change to the stored state, in the order the folder made it.
@@ -57,6 +96,11 @@ enum MetadataChange: Sendable {
     case setXattr(InodeNumber, name: String, value: [UInt8])
     case removeXattr(InodeNumber, name: String)
     case setMeta(key: String, value: String)
+    /// Inserts or replaces the entry's outbox row.
+    case outboxPut(OutboxItem)
+    case outboxRemove(FileID)
+    case syncBaseSet(FileID, SyncBase)
+    case syncBaseRemove(FileID)
 }
 
 /// A failure of the state database.

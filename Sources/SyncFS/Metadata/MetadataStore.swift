@@ -65,6 +65,10 @@ public final class MetadataStore: Sendable {
     public func xattrRemoved(_ ino: InodeNumber, name: String) { enqueue(.removeXattr(ino, name: name)) }
     public func factSet(_ key: String, _ value: String) { enqueue(.setMeta(key: key, value: value)) }
 
+    /// Several changes that must be committed together (an entry change and its outbox row, a
+    /// remote change applied with its new sync base and feed cursor): always in one batch.
+    func record(_ changes: [MetadataChange]) { enqueue(changes) }
+
     /// Runs `action` once every change recorded so far is committed.
     public func afterCommit(_ action: @escaping @Sendable () -> Void) {
         pending.withLock { $0.afterCommit.append(action) }
@@ -132,11 +136,16 @@ public final class MetadataStore: Sendable {
     static func coalesced(_ changes: [MetadataChange]) -> [MetadataChange] {
         var lastEntryChange: [InodeNumber: Int] = [:]
         var lastFact: [String: Int] = [:]
+        var lastOutbox: [FileID: Int] = [:]
+        var lastBase: [FileID: Int] = [:]
         for (index, change) in changes.enumerated() {
             switch change {
             case .upsert(let entry): lastEntryChange[entry.ino] = index
             case .delete(let ino): lastEntryChange[ino] = index
             case .setMeta(let key, _): lastFact[key] = index
+            case .outboxPut(let item): lastOutbox[item.fileID] = index
+            case .outboxRemove(let id): lastOutbox[id] = index
+            case .syncBaseSet(let id, _), .syncBaseRemove(let id): lastBase[id] = index
             case .setXattr, .removeXattr: break
             }
         }
@@ -146,6 +155,9 @@ public final class MetadataStore: Sendable {
             switch change {
             case .upsert(let entry): if lastEntryChange[entry.ino] == index { result.append(change) }
             case .setMeta(let key, _): if lastFact[key] == index { result.append(change) }
+            case .outboxPut(let item): if lastOutbox[item.fileID] == index { result.append(change) }
+            case .outboxRemove(let id): if lastOutbox[id] == index { result.append(change) }
+            case .syncBaseSet(let id, _), .syncBaseRemove(let id): if lastBase[id] == index { result.append(change) }
             case .delete, .setXattr, .removeXattr: result.append(change)
             }
         }
@@ -201,6 +213,30 @@ public final class MetadataStore: Sendable {
             let statement = try connection.statement("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)")
             statement.bind(1, key)
             statement.bind(2, value)
+            try statement.run()
+        case .outboxPut(let item):
+            let statement = try connection.statement(
+                "INSERT OR REPLACE INTO outbox (file_id, seq, generation, attempts, last_error) VALUES (?, ?, ?, ?, ?)")
+            statement.bind(1, item.fileID.hex)
+            statement.bind(2, Int64(bitPattern: item.seq))
+            statement.bind(3, Int64(bitPattern: item.generation))
+            statement.bind(4, Int64(item.attempts))
+            if let error = item.lastError { statement.bind(5, error) } else { statement.bindNull(5) }
+            try statement.run()
+        case .outboxRemove(let id):
+            let statement = try connection.statement("DELETE FROM outbox WHERE file_id = ?")
+            statement.bind(1, id.hex)
+            try statement.run()
+        case .syncBaseSet(let id, let base):
+            let statement = try connection.statement(
+                "INSERT OR REPLACE INTO sync_base (file_id, version, manifest) VALUES (?, ?, ?)")
+            statement.bind(1, id.hex)
+            statement.bind(2, Int64(bitPattern: base.version))
+            statement.bind(3, bytes: SyncBase.encode(base.manifest))
+            try statement.run()
+        case .syncBaseRemove(let id):
+            let statement = try connection.statement("DELETE FROM sync_base WHERE file_id = ?")
+            statement.bind(1, id.hex)
             try statement.run()
         }
     }
@@ -271,8 +307,29 @@ public final class MetadataStore: Sendable {
             var meta: [String: String] = [:]
             let metaRows = try connection.statement("SELECT key, value FROM meta")
             while try metaRows.step() { meta[metaRows.text(0)] = metaRows.text(1) }
+            var bases: [FileID: SyncBase] = [:]
+            let baseRows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
+            while try baseRows.step() {
+                guard let id = FileID(hex: baseRows.text(0)), let manifest = SyncBase.decode(baseRows.bytes(2) ?? [])
+                else { throw MetadataError(code: 0, message: "malformed sync_base row \(baseRows.text(0))") }
+                bases[id] = SyncBase(version: UInt64(bitPattern: baseRows.int64(1)), manifest: manifest)
+            }
+            var outbox: [OutboxItem] = []
+            let outboxRows = try connection.statement(
+                "SELECT file_id, seq, generation, attempts, last_error FROM outbox ORDER BY seq")
+            while try outboxRows.step() {
+                guard let id = FileID(hex: outboxRows.text(0)) else {
+                    throw MetadataError(code: 0, message: "malformed outbox row \(outboxRows.text(0))")
+                }
+                outbox.append(
+                    OutboxItem(
+                        fileID: id, seq: UInt64(bitPattern: outboxRows.int64(1)),
+                        generation: UInt64(bitPattern: outboxRows.int64(2)), readyAt: 0,
+                        attempts: Int(outboxRows.int64(3)),
+                        lastError: outboxRows.isNull(4) ? nil : outboxRows.text(4)))
+            }
             connection.resetAll()
-            return StoredState(entries: entries, xattrs: xattrs, meta: meta)
+            return StoredState(entries: entries, xattrs: xattrs, meta: meta, syncBases: bases, outbox: outbox)
         }
     }
 

@@ -34,7 +34,22 @@ enum Migrations {
             value BLOB NOT NULL,
             PRIMARY KEY (ino, name)
         ) WITHOUT ROWID;
+        """,
+        // 2: the sync engine — what this copy last agreed with the container, and the outbox.
         """
+        CREATE TABLE sync_base (
+            file_id TEXT PRIMARY KEY NOT NULL,  -- the entry's stable identity
+            version INTEGER NOT NULL,           -- the container version the local copy reflects
+            manifest BLOB NOT NULL              -- that version's chunks: 32-byte hash + 8-byte LE length each
+        ) WITHOUT ROWID;
+        CREATE TABLE outbox (
+            file_id TEXT PRIMARY KEY NOT NULL,  -- one row per entry with local changes not yet committed
+            seq INTEGER NOT NULL,               -- order of the entry's first pending change
+            generation INTEGER NOT NULL,        -- bumped by every later change
+            attempts INTEGER NOT NULL,          -- failed upload attempts since the last success
+            last_error TEXT                     -- why the last attempt failed
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// Applies the migrations the database has not seen yet, each in its own transaction.

@@ -1,0 +1,358 @@
+import Glibc
+import SyncBackend
+
+/// How the follower should treat one remote change (see `SyncFileSystem.planRemote`).
+public enum RemotePlan: Equatable, Sendable {
+    /// Already reflected locally (our own change coming back, or an older version).
+    case skip
+    /// The local entry has changes of its own not yet committed: the upload resolves it.
+    case localChangesPending
+    /// Cannot be applied yet (open for writing, parent missing locally, would make a cycle,
+    /// directory still holds local entries): try again later.
+    case later
+    /// The parent is not known locally: fetch and apply it first.
+    case needsParent(FileID)
+    /// Apply it; download the content first if `needsContent`.
+    case apply(needsContent: Bool)
+}
+
+extension SyncFileSystem {
+    /// Decides what to do with a remote entry, under the lock. `force` ignores local changes
+    /// (the local side gave way after a conflict).
+    public func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
+        namespace.withLock { tree in plan(entry, force: force, tree: &tree) }
+    }
+
+    private func plan(_ entry: RemoteEntry, force: Bool, tree: inout Namespace) -> RemotePlan {
+        let base = tree.bases[entry.id]
+        if !force, let base, base.version >= entry.version { return .skip }
+        let node = tree.node(withID: entry.id)
+        if !force && outbox.isPending(entry.id) { return .localChangesPending }
+        if let node, node.openWriters > 0 { return .later }
+        if entry.isDeleted { return .apply(needsContent: false) }
+        if entry.id == .root { return .apply(needsContent: false) }
+        guard let parentID = entry.state.parent else { return .skip }
+        guard let parent = tree.node(withID: parentID), !parent.isUnlinked, parent.kind == .directory else {
+            if outbox.isPending(parentID) { return .later }
+            return .needsParent(parentID)
+        }
+        if let node, node.kind == .directory, !node.isUnlinked, tree.isSameOrBelow(parent, node) { return .later }
+        let needsContent =
+            entry.state.kind == .file && (node == nil || node!.isUnlinked || base?.manifest != entry.state.manifest)
+        return .apply(needsContent: needsContent)
+    }
+
+    /// Applies a remote entry: creates, updates, moves or removes the local entry and records
+    /// the new base, in one batch, without queueing an upload; then drops the kernel's stale
+    /// caches. `contentFile` (files whose content changed) is a complete, synced temporary file
+    /// that replaces the cache file atomically: a reader that has the file open keeps reading the
+    /// old content. Re-plans under the lock and returns the plan if it is no longer `apply`
+    /// (the caller then deletes `contentFile`).
+    public func applyRemote(_ entry: RemoteEntry, contentFile: String?, force: Bool = false) -> RemotePlan {
+        var invalidations: [KernelInvalidation] = []
+        let result = namespace.withLock { tree -> RemotePlan in
+            let decision = plan(entry, force: force, tree: &tree)
+            guard case .apply(let needsContent) = decision else { return decision }
+            if needsContent && contentFile == nil { return decision }
+            var changes: [MetadataChange] = []
+            if force { changes.append(outbox.remove(entry.id)) }
+            if entry.isDeleted {
+                guard applyDeletion(entry, tree: &tree, changes: &changes, invalidations: &invalidations) else {
+                    return .later
+                }
+            } else if let node = tree.node(withID: entry.id), !node.isUnlinked {
+                guard
+                    update(
+                        node, to: entry, contentFile: needsContent ? contentFile : nil, tree: &tree,
+                        changes: &changes, invalidations: &invalidations)
+                else { return .later }
+            } else {
+                guard
+                    create(
+                        entry, contentFile: contentFile, tree: &tree, changes: &changes, invalidations: &invalidations)
+                else { return .later }
+            }
+            store.record(changes)
+            return decision
+        }
+        perform(invalidations)
+        return result
+    }
+
+    private func applyDeletion(
+        _ entry: RemoteEntry, tree: inout Namespace, changes: inout [MetadataChange],
+        invalidations: inout [KernelInvalidation]
+    ) -> Bool {
+        tree.bases[entry.id] = nil
+        changes.append(.syncBaseRemove(entry.id))
+        guard let node = tree.node(withID: entry.id), !node.isUnlinked, let parentIno = node.parent,
+            let parent = tree.nodes[parentIno]
+        else { return true }
+        if node.kind == .directory && !node.children.isEmpty {
+            // Local entries the container does not know live in it: keep the directory and
+            // re-create it in the container (a put on the tombstone).
+            let base = SyncBase(version: entry.version, manifest: [])
+            tree.bases[entry.id] = base
+            changes.removeLast()
+            changes.append(.syncBaseSet(entry.id, base))
+            changes.append(outbox.changed(entry.id))
+            return true
+        }
+        invalidations.append(.entry(parent: parentIno, name: node.name))
+        let now = Clock.nowNanoseconds()
+        tree.detach(node)
+        node.isUnlinked = true
+        node.ctime = now
+        changes.append(.delete(node.ino))
+        touchDirectory(parent, now: now)
+        releaseIfUnused(node.ino, in: &tree)
+        return true
+    }
+
+    /// Puts `node` at `name` in `parent`, moving a different local entry there aside. Under the lock.
+    private func place(
+        _ node: Node, in parent: Node, as name: FileName, tree: inout Namespace, changes: inout [MetadataChange],
+        invalidations: inout [KernelInvalidation]
+    ) {
+        if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
+            // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
+            let newName = ConflictNames.free(for: name, in: parent, device: deviceIdentity)
+            tree.detach(occupant)
+            tree.attach(occupant, to: parent, as: newName)
+            occupant.ctime = Clock.nowNanoseconds()
+            changes.append(.upsert(occupant.record))
+            changes.append(outbox.changed(occupant.fileID))
+            invalidations.append(.entry(parent: parent.ino, name: newName))
+        }
+        if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
+            invalidations.append(.entry(parent: oldParentIno, name: node.name))
+            tree.detach(node)
+            touchDirectory(oldParent, now: Clock.nowNanoseconds())
+        }
+        tree.attach(node, to: parent, as: name)
+        invalidations.append(.entry(parent: parent.ino, name: name))
+        touchDirectory(parent, now: Clock.nowNanoseconds())
+    }
+
+    private func update(
+        _ existing: Node, to entry: RemoteEntry, contentFile: String?, tree: inout Namespace,
+        changes: inout [MetadataChange], invalidations: inout [KernelInvalidation]
+    ) -> Bool {
+        let state = entry.state
+        guard existing.kind == state.kind else { return false }
+        var node = existing
+        var contentFile = contentFile
+        if let file = contentFile, existing.openCount > 0 {
+            // Programs have the file open: they keep the old content, on the old inode (its pages
+            // in the kernel stay theirs); the name now leads to a new inode with the new content,
+            // as when a local program replaces a file by rename.
+            guard let fresh = replaceInode(existing, content: file, tree: &tree, changes: &changes) else {
+                return false
+            }
+            node = fresh
+            contentFile = nil
+            invalidations.append(.entry(parent: fresh.parent ?? .root, name: fresh.name))
+        }
+        if node.ino != .root, let parentID = state.parent, let parent = tree.node(withID: parentID) {
+            let name = FileName(bytes: state.name)
+            if node.parent != parent.ino || node.name != name {
+                place(node, in: parent, as: name, tree: &tree, changes: &changes, invalidations: &invalidations)
+            }
+        }
+        node.mode = state.mode
+        node.mtime.store(state.mtime, ordering: .relaxed)
+        node.ctime = Clock.nowNanoseconds()
+        node.symlinkTarget = state.symlinkTarget ?? node.symlinkTarget
+        applyXattrs(state.xattrs, to: node, changes: &changes)
+        if let contentFile {
+            node.beginContentChange()
+            defer { node.endContentChange() }
+            guard (try? cache.install(contentFile, as: node.fileID)) != nil else { return false }
+            node.size.store(state.size, ordering: .relaxed)
+            invalidations.append(.content(node.ino))
+        } else {
+            invalidations.append(.attributes(node.ino))
+        }
+        if node !== existing { node.size.store(state.size, ordering: .relaxed) }
+        changes.append(.upsert(node.record))
+        let base = SyncBase(version: entry.version, manifest: state.manifest)
+        tree.bases[entry.id] = base
+        changes.append(.syncBaseSet(entry.id, base))
+        return true
+    }
+
+    /// Gives `old`'s place and identity to a new node (new inode number) whose cache file is
+    /// `content`; `old` is unlinked, keeps its open handles, and takes a throwaway identity with
+    /// no cache file, so releasing it removes nothing. Under the lock.
+    private func replaceInode(
+        _ old: Node, content: String, tree: inout Namespace, changes: inout [MetadataChange]
+    ) -> Node? {
+        guard let parentIno = old.parent, let parent = tree.nodes[parentIno] else { return nil }
+        let id = old.fileID
+        guard (try? cache.install(content, as: id)) != nil else { return nil }
+        let name = old.name
+        var record = old.record
+        record.ino = tree.allocateIno()
+        let fresh = Node(record: record, xattrs: old.xattrs)
+        tree.detach(old)
+        old.isUnlinked = true
+        old.fileID = FileID.random()
+        tree.byFileID[old.fileID] = old.ino
+        changes.append(.delete(old.ino))
+        tree.attach(fresh, to: parent, as: name)
+        changes.append(.upsert(fresh.record))
+        changes.append(.setMeta(key: "next_ino", value: String(tree.nextIno)))
+        for (key, value) in fresh.xattrs { changes.append(.setXattr(fresh.ino, name: key, value: value)) }
+        releaseIfUnused(old.ino, in: &tree)
+        return fresh
+    }
+
+    private func create(
+        _ entry: RemoteEntry, contentFile: String?, tree: inout Namespace, changes: inout [MetadataChange],
+        invalidations: inout [KernelInvalidation]
+    ) -> Bool {
+        let state = entry.state
+        guard let parentID = state.parent, let parent = tree.node(withID: parentID),
+            let owner = tree.nodes[.root]
+        else { return false }
+        if let stale = tree.node(withID: entry.id), stale.isUnlinked {
+            // Deleted locally while still open, and the delete never reached the container: the
+            // remote version comes back as a new inode; the old one lives on for its handles.
+            tree.byFileID[entry.id] = nil
+        }
+        if state.kind == .file {
+            if let contentFile {
+                guard (try? cache.install(contentFile, as: entry.id)) != nil else { return false }
+            } else {
+                do { try cache.create(entry.id) } catch { return false }
+            }
+        }
+        let now = Clock.nowNanoseconds()
+        let record = EntryRecord(
+            ino: tree.allocateIno(), fileID: entry.id, parent: nil, name: FileName(bytes: state.name),
+            kind: state.kind, mode: state.mode, uid: owner.uid, gid: owner.gid, size: state.size, atime: now,
+            mtime: state.mtime, ctime: now, symlinkTarget: state.symlinkTarget)
+        let node = Node(record: record, xattrs: [:])
+        place(node, in: parent, as: record.name, tree: &tree, changes: &changes, invalidations: &invalidations)
+        changes.append(.upsert(node.record))
+        changes.append(.setMeta(key: "next_ino", value: String(tree.nextIno)))
+        applyXattrs(state.xattrs, to: node, changes: &changes)
+        let base = SyncBase(version: entry.version, manifest: state.manifest)
+        tree.bases[entry.id] = base
+        changes.append(.syncBaseSet(entry.id, base))
+        return true
+    }
+
+    private func applyXattrs(_ wanted: [String: [UInt8]], to node: Node, changes: inout [MetadataChange]) {
+        for name in node.xattrs.keys where wanted[name] == nil {
+            changes.append(.removeXattr(node.ino, name: name))
+        }
+        for (name, value) in wanted where node.xattrs[name] != value {
+            changes.append(.setXattr(node.ino, name: name, value: value))
+        }
+        node.xattrs = wanted
+    }
+
+    /// A fresh path for downloading content next to the cache (same filesystem, so the final
+    /// rename is atomic).
+    public func temporaryContentPath() -> String {
+        cache.temporaryPath()
+    }
+
+    /// The cache file's path of a clean local file whose content is `base` (for reusing chunks
+    /// it already holds), or nil.
+    public func reusableContentPath(_ id: FileID) -> String? {
+        namespace.withLock { tree in
+            guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
+                !outbox.isPending(id)
+            else { return nil }
+            return cache.path(for: id)
+        }
+    }
+
+    /// Keeps the local content of `id` as a new entry beside it ("conflicted copy"), queued for
+    /// upload, so the original can take the container's version. Returns false if the file is
+    /// being written (try again later).
+    public func forkConflictCopy(_ id: FileID) -> Bool {
+        guard
+            let (source, token, node) = namespace.withLock({ tree -> (String, UInt64, Node)? in
+                guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
+                    let token = node.contentToken()
+                else { return nil }
+                return (cache.path(for: id), token, node)
+            })
+        else { return false }
+        let copyID = FileID.random()
+        let copyPath = cache.path(for: copyID)
+        guard (try? cache.create(copyID)) != nil, CacheCopy.copy(from: source, to: copyPath) else {
+            cache.remove(copyID)
+            return false
+        }
+        var invalidations: [KernelInvalidation] = []
+        let done = namespace.withLock { tree -> Bool in
+            guard node.contentUnchanged(since: token), !node.isUnlinked, let parentIno = node.parent,
+                let parent = tree.nodes[parentIno]
+            else { return false }
+            let name = ConflictNames.free(for: node.name, in: parent, device: deviceIdentity)
+            let now = Clock.nowNanoseconds()
+            let record = EntryRecord(
+                ino: tree.allocateIno(), fileID: copyID, parent: parent.ino, name: name, kind: .file, mode: node.mode,
+                uid: node.uid, gid: node.gid, size: node.size.load(ordering: .relaxed), atime: now,
+                mtime: node.mtime.load(ordering: .relaxed), ctime: now, symlinkTarget: nil)
+            let copy = Node(record: record, xattrs: node.xattrs)
+            tree.attach(copy, to: parent, as: name)
+            var changes: [MetadataChange] = [.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))]
+            for (key, value) in node.xattrs { changes.append(.setXattr(copy.ino, name: key, value: value)) }
+            changes.append(outbox.changed(copyID))
+            store.record(changes)
+            touchDirectory(parent, now: now)
+            invalidations.append(.entry(parent: parent.ino, name: name))
+            return true
+        }
+        if !done { cache.remove(copyID) }
+        perform(invalidations)
+        return done
+    }
+}
+
+/// Copies a cache file's bytes and syncs the copy.
+enum CacheCopy {
+    static func copy(from source: String, to destination: String) -> Bool {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { return false }
+        defer { close(input) }
+        let output = open(destination, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard output >= 0 else { return false }
+        defer { close(output) }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(input, buffer, 1 << 20)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            var written = 0
+            while written < count {
+                let result = write(output, buffer + written, count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += result
+            }
+        }
+        return fsync(output) == 0
+    }
+}
+
+extension SyncFileSystem {
+    /// Stores the follower's position and the changes it must retry, behind what it applied.
+    public func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
+        store.record([
+            .setMeta(key: "feed_cursor", value: cursor),
+            .setMeta(key: "deferred_ids", value: deferred.map(\.hex).sorted().joined(separator: ",")),
+        ])
+    }
+}

@@ -1,0 +1,166 @@
+import Glibc
+import SyncBackend
+
+/// What the uploader must do for one queued entry (see `SyncFileSystem.prepareUpload`).
+public enum UploadWork: Sendable {
+    /// Commit the entry's current state.
+    case put(UploadSnapshot)
+    /// The entry is gone locally: commit a delete against `base`.
+    case delete(base: EntryVersion)
+    /// Gone locally and never committed: nothing to do (a temporary file costs nothing).
+    case nothing
+    /// Open for writing or being written: try again after the quiet delay.
+    case busy
+}
+
+/// An entry's state taken for upload. For files, `content` is an open descriptor of the cache
+/// file; the uploader reads it without a lock and keeps what it read only if
+/// `SyncFileSystem.contentUnchanged` says no write began meanwhile.
+public struct UploadSnapshot: @unchecked Sendable {
+    public var id: FileID
+    /// The state to commit; `manifest` is filled in by the uploader from `content`.
+    public var state: EntryState
+    public var base: SyncBase?
+    /// The parent, if it has never been committed (commit it first).
+    public var uncommittedParent: FileID?
+    public var content: ContentSnapshot?
+}
+
+/// The cache file of a file being uploaded. The uploader closes `descriptor`.
+public struct ContentSnapshot: @unchecked Sendable {
+    public var descriptor: Int32
+    public var length: Int64
+    let node: Node
+    let token: UInt64
+}
+
+extension SyncFileSystem {
+    /// The device ID stamped on this state directory's commits.
+    public var deviceID: String { deviceIdentity }
+
+    /// Takes what the uploader needs for `id`, under the lock.
+    public func prepareUpload(_ id: FileID) -> UploadWork {
+        namespace.withLock { tree -> UploadWork in
+            let base = tree.bases[id]
+            guard let node = tree.node(withID: id), !node.isUnlinked else {
+                guard let base, base.version > 0 else { return .nothing }
+                return .delete(base: base.version)
+            }
+            var parentID: FileID?
+            if node.ino != .root {
+                guard let parentIno = node.parent, let parent = tree.nodes[parentIno] else { return .nothing }
+                parentID = parent.fileID
+            }
+            var content: ContentSnapshot?
+            let size = node.size.load(ordering: .relaxed)
+            if node.kind == .file {
+                guard node.openWriters == 0, let token = node.contentToken() else { return .busy }
+                let descriptor = Glibc.open(cache.path(for: id), O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { return .busy }
+                content = ContentSnapshot(descriptor: descriptor, length: size, node: node, token: token)
+            }
+            let state = EntryState(
+                parent: parentID, name: node.ino == .root ? [] : node.name.bytes, kind: node.kind, mode: node.mode,
+                mtime: node.mtime.load(ordering: .relaxed), size: node.kind == .file ? size : 0, xattrs: node.xattrs,
+                symlinkTarget: node.symlinkTarget)
+            let uncommitted = parentID.flatMap { parent in
+                parent != .root && (tree.bases[parent]?.version ?? 0) == 0 ? parent : nil
+            }
+            return .put(
+                UploadSnapshot(id: id, state: state, base: base, uncommittedParent: uncommitted, content: content))
+        }
+    }
+
+    /// True if the file was not written since `content` was taken (what was read is the file).
+    public func contentUnchanged(_ content: ContentSnapshot) -> Bool {
+        content.node.contentUnchanged(since: content.token)
+            && content.node.size.load(ordering: .relaxed) == content.length
+    }
+
+    /// The container committed `item` as `entry` (with `manifest` for files): records the new
+    /// base and drops the outbox row unless the entry changed meanwhile, in one batch.
+    public func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
+        namespace.withLock { tree in
+            var changes: [MetadataChange] = []
+            if entry.isDeleted {
+                tree.bases[item.fileID] = nil
+                changes.append(.syncBaseRemove(item.fileID))
+            } else {
+                let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
+                tree.bases[item.fileID] = base
+                changes.append(.syncBaseSet(item.fileID, base))
+            }
+            if let done = outbox.succeeded(item) { changes.append(done) }
+            store.record(changes)
+        }
+    }
+
+    /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
+    public func uploadUnneeded(_ item: OutboxItem) {
+        namespace.withLock { tree in
+            tree.bases[item.fileID] = nil
+            var changes: [MetadataChange] = [.syncBaseRemove(item.fileID)]
+            if let done = outbox.succeeded(item) { changes.append(done) }
+            store.record(changes)
+        }
+    }
+
+    /// The upload of `item` failed; it waits its backoff. The reason is kept for `status`.
+    public func uploadFailed(_ item: OutboxItem, reason: String) {
+        if let change = outbox.failed(item, reason: reason) { store.record([change]) }
+    }
+
+    /// Makes `version` the entry's base, so the next commit replaces that version (the local
+    /// change wins over a remote metadata change, or re-creates a remotely deleted entry).
+    public func rebase(_ id: FileID, onto version: EntryVersion) {
+        namespace.withLock { tree in
+            let base = SyncBase(version: version, manifest: tree.bases[id]?.manifest ?? [])
+            tree.bases[id] = base
+            store.record([.syncBaseSet(id, base)])
+        }
+    }
+
+    /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
+    public func requeue(_ id: FileID) {
+        namespace.withLock { _ in store.record([outbox.changed(id)]) }
+    }
+
+    /// The base the local copy of `id` reflects.
+    public func syncBase(of id: FileID) -> SyncBase? {
+        namespace.withLock { $0.bases[id] }
+    }
+
+    /// Gives the local entry `id` a free "conflicted copy" name in its directory, as a local
+    /// change (its name was taken in the container by another entry). Returns the new name.
+    @discardableResult
+    public func renameAside(_ id: FileID) -> FileName? {
+        var invalidations: [KernelInvalidation] = []
+        let result = namespace.withLock { tree -> FileName? in
+            guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
+                let parent = tree.nodes[parentIno]
+            else { return nil }
+            let newName = ConflictNames.free(for: node.name, in: parent, device: deviceIdentity)
+            invalidations.append(.entry(parent: parentIno, name: node.name))
+            invalidations.append(.entry(parent: parentIno, name: newName))
+            tree.detach(node)
+            tree.attach(node, to: parent, as: newName)
+            node.ctime = Clock.nowNanoseconds()
+            recordLocalChange(node)
+            return newName
+        }
+        perform(invalidations)
+        return result
+    }
+}
+
+extension SyncFileSystem {
+    /// Bytes of content waiting in the queued files (for progress lines).
+    public func pendingBytes(_ ids: [FileID]) -> Int64 {
+        namespace.withLock { tree in
+            ids.reduce(0) { total, id in
+                guard let node = tree.node(withID: id), node.kind == .file, !node.isUnlinked else { return total }
+                return total + node.size.load(ordering: .relaxed)
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+
+/// The daemon's control socket: a Unix socket next to its registry file, where
+/// `syncfs-mount sync|status|unmount` ask about and hurry the sync engine.
+///
+/// Protocol: the client sends one line (`status` or `sync`); the daemon answers one line of JSON
+/// (`SyncStatus`) and closes. `sync` first makes every queued change ready at once.
+public final class ControlServer: @unchecked Sendable {
+    private let listener: Int32
+    private let path: String
+    private let engine: SyncEngine
+
+    /// Binds the socket for `mountpoint` (replacing a stale one) and starts answering.
+    public init(mountpoint: String, engine: SyncEngine) throws {
+        path = MountRegistry.socketPath(for: mountpoint)
+        self.engine = engine
+        unlink(path)
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard listener >= 0 else { throw ControlError("cannot create the control socket") }
+        var address = try ControlAddress.make(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(listener, 8) == 0 else {
+            Glibc.close(listener)
+            throw ControlError("cannot bind \(path): \(String(cString: strerror(errno)))")
+        }
+        let thread = Thread { [self] in serve() }
+        thread.name = "syncfs-control"
+        thread.start()
+    }
+
+    private func serve() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            handle(client)
+            Glibc.close(client)
+        }
+    }
+
+    private func handle(_ client: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = read(client, &buffer, buffer.count)
+        guard count > 0 else { return }
+        let command = String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if command == "sync" { engine.expedite() }
+        guard let data = try? JSONEncoder().encode(engine.status()) else { return }
+        let reply = Array(data) + [10]
+        _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+    }
+
+    /// Stops answering and removes the socket.
+    public func close() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+        unlink(path)
+    }
+
+    /// Sends `command` to the daemon serving `mountpoint`; nil if none answers.
+    public static func ask(_ command: String, mountpoint: String) -> SyncStatus? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        guard var address = try? ControlAddress.make(MountRegistry.socketPath(for: mountpoint)) else { return nil }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        let line = Array((command + "\n").utf8)
+        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        var reply: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(fd, &chunk, chunk.count)
+            if count <= 0 { break }
+            reply.append(contentsOf: chunk[..<count])
+        }
+        return try? JSONDecoder().decode(SyncStatus.self, from: Data(reply))
+    }
+}
+
+struct ControlError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum ControlAddress {
+    static func make(_ path: String) throws -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else { throw ControlError("control socket path too long: \(path)") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+}

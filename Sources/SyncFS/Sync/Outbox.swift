@@ -1,0 +1,82 @@
+import Dispatch
+import SyncBackend
+import Synchronization
+
+/// The live upload queue: an `UploadQueue` behind a lock, mirrored into the state database.
+///
+/// Core calls `changed` for every local change that syncs, under its namespace lock, and puts
+/// the returned row in the same store batch as the entry change (one transaction). The uploader
+/// takes items, and reports how they ended; each report returns the store change that mirrors it.
+/// Lock order: namespace → outbox → store.
+public final class Outbox: Sendable {
+    private let queue: Mutex<UploadQueue>
+    /// Signalled when an item may have become ready (a change, a `sync` request).
+    private let wake = DispatchSemaphore(value: 0)
+    private let clock: @Sendable () -> Int64
+
+    public init(policy: UploadQueue.Policy, restoring stored: [OutboxItem], clock: @escaping @Sendable () -> Int64) {
+        self.clock = clock
+        queue = Mutex(UploadQueue(policy: policy, restoring: stored, now: clock()))
+    }
+
+    var now: Int64 { clock() }
+
+    /// Records a local change of `id`; returns the outbox row to commit with it.
+    func changed(_ id: FileID) -> MetadataChange {
+        let item = queue.withLock { $0.changed(id, now: clock()) }
+        wake.signal()
+        return .outboxPut(item)
+    }
+
+    func isPending(_ id: FileID) -> Bool { queue.withLock { $0.contains(id) } }
+
+    func takeNext() -> OutboxItem? { queue.withLock { $0.takeNext(now: clock()) } }
+
+    func take(_ id: FileID) -> OutboxItem? { queue.withLock { $0.take(id) } }
+
+    /// The store change for a finished upload (nil if the item changed meanwhile and stays).
+    func succeeded(_ item: OutboxItem) -> MetadataChange? {
+        let removed = queue.withLock { $0.succeeded(item) }
+        if !removed { wake.signal() }
+        return removed ? .outboxRemove(item.fileID) : nil
+    }
+
+    func failed(_ item: OutboxItem, reason: String) -> MetadataChange? {
+        queue.withLock { $0.failed(item, reason: reason, now: clock()) }.map { .outboxPut($0) }
+    }
+
+    func postpone(_ item: OutboxItem, by delay: Int64) {
+        let now = clock()
+        queue.withLock { $0.postpone(item, until: now + delay) }
+    }
+
+    func remove(_ id: FileID) -> MetadataChange {
+        queue.withLock { $0.remove(id) }
+        return .outboxRemove(id)
+    }
+
+    /// Every waiting item becomes ready now.
+    public func expediteAll() {
+        let now = clock()
+        queue.withLock { $0.expediteAll(now: now) }
+        wake.signal()
+    }
+
+    /// Blocks until something may be ready or `timeout` (ns) passed; returns at once if an
+    /// item is ready. For the uploader thread.
+    func waitForWork(maximum timeout: Int64) {
+        let now = clock()
+        let next = queue.withLock { $0.nextReadyTime() }
+        var delay = timeout
+        if let next { delay = min(delay, max(0, next - now)) }
+        if delay == 0 { return }
+        _ = wake.wait(timeout: .now() + .nanoseconds(Int(delay)))
+    }
+
+    /// Wakes a waiting uploader (shutdown).
+    func poke() { wake.signal() }
+
+    /// A snapshot for status reports.
+    public var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
+    public var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
+}

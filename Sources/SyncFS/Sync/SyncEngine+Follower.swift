@@ -1,0 +1,126 @@
+import Foundation
+import SyncBackend
+
+extension SyncEngine {
+    /// Reads the change feed from the stored cursor and applies it, until stopped.
+    ///
+    /// The cursor is stored after the changes before it were applied (same ordered store), so a
+    /// crash re-applies at most a batch, and applying is idempotent (bases skip what is known).
+    /// Changes that cannot be applied yet are kept in the `deferred_ids` fact and retried.
+    func runFollower() {
+        var cursor = fileSystem.storedFacts["feed_cursor"].map(FeedCursor.init(token:)) ?? .beginning
+        var deferred = Set(
+            (fileSystem.storedFacts["deferred_ids"] ?? "").split(separator: ",").compactMap { FileID(hex: String($0)) })
+        let container = self.container
+        while isRunning {
+            do throws(SyncFailure) {
+                let batch: ChangeBatch
+                do throws(ContainerProtocolError) {
+                    let after = cursor
+                    batch = try Blocking.run { () async throws(ContainerProtocolError) in
+                        try await container.changes(after: after, limit: 256)
+                    }
+                } catch {
+                    throw .container(error)
+                }
+                for entry in batch.entries where isRunning {
+                    if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
+                }
+                cursor = batch.cursor
+                fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
+                if batch.moreComing { continue }
+                if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
+                fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
+                noteFailure(nil)
+                let after = cursor
+                let wait = deferred.isEmpty ? options.feedWait : .milliseconds(500)
+                do throws(ContainerProtocolError) {
+                    _ = try Blocking.run(cancellable: stopWaiting) { () async throws(ContainerProtocolError) in
+                        try await container.waitForChanges(after: after, timeout: wait)
+                    }
+                } catch {
+                    throw .container(error)
+                }
+            } catch {
+                noteFailure(error.description)
+                logger.notice("following the container failed: \(error); retrying")
+                sleepWhileRunning(seconds: 1)
+            }
+        }
+    }
+
+    private func retryDeferred(_ ids: Set<FileID>) throws(SyncFailure) -> Set<FileID> {
+        var still = Set<FileID>()
+        for id in ids {
+            let container = self.container
+            let current: RemoteEntry?
+            do throws(ContainerProtocolError) {
+                current = try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
+            } catch {
+                throw .container(error)
+            }
+            guard let current else { continue }
+            if try !apply(current, force: false) { still.insert(id) }
+        }
+        return still
+    }
+
+    private func sleepWhileRunning(seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
+    /// Applies one remote entry, fetching missing parents first and downloading content.
+    /// Returns false if it must be retried later.
+    func apply(_ entry: RemoteEntry, force: Bool, depth: Int = 0) throws(SyncFailure) -> Bool {
+        for _ in 0..<3 {
+            switch fileSystem.planRemote(entry, force: force) {
+            case .skip, .localChangesPending:
+                return true
+            case .later:
+                return false
+            case .needsParent(let parentID):
+                guard depth < 64 else { return false }
+                let container = self.container
+                let parent: RemoteEntry?
+                do throws(ContainerProtocolError) {
+                    parent = try Blocking.run { () async throws(ContainerProtocolError) in
+                        try await container.entry(parentID)
+                    }
+                } catch {
+                    throw .container(error)
+                }
+                guard let parent, !parent.isDeleted else { return false }
+                guard try apply(parent, force: false, depth: depth + 1) else { return false }
+            case .apply(let needsContent):
+                var contentFile: String?
+                if needsContent {
+                    let path = fileSystem.temporaryContentPath()
+                    let base = fileSystem.syncBase(of: entry.id)
+                    var totals = ContentTransfer.Totals()
+                    defer {
+                        addTotals {
+                            $0.bytesDownloaded += totals.bytesDownloaded
+                            $0.chunksDownloaded += totals.chunksDownloaded
+                        }
+                    }
+                    do {
+                        try transfer.download(
+                            entry.state.manifest, to: path, local: fileSystem.reusableContentPath(entry.id),
+                            localManifest: base?.manifest ?? [], totals: &totals)
+                    } catch {
+                        unlink(path)
+                        throw error
+                    }
+                    contentFile = path
+                }
+                let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force)
+                if case .apply = outcome { return true }
+                if let contentFile { unlink(contentFile) }
+                if outcome == .skip || outcome == .localChangesPending { return true }
+                if outcome == .later { return false }
+            }
+        }
+        return false
+    }
+}

@@ -1,0 +1,190 @@
+import Glibc
+import SyncBackend
+
+extension SyncEngine {
+    /// Takes ready outbox items oldest first and commits them until stopped.
+    func runUploader() {
+        while isRunning {
+            guard let item = fileSystem.outbox.takeNext() else {
+                fileSystem.outbox.waitForWork(maximum: 1_000_000_000)
+                continue
+            }
+            upload(item, depth: 0)
+        }
+    }
+
+    /// Commits one queued entry; resolves what the container's answer asks for.
+    func upload(_ item: OutboxItem, depth: Int) {
+        do throws(SyncFailure) {
+            try attempt(item, depth: depth)
+            noteFailure(nil)
+        } catch {
+            if case .container(let containerError) = error, containerError.isRetryable {
+                noteFailure(containerError.description)
+            }
+            logger.notice("upload of \(item.fileID) failed (attempt \(item.attempts + 1)): \(error)")
+            fileSystem.uploadFailed(item, reason: error.description)
+        }
+    }
+
+    private func commit(_ request: CommitRequest) throws(SyncFailure) -> CommitOutcome {
+        let container = self.container
+        do throws(ContainerProtocolError) {
+            return try Blocking.run { () async throws(ContainerProtocolError) in try await container.commit(request) }
+        } catch {
+            throw .container(error)
+        }
+    }
+
+    private func remoteEntry(_ id: FileID) throws(SyncFailure) -> RemoteEntry? {
+        let container = self.container
+        do throws(ContainerProtocolError) {
+            return try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
+        } catch {
+            throw .container(error)
+        }
+    }
+
+    private func attempt(_ item: OutboxItem, depth: Int) throws(SyncFailure) {
+        // A few rounds: a conflict answer may ask for a retry on a new base.
+        for _ in 0..<4 {
+            switch fileSystem.prepareUpload(item.fileID) {
+            case .busy:
+                fileSystem.outbox.postpone(item, by: 200_000_000)
+                return
+            case .nothing:
+                fileSystem.uploadUnneeded(item)
+                return
+            case .delete(let base):
+                let request = CommitRequest(
+                    id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceID)
+                if try resolve(try commit(request), for: item, request: request, snapshot: nil) { return }
+            case .put(var snapshot):
+                if let parent = snapshot.uncommittedParent, depth < 64 {
+                    if let parentItem = fileSystem.outbox.take(parent) {
+                        upload(parentItem, depth: depth + 1)
+                    }
+                }
+                if let content = snapshot.content {
+                    defer { close(content.descriptor) }
+                    var totals = ContentTransfer.Totals()
+                    defer {
+                        addTotals {
+                            $0.plainBytesUploaded += totals.plainBytesUploaded
+                            $0.encodedBytesUploaded += totals.encodedBytesUploaded
+                            $0.chunksUploaded += totals.chunksUploaded
+                        }
+                    }
+                    snapshot.state.manifest = try transfer.upload(
+                        descriptor: content.descriptor, length: content.length, totals: &totals)
+                    guard fileSystem.contentUnchanged(content) else {
+                        // Written while it was read: upload the new content after the quiet delay.
+                        fileSystem.outbox.postpone(item, by: 100_000_000)
+                        return
+                    }
+                }
+                let request = CommitRequest(
+                    id: item.fileID, baseVersion: snapshot.base?.version ?? 0, change: .put(snapshot.state),
+                    device: fileSystem.deviceID)
+                if try resolve(try commit(request), for: item, request: request, snapshot: snapshot) { return }
+            }
+        }
+        throw .local("the entry kept conflicting with the container; will try again")
+    }
+
+    /// Acts on a commit's outcome. Returns true when the item is finished (or handed back to
+    /// the queue), false to try again at once on the updated base.
+    private func resolve(
+        _ outcome: CommitOutcome, for item: OutboxItem, request: CommitRequest, snapshot: UploadSnapshot?
+    ) throws(SyncFailure) -> Bool {
+        switch outcome {
+        case .committed(let entry):
+            fileSystem.uploadCommitted(item, entry: entry)
+            return true
+        case .versionConflict(let current):
+            guard let current else {
+                // The container has no such entry (any more): create it afresh.
+                fileSystem.rebase(item.fileID, onto: 0)
+                return false
+            }
+            if current.device == fileSystem.deviceID {
+                if sameChange(current, request) {
+                    // Our own commit whose answer was lost.
+                    fileSystem.uploadCommitted(item, entry: current)
+                    return true
+                }
+                // Our own earlier commit (its answer lost), changed again since: build on it.
+                fileSystem.rebase(item.fileID, onto: current.version)
+                return false
+            }
+            switch request.change {
+            case .delete:
+                if current.isDeleted {
+                    fileSystem.uploadCommitted(item, entry: current)
+                    return true
+                }
+                // Changed remotely after we deleted it: the remote version comes back.
+                try takeRemote(current, item: item)
+                return true
+            case .put(let ours):
+                let remoteContentChanged =
+                    current.state.manifest != ours.manifest && current.state.manifest != snapshot?.base?.manifest
+                if current.isDeleted || current.state.kind != .file || !remoteContentChanged {
+                    // Deleted remotely (we re-create it), or the remote side changed only
+                    // metadata: ours goes on top.
+                    fileSystem.rebase(item.fileID, onto: current.version)
+                    return false
+                }
+                if ours.manifest != snapshot?.base?.manifest {
+                    // Both sides changed the content: keep ours as a conflicted copy.
+                    guard fileSystem.forkConflictCopy(item.fileID) else {
+                        fileSystem.outbox.postpone(item, by: 200_000_000)
+                        return true
+                    }
+                    logger.notice("conflict on \(item.fileID): the local version was kept as a conflicted copy")
+                }
+                try takeRemote(current, item: item)
+                return true
+            }
+        case .nameTaken(let other):
+            logger.notice("the name of \(item.fileID) is taken by \(other.id) in the container; keeping both")
+            fileSystem.renameAside(item.fileID)
+            fileSystem.outbox.postpone(item, by: 0)
+            return true
+        case .parentMissing:
+            if case .put(let state) = request.change, let parent = state.parent {
+                if let remote = try remoteEntry(parent), remote.isDeleted {
+                    // The parent was deleted remotely while we added to it: re-create it.
+                    fileSystem.rebase(parent, onto: remote.version)
+                }
+                fileSystem.requeue(parent)
+            }
+            throw .local("the parent directory is not in the container yet")
+        case .directoryNotEmpty, .wouldCreateCycle:
+            // Our delete or move lost against remote changes: take the container's version.
+            if let current = try remoteEntry(item.fileID) {
+                try takeRemote(current, item: item)
+            } else {
+                fileSystem.uploadUnneeded(item)
+            }
+            return true
+        case .chunksMissing(let hashes):
+            throw .local("the container lost \(hashes.count) chunks during the commit; uploading again")
+        }
+    }
+
+    private func sameChange(_ current: RemoteEntry, _ request: CommitRequest) -> Bool {
+        switch request.change {
+        case .delete: return current.isDeleted
+        case .put(let state): return !current.isDeleted && current.state == state
+        }
+    }
+
+    /// Makes the local entry the container's version, dropping its queued change; if that cannot
+    /// happen yet (the file is open for writing), the item waits and is tried again.
+    func takeRemote(_ entry: RemoteEntry, item: OutboxItem) throws(SyncFailure) {
+        if try !apply(entry, force: true) {
+            fileSystem.outbox.postpone(item, by: 500_000_000)
+        }
+    }
+}

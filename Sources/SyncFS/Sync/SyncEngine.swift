@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import SyncBackend
+import Synchronization
+
+/// The sync engine of one mount: an uploader that drains the outbox into the container and a
+/// follower that applies the container's change feed to the folder.
+///
+/// Both run on threads of their own and call Core synchronously; container calls go through
+/// `Blocking`. Nothing here holds Core's lock across a container call.
+public final class SyncEngine: Sendable {
+    public struct Options: Sendable {
+        /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
+        public var compressionLevel: Int32 = 1
+        /// How long the follower waits on the feed before checking again anyway.
+        public var feedWait: Duration = .seconds(30)
+        public init() {}
+    }
+
+    let fileSystem: SyncFileSystem
+    let container: any Container
+    let options: Options
+    let logger: Logger
+    let transfer: ContentTransfer
+    private let state = Mutex(State())
+    /// Ends the follower's wait on the feed at `stop`.
+    let stopWaiting = CancelHandle()
+
+    struct State {
+        var running = true
+        var totals = ContentTransfer.Totals()
+        /// The last container failure seen by either thread, cleared by a success.
+        var lastFailure: String?
+        var followerReady = false
+        var uploaderDone = false
+        var followerDone = false
+    }
+
+    public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
+        self.fileSystem = fileSystem
+        self.container = container
+        self.options = options
+        self.logger = logger
+        transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)
+    }
+
+    /// Starts the uploader and the follower.
+    public func start() {
+        let uploader = Thread { [self] in
+            runUploader()
+            state.withLock { $0.uploaderDone = true }
+        }
+        uploader.name = "syncfs-uploader"
+        uploader.start()
+        let follower = Thread { [self] in
+            runFollower()
+            state.withLock { $0.followerDone = true }
+        }
+        follower.name = "syncfs-follower"
+        follower.start()
+    }
+
+    /// Stops both threads (an upload in progress finishes its current call) and waits for them.
+    public func stop() {
+        state.withLock { $0.running = false }
+        stopWaiting.cancel()
+        fileSystem.outbox.poke()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if state.withLock({ $0.uploaderDone && $0.followerDone }) { return }
+            fileSystem.outbox.poke()
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        logger.warning("the sync engine did not stop within 10 s")
+    }
+
+    var isRunning: Bool { state.withLock { $0.running } }
+
+    func noteFailure(_ failure: String?) { state.withLock { $0.lastFailure = failure } }
+
+    func addTotals(_ update: (inout ContentTransfer.Totals) -> Void) { state.withLock { update(&$0.totals) } }
+
+    /// What `syncfs-mount status` and `sync` show.
+    public func status() -> SyncStatus {
+        let items = fileSystem.outbox.items
+        let (failure, totals) = state.withLock { ($0.lastFailure, $0.totals) }
+        return SyncStatus(
+            pendingEntries: items.count, pendingBytes: fileSystem.pendingBytes(items.map(\.fileID)),
+            failing: items.filter { $0.lastError != nil }.map {
+                FailingEntry(fileID: $0.fileID.hex, reason: $0.lastError!, attempts: $0.attempts)
+            },
+            lastContainerError: failure, bytesUploaded: totals.plainBytesUploaded,
+            encodedBytesUploaded: totals.encodedBytesUploaded, bytesDownloaded: totals.bytesDownloaded)
+    }
+
+    /// `sync`: everything waiting is uploaded now, without the quiet delay.
+    public func expedite() { fileSystem.outbox.expediteAll() }
+}
+
+/// The engine's state as the CLI reports it.
+public struct SyncStatus: Codable, Sendable {
+    public var pendingEntries: Int
+    public var pendingBytes: Int64
+    public var failing: [FailingEntry]
+    public var lastContainerError: String?
+    public var bytesUploaded: Int64
+    public var encodedBytesUploaded: Int64
+    public var bytesDownloaded: Int64
+}
+
+public struct FailingEntry: Codable, Sendable {
+    public var fileID: String
+    public var reason: String
+    public var attempts: Int
+}

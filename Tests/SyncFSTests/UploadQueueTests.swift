@@ -1,0 +1,116 @@
+import SyncBackend
+import Testing
+
+@testable import SyncFS
+
+@Suite("UploadQueue: order, quiet delay, backoff, re-dirtying (manual clock)")
+struct UploadQueueTests {
+    let policy = UploadQueue.Policy(quietDelay: 100, initialBackoff: 1_000, maximumBackoff: 8_000)
+    let a = FileID.random()
+    let b = FileID.random()
+    let c = FileID.random()
+
+    @Test func itemsWaitTheQuietDelayAndGoOldestFirst() {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 10)
+        _ = queue.changed(c, now: 50)
+        #expect(queue.takeNext(now: 99) == nil)
+        #expect(queue.takeNext(now: 100)?.fileID == a)
+        #expect(queue.takeNext(now: 130)?.fileID == b)
+        #expect(queue.takeNext(now: 130) == nil, "c is still quiet")
+        #expect(queue.nextReadyTime() == 150)
+        #expect(queue.takeNext(now: 150)?.fileID == c)
+    }
+
+    @Test func aChangeKeepsTheOrderButRestartsTheQuietDelay() {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 0)
+        let again = queue.changed(a, now: 90)
+        #expect(again.generation == 2)
+        #expect(queue.takeNext(now: 100)?.fileID == b)
+        #expect(queue.takeNext(now: 189) == nil, "a is still being written")
+        #expect(queue.takeNext(now: 190)?.fileID == a)
+    }
+
+    @Test func inFlightItemsAreNotHandedOutTwice() {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let taken = queue.takeNext(now: 100)
+        #expect(taken != nil)
+        #expect(queue.takeNext(now: 1_000) == nil)
+        #expect(queue.take(a) == nil)
+        #expect(queue.nextReadyTime() == nil)
+    }
+
+    @Test func reDirtiedDuringUploadIsQueuedAgain() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let takenValue = queue.takeNext(now: 100)
+        let taken = try #require(takenValue)
+        _ = queue.changed(a, now: 150)  // written while the upload ran
+        #expect(queue.succeeded(taken) == false)
+        #expect(queue.contains(a))
+        #expect(queue.takeNext(now: 249) == nil)
+        let secondValue = queue.takeNext(now: 250)
+        let second = try #require(secondValue)
+        #expect(second.generation == 2)
+        #expect(queue.succeeded(second) == true)
+        #expect(!queue.contains(a))
+    }
+
+    @Test func failuresBackOffExponentiallyUpToTheCap() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        var now: Int64 = 100
+        var delays: [Int64] = []
+        for _ in 0..<6 {
+            let itemValue = queue.takeNext(now: now)
+            let item = try #require(itemValue)
+            let failedValue = queue.failed(item, reason: "offline", now: now)
+            let failed = try #require(failedValue)
+            #expect(failed.lastError == "offline")
+            delays.append(failed.readyAt - now)
+            #expect(queue.takeNext(now: failed.readyAt - 1) == nil)
+            now = failed.readyAt
+        }
+        #expect(delays == [1_000, 2_000, 4_000, 8_000, 8_000, 8_000])
+        #expect(queue.items[a]?.attempts == 6)
+        // Nothing is ever dropped: the item is still there, with its reason.
+        #expect(queue.contains(a))
+    }
+
+    @Test func syncMakesEverythingReadyNow() {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 0)
+        queue.expediteAll(now: 5)
+        #expect(queue.takeNext(now: 5)?.fileID == a)
+        #expect(queue.takeNext(now: 5)?.fileID == b)
+    }
+
+    @Test func restoredItemsKeepTheirOrderAndNewOnesComeAfter() {
+        let stored = [
+            OutboxItem(fileID: b, seq: 7, generation: 3, readyAt: 0, attempts: 2, lastError: "x"),
+            OutboxItem(fileID: a, seq: 4, generation: 1, readyAt: 0, attempts: 0, lastError: nil),
+        ]
+        var queue = UploadQueue(policy: policy, restoring: stored, now: 1_000)
+        let fresh = queue.changed(c, now: 1_000)
+        #expect(fresh.seq == 8)
+        #expect(queue.takeNext(now: 1_099) == nil)
+        #expect(queue.takeNext(now: 1_100)?.fileID == a)
+        #expect(queue.takeNext(now: 1_100)?.fileID == b)
+        #expect(queue.takeNext(now: 1_100)?.fileID == c)
+    }
+
+    @Test func postponedItemsWait() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let itemValue = queue.takeNext(now: 100)
+        let item = try #require(itemValue)
+        queue.postpone(item, until: 500)
+        #expect(queue.takeNext(now: 499) == nil)
+        #expect(queue.takeNext(now: 500)?.fileID == a)
+    }
+}
