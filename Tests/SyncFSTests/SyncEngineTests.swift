@@ -12,16 +12,22 @@ final class SyncedPair {
     let b: FileSystemFixture
     private(set) var engineA: SyncEngine
     private(set) var engineB: SyncEngine
+    private let viewOfB: any Container
 
     static let fastPolicy = UploadQueue.Policy(
         quietDelay: 5_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
 
-    init(container: any Container = InMemoryContainer(), policy: UploadQueue.Policy = fastPolicy) throws {
+    /// `viewOfA`: what A talks to (e.g. a fault-injecting wrapper of `container`); B talks to `container`.
+    init(
+        container: any Container = InMemoryContainer(), viewOfA: (any Container)? = nil,
+        viewOfB: (any Container)? = nil, policy: UploadQueue.Policy = fastPolicy
+    ) throws {
         self.container = container
         a = try FileSystemFixture(uploadPolicy: policy)
         b = try FileSystemFixture(uploadPolicy: policy)
-        engineA = Self.engine(a, container)
-        engineB = Self.engine(b, container)
+        engineA = Self.engine(a, viewOfA ?? container)
+        engineB = Self.engine(b, viewOfB ?? container)
+        self.viewOfB = viewOfB ?? container
         engineA.start()
         engineB.start()
     }
@@ -36,7 +42,7 @@ final class SyncedPair {
     func restartB() throws {
         engineB.stop()
         try b.reopen()
-        engineB = Self.engine(b, container)
+        engineB = Self.engine(b, viewOfB)
         engineB.start()
     }
 
