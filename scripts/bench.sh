@@ -29,6 +29,9 @@ Options:
   --rss-files N       files for the daemon memory test (default 100000)
   --rss               only the SyncFS daemon memory test
   --no-rss            skip the daemon memory test
+  --sync-only         only the sync benchmarks (scripts/bench/sync.py: propagation between two
+                      mounts, upload pipeline throughput, dedup after an insert, compression)
+  --no-sync           skip the sync benchmarks
   --targets LIST      comma-separated subset of native,syncfs,rclone (default: all three)
   --workloads LIST    comma-separated subset of seq,rand,files,untar,clone (default: all)
   --quick             smoke test: 1 run, small sizes (explicit options still win)
@@ -58,7 +61,7 @@ die() { log "error: $*"; exit 1; }
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
 O_RSS_FILES= O_STEP_TIMEOUT=
-QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
+SYNC_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
 TARGETS=native,syncfs,rclone WORKLOADS=seq,rand,files,untar,clone
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
@@ -75,6 +78,8 @@ while [[ $# -gt 0 ]]; do
         --rss-files) need_arg "$@"; O_RSS_FILES=$2; shift 2 ;;
         --rss) RSS_MODE=only; shift ;;
         --no-rss) RSS_MODE=skip; shift ;;
+        --sync-only) SYNC_MODE=only; RSS_MODE=skip; shift ;;
+        --no-sync) SYNC_MODE=skip; shift ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;
         --workloads) need_arg "$@"; WORKLOADS=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
@@ -125,6 +130,9 @@ for w in "${_w[@]}"; do
     case $w in seq|rand|files|untar|clone) WANT_W[$w]=1 ;; *) echo "bench.sh: unknown workload '$w'" >&2; exit 64 ;; esac
 done
 if [[ $RSS_MODE == only ]]; then
+    WANT_W=(); WANT_T=([syncfs]=1)
+fi
+if [[ $SYNC_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 DO_RSS=0
@@ -623,7 +631,7 @@ TREE_MIB=0
 mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
-[[ -n ${WANT_T[syncfs]:-} ]] && start_syncfs
+[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only ]] && start_syncfs
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     log "---- run $run of $RUNS"
@@ -689,5 +697,15 @@ MD=${OUT:--}
 echo
 python3 "$HELPERS/report.py" "$RESULTS" "$META" "$MD"
 log "total time $(python3 -c "print(f'{($EPOCHREALTIME - $T_START) / 60:.1f}')") min; $ERRORS error(s)"
+# Sync benchmarks: two mounts of one container (their own mounts; SyncFS only).
+if [[ $SYNC_MODE != skip && -n $SYNCFS_BIN ]]; then
+    log "---- sync benchmarks"
+    sync_args=(--runs "$RUNS")
+    [[ $QUICK == 1 ]] && sync_args+=(--edits 20 --dedup-mib 64 --random-mib 32)
+    [[ -n $OUT ]] && sync_args+=(--out "$OUT")
+    echo
+    timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" \
+        || { ERRORS=$((ERRORS + 1)); log "ERROR: the sync benchmarks failed"; }
+fi
 [[ -n $OUT ]] && log "Markdown written to $OUT"
 exit 0

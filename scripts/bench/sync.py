@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Sync benchmarks of SyncFS (issue #3), run by scripts/bench.sh (or alone).
+
+Measures, with the release binary, on two mounts of one local container:
+  - propagation: close on mount A -> new content visible on mount B, N edits: p50, p99 (ms)
+  - upload pipeline throughput per core (chunk + SHA-256 + zlib level 1), one thread:
+    a source tree (text) and random data (`syncfs-mount measure-pipeline`)
+  - dedup: bytes uploaded after a 1-byte insert in the middle of a large file
+  - compression: bytes stored in the container's chunk files vs bytes written (source tree)
+Prints a Markdown table (and JSON with --json). Always unmounts what it mounted.
+
+Usage: sync.py BINARY WORKDIR [--edits N] [--dedup-size MiB] [--runs N] [--tree DIR] [--out FILE]
+"""
+import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
+
+def log(msg):
+    print(time.strftime("%H:%M:%S") + " [bench-sync] " + msg, file=sys.stderr, flush=True)
+
+class Mount:
+    """One syncfs-mount daemon in the foreground with a lifeline (stdin pipe)."""
+    def __init__(self, binary, container, mountpoint, state, delay_ms):
+        os.makedirs(mountpoint, exist_ok=True)
+        self.mountpoint = mountpoint
+        self.binary = binary
+        self.proc = subprocess.Popen(
+            [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline",
+             "--upload-delay", str(delay_ms), "--log-level", "warning"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(state + ".log", "ab"))
+        line = self.proc.stdout.readline()
+        if line.strip() != b"ready":
+            raise RuntimeError("mount failed: " + open(state + ".log").read()[-2000:])
+
+    def status(self):
+        out = subprocess.run([self.binary, "status", self.mountpoint], capture_output=True, check=True)
+        return json.loads(out.stdout)
+
+    def sync(self):
+        subprocess.run([self.binary, "sync", self.mountpoint, "--timeout", "600"], check=True,
+                       stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], stderr=subprocess.DEVNULL)
+
+def percentile(values, p):
+    values = sorted(values)
+    k = (len(values) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+def propagation(a, b, edits):
+    """Write + close on A, then poll B (fresh open + read each time) until it shows the content."""
+    name = "propagation.txt"
+    with open(os.path.join(a.mountpoint, name), "w") as f:
+        f.write("start\n")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if open(os.path.join(b.mountpoint, name)).read() == "start\n":
+                break
+        except FileNotFoundError:
+            pass
+        time.sleep(0.005)
+    samples = []
+    for i in range(edits):
+        content = f"edit {i} " + "x" * (i % 97) + "\n"
+        t0 = time.perf_counter()
+        with open(os.path.join(a.mountpoint, name), "w") as f:
+            f.write(content)
+        while True:
+            try:
+                with open(os.path.join(b.mountpoint, name)) as f:
+                    if f.read() == content:
+                        break
+            except FileNotFoundError:
+                pass
+            if time.perf_counter() - t0 > 30:
+                raise RuntimeError(f"edit {i} did not arrive within 30 s")
+            time.sleep(0.001)
+        samples.append((time.perf_counter() - t0) * 1000)
+    return samples
+
+def pipeline(binary, paths, level=1):
+    out = subprocess.run([binary, "measure-pipeline", "--level", str(level), *paths], capture_output=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+def dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            if not os.path.islink(p):
+                total += os.lstat(p).st_size
+    return total
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("workdir")
+    ap.add_argument("--edits", type=int, default=100)
+    ap.add_argument("--dedup-mib", type=int, default=1024)
+    ap.add_argument("--random-mib", type=int, default=256)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tree", default="/usr/include")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+
+    work = os.path.join(args.workdir, "bench-sync")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    results = {}
+    mounts = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        # Pipeline throughput (no mount): text tree and random data.
+        rnd = os.path.join(work, "random.bin")
+        with open(rnd, "wb") as f:
+            for _ in range(args.random_mib):
+                f.write(os.urandom(1 << 20))
+        log("pipeline throughput")
+        text = [pipeline(args.binary, [args.tree]) for _ in range(args.runs)]
+        rand = [pipeline(args.binary, [rnd]) for _ in range(args.runs)]
+        results["pipeline_text_mb_s"] = statistics.median(r["mb_per_s_median"] for r in text)
+        results["pipeline_random_mb_s"] = statistics.median(r["mb_per_s_median"] for r in rand)
+        results["pipeline_text_ratio"] = text[0]["compression_ratio"]
+        results["pipeline_text_bytes"] = text[0]["bytes"]
+        os.unlink(rnd)
+
+        container = os.path.join(work, "container")
+        a = Mount(args.binary, container, os.path.join(work, "a"), os.path.join(work, "state-a"), 100)
+        mounts.append(a)
+        b = Mount(args.binary, container, os.path.join(work, "b"), os.path.join(work, "state-b"), 100)
+        mounts.append(b)
+
+        log(f"propagation, {args.edits} edits x {args.runs} runs")
+        p50s, p99s = [], []
+        for _ in range(args.runs):
+            samples = propagation(a, b, args.edits)
+            p50s.append(percentile(samples, 50))
+            p99s.append(percentile(samples, 99))
+        results["propagation_p50_ms"] = statistics.median(p50s)
+        results["propagation_p99_ms"] = statistics.median(p99s)
+
+        log("compression on a source tree")
+        before = a.status()["encodedBytesUploaded"]
+        shutil.copytree(args.tree, os.path.join(a.mountpoint, "tree"), symlinks=True)
+        a.sync()
+        written = dir_bytes(os.path.join(a.mountpoint, "tree"))
+        uploaded = a.status()["encodedBytesUploaded"] - before
+        results["tree_bytes_written"] = written
+        results["tree_bytes_uploaded"] = uploaded
+        results["tree_stored_ratio"] = written / max(1, uploaded)
+
+        log(f"dedup: {args.dedup_mib} MiB file, then a 1-byte insert in the middle")
+        big = os.path.join(a.mountpoint, "big.bin")
+        with open(big, "wb") as f:
+            for _ in range(args.dedup_mib):
+                f.write(os.urandom(1 << 20))
+        a.sync()
+        before = a.status()
+        half = args.dedup_mib << 19
+        tmp = os.path.join(a.mountpoint, ".big.bin.tmp")
+        with open(big, "rb") as src, open(tmp, "wb") as dst:
+            dst.write(src.read(half))
+            dst.write(b"!")
+            while True:
+                chunk = src.read(1 << 24)
+                if not chunk:
+                    break
+                dst.write(chunk)
+        os.rename(tmp, big)
+        a.sync()
+        after = a.status()
+        results["dedup_file_mib"] = args.dedup_mib
+        results["dedup_bytes_uploaded"] = after["encodedBytesUploaded"] - before["encodedBytesUploaded"]
+        results["container_chunk_bytes"] = dir_bytes(os.path.join(container, "chunks"))
+    finally:
+        for m in mounts:
+            m.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    def goal(ok):
+        return "PASS" if ok else "FAIL"
+    rows = [
+        ("Propagation close→visible, p50", f"{results['propagation_p50_ms']:.0f} ms", "< 200 ms",
+         goal(results["propagation_p50_ms"] < 200)),
+        ("Propagation close→visible, p99", f"{results['propagation_p99_ms']:.0f} ms", "< 1000 ms",
+         goal(results["propagation_p99_ms"] < 1000)),
+        ("Upload pipeline, text (source tree), 1 core", f"{results['pipeline_text_mb_s']:.0f} MB/s", "≥ 80 MB/s",
+         goal(results["pipeline_text_mb_s"] >= 80)),
+        ("Upload pipeline, random data, 1 core", f"{results['pipeline_random_mb_s']:.0f} MB/s", "", ""),
+        (f"Dedup: uploaded after a 1-byte insert in a {results['dedup_file_mib']} MiB file",
+         f"{results['dedup_bytes_uploaded'] / 1048576:.2f} MiB", "< 10 MiB",
+         goal(results["dedup_bytes_uploaded"] < 10 << 20)),
+        ("Compression of a source tree (bytes written / bytes uploaded)",
+         f"{results['tree_stored_ratio']:.2f}× ({results['tree_bytes_written'] / 1048576:.0f} MiB → "
+         f"{results['tree_bytes_uploaded'] / 1048576:.0f} MiB)", "", ""),
+    ]
+    lines = ["| sync measure | SyncFS | goal | |", "|---|---|---|---|"]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
+    table = "\n".join(lines)
+    print(table)
+    print(json.dumps(results), file=sys.stderr)
+    if args.out:
+        with open(args.out, "a") as f:
+            f.write("\n" + table + "\n")
+
+if __name__ == "__main__":
+    main()
