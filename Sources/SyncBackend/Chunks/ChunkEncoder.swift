@@ -45,11 +45,26 @@ public final class ChunkEncoder {
     /// Hashes and compresses; see `ChunkCodec.encode`.
     public func encode(_ bytes: UnsafeRawBufferPointer) -> EncodedChunk {
         let hash = ChunkCodec.hash(bytes)
-        if let compressedCount = compress(bytes) {
+        if !sampleLooksIncompressible(bytes), let compressedCount = compress(bytes) {
             let payload = Array(UnsafeRawBufferPointer(rebasing: scratch[..<compressedCount]))
             return EncodedChunk(hash: hash, encoding: .zlib, plainLength: bytes.count, payload: payload)
         }
         return EncodedChunk(hash: hash, encoding: .raw, plainLength: bytes.count, payload: Array(bytes))
+    }
+
+    /// Bytes compressed on trial before a large chunk is compressed whole.
+    static let sampleSize = 64 << 10
+
+    /// True if the chunk is large and its first `sampleSize` bytes do not shrink by 2% at this
+    /// level: compressed data (photos, video, archives) is then stored raw without spending a
+    /// whole chunk's worth of zlib time on it (zlib is ~10× slower than the rest of the pipeline).
+    /// A chunk judged this way could occasionally have shrunk a little; it is still stored
+    /// correctly (raw), only less compactly.
+    private func sampleLooksIncompressible(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 4 * Self.sampleSize, level != 0 else { return false }
+        let sample = UnsafeRawBufferPointer(rebasing: bytes[..<Self.sampleSize])
+        guard let produced = compress(sample) else { return true }
+        return produced * 100 >= Self.sampleSize * 98
     }
 
     /// Compresses `bytes` into `scratch`; returns the zlib stream's length if it is shorter than `bytes`, else nil.

@@ -49,9 +49,10 @@ struct ContentTransfer: Sendable {
                 throw .container(error)
             }
         }
+        let encoder = ChunkEncoder(level: compressionLevel)
         do {
             try FileChunker.forEachChunk(of: descriptor, length: length) { bytes in
-                let chunk = ChunkCodec.encode(bytes, level: compressionLevel)
+                let chunk = encoder.encode(bytes)
                 manifest.append(ChunkRef(hash: chunk.hash, length: Int64(chunk.plainLength)))
                 batch.append(chunk)
                 if batch.count >= Self.batchSize {
