@@ -5,8 +5,11 @@ import Testing
 
 @testable import SyncFS
 
-@Suite("SyncEngine under faults: outages, lost answers, partial writes, corrupt chunks", .serialized)
-struct SyncFaultTests {
+/// Faults: outages, lost answers, partial writes, corrupt chunks. In the same (serialized) suite as
+/// the other engine tests: stopping an engine blocks the calling thread until its threads end,
+/// and those may wait for Swift's cooperative threads (two here), so pairs are never torn down
+/// in parallel.
+extension SyncEngineTests {
     @Test func anOutageQueuesChangesAndTheyDrainWhenTheContainerComesBack() async throws {
         let base = InMemoryContainer()
         let faulty = FaultInjectingContainer(base)

@@ -142,11 +142,16 @@ extension SyncFileSystem {
         guard existing.kind == state.kind else { return false }
         var node = existing
         var contentFile = contentFile
-        if let file = contentFile, existing.openCount > 0 {
-            // Programs have the file open: they keep the old content, on the old inode (its pages
-            // in the kernel stay theirs); the name now leads to a new inode with the new content,
-            // as when a local program replaces a file by rename.
-            guard let fresh = replaceInode(existing, content: file, tree: &tree, changes: &changes) else {
+        let timesOrContentChanged = contentFile != nil || existing.mtime.load(ordering: .relaxed) != state.mtime
+        if existing.kind == .file && timesOrContentChanged
+            && (existing.openCount > 0 || tree.inodes.isReferenced(existing.ino))
+        {
+            // The kernel knows this inode: under the writeback cache it keeps its own size and
+            // mtime for it and never takes new ones from the daemon, and programs that have it
+            // open must keep reading the old content. So the name now leads to a new inode with
+            // the new content and times (as after a local replace-by-rename); the old inode
+            // keeps the old content for its open handles and goes when the kernel forgets it.
+            guard let fresh = replaceInode(existing, content: contentFile, tree: &tree, changes: &changes) else {
                 return false
             }
             node = fresh
@@ -182,14 +187,14 @@ extension SyncFileSystem {
     }
 
     /// Gives `old`'s place and identity to a new node (new inode number) whose cache file is
-    /// `content`; `old` is unlinked, keeps its open handles, and takes a throwaway identity with
+    /// `content` (or the current one); `old` is unlinked, keeps its open handles, and takes a throwaway identity with
     /// no cache file, so releasing it removes nothing. Under the lock.
     private func replaceInode(
-        _ old: Node, content: String, tree: inout Namespace, changes: inout [MetadataChange]
+        _ old: Node, content: String?, tree: inout Namespace, changes: inout [MetadataChange]
     ) -> Node? {
         guard let parentIno = old.parent, let parent = tree.nodes[parentIno] else { return nil }
         let id = old.fileID
-        guard (try? cache.install(content, as: id)) != nil else { return nil }
+        if let content { guard (try? cache.install(content, as: id)) != nil else { return nil } }
         let name = old.name
         var record = old.record
         record.ino = tree.allocateIno()
