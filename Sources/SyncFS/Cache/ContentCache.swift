@@ -64,6 +64,18 @@ public struct ContentCache: Sendable {
         if rename(temporary, path(for: id)) != 0 { throw .fromErrno() }
     }
 
+    /// Makes `id`'s cache path a second name of `source`'s cache file, atomically replacing what
+    /// was there (open descriptors of the old file keep its content). Returns false on failure.
+    public func linkContent(of source: FileID, as id: FileID) -> Bool {
+        let temporary = temporaryPath()
+        guard link(path(for: source), temporary) == 0 else { return false }
+        guard (try? install(temporary, as: id)) != nil else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+
     /// Deletes every temporary file (left by a download a crash interrupted).
     public func removeTemporaryFiles() {
         guard let dir = opendir(temporaryDirectory) else { return }

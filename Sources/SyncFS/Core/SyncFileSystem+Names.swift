@@ -96,10 +96,15 @@ extension SyncFileSystem {
     /// path (atomically replacing the old content, which open handles keep reading); the
     /// replaced node, about to be unlinked, takes the replacement's old, now unused, identity.
     /// Under the lock.
+    ///
+    /// Crash safety: the replacement's cache file is *hard-linked* to the identity's path (via a
+    /// temporary name and an atomic rename), not moved, so until the batch recording the swap is
+    /// committed, the replacement's own path still holds its bytes (a crash shows the old tree
+    /// with every fsync'd byte); the old path goes with the replaced node, after that commit.
     private func takeIdentity(of target: Node, into node: Node, in tree: inout Namespace) {
         let kept = target.fileID
         let abandoned = node.fileID
-        guard Glibc.rename(cache.path(for: abandoned), cache.path(for: kept)) == 0 else { return }
+        guard cache.linkContent(of: abandoned, as: kept) else { return }
         node.fileID = kept
         target.fileID = abandoned
         tree.byFileID[kept] = node.ino

@@ -95,6 +95,16 @@ extension SyncFileSystem {
         }
     }
 
+    /// The container committed an intermediate state of the entry (e.g. under a temporary
+    /// name); the entry stays queued for its real state.
+    public func recordIntermediateCommit(_ entry: RemoteEntry) {
+        namespace.withLock { tree in
+            let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
+            tree.bases[entry.id] = base
+            store.record([.syncBaseSet(entry.id, base)])
+        }
+    }
+
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
     public func uploadUnneeded(_ item: OutboxItem) {
         namespace.withLock { tree in

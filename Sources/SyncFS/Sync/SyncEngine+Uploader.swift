@@ -47,7 +47,8 @@ extension SyncEngine {
 
     private func attempt(_ item: OutboxItem, depth: Int) throws(SyncFailure) {
         // A few rounds: a conflict answer may ask for a retry on a new base.
-        for _ in 0..<4 {
+        var context = ResolveContext(depth: depth)
+        for _ in 0..<6 {
             switch fileSystem.prepareUpload(item.fileID) {
             case .busy:
                 fileSystem.outbox.postpone(item, by: 200_000_000)
@@ -58,7 +59,9 @@ extension SyncEngine {
             case .delete(let base):
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceID)
-                if try resolve(try commit(request), for: item, request: request, snapshot: nil) { return }
+                if try resolve(try commit(request), for: item, request: request, snapshot: nil, context: &context) {
+                    return
+                }
             case .put(var snapshot):
                 if let parent = snapshot.uncommittedParent, depth < 64 {
                     if let parentItem = fileSystem.outbox.take(parent) {
@@ -86,7 +89,11 @@ extension SyncEngine {
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: snapshot.base?.version ?? 0, change: .put(snapshot.state),
                     device: fileSystem.deviceID)
-                if try resolve(try commit(request), for: item, request: request, snapshot: snapshot) { return }
+                if try resolve(
+                    try commit(request), for: item, request: request, snapshot: snapshot, context: &context)
+                {
+                    return
+                }
             }
         }
         throw .local("the entry kept conflicting with the container; will try again")
@@ -95,7 +102,8 @@ extension SyncEngine {
     /// Acts on a commit's outcome. Returns true when the item is finished (or handed back to
     /// the queue), false to try again at once on the updated base.
     private func resolve(
-        _ outcome: CommitOutcome, for item: OutboxItem, request: CommitRequest, snapshot: UploadSnapshot?
+        _ outcome: CommitOutcome, for item: OutboxItem, request: CommitRequest, snapshot: UploadSnapshot?,
+        context: inout ResolveContext
     ) throws(SyncFailure) -> Bool {
         switch outcome {
         case .committed(let entry):
@@ -147,6 +155,25 @@ extension SyncEngine {
                 return true
             }
         case .nameTaken(let other):
+            if fileSystem.outbox.isPending(other.id), case .put(var parked) = request.change, context.depth < 8,
+                !context.parked
+            {
+                // Our own queued change to the other entry frees the name (names swapped or
+                // rotated locally): park this entry under a temporary name, let that change go
+                // first, then take the name.
+                context.parked = true
+                parked.name = Array(".syncfs-moving-\(item.fileID.hex)".utf8)
+                let parkRequest = CommitRequest(
+                    id: item.fileID, baseVersion: request.baseVersion, change: .put(parked),
+                    device: request.device)
+                if case .committed(let entry) = try commit(parkRequest) {
+                    fileSystem.recordIntermediateCommit(entry)
+                }
+                if let otherItem = fileSystem.outbox.take(other.id) {
+                    upload(otherItem, depth: context.depth + 1)
+                }
+                return false
+            }
             logger.notice("the name of \(item.fileID) is taken by \(other.id) in the container; keeping both")
             fileSystem.renameAside(item.fileID)
             fileSystem.outbox.postpone(item, by: 0)
@@ -161,6 +188,13 @@ extension SyncEngine {
             }
             throw .local("the parent directory is not in the container yet")
         case .directoryNotEmpty, .wouldCreateCycle:
+            if !context.uploadedOthers && context.depth < 8 {
+                // Perhaps our own queued changes (entries moved out of the directory, the other
+                // half of a move) must go first: upload them, then try again.
+                context.uploadedOthers = true
+                uploadOthers(except: item.fileID, depth: context.depth + 1)
+                return false
+            }
             // Our delete or move lost against remote changes: take the container's version.
             if let current = try remoteEntry(item.fileID) {
                 try takeRemote(current, item: item)
@@ -170,6 +204,14 @@ extension SyncEngine {
             return true
         case .chunksMissing(let hashes):
             throw .local("the container lost \(hashes.count) chunks during the commit; uploading again")
+        }
+    }
+
+    /// Uploads every other queued entry now, oldest first (ready or not).
+    private func uploadOthers(except id: FileID, depth: Int) {
+        let others = fileSystem.outbox.items.filter { $0.fileID != id }.sorted { $0.seq < $1.seq }
+        for other in others {
+            if let taken = fileSystem.outbox.take(other.fileID) { upload(taken, depth: depth) }
         }
     }
 
@@ -187,4 +229,15 @@ extension SyncEngine {
             fileSystem.outbox.postpone(item, by: 500_000_000)
         }
     }
+}
+
+/// What one upload attempt already tried while resolving commit answers.
+struct ResolveContext {
+    var depth: Int
+    /// The entry was committed under a temporary name to free a name another queued change needs.
+    var parked = false
+    /// Every other queued change was uploaded first.
+    var uploadedOthers = false
+
+    init(depth: Int) { self.depth = depth }
 }
