@@ -20,9 +20,10 @@ struct TestFolderError: Error, CustomStringConvertible {
 ///     }
 ///
 /// The mount is `<binary> mount <container> <mountpoint> --state-dir <stateDir> --foreground
-/// --lifeline`; its standard input is a pipe this process holds (if the test process dies, the
-/// daemon sees end-of-file and unmounts itself). The binary is `$SYNCFS_MOUNT_BINARY`, else
-/// `<package>/.build/debug/syncfs-mount`; a missing binary fails the test (never a skip).
+/// --lifeline` plus the folder's `mountArguments`; its standard input is a pipe this process holds
+/// (if the test process dies, the daemon sees end-of-file and unmounts itself). The binary is
+/// `$SYNCFS_MOUNT_BINARY`, else `<package>/.build/debug/syncfs-mount`; a missing binary fails the
+/// test (never a skip).
 ///
 /// On `plain`, `unmount()`, `remount()` and `kill9()` do nothing, so a persistence test written
 /// once simply re-reads the directory there.
@@ -32,8 +33,11 @@ final class TestFolder: @unchecked Sendable {
     let kind: Kind
     /// Absolute path of the folder the assertions use (the mount point for `mount`).
     let root: String
-    /// The container directory (plain: unused but created).
+    /// The container directory (plain: unused but created). Several folders may share one (see
+    /// `SyncedMounts`); a shared container is neither created nor removed by this folder.
     let containerPath: String
+    /// Extra arguments for every `mount` of this folder (e.g. `--upload-delay 20`).
+    let mountArguments: [String]
     /// The daemon's --state-dir (plain: unused but created).
     let stateDir: String
     /// The temporary directory holding everything (/tmp/syncfs-tests-XXXXXX).
@@ -55,17 +59,22 @@ final class TestFolder: @unchecked Sendable {
     private var daemon: Daemon?
     private var tornDown = false
 
-    private init(kind: Kind, baseDir: String) {
+    private init(kind: Kind, baseDir: String, sharedContainer: String?, mountArguments: [String]) {
         self.kind = kind
         self.baseDir = baseDir
-        self.containerPath = baseDir + "/container"
+        self.containerPath = sharedContainer ?? baseDir + "/container"
+        self.mountArguments = mountArguments
         self.stateDir = baseDir + "/state"
         self.logPath = baseDir + "/daemon.stderr.log"
         self.root = baseDir + (kind == .mount ? "/mnt" : "/plain")
     }
 
     /// Makes a fresh folder of the given kind under a new temp dir (/tmp/syncfs-tests-XXXX).
-    static func make(_ kind: Kind) throws -> TestFolder {
+    /// `sharedContainer`: mount this existing container directory instead of a fresh one (it stays
+    /// when the folder is torn down). `mountArguments` are appended to every `mount` command.
+    static func make(
+        _ kind: Kind, sharedContainer: String? = nil, mountArguments: [String] = []
+    ) throws -> TestFolder {
         // Modes in the suites assume the usual umask.
         umask(0o022)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
@@ -79,9 +88,11 @@ final class TestFolder: @unchecked Sendable {
         } else {
             base = String(cString: created)
         }
-        let folder = TestFolder(kind: kind, baseDir: base)
+        let folder = TestFolder(
+            kind: kind, baseDir: base, sharedContainer: sharedContainer, mountArguments: mountArguments)
         do {
-            for directory in [folder.containerPath, folder.stateDir, folder.root] {
+            let ownContainer = sharedContainer == nil ? [folder.containerPath] : []
+            for directory in ownContainer + [folder.stateDir, folder.root] {
                 try makeDirectory(directory, mode: 0o755)
             }
             if kind == .mount { try folder.start() }
@@ -216,9 +227,8 @@ final class TestFolder: @unchecked Sendable {
 
     private func start() throws {
         let binary = try Self.binaryPath()
-        let arguments = [
-            binary, "mount", containerPath, root, "--state-dir", stateDir, "--foreground", "--lifeline",
-        ]
+        var arguments = [binary, "mount", containerPath, root, "--state-dir", stateDir, "--foreground", "--lifeline"]
+        arguments += mountArguments
         var stdinPipe: [Int32] = [-1, -1]
         var stdoutPipe: [Int32] = [-1, -1]
         try posix("pipe2") { Linux.pipe2(&stdinPipe, O_CLOEXEC) }

@@ -1,0 +1,325 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Two SyncFS mounts of the same container directory: mount A and mount B, each a daemon of the
+/// built binary with its own state directory and mount point (like two machines sharing a
+/// container). The container lives in a temporary directory of its own (/tmp/syncfs-tests-XXXXXX).
+///
+///     try SyncedMounts.with(uploadDelay: 20) { mounts in
+///         try writeFile(mounts.a.path("f"), "x")
+///         #expect(waitUntil { try readText(mounts.b.path("f")) == "x" })
+///     }
+///
+/// `tearDown` (always run by `with`) unmounts both daemons, whatever the test did, and removes the
+/// temporary directories.
+final class SyncedMounts: @unchecked Sendable {
+    /// The directory holding the shared container.
+    let baseDir: String
+    /// The container both mounts sync with.
+    let containerPath: String
+    let a: TestFolder
+    let b: TestFolder
+
+    private init(baseDir: String, containerPath: String, a: TestFolder, b: TestFolder) {
+        self.baseDir = baseDir
+        self.containerPath = containerPath
+        self.a = a
+        self.b = b
+    }
+
+    /// Mounts A, then B, on a fresh container. `uploadDelayB` defaults to `uploadDelay`.
+    static func make(uploadDelay: Int = 20, uploadDelayB: Int? = nil) throws -> SyncedMounts {
+        umask(0o022)
+        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
+        }
+        let base = String(cString: created)
+        let container = base + "/container"
+        do {
+            try makeDirectory(container)
+            let a = try TestFolder.make(
+                .mount, sharedContainer: container, mountArguments: ["--upload-delay", String(uploadDelay)])
+            do {
+                let b = try TestFolder.make(
+                    .mount, sharedContainer: container,
+                    mountArguments: ["--upload-delay", String(uploadDelayB ?? uploadDelay)])
+                return SyncedMounts(baseDir: base, containerPath: container, a: a, b: b)
+            } catch {
+                a.tearDown()
+                throw error
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: base)
+            throw error
+        }
+    }
+
+    /// Runs `body` on fresh mounts and always tears them down.
+    static func with<R>(
+        uploadDelay: Int = 20, uploadDelayB: Int? = nil, _ body: (SyncedMounts) throws -> R
+    ) throws -> R {
+        let mounts = try make(uploadDelay: uploadDelay, uploadDelayB: uploadDelayB)
+        defer { mounts.tearDown() }
+        return try body(mounts)
+    }
+
+    /// Unmounts both (never leaves a mount behind) and removes the temporary directories.
+    func tearDown() {
+        a.tearDown()
+        b.tearDown()
+        if TestFolder.isMounted(a.root) || TestFolder.isMounted(b.root) {
+            Issue.record("tearDown: a mount is left; keeping the container at \(containerPath)")
+            return
+        }
+        try? FileManager.default.removeItem(atPath: baseDir)
+    }
+
+    /// The last lines of both daemons' logs, for failure messages.
+    func logs(limit: Int = 3000) -> String {
+        "---- daemon A log (\(a.logPath)):\n\(a.daemonLog(limit: limit))\n"
+            + "---- daemon B log (\(b.logPath)):\n\(b.daemonLog(limit: limit))"
+    }
+}
+
+// MARK: - Waiting
+
+/// Polls `condition` every 20 ms until it returns true (→ true) or `timeout` seconds pass
+/// (→ false). A condition that throws (a file not there yet) counts as false.
+func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        if (try? condition()) == true { return true }
+        if Date() >= deadline { return false }
+        usleep(20_000)
+    }
+}
+
+/// Waits until the trees of A and B are identical (see `SyncedTree`) and returns that tree;
+/// otherwise records the remaining differences (and both logs) as an issue and returns nil.
+@discardableResult
+func expectConverged(
+    _ mounts: SyncedMounts, timeout: Double = 20, _ context: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> SyncedTree? {
+    var last: [String] = []
+    var converged: SyncedTree?
+    _ = waitUntil(timeout: timeout) {
+        // Cheap metadata first; contents only once the shapes agree.
+        let shapeA = SyncedTree.snapshot(mounts.a.root, contents: false)
+        let shapeB = SyncedTree.snapshot(mounts.b.root, contents: false)
+        last = shapeA.differences(from: shapeB, labels: ("A", "B"))
+        guard last.isEmpty else { return false }
+        let treeA = SyncedTree.snapshot(mounts.a.root)
+        let treeB = SyncedTree.snapshot(mounts.b.root)
+        last = treeA.differences(from: treeB, labels: ("A", "B"))
+        if last.isEmpty { converged = treeA }
+        return last.isEmpty
+    }
+    if converged == nil {
+        let differences = last.prefix(30).joined(separator: "\n")
+        let logs = mounts.logs()
+        Issue.record(
+            "\(context): A and B did not converge within \(Int(timeout)) s; differences:\n\(differences)\n\(logs)",
+            sourceLocation: sourceLocation)
+    }
+    return converged
+}
+
+// MARK: - The sync and status commands
+
+/// `syncfs-mount status` as JSON.
+struct MountSyncStatus: Decodable {
+    struct Failing: Decodable {
+        var fileID: String
+        var reason: String
+        var attempts: Int
+    }
+
+    var pendingEntries: Int
+    var pendingBytes: Int64
+    var failing: [Failing]
+    var lastContainerError: String?
+    var bytesUploaded: Int64
+    var encodedBytesUploaded: Int64
+    var bytesDownloaded: Int64
+}
+
+extension TestFolder {
+    /// Runs `syncfs-mount sync ROOT --timeout S` (waits at most `timeout` + 60 s for it).
+    func runSync(timeout: Double = 30) throws -> ModelProcessResult {
+        ModelProcess.run(
+            [try Self.binaryPath(), "sync", root, "--timeout", String(timeout)], timeout: timeout + 60)
+    }
+
+    /// Runs `syncfs-mount sync ROOT` and expects exit status 0; records the output and the
+    /// daemon's log otherwise.
+    @discardableResult
+    func expectSync(timeout: Double = 30, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let result: ModelProcessResult
+        do {
+            result = try runSync(timeout: timeout)
+        } catch {
+            Issue.record("sync \(root): \(error)", sourceLocation: sourceLocation)
+            return false
+        }
+        if result.ok { return true }
+        Issue.record(
+            "\(result)\n---- daemon log:\n\(daemonLog())", sourceLocation: sourceLocation)
+        return false
+    }
+
+    /// Runs `syncfs-mount status ROOT` and decodes its line.
+    func syncStatus() throws -> MountSyncStatus {
+        let result = ModelProcess.run([try Self.binaryPath(), "status", root], timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "status failed: \(result)") }
+        do {
+            return try JSONDecoder().decode(MountSyncStatus.self, from: Data(result.stdout.utf8))
+        } catch {
+            throw TestFolderError(message: "status printed \(result.stdout.debugDescription): \(error)")
+        }
+    }
+}
+
+// MARK: - Tree snapshots
+
+/// Everything about a tree that syncs (see doc/SEMANTICS.md, "What syncs"), keyed by the path
+/// relative to the root ("" is the root): kind, permission bits, size, symlink target, the whole
+/// content, `user.` extended attributes, and the mtime of regular files (to the nanosecond).
+/// Not compared: owner, atime, ctime, inode numbers, link counts and directory mtimes (local to
+/// each mount).
+struct SyncedTree {
+    struct Entry {
+        var kind: Character
+        var mode: mode_t
+        var size: Int64
+        var target: String?
+        /// Regular files, when taken with contents.
+        var content: [UInt8]?
+        var xattrs: [String: [UInt8]] = [:]
+        /// Regular files only.
+        var mtime: (seconds: Int, nanoseconds: Int)?
+    }
+
+    var entries: [String: Entry] = [:]
+    /// Entries that could not be read.
+    var problems: [String] = []
+
+    var names: [String] { entries.keys.sorted() }
+
+    static func snapshot(_ root: String, contents: Bool = true) -> SyncedTree {
+        var tree = SyncedTree()
+        tree.walk(root, relative: "", contents: contents)
+        return tree
+    }
+
+    private mutating func walk(_ root: String, relative: String, contents: Bool) {
+        let path = relative.isEmpty ? root : root + "/" + relative
+        let label = relative.isEmpty ? "<root>" : relative
+        do {
+            let info = try lstatPath(path)
+            var entry = Entry(
+                kind: isDirectory(info) ? "d" : isRegular(info) ? "f" : isSymlink(info) ? "l" : "?",
+                mode: permissions(info), size: Int64(info.st_size))
+            if entry.kind == "l" {
+                entry.target = try readLink(path)
+            } else {
+                for name in try listXattrs(path) where name.hasPrefix("user.") {
+                    entry.xattrs[name] = try getXattr(path, name)
+                }
+            }
+            if entry.kind == "f" {
+                entry.mtime = (Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec))
+                if contents {
+                    let bytes = try readFile(path)
+                    if Int64(bytes.count) != entry.size {
+                        problems.append("\(label): read \(bytes.count) bytes but st_size is \(entry.size)")
+                    }
+                    entry.content = bytes
+                }
+            }
+            entries[relative] = entry
+            if entry.kind == "d" {
+                for name in try listDirectory(path).sorted() {
+                    walk(root, relative: relative.isEmpty ? name : relative + "/" + name, contents: contents)
+                }
+            }
+        } catch {
+            problems.append("\(label): \(error)")
+        }
+    }
+
+    /// The differences between two snapshots, one line each (empty: identical).
+    func differences(from other: SyncedTree, labels: (String, String) = ("A", "B")) -> [String] {
+        let (left, right) = labels
+        var lines = problems.map { "\(left): \($0)" } + other.problems.map { "\(right): \($0)" }
+        for path in Set(entries.keys).union(other.entries.keys).sorted() {
+            let name = path.isEmpty ? "<root>" : path
+            guard let mine = entries[path] else {
+                lines.append("\(name): only in \(right)")
+                continue
+            }
+            guard let theirs = other.entries[path] else {
+                lines.append("\(name): only in \(left)")
+                continue
+            }
+            func compare<T: Equatable>(_ field: String, _ x: T, _ y: T) {
+                if x != y { lines.append("\(name): \(field) \(left)=\(x) \(right)=\(y)") }
+            }
+            compare("kind", mine.kind, theirs.kind)
+            compare("mode", String(mine.mode, radix: 8), String(theirs.mode, radix: 8))
+            compare("size", mine.size, theirs.size)
+            compare("symlink target", mine.target ?? "-", theirs.target ?? "-")
+            func format(_ time: (seconds: Int, nanoseconds: Int)?) -> String {
+                time.map { "\($0.seconds).\(String(format: "%09d", $0.nanoseconds))" } ?? "-"
+            }
+            compare("mtime", format(mine.mtime), format(theirs.mtime))
+            compare("xattrs", mine.xattrs, theirs.xattrs)
+            if let x = mine.content, let y = theirs.content, let offset = firstDifference(x, y) {
+                lines.append("\(name): content differs from byte \(offset) (\(x.count) vs \(y.count) bytes)")
+            }
+        }
+        return lines
+    }
+}
+
+/// Whether two byte arrays are equal (memcmp: fast even in debug builds).
+func sameBytes(_ x: [UInt8], _ y: [UInt8]) -> Bool {
+    firstDifference(x, y) == nil
+}
+
+/// The offset of the first byte where `x` and `y` differ, or nil if they are equal.
+func firstDifference(_ x: [UInt8], _ y: [UInt8]) -> Int? {
+    let common = min(x.count, y.count)
+    let equalPrefix = x.withUnsafeBytes { a in
+        y.withUnsafeBytes { b in common == 0 || memcmp(a.baseAddress!, b.baseAddress!, common) == 0 }
+    }
+    if equalPrefix { return x.count == y.count ? nil : common }
+    var low = 0
+    var high = common
+    // Binary search for the first differing byte (memcmp over halves).
+    while high - low > 1 {
+        let middle = (low + high) / 2
+        let same = x.withUnsafeBytes { a in
+            y.withUnsafeBytes { b in memcmp(a.baseAddress! + low, b.baseAddress! + low, middle - low) == 0 }
+        }
+        if same { low = middle } else { high = middle }
+    }
+    return low
+}
+
+/// `count` random bytes from /dev/urandom.
+func randomBytes(_ count: Int) throws -> [UInt8] {
+    try withFile("/dev/urandom", O_RDONLY) { fd in
+        var result = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = try result.withUnsafeMutableBytes { buffer in
+                try posix("read(/dev/urandom)") { read(fd, buffer.baseAddress! + filled, count - filled) }
+            }
+            filled += got
+        }
+        return result
+    }
+}
