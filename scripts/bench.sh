@@ -330,6 +330,11 @@ settle() {
     if [[ -n $RCLONE_PID ]] && alive "$RCLONE_PID"; then
         python3 "$HELPERS/bio.py" rclone-wait "$RCLONE_URL" 300 >/dev/null 2>>"$LOGS/settle.log"
     fi
+    # Likewise SyncFS's uploads to its container (both are sync clients; neither is measured
+    # while still uploading the previous step's files).
+    if [[ -n $SYNCFS_PID ]] && alive "$SYNCFS_PID"; then
+        timeout 600 "$SYNCFS_BIN" sync "$SYNCFS_MP" --timeout 300 >/dev/null 2>>"$LOGS/settle.log" || true
+    fi
     timeout 300 sync
     local pids=()
     [[ -n $SYNCFS_PID ]] && pids+=("$SYNCFS_PID")
@@ -655,7 +660,7 @@ notes=()
 notes+=("native = a plain directory on the same $FSTYPE file system as the SyncFS container/state and the rclone remote/cache.")
 [[ -n ${WANT_W[seq]:-} ]] && notes+=("Warm read = read right after the write + fsync, without a warm-up read. Cold read: sync + 'echo 3 > /proc/sys/vm/drop_caches' (page cache, dentries, inodes). That empties the kernel's page cache of the FUSE files and of the daemons' backing files (SyncFS cache/container files, rclone's VFS cache file), but not any cache inside a daemon's own memory. rclone's cold read is served from its on-disk VFS cache, not from the remote.")
 [[ -n ${WANT_W[rand]:-} ]] && notes+=("Random I/O: fio psync, direct=0, invalidate=0, 1 job, QD 1, file laid out with 1 MiB writes and read once before the random read; random write without fsync.")
-[[ -n ${WANT_W[files]:-} ]] && notes+=("Create/stat/delete: one Python process per phase, one directory, O_CREAT|O_EXCL + 4 KiB write + close per file; stat = lstat right after creating (warm dentries; on FUSE mounts the first stat after a write still asks the daemon, a second pass is served from the kernel's attribute cache). Between timed steps the script waits for rclone uploads, runs sync and waits until the daemons are idle.")
+[[ -n ${WANT_W[files]:-} ]] && notes+=("Create/stat/delete: one Python process per phase, one directory, O_CREAT|O_EXCL + 4 KiB write + close per file; stat = lstat right after creating (warm dentries; on FUSE mounts the first stat after a write still asks the daemon, a second pass is served from the kernel's attribute cache). Between timed steps the script waits for rclone's and SyncFS's uploads (syncfs-mount sync), runs sync and waits until the daemons are idle.")
 [[ -n ${WANT_W[untar]:-} ]] && notes+=("Untar: GNU tar of a deterministic synthetic tree ($TREE_FILES files, text-like content), tarball read from the page cache.")
 [[ -n ${WANT_W[clone]:-} ]] && notes+=("git clone: file:// URL (pack transfer + index-pack + checkout) of a deterministic repository generated with git fast-import ($COMMITS commits, $REPO_FILES files).")
 [[ $DO_RSS == 1 ]] && notes+=("Daemon memory: $RSS_FILES empty files in directories of 1000 created through the mount, then 'find -ls' over them; VmRSS of the daemon from /proc/PID/status.")

@@ -19,7 +19,7 @@ struct UploadQueueTests {
         #expect(queue.takeNext(now: 100)?.fileID == a)
         #expect(queue.takeNext(now: 130)?.fileID == b)
         #expect(queue.takeNext(now: 130) == nil, "c is still quiet")
-        #expect(queue.nextReadyTime() == 150)
+        #expect(queue.nextReadyTime(now: 130) == 150)
         #expect(queue.takeNext(now: 150)?.fileID == c)
     }
 
@@ -41,7 +41,7 @@ struct UploadQueueTests {
         #expect(taken != nil)
         #expect(queue.takeNext(now: 1_000) == nil)
         #expect(queue.take(a) == nil)
-        #expect(queue.nextReadyTime() == nil)
+        #expect(queue.nextReadyTime(now: 1_000) == nil)
     }
 
     @Test func reDirtiedDuringUploadIsQueuedAgain() throws {
@@ -112,5 +112,54 @@ struct UploadQueueTests {
         queue.postpone(item, until: 500)
         #expect(queue.takeNext(now: 499) == nil)
         #expect(queue.takeNext(now: 500)?.fileID == a)
+    }
+
+    @Test func aBurstOfChangesHoldsUploadsBackUntilItEndsOrTheWaitRunsOut() {
+        let burstPolicy = UploadQueue.Policy(
+            quietDelay: 100, initialBackoff: 1_000, maximumBackoff: 8_000, burstChanges: 4, burstWindow: 50,
+            maximumBurstWait: 1_000)
+        var queue = UploadQueue(policy: burstPolicy)
+        let ids = (0..<4).map { _ in FileID.random() }
+        _ = queue.changed(ids[0], now: 0)
+        #expect(!queue.isBursting(now: 0), "one change is not a burst")
+        #expect(queue.takeNext(now: 100)?.fileID == ids[0])
+        // Four changes within 50 ns: a burst; nothing goes while it lasts.
+        for (index, id) in ids.dropFirst().enumerated() { _ = queue.changed(id, now: 200 + Int64(index)) }
+        _ = queue.changed(ids[0], now: 203)
+        #expect(queue.isBursting(now: 240))
+        #expect(queue.takeNext(now: 240) == nil)
+        #expect(queue.nextReadyTime(now: 240) == 300, "look again when the earliest item is ready")
+        // The burst is over 50 ns after its oldest change: items go in order again.
+        #expect(!queue.isBursting(now: 400))
+        #expect(queue.takeNext(now: 400)?.fileID == ids[1])
+    }
+
+    @Test func aBurstThatNeverEndsStillLetsItemsGoAfterTheMaximumWait() {
+        let burstPolicy = UploadQueue.Policy(
+            quietDelay: 100, initialBackoff: 1_000, maximumBackoff: 8_000, burstChanges: 4, burstWindow: 50,
+            maximumBurstWait: 1_000)
+        var queue = UploadQueue(policy: burstPolicy)
+        let first = FileID.random()
+        _ = queue.changed(first, now: 0)
+        var now: Int64 = 1
+        var taken: OutboxItem?
+        while now < 2_000 && taken == nil {
+            _ = queue.changed(FileID.random(), now: now)  // a change every 10 ns, forever
+            taken = queue.takeNext(now: now)
+            now += 10
+        }
+        #expect(taken?.fileID == first)
+        #expect(now - 10 >= 100 + 1_000, "it waited the maximum burst wait past its ready time")
+    }
+
+    @Test func syncOverridesABurst() {
+        let burstPolicy = UploadQueue.Policy(
+            quietDelay: 100, initialBackoff: 1_000, maximumBackoff: 8_000, burstChanges: 4, burstWindow: 50,
+            maximumBurstWait: 1_000)
+        var queue = UploadQueue(policy: burstPolicy)
+        for index in 0..<5 { _ = queue.changed(FileID.random(), now: Int64(index)) }
+        #expect(queue.takeNext(now: 10) == nil)
+        queue.expediteAll(now: 10)
+        #expect(queue.takeNext(now: 10) != nil)
     }
 }

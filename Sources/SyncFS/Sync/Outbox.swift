@@ -66,7 +66,7 @@ public final class Outbox: Sendable {
     /// item is ready. For the uploader thread.
     func waitForWork(maximum timeout: Int64) {
         let now = clock()
-        let next = queue.withLock { $0.nextReadyTime() }
+        let next = queue.withLock { $0.nextReadyTime(now: now) }
         var delay = timeout
         if let next { delay = min(delay, max(0, next - now)) }
         if delay == 0 { return }

@@ -34,10 +34,23 @@ public struct UploadQueue: Sendable {
         public var initialBackoff: Int64
         public var maximumBackoff: Int64
 
-        public init(quietDelay: Int64, initialBackoff: Int64, maximumBackoff: Int64) {
+        /// A burst: at least `burstChanges` local changes within `burstWindow` (an untar, a
+        /// build, a `git checkout`). While one lasts, uploads wait — the folder keeps the disk
+        /// and the CPUs — but never longer than `maximumBurstWait` past an item's ready time.
+        public var burstChanges: Int
+        public var burstWindow: Int64
+        public var maximumBurstWait: Int64
+
+        public init(
+            quietDelay: Int64, initialBackoff: Int64, maximumBackoff: Int64, burstChanges: Int = 32,
+            burstWindow: Int64 = 100_000_000, maximumBurstWait: Int64 = 5_000_000_000
+        ) {
             self.quietDelay = quietDelay
             self.initialBackoff = initialBackoff
             self.maximumBackoff = maximumBackoff
+            self.burstChanges = burstChanges
+            self.burstWindow = burstWindow
+            self.maximumBurstWait = maximumBurstWait
         }
 
         public static let standard = Policy(
@@ -46,8 +59,17 @@ public struct UploadQueue: Sendable {
 
     public private(set) var items: [FileID: OutboxItem] = [:]
     public private(set) var inFlight: Set<FileID> = []
+    /// Every item's (seq, ID) in seq order, with stale pairs (item gone) dropped lazily: the
+    /// scans of `takeNext` and `nextReadyTime` start from the oldest and stop early, so a queue
+    /// of 100,000 items costs about as much per upload as a queue of ten.
+    private var order: [(seq: UInt64, id: FileID)] = []
+    private var orderStart = 0
     private var nextSeq: UInt64
     public var policy: Policy
+    /// Times of the latest local changes (at most `policy.burstChanges`), oldest first.
+    private var recentChanges: [Int64] = []
+    /// `sync` asked for everything now: bursts do not hold uploads back until the queue drains.
+    private var expedited = false
 
     public init(policy: Policy, restoring stored: [OutboxItem] = [], now: Int64 = 0) {
         self.policy = policy
@@ -58,6 +80,7 @@ public struct UploadQueue: Sendable {
             highest = max(highest, item.seq)
         }
         nextSeq = highest + 1
+        order = items.values.map { ($0.seq, $0.fileID) }.sorted { $0.seq < $1.seq }
     }
 
     public var count: Int { items.count }
@@ -69,6 +92,10 @@ public struct UploadQueue: Sendable {
     /// again (a file still being written keeps moving its upload back). A failing item keeps its
     /// backoff if that ends later.
     public mutating func changed(_ id: FileID, now: Int64) -> OutboxItem {
+        recentChanges.append(now)
+        if recentChanges.count > policy.burstChanges {
+            recentChanges.removeFirst(recentChanges.count - policy.burstChanges)
+        }
         let readyAt = now + policy.quietDelay
         if var item = items[id] {
             item.generation &+= 1
@@ -80,17 +107,44 @@ public struct UploadQueue: Sendable {
             fileID: id, seq: nextSeq, generation: 1, readyAt: readyAt, attempts: 0, lastError: nil)
         nextSeq += 1
         items[id] = item
+        order.append((item.seq, id))
         return item
     }
 
-    /// The ready item with the lowest `seq` that is not in flight; marks it in flight.
-    public mutating func takeNext(now: Int64) -> OutboxItem? {
-        var best: OutboxItem?
-        for item in items.values where item.readyAt <= now && !inFlight.contains(item.fileID) {
-            if best == nil || item.seq < best!.seq { best = item }
+    /// True while local changes come in a burst (see `Policy.burstChanges`).
+    public func isBursting(now: Int64) -> Bool {
+        guard !expedited, recentChanges.count >= policy.burstChanges, let oldest = recentChanges.first else {
+            return false
         }
-        if let best { inFlight.insert(best.fileID) }
-        return best
+        return now - oldest < policy.burstWindow
+    }
+
+    /// The ready item with the lowest `seq` that is not in flight; marks it in flight. During a
+    /// burst only items that have waited `maximumBurstWait` past their ready time go.
+    public mutating func takeNext(now: Int64) -> OutboxItem? {
+        let bursting = isBursting(now: now)
+        compactOrder()
+        var index = orderStart
+        while index < order.count {
+            let (seq, id) = order[index]
+            index += 1
+            guard let item = items[id], item.seq == seq, !inFlight.contains(id), item.readyAt <= now else { continue }
+            if bursting && now < item.readyAt + policy.maximumBurstWait { continue }
+            inFlight.insert(id)
+            return item
+        }
+        return nil
+    }
+
+    /// Drops stale pairs at the front, and rebuilds the order when most of it is stale.
+    private mutating func compactOrder() {
+        while orderStart < order.count, items[order[orderStart].id]?.seq != order[orderStart].seq {
+            orderStart += 1
+        }
+        if orderStart > 1024 && orderStart * 2 > order.count {
+            order.removeFirst(orderStart)
+            orderStart = 0
+        }
     }
 
     /// Takes `id` now, whatever its ready time (a parent that must be committed before its
@@ -101,9 +155,25 @@ public struct UploadQueue: Sendable {
         return item
     }
 
-    /// The earliest time an item not in flight becomes ready, if any.
-    public func nextReadyTime() -> Int64? {
-        items.values.filter { !inFlight.contains($0.fileID) }.map(\.readyAt).min()
+    /// The earliest time an item not in flight may become ready (during a burst: when to look
+    /// again), if any.
+    public func nextReadyTime(now: Int64) -> Int64? {
+        // The oldest items are nearly always the first ready; a bounded look suffices (a change
+        // wakes the uploader anyway).
+        var earliest: Int64?
+        var looked = 0
+        var index = orderStart
+        while index < order.count && looked < 64 {
+            let (seq, id) = order[index]
+            index += 1
+            guard let item = items[id], item.seq == seq, !inFlight.contains(id) else { continue }
+            looked += 1
+            earliest = min(earliest ?? item.readyAt, item.readyAt)
+        }
+        guard let earliest else { return nil }
+        guard isBursting(now: now), let oldest = recentChanges.first else { return earliest }
+        // Check again when the burst may have ended, or when the earliest item's wait is over.
+        return max(earliest, min(oldest + policy.burstWindow, earliest + policy.maximumBurstWait))
     }
 
     /// The upload of `item` succeeded. Removes it unless it changed meanwhile; returns whether it
@@ -111,6 +181,7 @@ public struct UploadQueue: Sendable {
     @discardableResult
     public mutating func succeeded(_ item: OutboxItem) -> Bool {
         inFlight.remove(item.fileID)
+        defer { if items.isEmpty { expedited = false } }
         guard let current = items[item.fileID] else { return true }
         if current.generation == item.generation {
             items[item.fileID] = nil
@@ -147,11 +218,13 @@ public struct UploadQueue: Sendable {
     public mutating func remove(_ id: FileID) {
         items[id] = nil
         inFlight.remove(id)
+        if items.isEmpty { expedited = false }
     }
 
     /// `sync`: every waiting item is ready now (quiet delays and backoffs end).
     public mutating func expediteAll(now: Int64) {
         for id in items.keys { items[id]!.readyAt = min(items[id]!.readyAt, now) }
+        expedited = !items.isEmpty
     }
 
     /// The delay before attempt `attempts + 1`.
