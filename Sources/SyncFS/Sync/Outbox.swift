@@ -12,6 +12,8 @@ public final class Outbox: Sendable {
     private let queue: Mutex<UploadQueue>
     /// Signalled when an item may have become ready (a change, a `sync` request).
     private let wake = DispatchSemaphore(value: 0)
+    /// When the sleeping uploader will wake by itself (0 while it is awake).
+    private let uploaderWakesAt = Atomic<Int64>(0)
     private let clock: @Sendable () -> Int64
 
     public init(policy: UploadQueue.Policy, restoring stored: [OutboxItem], clock: @escaping @Sendable () -> Int64) {
@@ -23,8 +25,11 @@ public final class Outbox: Sendable {
 
     /// Records a local change of `id`; returns the outbox row to commit with it.
     func changed(_ id: FileID) -> MetadataChange {
-        let item = queue.withLock { $0.changed(id, now: clock()) }
-        wake.signal()
+        let now = clock()
+        let item = queue.withLock { $0.changed(id, now: now) }
+        // Wake the uploader only if it sleeps past this item's ready time: a burst of creates
+        // must not cost a thread wake-up each.
+        if uploaderWakesAt.load(ordering: .sequentiallyConsistent) > item.readyAt { wake.signal() }
         return .outboxPut(item)
     }
 
@@ -65,12 +70,20 @@ public final class Outbox: Sendable {
     /// Blocks until something may be ready or `timeout` (ns) passed; returns at once if an
     /// item is ready. For the uploader thread.
     func waitForWork(maximum timeout: Int64) {
+        // "About to sleep": a change from now on signals, so none is missed between the look at
+        // the queue and the wait.
+        uploaderWakesAt.store(.max, ordering: .sequentiallyConsistent)
         let now = clock()
         let next = queue.withLock { $0.nextReadyTime(now: now) }
         var delay = timeout
         if let next { delay = min(delay, max(0, next - now)) }
-        if delay == 0 { return }
+        if delay == 0 {
+            uploaderWakesAt.store(0, ordering: .relaxed)
+            return
+        }
+        uploaderWakesAt.store(now + delay, ordering: .sequentiallyConsistent)
         _ = wake.wait(timeout: .now() + .nanoseconds(Int(delay)))
+        uploaderWakesAt.store(0, ordering: .relaxed)
     }
 
     /// Wakes a waiting uploader (shutdown).

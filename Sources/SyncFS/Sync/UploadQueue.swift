@@ -181,7 +181,7 @@ public struct UploadQueue: Sendable {
     @discardableResult
     public mutating func succeeded(_ item: OutboxItem) -> Bool {
         inFlight.remove(item.fileID)
-        defer { if items.isEmpty { expedited = false } }
+        defer { if items.isEmpty { drained() } }
         guard let current = items[item.fileID] else { return true }
         if current.generation == item.generation {
             items[item.fileID] = nil
@@ -218,7 +218,15 @@ public struct UploadQueue: Sendable {
     public mutating func remove(_ id: FileID) {
         items[id] = nil
         inFlight.remove(id)
-        if items.isEmpty { expedited = false }
+        if items.isEmpty { drained() }
+    }
+
+    /// The queue is empty: give back the memory a large burst took (100,000 queued files).
+    private mutating func drained() {
+        expedited = false
+        items = [:]
+        order = []
+        orderStart = 0
     }
 
     /// `sync`: every waiting item is ready now (quiet delays and backoffs end).
