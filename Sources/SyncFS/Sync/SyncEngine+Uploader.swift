@@ -155,23 +155,27 @@ extension SyncEngine {
                 return true
             }
         case .nameTaken(let other):
-            if fileSystem.outbox.isPending(other.id), case .put(var parked) = request.change, context.depth < 8,
-                !context.parked
-            {
+            if fileSystem.outbox.isPending(other.id) && context.depth < 8 {
                 // Our own queued change to the other entry frees the name (names swapped or
-                // rotated locally): park this entry under a temporary name, let that change go
-                // first, then take the name.
-                context.parked = true
-                parked.name = Array(".syncfs-moving-\(item.fileID.hex)".utf8)
-                let parkRequest = CommitRequest(
-                    id: item.fileID, baseVersion: request.baseVersion, change: .put(parked),
-                    device: request.device)
-                if case .committed(let entry) = try commit(parkRequest) {
-                    fileSystem.recordIntermediateCommit(entry)
+                // rotated locally): park this entry under a temporary name (once), let that
+                // change go first, then take the name.
+                if !context.parked, case .put(var parked) = request.change {
+                    context.parked = true
+                    parked.name = Array(".syncfs-moving-\(item.fileID.hex)".utf8)
+                    let parkRequest = CommitRequest(
+                        id: item.fileID, baseVersion: request.baseVersion, change: .put(parked),
+                        device: request.device)
+                    if case .committed(let entry) = try commit(parkRequest) {
+                        fileSystem.recordIntermediateCommit(entry)
+                    }
                 }
-                if let otherItem = fileSystem.outbox.take(other.id) {
-                    upload(otherItem, depth: context.depth + 1)
+                guard let otherItem = fileSystem.outbox.take(other.id) else {
+                    // The other change is being uploaded further up this call chain: come back
+                    // after it.
+                    fileSystem.outbox.postpone(item, by: 50_000_000)
+                    return true
                 }
+                upload(otherItem, depth: context.depth + 1)
                 return false
             }
             logger.notice("the name of \(item.fileID) is taken by \(other.id) in the container; keeping both")
@@ -195,7 +199,14 @@ extension SyncEngine {
                 uploadOthers(except: item.fileID, depth: context.depth + 1)
                 return false
             }
-            // Our delete or move lost against remote changes: take the container's version.
+            if fileSystem.outbox.items.contains(where: { $0.fileID != item.fileID }) {
+                // Other local changes are still queued (a file still open, say) and may be what
+                // the container waits for: try again after them, never give up our change yet.
+                fileSystem.outbox.postpone(item, by: 500_000_000)
+                return true
+            }
+            // Nothing of ours is queued: our delete or move lost against remote changes; take
+            // the container's version.
             if let current = try remoteEntry(item.fileID) {
                 try takeRemote(current, item: item)
             } else {
