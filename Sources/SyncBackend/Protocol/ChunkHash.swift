@@ -2,7 +2,7 @@
 ///
 /// Containers store each chunk once under its hash (`put` is idempotent); clients verify every
 /// chunk they download against it. Textual form: 64 lowercase hex digits.
-public struct ChunkHash: Hashable, Sendable, Comparable, CustomStringConvertible, Codable {
+public struct ChunkHash: Hashable, Sendable, Comparable, CustomStringConvertible, HexEncodedValue {
     /// The 32 digest bytes.
     public let bytes: [UInt8]
 
@@ -49,18 +49,6 @@ public struct ChunkHash: Hashable, Sendable, Comparable, CustomStringConvertible
 
     public static func < (a: ChunkHash, b: ChunkHash) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let value = ChunkHash(hex: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "bad chunk hash"))
-        }
-        self = value
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(hex)
-    }
 }
 
 /// One piece of a file's manifest: which chunk, and how many plain bytes it holds.

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// A file keeps its ID across renames and moves; the sync engine keys container entries by it.
 /// Textual form: 32 lowercase hex digits (a random 128-bit value).
-public struct FileID: Hashable, Sendable, CustomStringConvertible, Codable {
+public struct FileID: Hashable, Sendable, CustomStringConvertible, HexEncodedValue {
     /// The 128 bits, high half first (16 bytes inline: no allocation, cheap to hash — the tree
     /// and the sync state keep one per entry).
     public let high: UInt64
@@ -49,18 +49,6 @@ public struct FileID: Hashable, Sendable, CustomStringConvertible, Codable {
 
     public var description: String { hex }
 
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let value = FileID(hex: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "bad file ID"))
-        }
-        self = value
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(hex)
-    }
 }
 
 extension String {

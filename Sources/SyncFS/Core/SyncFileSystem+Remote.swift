@@ -116,13 +116,8 @@ extension SyncFileSystem {
     ) {
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
-            let newName = ConflictNames.free(for: name, in: parent, device: deviceIdentity)
-            tree.detach(occupant)
-            tree.attach(occupant, to: parent, as: newName)
-            occupant.ctime = Clock.nowNanoseconds()
-            changes.append(.upsert(occupant.record))
-            changes.append(outbox.changed(occupant.fileID))
-            invalidations.append(.entry(parent: parent.ino, name: newName))
+            _ = moveToConflictName(
+                occupant, in: parent, tree: &tree, changes: &changes, invalidations: &invalidations)
         }
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
             invalidations.append(.entry(parent: oldParentIno, name: node.name))

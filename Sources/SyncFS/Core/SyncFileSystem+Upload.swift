@@ -105,6 +105,24 @@ extension SyncFileSystem {
         }
     }
 
+    /// Gives `node` a free "conflicted copy" name in `parent` (keep both), as a local change to
+    /// upload: its record and outbox row go to `changes`. Under the lock.
+    func moveToConflictName(
+        _ node: Node, in parent: Node, tree: inout Namespace, changes: inout [MetadataChange],
+        invalidations: inout [KernelInvalidation]
+    ) -> FileName {
+        let newName = ConflictNames.free(for: node.name, in: parent, device: deviceIdentity)
+        invalidations.append(.entry(parent: parent.ino, name: node.name))
+        invalidations.append(.entry(parent: parent.ino, name: newName))
+        tree.detach(node)
+        tree.attach(node, to: parent, as: newName)
+        node.ctime = Clock.nowNanoseconds()
+        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        changes.append(.upsert(node.record))
+        changes.append(outbox.changed(node.fileID))
+        return newName
+    }
+
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
     public func uploadUnneeded(_ item: OutboxItem) {
         namespace.withLock { tree in
@@ -149,13 +167,10 @@ extension SyncFileSystem {
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
                 let parent = tree.nodes[parentIno]
             else { return nil }
-            let newName = ConflictNames.free(for: node.name, in: parent, device: deviceIdentity)
-            invalidations.append(.entry(parent: parentIno, name: node.name))
-            invalidations.append(.entry(parent: parentIno, name: newName))
-            tree.detach(node)
-            tree.attach(node, to: parent, as: newName)
-            node.ctime = Clock.nowNanoseconds()
-            recordLocalChange(node)
+            var changes: [MetadataChange] = []
+            let newName = moveToConflictName(
+                node, in: parent, tree: &tree, changes: &changes, invalidations: &invalidations)
+            store.record(changes)
             return newName
         }
         perform(invalidations)

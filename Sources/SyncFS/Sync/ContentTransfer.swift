@@ -21,6 +21,14 @@ struct ContentTransfer: Sendable {
         var chunksUploaded = 0
         var chunksDownloaded = 0
         var bytesDownloaded: Int64 = 0
+
+        mutating func add(_ other: Totals) {
+            plainBytesUploaded += other.plainBytesUploaded
+            encodedBytesUploaded += other.encodedBytesUploaded
+            chunksUploaded += other.chunksUploaded
+            chunksDownloaded += other.chunksDownloaded
+            bytesDownloaded += other.bytesDownloaded
+        }
     }
 
     /// Uploads the chunks of `length` bytes of `descriptor` the container lacks; returns the manifest.

@@ -98,12 +98,7 @@ extension SyncEngine {
                     let path = fileSystem.temporaryContentPath()
                     let base = fileSystem.syncBase(of: entry.id)
                     var totals = ContentTransfer.Totals()
-                    defer {
-                        addTotals {
-                            $0.bytesDownloaded += totals.bytesDownloaded
-                            $0.chunksDownloaded += totals.chunksDownloaded
-                        }
-                    }
+                    defer { addTotals(totals) }
                     do {
                         try transfer.download(
                             entry.state.manifest, to: path, local: fileSystem.reusableContentPath(entry.id),

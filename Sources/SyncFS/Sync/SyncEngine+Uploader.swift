@@ -71,13 +71,7 @@ extension SyncEngine {
                 if let content = snapshot.content {
                     defer { close(content.descriptor) }
                     var totals = ContentTransfer.Totals()
-                    defer {
-                        addTotals {
-                            $0.plainBytesUploaded += totals.plainBytesUploaded
-                            $0.encodedBytesUploaded += totals.encodedBytesUploaded
-                            $0.chunksUploaded += totals.chunksUploaded
-                        }
-                    }
+                    defer { addTotals(totals) }
                     snapshot.state.manifest = try transfer.upload(
                         descriptor: content.descriptor, length: content.length, totals: &totals)
                     guard fileSystem.contentUnchanged(content) else {

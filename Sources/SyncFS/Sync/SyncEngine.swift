@@ -78,7 +78,7 @@ public final class SyncEngine: Sendable {
 
     func noteFailure(_ failure: String?) { state.withLock { $0.lastFailure = failure } }
 
-    func addTotals(_ update: (inout ContentTransfer.Totals) -> Void) { state.withLock { update(&$0.totals) } }
+    func addTotals(_ totals: ContentTransfer.Totals) { state.withLock { $0.totals.add(totals) } }
 
     /// What `syncfs-mount status` and `sync` show.
     public func status() -> SyncStatus {
