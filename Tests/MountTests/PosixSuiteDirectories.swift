@@ -37,9 +37,7 @@ struct PosixSuiteDirectories {
             defer { closedir(handle) }
             func nextName() -> String? {
                 guard let entry = readdir(handle) else { return nil }
-                return withUnsafePointer(to: entry.pointee.d_name) {
-                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-                }
+                return entry.entryName
             }
             for _ in 0..<1234 { _ = nextName() }
             rewinddir(handle)
@@ -88,9 +86,7 @@ struct PosixSuiteDirectories {
             var seen: [String] = []
             var step = 0
             while let entry = readdir(handle) {
-                let name = withUnsafePointer(to: entry.pointee.d_name) {
-                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-                }
+                let name = entry.entryName
                 seen.append(name)
                 step += 1
                 if step % 100 == 0 && step / 100 <= 20 {
@@ -124,9 +120,7 @@ struct PosixSuiteDirectories {
             defer { closedir(handle) }
             var types: [String: UInt8] = [:]
             while let entry = readdir(handle) {
-                let name = withUnsafePointer(to: entry.pointee.d_name) {
-                    $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-                }
+                let name = entry.entryName
                 types[name] = entry.pointee.d_type
             }
             #expect(types["f"] == UInt8(DT_REG))

@@ -81,9 +81,7 @@ public struct ContentCache: Sendable {
         guard let dir = opendir(temporaryDirectory) else { return }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = entry.entryName
             if name != "." && name != ".." { unlink(temporaryDirectory + "/" + name) }
         }
     }
@@ -135,9 +133,7 @@ public struct ContentCache: Sendable {
             guard let dir = opendir(directory + "/" + Self.hex2(shard)) else { continue }
             defer { closedir(dir) }
             while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
+                let name = entry.entryName
                 if let id = FileID(hex: name) { ids.append(id) }
             }
         }

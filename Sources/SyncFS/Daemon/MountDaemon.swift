@@ -151,9 +151,7 @@ public enum MountDaemon {
         }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            let name = entry.entryName
             if name != "." && name != ".." {
                 throw MountError(.badInput, "mount point \(path) is not empty")
             }

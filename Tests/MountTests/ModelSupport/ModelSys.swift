@@ -135,9 +135,7 @@ enum ModelSys {
                 if errno != 0 { return .failure(ModelErrno(errno)) }
                 break
             }
-            let name = withUnsafePointer(to: &ent.pointee.d_name) {
-                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
-            }
+            let name = ent.entryName
             if name == "." || name == ".." { continue }
             out.append((name, ent.pointee.d_type))
         }

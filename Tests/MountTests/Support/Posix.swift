@@ -300,9 +300,7 @@ func listDirectory(_ path: String) throws -> [String] {
             if errno != 0 { throw PosixError(code: errno, operation: "readdir(\(path))") }
             return names
         }
-        let name = withUnsafePointer(to: entry.pointee.d_name) {
-            $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-        }
+        let name = entry.entryName
         if name != "." && name != ".." { names.append(name) }
     }
 }
@@ -352,4 +350,15 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 /// A timespec for utimensat.
 func timespecOf(seconds: Int, nanoseconds: Int) -> timespec {
     timespec(tv_sec: seconds, tv_nsec: nanoseconds)
+}
+
+// MARK: - Directory entries
+
+extension UnsafeMutablePointer where Pointee == dirent {
+    /// The entry's name, read in place: copying `pointee.d_name` (a 256-byte tuple) can read past
+    /// the end of glibc's buffer, whose last entry is only `d_reclen` long.
+    var entryName: String {
+        let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return String(cString: UnsafeRawPointer(self).advanced(by: offset).assumingMemoryBound(to: CChar.self))
+    }
 }
