@@ -45,6 +45,12 @@ struct MountCommand: ParsableCommand {
     @Option(help: "zlib level for uploaded chunks, 0 (store) to 9 (smallest).")
     var compressionLevel: Int = 1
 
+    @Option(
+        help: ArgumentHelp(
+            "Budget for downloaded and modified content: bytes with K/M/G/T, or a percentage of the state directory's filesystem.",
+            valueName: "size"))
+    var cacheSize: String = "25%"
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -55,6 +61,9 @@ struct MountCommand: ParsableCommand {
             throw ValidationError("--upload-delay must be between 0 and 3600000 milliseconds")
         }
         guard (0...9).contains(compressionLevel) else { throw ValidationError("--compression-level must be 0...9") }
+        guard CacheSize(parsing: cacheSize) != nil else {
+            throw ValidationError("--cache-size must be a size such as 500M, 20G or 25% (got '\(cacheSize)')")
+        }
     }
 
     func run() throws {
@@ -67,6 +76,7 @@ struct MountCommand: ParsableCommand {
             lifeline: lifeline)
         configuration.uploadDelayMilliseconds = uploadDelay
         configuration.compressionLevel = Int32(compressionLevel)
+        configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         if foreground {
             try runForeground(configuration)
         } else {
@@ -101,7 +111,7 @@ struct MountCommand: ParsableCommand {
         let arguments = [
             "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
             "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
-            "--compression-level", String(compressionLevel),
+            "--compression-level", String(compressionLevel), "--cache-size", cacheSize,
         ]
         let daemon: DaemonProcess
         do {

@@ -30,27 +30,6 @@ struct SyncCommand: ParsableCommand {
     }
 }
 
-/// `status`: one JSON line about the sync engine.
-struct StatusCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "status",
-        abstract: "Print the sync state of a mount as one line of JSON (queued changes, failures, totals)."
-    )
-
-    @Argument(help: "The mount point of a SyncFS folder.")
-    var mountpoint: String
-
-    func run() throws {
-        let path = absolutePath(mountpoint)
-        guard let status = ControlServer.ask("status", mountpoint: path) else {
-            throw fail(MountError(.badInput, "\(path) is not a SyncFS mount with a running daemon"))
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        print(String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self))
-    }
-}
-
 /// Waits for a daemon's queue to drain, with a progress line.
 enum SyncWaiter {
     enum Result {

@@ -11,7 +11,9 @@ struct SyncFSCommand: ParsableCommand {
         discussion: "Exit codes: 0 ok, 1 internal error, 64 usage, 65 bad input, 69 FUSE unavailable, "
             + "73 cannot create, 75 busy, 77 permission denied (see doc/CLI.md).",
         subcommands: [
-            MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, MeasurePipelineCommand.self,
+            MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, PinCommand.self,
+            UnpinCommand.self,
+            EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
         ]
     )
 }

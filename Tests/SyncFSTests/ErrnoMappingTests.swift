@@ -25,6 +25,9 @@ struct ErrnoMappingTests {
         (.noSpace, ENOSPC),
         (.loop, ELOOP),
         (.beyondData, ENXIO),
+        (.containerUnreachable, ENETDOWN),
+        (.contentUnavailable, EREMOTEIO),
+        (.stale, ESTALE),
     ]
 
     /// A name per case; the exhaustive switch makes this file stop compiling when a case is
@@ -50,11 +53,14 @@ struct ErrnoMappingTests {
         case .loop: "loop"
         case .beyondData: "beyondData"
         case .io: "io"
+        case .containerUnreachable: "containerUnreachable"
+        case .contentUnavailable: "contentUnavailable"
+        case .stale: "stale"
         }
     }
 
     /// Number of cases of `FSError`; keep in step with `caseName`.
-    static let caseCount = 19
+    static let caseCount = 22
 
     @Test(arguments: table.map { TableRow(error: $0.0, errno: $0.1) })
     func caseMapsToItsErrno(_ row: TableRow) {

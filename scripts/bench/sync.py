@@ -31,7 +31,7 @@ class Mount:
             raise RuntimeError("mount failed: " + open(state + ".log").read()[-2000:])
 
     def status(self):
-        out = subprocess.run([self.binary, "status", self.mountpoint], capture_output=True, check=True)
+        out = subprocess.run([self.binary, "status", self.mountpoint, "--json"], capture_output=True, check=True)
         return json.loads(out.stdout)
 
     def sync(self):

@@ -111,6 +111,15 @@ public struct ContentCache: Sendable {
         unlink(path(for: id))
     }
 
+    /// Renames `id`'s cache file (if any) to `other`'s path; open descriptors follow it.
+    /// False if it exists and could not be moved.
+    public func move(_ id: FileID, to other: FileID) -> Bool {
+        if rename(path(for: id), path(for: other)) == 0 { return true }
+        if access(path(for: id), F_OK) != 0 { return true }
+        guard (try? makeShard(of: other)) != nil else { return false }
+        return rename(path(for: id), path(for: other)) == 0
+    }
+
     /// Length of the cache file, or nil if it does not exist.
     public func size(of id: FileID) -> Int64? {
         var info = stat()

@@ -30,6 +30,12 @@ public enum FSError: Error, Equatable, Sendable {
     case beyondData
     /// A failure of the local disk under the cache or database, with the errno it gave.
     case io(Int32)
+    /// A placeholder's content is needed and the container cannot be reached.
+    case containerUnreachable
+    /// A placeholder's content is needed and the container does not have it intact.
+    case contentUnavailable
+    /// The content a handle was opened on was replaced by a remote change and is gone.
+    case stale
 
     /// The errno the kernel is told.
     public var errno: Int32 {
@@ -53,6 +59,9 @@ public enum FSError: Error, Equatable, Sendable {
         case .loop: return ELOOP
         case .beyondData: return ENXIO
         case .io(let code): return code == 0 ? EIO : code
+        case .containerUnreachable: return ENETDOWN
+        case .contentUnavailable: return EREMOTEIO
+        case .stale: return ESTALE
         }
     }
 

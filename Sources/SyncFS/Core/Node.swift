@@ -41,9 +41,22 @@ final class Node: @unchecked Sendable {
     var openWriters = 0
     /// Set once the node has been removed from the tree.
     var isUnlinked = false
+    /// Pinned on this device (see `EntryRecord.isPinned`).
+    var isPinned: Bool
+    /// When a program last opened or closed the file (for least-recently-used eviction).
+    var lastUsed: Int64
+    /// Files: the download of a placeholder in progress, shared by its readers.
+    var hydration: Hydration?
+    /// A placeholder replaced by a remote change while the kernel still knew it: the manifest of
+    /// the content its open handles were opened on (its file ID is a throwaway by then).
+    var retiredManifest: [ChunkRef]?
 
-    /// The file's length (files: also the cache file's length).
+    /// The file's length (files whose content is local: also the cache file's length).
     let size: Atomic<Int64>
+    /// Files: every byte is in the cache file (false for a placeholder, whose cache file is
+    /// missing or partly filled by a download). Set under the namespace lock; the read path
+    /// checks it without one. Always true for directories and symlinks.
+    let contentIsLocal: Atomic<Bool>
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)
@@ -86,14 +99,20 @@ final class Node: @unchecked Sendable {
         size = Atomic(record.size)
         mtime = Atomic(record.mtime)
         hasSetIDBits = Atomic(Self.hasSetID(record.mode))
+        contentIsLocal = Atomic(!record.isPlaceholder)
+        isPinned = record.isPinned
+        lastUsed = max(record.atime, record.mtime)
     }
+
+    /// A file whose content is not (all) on this device. Call under the namespace lock.
+    var isPlaceholder: Bool { kind == .file && !contentIsLocal.load(ordering: .acquiring) }
 
     /// A value snapshot for the store. Call under the namespace lock.
     var record: EntryRecord {
         EntryRecord(
             ino: ino, fileID: fileID, parent: parent, name: name, kind: kind, mode: mode, uid: uid, gid: gid,
             size: size.load(ordering: .relaxed), atime: atime, mtime: mtime.load(ordering: .relaxed), ctime: ctime,
-            symlinkTarget: symlinkTarget)
+            symlinkTarget: symlinkTarget, isPlaceholder: isPlaceholder, isPinned: isPinned)
     }
 
     /// Call before changing the cache file's bytes or length; pair with `endContentChange`.

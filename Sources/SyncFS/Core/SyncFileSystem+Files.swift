@@ -7,7 +7,26 @@ extension SyncFileSystem {
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
-        return try namespace.withLock { tree throws(FSError) in
+        for _ in 0..<4 {
+            let outcome = try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
+            switch outcome {
+            case .opened(let reply, let handle): return (reply, handle)
+            case .needsContent(let existing): try hydrateCompletely(existing)
+            }
+        }
+        throw .stale
+    }
+
+    private enum CreateOutcome {
+        case opened(EntryReply, OpenFile)
+        /// The name holds a placeholder that must be downloaded before it is opened for writing.
+        case needsContent(Node)
+    }
+
+    private func createOrOpen(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
+        throws(FSError) -> CreateOutcome
+    {
+        try namespace.withLock { tree throws(FSError) -> CreateOutcome in
             let directory = try tree.directory(parent)
             if let existing = tree.child(of: directory, named: name) {
                 // The kernel checks first, but a concurrent create may have won the race.
@@ -17,8 +36,15 @@ extension SyncFileSystem {
                 case .symlink: throw .exists
                 case .file: break
                 }
+                if existing.isPlaceholder {
+                    if flags & O_TRUNC != 0 {
+                        guard makeLocalWithoutContent(existing) else { throw .io(EIO) }
+                    } else if flags & O_ACCMODE != O_RDONLY {
+                        return .needsContent(existing)
+                    }
+                }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
-                return (entryReply(for: existing, in: &tree), handle)
+                return .opened(entryReply(for: existing, in: &tree), handle)
             }
             if tree.child(of: directory, named: name) != nil { throw .exists }
             let (fileID, descriptor): (FileID, Int32)
@@ -39,7 +65,8 @@ extension SyncFileSystem {
             let handle = OpenFile(node: node, descriptor: descriptor, writable: flags & O_ACCMODE != O_RDONLY)
             node.openCount += 1
             if handle.writable { node.openWriters += 1 }
-            return (entryReply(for: node, in: &tree), handle)
+            node.lastUsed = Clock.nowNanoseconds()
+            return .opened(entryReply(for: node, in: &tree), handle)
         }
     }
 
@@ -64,8 +91,14 @@ extension SyncFileSystem {
     }
 
     /// Opens a file. `O_TRUNC` by an unprivileged caller also clears setuid/setgid.
+    /// A placeholder is downloaded first when opened for writing without `O_TRUNC`; with
+    /// `O_TRUNC` it becomes an empty local file at once. Opening for reading downloads nothing.
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        try namespace.withLock { tree throws(FSError) in
+        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
+            let node = try namespace.withLock { tree throws(FSError) in try tree.node(ino) }
+            if node.kind == .file { try prepareForWriting(node, truncatingTo: flags & O_TRUNC != 0 ? 0 : nil) }
+        }
+        return try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             switch node.kind {
             case .directory: throw .isDirectory
@@ -94,6 +127,7 @@ extension SyncFileSystem {
     private func openHandle(_ node: Node, flags: Int32, tree: inout Namespace) throws(FSError) -> OpenFile {
         let descriptor = try cache.open(node.fileID)
         node.openCount += 1
+        node.lastUsed = Clock.nowNanoseconds()
         let accessMode = flags & O_ACCMODE
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
         if handle.writable { node.openWriters += 1 }
@@ -170,6 +204,7 @@ extension SyncFileSystem {
         close(handle.descriptor)
         namespace.withLock { tree in
             handle.node.openCount -= 1
+            handle.node.lastUsed = Clock.nowNanoseconds()
             if handle.writable { handle.node.openWriters -= 1 }
             releaseIfUnused(handle.node.ino, in: &tree)
         }
@@ -205,7 +240,16 @@ extension SyncFileSystem {
     /// `lseek` with SEEK_DATA / SEEK_HOLE, answered from the cache file's own holes. While the file
     /// is open for writing the kernel may hold dirty pages the cache file lacks, so they are
     /// written back first (otherwise written data could be reported as a hole).
+    ///
+    /// A placeholder is all data (its holes are not known until it is downloaded): `SEEK_DATA`
+    /// returns `offset`, `SEEK_HOLE` the file's end, so copying tools read every byte.
     public func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
+        if !handle.node.contentIsLocal.load(ordering: .acquiring) {
+            let size = handle.node.size.load(ordering: .relaxed)
+            guard offset >= 0 else { throw .invalidArgument }
+            guard offset < size else { throw .beyondData }
+            return whence == Self.seekHole ? size : offset
+        }
         let writers = namespace.withLock { _ in handle.node.openWriters }
         if writers > 0 { kernelWriteBackPages(handle.node.ino) }
         let result = Glibc.lseek(handle.descriptor, off_t(offset), whence)

@@ -37,8 +37,11 @@ extension SyncFileSystem {
             return .needsParent(parentID)
         }
         if let node, node.kind == .directory, !node.isUnlinked, tree.isSameOrBelow(parent, node) { return .later }
+        // New files arrive as placeholders; a file whose content is here stays here (its new
+        // content is downloaded now).
         let needsContent =
-            entry.state.kind == .file && (node == nil || node!.isUnlinked || base?.manifest != entry.state.manifest)
+            entry.state.kind == .file && node.map { !$0.isUnlinked && !$0.isPlaceholder } == true
+            && base?.manifest != entry.state.manifest
         return .apply(needsContent: needsContent)
     }
 
@@ -137,7 +140,14 @@ extension SyncFileSystem {
         guard existing.kind == state.kind else { return false }
         var node = existing
         var contentFile = contentFile
-        let timesOrContentChanged = contentFile != nil || existing.mtime.load(ordering: .relaxed) != state.mtime
+        let placeholderChanged = existing.isPlaceholder && tree.bases[entry.id]?.manifest != state.manifest
+        let timesOrContentChanged =
+            contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
+        if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
+            // Nobody reads it: the part already downloaded is simply dropped.
+            cancelHydration(of: existing)
+            cache.remove(existing.fileID)
+        }
         if existing.kind == .file && timesOrContentChanged
             && (existing.openCount > 0 || tree.inodes.isReferenced(existing.ino))
         {
@@ -173,7 +183,7 @@ extension SyncFileSystem {
         } else {
             invalidations.append(.attributes(node.ino))
         }
-        if node !== existing { node.size.store(state.size, ordering: .relaxed) }
+        if node !== existing || node.isPlaceholder { node.size.store(state.size, ordering: .relaxed) }
         changes.append(.upsert(node.record))
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
@@ -190,6 +200,8 @@ extension SyncFileSystem {
         guard let parentIno = old.parent, let parent = tree.nodes[parentIno] else { return nil }
         let id = old.fileID
         if let content { guard (try? cache.install(content, as: id)) != nil else { return nil } }
+        let retiring = old.isPlaceholder
+        if retiring { old.retiredManifest = old.retiredManifest ?? tree.bases[id]?.manifest }
         let name = old.name
         var record = old.record
         record.ino = tree.allocateIno()
@@ -198,6 +210,9 @@ extension SyncFileSystem {
         old.isUnlinked = true
         old.fileID = FileID.random()
         tree.byFileID[old.fileID] = old.ino
+        // A placeholder's partial download goes with the old node (its handles and download keep
+        // using it); the new node starts without one.
+        if retiring && !cache.move(id, to: old.fileID) { cache.remove(id) }
         changes.append(.delete(old.ino))
         tree.attach(fresh, to: parent, as: name)
         changes.append(.upsert(fresh.record))
@@ -220,18 +235,22 @@ extension SyncFileSystem {
             // remote version comes back as a new inode; the old one lives on for its handles.
             tree.byFileID[entry.id] = nil
         }
+        var isPlaceholder = false
         if state.kind == .file {
             if let contentFile {
                 guard (try? cache.install(contentFile, as: entry.id)) != nil else { return false }
             } else {
-                do { try cache.create(entry.id) } catch { return false }
+                // A placeholder: names and attributes only; the content comes when read. A
+                // left-over partial download of the same ID is not trusted.
+                cache.remove(entry.id)
+                isPlaceholder = true
             }
         }
         let now = Clock.nowNanoseconds()
         let record = EntryRecord(
             ino: tree.allocateIno(), fileID: entry.id, parent: nil, name: FileName(bytes: state.name),
             kind: state.kind, mode: state.mode, uid: owner.uid, gid: owner.gid, size: state.size, atime: now,
-            mtime: state.mtime, ctime: now, symlinkTarget: state.symlinkTarget)
+            mtime: state.mtime, ctime: now, symlinkTarget: state.symlinkTarget, isPlaceholder: isPlaceholder)
         let node = Node(record: record, xattrs: [:])
         place(node, in: parent, as: record.name, tree: &tree, changes: &changes, invalidations: &invalidations)
         changes.append(.upsert(node.record))
@@ -264,7 +283,7 @@ extension SyncFileSystem {
     public func reusableContentPath(_ id: FileID) -> String? {
         namespace.withLock { tree in
             guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
-                !outbox.isPending(id)
+                !outbox.isPending(id), !node.isPlaceholder
             else { return nil }
             return cache.path(for: id)
         }
@@ -274,10 +293,12 @@ extension SyncFileSystem {
     /// upload, so the original can take the container's version. Returns false if the file is
     /// being written (try again later).
     public func forkConflictCopy(_ id: FileID) -> Bool {
+        // A placeholder has no content of its own to keep.
+        if namespace.withLock({ tree in tree.node(withID: id)?.isPlaceholder == true }) { return true }
         guard
             let (source, token, node) = namespace.withLock({ tree -> (String, UInt64, Node)? in
                 guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
-                    let token = node.contentToken()
+                    !node.isPlaceholder, let token = node.contentToken()
                 else { return nil }
                 return (cache.path(for: id), token, node)
             })

@@ -53,16 +53,23 @@ extension SyncFileSystem {
             }
             var content: ContentSnapshot?
             let size = node.size.load(ordering: .relaxed)
-            if node.kind == .file {
+            var knownManifest: [ChunkRef] = []
+            if node.isPlaceholder {
+                // Only metadata changed (content cannot change without a download): the
+                // container's content stays.
+                guard let manifest = node.retiredManifest ?? base?.manifest else { return .nothing }
+                knownManifest = manifest
+            } else if node.kind == .file {
                 guard node.openWriters == 0, let token = node.contentToken() else { return .busy }
                 let descriptor = Glibc.open(cache.path(for: id), O_RDONLY | O_CLOEXEC)
                 guard descriptor >= 0 else { return .busy }
                 content = ContentSnapshot(descriptor: descriptor, length: size, node: node, token: token)
             }
-            let state = EntryState(
+            var state = EntryState(
                 parent: parentID, name: node.ino == .root ? [] : node.name.bytes, kind: node.kind, mode: node.mode,
                 mtime: node.mtime.load(ordering: .relaxed), size: node.kind == .file ? size : 0, xattrs: node.xattrs,
                 symlinkTarget: node.symlinkTarget)
+            state.manifest = knownManifest
             let uncommitted = parentID.flatMap { parent in
                 parent != .root && (tree.bases[parent]?.version ?? 0) == 0 ? parent : nil
             }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// Flags of `setxattr`.
@@ -20,8 +21,12 @@ extension SyncFileSystem {
         guard name.utf8.count <= 255 else { throw .range }
     }
 
+    /// Names under this prefix are the folder's own, virtual attributes (see `virtualXattr`).
+    static let virtualPrefix = "user.syncfs."
+
     public func getxattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         guard name.hasPrefix("user.") else { throw .noAttribute }
+        if name.hasPrefix(Self.virtualPrefix) { return try virtualXattr(ino, name: name) }
         return try namespace.withLock { tree throws(FSError) in
             guard let value = try tree.node(ino).xattrs[name] else { throw .noAttribute }
             return value
@@ -30,6 +35,16 @@ extension SyncFileSystem {
 
     public func setxattr(_ ino: InodeNumber, name: String, value: [UInt8], mode: XattrSetMode) throws(FSError) {
         try Self.checkName(name)
+        if name.hasPrefix(Self.virtualPrefix) {
+            guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
+            let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            switch text.lowercased() {
+            case "1", "true", "yes": try setPinned(ino, true)
+            case "0", "false", "no": try setPinned(ino, false)
+            default: throw .invalidArgument
+            }
+            return
+        }
         guard value.count <= Self.maxXattrValue else { throw .noSpace }
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
@@ -51,11 +66,16 @@ extension SyncFileSystem {
 
     /// Names of the node's extended attributes, in a stable order.
     public func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
+        // The virtual `user.syncfs.*` attributes are not listed, so copying tools never copy them.
         try namespace.withLock { tree throws(FSError) in try tree.node(ino).xattrs.keys.sorted() }
     }
 
     public func removexattr(_ ino: InodeNumber, name: String) throws(FSError) {
         guard name.hasPrefix("user.") else { throw .notSupported }
+        if name.hasPrefix(Self.virtualPrefix) {
+            guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
+            return try setPinned(ino, false)
+        }
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.xattrs.removeValue(forKey: name) != nil else { throw .noAttribute }
@@ -63,6 +83,34 @@ extension SyncFileSystem {
             if !node.isUnlinked {
                 store.xattrRemoved(node.ino, name: name)
                 recordLocalChange(node)
+            }
+        }
+    }
+}
+
+extension SyncFileSystem {
+    /// `user.syncfs.state`, `.pinned`, `.progress`, `.error` (doc/SEMANTICS.md): computed from
+    /// the tree, the outbox and the transfer board; never stored, never synced.
+    func virtualXattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
+        let key = name.dropFirst(Self.virtualPrefix.count)
+        return try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            switch key {
+            case "state": return Array(contentState(of: node).rawValue.utf8)
+            case "pinned": return Array(pinState(of: node, in: tree).rawValue.utf8)
+            case "progress":
+                if let transfer = transfers.transfer(node.fileID) {
+                    return Array("\(transfer.done)/\(transfer.total)".utf8)
+                }
+                if let hydration = node.hydration {
+                    let (done, total) = hydration.progress
+                    return Array("\(done)/\(total)".utf8)
+                }
+                throw .noAttribute
+            case "error":
+                guard let message = lastError(of: node) else { throw .noAttribute }
+                return Array(message.utf8)
+            default: throw .noAttribute
             }
         }
     }

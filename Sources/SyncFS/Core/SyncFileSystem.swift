@@ -29,6 +29,18 @@ public final class SyncFileSystem: Sendable {
     let deviceIdentity: String
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
     public let storedFacts: [String: String]
+    /// Where placeholders' content comes from; nil until the sync engine starts.
+    let chunkSource = Mutex<(any ChunkSource)?>(nil)
+    /// Transfers in progress and transfer failures, per entry.
+    public let transfers = TransferBoard()
+    /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
+    let writesThrottled = Atomic<Bool>(false)
+    /// Wakes the background downloader when pins change (set by the sync engine).
+    let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
+
+    public func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
+
+    func pinsChanged() { pinObserver.withLock { $0 }?() }
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
 
@@ -140,12 +152,23 @@ public final class SyncFileSystem: Sendable {
             cache.remove(id)
         }
         for node in files.values {
+            if node.isPlaceholder {
+                // Its cache file, if any, holds part of a download: not content of ours.
+                continue
+            }
             if let actual = cache.size(of: node.fileID) {
                 if actual != node.size.load(ordering: .relaxed) {
                     // Writes the crash kept from being recorded: they are local changes to upload.
                     node.size.store(actual, ordering: .relaxed)
                     store.record([.upsert(node.record), outbox.changed(node.fileID)])
                 }
+            } else if let base = tree.bases[node.fileID], base.version > 0, !outbox.isPending(node.fileID),
+                base.manifest.reduce(0, { $0 + $1.length }) == node.size.load(ordering: .relaxed)
+            {
+                // Synced, so the container has it: it becomes a placeholder again.
+                logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
+                node.contentIsLocal.store(false, ordering: .relaxed)
+                store.entryChanged(node.record)
             } else {
                 logger.warning(
                     "content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
@@ -179,6 +202,9 @@ public final class SyncFileSystem: Sendable {
             size = node.size.load(ordering: .relaxed)
             var info = stat()
             if stat(cache.path(for: node.fileID), &info) == 0 { blocks = Int64(info.st_blocks) }
+            // A placeholder shows at least one block: `tar --sparse` takes a file with none for
+            // all holes and would not read it.
+            if size > 0 && blocks == 0 && node.isPlaceholder { blocks = 1 }
         case .directory:
             size = 4096
             blocks = 8

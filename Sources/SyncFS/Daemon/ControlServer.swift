@@ -4,8 +4,8 @@ import Glibc
 /// The daemon's control socket: a Unix socket next to its registry file, where
 /// `syncfs-mount sync|status|unmount` ask about and hurry the sync engine.
 ///
-/// Protocol: the client sends one line (`status` or `sync`); the daemon answers one line of JSON
-/// (`SyncStatus`) and closes. `sync` first makes every queued change ready at once.
+/// Protocol: the client sends one line of JSON (`ControlRequest`); the daemon answers one line of
+/// JSON (`ControlReply`) and closes. Requests are answered one at a time.
 public final class ControlServer: @unchecked Sendable {
     private let listener: Int32
     private let path: String
@@ -46,14 +46,29 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func handle(_ client: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let count = read(client, &buffer, buffer.count)
-        guard count > 0 else { return }
-        let command = String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if command == "sync" { engine.expedite() }
-        guard let data = try? JSONEncoder().encode(engine.status()) else { return }
-        let reply = Array(data) + [10]
-        _ = reply.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+        var line: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !line.contains(10) && line.count < 1 << 20 {
+            let count = read(client, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            line.append(contentsOf: buffer[..<count])
+        }
+        let reply: ControlReply
+        if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line.prefix { $0 != 10 })) {
+            reply = ControlCommands(engine: engine).answer(request)
+        } else {
+            reply = ControlReply(error: "malformed request")
+        }
+        guard let data = try? JSONEncoder().encode(reply) else { return }
+        let bytes = Array(data) + [10]
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return }
+            written += count
+        }
     }
 
     /// Stops answering and removes the socket.
@@ -63,8 +78,8 @@ public final class ControlServer: @unchecked Sendable {
         unlink(path)
     }
 
-    /// Sends `command` to the daemon serving `mountpoint`; nil if none answers.
-    public static func ask(_ command: String, mountpoint: String) -> SyncStatus? {
+    /// Sends `request` to the daemon serving `mountpoint`; nil if none answers.
+    public static func ask(_ request: ControlRequest, mountpoint: String) -> ControlReply? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }
@@ -74,17 +89,24 @@ public final class ControlServer: @unchecked Sendable {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard connected == 0 else { return nil }
-        let line = Array((command + "\n").utf8)
+        guard connected == 0, let encoded = try? JSONEncoder().encode(request) else { return nil }
+        let line = Array(encoded) + [10]
         _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         var reply: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
+        var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             reply.append(contentsOf: chunk[..<count])
         }
-        return try? JSONDecoder().decode(SyncStatus.self, from: Data(reply))
+        return try? JSONDecoder().decode(ControlReply.self, from: Data(reply))
+    }
+
+    /// The mount's sync status (`status`, or `sync` which first expedites the queue).
+    public static func ask(_ command: String, mountpoint: String) -> SyncStatus? {
+        let request = ControlRequest(command == "sync" ? .sync : .status)
+        return ask(request, mountpoint: mountpoint)?.status
     }
 }
 

@@ -16,6 +16,8 @@ public struct MountConfiguration: Sendable {
     public var uploadDelayMilliseconds: Int = 100
     /// zlib level for uploaded chunks (0–9).
     public var compressionLevel: Int32 = 1
+    /// The cache budget (doc/SEMANTICS.md, "The cache budget").
+    public var cacheSize: CacheSize = .percentOfFilesystem(25)
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -83,6 +85,10 @@ public enum MountDaemon {
         session.installSignalHandlers()
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel
+        options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: state.path)
+        if let budget = options.cacheBudget {
+            logger.info("cache budget: \(budget) bytes")
+        }
         let engine = SyncEngine(fileSystem: fileSystem, container: container, options: options, logger: logger)
         engine.start()
         MountRegistry.register(mountpoint: configuration.mountpoint)

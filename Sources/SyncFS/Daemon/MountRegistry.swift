@@ -14,7 +14,7 @@ public enum MountRegistry {
     }
 
     /// The daemon's control socket (see `ControlServer`).
-    static func socketPath(for mountpoint: String) -> String {
+    public static func socketPath(for mountpoint: String) -> String {
         directory + "/" + String(StateDirectory.stableHash(mountpoint), radix: 16) + ".sock"
     }
 

@@ -45,6 +45,14 @@ func fuseRead(
     _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    if !handle.node.contentIsLocal.load(ordering: .acquiring) {
+        // A placeholder: wait for the chunks holding these bytes.
+        do {
+            try FuseContext.of(req).fileSystem.ensureContent(handle, offset: Int64(offset), count: size)
+        } catch {
+            return replyError(req, error)
+        }
+    }
     // Reply straight from the cache file: libfuse splices or reads it without a Swift buffer.
     var buffer = fuse_bufvec()
     buffer.count = 1
@@ -60,6 +68,7 @@ func fuseWrite(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
+    FuseContext.of(req).fileSystem.throttleWriteIfOverBudget()
     do {
         let written = try FuseContext.of(req).fileSystem.write(
             handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset),
@@ -84,6 +93,7 @@ func fuseWriteBuf(
     destination.buf.fd = handle.descriptor
     destination.buf.pos = offset
     let fileSystem = FuseContext.of(req).fileSystem
+    fileSystem.throttleWriteIfOverBudget()
     fileSystem.beginWrite(handle)
     defer { fileSystem.endWrite(handle) }
     let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))

@@ -19,11 +19,17 @@ public struct EntryRecord: Equatable, Sendable {
     public var mtime: Int64
     public var ctime: Int64
     public var symlinkTarget: [UInt8]?
+    /// Files: the content is not on this device (a placeholder; the sync base's manifest says
+    /// what it is). Always false for directories and symlinks.
+    public var isPlaceholder: Bool = false
+    /// Pinned on this device: kept downloaded, never evicted; a directory's pin covers everything
+    /// below it. Local state, never synced.
+    public var isPinned: Bool = false
 
     public init(
         ino: InodeNumber, fileID: FileID, parent: InodeNumber?, name: FileName, kind: NodeKind,
         mode: UInt32, uid: UInt32, gid: UInt32, size: Int64, atime: Int64, mtime: Int64, ctime: Int64,
-        symlinkTarget: [UInt8]?
+        symlinkTarget: [UInt8]?, isPlaceholder: Bool = false, isPinned: Bool = false
     ) {
         self.ino = ino
         self.fileID = fileID
@@ -38,6 +44,8 @@ public struct EntryRecord: Equatable, Sendable {
         self.mtime = mtime
         self.ctime = ctime
         self.symlinkTarget = symlinkTarget
+        self.isPlaceholder = isPlaceholder
+        self.isPinned = isPinned
     }
 }
 

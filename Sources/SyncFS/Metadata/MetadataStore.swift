@@ -170,8 +170,9 @@ public final class MetadataStore: Sendable {
             let statement = try connection.statement(
                 """
                 INSERT OR REPLACE INTO entries
-                (ino, file_id, parent_ino, name, kind, mode, uid, gid, size, atime_ns, mtime_ns, ctime_ns, symlink_target)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                (ino, file_id, parent_ino, name, kind, mode, uid, gid, size, atime_ns, mtime_ns, ctime_ns, symlink_target,
+                 placeholder, pinned)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             statement.bind(1, Int64(bitPattern: entry.ino.rawValue))
             statement.bind(2, entry.fileID.hex)
@@ -190,6 +191,8 @@ public final class MetadataStore: Sendable {
             statement.bind(11, entry.mtime)
             statement.bind(12, entry.ctime)
             statement.bind(13, bytes: entry.symlinkTarget)
+            statement.bind(14, entry.isPlaceholder ? 1 : 0)
+            statement.bind(15, entry.isPinned ? 1 : 0)
             try statement.run()
         case .delete(let ino):
             for sql in ["DELETE FROM entries WHERE ino = ?", "DELETE FROM xattrs WHERE ino = ?"] {
@@ -280,7 +283,8 @@ public final class MetadataStore: Sendable {
             var entries: [EntryRecord] = []
             let rows = try connection.statement(
                 """
-                SELECT ino, file_id, parent_ino, name, kind, mode, uid, gid, size, atime_ns, mtime_ns, ctime_ns, symlink_target
+                SELECT ino, file_id, parent_ino, name, kind, mode, uid, gid, size, atime_ns, mtime_ns, ctime_ns, symlink_target,
+                       placeholder, pinned
                 FROM entries
                 """)
             while try rows.step() {
@@ -296,7 +300,8 @@ public final class MetadataStore: Sendable {
                         uid: UInt32(truncatingIfNeeded: rows.int64(6)),
                         gid: UInt32(truncatingIfNeeded: rows.int64(7)), size: rows.int64(8),
                         atime: rows.int64(9), mtime: rows.int64(10), ctime: rows.int64(11),
-                        symlinkTarget: rows.bytes(12)))
+                        symlinkTarget: rows.bytes(12), isPlaceholder: rows.int64(13) != 0,
+                        isPinned: rows.int64(14) != 0))
             }
             var xattrs: [InodeNumber: [String: [UInt8]]] = [:]
             let xattrRows = try connection.statement("SELECT ino, name, value FROM xattrs")

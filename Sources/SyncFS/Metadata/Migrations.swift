@@ -50,6 +50,11 @@ enum Migrations {
             last_error TEXT                     -- why the last attempt failed
         ) WITHOUT ROWID;
         """,
+        // 3: placeholders and pins — local state of each entry's content, never synced.
+        """
+        ALTER TABLE entries ADD COLUMN placeholder INTEGER NOT NULL DEFAULT 0; -- 1: content not on this device
+        ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;      -- 1: kept downloaded (covers a directory's subtree)
+        """,
     ]
 
     /// Applies the migrations the database has not seen yet, each in its own transaction.

@@ -32,7 +32,11 @@ struct ContentTransfer: Sendable {
     }
 
     /// Uploads the chunks of `length` bytes of `descriptor` the container lacks; returns the manifest.
-    func upload(descriptor: Int32, length: Int64, totals: inout Totals) throws(SyncFailure) -> [ChunkRef] {
+    /// `progress` is told the bytes chunked so far.
+    func upload(
+        descriptor: Int32, length: Int64, totals: inout Totals, progress: (Int64) -> Void = { _ in }
+    ) throws(SyncFailure) -> [ChunkRef] {
+        var done: Int64 = 0
         var manifest: [ChunkRef] = []
         var batch: [EncodedChunk] = []
         var failure: SyncFailure?
@@ -62,6 +66,8 @@ struct ContentTransfer: Sendable {
             try FileChunker.forEachChunk(of: descriptor, length: length) { bytes in
                 let chunk = encoder.encode(bytes)
                 manifest.append(ChunkRef(hash: chunk.hash, length: Int64(chunk.plainLength)))
+                done += Int64(chunk.plainLength)
+                progress(done)
                 batch.append(chunk)
                 if batch.count >= Self.batchSize {
                     do throws(SyncFailure) { try flush() } catch {

@@ -35,6 +35,9 @@ public final class Outbox: Sendable {
 
     func isPending(_ id: FileID) -> Bool { queue.withLock { $0.contains(id) } }
 
+    /// Why the last upload of `id` failed, if it is queued and did.
+    func lastError(_ id: FileID) -> String? { queue.withLock { $0.items[id]?.lastError } }
+
     func takeNext() -> OutboxItem? { queue.withLock { $0.takeNext(now: clock()) } }
 
     func take(_ id: FileID) -> OutboxItem? { queue.withLock { $0.take(id) } }

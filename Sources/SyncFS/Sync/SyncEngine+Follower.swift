@@ -28,9 +28,14 @@ extension SyncEngine {
                 }
                 cursor = batch.cursor
                 fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
-                if batch.moreComing { continue }
+                if !batch.entries.isEmpty { downloads.poke() }
+                if batch.moreComing {
+                    markCaughtUp(false)
+                    continue
+                }
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
                 fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
+                markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 let after = cursor
                 let wait = deferred.isEmpty ? options.feedWait : .milliseconds(500)

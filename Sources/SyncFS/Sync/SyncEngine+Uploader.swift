@@ -72,8 +72,12 @@ extension SyncEngine {
                     defer { close(content.descriptor) }
                     var totals = ContentTransfer.Totals()
                     defer { addTotals(totals) }
+                    let board = fileSystem.transfers
+                    board.started(item.fileID, direction: .upload, total: content.length)
+                    defer { board.ended(item.fileID) }
                     snapshot.state.manifest = try transfer.upload(
-                        descriptor: content.descriptor, length: content.length, totals: &totals)
+                        descriptor: content.descriptor, length: content.length, totals: &totals,
+                        progress: { board.progressed(item.fileID, done: $0) })
                     guard fileSystem.contentUnchanged(content) else {
                         // Written while it was read: upload the new content after the quiet delay.
                         fileSystem.outbox.postpone(item, by: 100_000_000)

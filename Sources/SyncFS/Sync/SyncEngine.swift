@@ -14,6 +14,8 @@ public final class SyncEngine: Sendable {
         public var compressionLevel: Int32 = 1
         /// How long the follower waits on the feed before checking again anyway.
         public var feedWait: Duration = .seconds(30)
+        /// Bytes of local content to keep at most (nil: no limit); see `enforceBudget`.
+        public var cacheBudget: Int64?
         public init() {}
     }
 
@@ -25,6 +27,8 @@ public final class SyncEngine: Sendable {
     private let state = Mutex(State())
     /// Ends the follower's wait on the feed at `stop`.
     let stopWaiting = CancelHandle()
+    /// Files for the background downloader.
+    let downloads = DownloadQueue()
 
     struct State {
         var running = true
@@ -32,6 +36,8 @@ public final class SyncEngine: Sendable {
         /// The last container failure seen by either thread, cleared by a success.
         var lastFailure: String?
         var followerReady = false
+        /// The follower applied everything the feed had at its last look.
+        var feedCaughtUp = false
         var uploaderDone = false
         var followerDone = false
     }
@@ -44,8 +50,20 @@ public final class SyncEngine: Sendable {
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)
     }
 
-    /// Starts the uploader and the follower.
+    /// Starts the uploader, the follower, the background downloader and the budget keeper, and
+    /// becomes the file system's source of placeholder content.
     public func start() {
+        fileSystem.setChunkSource(self)
+        let downloads = self.downloads
+        fileSystem.setPinObserver { downloads.poke() }
+        let downloader = Thread { [self] in runDownloader() }
+        downloader.name = "syncfs-downloader"
+        downloader.start()
+        if let budget = options.cacheBudget {
+            let keeper = Thread { [self] in runBudgetKeeper(budget) }
+            keeper.name = "syncfs-cache"
+            keeper.start()
+        }
         let uploader = Thread { [self] in
             runUploader()
             state.withLock { $0.uploaderDone = true }
@@ -63,6 +81,9 @@ public final class SyncEngine: Sendable {
     /// Stops both threads (an upload in progress finishes its current call) and waits for them.
     public func stop() {
         state.withLock { $0.running = false }
+        fileSystem.setChunkSource(nil)
+        fileSystem.setPinObserver(nil)
+        downloads.stop()
         stopWaiting.cancel()
         fileSystem.outbox.poke()
         let deadline = Date().addingTimeInterval(10)
@@ -76,6 +97,8 @@ public final class SyncEngine: Sendable {
 
     var isRunning: Bool { state.withLock { $0.running } }
 
+    func markCaughtUp(_ value: Bool) { state.withLock { $0.feedCaughtUp = value } }
+
     func noteFailure(_ failure: String?) { state.withLock { $0.lastFailure = failure } }
 
     func addTotals(_ totals: ContentTransfer.Totals) { state.withLock { $0.totals.add(totals) } }
@@ -83,14 +106,24 @@ public final class SyncEngine: Sendable {
     /// What `syncfs-mount status` and `sync` show.
     public func status() -> SyncStatus {
         let items = fileSystem.outbox.items
-        let (failure, totals) = state.withLock { ($0.lastFailure, $0.totals) }
+        let (failure, totals, caughtUp) = state.withLock { ($0.lastFailure, $0.totals, $0.feedCaughtUp) }
+        let usage = fileSystem.cacheUsage()
         return SyncStatus(
             pendingEntries: items.count, pendingBytes: fileSystem.pendingBytes(items.map(\.fileID)),
             failing: items.filter { $0.lastError != nil }.map {
-                FailingEntry(fileID: $0.fileID.hex, reason: $0.lastError!, attempts: $0.attempts)
+                FailingEntry(
+                    fileID: $0.fileID.hex, path: fileSystem.displayPath(of: $0.fileID), reason: $0.lastError!,
+                    attempts: $0.attempts)
             },
             lastContainerError: failure, bytesUploaded: totals.plainBytesUploaded,
-            encodedBytesUploaded: totals.encodedBytesUploaded, bytesDownloaded: totals.bytesDownloaded)
+            encodedBytesUploaded: totals.encodedBytesUploaded, bytesDownloaded: totals.bytesDownloaded,
+            online: failure == nil, feedCaughtUp: caughtUp, files: usage.files, cachedBytes: usage.localBytes,
+            cacheBudget: options.cacheBudget,
+            transfers: fileSystem.transfers.active.map { id, transfer in
+                TransferStatus(
+                    path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
+                    total: transfer.total)
+            }.sorted { $0.path < $1.path })
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
@@ -106,10 +139,20 @@ public struct SyncStatus: Codable, Sendable {
     public var bytesUploaded: Int64
     public var encodedBytesUploaded: Int64
     public var bytesDownloaded: Int64
+    /// The last container call succeeded.
+    public var online: Bool
+    /// The follower applied everything the container had at its last look.
+    public var feedCaughtUp: Bool
+    public var files: FileCounts
+    /// Lengths of the files whose content is here.
+    public var cachedBytes: Int64
+    public var cacheBudget: Int64?
+    public var transfers: [TransferStatus]
 }
 
 public struct FailingEntry: Codable, Sendable {
     public var fileID: String
+    public var path: String?
     public var reason: String
     public var attempts: Int
 }

@@ -172,7 +172,7 @@ extension TestFolder {
 
     /// Runs `syncfs-mount status ROOT` and decodes its line.
     func syncStatus() throws -> MountSyncStatus {
-        let result = ModelProcess.run([try Self.binaryPath(), "status", root], timeout: 60)
+        let result = ModelProcess.run([try Self.binaryPath(), "status", root, "--json"], timeout: 60)
         guard result.ok else { throw TestFolderError(message: "status failed: \(result)") }
         do {
             return try JSONDecoder().decode(MountSyncStatus.self, from: Data(result.stdout.utf8))

@@ -1,0 +1,15 @@
+import SyncBackend
+
+/// Why a chunk of a placeholder could not be had.
+public enum ChunkFetchError: Error, Sendable {
+    /// The container cannot be reached now; a later try may work.
+    case unreachable(String)
+    /// The container answered, but lacks the chunk or sent one that fails verification.
+    case unavailable(String)
+}
+
+/// Where placeholders' content comes from (the sync engine, once it runs).
+public protocol ChunkSource: Sendable {
+    /// The plain bytes of `ref`, verified against its hash and length. Blocks the caller.
+    func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8]
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Glibc
+import SyncBackend
+
+/// The download of one placeholder into its cache file, shared by every reader of the file.
+///
+/// One driver (`SyncFileSystem.runHydration`) fetches the chunks in file order, except that a
+/// chunk a reader is waiting for goes first, so a read far ahead is served early. A chunk is
+/// written at its offset and only then marked present; readers wait only for the chunks covering
+/// their range. Invariant: a chunk marked present is in the cache file (written under the lock,
+/// so `cancel` — a truncate or replace of the file — never races a write into it).
+final class Hydration: @unchecked Sendable {
+    let manifest: [ChunkRef]
+    /// Where each chunk starts in the file.
+    let offsets: [Int64]
+    let length: Int64
+    /// The cache file, opened read-write by the driver; closed when it ends.
+    let descriptor: Int32
+    /// The cache file already had bytes (a download interrupted earlier): chunks are verified on
+    /// disk before being fetched.
+    let resumes: Bool
+
+    private let condition = NSCondition()
+    private var present: [Bool]
+    private var presentBytes: Int64 = 0
+    private var remaining: Int
+    /// Chunks readers wait for, most recent last.
+    private var wanted: [Int] = []
+    private var nextInOrder = 0
+    private var failure: FSError?
+    private var cancelled = false
+    private var finished = false
+
+    init(manifest: [ChunkRef], descriptor: Int32, resumes: Bool) {
+        self.manifest = manifest
+        var offsets: [Int64] = []
+        offsets.reserveCapacity(manifest.count)
+        var position: Int64 = 0
+        for ref in manifest {
+            offsets.append(position)
+            position += ref.length
+        }
+        self.offsets = offsets
+        length = position
+        self.descriptor = descriptor
+        self.resumes = resumes
+        present = Array(repeating: false, count: manifest.count)
+        remaining = manifest.count
+    }
+
+    /// Bytes downloaded (or found on disk) so far, and the total.
+    var progress: (done: Int64, total: Int64) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (presentBytes, length)
+    }
+
+    /// Indices of the chunks holding bytes `offset ..< offset + count`.
+    func chunks(offset: Int64, count: Int) -> Range<Int> {
+        guard count > 0, offset < length, !manifest.isEmpty else { return 0..<0 }
+        let end = min(length, offset + Int64(count))
+        let first = chunkIndex(containing: offset)
+        let last = chunkIndex(containing: end - 1)
+        return first..<(last + 1)
+    }
+
+    private func chunkIndex(containing position: Int64) -> Int {
+        var low = 0
+        var high = offsets.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if offsets[middle] <= position { low = middle } else { high = middle - 1 }
+        }
+        return low
+    }
+
+    /// Blocks until the chunks holding `offset ..< offset + count` are in the cache file.
+    /// Throws the download's failure, or `.stale` if it was cancelled.
+    func waitFor(offset: Int64, count: Int) throws(FSError) {
+        try waitFor(chunks(offset: offset, count: count))
+    }
+
+    /// Blocks until every chunk is in the cache file.
+    func waitForAll() throws(FSError) { try waitFor(0..<manifest.count) }
+
+    private func waitFor(_ range: Range<Int>) throws(FSError) {
+        condition.lock()
+        defer { condition.unlock() }
+        for index in range {
+            while !present[index] {
+                if let failure { throw failure }
+                if cancelled { throw .stale }
+                if wanted.last != index {
+                    wanted.append(index)
+                    condition.broadcast()
+                }
+                condition.wait()
+            }
+        }
+    }
+
+    /// The driver's next chunk: a wanted one first, else the next missing in order; nil once
+    /// every chunk is present or the download failed or was cancelled.
+    func nextChunk() -> Int? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard failure == nil, !cancelled, remaining > 0 else { return nil }
+        while let index = wanted.popLast() {
+            if !present[index] { return index }
+        }
+        while nextInOrder < present.count && present[nextInOrder] { nextInOrder += 1 }
+        return nextInOrder < present.count ? nextInOrder : nil
+    }
+
+    /// Writes chunk `index` into the cache file and marks it present. False if cancelled or the
+    /// write failed (the download then fails).
+    func store(_ index: Int, _ bytes: [UInt8]) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        if cancelled { return false }
+        if !present[index] {
+            let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offsets[index])) }
+            guard written == bytes.count else {
+                failure = .fromErrno()
+                condition.broadcast()
+                return false
+            }
+            markPresentLocked(index)
+        }
+        condition.broadcast()
+        return true
+    }
+
+    /// Marks chunk `index` present without writing (found intact on disk).
+    func markFoundOnDisk(_ index: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        if !present[index] { markPresentLocked(index) }
+        condition.broadcast()
+    }
+
+    private func markPresentLocked(_ index: Int) {
+        present[index] = true
+        presentBytes += manifest[index].length
+        remaining -= 1
+    }
+
+    var isComplete: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return remaining == 0 && failure == nil && !cancelled
+    }
+
+    /// True while a reader waits on the download.
+    var hasWaiters: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return !wanted.isEmpty
+    }
+
+    /// Ends the download with `error` for everyone waiting.
+    func fail(_ error: FSError) {
+        condition.lock()
+        defer { condition.unlock() }
+        if failure == nil { failure = error }
+        condition.broadcast()
+    }
+
+    /// The driver has ended (completed, failed or cancelled).
+    func markFinished() {
+        condition.lock()
+        defer { condition.unlock() }
+        finished = true
+        condition.broadcast()
+    }
+
+    /// Blocks until the driver has ended; throws its failure. A cancelled download returns
+    /// normally (the caller looks at the node again).
+    func waitUntilFinished() throws(FSError) {
+        condition.lock()
+        defer { condition.unlock() }
+        while !finished {
+            if let failure { throw failure }
+            condition.wait()
+        }
+        if let failure { throw failure }
+    }
+
+    /// Stops the download: the file was truncated or replaced. No chunk is written after this
+    /// returns; waiting readers get `.stale`.
+    func cancel() {
+        condition.lock()
+        defer { condition.unlock() }
+        cancelled = true
+        condition.broadcast()
+    }
+}

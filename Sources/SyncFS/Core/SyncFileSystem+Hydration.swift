@@ -1,0 +1,184 @@
+import Foundation
+import Glibc
+import SyncBackend
+
+extension SyncFileSystem {
+    /// How long a download keeps retrying an unreachable container while a reader waits, before
+    /// the read fails with `ENETDOWN`.
+    static let unreachableGiveUp: Double = 3
+    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (the Glibc module does not import them).
+    static let seekData: Int32 = 3
+    static let seekHole: Int32 = 4
+
+    /// Sets where placeholders' content comes from (the sync engine, once started).
+    public func setChunkSource(_ source: (any ChunkSource)?) { chunkSource.withLock { $0 = source } }
+
+    /// The read path: makes sure bytes `offset ..< offset + count` of the handle's file are in its
+    /// cache file, downloading them if the file is a placeholder. A local file returns at once
+    /// (one atomic load).
+    public func ensureContent(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) {
+        let node = handle.node
+        if node.contentIsLocal.load(ordering: .acquiring) { return }
+        guard let hydration = try hydration(of: node) else { return }
+        try hydration.waitFor(offset: offset, count: count)
+    }
+
+    /// Downloads the whole file if it is a placeholder and waits until it is local.
+    func hydrateCompletely(_ node: Node) throws(FSError) {
+        for _ in 0..<4 {
+            guard let hydration = try hydration(of: node) else { return }
+            try hydration.waitUntilFinished()
+        }
+        if namespace.withLock({ _ in node.isPlaceholder }) { throw .stale }
+    }
+
+    /// Downloads the file with `id` if it is a placeholder (background downloads of pinned files).
+    /// Returns false if it could not be completed.
+    public func hydrateCompletely(_ id: FileID) -> Bool {
+        guard let node = namespace.withLock({ tree in tree.node(withID: id) }) else { return true }
+        do { try hydrateCompletely(node) } catch { return false }
+        return true
+    }
+
+    /// Before content changes: a placeholder truncated to 0 becomes an empty local file without a
+    /// download (`truncatingTo: 0`); any other change needs the whole content first.
+    func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
+        if node.contentIsLocal.load(ordering: .acquiring) { return }
+        if size == 0 {
+            let done = namespace.withLock { _ in
+                guard node.isPlaceholder else { return true }
+                return makeLocalWithoutContent(node)
+            }
+            if done { return }
+        }
+        try hydrateCompletely(node)
+    }
+
+    /// A placeholder whose content is about to be discarded (truncated to 0, `O_TRUNC`) becomes
+    /// an empty local file: the download stops, the cache file is emptied. Under the lock.
+    func makeLocalWithoutContent(_ node: Node) -> Bool {
+        cancelHydration(of: node)
+        guard let descriptor = try? cache.open(node.fileID) else { return false }
+        defer { close(descriptor) }
+        guard ftruncate(descriptor, 0) == 0 else { return false }
+        node.retiredManifest = nil
+        node.contentIsLocal.store(true, ordering: .releasing)
+        return true
+    }
+
+    /// The running download of `node`, started if needed; nil if the content is local.
+    func hydration(of node: Node) throws(FSError) -> Hydration? {
+        try namespace.withLock { tree throws(FSError) in try hydrationLocked(node, tree: &tree) }
+    }
+
+    /// See `hydration(of:)`. Under the lock.
+    func hydrationLocked(_ node: Node, tree: inout Namespace) throws(FSError) -> Hydration? {
+        guard node.isPlaceholder else { return nil }
+        if let running = node.hydration { return running }
+        guard let manifest = node.retiredManifest ?? tree.bases[node.fileID]?.manifest else { throw .stale }
+        let descriptor = try cache.open(node.fileID)
+        var info = stat()
+        let resumes = fstat(descriptor, &info) == 0 && info.st_blocks > 0
+        let hydration = Hydration(manifest: manifest, descriptor: descriptor, resumes: resumes)
+        guard ftruncate(descriptor, off_t(hydration.length)) == 0 else {
+            let error = FSError.fromErrno()
+            close(descriptor)
+            throw error
+        }
+        node.hydration = hydration
+        let path = displayPath(of: node, in: tree)
+        let thread = Thread { [self] in runHydration(hydration, of: node, path: path) }
+        thread.name = "syncfs-download"
+        thread.start()
+        return hydration
+    }
+
+    /// The driver of one download: fetches (or finds on disk) every chunk, syncs the file, and
+    /// marks the node local; on failure, readers get the error and the node stays a placeholder.
+    private func runHydration(_ hydration: Hydration, of node: Node, path: String) {
+        var failingSince: Date?
+        var pause = 0.05
+        transfers.started(node.fileID, direction: .download, total: hydration.length)
+        while let index = hydration.nextChunk() {
+            let ref = hydration.manifest[index]
+            if hydration.resumes && chunkOnDisk(ref, at: hydration.offsets[index], in: hydration.descriptor) {
+                hydration.markFoundOnDisk(index)
+                continue
+            }
+            guard let source = chunkSource.withLock({ $0 }) else {
+                hydration.fail(.containerUnreachable)
+                break
+            }
+            do throws(ChunkFetchError) {
+                let bytes = try source.plainChunk(ref)
+                failingSince = nil
+                pause = 0.05
+                guard hydration.store(index, bytes) else { break }
+                transfers.progressed(node.fileID, done: hydration.progress.done)
+            } catch {
+                switch error {
+                case .unreachable(let reason):
+                    let since = failingSince ?? Date()
+                    failingSince = since
+                    if Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
+                        logger.warning("cannot download \(path): the container is unreachable (\(reason))")
+                        transfers.failed(node.fileID, "download: the container is unreachable (\(reason))")
+                        hydration.fail(.containerUnreachable)
+                    } else {
+                        Thread.sleep(forTimeInterval: pause)
+                        pause = min(pause * 2, 0.5)
+                    }
+                case .unavailable(let reason):
+                    logger.error("cannot download \(path): \(reason)")
+                    transfers.failed(node.fileID, "download: \(reason)")
+                    hydration.fail(.contentUnavailable)
+                }
+            }
+        }
+        var complete = hydration.isComplete
+        if complete && Glibc.fsync(hydration.descriptor) != 0 {
+            hydration.fail(.fromErrno())
+            complete = false
+        }
+        close(hydration.descriptor)
+        namespace.withLock { _ in
+            guard node.hydration === hydration else { return }
+            node.hydration = nil
+            if complete {
+                node.contentIsLocal.store(true, ordering: .releasing)
+                node.retiredManifest = nil
+                if !node.isUnlinked { recordChange(node) }
+            }
+        }
+        if complete { transfers.finished(node.fileID) } else { transfers.ended(node.fileID) }
+        hydration.markFinished()
+    }
+
+    /// True if the chunk `ref` at `offset` is already in the file (a resumed download).
+    private func chunkOnDisk(_ ref: ChunkRef, at offset: Int64, in descriptor: Int32) -> Bool {
+        // A hole where the chunk starts: never written.
+        guard Glibc.lseek(descriptor, off_t(offset), Self.seekData) == off_t(offset) else { return false }
+        var bytes = [UInt8](repeating: 0, count: Int(ref.length))
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+        return count == Int(ref.length) && bytes.withUnsafeBytes { ChunkCodec.hash($0) } == ref.hash
+    }
+
+    /// Stops the download of `node` (its content is being replaced or truncated). Under the lock.
+    func cancelHydration(of node: Node) {
+        guard let running = node.hydration else { return }
+        running.cancel()
+        node.hydration = nil
+    }
+
+    /// The path of `node` below the mount point, for messages. Under the lock.
+    func displayPath(of node: Node, in tree: Namespace) -> String {
+        var parts: [String] = []
+        var current: Node? = node
+        while let this = current, this.ino != .root {
+            parts.append(String(decoding: this.name.bytes, as: UTF8.self))
+            current = this.parent.flatMap { tree.nodes[$0] }
+            if parts.count > 4096 { break }
+        }
+        return parts.reversed().joined(separator: "/")
+    }
+}

@@ -1,0 +1,294 @@
+import Glibc
+import SyncBackend
+import Synchronization
+
+/// What this device holds of an entry, as `user.syncfs.state` and `status` name it.
+public enum ContentState: String, Codable, Sendable, CaseIterable {
+    /// A placeholder: the content is only in the container.
+    case online
+    case downloading
+    /// Here and in sync.
+    case local
+    /// Local changes wait for upload.
+    case modified
+    case uploading
+    /// The last transfer failed (see `user.syncfs.error`).
+    case error
+}
+
+/// Whether an entry is kept downloaded.
+public enum PinState: String, Codable, Sendable {
+    case pinned = "1"
+    /// A directory above is pinned.
+    case inherited
+    case none = "0"
+}
+
+/// Why `evict` kept a file.
+public enum EvictOutcome: Sendable, Equatable {
+    case evicted(bytes: Int64)
+    case alreadyOnline
+    case refused(String)
+}
+
+/// Counts of the files below a directory (or of the whole mount) by state.
+public struct FileCounts: Codable, Sendable, Equatable {
+    public var local = 0
+    public var online = 0
+    public var downloading = 0
+    public var modified = 0
+    public var uploading = 0
+    public var error = 0
+    public var pinned = 0
+
+    mutating func add(_ state: ContentState, pinned isPinned: Bool) {
+        switch state {
+        case .online: online += 1
+        case .downloading: downloading += 1
+        case .local: local += 1
+        case .modified: modified += 1
+        case .uploading: uploading += 1
+        case .error: error += 1
+        }
+        if isPinned { pinned += 1 }
+    }
+}
+
+/// How much content the cache holds.
+public struct CacheUsage: Sendable {
+    /// Lengths of the files whose content is here (downloaded or modified).
+    public var localBytes: Int64 = 0
+    /// Lengths of the files with changes not yet uploaded.
+    public var modifiedBytes: Int64 = 0
+    public var files = FileCounts()
+}
+
+extension SyncFileSystem {
+    // MARK: State
+
+    /// The state of `node`. Under the lock.
+    func contentState(of node: Node) -> ContentState {
+        let id = node.fileID
+        if let transfer = transfers.transfer(id) { return transfer.direction == .download ? .downloading : .uploading }
+        if node.hydration != nil { return .downloading }
+        if outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
+            return outbox.lastError(id) != nil ? .error : .modified
+        }
+        if transfers.error(id) != nil { return .error }
+        return node.isPlaceholder ? .online : .local
+    }
+
+    /// Whether `node` is kept downloaded. Under the lock.
+    func pinState(of node: Node, in tree: Namespace) -> PinState {
+        if node.isPinned { return .pinned }
+        var current = node.parent.flatMap { tree.nodes[$0] }
+        while let ancestor = current {
+            if ancestor.isPinned { return .inherited }
+            current = ancestor.parent.flatMap { tree.nodes[$0] }
+        }
+        return .none
+    }
+
+    /// The last transfer error of `node`, if any. Under the lock.
+    func lastError(of node: Node) -> String? {
+        outbox.lastError(node.fileID) ?? transfers.error(node.fileID)
+    }
+
+    // MARK: Pins
+
+    /// Pins or unpins `ino`. Unpinning what a directory above pins fails with `.notPermitted`.
+    public func setPinned(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            if !pinned && !node.isPinned && pinState(of: node, in: tree) == .inherited { throw .notPermitted }
+            guard node.isPinned != pinned else { return }
+            node.isPinned = pinned
+            if !node.isUnlinked { recordChange(node) }
+        }
+        if pinned { pinsChanged() }
+    }
+
+    /// Placeholders a pin covers (to download in the background).
+    public func pinnedPlaceholders() -> [FileID] {
+        namespace.withLock { tree in
+            var result: [FileID] = []
+            for node in tree.nodes.values where node.isPinned && !node.isUnlinked {
+                if pinState(of: node, in: tree) == .inherited { continue }
+                collectFiles(below: node, in: tree) { file in
+                    if file.isPlaceholder { result.append(file.fileID) }
+                }
+            }
+            return result
+        }
+    }
+
+    /// Calls `body` for every file at or below `node`. Under the lock.
+    func collectFiles(below node: Node, in tree: Namespace, _ body: (Node) -> Void) {
+        var stack = [node]
+        while let current = stack.popLast() {
+            if current.kind == .file { body(current) }
+            for child in current.children.values { if let next = tree.nodes[child] { stack.append(next) } }
+        }
+    }
+
+    /// Placeholders at or below `ino` (for `download`).
+    public func placeholders(below ino: InodeNumber) throws(FSError) -> [FileID] {
+        try namespace.withLock { tree throws(FSError) in
+            var result: [FileID] = []
+            collectFiles(below: try tree.node(ino), in: tree) { if $0.isPlaceholder { result.append($0.fileID) } }
+            return result
+        }
+    }
+
+    // MARK: Eviction
+
+    /// Frees the local content of every file at or below `ino`; returns each file's outcome by path.
+    public func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
+        try namespace.withLock { tree throws(FSError) in
+            var results: [(String, EvictOutcome)] = []
+            collectFiles(below: try tree.node(ino), in: tree) { file in
+                results.append((displayPath(of: file, in: tree), evictLocked(file, tree: tree, force: true)))
+            }
+            return results
+        }
+    }
+
+    /// Evicts one file if it is clean, closed and not pinned (`force`: even if not least recently
+    /// used — the caller decided). The state is recorded before the cache file goes, so a crash
+    /// in between leaves a placeholder whose download finds every chunk on disk. Under the lock.
+    private func evictLocked(_ node: Node, tree: Namespace, force: Bool) -> EvictOutcome {
+        guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
+        if node.isPlaceholder { return node.hydration == nil ? .alreadyOnline : .refused("is being downloaded") }
+        let id = node.fileID
+        let size = node.size.load(ordering: .relaxed)
+        guard !outbox.isPending(id), !node.hasUnrecordedWrites.load(ordering: .relaxed),
+            let base = tree.bases[id], base.version > 0, base.manifest.reduce(0, { $0 + $1.length }) == size
+        else { return .refused("has changes not yet uploaded") }
+        guard node.openCount == 0 else { return .refused("is open") }
+        guard pinState(of: node, in: tree) == .none else { return .refused("is pinned") }
+        node.contentIsLocal.store(false, ordering: .releasing)
+        recordChange(node)
+        cache.remove(id)
+        return .evicted(bytes: size)
+    }
+
+    // MARK: Budget
+
+    /// What the cache holds now (one pass over the tree).
+    public func cacheUsage() -> CacheUsage {
+        namespace.withLock { tree in usageLocked(tree) }
+    }
+
+    private func usageLocked(_ tree: Namespace) -> CacheUsage {
+        var usage = CacheUsage()
+        for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
+            let state = contentState(of: node)
+            usage.files.add(state, pinned: pinState(of: node, in: tree) != .none)
+            guard !node.isPlaceholder else { continue }
+            let size = node.size.load(ordering: .relaxed)
+            usage.localBytes += size
+            if state == .modified || state == .uploading || state == .error { usage.modifiedBytes += size }
+        }
+        return usage
+    }
+
+    /// Keeps the local content within `budget` bytes: evicts the least recently used clean,
+    /// closed, unpinned files until under 90% of it; slows writers down while modified content
+    /// alone exceeds it. Returns the number of files evicted.
+    @discardableResult
+    public func enforceBudget(_ budget: Int64) -> Int {
+        let evicted = namespace.withLock { tree -> Int in
+            let usage = usageLocked(tree)
+            writesThrottled.store(usage.modifiedBytes > budget, ordering: .relaxed)
+            guard usage.localBytes > budget else { return 0 }
+            let target = budget / 10 * 9
+            var excess = usage.localBytes - target
+            let candidates = tree.nodes.values.filter {
+                $0.kind == .file && !$0.isUnlinked && !$0.isPlaceholder && $0.openCount == 0
+            }.sorted { $0.lastUsed < $1.lastUsed }
+            var count = 0
+            for node in candidates where excess > 0 {
+                if case .evicted(let bytes) = evictLocked(node, tree: tree, force: false) {
+                    excess -= bytes
+                    count += 1
+                }
+            }
+            return count
+        }
+        if evicted > 0 { logger.info("cache budget: evicted \(evicted) files") }
+        return evicted
+    }
+
+    /// The write path: while modified content exceeds the cache budget, each write waits a little
+    /// so uploads can catch up (writers slow down; they never fail).
+    public func throttleWriteIfOverBudget() {
+        if writesThrottled.load(ordering: .relaxed) { usleep(50_000) }
+    }
+
+    // MARK: Paths
+
+    /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
+    public func lookup(path: String) throws(FSError) -> InodeNumber {
+        try namespace.withLock { tree throws(FSError) in
+            var node = try tree.node(.root)
+            for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+                if component == "." { continue }
+                if component == ".." {
+                    node = node.parent.flatMap { tree.nodes[$0] } ?? node
+                    continue
+                }
+                guard node.kind == .directory,
+                    let child = tree.child(of: node, named: FileName(bytes: Array(component.utf8)))
+                else { throw .notFound }
+                node = child
+            }
+            return node.ino
+        }
+    }
+}
+
+extension SyncFileSystem {
+    /// The path of the entry with `id` below the mount point, if it is in the tree.
+    public func displayPath(of id: FileID) -> String? {
+        namespace.withLock { tree in tree.node(withID: id).map { displayPath(of: $0, in: tree) } }
+    }
+
+    /// The state of one entry, for `status PATH`.
+    public func pathStatus(_ ino: InodeNumber) throws(FSError) -> PathStatus {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            let attributes = attributes(of: node)
+            var progress: PathStatus.Progress?
+            if let transfer = transfers.transfer(node.fileID) {
+                progress = .init(done: transfer.done, total: transfer.total)
+            } else if let hydration = node.hydration {
+                let (done, total) = hydration.progress
+                progress = .init(done: done, total: total)
+            }
+            var files: FileCounts?
+            var localBytes: Int64 = 0
+            switch node.kind {
+            case .file:
+                localBytes = node.isPlaceholder ? attributes.blocks * 512 : attributes.size
+            case .directory:
+                var counts = FileCounts()
+                collectFiles(below: node, in: tree) { file in
+                    counts.add(contentState(of: file), pinned: pinState(of: file, in: tree) != .none)
+                    if !file.isPlaceholder { localBytes += file.size.load(ordering: .relaxed) }
+                }
+                files = counts
+            case .symlink: break
+            }
+            let kind: String
+            switch node.kind {
+            case .file: kind = "file"
+            case .directory: kind = "directory"
+            case .symlink: kind = "symlink"
+            }
+            return PathStatus(
+                path: displayPath(of: node, in: tree), kind: kind, state: contentState(of: node),
+                pinned: pinState(of: node, in: tree), size: attributes.size, localBytes: localBytes,
+                progress: progress, error: lastError(of: node), files: files)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import SyncBackend
+
+/// What the daemon does for each control request.
+struct ControlCommands {
+    let engine: SyncEngine
+
+    var fileSystem: SyncFileSystem { engine.fileSystem }
+
+    func answer(_ request: ControlRequest) -> ControlReply {
+        do throws(FSError) {
+            switch request.command {
+            case .status:
+                return ControlReply(status: engine.status())
+            case .sync:
+                engine.expedite()
+                return ControlReply(status: engine.status())
+            case .pathStatus:
+                return ControlReply(path: try fileSystem.pathStatus(try target(request)))
+            case .pin, .unpin:
+                do throws(FSError) {
+                    try fileSystem.setPinned(try target(request), request.command == .pin)
+                } catch .notPermitted {
+                    return ControlReply(error: "it is pinned through a folder above it; unpin that folder")
+                }
+                return ControlReply(action: ActionReport())
+            case .evict:
+                var report = ActionReport()
+                for (path, outcome) in try fileSystem.evict(below: try target(request)) {
+                    switch outcome {
+                    case .evicted(let bytes):
+                        report.files += 1
+                        report.bytes += bytes
+                    case .alreadyOnline: break
+                    case .refused(let reason): report.refused.append(.init(path: path, reason: reason))
+                    }
+                }
+                return ControlReply(action: report)
+            case .download:
+                let ids = try fileSystem.placeholders(below: try target(request))
+                engine.requestDownloads(ids)
+                var report = ActionReport()
+                report.files = ids.count
+                return ControlReply(action: report)
+            }
+        } catch {
+            return ControlReply(
+                error: error == .notFound ? "no such file or directory" : "\(error) (errno \(error.errno))")
+        }
+    }
+
+    private func target(_ request: ControlRequest) throws(FSError) -> InodeNumber {
+        try fileSystem.lookup(path: request.path ?? "")
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import SyncBackend
+
+/// One request on the control socket (a line of JSON). `path` is relative to the mount point.
+public struct ControlRequest: Codable, Sendable {
+    public enum Command: String, Codable, Sendable {
+        case status, sync
+        case pathStatus = "path-status"
+        case pin, unpin, evict, download
+    }
+
+    public var command: Command
+    public var path: String?
+
+    public init(_ command: Command, path: String? = nil) {
+        self.command = command
+        self.path = path
+    }
+}
+
+/// The daemon's answer (a line of JSON): one of the parts, or `error`.
+public struct ControlReply: Codable, Sendable {
+    public var status: SyncStatus?
+    public var path: PathStatus?
+    public var action: ActionReport?
+    public var error: String?
+}
+
+/// One path's state, for `status PATH`.
+public struct PathStatus: Codable, Sendable {
+    public struct Progress: Codable, Sendable {
+        public var done: Int64
+        public var total: Int64
+    }
+
+    public var path: String
+    public var kind: String
+    public var state: ContentState
+    public var pinned: PinState
+    public var size: Int64
+    public var localBytes: Int64
+    public var progress: Progress?
+    public var error: String?
+    /// Directories: the files below by state.
+    public var files: FileCounts?
+}
+
+/// What `pin`, `unpin`, `evict` and `download` did.
+public struct ActionReport: Codable, Sendable {
+    public struct Refusal: Codable, Sendable {
+        public var path: String
+        public var reason: String
+    }
+
+    public var files = 0
+    public var bytes: Int64 = 0
+    public var refused: [Refusal] = []
+}
+
+/// A transfer in progress, for `status`.
+public struct TransferStatus: Codable, Sendable {
+    public var path: String
+    public var direction: TransferBoard.Direction
+    public var done: Int64
+    public var total: Int64
+}

@@ -1,0 +1,275 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import SyncFS
+
+/// `status [PATH] [--json]`: the whole mount, or one path.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the sync state of a mount (PATH is its mount point) or of one path inside it.",
+        discussion: "Exit 65 when PATH is not in a SyncFS mount with a running daemon, or does not exist."
+    )
+
+    @Argument(help: "A mount point, or a path inside a mount (default: the current directory).")
+    var path: String = "."
+
+    @Flag(help: "Print one line of JSON.")
+    var json = false
+
+    func run() throws {
+        let target: MountedPath
+        let reply: ControlReply
+        do {
+            target = try MountedPath.resolve(path)
+            reply = try target.ask(target.relative.isEmpty ? .status : .pathStatus)
+        } catch {
+            throw fail(error)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        if let status = reply.status {
+            if json { return print(String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self)) }
+            print(StatusReport.mount(status, mountpoint: target.mountpoint), terminator: "")
+        } else if let status = reply.path {
+            if json { return print(String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self)) }
+            print(StatusReport.path(status, display: target.display), terminator: "")
+        }
+    }
+}
+
+/// `pin PATH… [--no-wait]`.
+struct PinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin",
+        abstract: "Keep files always downloaded (a folder's pin covers everything below it, now and later).",
+        discussion: """
+            Then downloads what is not yet local and waits, unless --no-wait. Exit 75 if the \
+            container is unreachable or nothing progresses for --timeout seconds (the pin stays).
+            """
+    )
+
+    @Argument(help: "Files or folders inside a SyncFS mount.")
+    var paths: [String]
+
+    @Flag(help: "Return at once; the download goes on in the background.")
+    var noWait = false
+
+    @Option(help: "Give up waiting after this many seconds without progress.")
+    var timeout: Double = 60
+
+    func run() throws {
+        do {
+            let targets = try paths.map { path throws(MountError) in try MountedPath.resolve(path) }
+            for target in targets {
+                _ = try target.ask(.pin)
+                if !noWait { _ = try target.ask(.download) }
+            }
+            if !noWait { try DownloadWaiter.wait(for: targets, timeout: timeout) }
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// `unpin PATH…`.
+struct UnpinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unpin",
+        abstract: "Let pinned files be evicted again (they stay downloaded until then).",
+        discussion: "Unpinning something whose folder is pinned is refused (exit 1): unpin the folder."
+    )
+
+    @Argument(help: "Files or folders inside a SyncFS mount.")
+    var paths: [String]
+
+    func run() throws {
+        var refused = false
+        for path in paths {
+            do throws(MountError) {
+                let target = try MountedPath.resolve(path)
+                guard
+                    let reply = ControlServer.ask(
+                        ControlRequest(.unpin, path: target.relative), mountpoint: target.mountpoint)
+                else { throw MountError(.badInput, "no SyncFS daemon answers for \(target.mountpoint)") }
+                if let error = reply.error {
+                    printError("syncfs-mount: cannot unpin \(target.display): \(error)")
+                    refused = true
+                }
+            } catch {
+                throw fail(error)
+            }
+        }
+        if refused { throw ExitCode(1) }
+    }
+}
+
+/// `evict PATH…`.
+struct EvictCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evict",
+        abstract: "Free the local content of files (they become placeholders, downloaded again when read).",
+        discussion: """
+            Files with changes not yet uploaded, open files and pinned files are kept: each is named \
+            on standard error, and the exit code is 1.
+            """
+    )
+
+    @Argument(help: "Files or folders inside a SyncFS mount.")
+    var paths: [String]
+
+    func run() throws {
+        var files = 0
+        var bytes: Int64 = 0
+        var refused = 0
+        do {
+            for path in paths {
+                let target = try MountedPath.resolve(path)
+                guard let report = try target.ask(.evict).action else { continue }
+                files += report.files
+                bytes += report.bytes
+                for refusal in report.refused {
+                    printError("syncfs-mount: kept \(target.mountpoint)/\(refusal.path): \(refusal.reason)")
+                }
+                refused += report.refused.count
+            }
+        } catch {
+            throw fail(error)
+        }
+        print("evicted \(files) files, \(SyncWaiter.format(bytes)) freed" + (refused > 0 ? "; \(refused) kept" : ""))
+        if refused > 0 { throw ExitCode(1) }
+    }
+}
+
+/// `download PATH…`.
+struct DownloadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download every placeholder at or below each PATH and wait until all are local.",
+        discussion: "Exit 75 if the container stays unreachable or nothing progresses for --timeout seconds."
+    )
+
+    @Argument(help: "Files or folders inside a SyncFS mount.")
+    var paths: [String]
+
+    @Option(help: "Give up after this many seconds without progress.")
+    var timeout: Double = 60
+
+    func run() throws {
+        do {
+            let targets = try paths.map { path throws(MountError) in try MountedPath.resolve(path) }
+            for target in targets { _ = try target.ask(.download) }
+            try DownloadWaiter.wait(for: targets, timeout: timeout)
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// Waits until every placeholder below the targets is downloaded, with a progress line on a
+/// terminal.
+enum DownloadWaiter {
+    static func wait(for targets: [MountedPath], timeout: Double) throws(MountError) {
+        let terminal = isatty(STDERR_FILENO) != 0
+        var lastLocal: Int64 = -1
+        var lastProgress = Date()
+        while true {
+            var remaining = 0
+            var local: Int64 = 0
+            var offline = false
+            for target in targets {
+                guard let status = try target.ask(.pathStatus).path else { continue }
+                local += status.localBytes
+                if let files = status.files {
+                    remaining += files.online + files.downloading
+                } else if status.state == .online || status.state == .downloading {
+                    remaining += 1
+                }
+                if let mount = ControlServer.ask(ControlRequest(.status), mountpoint: target.mountpoint)?.status,
+                    !mount.online
+                {
+                    offline = true
+                }
+            }
+            if remaining == 0 {
+                if terminal { printError("download: done") }
+                return
+            }
+            if local != lastLocal {
+                lastLocal = local
+                lastProgress = Date()
+            }
+            if terminal {
+                printError("download: \(remaining) files left, \(SyncWaiter.format(local)) local")
+            }
+            let stalledFor = Date().timeIntervalSince(lastProgress)
+            if stalledFor > timeout || (offline && stalledFor > 10) {
+                throw MountError(
+                    .busy,
+                    (offline ? "the container is unreachable" : "no progress for \(Int(stalledFor)) s")
+                        + "; \(remaining) files are not downloaded")
+            }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
+}
+
+/// Human-readable `status`.
+enum StatusReport {
+    static func mount(_ status: SyncStatus, mountpoint: String) -> String {
+        var lines: [String] = []
+        lines.append(
+            "\(mountpoint): " + (status.online ? "online" : "offline")
+                + (status.feedCaughtUp ? ", up to date" : ", catching up"))
+        let files = status.files
+        lines.append(
+            "files: \(files.local) local, \(files.online) online only, \(files.modified) modified"
+                + (files.downloading + files.uploading > 0
+                    ? ", \(files.downloading) downloading, \(files.uploading) uploading" : "")
+                + (files.error > 0 ? ", \(files.error) failing" : "") + " (\(files.pinned) pinned)")
+        lines.append(
+            "cache: \(SyncWaiter.format(status.cachedBytes))"
+                + (status.cacheBudget.map { " of \(SyncWaiter.format($0)) budget" } ?? ""))
+        lines.append("queue: \(status.pendingEntries) changes, \(SyncWaiter.format(status.pendingBytes))")
+        let terminal = isatty(STDOUT_FILENO) != 0
+        for transfer in status.transfers {
+            lines.append(
+                "\(transfer.direction == .download ? "downloading" : "uploading") \(transfer.path) "
+                    + progressText(done: transfer.done, total: transfer.total, bar: terminal))
+        }
+        for failing in status.failing {
+            lines.append("failing: \(failing.path ?? failing.fileID): \(failing.reason) (\(failing.attempts) attempts)")
+        }
+        if let error = status.lastContainerError { lines.append("last error: \(error)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func path(_ status: PathStatus, display: String) -> String {
+        var line = "\(display): \(status.state.rawValue)"
+        switch status.pinned {
+        case .pinned: line += ", pinned"
+        case .inherited: line += ", pinned (by a folder above)"
+        case .none: break
+        }
+        line += ", \(SyncWaiter.format(status.size)), \(SyncWaiter.format(status.localBytes)) local"
+        var lines = [line]
+        if let progress = status.progress {
+            lines.append(progressText(done: progress.done, total: progress.total, bar: isatty(STDOUT_FILENO) != 0))
+        }
+        if let files = status.files {
+            lines.append(
+                "files below: \(files.local) local, \(files.online) online only, \(files.modified) modified, "
+                    + "\(files.downloading) downloading, \(files.uploading) uploading, \(files.error) failing")
+        }
+        if let error = status.error { lines.append("last error: \(error)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func progressText(done: Int64, total: Int64, bar: Bool) -> String {
+        let fraction = total > 0 ? Double(done) / Double(total) : 1
+        let text = "\(Int(fraction * 100))% (\(SyncWaiter.format(done)) of \(SyncWaiter.format(total)))"
+        guard bar else { return text }
+        let filled = Int(fraction * 20)
+        return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled) + "] " + text
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Glibc
+import SyncFS
+
+/// A path inside a running SyncFS mount: the mount point (whose daemon answers on its control
+/// socket) and the path below it.
+struct MountedPath {
+    let mountpoint: String
+    let relative: String
+
+    /// Finds the mount holding `path` (the nearest enclosing directory with a running daemon).
+    static func resolve(_ path: String) throws(MountError) -> MountedPath {
+        let absolute = (absolutePath(path) as NSString).standardizingPath
+        for candidate in [absolute, realPath(absolute)].compactMap({ $0 }) {
+            var components = candidate.split(separator: "/").map(String.init)
+            var below: [String] = []
+            while true {
+                let prefix = "/" + components.joined(separator: "/")
+                if access(MountRegistry.socketPath(for: prefix), F_OK) == 0 {
+                    return MountedPath(mountpoint: prefix, relative: below.reversed().joined(separator: "/"))
+                }
+                guard let last = components.popLast() else { break }
+                below.append(last)
+            }
+        }
+        throw MountError(.badInput, "\(path) is not in a SyncFS mount with a running daemon")
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Sends `command` about this path; throws the daemon's error.
+    func ask(_ command: ControlRequest.Command) throws(MountError) -> ControlReply {
+        guard let reply = ControlServer.ask(ControlRequest(command, path: relative), mountpoint: mountpoint) else {
+            throw MountError(.badInput, "no SyncFS daemon answers for \(mountpoint)")
+        }
+        if let error = reply.error {
+            throw MountError(.badInput, "\(display): \(error)")
+        }
+        return reply
+    }
+
+    var display: String { relative.isEmpty ? mountpoint : mountpoint + "/" + relative }
+}
