@@ -81,6 +81,8 @@ func contents(_ fixture: FileSystemFixture, _ path: String) throws -> [UInt8] {
     let handle = try fixture.fs.open(ino, flags: O_RDONLY, caller: testCaller)
     defer { fixture.fs.release(handle) }
     let size = try fixture.fs.getattr(ino).size
+    // A placeholder is downloaded by the read, as the FUSE read path does.
+    try fixture.fs.ensureContent(handle, offset: 0, count: Int(size))
     return readBytes(handle.descriptor, count: Int(size), at: 0)
 }
 
