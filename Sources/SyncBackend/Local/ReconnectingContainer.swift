@@ -12,10 +12,13 @@ import Synchronization
 ///   about the data), whose message names the path and the reason.
 /// - **Re-tries at most every `retryInterval`** (2 s by default): the first call after the
 ///   interval looks at the path again (and opens the container if it is back); calls in between
-///   fail fast with the last reason. While connected, the same look (reading the marker) checks
-///   the container's identity every interval, and an `unavailable` answer from the container
+///   fail fast with the last reason. While connected, the same look (the directory's identity
+///   and the marker's ID) runs every interval, and an `unavailable` answer from the container
 ///   makes the next call look at once; a container that went away is dropped and reopened
-///   afresh when it is back.
+///   afresh when it is back (a copy put back in its place too: the old database connection
+///   would write elsewhere). Calls made between a swap of the directory and the next look still
+///   go to the open container, whose own checks (its marker on every call) catch a directory
+///   that is gone.
 /// - **Only the expected container is used.** A container with another ID at the path is never
 ///   opened (nor upgraded, nor written): calls fail with `unavailable` naming both IDs, and
 ///   `onEvent` reports it once (per ID found). So is a container of a newer format.
