@@ -40,6 +40,7 @@ struct OfflineStartTest {
         let drained = waitUntil(timeout: 15) { try folder.syncStatus().pendingEntries == 0 }
         #expect(drained, "the queue did not drain within 15 s of the container's return\n\(folder.daemonLog())")
         #expect(folder.expectSync(timeout: 15))
+        #expect(folder.daemonLog().contains("is reachable again"), "\(folder.daemonLog())")
 
         // A fresh mount of the container (a second machine) sees what was written offline.
         let second = try TestFolder.make(
