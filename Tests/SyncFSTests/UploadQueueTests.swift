@@ -162,4 +162,65 @@ struct UploadQueueTests {
         queue.expediteAll(now: 10)
         #expect(queue.takeNext(now: 10) != nil)
     }
+
+    @Test func itemsThatFailedOnAnUnreachableContainerGoAsSoonAsItAnswers() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 0)
+        _ = queue.changed(c, now: 0)
+        // a fails four times on an unreachable container (tried at once each time, as parents
+        // are): its backoff grows to 8,000.
+        for now: Int64 in [100, 200, 300, 400] {
+            let itemValue = queue.take(a)
+            let item = try #require(itemValue)
+            _ = queue.failed(item, reason: "offline", now: now, waitsForContainer: true)
+        }
+        let backedOff = queue.items[a]?.readyAt
+        #expect(backedOff == 8_400, "400 + the maximum backoff")
+        // b fails for another reason (it keeps its backoff); c is written again after failing.
+        let takenB = queue.take(b)
+        let itemB = try #require(takenB)
+        _ = queue.failed(itemB, reason: "the parent is not there yet", now: 400, waitsForContainer: false)
+        let takenC = queue.take(c)
+        let itemC = try #require(takenC)
+        _ = queue.failed(itemC, reason: "offline", now: 400, waitsForContainer: true)
+        _ = queue.changed(c, now: 550)
+        #expect(queue.takeNext(now: 600) == nil, "everything is backing off")
+
+        // The container answers: a is ready at once; c after its quiet delay; b keeps its backoff.
+        #expect(queue.containerAnswered(now: 600) == 2)
+        let takenA = queue.takeNext(now: 600)
+        let readyA = try #require(takenA)
+        #expect(readyA.fileID == a)
+        #expect(readyA.attempts == 4, "the attempts stay: a new failure backs off further")
+        #expect(queue.takeNext(now: 600) == nil)
+        let readyC = queue.items[c]?.readyAt
+        #expect(readyC == 650, "c was written again: it waits its quiet delay")
+        #expect(queue.takeNext(now: 650)?.fileID == c)
+        #expect(queue.takeNext(now: 650) == nil, "b waits its backoff")
+        // Another answer changes nothing more.
+        #expect(queue.containerAnswered(now: 700) == 0)
+    }
+
+    @Test func anItemInFlightWhenTheContainerAnswersIsMarkedAgainByItsNextFailure() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let first = queue.takeNext(now: 100)
+        var item = try #require(first)
+        _ = queue.failed(item, reason: "offline", now: 100, waitsForContainer: true)
+        let second = queue.take(a)
+        item = try #require(second)
+        #expect(queue.containerAnswered(now: 150) == 0, "in flight: it is being tried now")
+        let failedValue = queue.failed(item, reason: "offline", now: 160, waitsForContainer: true)
+        #expect(try #require(failedValue).readyAt == 160 + 2_000)
+        #expect(queue.containerAnswered(now: 170) == 1)
+        #expect(queue.takeNext(now: 170)?.fileID == a)
+        // Written while an attempt ran: after an answer it still waits a quiet delay.
+        let again = try #require(queue.items[a])
+        _ = queue.changed(a, now: 180)
+        _ = queue.failed(again, reason: "offline", now: 190, waitsForContainer: true)
+        #expect(queue.containerAnswered(now: 200) == 1)
+        let readyAt = queue.items[a]?.readyAt
+        #expect(readyAt == 290, "190 + the quiet delay")
+    }
 }

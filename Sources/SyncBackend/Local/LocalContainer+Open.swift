@@ -45,12 +45,19 @@ extension LocalContainer {
         }
     }
 
-    private static func open(_ layout: LocalLayout) throws(ContainerOpenError) -> LocalContainer {
+    /// The format and ID in the marker at `layout`, without opening anything.
+    static func readMarker(_ layout: LocalLayout) throws(ContainerOpenError) -> (format: Int, id: String) {
         guard let data = FileManager.default.contents(atPath: layout.markerPath),
             let marker = try? JSONDecoder().decode(Marker.self, from: data)
         else {
             throw .notAContainer("\(layout.markerPath) is not a valid container marker")
         }
+        return (marker.format, marker.id)
+    }
+
+    /// Opens the existing container at `layout` (its marker must be there); never creates one.
+    static func open(_ layout: LocalLayout) throws(ContainerOpenError) -> LocalContainer {
+        let marker = try readMarker(layout)
         guard marker.format <= formatVersion else {
             throw .unsupportedFormat(
                 "\(layout.root) has container format \(marker.format); this syncfs-mount reads format \(formatVersion)")

@@ -140,9 +140,12 @@ extension SyncFileSystem {
         }
     }
 
-    /// The upload of `item` failed; it waits its backoff. The reason is kept for `status`.
-    public func uploadFailed(_ item: OutboxItem, reason: String) {
-        if let change = outbox.failed(item, reason: reason) { store.record([change]) }
+    /// The upload of `item` failed; it waits its backoff (or, `waitsForContainer`, until the
+    /// container answers again). The reason is kept for `status`.
+    public func uploadFailed(_ item: OutboxItem, reason: String, waitsForContainer: Bool = false) {
+        if let change = outbox.failed(item, reason: reason, waitsForContainer: waitsForContainer) {
+            store.record([change])
+        }
     }
 
     /// Makes `version` the entry's base, so the next commit replaces that version (the local

@@ -35,15 +35,6 @@ public enum MountDaemon {
     public static func run(_ configuration: MountConfiguration, logger: Logger, ready: () -> Void) throws(MountError) {
         try checkFuseAvailable()
         try prepareMountpoint(configuration.mountpoint, logger: logger)
-        let container: LocalContainer
-        do {
-            container = try LocalContainer.openOrCreate(at: configuration.container)
-        } catch {
-            switch error {
-            case .notAContainer, .unsupportedFormat: throw MountError(.badInput, error.description)
-            case .cannotCreate: throw MountError(.cannotCreate, error.description)
-            }
-        }
         var policy = UploadQueue.Policy.standard
         policy.quietDelay = Int64(configuration.uploadDelayMilliseconds) * 1_000_000
         let state = StateDirectory(path: configuration.stateDirectory)
@@ -52,17 +43,16 @@ public enum MountDaemon {
         defer { close(lock) }
 
         let fileSystem: SyncFileSystem
+        let container: any Container
         do {
             let store = try MetadataStore(path: state.databasePath)
             let facts = try store.load().meta
-            if let recorded = facts["container_id"], recorded != container.id {
-                throw MountError(
-                    .badInput,
-                    "the state directory \(state.path) belongs to another container (\(facts["container"] ?? recorded)); "
-                        + "use another --state-dir")
-            }
-            store.factSet("container_id", container.id)
-            store.factSet("container", container.path)
+            // Created only by a state directory's first mount; later ones may start offline.
+            container = try MountContainer.open(
+                configuration.container, recordedID: facts["container_id"], recordedPath: facts["container"],
+                stateDirectory: state.path, logger: logger)
+            store.factSet("container_id", container.containerID)
+            store.factSet("container", configuration.container)
             fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
                 logger: logger,
@@ -76,7 +66,8 @@ public enum MountDaemon {
         let session: FuseSession
         do {
             session = try FuseSession(
-                fileSystem: fileSystem, mountpoint: configuration.mountpoint, fsName: "syncfs:" + container.path,
+                fileSystem: fileSystem, mountpoint: configuration.mountpoint,
+                fsName: "syncfs:" + configuration.container,
                 cacheTimeout: configuration.cacheTimeout, logger: logger)
         } catch {
             try? fileSystem.shutDown()
@@ -101,7 +92,7 @@ public enum MountDaemon {
             control = nil
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
-        logger.info("mounted \(container.path) at \(configuration.mountpoint) (state \(state.path))")
+        logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
         ready()
 
         let result = session.run()

@@ -49,8 +49,17 @@ public final class Outbox: Sendable {
         return removed ? .outboxRemove(item.fileID) : nil
     }
 
-    func failed(_ item: OutboxItem, reason: String) -> MetadataChange? {
-        queue.withLock { $0.failed(item, reason: reason, now: clock()) }.map { .outboxPut($0) }
+    func failed(_ item: OutboxItem, reason: String, waitsForContainer: Bool = false) -> MetadataChange? {
+        let now = clock()
+        return queue.withLock { $0.failed(item, reason: reason, now: now, waitsForContainer: waitsForContainer) }
+            .map { .outboxPut($0) }
+    }
+
+    /// A container call succeeded: items that failed only because the container could not be
+    /// reached go now (see `UploadQueue.containerAnswered`). Cheap when there are none.
+    func containerAnswered() {
+        let now = clock()
+        if queue.withLock({ $0.containerAnswered(now: now) }) > 0 { wake.signal() }
     }
 
     func postpone(_ item: OutboxItem, by delay: Int64) {
@@ -95,4 +104,14 @@ public final class Outbox: Sendable {
     /// A snapshot for status reports.
     public var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
     public var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
+}
+
+extension SyncFailure {
+    /// The upload failed only because the container could not be reached (`unavailable`): it is
+    /// retried as soon as the container answers again. Other failures, storage failures of the
+    /// container included, keep their backoff.
+    var waitsForContainer: Bool {
+        if case .container(.unavailable) = self { return true }
+        return false
+    }
 }

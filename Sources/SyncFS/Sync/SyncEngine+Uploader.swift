@@ -23,7 +23,7 @@ extension SyncEngine {
                 noteFailure(containerError.description)
             }
             logger.notice("upload of \(item.fileID) failed (attempt \(item.attempts + 1)): \(error)")
-            fileSystem.uploadFailed(item, reason: error.description)
+            fileSystem.uploadFailed(item, reason: error.description, waitsForContainer: error.waitsForContainer)
         }
     }
 

@@ -44,6 +44,8 @@ public final class SyncEngine: Sendable {
 
     public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
         self.fileSystem = fileSystem
+        // Every answer of the container lets changes that failed only because it was away go now.
+        let container = AnsweringContainer(container) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
         self.container = container
         self.options = options
         self.logger = logger

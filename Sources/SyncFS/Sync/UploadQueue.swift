@@ -70,6 +70,11 @@ public struct UploadQueue: Sendable {
     private var recentChanges: [Int64] = []
     /// `sync` asked for everything now: bursts do not hold uploads back until the queue drains.
     private var expedited = false
+    /// Items whose last attempt failed only because the container could not be reached, each with
+    /// the earliest time it may go once the container answers again (the quiet delay after its
+    /// latest change): `containerAnswered` cuts their backoff short. Not stored (after a restart
+    /// every item is ready once its quiet delay passed anyway).
+    private var waitingForContainer: [FileID: Int64] = [:]
 
     public init(policy: Policy, restoring stored: [OutboxItem] = [], now: Int64 = 0) {
         self.policy = policy
@@ -98,6 +103,7 @@ public struct UploadQueue: Sendable {
         }
         let readyAt = now + policy.quietDelay
         if var item = items[id] {
+            if waitingForContainer[id] != nil { waitingForContainer[id] = readyAt }
             item.generation &+= 1
             item.readyAt = max(item.readyAt, readyAt)
             items[id] = item
@@ -181,6 +187,7 @@ public struct UploadQueue: Sendable {
     @discardableResult
     public mutating func succeeded(_ item: OutboxItem) -> Bool {
         inFlight.remove(item.fileID)
+        waitingForContainer[item.fileID] = nil
         defer { if items.isEmpty { drained() } }
         guard let current = items[item.fileID] else { return true }
         if current.generation == item.generation {
@@ -195,10 +202,17 @@ public struct UploadQueue: Sendable {
     }
 
     /// The upload failed; the item waits the next backoff (doubling from the initial one, capped).
+    /// `waitsForContainer`: it failed only because the container could not be reached, so it goes
+    /// again as soon as the container answers (`containerAnswered`), whatever its backoff.
     /// Returns the item to store.
-    public mutating func failed(_ item: OutboxItem, reason: String, now: Int64) -> OutboxItem? {
+    public mutating func failed(
+        _ item: OutboxItem, reason: String, now: Int64, waitsForContainer: Bool = false
+    ) -> OutboxItem? {
         inFlight.remove(item.fileID)
         guard var current = items[item.fileID] else { return nil }
+        // Changed while it was tried: that change's quiet delay ends by `now + quietDelay`.
+        let quietEnd = current.generation == item.generation ? now : now + policy.quietDelay
+        waitingForContainer[item.fileID] = waitsForContainer ? quietEnd : nil
         current.attempts += 1
         current.lastError = reason
         current.readyAt = max(current.readyAt, now + backoff(afterAttempts: current.attempts))
@@ -218,12 +232,14 @@ public struct UploadQueue: Sendable {
     public mutating func remove(_ id: FileID) {
         items[id] = nil
         inFlight.remove(id)
+        waitingForContainer[id] = nil
         if items.isEmpty { drained() }
     }
 
     /// The queue is empty: give back the memory a large burst took (100,000 queued files).
     private mutating func drained() {
         expedited = false
+        waitingForContainer = [:]
         items = [:]
         order = []
         orderStart = 0
@@ -233,6 +249,28 @@ public struct UploadQueue: Sendable {
     public mutating func expediteAll(now: Int64) {
         for id in items.keys { items[id]!.readyAt = min(items[id]!.readyAt, now) }
         expedited = !items.isEmpty
+    }
+
+    /// A container call succeeded: every item that failed only because the container could not be
+    /// reached is ready now (or when its quiet delay after a later change ends), not after its
+    /// backoff — a container that comes back gets the queue within seconds, not minutes. Attempt
+    /// counts stay, so an item that fails again backs off further. Returns how many items became
+    /// ready sooner.
+    public mutating func containerAnswered(now: Int64) -> Int {
+        guard !waitingForContainer.isEmpty else { return 0 }
+        var sooner = 0
+        for (id, earliest) in waitingForContainer {
+            // An item in flight is being tried right now; a new failure marks it again.
+            guard var item = items[id], !inFlight.contains(id) else { continue }
+            let readyAt = max(earliest, now)
+            if readyAt < item.readyAt {
+                item.readyAt = readyAt
+                items[id] = item
+                sooner += 1
+            }
+        }
+        waitingForContainer = [:]
+        return sooner
     }
 
     /// The delay before attempt `attempts + 1`.

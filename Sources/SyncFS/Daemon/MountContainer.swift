@@ -1,0 +1,52 @@
+import Logging
+import SyncBackend
+
+/// Which container a mount syncs with (doc/SEMANTICS.md, "Offline").
+///
+/// - The **first mount** of a state directory (no `container_id` recorded) opens the container at
+///   the path, creating it if the path is missing or an empty directory; a path that is not a
+///   container is refused.
+/// - **Every later mount** never creates one: it uses a `ReconnectingContainer` expecting the
+///   recorded ID, and mounts even when the container is unreachable (offline start); the engine
+///   catches up when it is back. Another container at the path is refused, as on the first mount
+///   (the state directory belongs to the recorded one).
+enum MountContainer {
+    static func open(
+        _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String, logger: Logger
+    ) throws(MountError) -> any Container {
+        guard let recordedID else { return try create(path) }
+        let container = ReconnectingContainer(path: path, expectedID: recordedID) { event in
+            switch event {
+            case .reconnected: logger.notice("container \(path) is reachable again")
+            case .unreachable(let message): logger.notice("\(message); working offline")
+            case .refused(let message): logger.error("\(message)")
+            }
+        }
+        switch container.connectNow() {
+        case .connected:
+            break
+        case .unreachable(let reason):
+            logger.notice("container \(path) unreachable; starting offline (\(reason))")
+        case .otherContainer(let found, _):
+            throw MountError(
+                .badInput,
+                "the state directory \(stateDirectory) belongs to another container (\(recordedPath ?? recordedID)), "
+                    + "not \(path) (\(found)); use another --state-dir")
+        case .unsupportedFormat(let reason):
+            throw MountError(.badInput, reason)
+        }
+        return container
+    }
+
+    /// The first mount: opens or creates the container at `path`.
+    private static func create(_ path: String) throws(MountError) -> any Container {
+        do {
+            return try LocalContainer.openOrCreate(at: path)
+        } catch {
+            switch error {
+            case .notAContainer, .unsupportedFormat: throw MountError(.badInput, error.description)
+            case .cannotCreate: throw MountError(.cannotCreate, error.description)
+            }
+        }
+    }
+}
