@@ -195,12 +195,25 @@ extension SyncFileSystem {
     /// Keeps the local content within `budget` bytes: evicts the least recently used clean,
     /// closed, unpinned files until under 90% of it; slows writers down while modified content
     /// alone exceeds it. Returns the number of files evicted.
+    ///
+    /// Cost: one pass over the tree under the lock, without other locks (the pending set is taken
+    /// before), so the once-a-second check does not stall file operations.
     @discardableResult
     public func enforceBudget(_ budget: Int64) -> Int {
+        let pending = Set(outbox.items.map(\.fileID))
         let evicted = namespace.withLock { tree -> Int in
-            let usage = usageLocked(tree)
-            writesThrottled.store(usage.modifiedBytes > budget, ordering: .relaxed)
-            guard usage.localBytes > budget else { return 0 }
+            var localBytes: Int64 = 0
+            var modifiedBytes: Int64 = 0
+            for node in tree.nodes.values where node.kind == .file && !node.isUnlinked && !node.isPlaceholder {
+                let size = node.size.load(ordering: .relaxed)
+                localBytes += size
+                if pending.contains(node.fileID) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
+                    modifiedBytes += size
+                }
+            }
+            writesThrottled.store(modifiedBytes > budget, ordering: .relaxed)
+            guard localBytes > budget else { return 0 }
+            let usage = CacheUsage(localBytes: localBytes, modifiedBytes: modifiedBytes)
             let target = budget / 10 * 9
             var excess = usage.localBytes - target
             let candidates = tree.nodes.values.filter {
