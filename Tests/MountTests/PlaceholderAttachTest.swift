@@ -60,7 +60,6 @@ extension PlaceholderTests {
                 #expect(
                     mountStatus.files?["online"] == files.count,
                     "files by state: \(String(describing: mountStatus.files))")
-                #expect(mountStatus.files?["local"] ?? 0 == 0)
 
                 // Reading downloads: A's bytes, and the files become local.
                 expectContents(files, under: b.root, "B reading every file")
