@@ -50,6 +50,7 @@ extension PlaceholderTests {
                 #expect(describeState(pinned) == "local", "the pinned file is never evicted")
                 #expect(describePinned(pinned) == "1")
                 expectContents(copied, under: b.root, "B's copied files, read back on B")
+                expectNamesArrive(copied, under: a.root, "A getting B's copied files")
                 expectContents(copied, under: a.root, "B's copied files, on A")
                 expectWithinBudget(b, "after reading the copied files back")
             }
