@@ -56,6 +56,8 @@ extension PlaceholderTests {
                 let folderStatus = try b.pathStatus(b.path("dir-1"))
                 #expect(folderStatus.kind == "directory", "\(folderStatus)")
                 #expect(folderStatus.files?["online"] == 60, "files below dir-1 by state: \(folderStatus)")
+                let caughtUp = waitUntil(timeout: 10) { try b.syncStatus().feedCaughtUp == true }
+                #expect(caughtUp, "feedCaughtUp once B shows everything A synced")
                 let mountStatus = try b.syncStatus()
                 #expect(
                     mountStatus.files?["online"] == files.count,
