@@ -120,6 +120,13 @@ public struct ContentCache: Sendable {
         return rename(path(for: id), path(for: other)) == 0
     }
 
+    /// Bytes the cache file occupies on disk (0 if it does not exist).
+    public func allocatedBytes(of id: FileID) -> Int64 {
+        var info = stat()
+        guard stat(path(for: id), &info) == 0 else { return 0 }
+        return Int64(info.st_blocks) * 512
+    }
+
     /// Length of the cache file, or nil if it does not exist.
     public func size(of id: FileID) -> Int64? {
         var info = stat()

@@ -54,6 +54,7 @@ extension SyncFileSystem {
             let node = try tree.node(ino)
             let now = Clock.nowNanoseconds()
             let modeBefore = node.mode
+            let mtimeBefore = node.mtime.load(ordering: .relaxed)
             if let mode = changes.mode { node.mode = mode & 0o7777 }
             if let uid = changes.uid { node.uid = uid }
             if let gid = changes.gid { node.gid = gid }
@@ -80,7 +81,9 @@ extension SyncFileSystem {
             }
             node.ctime = changes.ctime ?? now
             // Owner and atime are local; mode, size and mtime sync.
-            let syncs = node.mode != modeBefore || changes.size != nil || changes.mtime != nil
+            // (The kernel flushes unchanged times after an xattr change: that is not a change.)
+            let syncs =
+                node.mode != modeBefore || changes.size != nil || node.mtime.load(ordering: .relaxed) != mtimeBefore
             if !node.isUnlinked {
                 if syncs { recordLocalChange(node) } else { recordChange(node) }
             }

@@ -112,6 +112,7 @@ extension SyncFileSystem {
             do throws(ChunkFetchError) {
                 let bytes = try source.plainChunk(ref)
                 failingSince = nil
+                lastUnreachableDownload.store(0, ordering: .relaxed)
                 pause = 0.05
                 guard hydration.store(index, bytes) else { break }
                 transfers.progressed(node.fileID, done: hydration.progress.done)
@@ -120,7 +121,12 @@ extension SyncFileSystem {
                 case .unreachable(let reason):
                     let since = failingSince ?? Date()
                     failingSince = since
-                    if Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
+                    // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
+                    // with a smaller read): fail at once instead of waiting again.
+                    let knownDown =
+                        Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed) < 10_000_000_000
+                    if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
+                        lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
                         logger.warning("cannot download \(path): the container is unreachable (\(reason))")
                         transfers.failed(node.fileID, "download: the container is unreachable (\(reason))")
                         hydration.fail(.containerUnreachable)

@@ -69,8 +69,11 @@ extension SyncFileSystem {
     /// The state of `node`. Under the lock.
     func contentState(of node: Node) -> ContentState {
         let id = node.fileID
+        if let hydration = node.hydration {
+            // Every byte is here; only the final sync is left.
+            return hydration.isComplete ? .local : .downloading
+        }
         if let transfer = transfers.transfer(id) { return transfer.direction == .download ? .downloading : .uploading }
-        if node.hydration != nil { return .downloading }
         if outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
             return outbox.lastError(id) != nil ? .error : .modified
         }
@@ -108,6 +111,18 @@ extension SyncFileSystem {
         if pinned { pinsChanged() }
     }
 
+    /// The path of the nearest directory above `ino` that is pinned, if any.
+    public func pinningAncestor(of ino: InodeNumber) -> String? {
+        namespace.withLock { tree in
+            var current = tree.nodes[ino]?.parent.flatMap { tree.nodes[$0] }
+            while let ancestor = current {
+                if ancestor.isPinned { return displayPath(of: ancestor, in: tree) }
+                current = ancestor.parent.flatMap { tree.nodes[$0] }
+            }
+            return nil
+        }
+    }
+
     /// Placeholders a pin covers (to download in the background).
     public func pinnedPlaceholders() -> [FileID] {
         namespace.withLock { tree in
@@ -143,14 +158,20 @@ extension SyncFileSystem {
     // MARK: Eviction
 
     /// Frees the local content of every file at or below `ino`; returns each file's outcome by path.
+    /// The kernel's cached pages of evicted files are dropped too (a later read downloads).
     public func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
-        try namespace.withLock { tree throws(FSError) in
+        var dropped: [KernelInvalidation] = []
+        let results = try namespace.withLock { tree throws(FSError) in
             var results: [(String, EvictOutcome)] = []
             collectFiles(below: try tree.node(ino), in: tree) { file in
-                results.append((displayPath(of: file, in: tree), evictLocked(file, tree: tree, force: true)))
+                let outcome = evictLocked(file, tree: tree, force: true)
+                if case .evicted = outcome { dropped.append(.content(file.ino)) }
+                results.append((displayPath(of: file, in: tree), outcome))
             }
             return results
         }
+        perform(dropped)
+        return results
     }
 
     /// Evicts one file if it is clean, closed and not pinned (`force`: even if not least recently
@@ -201,6 +222,7 @@ extension SyncFileSystem {
     @discardableResult
     public func enforceBudget(_ budget: Int64) -> Int {
         let pending = Set(outbox.items.map(\.fileID))
+        var dropped: [KernelInvalidation] = []
         let evicted = namespace.withLock { tree -> Int in
             var localBytes: Int64 = 0
             var modifiedBytes: Int64 = 0
@@ -224,10 +246,12 @@ extension SyncFileSystem {
                 if case .evicted(let bytes) = evictLocked(node, tree: tree, force: false) {
                     excess -= bytes
                     count += 1
+                    dropped.append(.content(node.ino))
                 }
             }
             return count
         }
+        perform(dropped)
         if evicted > 0 { logger.info("cache budget: evicted \(evicted) files") }
         return evicted
     }
@@ -282,7 +306,7 @@ extension SyncFileSystem {
             var localBytes: Int64 = 0
             switch node.kind {
             case .file:
-                localBytes = node.isPlaceholder ? attributes.blocks * 512 : attributes.size
+                localBytes = node.isPlaceholder ? cache.allocatedBytes(of: node.fileID) : attributes.size
             case .directory:
                 var counts = FileCounts()
                 collectFiles(below: node, in: tree) { file in

@@ -17,10 +17,13 @@ struct ControlCommands {
             case .pathStatus:
                 return ControlReply(path: try fileSystem.pathStatus(try target(request)))
             case .pin, .unpin:
+                let ino = try target(request)
                 do throws(FSError) {
-                    try fileSystem.setPinned(try target(request), request.command == .pin)
+                    try fileSystem.setPinned(ino, request.command == .pin)
                 } catch .notPermitted {
-                    return ControlReply(error: "it is pinned through a folder above it; unpin that folder")
+                    let folder = fileSystem.pinningAncestor(of: ino).map { $0.isEmpty ? "the mount's root" : $0 }
+                    return ControlReply(
+                        error: "it is pinned through the folder \(folder ?? "above it"); unpin that folder")
                 }
                 return ControlReply(action: ActionReport())
             case .evict:
