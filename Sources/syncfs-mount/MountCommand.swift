@@ -51,6 +51,12 @@ struct MountCommand: ParsableCommand {
             valueName: "size"))
     var cacheSize: String = "25%"
 
+    @Option(
+        help: ArgumentHelp(
+            "Comma-separated process names (as in /proc/PID/comm) whose reads never start a download: they get EACCES for content not downloaded yet.",
+            valueName: "names"))
+    var noDownloadFor: String = ""
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -77,6 +83,8 @@ struct MountCommand: ParsableCommand {
         configuration.uploadDelayMilliseconds = uploadDelay
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
+        configuration.noDownloadProcesses = Set(
+            noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         if foreground {
             try runForeground(configuration)
         } else {
@@ -111,7 +119,8 @@ struct MountCommand: ParsableCommand {
         let arguments = [
             "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
             "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
-            "--compression-level", String(compressionLevel), "--cache-size", cacheSize,
+            "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
+            noDownloadFor,
         ]
         let daemon: DaemonProcess
         do {

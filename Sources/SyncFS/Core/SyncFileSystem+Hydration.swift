@@ -10,6 +10,17 @@ extension SyncFileSystem {
     static let seekData: Int32 = 3
     static let seekHole: Int32 = 4
 
+    /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
+    /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
+    public func setDownloadExclusions(_ names: Set<String>) { downloadExclusions.withLock { $0 = names } }
+
+    /// True if a read of a placeholder by the process `name` must not download.
+    public func downloadsExcluded(for name: () -> String?) -> Bool {
+        let excluded = downloadExclusions.withLock { $0 }
+        guard !excluded.isEmpty, let name = name() else { return false }
+        return excluded.contains(name)
+    }
+
     /// Sets where placeholders' content comes from (the sync engine, once started).
     public func setChunkSource(_ source: (any ChunkSource)?) { chunkSource.withLock { $0 = source } }
 

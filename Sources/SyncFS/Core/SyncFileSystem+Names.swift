@@ -52,7 +52,7 @@ extension SyncFileSystem {
         let newName = try newName.validated()
         if flags.contains(.noReplace) && flags.contains(.exchange) { throw .invalidArgument }
         if !flags.isSubset(of: [.noReplace, .exchange]) { throw .invalidArgument }
-        try namespace.withLock { tree throws(FSError) in
+        let movedUnderAPin = try namespace.withLock { tree throws(FSError) -> Bool in
             let source = try tree.directory(parent)
             let destination = try tree.directory(newParent)
             guard let node = tree.child(of: source, named: name) else { throw .notFound }
@@ -65,10 +65,10 @@ extension SyncFileSystem {
                 guard let target else { throw .notFound }
                 if target.kind == .directory && tree.isSameOrBelow(source, target) { throw .invalidArgument }
                 try exchange(node, target, in: &tree, now: now)
-                return
+                return false
             }
             if let target {
-                if target.ino == node.ino { return }
+                if target.ino == node.ino { return false }
                 if flags.contains(.noReplace) { throw .exists }
                 switch (node.kind == .directory, target.kind == .directory) {
                 case (true, false): throw .notDirectory
@@ -87,7 +87,10 @@ extension SyncFileSystem {
             recordLocalChange(node)
             touchDirectory(source, now: now)
             if destination.ino != source.ino { touchDirectory(destination, now: now) }
+            return destination.ino != source.ino && pinState(of: node, in: tree) != .none
         }
+        // Placeholders moved under a pin are downloaded like those that arrive there.
+        if movedUnderAPin { pinsChanged() }
     }
 
     /// Save-by-rename: a file never synced (an editor's temporary file) replaces a file, so it

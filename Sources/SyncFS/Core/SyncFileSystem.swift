@@ -33,6 +33,8 @@ public final class SyncFileSystem: Sendable {
     let chunkSource = Mutex<(any ChunkSource)?>(nil)
     /// Transfers in progress and transfer failures, per entry.
     public let transfers = TransferBoard()
+    /// See `setDownloadExclusions`.
+    let downloadExclusions = Mutex<Set<String>>([])
     /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
     let lastUnreachableDownload = Atomic<Int64>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).

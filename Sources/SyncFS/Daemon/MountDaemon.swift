@@ -18,6 +18,8 @@ public struct MountConfiguration: Sendable {
     public var compressionLevel: Int32 = 1
     /// The cache budget (doc/SEMANTICS.md, "The cache budget").
     public var cacheSize: CacheSize = .percentOfFilesystem(25)
+    /// Process names whose reads never download (`--no-download-for`).
+    public var noDownloadProcesses: Set<String> = []
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -74,6 +76,7 @@ public enum MountDaemon {
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
         session.installSignalHandlers()
+        fileSystem.setDownloadExclusions(configuration.noDownloadProcesses)
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel
         options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: state.path)

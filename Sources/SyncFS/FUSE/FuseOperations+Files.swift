@@ -1,4 +1,5 @@
 import CFuse
+import Foundation
 import Glibc
 
 // Trampolines for file content. The read and write paths take no lock: the handle in `fi->fh`
@@ -46,9 +47,12 @@ func fuseRead(
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
     if !handle.node.contentIsLocal.load(ordering: .acquiring) {
-        // A placeholder: wait for the chunks holding these bytes.
+        // A placeholder: wait for the chunks holding these bytes (unless the reader is a process
+        // that must not start downloads).
+        let fileSystem = FuseContext.of(req).fileSystem
+        if fileSystem.downloadsExcluded(for: { processName(req) }) { return replyError(req, .accessDenied) }
         do {
-            try FuseContext.of(req).fileSystem.ensureContent(handle, offset: Int64(offset), count: size)
+            try fileSystem.ensureContent(handle, offset: Int64(offset), count: size)
         } catch {
             return replyError(req, error)
         }
@@ -144,4 +148,16 @@ func fuseLseek(
     } catch {
         replyError(req, error)
     }
+}
+
+/// The name (`/proc/PID/comm`) of the process that made the request, if it can be read.
+private func processName(_ req: fuse_req_t?) -> String? {
+    guard let context = fuse_req_ctx(req) else { return nil }
+    let fd = open("/proc/\(context.pointee.pid)/comm", O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 64)
+    let count = read(fd, &buffer, buffer.count)
+    guard count > 0 else { return nil }
+    return String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .newlines)
 }
