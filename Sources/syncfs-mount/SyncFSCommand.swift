@@ -12,6 +12,7 @@ struct SyncFSCommand: ParsableCommand {
             + "73 cannot create, 75 busy, 77 permission denied (see doc/CLI.md).",
         subcommands: [
             MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, MeasurePipelineCommand.self,
+            SeedContainerCommand.self,
         ]
     )
 }
