@@ -26,9 +26,10 @@ Today's binary (before placeholders) downloads everything at attach; the script 
 `feedCaughtUp` is missing, and a fresh state directory instead of `syncfs-mount evict`.
 
 Usage: placeholders.py BINARY WORKDIR [--files N] [--dirs D] [--file-kib K] [--big-mib M]
-                       [--runs N] [--quick] [--populate auto|seed|mount] [--no-tmpfs]
+                       [--runs N] [--quick] [--populate auto|seed|mount] [--jobs N] [--no-tmpfs]
                        [--no-rclone] [--no-drop-caches] [--attach-timeout S] [--json [FILE]]
-                       [--out FILE] [--keep]
+                       [--out FILE] [--strict] [--keep] [--populate-only]
+(see --help). Works in WORKDIR/bench-placeholders, deleted at the end.
 """
 import argparse, ctypes, glob, json, os, random, select, shutil, signal, statistics, subprocess, sys, time
 
@@ -412,8 +413,13 @@ class Bench:
                 with open(big, "rb") as f:
                     while f.read(MiB):
                         pass
-            subprocess.run([self.a.binary, "evict", big], check=True, stdout=subprocess.DEVNULL)
-            return m
+            # The kernel sends RELEASE after close() returns: a refusal ("open") may be a moment early.
+            for attempt in range(20):
+                r = subprocess.run([self.a.binary, "evict", big], capture_output=True)
+                if r.returncode == 0:
+                    return m
+                time.sleep(0.25)
+            raise RuntimeError(f"evict {big} failed ({r.returncode}): {r.stderr.decode().strip()}")
         self.untrack(m)
         m, _, _ = self.mount_b(container, run, suffix="-again")
         return m
@@ -451,7 +457,11 @@ class Bench:
             before = m.status().get("bytesDownloaded", 0)
             self.cold()
             self.add("syncfs_big_read_s", timed(["cat", big]))
-            self.add("syncfs_big_read_downloaded", m.status().get("bytesDownloaded", 0) - before)
+            got = m.status().get("bytesDownloaded", 0) - before
+            self.add("syncfs_big_read_downloaded", got)
+            if self.has_evict and got == 0 and "big_read_cached" not in self.info:
+                self.info["big_read_cached"] = True
+                log("warning: the full read of the evicted file downloaded nothing (served from a cache?)")
             self.add("syncfs_big_reread_s", timed(["cat", big]))
         self.untrack(m)
 
@@ -600,9 +610,13 @@ def report(b, args):
     if info.get("rclone"):
         cold += ", rclone's on a fresh mount and VFS cache"
     notes.append(cold + ".")
+    if info.get("big_read_cached"):
+        notes.append("WARNING: a full read of the evicted large file downloaded nothing: it was served "
+                     "from a cache, not from the container.")
     notes += b.notes
     table = "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in notes)
-    return table, {"medians": m, "samples": s, "info": info,
+    failed = [r[0] for r in rows if r[5] == "FAIL"]
+    return table, {"medians": m, "samples": s, "info": info, "failed": failed,
                    "goals": {"attach_s": ATTACH_GOAL_S, "rss_mb": RSS_GOAL_MB}}
 
 
@@ -629,6 +643,7 @@ def main():
                     help="also write the results as JSON to FILE (default: stdout, after the table)")
     ap.add_argument("--out", help="append the Markdown table to FILE")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (fixture, container)")
+    ap.add_argument("--strict", action="store_true", help="exit with 1 if a goal or check fails")
     ap.add_argument("--populate-only", action="store_true",
                     help="only build the fixture and the container, print their timings as JSON")
     args = ap.parse_args()
@@ -693,6 +708,9 @@ def main():
         else:
             with open(args.json, "w") as f:
                 f.write(text + "\n")
+    if args.strict and doc["failed"]:
+        log("failed: " + "; ".join(doc["failed"]))
+        sys.exit(1)
 
 
 if __name__ == "__main__":
