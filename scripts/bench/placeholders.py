@@ -38,6 +38,12 @@ ATTACH_GOAL_S = 10.0
 RSS_GOAL_MB = 150.0
 
 
+def find_stat(root):
+    """A walk that stats every name but reads no xattrs (`ls -l` also asks for security.selinux
+    and system.posix_acl_access of every file: two round trips each to a FUSE daemon)."""
+    return ["find", root, "-printf", "%m %n %s %T@ %p\n"]
+
+
 def log(msg):
     print(time.strftime("%H:%M:%S") + " [bench-placeholders] " + msg, file=sys.stderr, flush=True)
 
@@ -441,6 +447,7 @@ class Bench:
         self.cold()
         self.add("syncfs_ls_cold_s", timed(["ls", "-lR", m.mountpoint]))
         self.add("syncfs_ls_warm_s", timed(["ls", "-lR", m.mountpoint]))
+        self.add("syncfs_find_s", timed(find_stat(m.mountpoint)))
         n = count_entries(m.mountpoint)  # untimed check, after the timed listings
         if n != self.expected:
             raise RuntimeError(f"B shows {n} names after the attach, expected {self.expected}")
@@ -471,6 +478,7 @@ class Bench:
         self.cold()
         self.add(f"{prefix}_ls_cold_s", timed(["ls", "-lR", root]))
         self.add(f"{prefix}_ls_warm_s", timed(["ls", "-lR", root]))
+        self.add(f"{prefix}_find_s", timed(find_stat(root)))
         if rss_pid:
             self.add(f"{prefix}_rss_ls", rss(rss_pid)[0])
         if self.a.big_mib > 0:
@@ -562,6 +570,8 @@ def report(b, args):
                  sec(m.get("rclone_ls_cold_s")), "", ""))
     rows.append((f"ls -lR of {n} files, warm", sec(m.get("syncfs_ls_warm_s")), sec(m.get("native_ls_warm_s")),
                  sec(m.get("rclone_ls_warm_s")), "", ""))
+    rows.append((f"find -printf of {n} files (stats, no xattrs), after ls -lR", sec(m.get("syncfs_find_s")),
+                 sec(m.get("native_find_s")), sec(m.get("rclone_find_s")), "", ""))
     dl = max(s.get("syncfs_ls_downloaded", [0]))
     rows.append(("Content downloaded by ls -lR (max of runs)", f"{dl / MiB:.1f} MiB", "", "", "0", verdict(dl == 0)))
     if args.big_mib > 0:
