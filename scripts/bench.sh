@@ -34,9 +34,11 @@ Options:
   --no-sync           skip the sync benchmarks
   --placeholders-only only the placeholder benchmarks (scripts/bench/placeholders.py: attach a
                       container of many files on a fresh mount, ls -lR of the placeholders,
-                      first byte and full read of a large placeholder, daemon RSS)
+                      first byte and full read of a large placeholder, daemon RSS; its own
+                      rclone mount when rclone is among the targets)
   --no-placeholders   skip the placeholder benchmarks
-  --ph-files N        files in the placeholder benchmark's container (default 100000)
+  --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
+                      with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone (default: all three)
   --workloads LIST    comma-separated subset of seq,rand,files,untar,clone (default: all)
   --quick             smoke test: 1 run, small sizes (explicit options still win)
