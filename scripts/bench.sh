@@ -32,6 +32,13 @@ Options:
   --sync-only         only the sync benchmarks (scripts/bench/sync.py: propagation between two
                       mounts, upload pipeline throughput, dedup after an insert, compression)
   --no-sync           skip the sync benchmarks
+  --placeholders-only only the placeholder benchmarks (scripts/bench/placeholders.py: attach a
+                      container of many files on a fresh mount, ls -lR of the placeholders,
+                      first byte and full read of a large placeholder, daemon RSS; its own
+                      rclone mount when rclone is among the targets)
+  --no-placeholders   skip the placeholder benchmarks
+  --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
+                      with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone (default: all three)
   --workloads LIST    comma-separated subset of seq,rand,files,untar,clone (default: all)
   --quick             smoke test: 1 run, small sizes (explicit options still win)
@@ -60,8 +67,8 @@ die() { log "error: $*"; exit 1; }
 
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
-O_RSS_FILES= O_STEP_TIMEOUT=
-SYNC_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
+O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES=
+SYNC_MODE=default PH_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
 TARGETS=native,syncfs,rclone WORKLOADS=seq,rand,files,untar,clone
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
@@ -76,10 +83,13 @@ while [[ $# -gt 0 ]]; do
         --commits) need_arg "$@"; O_COMMITS=$2; shift 2 ;;
         --repo-files) need_arg "$@"; O_REPO_FILES=$2; shift 2 ;;
         --rss-files) need_arg "$@"; O_RSS_FILES=$2; shift 2 ;;
-        --rss) RSS_MODE=only; shift ;;
+        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; shift ;;
         --no-rss) RSS_MODE=skip; shift ;;
-        --sync-only) SYNC_MODE=only; RSS_MODE=skip; shift ;;
+        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; shift ;;
         --no-sync) SYNC_MODE=skip; shift ;;
+        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; shift ;;
+        --no-placeholders) PH_MODE=skip; shift ;;
+        --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;
         --workloads) need_arg "$@"; WORKLOADS=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
@@ -110,11 +120,13 @@ COMMITS=${O_COMMITS:-$D_COMMITS}
 REPO_FILES=${O_REPO_FILES:-$D_REPO_FILES}
 RSS_FILES=${O_RSS_FILES:-$D_RSS_FILES}
 STEP_TIMEOUT=${O_STEP_TIMEOUT:-$D_STEP_TIMEOUT}
+PH_FILES=${O_PH_FILES:-}   # empty: placeholders.py's default (100000, or its --quick size)
 
 is_uint() { [[ $1 =~ ^[0-9]+$ && $1 -gt 0 ]]; }
 for v in RUNS RAND_TIME NFILES TREE_FILES COMMITS REPO_FILES RSS_FILES STEP_TIMEOUT; do
     is_uint "${!v}" || { echo "bench.sh: $v must be a positive integer, got '${!v}'" >&2; exit 64; }
 done
+[[ -z $PH_FILES ]] || is_uint "$PH_FILES" || { echo "bench.sh: --ph-files must be a positive integer" >&2; exit 64; }
 to_bytes() { numfmt --from=iec "${1%iB}" 2>/dev/null || numfmt --from=iec "${1%B}" 2>/dev/null; }
 SIZE=$(to_bytes "$SIZE_H") && is_uint "$SIZE" || { echo "bench.sh: bad --size '$SIZE_H'" >&2; exit 64; }
 RAND_SIZE=$(to_bytes "$RAND_SIZE_H") && is_uint "$RAND_SIZE" || { echo "bench.sh: bad --rand-size '$RAND_SIZE_H'" >&2; exit 64; }
@@ -133,6 +145,10 @@ if [[ $RSS_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 if [[ $SYNC_MODE == only ]]; then
+    WANT_W=(); WANT_T=([syncfs]=1)
+fi
+PH_RCLONE=${WANT_T[rclone]:-}   # the placeholder part mounts its own rclone, if rclone is a target
+if [[ $PH_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 DO_RSS=0
@@ -636,7 +652,7 @@ TREE_MIB=0
 mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
-[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only ]] && start_syncfs
+[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only ]] && start_syncfs
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     log "---- run $run of $RUNS"
@@ -711,6 +727,24 @@ if [[ $SYNC_MODE != skip && -n $SYNCFS_BIN ]]; then
     echo
     timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" \
         || { ERRORS=$((ERRORS + 1)); log "ERROR: the sync benchmarks failed"; }
+fi
+# Placeholder benchmarks: a container of many files attached by a fresh mount (their own mounts,
+# their own rclone mount; SyncFS binary required). Run in the background like a step, so the
+# watchdog and the cleanup can stop it.
+if [[ $PH_MODE != skip && -n $SYNCFS_BIN ]]; then
+    log "---- placeholder benchmarks"
+    ph_args=(--runs "$RUNS")
+    [[ $QUICK == 1 ]] && ph_args+=(--quick)
+    [[ -n $PH_FILES ]] && ph_args+=(--files "$PH_FILES")
+    [[ -n $PH_RCLONE ]] || ph_args+=(--no-rclone)
+    [[ -n $OUT ]] && ph_args+=(--out "$OUT")
+    echo
+    timeout -k 10 5400 python3 "$HELPERS/placeholders.py" "$SYNCFS_BIN" "$W/" "${ph_args[@]}" &
+    STEP_PID=$!
+    echo "$STEP_PID" >"$W/step.pid"
+    wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: the placeholder benchmarks failed"; }
+    STEP_PID=
+    : >"$W/step.pid"
 fi
 [[ -n $OUT ]] && log "Markdown written to $OUT"
 exit 0

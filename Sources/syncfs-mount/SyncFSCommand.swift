@@ -12,8 +12,8 @@ struct SyncFSCommand: ParsableCommand {
             + "73 cannot create, 75 busy, 77 permission denied (see doc/CLI.md).",
         subcommands: [
             MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, PinCommand.self,
-            UnpinCommand.self,
-            EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
+            UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
+            SeedContainerCommand.self,
         ]
     )
 }

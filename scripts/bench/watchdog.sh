@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# watchdog.sh PARENT_PID WORKDIR LOGFILE — safety net for scripts/bench.sh.
+# watchdog.sh PARENT_PID WORKDIR LOGFILE — safety net for scripts/bench.sh (and placeholders.py).
 #
 # Started in its own session by bench.sh. If bench.sh dies without cleaning up (SIGKILL, OOM),
 # this stops the measured step (WORKDIR/step.pid) and the daemons (WORKDIR/pids), unmounts every
