@@ -67,6 +67,11 @@ struct MountCommand: ParsableCommand {
             throw ValidationError("--upload-delay must be between 0 and 3600000 milliseconds")
         }
         guard (0...9).contains(compressionLevel) else { throw ValidationError("--compression-level must be 0...9") }
+        for name in noDownloadFor.split(separator: ",") where name.trimmingCharacters(in: .whitespaces).count > 15 {
+            throw ValidationError(
+                "--no-download-for: '\(name)' is longer than 15 characters; Linux shortens process names "
+                    + "(/proc/PID/comm) to 15, so give the first 15")
+        }
         guard CacheSize(parsing: cacheSize) != nil else {
             throw ValidationError("--cache-size must be a size such as 500M, 20G or 25% (got '\(cacheSize)')")
         }

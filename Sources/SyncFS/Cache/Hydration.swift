@@ -30,6 +30,8 @@ final class Hydration: @unchecked Sendable {
     private var failure: FSError?
     private var cancelled = false
     private var finished = false
+    /// Callers waiting for the whole file (`download`, pins, an open for writing).
+    private var retainers = 0
 
     init(manifest: [ChunkRef], descriptor: Int32, resumes: Bool) {
         self.manifest = manifest
@@ -151,11 +153,31 @@ final class Hydration: @unchecked Sendable {
         return remaining == 0 && failure == nil && !cancelled
     }
 
-    /// True while a reader waits on the download.
-    var hasWaiters: Bool {
+    /// True while someone waits for the download (a reader, or a caller of `retain`).
+    var isWanted: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return !wanted.isEmpty
+        return !wanted.isEmpty || retainers > 0
+    }
+
+    func retain() {
+        condition.lock()
+        retainers += 1
+        condition.unlock()
+    }
+
+    func releaseRetain() {
+        condition.lock()
+        retainers -= 1
+        condition.unlock()
+    }
+
+    /// True if the chunks holding `offset ..< offset + count` are in the cache file.
+    func isPresent(offset: Int64, count: Int) -> Bool {
+        let range = chunks(offset: offset, count: count)
+        condition.lock()
+        defer { condition.unlock() }
+        return range.allSatisfy { present[$0] }
     }
 
     /// Ends the download with `error` for everyone waiting.

@@ -93,24 +93,48 @@ extension SyncFileSystem {
     /// Opens a file. `O_TRUNC` by an unprivileged caller also clears setuid/setgid.
     /// A placeholder is downloaded first when opened for writing without `O_TRUNC`; with
     /// `O_TRUNC` it becomes an empty local file at once. Opening for reading downloads nothing.
+    ///
+    /// While a placeholder is downloaded for writing, it counts as open for writing (remote
+    /// changes wait, uploads wait); the open re-checks under the lock, so a file evicted or
+    /// replaced meanwhile is downloaded again rather than written as a placeholder.
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 {
-            let node = try namespace.withLock { tree throws(FSError) in try tree.node(ino) }
-            if node.kind == .file { try prepareForWriting(node, truncatingTo: flags & O_TRUNC != 0 ? 0 : nil) }
-        }
-        return try namespace.withLock { tree throws(FSError) in
-            let node = try tree.node(ino)
-            switch node.kind {
-            case .directory: throw .isDirectory
-            case .symlink: throw .loop
-            case .file: break
+        let writes = flags & O_ACCMODE != O_RDONLY
+        let truncates = flags & O_TRUNC != 0
+        for _ in 0..<4 {
+            let outcome = try namespace.withLock { tree throws(FSError) -> OpenOutcome in
+                let node = try tree.node(ino)
+                switch node.kind {
+                case .directory: throw .isDirectory
+                case .symlink: throw .loop
+                case .file: break
+                }
+                if node.isPlaceholder && (writes || truncates) {
+                    if truncates {
+                        guard makeLocalWithoutContent(node) else { throw .io(EIO) }
+                    } else {
+                        node.openWriters += 1  // reserved for the download; released below
+                        return .needsContent(node)
+                    }
+                }
+                if truncates && caller.uid != 0 && Node.hasSetID(node.mode) {
+                    node.mode = Node.killingPrivileges(node.mode)
+                    if !node.isUnlinked { recordLocalChange(node) }
+                }
+                return .opened(try openHandle(node, flags: flags, tree: &tree))
             }
-            if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
-                node.mode = Node.killingPrivileges(node.mode)
-                if !node.isUnlinked { recordLocalChange(node) }
+            switch outcome {
+            case .opened(let handle): return handle
+            case .needsContent(let node):
+                defer { namespace.withLock { _ in node.openWriters -= 1 } }
+                try hydrateCompletely(node)
             }
-            return try openHandle(node, flags: flags, tree: &tree)
         }
+        throw .stale
+    }
+
+    private enum OpenOutcome {
+        case opened(OpenFile)
+        case needsContent(Node)
     }
 
     /// Clears setuid/setgid after a write by an unprivileged caller.
@@ -205,6 +229,7 @@ extension SyncFileSystem {
         namespace.withLock { tree in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
+            stopUnneededHydration(of: handle.node)
             if handle.writable { handle.node.openWriters -= 1 }
             releaseIfUnused(handle.node.ino, in: &tree)
         }

@@ -38,6 +38,8 @@ extension SyncFileSystem {
     func hydrateCompletely(_ node: Node) throws(FSError) {
         for _ in 0..<4 {
             guard let hydration = try hydration(of: node) else { return }
+            hydration.retain()
+            defer { hydration.releaseRetain() }
             try hydration.waitUntilFinished()
         }
         if namespace.withLock({ _ in node.isPlaceholder }) { throw .stale }
@@ -74,6 +76,7 @@ extension SyncFileSystem {
         guard ftruncate(descriptor, 0) == 0 else { return false }
         node.retiredManifest = nil
         node.contentIsLocal.store(true, ordering: .releasing)
+        transfers.finished(node.fileID)
         return true
     }
 
@@ -98,7 +101,14 @@ extension SyncFileSystem {
         }
         node.hydration = hydration
         let path = displayPath(of: node, in: tree)
-        let thread = Thread { [self] in runHydration(hydration, of: node, path: path) }
+        let id = node.fileID
+        activeDownloads.add(1, ordering: .relaxed)
+        let thread = Thread { [self] in
+            Self.downloadSlots.wait()
+            runHydration(hydration, of: node, id: id, path: path)
+            Self.downloadSlots.signal()
+            activeDownloads.subtract(1, ordering: .relaxed)
+        }
         thread.name = "syncfs-download"
         thread.start()
         return hydration
@@ -106,10 +116,13 @@ extension SyncFileSystem {
 
     /// The driver of one download: fetches (or finds on disk) every chunk, syncs the file, and
     /// marks the node local; on failure, readers get the error and the node stays a placeholder.
-    private func runHydration(_ hydration: Hydration, of node: Node, path: String) {
+    /// At most this many files download at once; more wait for a slot.
+    static let downloadSlots = DispatchSemaphore(value: 4)
+
+    private func runHydration(_ hydration: Hydration, of node: Node, id: FileID, path: String) {
         var failingSince: Date?
         var pause = 0.05
-        transfers.started(node.fileID, direction: .download, total: hydration.length)
+        transfers.started(id, direction: .download, total: hydration.length)
         while let index = hydration.nextChunk() {
             let ref = hydration.manifest[index]
             if hydration.resumes && chunkOnDisk(ref, at: hydration.offsets[index], in: hydration.descriptor) {
@@ -126,7 +139,7 @@ extension SyncFileSystem {
                 lastUnreachableDownload.store(0, ordering: .relaxed)
                 pause = 0.05
                 guard hydration.store(index, bytes) else { break }
-                transfers.progressed(node.fileID, done: hydration.progress.done)
+                transfers.progressed(id, done: hydration.progress.done)
             } catch {
                 switch error {
                 case .unreachable(let reason):
@@ -139,7 +152,7 @@ extension SyncFileSystem {
                     if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
                         lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
                         logger.warning("cannot download \(path): the container is unreachable (\(reason))")
-                        transfers.failed(node.fileID, "download: the container is unreachable (\(reason))")
+                        transfers.failed(id, "download: the container is unreachable (\(reason))")
                         hydration.fail(.containerUnreachable)
                     } else {
                         Thread.sleep(forTimeInterval: pause)
@@ -147,7 +160,7 @@ extension SyncFileSystem {
                     }
                 case .unavailable(let reason):
                     logger.error("cannot download \(path): \(reason)")
-                    transfers.failed(node.fileID, "download: \(reason)")
+                    transfers.failed(id, "download: \(reason)")
                     hydration.fail(.contentUnavailable)
                 }
             }
@@ -164,10 +177,11 @@ extension SyncFileSystem {
             if complete {
                 node.contentIsLocal.store(true, ordering: .releasing)
                 node.retiredManifest = nil
+                node.lastUsed = Clock.nowNanoseconds()
                 if !node.isUnlinked { recordChange(node) }
             }
         }
-        if complete { transfers.finished(node.fileID) } else { transfers.ended(node.fileID) }
+        if complete { transfers.finished(id) } else { transfers.ended(id) }
         hydration.markFinished()
     }
 
@@ -178,6 +192,26 @@ extension SyncFileSystem {
         var bytes = [UInt8](repeating: 0, count: Int(ref.length))
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
         return count == Int(ref.length) && bytes.withUnsafeBytes { ChunkCodec.hash($0) } == ref.hash
+    }
+
+    /// After the last handle of `node` closed: a download nobody waits for (no reader, no
+    /// `download`/pin) stops; what it fetched stays on disk for a later one. Under the lock.
+    func stopUnneededHydration(of node: Node) {
+        guard node.openCount == 0, let running = node.hydration, !running.isWanted, !running.isComplete else { return }
+        cancelHydration(of: node)
+    }
+
+    /// True if a read of a placeholder by a process that must not download can be served from
+    /// what is already on disk.
+    public func contentPresent(_ handle: OpenFile, offset: Int64, count: Int) -> Bool {
+        guard let running = namespace.withLock({ _ in handle.node.hydration }) else { return false }
+        return running.isPresent(offset: offset, count: count)
+    }
+
+    /// Waits (at most `seconds`) for downloads still running to end (at shutdown).
+    public func waitForDownloads(seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while activeDownloads.load(ordering: .relaxed) > 0 && Date() < deadline { usleep(10_000) }
     }
 
     /// Stops the download of `node` (its content is being replaced or truncated). Under the lock.

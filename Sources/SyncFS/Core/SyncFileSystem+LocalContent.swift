@@ -77,7 +77,8 @@ extension SyncFileSystem {
         if outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
             return outbox.lastError(id) != nil ? .error : .modified
         }
-        if transfers.error(id) != nil { return .error }
+        // A failed download matters only while the file is still a placeholder.
+        if node.isPlaceholder && transfers.error(id) != nil { return .error }
         return node.isPlaceholder ? .online : .local
     }
 
@@ -94,7 +95,7 @@ extension SyncFileSystem {
 
     /// The last transfer error of `node`, if any. Under the lock.
     func lastError(of node: Node) -> String? {
-        outbox.lastError(node.fileID) ?? transfers.error(node.fileID)
+        outbox.lastError(node.fileID) ?? (node.isPlaceholder ? transfers.error(node.fileID) : nil)
     }
 
     // MARK: Pins
@@ -179,13 +180,20 @@ extension SyncFileSystem {
     /// in between leaves a placeholder whose download finds every chunk on disk. Under the lock.
     private func evictLocked(_ node: Node, tree: Namespace, force: Bool) -> EvictOutcome {
         guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
-        if node.isPlaceholder { return node.hydration == nil ? .alreadyOnline : .refused("is being downloaded") }
+        if node.isPlaceholder {
+            guard node.hydration == nil else { return .refused("is being downloaded") }
+            // Bytes of an earlier, unfinished download are freed too.
+            if node.openCount == 0 { cache.remove(node.fileID) }
+            return .alreadyOnline
+        }
         let id = node.fileID
         let size = node.size.load(ordering: .relaxed)
         guard !outbox.isPending(id), !node.hasUnrecordedWrites.load(ordering: .relaxed),
             let base = tree.bases[id], base.version > 0, base.manifest.reduce(0, { $0 + $1.length }) == size
         else { return .refused("has changes not yet uploaded") }
-        guard node.openCount == 0 else { return .refused("is open") }
+        guard node.openCount == 0, node.openWriters == 0 else { return .refused("is open") }
+        // A write or truncate in progress, or one not yet recorded: the cache file is not the base.
+        guard node.contentToken() != nil, cache.size(of: id) == size else { return .refused("is being written") }
         guard pinState(of: node, in: tree) == .none else { return .refused("is pinned") }
         node.contentIsLocal.store(false, ordering: .releasing)
         recordChange(node)

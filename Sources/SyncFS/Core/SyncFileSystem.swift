@@ -33,6 +33,8 @@ public final class SyncFileSystem: Sendable {
     let chunkSource = Mutex<(any ChunkSource)?>(nil)
     /// Transfers in progress and transfer failures, per entry.
     public let transfers = TransferBoard()
+    /// Download driver threads running.
+    let activeDownloads = Atomic<Int>(0)
     /// See `setDownloadExclusions`.
     let downloadExclusions = Mutex<Set<String>>([])
     /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
@@ -186,6 +188,8 @@ public final class SyncFileSystem: Sendable {
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
     public func shutDown() throws {
+        // The engine is stopped: running downloads fail fast; let them record before closing.
+        waitForDownloads(seconds: 10)
         spares.close()
         namespace.withLock { tree in
             for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {

@@ -50,7 +50,11 @@ func fuseRead(
         // A placeholder: wait for the chunks holding these bytes (unless the reader is a process
         // that must not start downloads).
         let fileSystem = FuseContext.of(req).fileSystem
-        if fileSystem.downloadsExcluded(for: { processName(req) }) { return replyError(req, .accessDenied) }
+        if fileSystem.downloadsExcluded(for: { processName(req) })
+            && !fileSystem.contentPresent(handle, offset: Int64(offset), count: size)
+        {
+            return replyError(req, .accessDenied)
+        }
         do {
             try fileSystem.ensureContent(handle, offset: Int64(offset), count: size)
         } catch {
@@ -72,6 +76,8 @@ func fuseWrite(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
+    // Never reached for a placeholder (opening for writing downloads first); a guard, not a path.
+    guard handle.node.contentIsLocal.load(ordering: .acquiring) else { return replyError(req, .stale) }
     FuseContext.of(req).fileSystem.throttleWriteIfOverBudget()
     do {
         let written = try FuseContext.of(req).fileSystem.write(
@@ -90,6 +96,7 @@ func fuseWriteBuf(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let source else { return replyError(req, .badHandle) }
+    guard handle.node.contentIsLocal.load(ordering: .acquiring) else { return replyError(req, .stale) }
     var destination = fuse_bufvec()
     destination.count = 1
     destination.buf.size = fuse_buf_size(source)

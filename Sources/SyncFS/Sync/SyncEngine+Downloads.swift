@@ -34,7 +34,11 @@ extension SyncEngine: ChunkSource {
     func runDownloader() {
         while isRunning {
             if let id = downloads.next() {
-                if !fileSystem.hydrateCompletely(id) { downloads.failed(id) }
+                if !fileSystem.hydrateCompletely(id) {
+                    downloads.failed(id)
+                    // Most likely the container is unreachable: do not churn through the queue.
+                    downloads.wait(seconds: 5, untilQueued: false)
+                }
                 continue
             }
             let pinned = fileSystem.pinnedPlaceholders()
@@ -44,7 +48,7 @@ extension SyncEngine: ChunkSource {
     }
 
     /// `download`: queues files for the background downloader.
-    public func requestDownloads(_ ids: [FileID]) { _ = downloads.enqueue(ids, retrying: true) }
+    public func requestDownloads(_ ids: [FileID]) { _ = downloads.enqueue(ids, retrying: true, first: true) }
 
     /// Keeps the cache within the budget, checking every second.
     func runBudgetKeeper(_ budget: Int64) {
@@ -65,19 +69,24 @@ final class DownloadQueue: @unchecked Sendable {
     private var failedAt: [FileID: Date] = [:]
     private var stopped = false
 
-    /// Adds the IDs not queued yet (skipping recent failures unless `retrying`); returns how many.
-    func enqueue(_ ids: [FileID], retrying: Bool) -> Int {
+    /// Adds the IDs not queued yet (skipping recent failures unless `retrying`), at the end or
+    /// before everything else (`first`: what a user asked for goes before pins); returns how many.
+    func enqueue(_ ids: [FileID], retrying: Bool, first: Bool = false) -> Int {
         condition.lock()
         defer { condition.unlock() }
-        var added = 0
-        for id in ids where !queued.contains(id) {
+        var added: [FileID] = []
+        for id in ids {
             if !retrying, let failed = failedAt[id], Date().timeIntervalSince(failed) < 30 { continue }
+            if queued.contains(id) {
+                if first, let index = order.firstIndex(of: id) { order.remove(at: index) } else { continue }
+            }
             queued.insert(id)
-            order.append(id)
-            added += 1
+            added.append(id)
+            if retrying { failedAt[id] = nil }
         }
-        if added > 0 { condition.broadcast() }
-        return added
+        if first { order.insert(contentsOf: added, at: 0) } else { order.append(contentsOf: added) }
+        if !added.isEmpty { condition.broadcast() }
+        return added.count
     }
 
     func next() -> FileID? {
@@ -95,11 +104,12 @@ final class DownloadQueue: @unchecked Sendable {
         failedAt[id] = Date()
     }
 
-    /// Waits until something is queued, `poke`, `stop`, or `seconds` pass.
-    func wait(seconds: Double) {
+    /// Waits until `poke`, `stop`, or `seconds` pass (returns at once if something is queued and
+    /// `untilQueued`).
+    func wait(seconds: Double, untilQueued: Bool = true) {
         condition.lock()
         defer { condition.unlock() }
-        if order.isEmpty && !stopped { _ = condition.wait(until: Date().addingTimeInterval(seconds)) }
+        if (!untilQueued || order.isEmpty) && !stopped { _ = condition.wait(until: Date().addingTimeInterval(seconds)) }
     }
 
     func poke() {

@@ -115,8 +115,14 @@ extension SyncEngine {
                     contentFile = path
                 }
                 let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force)
-                if case .apply = outcome { return true }
+                // An installed content file was renamed away; one the change no longer needed
+                // (the file became a placeholder meanwhile) is removed here.
                 if let contentFile { unlink(contentFile) }
+                if case .apply(let needed) = outcome {
+                    // The file became local meanwhile: plan again, with a download this time.
+                    if needed && contentFile == nil { continue }
+                    return true
+                }
                 if outcome == .skip || outcome == .localChangesPending { return true }
                 if outcome == .later { return false }
             }

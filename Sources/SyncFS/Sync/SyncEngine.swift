@@ -40,6 +40,9 @@ public final class SyncEngine: Sendable {
         var feedCaughtUp = false
         var uploaderDone = false
         var followerDone = false
+        var downloaderDone = false
+        /// True when there is no budget keeper, or once it has ended.
+        var keeperDone = true
     }
 
     public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
@@ -58,11 +61,18 @@ public final class SyncEngine: Sendable {
         fileSystem.setChunkSource(self)
         let downloads = self.downloads
         fileSystem.setPinObserver { downloads.poke() }
-        let downloader = Thread { [self] in runDownloader() }
+        let downloader = Thread { [self] in
+            runDownloader()
+            state.withLock { $0.downloaderDone = true }
+        }
         downloader.name = "syncfs-downloader"
         downloader.start()
         if let budget = options.cacheBudget {
-            let keeper = Thread { [self] in runBudgetKeeper(budget) }
+            state.withLock { $0.keeperDone = false }
+            let keeper = Thread { [self] in
+                runBudgetKeeper(budget)
+                state.withLock { $0.keeperDone = true }
+            }
             keeper.name = "syncfs-cache"
             keeper.start()
         }
@@ -90,7 +100,7 @@ public final class SyncEngine: Sendable {
         fileSystem.outbox.poke()
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if state.withLock({ $0.uploaderDone && $0.followerDone }) { return }
+            if state.withLock({ $0.uploaderDone && $0.followerDone && $0.downloaderDone && $0.keeperDone }) { return }
             fileSystem.outbox.poke()
             Thread.sleep(forTimeInterval: 0.01)
         }
