@@ -149,4 +149,52 @@ extension SyncEngineTests {
         #expect(try contents(pair.b, "far.bin") == Self.noise(1 << 20, seed: 5))
         #expect(try xattr(pair.b, "far.bin", "state") == "local")
     }
+
+    @Test func aDownloadNobodyWaitsForStopsAtTheLastCloseAndResumesLater() async throws {
+        let base = InMemoryContainer()
+        let slow = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: slow)
+        let data = Self.noise(16 << 20, seed: 13)
+        _ = try pair.a.makeFile("movie.bin", contents: data)
+        try await pair.eventually("on B") { try pair.b.childNames() == ["movie.bin"] }
+        try await pair.settle()
+        slow.delay(.chunk, by: .milliseconds(150))
+        let ino = try pair.b.lookupIno("movie.bin")
+        let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        try pair.b.fs.ensureContent(handle, offset: 0, count: 4096)
+        #expect(readBytes(handle.descriptor, count: 4096, at: 0) == Array(data.prefix(4096)))
+        pair.b.fs.release(handle)
+        try await pair.eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
+        #expect(try xattr(pair.b, "movie.bin", "state") == "online")
+        let partial = pair.engineB.status().bytesDownloaded
+        #expect(partial < Int64(data.count) / 2, "stopped early: \(partial) bytes")
+
+        // The next read finds the chunks already fetched on disk and downloads only the rest.
+        slow.delay(.chunk, by: nil)
+        #expect(try contents(pair.b, "movie.bin") == data)
+        let total = pair.engineB.status().bytesDownloaded
+        #expect(total < Int64(data.count) + partial, "chunks on disk were reused: \(total) bytes in all")
+        try await pair.eventually("local") { try xattr(pair.b, "movie.bin", "state") == "local" }
+    }
+
+    @Test func evictionRefusesAFileBeingWritten() async throws {
+        let pair = try SyncedPair()
+        _ = try pair.a.makeFile("doc.txt", contents: Array("synced".utf8))
+        try await pair.eventually("on B") { try pair.b.childNames() == ["doc.txt"] }
+        try await pair.settle()
+        _ = try contents(pair.b, "doc.txt")
+        try await pair.eventually("local") { pair.b.fs.cacheUsage().localBytes == 6 }
+        let ino = try pair.b.lookupIno("doc.txt")
+        // A content change in progress (a write or truncate between its bracket) keeps the file.
+        let node = try #require(pair.b.fs.namespace.withLock { tree in tree.nodes[ino] })
+        node.beginContentChange()
+        let during = try pair.b.fs.evict(below: ino).first?.outcome
+        #expect(during == .refused("is being written"), "\(String(describing: during))")
+        node.endContentChange()
+        // So does an open handle.
+        let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        #expect(try pair.b.fs.evict(below: ino).first?.outcome == .refused("is open"))
+        pair.b.fs.release(handle)
+        #expect(try pair.b.fs.evict(below: ino).first?.outcome == .evicted(bytes: 6))
+    }
 }
