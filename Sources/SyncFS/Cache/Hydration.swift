@@ -147,6 +147,13 @@ final class Hydration: @unchecked Sendable {
         remaining -= 1
     }
 
+    /// The download failed or was cancelled (its driver is ending).
+    var hasEnded: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return failure != nil || cancelled
+    }
+
     var isComplete: Bool {
         condition.lock()
         defer { condition.unlock() }

@@ -69,7 +69,7 @@ extension SyncFileSystem {
     /// The state of `node`. Under the lock.
     func contentState(of node: Node) -> ContentState {
         let id = node.fileID
-        if let hydration = node.hydration {
+        if let hydration = node.hydration, !hydration.hasEnded {
             // Every byte is here; only the final sync is left.
             return hydration.isComplete ? .local : .downloading
         }

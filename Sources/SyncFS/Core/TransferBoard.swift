@@ -43,7 +43,13 @@ public final class TransferBoard: Sendable {
     /// Ended without completing (the failure, if any, was recorded with `failed`).
     func ended(_ id: FileID) { state.withLock { $0.active[id] = nil } }
 
-    func failed(_ id: FileID, _ message: String) { state.withLock { $0.errors[id] = message } }
+    /// Ended with an error (also ends the transfer, so the state reads `error` at once).
+    func failed(_ id: FileID, _ message: String) {
+        state.withLock {
+            $0.errors[id] = message
+            $0.active[id] = nil
+        }
+    }
 
     func transfer(_ id: FileID) -> Transfer? { state.withLock { $0.active[id] } }
 
