@@ -27,6 +27,8 @@ final class Hydration: @unchecked Sendable {
     /// Chunks readers wait for, most recent last.
     private var wanted: [Int] = []
     private var nextInOrder = 0
+    /// Chunks a fetcher is working on.
+    private var fetching = Set<Int>()
     private var failure: FSError?
     private var cancelled = false
     private var finished = false
@@ -103,15 +105,32 @@ final class Hydration: @unchecked Sendable {
 
     /// The driver's next chunk: a wanted one first, else the next missing in order; nil once
     /// every chunk is present or the download failed or was cancelled.
+    ///
+    /// Several fetchers may run: a chunk handed out is not handed out again until it is stored,
+    /// found on disk, or given back with `abandon`.
     func nextChunk() -> Int? {
         condition.lock()
         defer { condition.unlock() }
         guard failure == nil, !cancelled, remaining > 0 else { return nil }
         while let index = wanted.popLast() {
-            if !present[index] { return index }
+            if !present[index] && !fetching.contains(index) {
+                fetching.insert(index)
+                return index
+            }
         }
         while nextInOrder < present.count && present[nextInOrder] { nextInOrder += 1 }
-        return nextInOrder < present.count ? nextInOrder : nil
+        var index = nextInOrder
+        while index < present.count && (present[index] || fetching.contains(index)) { index += 1 }
+        guard index < present.count else { return nil }
+        fetching.insert(index)
+        return index
+    }
+
+    /// Gives chunk `index` back (its fetch failed; it may be handed out again).
+    func abandon(_ index: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        fetching.remove(index)
     }
 
     /// Writes chunk `index` into the cache file and marks it present. False if cancelled or the
@@ -142,6 +161,7 @@ final class Hydration: @unchecked Sendable {
     }
 
     private func markPresentLocked(_ index: Int) {
+        fetching.remove(index)
         present[index] = true
         presentBytes += manifest[index].length
         remaining -= 1
@@ -187,12 +207,16 @@ final class Hydration: @unchecked Sendable {
         return range.allSatisfy { present[$0] }
     }
 
-    /// Ends the download with `error` for everyone waiting.
-    func fail(_ error: FSError) {
+    /// Ends the download with `error` for everyone waiting. True if this call set the failure
+    /// (so one fetcher reports it).
+    @discardableResult
+    func fail(_ error: FSError) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        if failure == nil { failure = error }
         condition.broadcast()
+        guard failure == nil, !cancelled else { return false }
+        failure = error
+        return true
     }
 
     /// The driver has ended (completed, failed or cancelled).

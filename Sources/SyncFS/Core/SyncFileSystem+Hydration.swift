@@ -119,52 +119,24 @@ extension SyncFileSystem {
     /// At most this many files download at once; more wait for a slot.
     static let downloadSlots = DispatchSemaphore(value: 4)
 
+    /// Chunks fetched at once per download: the container's read of one overlaps the hash and
+    /// zlib work of the other.
+    static let fetchersPerDownload = 2
+
     private func runHydration(_ hydration: Hydration, of node: Node, id: FileID, path: String) {
-        var failingSince: Date?
-        var pause = 0.05
         transfers.started(id, direction: .download, total: hydration.length)
-        while let index = hydration.nextChunk() {
-            let ref = hydration.manifest[index]
-            if hydration.resumes && chunkOnDisk(ref, at: hydration.offsets[index], in: hydration.descriptor) {
-                hydration.markFoundOnDisk(index)
-                continue
+        let helpers = DispatchGroup()
+        for _ in 1..<Self.fetchersPerDownload {
+            helpers.enter()
+            let thread = Thread { [self] in
+                fetchChunks(of: hydration, id: id, path: path)
+                helpers.leave()
             }
-            guard let source = chunkSource.withLock({ $0 }) else {
-                hydration.fail(.containerUnreachable)
-                break
-            }
-            do throws(ChunkFetchError) {
-                let bytes = try source.plainChunk(ref)
-                failingSince = nil
-                lastUnreachableDownload.store(0, ordering: .relaxed)
-                pause = 0.05
-                guard hydration.store(index, bytes) else { break }
-                transfers.progressed(id, done: hydration.progress.done)
-            } catch {
-                switch error {
-                case .unreachable(let reason):
-                    let since = failingSince ?? Date()
-                    failingSince = since
-                    // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
-                    // with a smaller read): fail at once instead of waiting again.
-                    let knownDown =
-                        Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed) < 10_000_000_000
-                    if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
-                        lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
-                        logger.warning("cannot download \(path): the container is unreachable (\(reason))")
-                        transfers.failed(id, "download: the container is unreachable (\(reason))")
-                        hydration.fail(.containerUnreachable)
-                    } else {
-                        Thread.sleep(forTimeInterval: pause)
-                        pause = min(pause * 2, 0.5)
-                    }
-                case .unavailable(let reason):
-                    logger.error("cannot download \(path): \(reason)")
-                    transfers.failed(id, "download: \(reason)")
-                    hydration.fail(.contentUnavailable)
-                }
-            }
+            thread.name = "syncfs-download"
+            thread.start()
         }
+        fetchChunks(of: hydration, id: id, path: path)
+        helpers.wait()
         var complete = hydration.isComplete
         if complete && Glibc.fsync(hydration.descriptor) != 0 {
             hydration.fail(.fromErrno())
@@ -183,6 +155,60 @@ extension SyncFileSystem {
         }
         if complete { transfers.finished(id) } else { transfers.ended(id) }
         hydration.markFinished()
+    }
+
+    /// One fetcher of a download: takes chunks until none is left, the download failed or was
+    /// cancelled. An unreachable container is retried for `unreachableGiveUp` seconds.
+    private func fetchChunks(of hydration: Hydration, id: FileID, path: String) {
+        var failingSince: Date?
+        var pause = 0.05
+        while let index = hydration.nextChunk() {
+            let ref = hydration.manifest[index]
+            if hydration.resumes && chunkOnDisk(ref, at: hydration.offsets[index], in: hydration.descriptor) {
+                hydration.markFoundOnDisk(index)
+                continue
+            }
+            guard let source = chunkSource.withLock({ $0 }) else {
+                hydration.fail(.containerUnreachable)
+                return
+            }
+            do throws(ChunkFetchError) {
+                let bytes = try source.plainChunk(ref)
+                failingSince = nil
+                lastUnreachableDownload.store(0, ordering: .relaxed)
+                pause = 0.05
+                guard hydration.store(index, bytes) else { return }
+                transfers.progressed(id, done: hydration.progress.done)
+            } catch {
+                hydration.abandon(index)
+                switch error {
+                case .unreachable(let reason):
+                    let since = failingSince ?? Date()
+                    failingSince = since
+                    // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
+                    // with a smaller read): fail at once instead of waiting again.
+                    let knownDown =
+                        Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed) < 10_000_000_000
+                    if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
+                        lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+                        // Logged before readers are woken with the error (they may look for it).
+                        if !hydration.hasEnded {
+                            logger.warning("cannot download \(path): the container is unreachable (\(reason))")
+                        }
+                        transfers.failed(id, "download: the container is unreachable (\(reason))")
+                        hydration.fail(.containerUnreachable)
+                        return
+                    }
+                    Thread.sleep(forTimeInterval: pause)
+                    pause = min(pause * 2, 0.5)
+                case .unavailable(let reason):
+                    if !hydration.hasEnded { logger.error("cannot download \(path): \(reason)") }
+                    transfers.failed(id, "download: \(reason)")
+                    hydration.fail(.contentUnavailable)
+                    return
+                }
+            }
+        }
     }
 
     /// True if the chunk `ref` at `offset` is already in the file (a resumed download).
