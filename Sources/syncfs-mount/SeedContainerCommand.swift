@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import SyncBackend
+import SyncFS
 import Synchronization
 
 /// `syncfs-mount seed-container SOURCE CONTAINER` (hidden): copies a local directory tree into a
@@ -211,10 +212,10 @@ struct SeedContainerCommand: ParsableCommand {
             batch = []
             let hashes = pending.map(\.hash)
             let missing = Set(
-                try blocking { () async throws(ContainerProtocolError) in try await target.missingChunks(hashes) })
+                try Blocking.run { () async throws(ContainerProtocolError) in try await target.missingChunks(hashes) })
             var sent = Set<ChunkHash>()
             for chunk in pending where missing.contains(chunk.hash) && sent.insert(chunk.hash).inserted {
-                try blocking { () async throws(ContainerProtocolError) in try await target.putChunk(chunk) }
+                try Blocking.run { () async throws(ContainerProtocolError) in try await target.putChunk(chunk) }
                 put += 1
             }
         }
@@ -235,27 +236,8 @@ struct SeedContainerCommand: ParsableCommand {
 
     private func commit(_ item: Item, state: EntryState, device: String, in target: LocalContainer) throws {
         let request = CommitRequest(id: item.id, baseVersion: 0, change: .put(state), device: device)
-        let outcome = try blocking { () async throws(ContainerProtocolError) in try await target.commit(request) }
+        let outcome = try Blocking.run { () async throws(ContainerProtocolError) in try await target.commit(request) }
         guard case .committed = outcome else { throw SeedError("the container refused \(item.path): \(outcome)") }
-    }
-
-    /// Runs a container call from a plain thread and waits for it.
-    private func blocking<T: Sendable>(
-        _ body: @escaping @Sendable () async throws(ContainerProtocolError) -> T
-    ) throws(ContainerProtocolError) -> T {
-        let result = Mutex<Result<T, ContainerProtocolError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            do throws(ContainerProtocolError) {
-                let value = try await body()
-                result.withLock { $0 = .success(value) }
-            } catch {
-                result.withLock { $0 = .failure(error) }
-            }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
     }
 
     private func failure(_ message: String) -> ExitCode {

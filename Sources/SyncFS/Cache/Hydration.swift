@@ -84,9 +84,6 @@ final class Hydration: @unchecked Sendable {
         try waitFor(chunks(offset: offset, count: count))
     }
 
-    /// Blocks until every chunk is in the cache file.
-    func waitForAll() throws(FSError) { try waitFor(0..<manifest.count) }
-
     private func waitFor(_ range: Range<Int>) throws(FSError) {
         condition.lock()
         defer { condition.unlock() }

@@ -7,26 +7,15 @@ extension SyncFileSystem {
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
-        for _ in 0..<4 {
-            let outcome = try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
-            switch outcome {
-            case .opened(let reply, let handle): return (reply, handle)
-            case .needsContent(let existing): try hydrateCompletely(existing)
-            }
+        return try openingWithDownloads { () throws(FSError) in
+            try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
         }
-        throw .stale
-    }
-
-    private enum CreateOutcome {
-        case opened(EntryReply, OpenFile)
-        /// The name holds a placeholder that must be downloaded before it is opened for writing.
-        case needsContent(Node)
     }
 
     private func createOrOpen(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
-        throws(FSError) -> CreateOutcome
+        throws(FSError) -> Opening<(EntryReply, OpenFile)>
     {
-        try namespace.withLock { tree throws(FSError) -> CreateOutcome in
+        try namespace.withLock { tree throws(FSError) -> Opening<(EntryReply, OpenFile)> in
             let directory = try tree.directory(parent)
             if let existing = tree.child(of: directory, named: name) {
                 // The kernel checks first, but a concurrent create may have won the race.
@@ -36,15 +25,11 @@ extension SyncFileSystem {
                 case .symlink: throw .exists
                 case .file: break
                 }
-                if existing.isPlaceholder {
-                    if flags & O_TRUNC != 0 {
-                        guard makeLocalWithoutContent(existing) else { throw .io(EIO) }
-                    } else if flags & O_ACCMODE != O_RDONLY {
-                        return .needsContent(existing)
-                    }
+                if let reserved = try placeholderNeedingContent(existing, flags: flags) {
+                    return .needsContent(reserved)
                 }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
-                return .opened(entryReply(for: existing, in: &tree), handle)
+                return .opened((entryReply(for: existing, in: &tree), handle))
             }
             if tree.child(of: directory, named: name) != nil { throw .exists }
             let (fileID, descriptor): (FileID, Int32)
@@ -66,7 +51,7 @@ extension SyncFileSystem {
             node.openCount += 1
             if handle.writable { node.openWriters += 1 }
             node.lastUsed = Clock.nowNanoseconds()
-            return .opened(entryReply(for: node, in: &tree), handle)
+            return .opened((entryReply(for: node, in: &tree), handle))
         }
     }
 
@@ -98,43 +83,22 @@ extension SyncFileSystem {
     /// changes wait, uploads wait); the open re-checks under the lock, so a file evicted or
     /// replaced meanwhile is downloaded again rather than written as a placeholder.
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        let writes = flags & O_ACCMODE != O_RDONLY
-        let truncates = flags & O_TRUNC != 0
-        for _ in 0..<4 {
-            let outcome = try namespace.withLock { tree throws(FSError) -> OpenOutcome in
+        try openingWithDownloads { () throws(FSError) in
+            try namespace.withLock { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {
                 case .directory: throw .isDirectory
                 case .symlink: throw .loop
                 case .file: break
                 }
-                if node.isPlaceholder && (writes || truncates) {
-                    if truncates {
-                        guard makeLocalWithoutContent(node) else { throw .io(EIO) }
-                    } else {
-                        node.openWriters += 1  // reserved for the download; released below
-                        return .needsContent(node)
-                    }
-                }
-                if truncates && caller.uid != 0 && Node.hasSetID(node.mode) {
+                if let reserved = try placeholderNeedingContent(node, flags: flags) { return .needsContent(reserved) }
+                if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
                     node.mode = Node.killingPrivileges(node.mode)
                     if !node.isUnlinked { recordLocalChange(node) }
                 }
                 return .opened(try openHandle(node, flags: flags, tree: &tree))
             }
-            switch outcome {
-            case .opened(let handle): return handle
-            case .needsContent(let node):
-                defer { namespace.withLock { _ in node.openWriters -= 1 } }
-                try hydrateCompletely(node)
-            }
         }
-        throw .stale
-    }
-
-    private enum OpenOutcome {
-        case opened(OpenFile)
-        case needsContent(Node)
     }
 
     /// Clears setuid/setgid after a write by an unprivileged caller.

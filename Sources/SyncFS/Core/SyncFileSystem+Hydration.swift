@@ -2,6 +2,13 @@ import Foundation
 import Glibc
 import SyncBackend
 
+/// What an open under the lock came to: done, or a placeholder to download first.
+enum Opening<Opened> {
+    case opened(Opened)
+    /// Reserved as a writer by `placeholderNeedingContent`.
+    case needsContent(Node)
+}
+
 extension SyncFileSystem {
     /// How long a download keeps retrying an unreachable container while a reader waits, before
     /// the read fails with `ENETDOWN`.
@@ -51,6 +58,36 @@ extension SyncFileSystem {
         guard let node = namespace.withLock({ tree in tree.node(withID: id) }) else { return true }
         do { try hydrateCompletely(node) } catch { return false }
         return true
+    }
+
+    /// Under the lock, for an open with `flags`: `O_TRUNC` makes a placeholder an empty local
+    /// file; opening it for writing without `O_TRUNC` needs its content first — the node is
+    /// returned, reserved as a writer (remote changes and eviction wait) until the caller's
+    /// download (`openingWithDownloads`) ends. Nil when the open can go ahead.
+    func placeholderNeedingContent(_ node: Node, flags: Int32) throws(FSError) -> Node? {
+        guard node.isPlaceholder else { return nil }
+        if flags & O_TRUNC != 0 {
+            guard makeLocalWithoutContent(node) else { throw .io(EIO) }
+            return nil
+        }
+        guard flags & O_ACCMODE != O_RDONLY else { return nil }
+        node.openWriters += 1
+        return node
+    }
+
+    /// Runs `attempt` (an open under the lock) and, each time it asks for a placeholder's content,
+    /// downloads it, drops the reservation and tries again; the open re-checks under the lock, so
+    /// a file evicted or replaced meanwhile is downloaded again, never written as a placeholder.
+    func openingWithDownloads<Opened>(_ attempt: () throws(FSError) -> Opening<Opened>) throws(FSError) -> Opened {
+        for _ in 0..<4 {
+            switch try attempt() {
+            case .opened(let value): return value
+            case .needsContent(let node):
+                defer { namespace.withLock { _ in node.openWriters -= 1 } }
+                try hydrateCompletely(node)
+            }
+        }
+        throw .stale
     }
 
     /// Before content changes: a placeholder truncated to 0 becomes an empty local file without a

@@ -165,7 +165,7 @@ extension SyncFileSystem {
         let results = try namespace.withLock { tree throws(FSError) in
             var results: [(String, EvictOutcome)] = []
             collectFiles(below: try tree.node(ino), in: tree) { file in
-                let outcome = evictLocked(file, tree: tree, force: true)
+                let outcome = evictLocked(file, tree: tree)
                 if case .evicted = outcome { dropped.append(.content(file.ino)) }
                 results.append((displayPath(of: file, in: tree), outcome))
             }
@@ -175,10 +175,10 @@ extension SyncFileSystem {
         return results
     }
 
-    /// Evicts one file if it is clean, closed and not pinned (`force`: even if not least recently
-    /// used — the caller decided). The state is recorded before the cache file goes, so a crash
-    /// in between leaves a placeholder whose download finds every chunk on disk. Under the lock.
-    private func evictLocked(_ node: Node, tree: Namespace, force: Bool) -> EvictOutcome {
+    /// Evicts one file if it is clean, closed and not pinned. The store is handed the placeholder
+    /// state before the cache file goes; a crash before it commits leaves a local node without a
+    /// cache file, which the sweep at mount turns back into a placeholder. Under the lock.
+    private func evictLocked(_ node: Node, tree: Namespace) -> EvictOutcome {
         guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
         if node.isPlaceholder {
             guard node.hydration == nil else { return .refused("is being downloaded") }
@@ -243,15 +243,13 @@ extension SyncFileSystem {
             }
             writesThrottled.store(modifiedBytes > budget, ordering: .relaxed)
             guard localBytes > budget else { return 0 }
-            let usage = CacheUsage(localBytes: localBytes, modifiedBytes: modifiedBytes)
-            let target = budget / 10 * 9
-            var excess = usage.localBytes - target
+            var excess = localBytes - budget / 10 * 9
             let candidates = tree.nodes.values.filter {
                 $0.kind == .file && !$0.isUnlinked && !$0.isPlaceholder && $0.openCount == 0
             }.sorted { $0.lastUsed < $1.lastUsed }
             var count = 0
             for node in candidates where excess > 0 {
-                if case .evicted(let bytes) = evictLocked(node, tree: tree, force: false) {
+                if case .evicted(let bytes) = evictLocked(node, tree: tree) {
                     excess -= bytes
                     count += 1
                     dropped.append(.content(node.ino))

@@ -208,8 +208,7 @@ public final class SyncFileSystem: Sendable {
         switch node.kind {
         case .file:
             size = node.size.load(ordering: .relaxed)
-            var info = stat()
-            if stat(cache.path(for: node.fileID), &info) == 0 { blocks = Int64(info.st_blocks) }
+            blocks = cache.allocatedBytes(of: node.fileID) / 512
             // A placeholder shows at least one block: `tar --sparse` takes a file with none for
             // all holes and would not read it.
             if size > 0 && blocks == 0 && node.isPlaceholder { blocks = 1 }

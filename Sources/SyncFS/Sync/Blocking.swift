@@ -5,11 +5,11 @@ import Synchronization
 /// Runs an async container call from one of the engine's own threads and waits for it.
 ///
 /// The engine's uploader and follower are plain threads (they call Core synchronously and may
-/// block on disk); this bridge lets them use the async container protocol. Never call it from a
-/// Swift concurrency task.
-enum Blocking {
+/// block on disk); this bridge lets them use the async container protocol (so do command-line
+/// tools working on a container from plain threads). Never call it from a Swift concurrency task.
+public enum Blocking {
     /// Runs `body` and waits for it. With `handle`, another thread can cancel it (`stop`).
-    static func run<T: Sendable>(
+    public static func run<T: Sendable>(
         cancellable handle: CancelHandle? = nil,
         _ body: @escaping @Sendable () async throws(ContainerProtocolError) -> T
     ) throws(ContainerProtocolError) -> T {
@@ -32,7 +32,7 @@ enum Blocking {
 }
 
 /// Lets one thread cancel the container call another thread is blocked in.
-final class CancelHandle: Sendable {
+public final class CancelHandle: Sendable {
     private let state = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
 
     func set(_ task: Task<Void, Never>?) {

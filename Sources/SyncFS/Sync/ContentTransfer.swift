@@ -84,6 +84,18 @@ struct ContentTransfer: Sendable {
         return manifest
     }
 
+    /// Fetches the chunk `ref` names, checks it is that chunk (hash, decoded length) and counts it.
+    func plainChunk(_ ref: ChunkRef, totals: inout Totals) throws(ContainerProtocolError) -> [UInt8] {
+        let container = self.container
+        let chunk = try Blocking.run { () async throws(ContainerProtocolError) in try await container.chunk(ref.hash) }
+        guard chunk.hash == ref.hash else { throw .corruptChunk(ref.hash) }
+        let plain = try ChunkCodec.decode(chunk)
+        guard plain.count == Int(ref.length) else { throw .corruptChunk(ref.hash) }
+        totals.chunksDownloaded += 1
+        totals.bytesDownloaded += Int64(chunk.payload.count)
+        return plain
+    }
+
     /// Writes the content of `manifest` to a new file at `path` (synced), reusing chunks found
     /// in `local` (a cache file holding `localManifest`).
     func download(
@@ -101,7 +113,6 @@ struct ContentTransfer: Sendable {
         let input = local.map { open($0, O_RDONLY | O_CLOEXEC) } ?? -1
         defer { if input >= 0 { close(input) } }
         var position: Int64 = 0
-        let container = self.container
         for ref in manifest {
             var bytes: [UInt8]?
             if input >= 0, let at = reusable[ref.hash] {
@@ -113,14 +124,7 @@ struct ContentTransfer: Sendable {
             }
             if bytes == nil {
                 do throws(ContainerProtocolError) {
-                    let chunk = try Blocking.run { () async throws(ContainerProtocolError) in
-                        try await container.chunk(ref.hash)
-                    }
-                    let plain = try ChunkCodec.decode(chunk)
-                    guard plain.count == Int(ref.length) else { throw .corruptChunk(ref.hash) }
-                    bytes = plain
-                    totals.chunksDownloaded += 1
-                    totals.bytesDownloaded += Int64(chunk.payload.count)
+                    bytes = try plainChunk(ref, totals: &totals)
                 } catch {
                     throw .container(error)
                 }

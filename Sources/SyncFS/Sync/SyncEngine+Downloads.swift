@@ -5,18 +5,10 @@ extension SyncEngine: ChunkSource {
     /// Fetches one chunk for a placeholder's download and verifies it.
     public func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8] {
         guard isRunning else { throw .unreachable("the mount is stopping") }
-        let container = self.container
+        var totals = ContentTransfer.Totals()
+        defer { addTotals(totals) }
         do throws(ContainerProtocolError) {
-            let chunk = try Blocking.run { () async throws(ContainerProtocolError) in
-                try await container.chunk(ref.hash)
-            }
-            guard chunk.hash == ref.hash else { throw .corruptChunk(ref.hash) }
-            let plain = try ChunkCodec.decode(chunk)
-            guard plain.count == Int(ref.length) else { throw .corruptChunk(ref.hash) }
-            var totals = ContentTransfer.Totals()
-            totals.chunksDownloaded = 1
-            totals.bytesDownloaded = Int64(chunk.payload.count)
-            addTotals(totals)
+            let plain = try transfer.plainChunk(ref, totals: &totals)
             noteFailure(nil)
             return plain
         } catch {
@@ -54,8 +46,7 @@ extension SyncEngine: ChunkSource {
     func runBudgetKeeper(_ budget: Int64) {
         while isRunning {
             fileSystem.enforceBudget(budget)
-            let deadline = Date().addingTimeInterval(1)
-            while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+            sleepWhileRunning(seconds: 1)
         }
     }
 }

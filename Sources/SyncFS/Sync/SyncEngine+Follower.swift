@@ -70,11 +70,6 @@ extension SyncEngine {
         return still
     }
 
-    private func sleepWhileRunning(seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-    }
-
     /// Applies one remote entry, fetching missing parents first and downloading content.
     /// Returns false if it must be retried later.
     func apply(_ entry: RemoteEntry, force: Bool, depth: Int = 0) throws(SyncFailure) -> Bool {

@@ -109,6 +109,12 @@ public final class SyncEngine: Sendable {
 
     var isRunning: Bool { state.withLock { $0.running } }
 
+    /// Sleeps `seconds`, or less if the engine stops meanwhile.
+    func sleepWhileRunning(seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
     func markCaughtUp(_ value: Bool) { state.withLock { $0.feedCaughtUp = value } }
 
     func noteFailure(_ failure: String?) { state.withLock { $0.lastFailure = failure } }

@@ -200,13 +200,16 @@ extension TestFolder {
     }
 
     /// Runs `syncfs-mount status ROOT --json` and decodes its line.
-    func syncStatus() throws -> MountSyncStatus {
-        let result = ModelProcess.run([try Self.binaryPath(), "status", root, "--json"], timeout: 60)
-        guard result.ok else { throw TestFolderError(message: "status failed: \(result)") }
+    func syncStatus() throws -> MountSyncStatus { try statusJSON(of: root) }
+
+    /// Runs `syncfs-mount status PATH --json` and decodes its line as `T`.
+    func statusJSON<T: Decodable>(of path: String) throws -> T {
+        let result = ModelProcess.run([try Self.binaryPath(), "status", path, "--json"], timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "status \(path) failed: \(result)") }
         do {
-            return try JSONDecoder().decode(MountSyncStatus.self, from: Data(result.stdout.utf8))
+            return try JSONDecoder().decode(T.self, from: Data(result.stdout.utf8))
         } catch {
-            throw TestFolderError(message: "status printed \(result.stdout.debugDescription): \(error)")
+            throw TestFolderError(message: "status \(path) printed \(result.stdout.debugDescription): \(error)")
         }
     }
 }
@@ -255,15 +258,7 @@ struct PinnedValue: Decodable, Equatable, CustomStringConvertible {
 
 extension TestFolder {
     /// Runs `syncfs-mount status PATH --json` and decodes its line. `path` is absolute.
-    func pathStatus(_ path: String) throws -> PathSyncStatus {
-        let result = ModelProcess.run([try Self.binaryPath(), "status", path, "--json"], timeout: 60)
-        guard result.ok else { throw TestFolderError(message: "status \(path) failed: \(result)") }
-        do {
-            return try JSONDecoder().decode(PathSyncStatus.self, from: Data(result.stdout.utf8))
-        } catch {
-            throw TestFolderError(message: "status \(path) printed \(result.stdout.debugDescription): \(error)")
-        }
-    }
+    func pathStatus(_ path: String) throws -> PathSyncStatus { try statusJSON(of: path) }
 }
 
 // MARK: - Tree snapshots
