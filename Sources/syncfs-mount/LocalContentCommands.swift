@@ -227,6 +227,9 @@ enum StatusReport {
                 + (files.downloading + files.uploading > 0
                     ? ", \(files.downloading) downloading, \(files.uploading) uploading" : "")
                 + (files.error > 0 ? ", \(files.error) failing" : "") + " (\(files.pinned) pinned)")
+        if status.conflicts > 0 {
+            lines.append("conflicts: \(status.conflicts) unresolved (syncfs-mount conflicts \(mountpoint))")
+        }
         lines.append(
             "cache: \(SyncWaiter.format(status.cachedBytes))"
                 + (status.cacheBudget.map { " of \(SyncWaiter.format($0)) budget" } ?? ""))
@@ -259,7 +262,8 @@ enum StatusReport {
         if let files = status.files {
             lines.append(
                 "files below: \(files.local) local, \(files.online) online only, \(files.modified) modified, "
-                    + "\(files.downloading) downloading, \(files.uploading) uploading, \(files.error) failing")
+                    + "\(files.downloading) downloading, \(files.uploading) uploading, \(files.error) failing"
+                    + (files.conflict > 0 ? ", \(files.conflict) in conflict" : ""))
         }
         if let error = status.error { lines.append("last error: \(error)") }
         return lines.joined(separator: "\n") + "\n"

@@ -462,7 +462,7 @@ struct SyncTwoMountsTest {
             let copyOnA = waitUntil { try listDirectory(a.root).count == 2 }
             let names = try listDirectory(a.root).sorted()
             #expect(copyOnA, "A never got B's conflicted copy: \(names)\n\(mounts.logs())")
-            let copies = names.filter { $0.hasPrefix("notes (conflicted copy from ") && $0.hasSuffix(").txt") }
+            let copies = names.filter { $0.hasPrefix("notes (conflict from ") && $0.hasSuffix(").txt") }
             try #require(copies.count == 1 && names.count == 2, "names on A: \(names)")
             let copy = copies[0]
             // A's edit reached the container first: the file keeps it, B's edit becomes the copy.

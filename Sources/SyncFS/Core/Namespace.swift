@@ -13,6 +13,9 @@ struct Namespace {
     var nextIno: UInt64
     /// What each synced entry last agreed with the container (see `SyncBase`).
     var bases: [FileID: SyncBase] = [:]
+    /// Conflict copies (and files with conflict markers) → the entry each was split from: an
+    /// index of the `user.syncfs.conflict` attributes, checked against the nodes when read.
+    var conflictCopies: [FileID: FileID] = [:]
 
     init(generation: UInt64, nextIno: UInt64) {
         inodes = InodeTable(generation: generation)

@@ -14,6 +14,8 @@ public enum ContentState: String, Codable, Sendable, CaseIterable {
     case uploading
     /// The last transfer failed (see `user.syncfs.error`).
     case error
+    /// In sync, but an unresolved conflict copy of it exists, or it is one (`syncfs-mount conflicts`).
+    case conflict
 }
 
 /// Whether an entry is kept downloaded.
@@ -39,6 +41,7 @@ public struct FileCounts: Codable, Sendable, Equatable {
     public var modified = 0
     public var uploading = 0
     public var error = 0
+    public var conflict = 0
     public var pinned = 0
 
     mutating func add(_ state: ContentState, pinned isPinned: Bool) {
@@ -49,6 +52,7 @@ public struct FileCounts: Codable, Sendable, Equatable {
         case .modified: modified += 1
         case .uploading: uploading += 1
         case .error: error += 1
+        case .conflict: conflict += 1
         }
         if isPinned { pinned += 1 }
     }
@@ -66,8 +70,8 @@ public struct CacheUsage: Sendable {
 extension SyncFileSystem {
     // MARK: State
 
-    /// The state of `node`. Under the lock.
-    func contentState(of node: Node) -> ContentState {
+    /// The state of `node`. Under the lock; without `tree`, conflicts are not looked at.
+    func contentState(of node: Node, in tree: Namespace?) -> ContentState {
         let id = node.fileID
         if let hydration = node.hydration, !hydration.hasEnded {
             // Every byte is here; only the final sync is left.
@@ -79,6 +83,7 @@ extension SyncFileSystem {
         }
         // A failed download matters only while the file is still a placeholder.
         if node.isPlaceholder && transfers.error(id) != nil { return .error }
+        if let tree, !tree.conflictCopies.isEmpty, isInConflict(node, in: tree) { return .conflict }
         return node.isPlaceholder ? .online : .local
     }
 
@@ -211,7 +216,7 @@ extension SyncFileSystem {
     private func usageLocked(_ tree: Namespace) -> CacheUsage {
         var usage = CacheUsage()
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
-            let state = contentState(of: node)
+            let state = contentState(of: node, in: tree)
             usage.files.add(state, pinned: pinState(of: node, in: tree) != .none)
             guard !node.isPlaceholder else { continue }
             let size = node.size.load(ordering: .relaxed)
@@ -316,7 +321,7 @@ extension SyncFileSystem {
             case .directory:
                 var counts = FileCounts()
                 collectFiles(below: node, in: tree) { file in
-                    counts.add(contentState(of: file), pinned: pinState(of: file, in: tree) != .none)
+                    counts.add(contentState(of: file, in: tree), pinned: pinState(of: file, in: tree) != .none)
                     if !file.isPlaceholder { localBytes += file.size.load(ordering: .relaxed) }
                 }
                 files = counts
@@ -329,7 +334,7 @@ extension SyncFileSystem {
             case .symlink: kind = "symlink"
             }
             return PathStatus(
-                path: displayPath(of: node, in: tree), kind: kind, state: contentState(of: node),
+                path: displayPath(of: node, in: tree), kind: kind, state: contentState(of: node, in: tree),
                 pinned: pinState(of: node, in: tree), size: attributes.size, localBytes: localBytes,
                 progress: progress, error: lastError(of: node), files: files)
         }

@@ -97,7 +97,7 @@ extension SyncFileSystem {
             let base = SyncBase(version: entry.version, manifest: [])
             tree.bases[entry.id] = base
             changes.removeLast()
-            changes.append(.syncBaseSet(entry.id, base))
+            changes.append(.syncBaseSet(entry.id, base, state: entry.state))
             changes.append(outbox.changed(entry.id))
             return true
         }
@@ -120,7 +120,7 @@ extension SyncFileSystem {
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
             _ = moveToConflictName(
-                occupant, in: parent, tree: &tree, changes: &changes, invalidations: &invalidations)
+                occupant, in: parent, of: node.fileID, tree: &tree, changes: &changes, invalidations: &invalidations)
         }
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
             invalidations.append(.entry(parent: oldParentIno, name: node.name))
@@ -132,7 +132,7 @@ extension SyncFileSystem {
         touchDirectory(parent, now: Clock.nowNanoseconds())
     }
 
-    private func update(
+    func update(
         _ existing: Node, to entry: RemoteEntry, contentFile: String?, tree: inout Namespace,
         changes: inout [MetadataChange], invalidations: inout [KernelInvalidation]
     ) -> Bool {
@@ -173,7 +173,7 @@ extension SyncFileSystem {
         node.mtime.store(state.mtime, ordering: .relaxed)
         node.ctime = Clock.nowNanoseconds()
         node.symlinkTarget = state.symlinkTarget ?? node.symlinkTarget
-        applyXattrs(state.xattrs, to: node, changes: &changes)
+        applyXattrs(state.xattrs, to: node, tree: &tree, changes: &changes)
         if let contentFile {
             node.beginContentChange()
             defer { node.endContentChange() }
@@ -187,7 +187,7 @@ extension SyncFileSystem {
         changes.append(.upsert(node.record))
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
-        changes.append(.syncBaseSet(entry.id, base))
+        changes.append(.syncBaseSet(entry.id, base, state: state))
         return true
     }
 
@@ -255,14 +255,16 @@ extension SyncFileSystem {
         place(node, in: parent, as: record.name, tree: &tree, changes: &changes, invalidations: &invalidations)
         changes.append(.upsert(node.record))
         changes.append(.setMeta(key: "next_ino", value: String(tree.nextIno)))
-        applyXattrs(state.xattrs, to: node, changes: &changes)
+        applyXattrs(state.xattrs, to: node, tree: &tree, changes: &changes)
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
-        changes.append(.syncBaseSet(entry.id, base))
+        changes.append(.syncBaseSet(entry.id, base, state: state))
         return true
     }
 
-    private func applyXattrs(_ wanted: [String: [UInt8]], to node: Node, changes: inout [MetadataChange]) {
+    private func applyXattrs(
+        _ wanted: [String: [UInt8]], to node: Node, tree: inout Namespace, changes: inout [MetadataChange]
+    ) {
         for name in node.xattrs.keys where wanted[name] == nil {
             changes.append(.removeXattr(node.ino, name: name))
         }
@@ -270,6 +272,7 @@ extension SyncFileSystem {
             changes.append(.setXattr(node.ino, name: name, value: value))
         }
         node.xattrs = wanted
+        noteConflictAttribute(of: node, in: &tree)
     }
 
     /// A fresh path for downloading content next to the cache (same filesystem, so the final
@@ -287,84 +290,6 @@ extension SyncFileSystem {
             else { return nil }
             return cache.path(for: id)
         }
-    }
-
-    /// Keeps the local content of `id` as a new entry beside it ("conflicted copy"), queued for
-    /// upload, so the original can take the container's version. Returns false if the file is
-    /// being written (try again later).
-    public func forkConflictCopy(_ id: FileID) -> Bool {
-        // A placeholder has no content of its own to keep.
-        if namespace.withLock({ tree in tree.node(withID: id)?.isPlaceholder == true }) { return true }
-        guard
-            let (source, token, node) = namespace.withLock({ tree -> (String, UInt64, Node)? in
-                guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
-                    !node.isPlaceholder, let token = node.contentToken()
-                else { return nil }
-                return (cache.path(for: id), token, node)
-            })
-        else { return false }
-        let copyID = FileID.random()
-        let copyPath = cache.path(for: copyID)
-        guard (try? cache.create(copyID)) != nil, CacheCopy.copy(from: source, to: copyPath) else {
-            cache.remove(copyID)
-            return false
-        }
-        var invalidations: [KernelInvalidation] = []
-        let done = namespace.withLock { tree -> Bool in
-            guard node.contentUnchanged(since: token), !node.isUnlinked, let parentIno = node.parent,
-                let parent = tree.nodes[parentIno]
-            else { return false }
-            let name = ConflictNames.free(for: node.name, in: parent, device: deviceIdentity)
-            let now = Clock.nowNanoseconds()
-            let record = EntryRecord(
-                ino: tree.allocateIno(), fileID: copyID, parent: parent.ino, name: name, kind: .file, mode: node.mode,
-                uid: node.uid, gid: node.gid, size: node.size.load(ordering: .relaxed), atime: now,
-                mtime: node.mtime.load(ordering: .relaxed), ctime: now, symlinkTarget: nil)
-            let copy = Node(record: record, xattrs: node.xattrs)
-            tree.attach(copy, to: parent, as: name)
-            var changes: [MetadataChange] = [.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))]
-            for (key, value) in node.xattrs { changes.append(.setXattr(copy.ino, name: key, value: value)) }
-            changes.append(outbox.changed(copyID))
-            store.record(changes)
-            touchDirectory(parent, now: now)
-            invalidations.append(.entry(parent: parent.ino, name: name))
-            return true
-        }
-        if !done { cache.remove(copyID) }
-        perform(invalidations)
-        return done
-    }
-}
-
-/// Copies a cache file's bytes and syncs the copy.
-enum CacheCopy {
-    static func copy(from source: String, to destination: String) -> Bool {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { return false }
-        defer { close(input) }
-        let output = open(destination, O_WRONLY | O_TRUNC | O_CLOEXEC)
-        guard output >= 0 else { return false }
-        defer { close(output) }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        while true {
-            let count = read(input, buffer, 1 << 20)
-            if count == 0 { break }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            var written = 0
-            while written < count {
-                let result = write(output, buffer + written, count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += result
-            }
-        }
-        return fsync(output) == 0
     }
 }
 

@@ -95,7 +95,7 @@ extension SyncFileSystem {
             } else {
                 let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
                 tree.bases[item.fileID] = base
-                changes.append(.syncBaseSet(item.fileID, base))
+                changes.append(.syncBaseSet(item.fileID, base, state: entry.state))
             }
             if let done = outbox.succeeded(item) { changes.append(done) }
             store.record(changes)
@@ -108,23 +108,32 @@ extension SyncFileSystem {
         namespace.withLock { tree in
             let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
             tree.bases[entry.id] = base
-            store.record([.syncBaseSet(entry.id, base)])
+            store.record([.syncBaseSet(entry.id, base, state: entry.state)])
         }
     }
 
-    /// Gives `node` a free "conflicted copy" name in `parent` (keep both), as a local change to
-    /// upload: its record and outbox row go to `changes`. Under the lock.
+    /// Gives `node` a free conflict name in `parent` (keep both:
+    /// `NAME (conflict from HOST DATE TIME)`), marks it as a conflict copy of `original` (the
+    /// entry that took its name) and queues it: its record, mark and outbox row go to `changes`.
+    /// Under the lock.
     func moveToConflictName(
-        _ node: Node, in parent: Node, tree: inout Namespace, changes: inout [MetadataChange],
+        _ node: Node, in parent: Node, of original: FileID?, tree: inout Namespace, changes: inout [MetadataChange],
         invalidations: inout [KernelInvalidation]
     ) -> FileName {
-        let newName = ConflictNames.free(for: node.name, in: parent, device: deviceIdentity)
+        let now = Clock.nowNanoseconds()
+        let newName = ConflictNames.free(for: node.name, in: parent, host: ConflictNames.hostName, time: now)
         invalidations.append(.entry(parent: parent.ino, name: node.name))
         invalidations.append(.entry(parent: parent.ino, name: newName))
         tree.detach(node)
         tree.attach(node, to: parent, as: newName)
-        node.ctime = Clock.nowNanoseconds()
+        node.ctime = now
         node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        if let original {
+            let value = Self.encodeNote(of: original, reason: "another entry took the name", now: now)
+            node.xattrs[Self.conflictAttribute] = value
+            tree.conflictCopies[node.fileID] = original
+            changes.append(.setXattr(node.ino, name: Self.conflictAttribute, value: value))
+        }
         changes.append(.upsert(node.record))
         changes.append(outbox.changed(node.fileID))
         return newName
@@ -148,14 +157,26 @@ extension SyncFileSystem {
         }
     }
 
-    /// Makes `version` the entry's base, so the next commit replaces that version (the local
-    /// change wins over a remote metadata change, or re-creates a remotely deleted entry).
-    public func rebase(_ id: FileID, onto version: EntryVersion) {
+    /// Makes the container's `entry` (live or a tombstone) the base of `id`, so the next commit
+    /// replaces that version (the local change goes on top of it, or re-creates a remotely
+    /// deleted entry); nil: the container has no such entry, the next commit creates it.
+    public func rebase(_ id: FileID, onto entry: RemoteEntry?) {
         namespace.withLock { tree in
-            let base = SyncBase(version: version, manifest: tree.bases[id]?.manifest ?? [])
+            guard let entry else {
+                let base = SyncBase(version: 0, manifest: tree.bases[id]?.manifest ?? [])
+                tree.bases[id] = base
+                store.record([.syncBaseSet(id, base)])
+                return
+            }
+            let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
             tree.bases[id] = base
-            store.record([.syncBaseSet(id, base)])
+            store.record([.syncBaseSet(id, base, state: entry.state)])
         }
+    }
+
+    /// The entry state of `id`'s base version, if recorded (see `MetadataStore.baseState`).
+    public func baseState(of id: FileID) -> EntryState? {
+        try? store.baseState(of: id)
     }
 
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
@@ -168,10 +189,10 @@ extension SyncFileSystem {
         namespace.withLock { $0.bases[id] }
     }
 
-    /// Gives the local entry `id` a free "conflicted copy" name in its directory, as a local
-    /// change (its name was taken in the container by another entry). Returns the new name.
+    /// Gives the local entry `id` a free conflict name in its directory, as a local change (its
+    /// name was taken in the container by the entry `holder`). Returns the new name.
     @discardableResult
-    public func renameAside(_ id: FileID) -> FileName? {
+    public func renameAside(_ id: FileID, holder: FileID?) -> FileName? {
         var invalidations: [KernelInvalidation] = []
         let result = namespace.withLock { tree -> FileName? in
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
@@ -179,7 +200,7 @@ extension SyncFileSystem {
             else { return nil }
             var changes: [MetadataChange] = []
             let newName = moveToConflictName(
-                node, in: parent, tree: &tree, changes: &changes, invalidations: &invalidations)
+                node, in: parent, of: holder, tree: &tree, changes: &changes, invalidations: &invalidations)
             store.record(changes)
             return newName
         }

@@ -67,7 +67,10 @@ extension SyncFileSystem {
     /// Names of the node's extended attributes, in a stable order.
     public func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
         // The virtual `user.syncfs.*` attributes are not listed, so copying tools never copy them.
-        try namespace.withLock { tree throws(FSError) in try tree.node(ino).xattrs.keys.sorted() }
+        // Nor is the stored conflict mark (`user.syncfs.conflict`), read through `getxattr`.
+        try namespace.withLock { tree throws(FSError) in
+            try tree.node(ino).xattrs.keys.filter { !$0.hasPrefix(Self.virtualPrefix) }.sorted()
+        }
     }
 
     public func removexattr(_ ino: InodeNumber, name: String) throws(FSError) {
@@ -96,7 +99,7 @@ extension SyncFileSystem {
         return try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             switch key {
-            case "state": return Array(contentState(of: node).rawValue.utf8)
+            case "state": return Array(contentState(of: node, in: tree).rawValue.utf8)
             case "pinned": return Array(pinState(of: node, in: tree).rawValue.utf8)
             case "progress":
                 if let transfer = transfers.transfer(node.fileID) {
@@ -110,6 +113,10 @@ extension SyncFileSystem {
             case "error":
                 guard let message = lastError(of: node) else { throw .noAttribute }
                 return Array(message.utf8)
+            case "conflict":
+                // Stored and synced (a `ConflictNote`), but only the folder writes it.
+                guard let note = node.xattrs[Self.conflictAttribute] else { throw .noAttribute }
+                return note
             default: throw .noAttribute
             }
         }

@@ -112,6 +112,11 @@ public final class SyncFileSystem: Sendable {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
             tree.byFileID[record.fileID] = record.ino
         }
+        for (ino, xattrs) in stored.xattrs where xattrs[Self.conflictAttribute] != nil {
+            if let node = tree.nodes[ino], let original = Self.conflictOriginal(in: xattrs) {
+                tree.conflictCopies[node.fileID] = original
+            }
+        }
         tree.bases = stored.syncBases
         let orphans = Self.linkChildren(&tree)
         if !orphans.isEmpty {

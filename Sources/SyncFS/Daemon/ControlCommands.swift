@@ -44,6 +44,12 @@ struct ControlCommands {
                 var report = ActionReport()
                 report.files = ids.count
                 return ControlReply(action: report)
+            case .conflicts:
+                return ControlReply(conflicts: fileSystem.conflicts())
+            case .resolve:
+                var report = ActionReport()
+                report.files = try fileSystem.resolveConflict(try target(request))
+                return ControlReply(action: report)
             }
         } catch {
             return ControlReply(

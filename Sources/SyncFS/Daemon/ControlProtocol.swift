@@ -7,6 +7,7 @@ public struct ControlRequest: Codable, Sendable {
         case status, sync
         case pathStatus = "path-status"
         case pin, unpin, evict, download
+        case conflicts, resolve
     }
 
     public var command: Command
@@ -23,6 +24,8 @@ public struct ControlReply: Codable, Sendable {
     public var status: SyncStatus?
     public var path: PathStatus?
     public var action: ActionReport?
+    /// `conflicts`: every unresolved conflict of the mount.
+    public var conflicts: [ConflictListing]?
     public var error: String?
 }
 

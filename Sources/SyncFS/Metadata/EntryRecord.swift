@@ -107,7 +107,9 @@ enum MetadataChange: Sendable {
     /// Inserts or replaces the entry's outbox row.
     case outboxPut(OutboxItem)
     case outboxRemove(FileID)
-    case syncBaseSet(FileID, SyncBase)
+    /// The base and, when known, the entry state of that version (kept in the database only:
+    /// read back by `MetadataStore.baseState` when a commit conflicts).
+    case syncBaseSet(FileID, SyncBase, state: EntryState? = nil)
     case syncBaseRemove(FileID)
 }
 

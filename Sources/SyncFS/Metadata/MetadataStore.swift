@@ -145,7 +145,7 @@ public final class MetadataStore: Sendable {
             case .setMeta(let key, _): lastFact[key] = index
             case .outboxPut(let item): lastOutbox[item.fileID] = index
             case .outboxRemove(let id): lastOutbox[id] = index
-            case .syncBaseSet(let id, _), .syncBaseRemove(let id): lastBase[id] = index
+            case .syncBaseSet(let id, _, _), .syncBaseRemove(let id): lastBase[id] = index
             case .setXattr, .removeXattr: break
             }
         }
@@ -157,7 +157,7 @@ public final class MetadataStore: Sendable {
             case .setMeta(let key, _): if lastFact[key] == index { result.append(change) }
             case .outboxPut(let item): if lastOutbox[item.fileID] == index { result.append(change) }
             case .outboxRemove(let id): if lastOutbox[id] == index { result.append(change) }
-            case .syncBaseSet(let id, _), .syncBaseRemove(let id): if lastBase[id] == index { result.append(change) }
+            case .syncBaseSet(let id, _, _), .syncBaseRemove(let id): if lastBase[id] == index { result.append(change) }
             case .delete, .setXattr, .removeXattr: result.append(change)
             }
         }
@@ -230,12 +230,13 @@ public final class MetadataStore: Sendable {
             let statement = try connection.statement("DELETE FROM outbox WHERE file_id = ?")
             statement.bind(1, id.hex)
             try statement.run()
-        case .syncBaseSet(let id, let base):
+        case .syncBaseSet(let id, let base, let state):
             let statement = try connection.statement(
-                "INSERT OR REPLACE INTO sync_base (file_id, version, manifest) VALUES (?, ?, ?)")
+                "INSERT OR REPLACE INTO sync_base (file_id, version, manifest, state) VALUES (?, ?, ?, ?)")
             statement.bind(1, id.hex)
             statement.bind(2, Int64(bitPattern: base.version))
             statement.bind(3, bytes: SyncBase.encode(base.manifest))
+            if let state { statement.bind(4, bytes: BaseStateEncoding.encode(state)) } else { statement.bindNull(4) }
             try statement.run()
         case .syncBaseRemove(let id):
             let statement = try connection.statement("DELETE FROM sync_base WHERE file_id = ?")
@@ -273,6 +274,22 @@ public final class MetadataStore: Sendable {
 
     /// The most recent commit failure, if any.
     public var lastCommitError: MetadataError? { lastError.withLock { $0 } }
+
+    // MARK: Reading
+
+    /// The entry state of `id`'s sync base (manifest empty), if it is recorded: what the local
+    /// copy and the container last agreed on. Commits pending changes first. Used when a commit
+    /// conflicts (rare), so it reads the database rather than keeping states in memory.
+    public func baseState(of id: FileID) throws -> EntryState? {
+        try commit(durable: false)
+        return try connection.withLock { connection in
+            let row = try connection.statement("SELECT state FROM sync_base WHERE file_id = ?")
+            row.bind(1, id.hex)
+            defer { connection.resetAll() }
+            guard try row.step(), let bytes = row.bytes(0) else { return nil }
+            return BaseStateEncoding.decode(bytes)
+        }
+    }
 
     // MARK: Reading (once, at mount)
 

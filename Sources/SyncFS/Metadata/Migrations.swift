@@ -55,6 +55,12 @@ enum Migrations {
         ALTER TABLE entries ADD COLUMN placeholder INTEGER NOT NULL DEFAULT 0; -- 1: content not on this device
         ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;      -- 1: kept downloaded (covers a directory's subtree)
         """,
+        // 4: merges — the base version's entry state (name, parent, mode, mtime, xattrs, target;
+        // `BaseStateEncoding`), read when a commit conflicts to tell which side changed what.
+        // NULL: unknown (rows from before; treated as "both sides changed it").
+        """
+        ALTER TABLE sync_base ADD COLUMN state BLOB;
+        """,
     ]
 
     /// Applies the migrations the database has not seen yet, each in its own transaction.

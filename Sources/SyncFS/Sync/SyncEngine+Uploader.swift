@@ -27,7 +27,7 @@ extension SyncEngine {
         }
     }
 
-    private func commit(_ request: CommitRequest) throws(SyncFailure) -> CommitOutcome {
+    func commit(_ request: CommitRequest) throws(SyncFailure) -> CommitOutcome {
         let container = self.container
         do throws(ContainerProtocolError) {
             return try Blocking.run { () async throws(ContainerProtocolError) in try await container.commit(request) }
@@ -36,7 +36,7 @@ extension SyncEngine {
         }
     }
 
-    private func remoteEntry(_ id: FileID) throws(SyncFailure) -> RemoteEntry? {
+    func remoteEntry(_ id: FileID) throws(SyncFailure) -> RemoteEntry? {
         let container = self.container
         do throws(ContainerProtocolError) {
             return try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
@@ -98,121 +98,130 @@ extension SyncEngine {
     }
 
     /// Acts on a commit's outcome. Returns true when the item is finished (or handed back to
-    /// the queue), false to try again at once on the updated base.
+    /// the queue), false to try again at once on the updated base. The decision itself is
+    /// `ConflictDecision.decide`; this carries it out.
     private func resolve(
         _ outcome: CommitOutcome, for item: OutboxItem, request: CommitRequest, snapshot: UploadSnapshot?,
         context: inout ResolveContext
     ) throws(SyncFailure) -> Bool {
+        let refusal: ConflictDecision.Refusal
+        var current: RemoteEntry?
+        var nameHolder: RemoteEntry?
+        var missingParent: (id: FileID, tombstone: RemoteEntry?)?
         switch outcome {
         case .committed(let entry):
             fileSystem.uploadCommitted(item, entry: entry)
             return true
-        case .versionConflict(let current):
-            guard let current else {
-                // The container has no such entry (any more): create it afresh.
-                fileSystem.rebase(item.fileID, onto: 0)
-                return false
-            }
-            if current.device == fileSystem.deviceID {
-                if sameChange(current, request) {
-                    // Our own commit whose answer was lost.
-                    fileSystem.uploadCommitted(item, entry: current)
-                    return true
-                }
-                // Our own earlier commit (its answer lost), changed again since: build on it.
-                fileSystem.rebase(item.fileID, onto: current.version)
-                return false
-            }
-            switch request.change {
-            case .delete:
-                if current.isDeleted {
-                    fileSystem.uploadCommitted(item, entry: current)
-                    return true
-                }
-                // Changed remotely after we deleted it: the remote version comes back.
-                try takeRemote(current, item: item)
-                return true
-            case .put(let ours):
-                let remoteContentChanged =
-                    current.state.manifest != ours.manifest && current.state.manifest != snapshot?.base?.manifest
-                if current.isDeleted || current.state.kind != .file || !remoteContentChanged {
-                    // Deleted remotely (we re-create it), or the remote side changed only
-                    // metadata: ours goes on top.
-                    fileSystem.rebase(item.fileID, onto: current.version)
-                    return false
-                }
-                if ours.manifest != snapshot?.base?.manifest {
-                    // Both sides changed the content: keep ours as a conflicted copy.
-                    guard fileSystem.forkConflictCopy(item.fileID) else {
-                        fileSystem.outbox.postpone(item, by: 200_000_000)
-                        return true
-                    }
-                    logger.notice("conflict on \(item.fileID): the local version was kept as a conflicted copy")
-                }
-                try takeRemote(current, item: item)
-                return true
-            }
+        case .versionConflict(let entry):
+            current = entry
+            refusal = .changed(current: entry)
         case .nameTaken(let other):
-            if fileSystem.outbox.isPending(other.id) && context.depth < 8 {
-                // Our own queued change to the other entry frees the name (names swapped or
-                // rotated locally): park this entry under a temporary name (once), let that
-                // change go first, then take the name.
-                if !context.parked, case .put(var parked) = request.change {
-                    context.parked = true
-                    parked.name = Array(".syncfs-moving-\(item.fileID.hex)".utf8)
-                    let parkRequest = CommitRequest(
-                        id: item.fileID, baseVersion: request.baseVersion, change: .put(parked),
-                        device: request.device)
-                    if case .committed(let entry) = try commit(parkRequest) {
-                        fileSystem.recordIntermediateCommit(entry)
-                    }
-                }
-                guard let otherItem = fileSystem.outbox.take(other.id) else {
-                    // The other change is being uploaded further up this call chain: come back
-                    // after it.
-                    fileSystem.outbox.postpone(item, by: 50_000_000)
-                    return true
-                }
-                upload(otherItem, depth: context.depth + 1)
-                return false
-            }
-            logger.notice("the name of \(item.fileID) is taken by \(other.id) in the container; keeping both")
-            fileSystem.renameAside(item.fileID)
-            fileSystem.outbox.postpone(item, by: 0)
-            return true
+            nameHolder = other
+            refusal = .nameTaken(freedByQueuedChange: fileSystem.outbox.isPending(other.id) && context.depth < 8)
         case .parentMissing:
-            if case .put(let state) = request.change, let parent = state.parent {
-                if let remote = try remoteEntry(parent), remote.isDeleted {
-                    // The parent was deleted remotely while we added to it: re-create it.
-                    fileSystem.rebase(parent, onto: remote.version)
-                }
-                fileSystem.requeue(parent)
+            guard case .put(let state) = request.change, let parent = state.parent else {
+                throw .local("the container says the parent is missing for a delete")
             }
-            throw .local("the parent directory is not in the container yet")
-        case .directoryNotEmpty, .wouldCreateCycle:
-            if !context.uploadedOthers && context.depth < 8 {
-                // Perhaps our own queued changes (entries moved out of the directory, the other
-                // half of a move) must go first: upload them, then try again.
-                context.uploadedOthers = true
-                uploadOthers(except: item.fileID, depth: context.depth + 1)
-                return false
+            let remote = try remoteEntry(parent)
+            missingParent = (parent, remote?.isDeleted == true ? remote : nil)
+            refusal = .parentMissing(parentDeletedRemotely: remote?.isDeleted == true)
+        case .directoryNotEmpty:
+            refusal = .directoryNotEmpty
+        case .wouldCreateCycle:
+            refusal = .wouldCreateCycle
+        case .chunksMissing(let hashes):
+            throw .local("the container lost \(hashes.count) chunks during the commit; uploading again")
+        }
+        var local = ConflictDecision.Local.delete
+        if case .put(let state) = request.change { local = .put(state) }
+        var situation = ConflictDecision.Situation(
+            local: local, refusal: refusal, base: nil, localDevice: fileSystem.deviceID,
+            othersTried: context.uploadedOthers || context.depth >= 8,
+            othersQueued: fileSystem.outbox.items.contains { $0.fileID != item.fileID })
+        if case .changed(let entry?) = refusal, case .put = local, entry.device != fileSystem.deviceID {
+            situation.base = fileSystem.baseState(of: item.fileID).map { state in
+                var state = state
+                state.manifest = snapshot?.base?.manifest ?? []
+                return state
             }
-            if fileSystem.outbox.items.contains(where: { $0.fileID != item.fileID }) {
-                // Other local changes are still queued (a file still open, say) and may be what
-                // the container waits for: try again after them, never give up our change yet.
-                fileSystem.outbox.postpone(item, by: 500_000_000)
-                return true
-            }
-            // Nothing of ours is queued: our delete or move lost against remote changes; take
-            // the container's version.
-            if let current = try remoteEntry(item.fileID) {
-                try takeRemote(current, item: item)
+        }
+        switch ConflictDecision.decide(situation) {
+        case .finished:
+            if let current {
+                fileSystem.uploadCommitted(item, entry: current)
             } else {
                 fileSystem.uploadUnneeded(item)
             }
             return true
-        case .chunksMissing(let hashes):
-            throw .local("the container lost \(hashes.count) chunks during the commit; uploading again")
+        case .commitOnTop:
+            fileSystem.rebase(item.fileID, onto: current)
+            return false
+        case .adopt(let merged):
+            guard let current else { return false }
+            var oursManifest: [ChunkRef]?
+            if case .put(let ours) = local { oursManifest = ours.manifest }
+            return try adopt(merged, for: item, current: current, local: nil, oursManifest: oursManifest)
+        case .mergeContent(let merged):
+            guard let current, case .put(let ours) = local else { return false }
+            return try mergeContent(
+                item: item, ours: ours, merged: merged, current: current, baseManifest: snapshot?.base?.manifest)
+        case .takeRemote:
+            var entry = current
+            if entry == nil { entry = try remoteEntry(item.fileID) }
+            guard let entry else {
+                fileSystem.uploadUnneeded(item)
+                return true
+            }
+            try takeRemote(entry, item: item)
+            return true
+        case .renameAside:
+            logger.notice(
+                "the name of \(item.fileID) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both")
+            fileSystem.renameAside(item.fileID, holder: nameHolder?.id)
+            fileSystem.outbox.postpone(item, by: 0)
+            return true
+        case .letNameHolderGoFirst:
+            guard let other = nameHolder else { return false }
+            // Our own queued change to the other entry frees the name (names swapped or rotated
+            // locally): park this entry under a temporary name (once), let that change go first,
+            // then take the name.
+            if !context.parked, case .put(var parked) = request.change {
+                context.parked = true
+                parked.name = Array(".syncfs-moving-\(item.fileID.hex)".utf8)
+                let parkRequest = CommitRequest(
+                    id: item.fileID, baseVersion: request.baseVersion, change: .put(parked), device: request.device)
+                if case .committed(let entry) = try commit(parkRequest) {
+                    fileSystem.recordIntermediateCommit(entry)
+                }
+            }
+            guard let otherItem = fileSystem.outbox.take(other.id) else {
+                // The other change is being uploaded further up this call chain: come back after it.
+                fileSystem.outbox.postpone(item, by: 50_000_000)
+                return true
+            }
+            upload(otherItem, depth: context.depth + 1)
+            return false
+        case .recreateParent:
+            if let missingParent {
+                // The parent was deleted remotely while we added to it: it comes back.
+                fileSystem.rebase(missingParent.id, onto: missingParent.tombstone)
+                fileSystem.requeue(missingParent.id)
+            }
+            throw .local("the parent directory was deleted in the container; re-creating it first")
+        case .waitForParent:
+            if let missingParent { fileSystem.requeue(missingParent.id) }
+            throw .local("the parent directory is not in the container yet")
+        case .uploadOthersFirst:
+            // Perhaps our own queued changes (entries moved out of the directory, the other half
+            // of a move) must go first: upload them, then try again.
+            context.uploadedOthers = true
+            uploadOthers(except: item.fileID, depth: context.depth + 1)
+            return false
+        case .waitForOthers:
+            // Other local changes are still queued (a file still open, say) and may be what the
+            // container waits for: try again after them, never give up our change yet.
+            fileSystem.outbox.postpone(item, by: 500_000_000)
+            return true
         }
     }
 
@@ -221,13 +230,6 @@ extension SyncEngine {
         let others = fileSystem.outbox.items.filter { $0.fileID != id }.sorted { $0.seq < $1.seq }
         for other in others {
             if let taken = fileSystem.outbox.take(other.fileID) { upload(taken, depth: depth) }
-        }
-    }
-
-    private func sameChange(_ current: RemoteEntry, _ request: CommitRequest) -> Bool {
-        switch request.change {
-        case .delete: return current.isDeleted
-        case .put(let state): return !current.isDeleted && current.state == state
         }
     }
 

@@ -141,7 +141,7 @@ public final class SyncEngine: Sendable {
                 TransferStatus(
                     path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
                     total: transfer.total)
-            }.sorted { $0.path < $1.path })
+            }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount())
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
@@ -166,6 +166,8 @@ public struct SyncStatus: Codable, Sendable {
     public var cachedBytes: Int64
     public var cacheBudget: Int64?
     public var transfers: [TransferStatus]
+    /// Unresolved conflicts (conflict copies and files with conflict markers).
+    public var conflicts: Int
 }
 
 public struct FailingEntry: Codable, Sendable {

@@ -1,0 +1,289 @@
+import Foundation
+import Glibc
+import SyncBackend
+
+/// What a conflict copy records about its conflict, as the synced extended attribute
+/// `user.syncfs.conflict` (JSON), so every mount knows it and lists it. A file merged with
+/// conflict markers carries one too, naming itself.
+public struct ConflictNote: Codable, Equatable, Sendable {
+    /// File ID (hex) of the entry this copy was split from (the file itself for markers).
+    public var of: String
+    /// The host that kept the copy.
+    public var host: String
+    /// When, ISO-8601 UTC.
+    public var time: String
+    /// Why, in words (`status`, `conflicts` and the log show it).
+    public var reason: String
+}
+
+/// One unresolved conflict, for `syncfs-mount conflicts`.
+public struct ConflictListing: Codable, Sendable, Equatable {
+    /// The copy (or the file with markers), relative to the mount point.
+    public var path: String
+    /// The entry it was split from, if it still exists.
+    public var originalPath: String?
+    public var host: String
+    public var time: String
+    public var reason: String
+}
+
+/// The local content of a file taken for a merge: read `path` without a lock, and use what was
+/// read only if `SyncFileSystem.adoptMerged`/`forkConflictCopy` still find the same `token`.
+public struct MergeLocalContent: @unchecked Sendable {
+    public var path: String
+    public var length: Int64
+    let node: Node
+    let token: UInt64
+}
+
+extension SyncFileSystem {
+    /// The synced attribute that marks a conflict copy (see `ConflictNote`).
+    static let conflictAttribute = "user.syncfs.conflict"
+
+    /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
+    public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
+        namespace.withLock { tree in
+            guard let node = tree.node(withID: id), !node.isUnlinked, node.kind == .file, !node.isPlaceholder,
+                node.openWriters == 0, let token = node.contentToken()
+            else { return nil }
+            return MergeLocalContent(
+                path: cache.path(for: id), length: node.size.load(ordering: .relaxed), node: node, token: token)
+        }
+    }
+
+    /// Makes the local entry `id` the merged `state` after a conflict: its name, parent, mode,
+    /// mtime and xattrs, and its content from `contentFile` (a complete, synced temporary file,
+    /// installed atomically) or, without one, the content it has. The entry stays queued; its
+    /// base becomes `current`, so the next commit goes on top of the container's version.
+    /// Returns false (nothing changed) if the file was written since `local` was taken, is open
+    /// for writing, or the merged parent is not here yet: try again later.
+    public func adoptMerged(
+        _ id: FileID, state: EntryState, onto current: RemoteEntry, contentFile: String?, local: MergeLocalContent?
+    ) -> Bool {
+        var invalidations: [KernelInvalidation] = []
+        let adopted = namespace.withLock { tree -> Bool in
+            guard let node = tree.node(withID: id), !node.isUnlinked, node.openWriters == 0,
+                node.kind == state.kind
+            else { return false }
+            if let local, local.node !== node || !node.contentUnchanged(since: local.token) { return false }
+            if let parent = state.parent, tree.node(withID: parent).map({ $0.isUnlinked || $0.kind != .directory }) ?? true {
+                return false
+            }
+            var state = state
+            if let contentFile {
+                var info = stat()
+                guard stat(contentFile, &info) == 0 else { return false }
+                state.size = Int64(info.st_size)
+            }
+            var changes: [MetadataChange] = []
+            let entry = RemoteEntry(id: id, version: current.version, isDeleted: false, device: deviceIdentity, state: state)
+            guard
+                update(node, to: entry, contentFile: contentFile, tree: &tree, changes: &changes, invalidations: &invalidations)
+            else { return false }
+            let base = SyncBase(version: current.version, manifest: current.state.manifest)
+            tree.bases[id] = base
+            changes.append(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
+            noteConflictAttribute(of: tree.node(withID: id), in: &tree)
+            store.record(changes)
+            return true
+        }
+        perform(invalidations)
+        return adopted
+    }
+
+    /// Keeps the local content of `id` as a new entry beside it, named
+    /// `NAME (conflict from HOST DATE TIME).EXT`, marked as a conflict copy (`ConflictNote`) and
+    /// queued for upload, so the original can take another version. Returns the copy's name, or
+    /// nil if the file was written since `local` was taken or is being written (try again later).
+    /// A placeholder has no content of its own to keep: nothing is copied (returns its name).
+    public func forkConflictCopy(_ id: FileID, local: MergeLocalContent, reason: String) -> FileName? {
+        let copyID = FileID.random()
+        let copyPath = cache.path(for: copyID)
+        guard (try? cache.create(copyID)) != nil, CacheCopy.copy(from: local.path, to: copyPath) else {
+            cache.remove(copyID)
+            return nil
+        }
+        var invalidations: [KernelInvalidation] = []
+        let name = namespace.withLock { tree -> FileName? in
+            let node = local.node
+            guard node.contentUnchanged(since: local.token), node.openWriters == 0, !node.isUnlinked,
+                let parentIno = node.parent, let parent = tree.nodes[parentIno]
+            else { return nil }
+            let now = Clock.nowNanoseconds()
+            let name = ConflictNames.free(for: node.name, in: parent, host: ConflictNames.hostName, time: now)
+            let record = EntryRecord(
+                ino: tree.allocateIno(), fileID: copyID, parent: parent.ino, name: name, kind: .file, mode: node.mode,
+                uid: node.uid, gid: node.gid, size: local.length, atime: now,
+                mtime: node.mtime.load(ordering: .relaxed), ctime: now, symlinkTarget: nil)
+            var xattrs = node.xattrs
+            xattrs[Self.conflictAttribute] = Self.encodeNote(of: node.fileID, reason: reason, now: now)
+            let copy = Node(record: record, xattrs: xattrs)
+            tree.attach(copy, to: parent, as: name)
+            var changes: [MetadataChange] = [.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))]
+            for (key, value) in xattrs { changes.append(.setXattr(copy.ino, name: key, value: value)) }
+            changes.append(outbox.changed(copyID))
+            tree.conflictCopies[copyID] = node.fileID
+            store.record(changes)
+            touchDirectory(parent, now: now)
+            invalidations.append(.entry(parent: parent.ino, name: name))
+            return name
+        }
+        if name == nil { cache.remove(copyID) }
+        perform(invalidations)
+        return name
+    }
+
+    /// Marks `id` itself as in conflict (it was merged with conflict markers), as a local change.
+    public func markConflicted(_ id: FileID, reason: String) {
+        namespace.withLock { tree in
+            guard let node = tree.node(withID: id), !node.isUnlinked else { return }
+            let value = Self.encodeNote(of: id, reason: reason, now: Clock.nowNanoseconds())
+            node.xattrs[Self.conflictAttribute] = value
+            tree.conflictCopies[id] = id
+            store.record([.setXattr(node.ino, name: Self.conflictAttribute, value: value), outbox.changed(id)])
+        }
+    }
+
+    /// Forgets the conflict of `ino` (a conflict copy, a file with markers, or an original: then
+    /// all its copies): the mark is removed as a local change, so every mount forgets it; the
+    /// files stay. Returns how many marks were removed.
+    public func resolveConflict(_ ino: InodeNumber) throws(FSError) -> Int {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
+            if node.xattrs[Self.conflictAttribute] != nil { marked.append(node.fileID) }
+            var removed = 0
+            for id in Set(marked) {
+                tree.conflictCopies[id] = nil
+                guard let copy = tree.node(withID: id), !copy.isUnlinked,
+                    copy.xattrs.removeValue(forKey: Self.conflictAttribute) != nil
+                else { continue }
+                copy.ctime = Clock.nowNanoseconds()
+                store.record([.removeXattr(copy.ino, name: Self.conflictAttribute), outbox.changed(id)])
+                removed += 1
+            }
+            return removed
+        }
+    }
+
+    /// Every unresolved conflict, by path.
+    public func conflicts() -> [ConflictListing] {
+        namespace.withLock { tree in
+            tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
+                guard let copy = liveConflictCopy(id, in: tree), let value = copy.xattrs[Self.conflictAttribute]
+                else { return nil }
+                let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
+                let original = note.flatMap { FileID(hex: $0.of) }.flatMap { tree.node(withID: $0) }
+                return ConflictListing(
+                    path: displayPath(of: copy, in: tree),
+                    originalPath: original.flatMap { $0.isUnlinked ? nil : displayPath(of: $0, in: tree) },
+                    host: note?.host ?? "", time: note?.time ?? "", reason: note?.reason ?? "")
+            }.sorted { $0.path < $1.path }
+        }
+    }
+
+    /// How many conflicts are unresolved.
+    public func conflictCount() -> Int {
+        namespace.withLock { tree in tree.conflictCopies.keys.filter { liveConflictCopy($0, in: tree) != nil }.count }
+    }
+
+    /// Whether `node` is a conflict copy (or has markers) or the original of one. Under the lock.
+    func isInConflict(_ node: Node, in tree: Namespace) -> Bool {
+        if node.xattrs[Self.conflictAttribute] != nil { return true }
+        return tree.conflictCopies.contains { copy, original in
+            original == node.fileID && liveConflictCopy(copy, in: tree) != nil
+        }
+    }
+
+    /// Keeps `tree.conflictCopies` true for `node` after its xattrs changed (remote changes).
+    func noteConflictAttribute(of node: Node?, in tree: inout Namespace) {
+        guard let node else { return }
+        tree.conflictCopies[node.fileID] = Self.conflictOriginal(in: node.xattrs)
+    }
+
+    /// The entry a conflict copy with these xattrs was split from, if it is one.
+    static func conflictOriginal(in xattrs: [String: [UInt8]]) -> FileID? {
+        guard let value = xattrs[conflictAttribute],
+            let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
+        else { return nil }
+        return FileID(hex: note.of)
+    }
+
+    private func liveConflictCopy(_ id: FileID, in tree: Namespace) -> Node? {
+        guard let node = tree.node(withID: id), !node.isUnlinked, node.xattrs[Self.conflictAttribute] != nil else {
+            return nil
+        }
+        return node
+    }
+
+    static func encodeNote(of original: FileID, reason: String, now: Int64) -> [UInt8] {
+        let seconds = Double(now) / 1e9
+        let formatter = ISO8601DateFormatter()
+        let note = ConflictNote(
+            of: original.hex, host: ConflictNames.hostName,
+            time: formatter.string(from: Date(timeIntervalSince1970: seconds)), reason: reason)
+        return Array((try? JSONEncoder().encode(note)) ?? Data())
+    }
+}
+
+/// Copies a cache file's bytes and syncs the copy.
+enum CacheCopy {
+    static func copy(from source: String, to destination: String) -> Bool {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { return false }
+        defer { close(input) }
+        let output = open(destination, O_WRONLY | O_TRUNC | O_CLOEXEC)
+        guard output >= 0 else { return false }
+        defer { close(output) }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(input, buffer, 1 << 20)
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            var written = 0
+            while written < count {
+                let result = write(output, buffer + written, count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += result
+            }
+        }
+        return fsync(output) == 0
+    }
+}
+
+
+extension SyncFileSystem {
+    /// The whole content of a small file (downloading it first if it is a placeholder), or nil
+    /// if it is not a regular file, larger than `limit`, or cannot be read.
+    public func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
+        guard
+            let node = namespace.withLock({ tree -> Node? in
+                guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked,
+                    node.size.load(ordering: .relaxed) <= Int64(limit)
+                else { return nil }
+                return node
+            })
+        else { return nil }
+        if (try? hydrateCompletely(node)) == nil { return nil }
+        let fd = Glibc.open(cache.path(for: node.fileID), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var total = 0
+        while total <= limit {
+            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            total += count
+        }
+        return total > limit ? nil : Array(bytes[0..<total])
+    }
+}
