@@ -37,6 +37,9 @@ Options:
                       first byte and full read of a large placeholder, daemon RSS; its own
                       rclone mount when rclone is among the targets)
   --no-placeholders   skip the placeholder benchmarks
+  --merge-only        only the merge benchmark (scripts/bench/merge.py: a 10 MiB text file
+                      edited on two mounts, the three-way merge and its propagation)
+  --no-merge          skip the merge benchmark
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone (default: all three)
@@ -68,7 +71,7 @@ die() { log "error: $*"; exit 1; }
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
 O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES=
-SYNC_MODE=default PH_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
+SYNC_MODE=default PH_MODE=default MERGE_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
 TARGETS=native,syncfs,rclone WORKLOADS=seq,rand,files,untar,clone
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
@@ -83,12 +86,14 @@ while [[ $# -gt 0 ]]; do
         --commits) need_arg "$@"; O_COMMITS=$2; shift 2 ;;
         --repo-files) need_arg "$@"; O_REPO_FILES=$2; shift 2 ;;
         --rss-files) need_arg "$@"; O_RSS_FILES=$2; shift 2 ;;
-        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; shift ;;
+        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
         --no-rss) RSS_MODE=skip; shift ;;
-        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; shift ;;
+        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
         --no-sync) SYNC_MODE=skip; shift ;;
-        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; shift ;;
+        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; shift ;;
         --no-placeholders) PH_MODE=skip; shift ;;
+        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; shift ;;
+        --no-merge) MERGE_MODE=skip; shift ;;
         --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;
         --workloads) need_arg "$@"; WORKLOADS=$2; shift 2 ;;
@@ -148,7 +153,7 @@ if [[ $SYNC_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 PH_RCLONE=${WANT_T[rclone]:-}   # the placeholder part mounts its own rclone, if rclone is a target
-if [[ $PH_MODE == only ]]; then
+if [[ $PH_MODE == only || $MERGE_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 DO_RSS=0
@@ -652,7 +657,7 @@ TREE_MIB=0
 mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
-[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only ]] && start_syncfs
+[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only ]] && start_syncfs
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     log "---- run $run of $RUNS"
@@ -743,6 +748,20 @@ if [[ $PH_MODE != skip && -n $SYNCFS_BIN ]]; then
     STEP_PID=$!
     echo "$STEP_PID" >"$W/step.pid"
     wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: the placeholder benchmarks failed"; }
+    STEP_PID=
+    : >"$W/step.pid"
+fi
+# Merge benchmark: two mounts of one container (their own mounts; SyncFS binary required).
+if [[ $MERGE_MODE != skip && -n $SYNCFS_BIN ]]; then
+    log "---- merge benchmark"
+    merge_args=(--runs "$RUNS")
+    [[ $QUICK == 1 ]] && merge_args+=(--size-mib 1)
+    [[ -n $OUT ]] && merge_args+=(--out "$OUT")
+    echo
+    timeout -k 10 1800 python3 "$HELPERS/merge.py" "$SYNCFS_BIN" "$W" "${merge_args[@]}" &
+    STEP_PID=$!
+    echo "$STEP_PID" >"$W/step.pid"
+    wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: the merge benchmark failed"; }
     STEP_PID=
     : >"$W/step.pid"
 fi

@@ -1,0 +1,212 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Testing
+
+@testable import SyncFS
+
+/// Merges end to end, in process: two folders edit the same file while neither uploads, then A
+/// commits first and B (refused) resolves by the file's policy. In the serialized engine suite
+/// (see `SyncFaultTests` for why).
+extension SyncEngineTests {
+    static let holdUploads = UploadQueue.Policy(
+        quietDelay: 60_000_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+
+    /// `path` (in the root) holds `base` on both sides; then A writes `onA` and B writes `onB`
+    /// (whole-file rewrites, unless nil); A commits, then B. Returns when both queues drained.
+    func editOnBothSides(
+        _ pair: SyncedPair, _ path: String, base: String, onA: String?, onB: String?,
+        changeA: ((FileSystemFixture) throws -> Void)? = nil, changeB: ((FileSystemFixture) throws -> Void)? = nil
+    ) async throws {
+        try pair.a.makeFile(path, contents: bytes(base))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("\(path) on B") { try contents(pair.b, path) == bytes(base) }
+        try await pair.settle()
+        if let onA { try rewrite(pair.a, path, onA) }
+        try changeA?(pair.a)
+        if let onB { try rewrite(pair.b, path, onB) }
+        try changeB?(pair.b)
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("A committed") { pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0 }
+        pair.b.fs.outbox.expediteAll()
+        try await pair.settle()
+    }
+
+    func rewrite(_ fixture: FileSystemFixture, _ path: String, _ text: String) throws {
+        let handle = try fixture.fs.open(try fixture.lookupIno(path), flags: O_RDWR | O_TRUNC, caller: testCaller)
+        try fixture.write(handle, bytes(text), at: 0)
+        fixture.fs.release(handle)
+    }
+
+    /// Waits until both roots list the same names and every file has the same bytes; returns them.
+    func converged(_ pair: SyncedPair) async throws -> [String: String] {
+        var tree: [String: String] = [:]
+        try await pair.eventually("A and B converge") {
+            let namesA = try pair.a.childNames()
+            guard namesA == (try pair.b.childNames()) else { return false }
+            var files: [String: String] = [:]
+            for name in namesA {
+                let onA = try contents(pair.a, name)
+                guard onA == (try contents(pair.b, name)) else { return false }
+                files[name] = String(decoding: onA, as: UTF8.self)
+            }
+            tree = files
+            return pair.a.fs.outbox.items.isEmpty && pair.b.fs.outbox.items.isEmpty
+        }
+        return tree
+    }
+
+    func state(_ fixture: FileSystemFixture, _ path: String) throws -> String {
+        String(decoding: try fixture.fs.getxattr(try fixture.lookupIno(path), name: "user.syncfs.state"), as: UTF8.self)
+    }
+
+    func setRules(_ pair: SyncedPair, _ text: String) async throws {
+        try pair.a.makeFile(".syncfs-rules", contents: bytes(text))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("rules on B") { try contents(pair.b, ".syncfs-rules") == bytes(text) }
+    }
+
+    @Test func editsToDifferentLinesOfATextFileMerge() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await editOnBothSides(
+            pair, "notes.txt", base: "one\ntwo\nthree\nfour\nfive\n", onA: "ONE\ntwo\nthree\nfour\nfive\n",
+            onB: "one\ntwo\nthree\nfour\nFIVE\n")
+        let tree = try await converged(pair)
+        #expect(tree == ["notes.txt": "ONE\ntwo\nthree\nfour\nFIVE\n"], "merged, no conflict copy")
+        #expect(try state(pair.a, "notes.txt") == "local")
+        #expect(try state(pair.b, "notes.txt") == "local")
+        #expect(pair.a.fs.conflicts().isEmpty && pair.b.fs.conflicts().isEmpty)
+    }
+
+    @Test func overlappingEditsKeepBothAndTheConflictIsVisibleUntilResolved() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await editOnBothSides(pair, "notes.txt", base: "same line\n", onA: "A's line\n", onB: "B's line\n")
+        let tree = try await converged(pair)
+        #expect(tree["notes.txt"] == "A's line\n", "the file keeps the version committed first")
+        let copies = tree.keys.filter { $0.hasPrefix("notes (conflict from \(ConflictNames.hostName) ") }
+        try #require(copies.count == 1 && tree.count == 2, "\(tree.keys.sorted())")
+        let copy = copies[0]
+        #expect(copy.hasSuffix(").txt"))
+        #expect(tree[copy] == "B's line\n", "B's version is kept beside it")
+        #expect(!tree.values.contains { $0.contains("<<<<<<<") }, "no conflict markers unless asked")
+        for fixture in [pair.a, pair.b] {
+            try await pair.eventually("conflict state on both copies") {
+                try state(fixture, "notes.txt") == "conflict" && state(fixture, copy) == "conflict"
+            }
+            let listed = fixture.fs.conflicts()
+            #expect(listed.map(\.path) == [copy])
+            #expect(listed.first?.originalPath == "notes.txt")
+            #expect(fixture.fs.conflictCount() == 1)
+        }
+        let note = try pair.a.fs.getxattr(try pair.a.lookupIno(copy), name: "user.syncfs.conflict")
+        #expect(String(decoding: note, as: UTF8.self).contains(pair.a.fileID(of: try pair.a.lookupIno("notes.txt"))!.hex))
+        #expect(!(try pair.a.fs.listxattr(try pair.a.lookupIno(copy))).contains("user.syncfs.conflict"))
+        // Resolving on A clears it on both.
+        #expect(try pair.a.fs.resolveConflict(try pair.a.lookupIno("notes.txt")) == 1)
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("resolved on B too") {
+            pair.b.fs.conflicts().isEmpty && (try state(pair.b, copy)) == "local"
+        }
+        #expect(try state(pair.a, "notes.txt") == "local")
+        #expect(try pair.a.childNames().count == 2, "resolving keeps both files")
+    }
+
+    @Test func jsonSettingsMergeKeyByKey() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await editOnBothSides(
+            pair, "settings.json", base: "{\n  \"theme\": \"dark\",\n  \"size\": 12\n}\n",
+            onA: "{\n  \"theme\": \"light\",\n  \"size\": 12\n}\n",
+            onB: "{\n  \"theme\": \"dark\",\n  \"size\": 14,\n  \"wrap\": true\n}\n")
+        let tree = try await converged(pair)
+        try #require(tree.count == 1, "\(tree.keys.sorted())")
+        let merged = try JSONSerialization.jsonObject(with: Data(tree["settings.json"]!.utf8)) as? [String: Any]
+        #expect(merged?["theme"] as? String == "light")
+        #expect(merged?["size"] as? Int == 14)
+        #expect(merged?["wrap"] as? Bool == true)
+    }
+
+    @Test func aRuleCanPreferTheNewestVersion() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await setRules(pair, "# saves: the newest wins\n*.sav prefer=newest\n")
+        try await editOnBothSides(
+            pair, "game.sav", base: "level 1", onA: "level 5", onB: nil,
+            changeB: { fixture in
+                // B's save is newer (its mtime is a minute later than A's).
+                try self.rewrite(fixture, "game.sav", "level 3")
+                var changes = AttributeChanges()
+                changes.mtime = .at(Clock.nowNanoseconds() + 60_000_000_000)
+                _ = try fixture.fs.setattr(try fixture.lookupIno("game.sav"), changes, handle: nil)
+            })
+        let tree = try await converged(pair)
+        #expect(tree.keys.sorted() == [".syncfs-rules", "game.sav"], "no copy: the rule chose one side")
+        #expect(tree["game.sav"] == "level 3")
+    }
+
+    @Test func aRenameOnOneSideAndAnEditOnTheOtherBothApply() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await editOnBothSides(
+            pair, "draft.txt", base: "text\n", onA: nil, onB: "text, edited on B\n",
+            changeA: { fixture in
+                try fixture.fs.rename(
+                    parent: .root, name: FileName("draft.txt"), newParent: .root, newName: FileName("final.txt"),
+                    flags: [])
+            })
+        let tree = try await converged(pair)
+        #expect(tree == ["final.txt": "text, edited on B\n"])
+    }
+
+    @Test func anEditSurvivesADeleteOnTheOtherSide() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await editOnBothSides(
+            pair, "keep.txt", base: "v1\n", onA: nil, onB: "v2 from B\n",
+            changeA: { fixture in try fixture.fs.unlink(parent: .root, name: FileName("keep.txt")) })
+        let tree = try await converged(pair)
+        #expect(tree == ["keep.txt": "v2 from B\n"])
+    }
+
+    @Test func aChmodOnOneSideAndAnEditOnTheOtherBothApply() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await editOnBothSides(
+            pair, "script.sh", base: "echo 1\n", onA: "echo 2\n", onB: nil,
+            changeB: { fixture in
+                var changes = AttributeChanges()
+                changes.mode = 0o755
+                _ = try fixture.fs.setattr(try fixture.lookupIno("script.sh"), changes, handle: nil)
+            })
+        let tree = try await converged(pair)
+        #expect(tree == ["script.sh": "echo 2\n"])
+        for fixture in [pair.a, pair.b] {
+            try await pair.eventually("mode 755") {
+                try fixture.fs.getattr(try fixture.lookupIno("script.sh")).mode & 0o7777 == 0o755
+            }
+        }
+    }
+
+    @Test func theUsersMergeCommandMergesAndItsFailureKeepsBoth() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await setRules(
+            pair,
+            """
+            *.list merge=command:sort -u %A %B -o %A
+            *.fail merge=command:exit 3
+            """)
+        try await editOnBothSides(pair, "a.list", base: "b\n", onA: "b\nc\n", onB: "a\nb\n")
+        try await editOnBothSides(pair, "x.fail", base: "1\n", onA: "2\n", onB: "3\n")
+        let tree = try await converged(pair)
+        #expect(tree["a.list"] == "a\nb\nc\n", "the command's result in %A")
+        #expect(tree["x.fail"] == "2\n")
+        #expect(tree.keys.contains { $0.hasPrefix("x (conflict from ") && $0.hasSuffix(").fail") }, "\(tree.keys.sorted())")
+    }
+
+    @Test func conflictMarkersOnlyWhenTheRuleAsksForThem() async throws {
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await setRules(pair, "*.md merge=text conflict=markers\n")
+        try await editOnBothSides(pair, "doc.md", base: "title\nbody\n", onA: "title\nbody A\n", onB: "title\nbody B\n")
+        let tree = try await converged(pair)
+        #expect(tree.keys.sorted() == [".syncfs-rules", "doc.md"], "no copy")
+        let text = tree["doc.md"] ?? ""
+        #expect(text.hasPrefix("title\n<<<<<<< "), "\(text)")
+        #expect(text.contains("body A\n") && text.contains("body B\n") && text.contains(">>>>>>> "))
+        try await pair.eventually("marked as a conflict on B") { try state(pair.b, "doc.md") == "conflict" }
+    }
+}
