@@ -43,6 +43,7 @@ extension ThreeWayMerge {
         var output: [UInt8] = []
         output.reserveCapacity(max(local.count, remote.count) + 64)
         var hadConflicts = false
+        var lineEnding: [UInt8]?  // computed at the first conflict
         var cursor = 0
         for region in merge.regions {
             output += merge.base.bytes(of: cursor..<region.base.lowerBound)
@@ -54,15 +55,17 @@ extension ThreeWayMerge {
             } else {
                 hadConflicts = true
                 guard markers else { return TextMergeResult(outcome: .conflicted, hadConflicts: true) }
-                writeConflict(region, of: merge, to: &output)
+                lineEnding = lineEnding ?? merge.dominantLineEnding
+                writeConflict(region, of: merge, lineEnding: lineEnding ?? [], to: &output)
             }
         }
         output += merge.base.bytes(of: cursor..<merge.base.count)
         return TextMergeResult(outcome: .merged(output), hadConflicts: hadConflicts)
     }
 
-    private static func writeConflict(_ region: MergeRegion, of merge: LineMerge, to output: inout [UInt8]) {
-        let lineEnding = merge.dominantLineEnding
+    private static func writeConflict(
+        _ region: MergeRegion, of merge: LineMerge, lineEnding: [UInt8], to output: inout [UInt8]
+    ) {
         func section(_ marker: String, _ lines: ArraySlice<UInt8>) {
             output += marker.utf8
             output += lineEnding

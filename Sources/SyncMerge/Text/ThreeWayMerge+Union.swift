@@ -14,6 +14,7 @@ extension ThreeWayMerge {
         let merge = LineMerge(base: base, local: local, remote: remote)
         var output: [UInt8] = []
         output.reserveCapacity(local.count + remote.count / 8 + 64)
+        var lineEnding: [UInt8]?  // computed when first needed
         var cursor = 0
         for region in merge.regions {
             output += merge.base.bytes(of: cursor..<region.base.lowerBound)
@@ -25,7 +26,10 @@ extension ThreeWayMerge {
             } else {
                 output += merge.local.bytes(of: region.local)
                 for line in remoteAdditions(region, of: merge) {
-                    if let last = output.last, last != 0x0A { output += merge.dominantLineEnding }
+                    if let last = output.last, last != 0x0A {
+                        lineEnding = lineEnding ?? merge.dominantLineEnding
+                        output += lineEnding ?? []
+                    }
                     output += merge.remote.bytes(of: line..<line + 1)
                 }
             }
