@@ -139,6 +139,14 @@ struct JSONMergeTests {
                 == .conflicted)
     }
 
+    @Test func deepNestingUpToTheLimitMerges() {
+        let nested = String(repeating: "[", count: 510) + String(repeating: "]", count: 510)
+        let outcome = ThreeWayMerge.json(
+            base: bytes(#"{"d":\#(nested),"n":0}"#), local: bytes(#"{"d":\#(nested),"n":1}"#),
+            remote: bytes(#"{"d":\#(nested),"n":0,"m":2}"#))
+        #expect(text(outcome) == #"{"d":\#(nested),"n":1,"m":2}"#)
+    }
+
     @Test func invalidUTF8Conflicts() {
         let bad: [UInt8] = bytes(#"{"a":""#) + [0xFF] + bytes(#""}"#)
         #expect(

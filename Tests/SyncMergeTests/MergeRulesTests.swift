@@ -72,6 +72,12 @@ struct MergeRulesTests {
         #expect(rules.policy(forPath: "x.b", isText: true) == .text(markers: false))
     }
 
+    @Test func aByteOrderMarkAndTrailingTextAreHandled() {
+        let rules = MergeRules(parsing: "\u{FEFF}*.a prefer=local\n*.b prefer=local # no comments here\n")
+        #expect(rules.policy(forPath: "x.a", isText: true) == .local)
+        #expect(rules.problems == [RuleProblem(line: 2, message: "unknown attribute \"#\"")])
+    }
+
     @Test func laterRulesOverrideEarlierOnes() {
         let rules = MergeRules(
             parsing: """

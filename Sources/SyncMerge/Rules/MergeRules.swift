@@ -26,10 +26,12 @@ public struct MergeRules: Equatable, Sendable {
         self.problems = problems
     }
 
-    /// Parses the text of a rules file (lines end in "\n" or "\r\n").
+    /// Parses the text of a rules file (lines end in "\n" or "\r\n"; a leading byte order mark
+    /// is ignored).
     public init(parsing text: String) {
         var rules: [MergeRule] = []
         var problems: [RuleProblem] = []
+        let text = text.first == "\u{FEFF}" ? text.dropFirst() : text[...]
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             var line = Substring(rawLine)
             if line.last == "\r" { line.removeLast() }
