@@ -14,7 +14,9 @@ extension ThreeWayMerge {
     /// (their order is unknowable) unless identical. Changes to neighbouring lines merge cleanly
     /// (git conflicts there): in a synced folder the usual case is two people editing consecutive
     /// items of a list, and a conflict would cost them a conflict copy to reconcile by hand, while
-    /// the merge keeps both edits exactly as made.
+    /// the merge keeps both edits exactly as made. One exception (see `Diff3`): lines appended at
+    /// the end by one side conflict with the other side's last change when that side's last line
+    /// has no "\n", rather than being glued to it.
     ///
     /// Without markers a conflict makes the outcome `.conflicted`. With `markers: true` each
     /// conflicting region is written git-style, diff3 flavour:
