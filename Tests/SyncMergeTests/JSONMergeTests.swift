@@ -2,118 +2,107 @@ import Testing
 
 @testable import SyncMerge
 
-/// One JSON merge case: the three versions and the expected result (nil: a conflict).
-struct JSONCase: Sendable, CustomTestStringConvertible {
-    var name: String
-    var base: String
-    var local: String
-    var remote: String
-    var expected: String?
-
-    var testDescription: String { name }
-}
-
 @Suite("ThreeWayMerge.json")
 struct JSONMergeTests {
-    static let cases: [JSONCase] = [
-        JSONCase(
+    static let cases: [MergeCase] = [
+        MergeCase(
             name: "disjoint keys", base: #"{"a":1,"b":2}"#, local: #"{"a":10,"b":2}"#, remote: #"{"a":1,"b":20}"#,
             expected: #"{"a":10,"b":20}"#),
-        JSONCase(
+        MergeCase(
             name: "keys added on both sides", base: #"{"a":1}"#, local: #"{"a":1,"l":true}"#,
             remote: #"{"r":null,"a":1}"#, expected: #"{"a":1,"l":true,"r":null}"#),
-        JSONCase(
+        MergeCase(
             name: "same key changed on both sides", base: #"{"a":1}"#, local: #"{"a":2}"#, remote: #"{"a":3}"#,
             expected: nil),
-        JSONCase(
+        MergeCase(
             name: "same key changed to equal values", base: #"{"a":1,"b":1}"#, local: #"{"a":2,"b":1}"#,
             remote: #"{"a":2.0,"b":2}"#, expected: #"{"a":2,"b":2}"#),
-        JSONCase(
+        MergeCase(
             name: "same key added with different values", base: #"{}"#, local: #"{"a":1}"#, remote: #"{"a":2}"#,
             expected: nil),
-        JSONCase(
+        MergeCase(
             name: "key deleted locally, changed remotely", base: #"{"a":1,"b":1}"#, local: #"{"b":1}"#,
             remote: #"{"a":2,"b":1}"#, expected: nil),
-        JSONCase(
+        MergeCase(
             name: "key changed locally, deleted remotely", base: #"{"a":1,"b":1}"#, local: #"{"a":2,"b":1}"#,
             remote: #"{"b":1}"#, expected: nil),
-        JSONCase(
+        MergeCase(
             name: "key deleted on one side, untouched on the other", base: #"{"a":1,"b":1}"#, local: #"{"b":1}"#,
             remote: #"{"a":1,"b":2}"#, expected: #"{"b":2}"#),
-        JSONCase(
+        MergeCase(
             name: "key deleted on both sides", base: #"{"a":1,"b":1,"c":1}"#, local: #"{"b":1,"c":1}"#,
             remote: #"{"b":2}"#, expected: #"{"b":2}"#),
-        JSONCase(
+        MergeCase(
             name: "nested objects merge recursively", base: #"{"s":{"x":1,"y":1},"t":0}"#,
             local: #"{"s":{"x":2,"y":1},"t":0}"#, remote: #"{"s":{"x":1,"y":2,"z":3},"t":0}"#,
             expected: #"{"s":{"x":2,"y":2,"z":3},"t":0}"#),
-        JSONCase(
+        MergeCase(
             name: "nested conflict", base: #"{"s":{"x":1}}"#, local: #"{"s":{"x":2}}"#, remote: #"{"s":{"x":3}}"#,
             expected: nil),
-        JSONCase(
+        MergeCase(
             name: "objects added on both sides merge", base: #"{"a":1}"#, local: #"{"a":1,"o":{"x":1}}"#,
             remote: #"{"a":1,"o":{"y":2}}"#, expected: #"{"a":1,"o":{"x":1,"y":2}}"#),
-        JSONCase(
+        MergeCase(
             name: "a scalar turned into objects on both sides", base: #"{"a":1}"#, local: #"{"a":{"x":1}}"#,
             remote: #"{"a":{"y":2}}"#, expected: #"{"a":{"x":1,"y":2}}"#),
-        JSONCase(
+        MergeCase(
             name: "object vs scalar", base: #"{"a":{}}"#, local: #"{"a":{"x":1}}"#, remote: #"{"a":5}"#,
             expected: nil),
-        JSONCase(
+        MergeCase(
             name: "arrays are atomic", base: #"{"l":[1,2]}"#, local: #"{"l":[1,2,3]}"#, remote: #"{"l":[0,1,2]}"#,
             expected: nil),
-        JSONCase(
+        MergeCase(
             name: "an array changed on one side", base: #"{"l":[1,2],"n":0}"#, local: #"{"l":[1,2],"n":1}"#,
             remote: #"{"l":[2, 1],"n":0}"#, expected: #"{"l":[2,1],"n":1}"#),
-        JSONCase(
+        MergeCase(
             name: "objects inside arrays are atomic too", base: #"[{"a":1}]"#, local: #"[{"a":1,"b":2}]"#,
             remote: #"[{"a":1,"c":3}]"#, expected: nil),
-        JSONCase(
+        MergeCase(
             name: "root scalars", base: "1", local: "2", remote: "3", expected: nil),
-        JSONCase(
+        MergeCase(
             name: "root scalar, remote only reformatted", base: "1", local: "2", remote: " 1.0\n", expected: "2"),
-        JSONCase(
+        MergeCase(
             name: "root arrays", base: "[1]", local: "[1,2]", remote: "[1] ", expected: "[1,2]"),
-        JSONCase(
+        MergeCase(
             name: "type change on one side", base: #"{"a":1,"b":0}"#, local: #"{"a":"one","b":0}"#,
             remote: #"{"a":1,"b":1}"#, expected: #"{"a":"one","b":1}"#),
-        JSONCase(
+        MergeCase(
             name: "key order of local kept, remote's new keys after", base: #"{"a":1,"b":2,"c":3}"#,
             local: #"{"c":3,"a":1,"b":2,"l":0}"#, remote: #"{"b":2,"r":0,"a":1,"c":4}"#,
             expected: #"{"c":4,"a":1,"b":2,"l":0,"r":0}"#),
-        JSONCase(
+        MergeCase(
             name: "number lexemes survive", base: #"{"a":1.0,"b":10000000000000000001,"c":1e2}"#,
             local: #"{"a":1.0,"b":10000000000000000001,"c":1e2,"d":-0.50}"#,
             remote: #"{"a":1.00,"b":10000000000000000001,"c":1E+2,"e":12345678901234567890123}"#,
             expected: #"{"a":1.0,"b":10000000000000000001,"c":1e2,"d":-0.50,"e":12345678901234567890123}"#),
-        JSONCase(
+        MergeCase(
             name: "big numbers are compared exactly", base: #"{"n":10000000000000000001,"m":0}"#,
             local: #"{"n":10000000000000000002,"m":0}"#, remote: #"{"n":10000000000000000003,"m":1}"#,
             expected: nil),
-        JSONCase(
+        MergeCase(
             name: "a number respelled is not a change", base: #"{"n":1.5,"m":0}"#, local: #"{"n":15e-1,"m":0}"#,
             remote: #"{"n":2,"m":1}"#, expected: #"{"n":2,"m":1}"#),
-        JSONCase(
+        MergeCase(
             name: "unicode escapes name the same keys", base: #"{"\u00e9":1}"#, local: #"{"\u00e9":2}"#,
             remote: #"{"é":1,"x":"\ud83d\ude00 \"q\""}"#, expected: #"{"\u00e9":2,"x":"\ud83d\ude00 \"q\""}"#),
-        JSONCase(
+        MergeCase(
             name: "strings compare decoded", base: #"{"s":"é","t":0}"#, local: #"{"s":"\u00E9","t":0}"#,
             remote: #"{"s":"e","t":1}"#, expected: #"{"s":"e","t":1}"#),
-        JSONCase(
+        MergeCase(
             name: "empty base counts as {}", base: "", local: #"{"a":1}"#, remote: #"{"b":2}"#,
             expected: #"{"a":1,"b":2}"#),
-        JSONCase(
+        MergeCase(
             name: "whitespace-only base counts as {}", base: " \n", local: #"{"a":1}"#, remote: #"{"a":2}"#,
             expected: nil),
-        JSONCase(name: "empty base, arrays", base: "", local: "[1]", remote: "[2]", expected: nil),
-        JSONCase(name: "empty local is not JSON", base: #"{"a":1}"#, local: "", remote: #"{"a":2}"#, expected: nil),
-        JSONCase(
+        MergeCase(name: "empty base, arrays", base: "", local: "[1]", remote: "[2]", expected: nil),
+        MergeCase(name: "empty local is not JSON", base: #"{"a":1}"#, local: "", remote: #"{"a":2}"#, expected: nil),
+        MergeCase(
             name: "local removed everything but changed nothing", base: #"{"a":1}"#, local: "{}",
             remote: #"{"a":1,"b":2}"#, expected: #"{"b":2}"#),
     ]
 
     @Test(arguments: cases)
-    func merge(_ example: JSONCase) {
+    func merge(_ example: MergeCase) {
         let outcome = ThreeWayMerge.json(
             base: bytes(example.base), local: bytes(example.local), remote: bytes(example.remote))
         #expect(text(outcome) == example.expected)

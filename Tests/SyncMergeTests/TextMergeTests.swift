@@ -2,111 +2,100 @@ import Testing
 
 @testable import SyncMerge
 
-/// One diff3 case: the three versions and the expected clean result (nil: a conflict).
-struct TextCase: Sendable, CustomTestStringConvertible {
-    var name: String
-    var base: String
-    var local: String
-    var remote: String
-    var expected: String?
-
-    var testDescription: String { name }
-}
-
 @Suite("ThreeWayMerge.text")
 struct TextMergeTests {
-    static let cases: [TextCase] = [
-        TextCase(
+    static let cases: [MergeCase] = [
+        MergeCase(
             name: "non-overlapping edits", base: "a\nb\nc\nd\ne\n", local: "A\nb\nc\nd\ne\n", remote: "a\nb\nc\nd\nE\n",
             expected: "A\nb\nc\nd\nE\n"),
-        TextCase(
+        MergeCase(
             name: "adjacent edits merge", base: "a\nb\nc\n", local: "A\nb\nc\n", remote: "a\nB\nc\n",
             expected: "A\nB\nc\n"),
-        TextCase(
+        MergeCase(
             name: "adjacent deletions merge", base: "a\nb\nc\nd\n", local: "a\nc\nd\n", remote: "a\nb\nd\n",
             expected: "a\nd\n"),
-        TextCase(
+        MergeCase(
             name: "insertion right after a change", base: "a\nb\n", local: "A\nb\n", remote: "a\nx\nb\n",
             expected: "A\nx\nb\n"),
-        TextCase(
+        MergeCase(
             name: "insertion right before a change", base: "a\nb\n", local: "a\nB\n", remote: "a\nx\nb\n",
             expected: "a\nx\nB\n"),
-        TextCase(
+        MergeCase(
             name: "overlapping different edits", base: "a\nb\nc\n", local: "a\nX\nc\n", remote: "a\nY\nc\n",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "edits overlapping in part", base: "a\nb\nc\nd\n", local: "a\nX\nY\nd\n", remote: "a\nb\nZ\nd\n",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "identical edits count once", base: "a\nb\nc\nd\n", local: "a\nX\nc\nD\n", remote: "a\nX\nc\nd\n",
             expected: "a\nX\nc\nD\n"),
-        TextCase(
+        MergeCase(
             name: "insertions at the same place", base: "a\nb\n", local: "a\nx\nb\n", remote: "a\ny\nb\n",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "identical insertions at the same place", base: "a\nb\nc\n", local: "a\nx\nb\nc\n",
             remote: "a\nx\nb\nC\n", expected: "a\nx\nb\nC\n"),
-        TextCase(
+        MergeCase(
             name: "insertion inside the other side's change", base: "a\nb\nc\nd\n", local: "a\nB\nC\nd\n",
             remote: "a\nb\nx\nc\nd\n", expected: nil),
-        TextCase(
+        MergeCase(
             name: "deleted on one side, edited on the other", base: "a\nb\nc\n", local: "a\nc\n", remote: "a\nB\nc\n",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "deleted on both sides", base: "a\nb\nc\nd\n", local: "a\nc\nd\n", remote: "a\nc\nD\n",
             expected: "a\nc\nD\n"),
-        TextCase(name: "empty base, different additions", base: "", local: "x\n", remote: "y\n", expected: nil),
-        TextCase(name: "empty base, same additions", base: "", local: "x\ny\n", remote: "x\ny\n", expected: "x\ny\n"),
-        TextCase(name: "empty base, local empty", base: "", local: "", remote: "y\n", expected: "y\n"),
-        TextCase(name: "everything deleted vs an edit", base: "a\nb\n", local: "", remote: "a\nB\n", expected: nil),
-        TextCase(name: "everything deleted vs nothing", base: "a\nb\n", local: "", remote: "a\nb\n", expected: ""),
-        TextCase(
+        MergeCase(name: "empty base, different additions", base: "", local: "x\n", remote: "y\n", expected: nil),
+        MergeCase(name: "empty base, same additions", base: "", local: "x\ny\n", remote: "x\ny\n", expected: "x\ny\n"),
+        MergeCase(name: "empty base, local empty", base: "", local: "", remote: "y\n", expected: "y\n"),
+        MergeCase(name: "everything deleted vs an edit", base: "a\nb\n", local: "", remote: "a\nB\n", expected: nil),
+        MergeCase(name: "everything deleted vs nothing", base: "a\nb\n", local: "", remote: "a\nb\n", expected: ""),
+        MergeCase(
             name: "both emptied the file", base: "a\nb\n", local: "", remote: "", expected: ""),
-        TextCase(
+        MergeCase(
             name: "only the final newline added", base: "a\nb\nc", local: "a\nb\nc\n", remote: "A\nb\nc",
             expected: "A\nb\nc\n"),
-        TextCase(
+        MergeCase(
             name: "final newline added vs a line appended", base: "a\nb", local: "a\nb\n", remote: "a\nb\nc\n",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "last line changed vs a line appended", base: "a\nb\n", local: "a\nB\n", remote: "a\nb\nc\n",
             expected: "a\nB\nc\n"),
-        TextCase(
+        MergeCase(
             name: "an append is never glued to a last line without newline", base: "a\nb\n", local: "a\nB",
             remote: "a\nb\nc\n", expected: nil),
-        TextCase(
+        MergeCase(
             name: "the same, the other way round", base: "a\nb\n", local: "a\nb\nc\n", remote: "a\nB",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "CRLF lines", base: "a\r\nb\r\nc\r\n", local: "A\r\nb\r\nc\r\n", remote: "a\r\nb\r\nC\r\n",
             expected: "A\r\nb\r\nC\r\n"),
-        TextCase(
+        MergeCase(
             name: "a changed line ending is a change", base: "a\r\nb\r\n", local: "a\nb\r\n", remote: "a\r\nB\r\n",
             expected: "a\nB\r\n"),
-        TextCase(
+        MergeCase(
             name: "line endings changed differently", base: "a\r\nb\n", local: "a\nb\n", remote: "A\r\nb\n",
             expected: nil),
-        TextCase(
+        MergeCase(
             name: "mixed line endings kept as they are", base: "a\r\nb\nc\r\n", local: "a\r\nB\nc\r\n",
             remote: "a\r\nb\nc\r\nd\n", expected: "a\r\nB\nc\r\nd\n"),
-        TextCase(
+        MergeCase(
             name: "multi-byte UTF-8", base: "café\nnaïve\n日本\n", local: "café\nnaïve!\n日本\n",
             remote: "Café\nnaïve\n日本語\n", expected: "Café\nnaïve!\n日本語\n"),
-        TextCase(
+        MergeCase(
             name: "combining characters compare as bytes", base: "e\u{301}\nx\n", local: "\u{E9}\nx\n",
             remote: "e\u{301}\ny\n", expected: "\u{E9}\ny\n"),
-        TextCase(
+        MergeCase(
             name: "canonically equal lines still differ", base: "a\nx\n", local: "\u{E9}\nx\n",
             remote: "e\u{301}\nx\n", expected: nil),
-        TextCase(
+        MergeCase(
             name: "repeated lines", base: "x\nx\nx\nx\n", local: "x\ny\nx\nx\nx\n", remote: "x\nx\nx\nx\nz\n",
             expected: "x\ny\nx\nx\nx\nz\n"),
-        TextCase(
+        MergeCase(
             name: "no newline anywhere", base: "a", local: "b", remote: "c", expected: nil),
     ]
 
     @Test(arguments: cases)
-    func diff3(_ example: TextCase) {
+    func diff3(_ example: MergeCase) {
         let result = ThreeWayMerge.text(
             base: bytes(example.base), local: bytes(example.local), remote: bytes(example.remote), markers: false)
         #expect(text(result.outcome) == example.expected)
@@ -114,7 +103,7 @@ struct TextMergeTests {
     }
 
     @Test(arguments: cases)
-    func mergeIsSymmetricUpToMarkers(_ example: TextCase) {
+    func mergeIsSymmetricUpToMarkers(_ example: MergeCase) {
         // Swapping the sides gives the same clean result (or the same conflict).
         let swapped = ThreeWayMerge.text(
             base: bytes(example.base), local: bytes(example.remote), remote: bytes(example.local), markers: false)

@@ -43,32 +43,29 @@ enum Diff3 {
                 nextRemote == remote.count
                 || (nextLocal < local.count && precedes(local[nextLocal].old, remote[nextRemote].old))
             let first = localFirst ? local[nextLocal] : remote[nextRemote]
-            var low = first.old.lowerBound
+            let low = first.old.lowerBound
             var high = first.old.upperBound
             let localStart = nextLocal
             let remoteStart = nextRemote
             if localFirst { nextLocal += 1 } else { nextRemote += 1 }
+            // Takes the side's next hunk into the region when it overlaps it (or would be glued
+            // to the other side's open last line).
+            func absorb(_ hunks: [Hunk], _ next: inout Int, otherChanged: Bool, otherOpenEnd: Bool) -> Bool {
+                guard next < hunks.count else { return false }
+                let hunk = hunks[next].old
+                guard overlaps(low..<high, hunk) || gluedAtEnd(hunk, high, baseCount, otherChanged && otherOpenEnd)
+                else { return false }
+                high = max(high, hunk.upperBound)
+                next += 1
+                return true
+            }
             var grew = true
             while grew {
-                grew = false
-                if nextLocal < local.count
-                    && (overlaps(low..<high, local[nextLocal].old)
-                        || gluedAtEnd(local[nextLocal].old, high, baseCount, remoteStart < nextRemote && remoteOpenEnd))
-                {
-                    high = max(high, local[nextLocal].old.upperBound)
-                    low = min(low, local[nextLocal].old.lowerBound)
-                    nextLocal += 1
-                    grew = true
-                }
-                if nextRemote < remote.count
-                    && (overlaps(low..<high, remote[nextRemote].old)
-                        || gluedAtEnd(remote[nextRemote].old, high, baseCount, localStart < nextLocal && localOpenEnd))
-                {
-                    high = max(high, remote[nextRemote].old.upperBound)
-                    low = min(low, remote[nextRemote].old.lowerBound)
-                    nextRemote += 1
-                    grew = true
-                }
+                let grewLocal = absorb(
+                    local, &nextLocal, otherChanged: remoteStart < nextRemote, otherOpenEnd: remoteOpenEnd)
+                let grewRemote = absorb(
+                    remote, &nextRemote, otherChanged: localStart < nextLocal, otherOpenEnd: localOpenEnd)
+                grew = grewLocal || grewRemote
             }
             let localRange = sideRange(low..<high, local[localStart..<nextLocal], delta: localDelta)
             let remoteRange = sideRange(low..<high, remote[remoteStart..<nextRemote], delta: remoteDelta)

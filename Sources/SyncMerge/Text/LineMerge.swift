@@ -20,9 +20,15 @@ struct LineMerge {
             localOpenEnd: !self.local.endsWithNewline, remoteOpenEnd: !self.remote.endsWithNewline)
     }
 
-    /// Whether both sides made the same lines of a region (identical changes count once).
-    func sidesAgree(_ region: MergeRegion) -> Bool {
-        local.bytes(of: region.local) == remote.bytes(of: region.remote)
+    /// The lines a region becomes when it is no conflict: the changed side's lines when one side
+    /// changed it, the common lines when both changed it the same way (identical changes count
+    /// once); nil when both changed it differently.
+    func cleanLines(_ region: MergeRegion) -> ArraySlice<UInt8>? {
+        let localLines = local.bytes(of: region.local)
+        if !region.remoteChanged { return localLines }
+        let remoteLines = remote.bytes(of: region.remote)
+        if !region.localChanged || localLines == remoteLines { return remoteLines }
+        return nil
     }
 
     /// The line ending of conflict markers and of lines the merge has to end.

@@ -50,10 +50,8 @@ extension ThreeWayMerge {
         for region in merge.regions {
             output += merge.base.bytes(of: cursor..<region.base.lowerBound)
             cursor = region.base.upperBound
-            if !region.remoteChanged || (region.localChanged && merge.sidesAgree(region)) {
-                output += merge.local.bytes(of: region.local)
-            } else if !region.localChanged {
-                output += merge.remote.bytes(of: region.remote)
+            if let lines = merge.cleanLines(region) {
+                output += lines
             } else {
                 hadConflicts = true
                 guard markers else { return TextMergeResult(outcome: .conflicted, hadConflicts: true) }
