@@ -47,9 +47,13 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "SyncMerge",
+            swiftSettings: strict
+        ),
+        .target(
             name: "SyncFS",
             dependencies: [
-                "CFuse", "SQLiteSupport", "SyncBackend",
+                "CFuse", "SQLiteSupport", "SyncBackend", "SyncMerge",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -71,6 +75,11 @@ let package = Package(
         .testTarget(
             name: "SyncBackendTests",
             dependencies: ["SyncBackend"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncMergeTests",
+            dependencies: ["SyncMerge"],
             swiftSettings: strict
         ),
         .testTarget(
