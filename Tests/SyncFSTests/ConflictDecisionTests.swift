@@ -131,29 +131,33 @@ struct ConflictDecisionTests {
         Case(
             name: "content vs content: the merge policy decides (metadata merged, newest mtime)",
             situation: situation(
-                .put(edited(content(chunkB, mtime: 3_000))), .changed(current: remote(edited(content(chunkC, mtime: 2_000))))),
+                .put(edited(content(chunkB, mtime: 3_000))),
+                .changed(current: remote(edited(content(chunkC, mtime: 2_000))))),
             expected: .mergeContent(edited(content(chunkC, mtime: 3_000)))),
         Case(
             name: "content vs content with an unknown base: the merge policy decides",
             situation: situation(
-                .put(edited(content(chunkB, mtime: 3_000))), .changed(current: remote(edited(content(chunkC, mtime: 2_000)))),
+                .put(edited(content(chunkB, mtime: 3_000))),
+                .changed(current: remote(edited(content(chunkC, mtime: 2_000)))),
                 base: nil),
             expected: .mergeContent(edited(content(chunkC, mtime: 3_000)))),
         Case(
             name: "the same content on both sides: no merge",
             situation: situation(
-                .put(edited(content(chunkB, mtime: 2_000))), .changed(current: remote(edited(content(chunkB, mtime: 2_000))))),
+                .put(edited(content(chunkB, mtime: 2_000))),
+                .changed(current: remote(edited(content(chunkB, mtime: 2_000))))),
             expected: .takeRemote),
         // Metadata against metadata.
         Case(
             name: "xattrs merge key by key",
             situation: situation(
                 .put(edited { $0.xattrs["user.mine"] = [2] }),
-                .changed(current: remote(edited { $0.xattrs["user.tag"] = nil })))
-            , expected: .adopt(edited { $0.xattrs = ["user.mine": [2]] })),
+                .changed(current: remote(edited { $0.xattrs["user.tag"] = nil }))),
+            expected: .adopt(edited { $0.xattrs = ["user.mine": [2]] })),
         Case(
             name: "mtime changed on both: the later one",
-            situation: situation(.put(edited { $0.mtime = 5_000 }), .changed(current: remote(edited { $0.mtime = 4_000 }))),
+            situation: situation(
+                .put(edited { $0.mtime = 5_000 }), .changed(current: remote(edited { $0.mtime = 4_000 }))),
             expected: .adopt(edited { $0.mtime = 5_000 })),
         // Names, parents, cycles, non-empty directories.
         Case(

@@ -27,9 +27,16 @@ extension SyncEngineTests {
         if let onB { try rewrite(pair.b, path, onB) }
         try changeB?(pair.b)
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("A committed") { pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0 }
-        pair.b.fs.outbox.expediteAll()
-        try await pair.settle()
+        try await pair.eventually("A committed") {
+            pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0
+        }
+        try await pair.eventually("both outboxes drain") {
+            // Changes the resolution queued (a conflict copy, say) wait for the long delay otherwise.
+            pair.a.fs.outbox.expediteAll()
+            pair.b.fs.outbox.expediteAll()
+            return pair.a.fs.outbox.items.isEmpty && pair.b.fs.outbox.items.isEmpty
+                && pair.a.fs.outbox.inFlightCount == 0 && pair.b.fs.outbox.inFlightCount == 0
+        }
     }
 
     func rewrite(_ fixture: FileSystemFixture, _ path: String, _ text: String) throws {
@@ -42,6 +49,9 @@ extension SyncEngineTests {
     func converged(_ pair: SyncedPair) async throws -> [String: String] {
         var tree: [String: String] = [:]
         try await pair.eventually("A and B converge") {
+            // Changes the resolution queued (a conflict copy, say) wait for the long delay otherwise.
+            pair.a.fs.outbox.expediteAll()
+            pair.b.fs.outbox.expediteAll()
             let namesA = try pair.a.childNames()
             guard namesA == (try pair.b.childNames()) else { return false }
             var files: [String: String] = [:]
@@ -99,13 +109,14 @@ extension SyncEngineTests {
             #expect(fixture.fs.conflictCount() == 1)
         }
         let note = try pair.a.fs.getxattr(try pair.a.lookupIno(copy), name: "user.syncfs.conflict")
-        #expect(String(decoding: note, as: UTF8.self).contains(pair.a.fileID(of: try pair.a.lookupIno("notes.txt"))!.hex))
+        #expect(
+            String(decoding: note, as: UTF8.self).contains(pair.a.fileID(of: try pair.a.lookupIno("notes.txt"))!.hex))
         #expect(!(try pair.a.fs.listxattr(try pair.a.lookupIno(copy))).contains("user.syncfs.conflict"))
         // Resolving on A clears it on both.
         #expect(try pair.a.fs.resolveConflict(try pair.a.lookupIno("notes.txt")) == 1)
-        pair.a.fs.outbox.expediteAll()
         try await pair.eventually("resolved on B too") {
-            pair.b.fs.conflicts().isEmpty && (try state(pair.b, copy)) == "local"
+            pair.a.fs.outbox.expediteAll()
+            return try pair.b.fs.conflicts().isEmpty && state(pair.b, copy) == "local"
         }
         #expect(try state(pair.a, "notes.txt") == "local")
         #expect(try pair.a.childNames().count == 2, "resolving keeps both files")
@@ -195,7 +206,8 @@ extension SyncEngineTests {
         let tree = try await converged(pair)
         #expect(tree["a.list"] == "a\nb\nc\n", "the command's result in %A")
         #expect(tree["x.fail"] == "2\n")
-        #expect(tree.keys.contains { $0.hasPrefix("x (conflict from ") && $0.hasSuffix(").fail") }, "\(tree.keys.sorted())")
+        #expect(
+            tree.keys.contains { $0.hasPrefix("x (conflict from ") && $0.hasSuffix(").fail") }, "\(tree.keys.sorted())")
     }
 
     @Test func conflictMarkersOnlyWhenTheRuleAsksForThem() async throws {

@@ -66,7 +66,9 @@ extension SyncFileSystem {
                 node.kind == state.kind
             else { return false }
             if let local, local.node !== node || !node.contentUnchanged(since: local.token) { return false }
-            if let parent = state.parent, tree.node(withID: parent).map({ $0.isUnlinked || $0.kind != .directory }) ?? true {
+            if let parent = state.parent,
+                tree.node(withID: parent).map({ $0.isUnlinked || $0.kind != .directory }) ?? true
+            {
                 return false
             }
             var state = state
@@ -76,9 +78,12 @@ extension SyncFileSystem {
                 state.size = Int64(info.st_size)
             }
             var changes: [MetadataChange] = []
-            let entry = RemoteEntry(id: id, version: current.version, isDeleted: false, device: deviceIdentity, state: state)
+            let entry = RemoteEntry(
+                id: id, version: current.version, isDeleted: false, device: deviceIdentity, state: state)
             guard
-                update(node, to: entry, contentFile: contentFile, tree: &tree, changes: &changes, invalidations: &invalidations)
+                update(
+                    node, to: entry, contentFile: contentFile, tree: &tree, changes: &changes,
+                    invalidations: &invalidations)
             else { return false }
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
             tree.bases[id] = base
@@ -257,7 +262,6 @@ enum CacheCopy {
         return fsync(output) == 0
     }
 }
-
 
 extension SyncFileSystem {
     /// The whole content of a small file (downloading it first if it is a placeholder), or nil

@@ -106,7 +106,8 @@ enum ConflictDecision {
                 return current.state == ours ? .finished : .commitOnTop
             }
             let merged = mergeFields(
-                base: situation.base, ours: ours, theirs: current.state, oursWinsTies: situation.localDevice < current.device)
+                base: situation.base, ours: ours, theirs: current.state,
+                oursWinsTies: situation.localDevice < current.device)
             if merged.contentConflict { return .mergeContent(merged.state) }
             if merged.state == current.state { return .takeRemote }
             return .adopt(merged.state)
@@ -141,7 +142,8 @@ enum ConflictDecision {
         state.mode = pick(\.mode, tie: fixedRule)
         state.mtime = pick(\.mtime, tie: max)
         state.symlinkTarget = pick(\.symlinkTarget, tie: fixedRule)
-        state.xattrs = mergeXattrs(base: base?.xattrs, ours: ours.xattrs, theirs: theirs.xattrs, oursWinsTies: oursWinsTies)
+        state.xattrs = mergeXattrs(
+            base: base?.xattrs, ours: ours.xattrs, theirs: theirs.xattrs, oursWinsTies: oursWinsTies)
         let oursContent = Content(manifest: ours.manifest, size: ours.size)
         let theirsContent = Content(manifest: theirs.manifest, size: theirs.size)
         var contentConflict = false

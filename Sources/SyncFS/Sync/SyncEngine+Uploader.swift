@@ -176,7 +176,8 @@ extension SyncEngine {
             return true
         case .renameAside:
             logger.notice(
-                "the name of \(item.fileID) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both")
+                "the name of \(item.fileID) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both"
+            )
             fileSystem.renameAside(item.fileID, holder: nameHolder?.id)
             fileSystem.outbox.postpone(item, by: 0)
             return true

@@ -1,0 +1,272 @@
+import Glibc
+import SyncBackend
+import SyncMerge
+
+/// How the content of a file changed on both sides ends up (see `SyncEngine.mergeContent`).
+enum ContentResolution {
+    /// The local content, as it is.
+    case ours
+    /// The container's content.
+    case theirs
+    /// New content made from both: a complete temporary file. `markers`: it holds conflict markers.
+    case merged(path: String, markers: Bool)
+    /// The local content goes to a conflict copy; the file takes the container's content.
+    case keepBoth(reason: String)
+}
+
+extension SyncEngine {
+    /// The largest file merged by content (text, json, union, command); larger ones keep both.
+    static let largestMergedFile: Int64 = 64 << 20
+    /// The largest rules file read.
+    static let largestRulesFile = 1 << 20
+
+    /// Makes the local entry the merged state and tries the commit again on top of `current`
+    /// (returns false), or postpones the item if the local file is busy (returns true). The
+    /// content is `contentFile` if given; otherwise the local content when the merged manifest is
+    /// ours, else the container's (downloaded first, unless the file is a placeholder).
+    func adopt(
+        _ merged: EntryState, for item: OutboxItem, current: RemoteEntry, local: MergeLocalContent?,
+        oursManifest: [ChunkRef]? = nil, contentFile: String? = nil
+    ) throws(SyncFailure) -> Bool {
+        var contentFile = contentFile
+        var downloaded: String?
+        defer { if let downloaded { unlink(downloaded) } }
+        var local = local
+        if contentFile == nil, merged.kind == .file, merged.manifest != oursManifest,
+            let holder = local ?? fileSystem.localContentForMerge(item.fileID)
+        {
+            // The file's content is here and must become the container's.
+            local = holder
+            downloaded = try download(merged.manifest, reusing: holder, manifest: oursManifest ?? [])
+            contentFile = downloaded
+        }
+        guard fileSystem.adoptMerged(item.fileID, state: merged, onto: current, contentFile: contentFile, local: local)
+        else {
+            fileSystem.outbox.postpone(item, by: 200_000_000)
+            return true
+        }
+        return false
+    }
+
+    /// Both sides changed the content of a file: the merge policy of its path decides
+    /// (`.syncfs-rules`, doc/SEMANTICS.md "Merge policies and the rules file"), the rest of the
+    /// entry is `merged`. Returns like `adopt`.
+    func mergeContent(
+        item: OutboxItem, ours: EntryState, merged: EntryState, current: RemoteEntry, baseManifest: [ChunkRef]?
+    ) throws(SyncFailure) -> Bool {
+        guard let local = fileSystem.localContentForMerge(item.fileID) else {
+            fileSystem.outbox.postpone(item, by: 200_000_000)
+            return true
+        }
+        let path = fileSystem.displayPath(of: item.fileID) ?? item.fileID.hex
+        var temporaries: [String] = []
+        defer { for file in temporaries { unlink(file) } }
+        let resolution = try resolveContent(
+            path: path, ours: ours, theirs: current.state, local: local, baseManifest: baseManifest ?? [],
+            temporaries: &temporaries)
+        var state = merged
+        switch resolution {
+        case .ours:
+            state.manifest = ours.manifest
+            state.size = ours.size
+            logger.notice("conflict on \(path): kept the local version (policy)")
+            return try adopt(state, for: item, current: current, local: local, oursManifest: ours.manifest)
+        case .theirs:
+            logger.notice("conflict on \(path): took the container's version (policy)")
+            return try takeTheirs(state, item: item, current: current, local: local, ours: ours)
+        case .merged(let file, let markers):
+            logger.notice("conflict on \(path): merged both versions\(markers ? " with conflict markers" : "")")
+            let postponed = try adopt(
+                state, for: item, current: current, local: local, oursManifest: ours.manifest, contentFile: file)
+            if !postponed && markers {
+                fileSystem.markConflicted(item.fileID, reason: "both changed the same lines; conflict markers written")
+            }
+            return postponed
+        case .keepBoth(let reason):
+            guard let copy = fileSystem.forkConflictCopy(item.fileID, local: local, reason: reason) else {
+                fileSystem.outbox.postpone(item, by: 200_000_000)
+                return true
+            }
+            logger.notice("conflict on \(path): \(reason); the local version was kept as \(copy)")
+            return try takeTheirs(state, item: item, current: current, local: nil, ours: ours)
+        }
+    }
+
+    /// The file takes the container's content (and the merged metadata).
+    private func takeTheirs(
+        _ state: EntryState, item: OutboxItem, current: RemoteEntry, local: MergeLocalContent?, ours: EntryState
+    ) throws(SyncFailure) -> Bool {
+        var state = state
+        state.manifest = current.state.manifest
+        state.size = current.state.size
+        if state == current.state {
+            try takeRemote(current, item: item)
+            return true
+        }
+        return try adopt(state, for: item, current: current, local: local, oursManifest: ours.manifest)
+    }
+
+    /// Runs the path's policy on the three versions.
+    private func resolveContent(
+        path: String, ours: EntryState, theirs: EntryState, local: MergeLocalContent, baseManifest: [ChunkRef],
+        temporaries: inout [String]
+    ) throws(SyncFailure) -> ContentResolution {
+        let rules = mergeRules()
+        var policy = rules.policy(forPath: path, isText: true)
+        let sizes = [ours.size, theirs.size, baseManifest.reduce(0) { $0 + $1.length }]
+        let readable = sizes.allSatisfy { $0 <= Self.largestMergedFile }
+        var sides: (base: [UInt8], local: [UInt8], remote: [UInt8])?
+        if policy != rules.policy(forPath: path, isText: false) || policy.needsContent {
+            guard readable else { return .keepBoth(reason: "both changed the content; too large to merge") }
+            let read = try readSides(local: local, ours: ours, theirs: theirs, baseManifest: baseManifest)
+            let isText = [read.base, read.local, read.remote].allSatisfy(ContentSniffer.isText)
+            policy = rules.policy(forPath: path, isText: isText)
+            sides = read
+        }
+        func written(_ bytes: [UInt8], markers: Bool = false) throws(SyncFailure) -> ContentResolution {
+            let file = fileSystem.temporaryContentPath()
+            temporaries.append(file)
+            try Self.writeSynced(bytes, to: file)
+            return .merged(path: file, markers: markers)
+        }
+        switch policy {
+        case .local: return .ours
+        case .remote: return .theirs
+        case .newest: return ours.mtime > theirs.mtime ? .ours : .theirs
+        case .keepBoth: return .keepBoth(reason: "both changed the content (policy keep-both)")
+        case .text(let markers):
+            guard let sides else { return .keepBoth(reason: "both changed the content") }
+            let result = ThreeWayMerge.text(
+                base: sides.base, local: sides.local, remote: sides.remote, markers: markers)
+            guard case .merged(let bytes) = result.outcome else {
+                return .keepBoth(reason: "both changed the same lines")
+            }
+            return try written(bytes, markers: result.hadConflicts)
+        case .json:
+            guard let sides else { return .keepBoth(reason: "both changed the content") }
+            guard
+                case .merged(let bytes) = ThreeWayMerge.json(base: sides.base, local: sides.local, remote: sides.remote)
+            else { return .keepBoth(reason: "both changed the same JSON keys (or a side is not valid JSON)") }
+            return try written(bytes)
+        case .union:
+            guard let sides else { return .keepBoth(reason: "both changed the content") }
+            return try written(ThreeWayMerge.union(base: sides.base, local: sides.local, remote: sides.remote))
+        case .command(let command, let timeout):
+            guard let sides else { return .keepBoth(reason: "both changed the content") }
+            return try runMergeCommand(command, timeout: timeout, path: path, sides: sides, temporaries: &temporaries)
+        }
+    }
+
+    private func runMergeCommand(
+        _ template: String, timeout: Int, path: String, sides: (base: [UInt8], local: [UInt8], remote: [UInt8]),
+        temporaries: inout [String]
+    ) throws(SyncFailure) -> ContentResolution {
+        var files: [String] = []
+        for bytes in [sides.base, sides.local, sides.remote] {
+            let file = fileSystem.temporaryContentPath()
+            temporaries.append(file)
+            try Self.writeSynced(bytes, to: file)
+            files.append(file)
+        }
+        let line = MergeCommand.commandLine(template, base: files[0], local: files[1], remote: files[2], path: path)
+        let directory = String(files[1][..<(files[1].lastIndex(of: "/") ?? files[1].endIndex)])
+        let result = MergeCommand.run(line, timeoutSeconds: timeout, workingDirectory: directory)
+        guard result.merged else {
+            let reason = result.reason ?? "it failed"
+            logger.notice("the merge command for \(path) did not merge: \(reason)")
+            return .keepBoth(reason: "the merge command did not merge: \(reason)")
+        }
+        let fd = open(files[1], O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .keepBoth(reason: "the merge command left no result") }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard synced else {
+            throw .local("cannot sync the merge command's result: \(String(cString: strerror(errno)))")
+        }
+        return .merged(path: files[1], markers: false)
+    }
+
+    /// The base, local and remote content, whole, in memory (each at most `largestMergedFile`).
+    private func readSides(local: MergeLocalContent, ours: EntryState, theirs: EntryState, baseManifest: [ChunkRef])
+        throws(SyncFailure) -> (base: [UInt8], local: [UInt8], remote: [UInt8])
+    {
+        let localBytes = try Self.readWhole(local.path)
+        func fetch(_ manifest: [ChunkRef]) throws(SyncFailure) -> [UInt8] {
+            if manifest.isEmpty { return [] }
+            let file = try download(manifest, reusing: local, manifest: ours.manifest)
+            defer { unlink(file) }
+            return try Self.readWhole(file)
+        }
+        return (try fetch(baseManifest), localBytes, try fetch(theirs.manifest))
+    }
+
+    /// Downloads `manifest` into a new temporary file (reusing chunks of the local content).
+    func download(_ manifest: [ChunkRef], reusing local: MergeLocalContent?, manifest localManifest: [ChunkRef])
+        throws(SyncFailure) -> String
+    {
+        let file = fileSystem.temporaryContentPath()
+        var totals = ContentTransfer.Totals()
+        defer { addTotals(totals) }
+        do {
+            try transfer.download(
+                manifest, to: file, local: local?.path, localManifest: local == nil ? [] : localManifest,
+                totals: &totals)
+        } catch {
+            unlink(file)
+            throw error
+        }
+        return file
+    }
+
+    /// The rules of `.syncfs-rules` at the folder's root (downloaded if needed), or the defaults.
+    /// Lines that do not parse are logged and skipped.
+    func mergeRules() -> MergeRules {
+        guard let ino = try? fileSystem.lookup(path: MergeRules.fileName),
+            let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile)
+        else { return .defaults }
+        let rules = MergeRules(parsing: String(decoding: text, as: UTF8.self))
+        for problem in rules.problems {
+            logger.warning("\(MergeRules.fileName) line \(problem.line): \(problem.message) (line ignored)")
+        }
+        return rules
+    }
+
+    static func readWhole(_ path: String) throws(SyncFailure) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .local("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw .local("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    static func writeSynced(_ bytes: [UInt8], to path: String) throws(SyncFailure) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .local("cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw .local("cannot write \(path): \(String(cString: strerror(errno)))") }
+            written += count
+        }
+        guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(String(cString: strerror(errno)))") }
+    }
+}
+
+extension MergePolicy {
+    /// Whether the policy reads the three versions' bytes.
+    var needsContent: Bool {
+        switch self {
+        case .text, .json, .union, .command: return true
+        case .newest, .local, .remote, .keepBoth: return false
+        }
+    }
+}
