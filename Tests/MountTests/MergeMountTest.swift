@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Merges and conflicts on real mounts (issue #5): the built binary, two daemons on one container,
+/// edits made through the mount points while neither uploads, then `sync` on A, then on B.
+@Suite(.serialized)
+struct MergeMountTest {
+    /// One unresolved conflict as `syncfs-mount conflicts --json` prints it.
+    struct Listed: Decodable {
+        var path: String
+        var originalPath: String?
+        var host: String
+        var reason: String
+    }
+
+    func conflicts(_ folder: TestFolder) throws -> [Listed] {
+        let result = try folder.expectCommand(["conflicts", folder.root, "--json"])
+        return try JSONDecoder().decode([Listed].self, from: Data(result.stdout.utf8))
+    }
+
+    /// `name` holds `base` on both mounts; then A writes `onA`, B writes `onB`; A syncs, then B.
+    func editOnBothSides(_ mounts: SyncedMounts, _ name: String, base: String, onA: String, onB: String) throws {
+        let (a, b) = (mounts.a, mounts.b)
+        try writeFile(a.path(name), base)
+        try #require(a.expectSync())
+        try #require(waitUntil { try readText(b.path(name)) == base }, "\(name) never reached B\n\(mounts.logs())")
+        try writeFile(a.path(name), onA)
+        try writeFile(b.path(name), onB)
+        #expect(a.expectSync())
+        #expect(b.expectSync())
+    }
+
+    @Test func editsOfDifferentLinesMergeOnBothMounts() throws {
+        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let base = (1...40).map { "line \($0)\n" }.joined()
+            let onA = base.replacingOccurrences(of: "line 3\n", with: "line 3, edited on A\n")
+            let onB = base.replacingOccurrences(of: "line 37\n", with: "line 37, edited on B\n")
+            try editOnBothSides(mounts, "todo.txt", base: base, onA: onA, onB: onB)
+            let merged = base.replacingOccurrences(of: "line 3\n", with: "line 3, edited on A\n")
+                .replacingOccurrences(of: "line 37\n", with: "line 37, edited on B\n")
+            #expect(
+                waitUntil { try readText(a.path("todo.txt")) == merged && readText(b.path("todo.txt")) == merged },
+                "both mounts show both edits\n\(mounts.logs())")
+            #expect(try listDirectory(a.root).sorted() == ["todo.txt"], "no conflict copy")
+            #expect(try conflicts(a).isEmpty && conflicts(b).isEmpty)
+            #expect(b.daemonLog().contains("merged both versions"), "B made the merge")
+            expectConverged(mounts, "after the merge")
+        }
+    }
+
+    @Test func aConflictIsListedCountedAndResolvedOnEveryMount() throws {
+        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try editOnBothSides(mounts, "plan.txt", base: "draft\n", onA: "A's plan\n", onB: "B's plan\n")
+            try #require(
+                waitUntil { try listDirectory(a.root).count == 2 && listDirectory(b.root).count == 2 },
+                "both mounts see the conflict copy\n\(mounts.logs())")
+            let copy = try #require(try listDirectory(a.root).first { $0 != "plan.txt" })
+            #expect(copy.hasPrefix("plan (conflict from ") && copy.hasSuffix(").txt"), "\(copy)")
+            #expect(try readText(a.path("plan.txt")) == "A's plan\n")
+            #expect(try readText(b.path(copy)) == "B's plan\n")
+            for folder in [a, b] {
+                #expect(
+                    waitUntil { try conflicts(folder).map(\.path) == [copy] },
+                    "conflicts on \(folder.root): \((try? conflicts(folder).map(\.path)) ?? [])")
+                let listed = try conflicts(folder)
+                #expect(listed.first?.originalPath == "plan.txt")
+                #expect(listed.first?.reason.contains("same lines") == true, "\(listed.first?.reason ?? "")")
+                #expect(try syncfsState(folder.path("plan.txt")) == "conflict")
+                #expect(try syncfsState(folder.path(copy)) == "conflict")
+                let status: ConflictCount = try folder.statusJSON(of: folder.root)
+                #expect(status.conflicts == 1)
+                let human = try folder.expectCommand(["status", folder.root])
+                #expect(human.stdout.contains("conflicts: 1 unresolved"), "\(human.stdout)")
+            }
+            // A file with no conflict cannot be resolved; the copy can (from B), and A forgets it too.
+            try a.expectCommand(["resolve", a.path("missing-conflict")], status: 65)
+            try writeFile(a.path("other.txt"), "x")
+            try a.expectCommand(["resolve", a.path("other.txt")], status: 1)
+            try b.expectCommand(["resolve", b.path(copy)])
+            #expect(b.expectSync())
+            #expect(waitUntil { try conflicts(a).isEmpty }, "A still lists the conflict\n\(mounts.logs())")
+            #expect(try syncfsState(a.path("plan.txt")) == "local")
+            #expect(try listDirectory(a.root).sorted() == ["other.txt", "plan.txt", copy].sorted(), "both files kept")
+        }
+    }
+
+    @Test func rulesFileChoosesAPolicyPerPath() throws {
+        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(
+                a.path(".syncfs-rules"), "# keep the remote (first committed) version of logs\n*.log prefer=remote\n")
+            #expect(a.expectSync())
+            #expect(waitUntil { pathExists(b.path(".syncfs-rules")) })
+            try editOnBothSides(mounts, "run.log", base: "start\n", onA: "start\nA\n", onB: "start\nB\n")
+            #expect(
+                waitUntil { try readText(b.path("run.log")) == "start\nA\n" },
+                "B took the container's version\n\(mounts.logs())")
+            #expect(try listDirectory(b.root).sorted() == [".syncfs-rules", "run.log"], "no copy")
+        }
+    }
+}
+
+/// The part of `status --json` this suite reads.
+struct ConflictCount: Decodable {
+    var conflicts: Int
+}
