@@ -57,6 +57,10 @@ struct MountCommand: ParsableCommand {
             valueName: "names"))
     var noDownloadFor: String = ""
 
+    /// For tests only (doc/CLI.md): every container call fails as unreachable while PATH exists.
+    @Option(help: .hidden)
+    var testOutageFile: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -90,6 +94,7 @@ struct MountCommand: ParsableCommand {
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        configuration.testOutageFile = testOutageFile.map(absolutePath)
         if foreground {
             try runForeground(configuration)
         } else {
@@ -121,12 +126,13 @@ struct MountCommand: ParsableCommand {
         let state = StateDirectory(path: configuration.stateDirectory)
         do { try state.create() } catch { throw fail(error) }
         let logOffset = (try? FileManager.default.attributesOfItem(atPath: state.logPath)[.size] as? Int) ?? 0
-        let arguments = [
+        var arguments = [
             "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
             "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
             "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
             noDownloadFor,
         ]
+        if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)

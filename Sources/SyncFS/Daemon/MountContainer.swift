@@ -10,8 +10,21 @@ import SyncBackend
 ///   recorded ID, and mounts even when the container is unreachable (offline start); the engine
 ///   catches up when it is back. Another container at the path is refused, as on the first mount
 ///   (the state directory belongs to the recorded one).
+/// - With `testOutageFile` (tests only), the container is wrapped in an `OutageFileContainer`: it
+///   is unreachable while that file exists.
 enum MountContainer {
     static func open(
+        _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String,
+        testOutageFile: String? = nil, logger: Logger
+    ) throws(MountError) -> any Container {
+        let container = try open(
+            path, recordedID: recordedID, recordedPath: recordedPath, stateDirectory: stateDirectory, logger: logger)
+        guard let testOutageFile else { return container }
+        logger.notice("test outages: the container is unreachable while \(testOutageFile) exists")
+        return OutageFileContainer(container, path: testOutageFile)
+    }
+
+    private static func open(
         _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String, logger: Logger
     ) throws(MountError) -> any Container {
         guard let recordedID else { return try create(path) }

@@ -20,6 +20,8 @@ public struct MountConfiguration: Sendable {
     public var cacheSize: CacheSize = .percentOfFilesystem(25)
     /// Process names whose reads never download (`--no-download-for`).
     public var noDownloadProcesses: Set<String> = []
+    /// For tests: the container is unreachable while this file exists (`--test-outage-file`).
+    public var testOutageFile: String?
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -52,7 +54,7 @@ public enum MountDaemon {
             // Created only by a state directory's first mount; later ones may start offline.
             container = try MountContainer.open(
                 configuration.container, recordedID: facts["container_id"], recordedPath: facts["container"],
-                stateDirectory: state.path, logger: logger)
+                stateDirectory: state.path, testOutageFile: configuration.testOutageFile, logger: logger)
             store.factSet("container_id", container.containerID)
             store.factSet("container", configuration.container)
             fileSystem = try SyncFileSystem(

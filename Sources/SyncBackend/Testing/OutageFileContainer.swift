@@ -1,0 +1,130 @@
+import Glibc
+import Synchronization
+
+/// A container that is "unreachable" while a file exists: a switch a test flips from outside the
+/// process (`syncfs-mount mount --test-outage-file PATH`, doc/CLI.md) to cut one mount off its
+/// container, as a network outage would, while the other mounts keep working.
+///
+/// - While `path` exists, every call fails at once with the retryable `unavailable`, without
+///   reaching the base container. Once it is removed, calls go through again.
+/// - The existence check is one `access()`, made at most every `checkInterval` (a few ms); calls
+///   in between use the last answer.
+/// - `waitForChanges` also ends when an outage begins during the wait: it fails with
+///   `unavailable` within about `checkInterval`, so a follower never sits out a long wait that
+///   ignores the outage. A call already forwarded otherwise finishes as the base answers it.
+public final class OutageFileContainer: Container {
+    public let base: any Container
+    /// The switch: an outage lasts while this file exists.
+    public let path: String
+    public let checkInterval: Duration
+
+    private struct Check {
+        var at: ContinuousClock.Instant?
+        var present = false
+    }
+
+    private let check = Mutex(Check())
+
+    public init(_ base: any Container, path: String, checkInterval: Duration = .milliseconds(5)) {
+        self.base = base
+        self.path = path
+        self.checkInterval = checkInterval
+    }
+
+    public var containerID: String { base.containerID }
+
+    /// Whether the outage file exists (looked at again if the last look is older than
+    /// `checkInterval`).
+    public var isInOutage: Bool {
+        let now = ContinuousClock.now
+        if let known = check.withLock({ state -> Bool? in
+            guard let at = state.at, now < at + checkInterval else { return nil }
+            return state.present
+        }) {
+            return known
+        }
+        let present = access(path, F_OK) == 0
+        check.withLock { state in
+            state.at = now
+            state.present = present
+        }
+        return present
+    }
+
+    private var outageError: ContainerProtocolError {
+        .unavailable("injected outage: \(path) exists")
+    }
+
+    private func admit() throws(ContainerProtocolError) {
+        if isInOutage { throw outageError }
+    }
+
+    // MARK: Container
+
+    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        try admit()
+        return try await base.missingChunks(hashes)
+    }
+
+    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        try admit()
+        try await base.putChunk(chunk)
+    }
+
+    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        try admit()
+        return try await base.chunk(hash)
+    }
+
+    public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        try admit()
+        return try await base.entry(id)
+    }
+
+    public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        try admit()
+        return try await base.commit(request)
+    }
+
+    public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        try admit()
+        return try await base.changes(after: cursor, limit: limit)
+    }
+
+    /// Waits on the base container while watching the switch: whichever comes first ends the
+    /// wait (the base's answer, or an outage beginning).
+    public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
+        -> Bool
+    {
+        try admit()
+        let base = self.base
+        let result = await withTaskGroup(of: Result<Bool, ContainerProtocolError>?.self) { group in
+            group.addTask {
+                do throws(ContainerProtocolError) {
+                    return .success(try await base.waitForChanges(after: cursor, timeout: timeout))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask { [self] in
+                while !Task.isCancelled {
+                    if isInOutage { return .failure(outageError) }
+                    do { try await Task.sleep(for: checkInterval) } catch { return nil }
+                }
+                return nil
+            }
+            var first: Result<Bool, ContainerProtocolError>?
+            for await result in group {
+                if let result {
+                    first = result
+                    break
+                }
+            }
+            group.cancelAll()
+            return first
+        }
+        // Neither answered: the calling task was cancelled.
+        guard let result else { return false }
+        return try result.get()
+    }
+}

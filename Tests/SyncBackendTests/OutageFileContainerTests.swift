@@ -1,0 +1,85 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import SyncBackend
+
+/// `OutageFileContainer`: the test switch behind `mount --test-outage-file` (doc/CLI.md).
+@Suite("OutageFileContainer")
+struct OutageFileContainerTests {
+    /// A switch file in a fresh temporary directory (not created).
+    private func switchPath() throws -> (directory: String, file: String) {
+        let directory = try makeTemporaryDirectory()
+        return (directory, directory + "/outage")
+    }
+
+    private func touch(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        #expect(fd >= 0)
+        close(fd)
+    }
+
+    @Test func everyCallFailsWhileTheFileExistsAndGoesThroughOnceItIsRemoved() async throws {
+        let (directory, file) = try switchPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let memory = InMemoryContainer()
+        let switched = OutageFileContainer(memory, path: file, checkInterval: .milliseconds(1))
+        let chunk = rawChunk("c")
+        _ = try await switched.entry(.root)
+
+        touch(file)
+        try await Task.sleep(for: .milliseconds(5))
+        let calls: [() async throws -> Void] = [
+            { _ = try await switched.missingChunks([chunk.hash]) },
+            { try await switched.putChunk(chunk) },
+            { _ = try await switched.chunk(chunk.hash) },
+            { _ = try await switched.entry(.root) },
+            { _ = try await switched.put(.random(), base: 0, directoryState("d")) },
+            { _ = try await switched.changes(after: .beginning, limit: 1) },
+            { _ = try await switched.waitForChanges(after: .beginning, timeout: .seconds(1)) },
+        ]
+        for call in calls {
+            let error = await protocolError(call)
+            #expect(error?.isUnavailable == true && error?.isRetryable == true, "\(String(describing: error))")
+        }
+        #expect(try await memory.changes(after: .beginning, limit: 1).entries.isEmpty)  // nothing forwarded
+        #expect(try await memory.missingChunks([chunk.hash]) == [chunk.hash])
+
+        unlink(file)
+        try await Task.sleep(for: .milliseconds(5))
+        try await switched.putChunk(chunk)
+        try await switched.mustPut(.random(), base: 0, fileState("f", chunks: [chunk]))
+        #expect(try await switched.changes(after: .beginning, limit: 10).entries.count == 1)
+    }
+
+    /// An outage that begins while the follower waits on the feed ends the wait promptly.
+    @Test func anOutageEndsAWaitForChanges() async throws {
+        let (directory, file) = try switchPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let memory = InMemoryContainer()
+        let switched = OutageFileContainer(memory, path: file, checkInterval: .milliseconds(5))
+        let cursor = try await memory.currentCursor()
+        let start = ContinuousClock.now
+        async let error = protocolError { _ = try await switched.waitForChanges(after: cursor, timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        touch(file)
+        let failure = await error
+        #expect(failure?.isUnavailable == true, "\(String(describing: failure))")
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    /// Without an outage a wait still returns as soon as something is committed, and a wait
+    /// that times out returns false.
+    @Test func aWaitWithoutAnOutageBehavesAsTheBase() async throws {
+        let (directory, file) = try switchPath()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let memory = InMemoryContainer()
+        let switched = OutageFileContainer(memory, path: file)
+        let cursor = try await memory.currentCursor()
+        #expect(try await switched.waitForChanges(after: cursor, timeout: .milliseconds(50)) == false)
+        async let changed = switched.waitForChanges(after: cursor, timeout: .seconds(30))
+        try await Task.sleep(for: .milliseconds(50))
+        try await memory.mustPut(.random(), base: 0, directoryState("d"))
+        #expect(try await changed)
+    }
+}

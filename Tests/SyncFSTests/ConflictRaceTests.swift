@@ -1,0 +1,182 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Testing
+
+@testable import SyncFS
+
+/// Reductions of what the randomized convergence test (`Tests/MountTests/ConvergenceTest.swift`)
+/// found, each deterministic with one container and two folders. Those marked `withKnownIssue`
+/// are bugs of the conflict resolution (`SyncEngine+Uploader.swift`), which the merge work of
+/// issue #5 rewrites; each turns into a failure once it is fixed (remove the marker then).
+extension SyncEngineTests {
+    /// A and B both edit a file; A's upload conflicts, so A keeps its version as a conflicted copy
+    /// and takes B's version (downloading it). A local write that lands while that download runs
+    /// must not be lost: it is newer than the copy and than B's version.
+    @Test func aLocalWriteDuringAConflictsDownloadIsKept() async throws {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        let slow = UploadQueue.Policy(quietDelay: 400_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        let pair = try SyncedPair(container: base, viewOfA: faulty, policy: slow)
+        try pair.a.makeFile("shared.txt", contents: bytes("base\n"))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("shared on B") { try contents(pair.b, "shared.txt") == bytes("base\n") }
+        let id = try #require(pair.a.fileID(of: try pair.a.lookupIno("shared.txt")))
+
+        // A edits (its upload waits for the quiet delay); B edits and commits first.
+        let inoA = try pair.a.lookupIno("shared.txt")
+        var handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
+        try pair.a.write(handle, bytes("A1\n"), at: 5)
+        pair.a.fs.release(handle)
+        handle = try pair.b.fs.open(try pair.b.lookupIno("shared.txt"), flags: O_RDWR, caller: testCaller)
+        try pair.b.write(handle, bytes("B1\n"), at: 5)
+        pair.b.fs.release(handle)
+        pair.b.fs.outbox.expediteAll()
+        let deviceB = pair.b.fs.deviceID
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await base.entry(id)?.device != deviceB && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try await base.entry(id)?.device == deviceB, "B's edit was committed first")
+
+        // A uploads, conflicts, keeps its version as a copy and downloads B's: slowly.
+        faulty.delay(.chunk, by: .milliseconds(1500))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("A downloads B's version") { faulty.callCount(.chunk) >= 1 }
+        // Meanwhile a program on A appends to the file.
+        let current = try pair.a.lookupIno("shared.txt")
+        handle = try pair.a.fs.open(current, flags: O_RDWR, caller: testCaller)
+        let size = try pair.a.fs.getattr(current).size
+        try pair.a.write(handle, bytes("A2\n"), at: size)
+        pair.a.fs.release(handle)
+
+        faulty.delay(.chunk, by: nil)
+        try await Task.sleep(for: .milliseconds(2000))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.settle()
+        try await Task.sleep(for: .milliseconds(500))
+        let names = try pair.a.childNames()
+        let everything = try names.map { String(decoding: try contents(pair.a, $0), as: UTF8.self) }
+        // Known bug (reported with issue #5's merge work, where the conflict resolution is being
+        // rewritten): `takeRemote` applies the container's version with `force`, which drops the
+        // outbox item and installs the remote content without checking that the file is unchanged
+        // since the conflict was decided and the copy made.
+        withKnownIssue("a local write during a conflict's download is lost (SyncEngine.takeRemote, force apply)") {
+            #expect(
+                everything.contains { $0.contains("A2") },
+                "the write made during the conflict's download is gone; A has \(names): \(everything)")
+        }
+        #expect(everything.contains { $0.contains("A1") } && everything.contains { $0.contains("B1") })
+    }
+
+    /// The kernel resolves a name to the inode it cached just before a remote edit gave the name
+    /// a new inode (its cached name is dropped a moment after the change). Opening that old
+    /// inode for writing must not succeed: the writes would land in an unlinked node, never be
+    /// uploaded, and be lost without an error (and a read would find its content gone). ESTALE
+    /// makes the kernel look the name up again.
+    @Test func aWriteOpenOfAnInodeARemoteEditReplacedIsStale() async throws {
+        let pair = try SyncedPair()
+        let inoA = try pair.a.makeFile("note.txt", contents: bytes("one\n"))
+        try await pair.eventually("note on B") { try contents(pair.b, "note.txt") == bytes("one\n") }
+        let old = try pair.b.lookupIno("note.txt")
+        let handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
+        try pair.a.write(handle, bytes("two\n"), at: 4)
+        pair.a.fs.release(handle)
+        try await pair.eventually("the edit on B, under a new inode") { try pair.b.lookupIno("note.txt") != old }
+
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_WRONLY | O_APPEND, caller: testCaller) }
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDWR, caller: testCaller) }
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDONLY | O_TRUNC, caller: testCaller) }
+        // Its old content went with the change: a read would find an empty file.
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDONLY, caller: testCaller) }
+        // What the name leads to now opens, and a write there syncs.
+        let fresh = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
+        try pair.b.write(fresh, bytes("three\n"), at: 8)
+        pair.b.fs.release(fresh)
+        try await pair.eventually("B's write on A") { try contents(pair.a, "note.txt") == bytes("one\ntwo\nthree\n") }
+    }
+
+    /// B's upload of an edit is under way when A's delete of the file lands; then B deletes the
+    /// file too. B's put conflicts with the tombstone, so B rebases onto it; its next round finds
+    /// the file gone and commits a delete against the tombstone's version, which the container
+    /// refuses as invalid (there is nothing to delete). The change must end (both sides deleted
+    /// the file), not be retried forever with `sync` never finishing.
+    @Test func aDeleteAfterAConflictWithARemoteDeleteEnds() async throws {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: faulty)
+        try pair.a.makeFile("gone.txt", contents: bytes("base\n"))
+        try await pair.eventually("gone.txt on B") { try contents(pair.b, "gone.txt") == bytes("base\n") }
+        try await pair.settle()
+        let id = try #require(pair.a.fileID(of: try pair.a.lookupIno("gone.txt")))
+
+        // B edits; its upload stalls sending the chunk.
+        faulty.delay(.putChunk, by: .milliseconds(1500))
+        let handle = try pair.b.fs.open(try pair.b.lookupIno("gone.txt"), flags: O_RDWR, caller: testCaller)
+        try pair.b.write(handle, bytes("B\n"), at: 5)
+        pair.b.fs.release(handle)
+        pair.b.fs.outbox.expediteAll()
+        try await pair.eventually("B's upload started") { faulty.callCount(.putChunk) >= 1 }
+        // A deletes the file, and then B does too, while B's upload still runs.
+        try pair.a.fs.unlink(parent: .root, name: FileName("gone.txt"))
+        pair.a.fs.outbox.expediteAll()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await base.entry(id)?.isDeleted != true && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try pair.b.fs.unlink(parent: .root, name: FileName("gone.txt"))
+        faulty.delay(.putChunk, by: nil)
+
+        try await Task.sleep(for: .milliseconds(3000))
+        pair.b.fs.outbox.expediteAll()
+        try await Task.sleep(for: .milliseconds(500))
+        let stuck = pair.b.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
+        withKnownIssue("a delete committed against a tombstone fails as invalid forever (SyncEngine+Uploader)") {
+            #expect(stuck.isEmpty, "B's queue never empties: \(stuck)")
+        }
+        #expect(try await base.entry(id)?.isDeleted == true)
+        #expect(try pair.a.childNames() == [] && pair.b.childNames() == [])
+    }
+
+    /// A edits a file and removes an (empty) folder; meanwhile B edits the same file and moves it
+    /// into that folder, and commits first. A's upload of the file conflicts: A keeps its version
+    /// as a copy and must take B's, which lives in the folder A removed — a folder whose delete
+    /// A still has queued, and which the container refuses (the folder is not empty) until the
+    /// file is settled. Neither change may wait for the other forever; and each round of the
+    /// wait must not leave another conflicted copy behind.
+    @Test func aConflictIntoAFolderRemovedLocallyDoesNotLoop() async throws {
+        let slow = UploadQueue.Policy(quietDelay: 400_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        let pair = try SyncedPair(policy: slow)
+        try pair.a.mkdir("folder")
+        try pair.a.makeFile("note.txt", contents: bytes("base\n"))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("both on B") { try contents(pair.b, "note.txt") == bytes("base\n") }
+        try await pair.settle()
+
+        // A: edit the file, remove the folder (both queued).
+        var handle = try pair.a.fs.open(try pair.a.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
+        try pair.a.write(handle, bytes("A\n"), at: 5)
+        pair.a.fs.release(handle)
+        try pair.a.fs.rmdir(parent: .root, name: FileName("folder"))
+        // B: edit the file and move it into the folder; B commits first.
+        handle = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
+        try pair.b.write(handle, bytes("B\n"), at: 5)
+        pair.b.fs.release(handle)
+        try pair.b.fs.rename(
+            parent: .root, name: FileName("note.txt"), newParent: try pair.b.lookupIno("folder"),
+            newName: FileName("note.txt"), flags: [])
+        pair.b.fs.outbox.expediteAll()
+        try await pair.eventually("B's changes committed") {
+            pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+        }
+
+        pair.a.fs.outbox.expediteAll()
+        try await Task.sleep(for: .milliseconds(4000))
+        let queued = pair.a.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
+        let names = try pair.a.childNames()
+        withKnownIssue("a forced apply into a folder whose delete is queued waits forever, a copy per round") {
+            #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
+            #expect(names.filter { $0.contains("conflicted copy") }.count <= 1, "conflicted copies pile up: \(names)")
+        }
+    }
+}
