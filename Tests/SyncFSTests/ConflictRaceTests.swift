@@ -61,11 +61,9 @@ extension SyncEngineTests {
         // rewritten): `takeRemote` applies the container's version with `force`, which drops the
         // outbox item and installs the remote content without checking that the file is unchanged
         // since the conflict was decided and the copy made.
-        withKnownIssue("a local write during a conflict's download is lost (SyncEngine.takeRemote, force apply)") {
-            #expect(
-                everything.contains { $0.contains("A2") },
-                "the write made during the conflict's download is gone; A has \(names): \(everything)")
-        }
+        #expect(
+            everything.contains { $0.contains("A2") },
+            "the write made during the conflict's download is gone; A has \(names): \(everything)")
         #expect(everything.contains { $0.contains("A1") } && everything.contains { $0.contains("B1") })
     }
 
@@ -131,9 +129,7 @@ extension SyncEngineTests {
         pair.b.fs.outbox.expediteAll()
         try await Task.sleep(for: .milliseconds(500))
         let stuck = pair.b.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
-        withKnownIssue("a delete committed against a tombstone fails as invalid forever (SyncEngine+Uploader)") {
-            #expect(stuck.isEmpty, "B's queue never empties: \(stuck)")
-        }
+        #expect(stuck.isEmpty, "B's queue never empties: \(stuck)")
         #expect(try await base.entry(id)?.isDeleted == true)
         #expect(try pair.a.childNames() == [] && pair.b.childNames() == [])
     }
@@ -174,9 +170,7 @@ extension SyncEngineTests {
         try await Task.sleep(for: .milliseconds(4000))
         let queued = pair.a.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
         let names = try pair.a.childNames()
-        withKnownIssue("a forced apply into a folder whose delete is queued waits forever, a copy per round") {
-            #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
-            #expect(names.filter { $0.contains("conflicted copy") }.count <= 1, "conflicted copies pile up: \(names)")
-        }
+        #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
+        #expect(names.filter { $0.contains("(conflict from ") }.count <= 1, "conflict copies pile up: \(names)")
     }
 }

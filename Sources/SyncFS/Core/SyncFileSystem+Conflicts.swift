@@ -55,13 +55,17 @@ extension SyncFileSystem {
     /// mtime and xattrs, and its content from `contentFile` (a complete, synced temporary file,
     /// installed atomically) or, without one, the content it has. The entry stays queued; its
     /// base becomes `current`, so the next commit goes on top of the container's version.
-    /// Returns false (nothing changed) if the file was written since `local` was taken, is open
-    /// for writing, or the merged parent is not here yet: try again later.
+    /// Returns false (nothing changed) if the entry changed locally since `item` was taken, the
+    /// file was written since `local` was taken, is open for writing, or the merged parent is not
+    /// here yet: try again later.
     public func adoptMerged(
-        _ id: FileID, state: EntryState, onto current: RemoteEntry, contentFile: String?, local: MergeLocalContent?
+        _ id: FileID, state: EntryState, onto current: RemoteEntry, contentFile: String?, local: MergeLocalContent?,
+        item: OutboxItem
     ) -> Bool {
         var invalidations: [KernelInvalidation] = []
         let adopted = namespace.withLock { tree -> Bool in
+            // A local change since the upload was taken (a rename, a chmod) is newer than the merge.
+            guard outbox.isUnchanged(since: item) else { return false }
             guard let node = tree.node(withID: id), !node.isUnlinked, node.openWriters == 0,
                 node.kind == state.kind
             else { return false }
@@ -94,6 +98,21 @@ extension SyncFileSystem {
         }
         perform(invalidations)
         return adopted
+    }
+
+    /// Whether `adoptMerged` of `state` would find what it needs now: the entry, not open for
+    /// writing, and the merged parent as a live directory.
+    public func canAdopt(_ id: FileID, state: EntryState) -> Bool {
+        namespace.withLock { tree in
+            guard let node = tree.node(withID: id), !node.isUnlinked, node.openWriters == 0 else { return false }
+            guard let parent = state.parent else { return true }
+            return tree.node(withID: parent).map { !$0.isUnlinked && $0.kind == .directory } ?? false
+        }
+    }
+
+    /// Whether the directory `id` is here (linked).
+    public func hasLiveDirectory(_ id: FileID) -> Bool {
+        namespace.withLock { tree in tree.node(withID: id).map { !$0.isUnlinked && $0.kind == .directory } ?? false }
     }
 
     /// Keeps the local content of `id` as a new entry beside it, named

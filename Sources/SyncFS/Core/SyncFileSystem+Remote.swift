@@ -51,9 +51,16 @@ extension SyncFileSystem {
     /// that replaces the cache file atomically: a reader that has the file open keeps reading the
     /// old content. Re-plans under the lock and returns the plan if it is no longer `apply`
     /// (the caller then deletes `contentFile`).
-    public func applyRemote(_ entry: RemoteEntry, contentFile: String?, force: Bool = false) -> RemotePlan {
+    /// With `giving` (the local change that gives way, forced), nothing happens if that entry
+    /// changed locally since the item was taken (`.localChangesPending`: its next upload decides).
+    public func applyRemote(
+        _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
+    ) -> RemotePlan {
         var invalidations: [KernelInvalidation] = []
         let result = namespace.withLock { tree -> RemotePlan in
+            if force, let item, item.fileID == entry.id, !outbox.isUnchanged(since: item) {
+                return .localChangesPending
+            }
             let decision = plan(entry, force: force, tree: &tree)
             guard case .apply(let needsContent) = decision else { return decision }
             if needsContent && contentFile == nil { return decision }

@@ -35,6 +35,12 @@ public final class Outbox: Sendable {
 
     func isPending(_ id: FileID) -> Bool { queue.withLock { $0.contains(id) } }
 
+    /// Whether `item`'s entry has had no local change since the item was taken (a change bumps
+    /// its generation; a finished item is gone).
+    func isUnchanged(since item: OutboxItem) -> Bool {
+        queue.withLock { $0.items[item.fileID]?.generation == item.generation }
+    }
+
     /// Why the last upload of `id` failed, if it is queued and did.
     func lastError(_ id: FileID) -> String? { queue.withLock { $0.items[id]?.lastError } }
 

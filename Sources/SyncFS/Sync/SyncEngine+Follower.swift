@@ -72,7 +72,9 @@ extension SyncEngine {
 
     /// Applies one remote entry, fetching missing parents first and downloading content.
     /// Returns false if it must be retried later.
-    func apply(_ entry: RemoteEntry, force: Bool, depth: Int = 0) throws(SyncFailure) -> Bool {
+    func apply(_ entry: RemoteEntry, force: Bool, giving item: OutboxItem? = nil, depth: Int = 0)
+        throws(SyncFailure) -> Bool
+    {
         for _ in 0..<3 {
             switch fileSystem.planRemote(entry, force: force) {
             case .skip, .localChangesPending:
@@ -109,7 +111,7 @@ extension SyncEngine {
                     }
                     contentFile = path
                 }
-                let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force)
+                let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force, giving: item)
                 // An installed content file was renamed away; one the change no longer needed
                 // (the file became a placeholder meanwhile) is removed here.
                 if let contentFile { unlink(contentFile) }

@@ -28,6 +28,7 @@ extension SyncEngine {
         _ merged: EntryState, for item: OutboxItem, current: RemoteEntry, local: MergeLocalContent?,
         oursManifest: [ChunkRef]? = nil, contentFile: String? = nil
     ) throws(SyncFailure) -> Bool {
+        try restoreParent(of: merged)
         var contentFile = contentFile
         var downloaded: String?
         defer { if let downloaded { unlink(downloaded) } }
@@ -40,7 +41,9 @@ extension SyncEngine {
             downloaded = try download(merged.manifest, reusing: holder, manifest: oursManifest ?? [])
             contentFile = downloaded
         }
-        guard fileSystem.adoptMerged(item.fileID, state: merged, onto: current, contentFile: contentFile, local: local)
+        guard
+            fileSystem.adoptMerged(
+                item.fileID, state: merged, onto: current, contentFile: contentFile, local: local, item: item)
         else {
             fileSystem.outbox.postpone(item, by: 200_000_000)
             return true
@@ -83,13 +86,29 @@ extension SyncEngine {
             }
             return postponed
         case .keepBoth(let reason):
-            guard let copy = fileSystem.forkConflictCopy(item.fileID, local: local, reason: reason) else {
+            // The copy is made only when the file can take the container's version right after
+            // (else every retry would leave another copy).
+            try restoreParent(of: state)
+            guard fileSystem.canAdopt(item.fileID, state: state),
+                let copy = fileSystem.forkConflictCopy(item.fileID, local: local, reason: reason)
+            else {
                 fileSystem.outbox.postpone(item, by: 200_000_000)
                 return true
             }
             logger.notice("conflict on \(path): \(reason); the local version was kept as \(copy)")
             return try takeTheirs(state, item: item, current: current, local: nil, ours: ours)
         }
+    }
+
+    /// A merged entry whose folder was deleted here (its delete still queued, and refused by the
+    /// container because of this very entry) brings the folder back: the delete loses, as a
+    /// directory delete does against entries added to it on the other side.
+    func restoreParent(of state: EntryState) throws(SyncFailure) {
+        guard let parent = state.parent, !fileSystem.hasLiveDirectory(parent),
+            let remote = try remoteEntry(parent), !remote.isDeleted
+        else { return }
+        logger.notice("the folder \(parent) deleted here holds a changed entry in the container; it comes back")
+        _ = try apply(remote, force: true)
     }
 
     /// The file takes the container's content (and the merged metadata).

@@ -59,7 +59,19 @@ extension SyncEngine {
             case .delete(let base):
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceID)
-                if try resolve(try commit(request), for: item, request: request, snapshot: nil, context: &context) {
+                let outcome: CommitOutcome
+                do throws(SyncFailure) {
+                    outcome = try commit(request)
+                } catch .container(.invalidRequest(let reason)) {
+                    // Our base is a tombstone (an edit rebased onto a remote delete, then deleted
+                    // here too): deleted on both sides, nothing to commit.
+                    guard let current = try remoteEntry(item.fileID), current.isDeleted else {
+                        throw .container(.invalidRequest(reason))
+                    }
+                    fileSystem.uploadCommitted(item, entry: current)
+                    return
+                }
+                if try resolve(outcome, for: item, request: request, snapshot: nil, context: &context) {
                     return
                 }
             case .put(var snapshot):
@@ -235,10 +247,14 @@ extension SyncEngine {
     }
 
     /// Makes the local entry the container's version, dropping its queued change; if that cannot
-    /// happen yet (the file is open for writing), the item waits and is tried again.
+    /// happen yet (the file is open for writing), the item waits and is tried again; if the entry
+    /// changed locally since the item was taken, nothing is dropped and the item goes again.
     func takeRemote(_ entry: RemoteEntry, item: OutboxItem) throws(SyncFailure) {
-        if try !apply(entry, force: true) {
+        if try !apply(entry, force: true, giving: item) {
             fileSystem.outbox.postpone(item, by: 500_000_000)
+        } else if fileSystem.outbox.isPending(item.fileID) {
+            // Written again meanwhile: the newer local change is uploaded (and merged) instead.
+            fileSystem.outbox.postpone(item, by: 0)
         }
     }
 }
