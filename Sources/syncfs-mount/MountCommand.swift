@@ -57,6 +57,9 @@ struct MountCommand: ParsableCommand {
             valueName: "names"))
     var noDownloadFor: String = ""
 
+    @Flag(help: "Do not replay remote changes through the mount point (inotify watchers then miss them).")
+    var noInotifyEcho = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -88,6 +91,7 @@ struct MountCommand: ParsableCommand {
         configuration.uploadDelayMilliseconds = uploadDelay
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
+        configuration.inotifyEcho = !noInotifyEcho
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         if foreground {
@@ -121,12 +125,13 @@ struct MountCommand: ParsableCommand {
         let state = StateDirectory(path: configuration.stateDirectory)
         do { try state.create() } catch { throw fail(error) }
         let logOffset = (try? FileManager.default.attributesOfItem(atPath: state.logPath)[.size] as? Int) ?? 0
-        let arguments = [
-            "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
-            "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
-            "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
-            noDownloadFor,
-        ]
+        let arguments =
+            [
+                "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
+                "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
+                "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
+                noDownloadFor,
+            ] + (noInotifyEcho ? ["--no-inotify-echo"] : [])
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)

@@ -20,6 +20,8 @@ public struct MountConfiguration: Sendable {
     public var cacheSize: CacheSize = .percentOfFilesystem(25)
     /// Process names whose reads never download (`--no-download-for`).
     public var noDownloadProcesses: Set<String> = []
+    /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
+    public var inotifyEcho = true
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -96,9 +98,11 @@ public enum MountDaemon {
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
         logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
+        if configuration.inotifyEcho { fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) }
         ready()
 
         let result = session.run()
+        fileSystem.stopInotifyEcho()
         // The engine may still send kernel notifications: stop it before the session goes.
         control?.close()
         engine.stop()
