@@ -18,8 +18,8 @@ import Synchronization
 ///   IN_DELETE, IN_MOVED_FROM/IN_MOVED_TO. Invalidations are sent after the call returns (the
 ///   kernel holds the directory locks during it).
 /// - **Content and attributes are echoed after the fact** (`EchoTouch`): the change is applied
-///   directly, then the echo thread calls open(O_WRONLY) + ftruncate(same size) + close (IN_OPEN,
-///   IN_MODIFY, IN_CLOSE_WRITE) or chmod(same mode) / lchown(same owner) for symlinks
+///   directly, then the echo thread calls open(O_WRONLY), truncate(path, same size), close
+///   (IN_OPEN, IN_MODIFY, IN_CLOSE_WRITE) or chmod(same mode) / lchown(same owner) for symlinks
 ///   (IN_ATTRIB); the handlers change nothing for the echo thread (no download, no outbox entry,
 ///   no mtime, not counted as a writer).
 ///
@@ -161,11 +161,15 @@ final class InotifyEcho: @unchecked Sendable {
     func perform(_ touch: EchoTouch) -> Int32 {
         switch touch {
         case .content(let path, let size):
-            let descriptor = withPath(path) { open($0, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) }
-            guard descriptor >= 0 else { return errno }
-            let truncated = ftruncate(descriptor, off_t(size)) == 0 ? 0 : errno
-            close(descriptor)
-            return truncated
+            // truncate by path, not ftruncate: only the latter makes the kernel stamp its own
+            // mtime on the inode (which, under the writeback cache, it would then keep).
+            return withPath(path) { cPath in
+                let descriptor = open(cPath, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                guard descriptor >= 0 else { return errno }
+                let truncated = truncate(cPath, off_t(size)) == 0 ? 0 : errno
+                close(descriptor)
+                return truncated
+            }
         case .attributes(let path, let kind, let mode, let uid):
             let done = withPath(path) { cPath in
                 kind == .symlink ? lchown(cPath, uid, UInt32.max) : chmod(cPath, mode_t(mode))
