@@ -95,11 +95,17 @@ struct EventsTest {
             try writeFile(a.path("w.txt"), "hello")
             expectSeen(["CREATE w.txt", "MODIFY w.txt", "CLOSE_WRITE,CLOSE w.txt"], "a new file written on A")
             #expect(describeState(b.path("w.txt")) == "online", "the echo downloads nothing")
+            // A watcher of the file itself: the new content comes with a new inode (the kernel
+            // keeps its own size and mtime for one it knows), so it learns the file was replaced.
+            let fileWatcher = try Watcher(["inotifywait", "-m", "--format", "%e", b.path("w.txt")])
+            defer { fileWatcher.stop() }
+            #expect(fileWatcher.waitForErrors(containing: "Watches established"), "\(fileWatcher.errors)")
 
             try appendFile(a.path("w.txt"), bytes(" world"))
             #expect(
                 waitUntil { inotify.lines.filter { $0 == "CLOSE_WRITE,CLOSE w.txt" }.count == 2 }, "\(inotify.output)")
             #expect(describeState(b.path("w.txt")) == "online")
+            #expect(waitUntil { fileWatcher.lines.contains("DELETE_SELF") }, "\(fileWatcher.output)")
 
             // A file B has downloaded: its new content is downloaded with the change and touched.
             #expect(try readText(b.path("w.txt")) == "hello world")

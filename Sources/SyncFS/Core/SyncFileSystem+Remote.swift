@@ -114,7 +114,7 @@ extension SyncFileSystem {
             changes.append(outbox.changed(entry.id))
             return true
         }
-        invalidations.append(.entry(parent: parentIno, name: node.name))
+        invalidations.append(.deleted(parent: parentIno, child: node.ino, name: node.name))
         noteChange(.deleted, node, origin: .remote, in: tree)
         let now = Clock.nowNanoseconds()
         tree.detach(node)
@@ -182,7 +182,8 @@ extension SyncFileSystem {
             }
             node = fresh
             contentFile = nil
-            application.invalidations.append(.entry(parent: fresh.parent ?? .root, name: fresh.name))
+            application.invalidations.append(
+                .deleted(parent: fresh.parent ?? .root, child: existing.ino, name: fresh.name))
         }
         var moved = false
         if node.ino != .root, let parentID = state.parent, let parent = tree.node(withID: parentID) {

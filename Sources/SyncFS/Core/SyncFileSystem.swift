@@ -71,6 +71,8 @@ public final class SyncFileSystem: Sendable {
             case .entry(let parent, let name): kernel.entryChanged(parent: parent, name: name)
             case .attributes(let ino): kernel.attributesChanged(ino)
             case .content(let ino): kernel.writeBackPages(ino)
+            case .deleted(let parent, let child, let name):
+                kernel.entryDeleted(parent: parent, child: child, name: name)
             }
         }
     }

@@ -175,6 +175,16 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
         }
     }
 
+    func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
+        name.bytes.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                // Also invalidates the name when the kernel's entry leads elsewhere (-ENOENT).
+                _ = fuse_lowlevel_notify_delete(
+                    session, fuse_ino_t(parent.rawValue), fuse_ino_t(child.rawValue), chars.baseAddress, chars.count)
+            }
+        }
+    }
+
     func writeBackPages(_ ino: InodeNumber) {
         // Invalidating the page range makes the kernel launder dirty pages (WRITE requests)
         // before dropping them.
