@@ -41,16 +41,30 @@ final class InotifyEcho: @unchecked Sendable {
     private var finished: Int32?
     private var running = false
     private var stopped = false
-    /// Steps that completed and steps that timed out (for the log and tests).
-    private(set) var completedSteps = 0
-    private(set) var timedOutSteps = 0
+    private var completed = 0
+    private var timedOut = 0
 
-    /// Starts the echo thread; `started` receives its kernel thread id (what FUSE requests made
-    /// by it carry as their pid).
-    init(mountpoint: String, timeout: Double = 2, started: @escaping @Sendable (Int32) -> Void) {
+    /// Steps that completed and steps that timed out (for the log and tests).
+    var completedSteps: Int { counted { completed } }
+    var timedOutSteps: Int { counted { timedOut } }
+
+    private func counted(_ value: () -> Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return value()
+    }
+
+    /// Starts the echo thread, which first runs `prepare` (see
+    /// `FuseSession.isolateCallingThreadFromDevice`; false: no echo); `started` receives its
+    /// kernel thread id (what FUSE requests made by it carry as their pid).
+    init(
+        mountpoint: String, timeout: Double = 2, prepare: @escaping @Sendable () -> Bool = { true },
+        started: @escaping @Sendable (Int32) -> Void
+    ) {
         self.mountpoint = Array(mountpoint.utf8)
         self.timeout = timeout
         let thread = Thread { [self] in
+            guard prepare() else { return stop() }
             started(Self.currentThreadID())
             loop()
         }
@@ -79,11 +93,11 @@ final class InotifyEcho: @unchecked Sendable {
             _ = condition.wait(until: deadline)
         }
         guard let result = finished else {
-            timedOutSteps += 1
+            timedOut += 1
             return nil
         }
         finished = nil
-        completedSteps += 1
+        completed += 1
         return result
     }
 

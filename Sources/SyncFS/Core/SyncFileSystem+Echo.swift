@@ -12,8 +12,13 @@ public enum EchoOperation: Sendable {
 /// side (`applyRemoteEchoed`) and the FUSE handlers' side (`applyEchoed`, `openForEcho`).
 extension SyncFileSystem {
     /// Starts echoing remote changes through `mountpoint` (the session must be mounted).
-    public func startInotifyEcho(mountpoint: String, timeout: Double = 2) {
-        let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout) { [weak self] tid in
+    /// `prepareThread` runs first on the echo thread (the daemon isolates it from `/dev/fuse`);
+    /// if it fails, there is no echo.
+    public func startInotifyEcho(
+        mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
+    ) {
+        let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, prepare: prepareThread) {
+            [weak self] tid in
             self?.echoThreadID.store(tid, ordering: .relaxed)
         }
         inotifyEcho.withLock { $0 = echo }

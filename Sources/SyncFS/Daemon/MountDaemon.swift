@@ -98,7 +98,13 @@ public enum MountDaemon {
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
         logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
-        if configuration.inotifyEcho { fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) }
+        if configuration.inotifyEcho {
+            fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
+                if session.isolateCallingThreadFromDevice() { return true }
+                logger.warning("no inotify echo: its thread cannot get a descriptor table of its own")
+                return false
+            }
+        }
         ready()
 
         let result = session.run()
