@@ -161,6 +161,30 @@ struct EventsTest {
         }
     }
 
+    /// The echo thread makes calls on its own mount: killed in the middle of one, the daemon must
+    /// still die at once (its echo thread holds no `/dev/fuse` descriptor, so the kernel aborts the
+    /// connection once the other threads are gone), and a remount catches up. Each round also
+    /// unmounts B while it may still be catching up (a stop in the middle of a feed batch).
+    @Test func aDaemonKilledWhileEchoingRemoteChangesDiesAndCatchesUpOnRemount() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try makeDirectory(a.path("many"))
+            #expect(waitUntil { pathExists(b.path("many")) })
+            for round in 0..<3 {
+                // B catches up on a batch at full speed after a restart: its echo is busy all along.
+                try b.unmount()
+                for index in 0..<600 { try writeFile(a.path("many/r\(round)-\(index)"), "\(index)") }
+                #expect(a.expectSync())
+                try b.remount()
+                _ = waitUntil(timeout: 20) { ((try? listDirectory(b.path("many")).count) ?? 0) > round * 600 + 30 }
+                try b.kill9()
+                try b.remount()
+            }
+            expectConverged(mounts, timeout: 60, "after three kills while echoing")
+            #expect(try listDirectory(b.path("many")).count == 1800)
+        }
+    }
+
     @Test func theCommandFailsClearlyAndEndsWhenTheDaemonStops() throws {
         let folder = try TestFolder.make(.mount)
         defer { folder.tearDown() }
