@@ -62,6 +62,12 @@ static inline ssize_t syncfs_splice(int in, off_t *in_offset, int out, off_t *ou
     return (ssize_t)syscall(SYS_splice, in, in_offset, out, out_offset, length, flags);
 }
 
+/// unshare(CLONE_FILES) for the calling thread: a file descriptor table of its own (a copy).
+/// glibc declares unshare and CLONE_FILES only under _GNU_SOURCE.
+static inline int syncfs_unshare_files(void) {
+    return (int)syscall(SYS_unshare, 0x00000400 /* CLONE_FILES */);
+}
+
 /// FUSE_HANDLE_KILLPRIV_V2 (kernel 5.11+): the daemon clears setuid/setgid on write, truncate
 /// and chown, so the kernel may mark inodes S_NOSEC and stop asking for security.capability
 /// before every write. libfuse 3.14 cannot negotiate it; the folder adds it to the INIT reply.

@@ -61,6 +61,9 @@ struct MountCommand: ParsableCommand {
     @Option(help: .hidden)
     var testOutageFile: String?
 
+    @Flag(help: "Do not replay remote changes through the mount point (inotify watchers then miss them).")
+    var noInotifyEcho = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -92,6 +95,7 @@ struct MountCommand: ParsableCommand {
         configuration.uploadDelayMilliseconds = uploadDelay
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
+        configuration.inotifyEcho = !noInotifyEcho
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.testOutageFile = testOutageFile.map(absolutePath)
@@ -133,6 +137,7 @@ struct MountCommand: ParsableCommand {
             noDownloadFor,
         ]
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
+        if noInotifyEcho { arguments.append("--no-inotify-echo") }
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)

@@ -13,7 +13,7 @@ struct SyncFSCommand: ParsableCommand {
         subcommands: [
             MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, PinCommand.self,
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
-            SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self,
+            SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
         ]
     )
 }

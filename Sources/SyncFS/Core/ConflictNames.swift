@@ -53,4 +53,8 @@ enum KernelInvalidation {
     case attributes(InodeNumber)
     /// Attributes and cached pages (the content was replaced).
     case content(InodeNumber)
+    /// The name no longer leads to `child`, which is gone (deleted, or replaced by a new inode):
+    /// the kernel also drops the inode's link count, so inotify watchers of the file itself get
+    /// IN_DELETE_SELF, as after a local unlink or replace-by-rename.
+    case deleted(parent: InodeNumber, child: InodeNumber, name: FileName)
 }

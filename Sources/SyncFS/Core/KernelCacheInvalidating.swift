@@ -15,4 +15,14 @@ public protocol KernelCacheInvalidating: Sendable {
 
     /// The name in the directory was added, removed or now points elsewhere.
     func entryChanged(parent: InodeNumber, name: FileName)
+
+    /// The name no longer leads to `child`, which is gone: the kernel drops the name and the
+    /// inode's link count (inotify watchers of the inode get IN_DELETE_SELF once it is unused).
+    func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName)
+}
+
+extension KernelCacheInvalidating {
+    public func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
+        entryChanged(parent: parent, name: name)
+    }
 }

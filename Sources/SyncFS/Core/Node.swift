@@ -60,6 +60,9 @@ final class Node: @unchecked Sendable {
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)
+    /// Content changed (written, truncated through a handle) since the last `modified` event;
+    /// the event goes out when the last writer closes or on `fsync` (one per burst).
+    let changedSinceEvent = Atomic<Bool>(false)
     /// The cache file's directory entry is known to be on disk (false for a file created in this
     /// mount until its first `fsync`), so `fsync` syncs the cache directory only once per file.
     let cacheEntryDurable = Atomic<Bool>(true)
@@ -142,6 +145,7 @@ final class Node: @unchecked Sendable {
         }
         if let now { mtime.store(now, ordering: .relaxed) }
         hasUnrecordedWrites.store(true, ordering: .relaxed)
+        changedSinceEvent.store(true, ordering: .relaxed)
     }
 }
 

@@ -54,6 +54,7 @@ extension SyncFileSystem {
             let node = try tree.node(ino)
             let now = Clock.nowNanoseconds()
             let modeBefore = node.mode
+            let (uidBefore, gidBefore, atimeBefore) = (node.uid, node.gid, node.atime)
             let mtimeBefore = node.mtime.load(ordering: .relaxed)
             if let mode = changes.mode { node.mode = mode & 0o7777 }
             if let uid = changes.uid { node.uid = uid }
@@ -86,6 +87,15 @@ extension SyncFileSystem {
                 node.mode != modeBefore || changes.size != nil || node.mtime.load(ordering: .relaxed) != mtimeBefore
             if !node.isUnlinked {
                 if syncs { recordLocalChange(node) } else { recordChange(node) }
+                let ownerChanged = node.mode != modeBefore || node.uid != uidBefore || node.gid != gidBefore
+                let timesChanged = node.atime != atimeBefore || node.mtime.load(ordering: .relaxed) != mtimeBefore
+                if node.openWriters > 0 && !ownerChanged && (handle != nil || changes.size == nil) {
+                    // Part of a write burst (ftruncate, the kernel's time updates): reported once
+                    // the last writer closes.
+                    if changes.size != nil || timesChanged { node.changedSinceEvent.store(true, ordering: .relaxed) }
+                } else if changes.size != nil || ownerChanged || timesChanged {
+                    noteChange(.modified, node, origin: .local, in: tree)
+                }
             }
             return attributes(of: node)
         }

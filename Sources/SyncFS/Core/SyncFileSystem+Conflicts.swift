@@ -57,12 +57,12 @@ extension SyncFileSystem {
     /// base becomes `current`, so the next commit goes on top of the container's version.
     /// Returns false (nothing changed) if the entry changed locally since `item` was taken, the
     /// file was written since `local` was taken, is open for writing, or the merged parent is not
-    /// here yet: try again later.
+    /// here yet: try again later. `event` (e.g. `merged`) is published for the entry once adopted.
     public func adoptMerged(
         _ id: FileID, state: EntryState, onto current: RemoteEntry, contentFile: String?, local: MergeLocalContent?,
-        item: OutboxItem
+        item: OutboxItem, event: ChangeEvent.Kind? = nil
     ) -> Bool {
-        var invalidations: [KernelInvalidation] = []
+        var application = RemoteApplication()
         let adopted = namespace.withLock { tree -> Bool in
             // A local change since the upload was taken (a rename, a chmod) is newer than the merge.
             guard outbox.isUnchanged(since: item) else { return false }
@@ -87,16 +87,17 @@ extension SyncFileSystem {
             guard
                 update(
                     node, to: entry, contentFile: contentFile, tree: &tree, changes: &changes,
-                    invalidations: &invalidations)
+                    application: &application)
             else { return false }
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
             tree.bases[id] = base
             changes.append(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
             noteConflictAttribute(of: tree.node(withID: id), in: &tree)
             store.record(changes)
+            if let event, let adopted = tree.node(withID: id) { noteChange(event, adopted, origin: .local, in: tree) }
             return true
         }
-        perform(invalidations)
+        perform(application.invalidations)
         return adopted
     }
 
@@ -148,6 +149,7 @@ extension SyncFileSystem {
             changes.append(outbox.changed(copyID))
             tree.conflictCopies[copyID] = node.fileID
             store.record(changes)
+            noteChange(.conflict, copy, origin: .local, in: tree)
             touchDirectory(parent, now: now)
             invalidations.append(.entry(parent: parent.ino, name: name))
             return name
@@ -165,6 +167,7 @@ extension SyncFileSystem {
             node.xattrs[Self.conflictAttribute] = value
             tree.conflictCopies[id] = id
             store.record([.setXattr(node.ino, name: Self.conflictAttribute, value: value), outbox.changed(id)])
+            noteChange(.conflict, node, origin: .local, in: tree)
         }
     }
 

@@ -23,6 +23,7 @@ extension SyncFileSystem {
         tree.attach(node, to: directory, as: name)
         store.record([.upsert(record), outbox.changed(fileID), .setMeta(key: "next_ino", value: String(tree.nextIno))])
         touchDirectory(directory, now: now)
+        noteChange(.created, node, origin: .local, in: tree)
         return node
     }
 
@@ -48,9 +49,12 @@ extension SyncFileSystem {
     }
 
     /// Removes `node` from the tree and its entry from the store; the node lives on while the
-    /// kernel or a handle refers to it. Under the lock.
-    func unlinkNode(_ node: Node, from directory: Node, in tree: inout Namespace) throws(FSError) {
+    /// kernel or a handle refers to it. Publishes `deleted` unless `publishing` is false. Under the lock.
+    func unlinkNode(_ node: Node, from directory: Node, in tree: inout Namespace, publishing: Bool = true)
+        throws(FSError)
+    {
         let now = Clock.nowNanoseconds()
+        if publishing { noteChange(.deleted, node, origin: .local, in: tree) }
         tree.detach(node)
         node.isUnlinked = true
         node.ctime = now

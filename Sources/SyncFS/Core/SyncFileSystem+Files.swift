@@ -149,6 +149,7 @@ extension SyncFileSystem {
             node.size.store(0, ordering: .relaxed)
             node.mtime.store(now, ordering: .relaxed)
             node.ctime = now
+            node.changedSinceEvent.store(true, ordering: .relaxed)
             if !node.isUnlinked { recordLocalChange(node) }
         }
         return handle
@@ -206,11 +207,15 @@ extension SyncFileSystem {
     public func release(_ handle: OpenFile) {
         flush(handle)
         close(handle.descriptor)
+        // The echo thread's handle was never counted (the kernel may still have written back
+        // another program's pages through it: `flush` recorded those).
+        if handle.isEcho { return }
         namespace.withLock { tree in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
             stopUnneededHydration(of: handle.node)
             if handle.writable { handle.node.openWriters -= 1 }
+            if handle.node.openWriters == 0 { noteContentChangeEnded(handle.node, in: tree) }
             releaseIfUnused(handle.node.ino, in: &tree)
         }
     }
@@ -220,6 +225,9 @@ extension SyncFileSystem {
         let synced = dataOnly ? fdatasync(handle.descriptor) : Glibc.fsync(handle.descriptor)
         if synced != 0 { throw .fromErrno() }
         flush(handle)
+        if changeEvents.isObserved && handle.node.changedSinceEvent.load(ordering: .relaxed) {
+            namespace.withLock { tree in noteContentChangeEnded(handle.node, in: tree) }
+        }
         if !handle.node.cacheEntryDurable.load(ordering: .relaxed) {
             try cache.syncDirectory(of: handle.node.fileID)
             handle.node.cacheEntryDurable.store(true, ordering: .relaxed)

@@ -61,6 +61,7 @@ extension SyncFileSystem {
                 throw .invalidArgument
             }
             let now = Clock.nowNanoseconds()
+            let oldPath = pathIfObserved(node, in: tree)
             if flags.contains(.exchange) {
                 guard let target else { throw .notFound }
                 if target.kind == .directory && tree.isSameOrBelow(source, target) { throw .invalidArgument }
@@ -76,10 +77,11 @@ extension SyncFileSystem {
                 case (true, true): if !target.children.isEmpty { throw .notEmpty }
                 case (false, false): break
                 }
-                if node.kind == .file && target.kind == .file && tree.bases[node.fileID] == nil {
-                    takeIdentity(of: target, into: node, in: &tree)
-                }
-                try unlinkNode(target, from: destination, in: &tree)
+                // Save-by-rename keeps one identity at the name: no `deleted` for the replaced file.
+                let tookIdentity =
+                    node.kind == .file && target.kind == .file && tree.bases[node.fileID] == nil
+                    && takeIdentity(of: target, into: node, in: &tree)
+                try unlinkNode(target, from: destination, in: &tree, publishing: !tookIdentity)
             }
             tree.detach(node)
             tree.attach(node, to: destination, as: newName)
@@ -87,6 +89,7 @@ extension SyncFileSystem {
             recordLocalChange(node)
             touchDirectory(source, now: now)
             if destination.ino != source.ino { touchDirectory(destination, now: now) }
+            noteChange(.renamed, node, origin: .local, oldPath: oldPath, in: tree)
             return destination.ino != source.ino && pinState(of: node, in: tree) != .none
         }
         // Placeholders moved under a pin are downloaded like those that arrive there.
@@ -104,15 +107,16 @@ extension SyncFileSystem {
     /// temporary name and an atomic rename), not moved, so until the batch recording the swap is
     /// committed, the replacement's own path still holds its bytes (a crash shows the old tree
     /// with every fsync'd byte); the old path goes with the replaced node, after that commit.
-    private func takeIdentity(of target: Node, into node: Node, in tree: inout Namespace) {
+    private func takeIdentity(of target: Node, into node: Node, in tree: inout Namespace) -> Bool {
         let kept = target.fileID
         let abandoned = node.fileID
-        guard cache.linkContent(of: abandoned, as: kept) else { return }
+        guard cache.linkContent(of: abandoned, as: kept) else { return false }
         node.fileID = kept
         target.fileID = abandoned
         tree.byFileID[kept] = node.ino
         tree.byFileID[abandoned] = target.ino
         node.cacheEntryDurable.store(false, ordering: .relaxed)
+        return true
     }
 
     /// `RENAME_EXCHANGE`: both names stay, pointing at each other's node. Both records change in
@@ -122,6 +126,7 @@ extension SyncFileSystem {
             let firstParent = tree.nodes[firstParentIno], let secondParent = tree.nodes[secondParentIno]
         else { throw .notFound }
         if first.ino == second.ino { return }
+        let (firstPath, secondPath) = (pathIfObserved(first, in: tree), pathIfObserved(second, in: tree))
         let firstName = first.name
         let secondName = second.name
         tree.detach(first)
@@ -137,5 +142,7 @@ extension SyncFileSystem {
         ])
         touchDirectory(firstParent, now: now)
         if secondParent.ino != firstParent.ino { touchDirectory(secondParent, now: now) }
+        noteChange(.renamed, first, origin: .local, oldPath: firstPath, path: secondPath, in: tree)
+        noteChange(.renamed, second, origin: .local, oldPath: secondPath, path: firstPath, in: tree)
     }
 }

@@ -23,7 +23,7 @@ extension SyncFileSystem {
         namespace.withLock { tree in plan(entry, force: force, tree: &tree) }
     }
 
-    private func plan(_ entry: RemoteEntry, force: Bool, tree: inout Namespace) -> RemotePlan {
+    func plan(_ entry: RemoteEntry, force: Bool, tree: inout Namespace) -> RemotePlan {
         let base = tree.bases[entry.id]
         if !force, let base, base.version >= entry.version { return .skip }
         let node = tree.node(withID: entry.id)
@@ -51,42 +51,57 @@ extension SyncFileSystem {
     /// that replaces the cache file atomically: a reader that has the file open keeps reading the
     /// old content. Re-plans under the lock and returns the plan if it is no longer `apply`
     /// (the caller then deletes `contentFile`).
+    ///
+    /// With the inotify echo on (`startInotifyEcho`), creates, deletes and moves are applied
+    /// through the mount point and content and attribute changes are touched afterwards, so
+    /// programs watching with inotify see them (see `InotifyEcho`).
+    ///
     /// With `giving` (the local change that gives way, forced), nothing happens if that entry
-    /// changed locally since the item was taken (`.localChangesPending`: its next upload decides).
+    /// changed locally since the item was taken (`.localChangesPending`: its next upload decides);
+    /// such a change is applied directly, without the echo.
     public func applyRemote(
         _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
     ) -> RemotePlan {
-        var invalidations: [KernelInvalidation] = []
+        if item == nil, let echo = inotifyEcho.withLock({ $0 }) {
+            return applyRemoteEchoed(entry, contentFile: contentFile, force: force, echo: echo)
+        }
+        var application = RemoteApplication()
         let result = namespace.withLock { tree -> RemotePlan in
             if force, let item, item.fileID == entry.id, !outbox.isUnchanged(since: item) {
                 return .localChangesPending
             }
-            let decision = plan(entry, force: force, tree: &tree)
-            guard case .apply(let needsContent) = decision else { return decision }
-            if needsContent && contentFile == nil { return decision }
-            var changes: [MetadataChange] = []
-            if force { changes.append(outbox.remove(entry.id)) }
-            if entry.isDeleted {
-                guard applyDeletion(entry, tree: &tree, changes: &changes, invalidations: &invalidations) else {
-                    return .later
-                }
-            } else if let node = tree.node(withID: entry.id), !node.isUnlinked {
-                guard
-                    update(
-                        node, to: entry, contentFile: needsContent ? contentFile : nil, tree: &tree,
-                        changes: &changes, invalidations: &invalidations)
-                else { return .later }
-            } else {
-                guard
-                    create(
-                        entry, contentFile: contentFile, tree: &tree, changes: &changes, invalidations: &invalidations)
-                else { return .later }
-            }
-            store.record(changes)
-            return decision
+            return applyRemoteLocked(entry, contentFile: contentFile, force: force, tree: &tree, into: &application)
         }
-        perform(invalidations)
+        perform(application.invalidations)
         return result
+    }
+
+    /// `applyRemote` under the lock: re-plans, applies, records, publishes the change events;
+    /// the kernel invalidations (and the echo's touch) go to `application`.
+    func applyRemoteLocked(
+        _ entry: RemoteEntry, contentFile: String?, force: Bool, tree: inout Namespace,
+        into application: inout RemoteApplication
+    ) -> RemotePlan {
+        let decision = plan(entry, force: force, tree: &tree)
+        guard case .apply(let needsContent) = decision else { return decision }
+        if needsContent && contentFile == nil { return decision }
+        var changes: [MetadataChange] = []
+        if force { changes.append(outbox.remove(entry.id)) }
+        if entry.isDeleted {
+            guard applyDeletion(entry, tree: &tree, changes: &changes, invalidations: &application.invalidations)
+            else { return .later }
+        } else if let node = tree.node(withID: entry.id), !node.isUnlinked {
+            guard
+                update(
+                    node, to: entry, contentFile: needsContent ? contentFile : nil, tree: &tree, changes: &changes,
+                    application: &application)
+            else { return .later }
+        } else {
+            guard create(entry, contentFile: contentFile, tree: &tree, changes: &changes, application: &application)
+            else { return .later }
+        }
+        store.record(changes)
+        return decision
     }
 
     private func applyDeletion(
@@ -108,7 +123,8 @@ extension SyncFileSystem {
             changes.append(outbox.changed(entry.id))
             return true
         }
-        invalidations.append(.entry(parent: parentIno, name: node.name))
+        invalidations.append(.deleted(parent: parentIno, child: node.ino, name: node.name))
+        noteChange(.deleted, node, origin: .remote, in: tree)
         let now = Clock.nowNanoseconds()
         tree.detach(node)
         node.isUnlinked = true
@@ -126,8 +142,10 @@ extension SyncFileSystem {
     ) {
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
+            let occupantPath = pathIfObserved(occupant, in: tree)
             _ = moveToConflictName(
                 occupant, in: parent, of: node.fileID, tree: &tree, changes: &changes, invalidations: &invalidations)
+            noteChange(.conflict, occupant, origin: .remote, oldPath: occupantPath, in: tree)
         }
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
             invalidations.append(.entry(parent: oldParentIno, name: node.name))
@@ -141,13 +159,18 @@ extension SyncFileSystem {
 
     func update(
         _ existing: Node, to entry: RemoteEntry, contentFile: String?, tree: inout Namespace,
-        changes: inout [MetadataChange], invalidations: inout [KernelInvalidation]
+        changes: inout [MetadataChange], application: inout RemoteApplication
     ) -> Bool {
         let state = entry.state
         guard existing.kind == state.kind else { return false }
         var node = existing
         var contentFile = contentFile
+        let oldPath = pathIfObserved(existing, in: tree)
         let placeholderChanged = existing.isPlaceholder && tree.bases[entry.id]?.manifest != state.manifest
+        let contentChanged = contentFile != nil || placeholderChanged
+        let metadataChanged =
+            existing.mode != state.mode || existing.mtime.load(ordering: .relaxed) != state.mtime
+            || existing.xattrs != state.xattrs || (state.symlinkTarget.map { $0 != existing.symlinkTarget } ?? false)
         let timesOrContentChanged =
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
         if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
@@ -168,12 +191,17 @@ extension SyncFileSystem {
             }
             node = fresh
             contentFile = nil
-            invalidations.append(.entry(parent: fresh.parent ?? .root, name: fresh.name))
+            application.invalidations.append(
+                .deleted(parent: fresh.parent ?? .root, child: existing.ino, name: fresh.name))
         }
+        var moved = false
         if node.ino != .root, let parentID = state.parent, let parent = tree.node(withID: parentID) {
             let name = FileName(bytes: state.name)
             if node.parent != parent.ino || node.name != name {
-                place(node, in: parent, as: name, tree: &tree, changes: &changes, invalidations: &invalidations)
+                place(
+                    node, in: parent, as: name, tree: &tree, changes: &changes,
+                    invalidations: &application.invalidations)
+                moved = true
             }
         }
         node.mode = state.mode
@@ -186,15 +214,22 @@ extension SyncFileSystem {
             defer { node.endContentChange() }
             guard (try? cache.install(contentFile, as: node.fileID)) != nil else { return false }
             node.size.store(state.size, ordering: .relaxed)
-            invalidations.append(.content(node.ino))
+            application.invalidations.append(.content(node.ino))
         } else {
-            invalidations.append(.attributes(node.ino))
+            application.invalidations.append(.attributes(node.ino))
         }
         if node !== existing || node.isPlaceholder { node.size.store(state.size, ordering: .relaxed) }
         changes.append(.upsert(node.record))
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
         changes.append(.syncBaseSet(entry.id, base, state: state))
+        if moved { noteChange(.renamed, node, origin: .remote, oldPath: oldPath, in: tree) }
+        if contentChanged || metadataChanged {
+            noteChange(.modified, node, origin: .remote, in: tree)
+            if application.wantsTouch {
+                application.touch = echoTouch(for: node, contentChanged: contentChanged, in: tree)
+            }
+        }
         return true
     }
 
@@ -231,7 +266,7 @@ extension SyncFileSystem {
 
     private func create(
         _ entry: RemoteEntry, contentFile: String?, tree: inout Namespace, changes: inout [MetadataChange],
-        invalidations: inout [KernelInvalidation]
+        application: inout RemoteApplication
     ) -> Bool {
         let state = entry.state
         guard let parentID = state.parent, let parent = tree.node(withID: parentID),
@@ -259,13 +294,20 @@ extension SyncFileSystem {
             kind: state.kind, mode: state.mode, uid: owner.uid, gid: owner.gid, size: state.size, atime: now,
             mtime: state.mtime, ctime: now, symlinkTarget: state.symlinkTarget, isPlaceholder: isPlaceholder)
         let node = Node(record: record, xattrs: [:])
-        place(node, in: parent, as: record.name, tree: &tree, changes: &changes, invalidations: &invalidations)
+        place(
+            node, in: parent, as: record.name, tree: &tree, changes: &changes,
+            invalidations: &application.invalidations)
         changes.append(.upsert(node.record))
         changes.append(.setMeta(key: "next_ino", value: String(tree.nextIno)))
         applyXattrs(state.xattrs, to: node, tree: &tree, changes: &changes)
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
         changes.append(.syncBaseSet(entry.id, base, state: state))
+        noteChange(.created, node, origin: .remote, in: tree)
+        // A new file is echoed as written and closed too, as a local copy would be seen.
+        if application.wantsTouch && node.kind == .file {
+            application.touch = echoTouch(for: node, contentChanged: true, in: tree)
+        }
         return true
     }
 

@@ -199,9 +199,11 @@ extension SyncFileSystem {
                 let parent = tree.nodes[parentIno]
             else { return nil }
             var changes: [MetadataChange] = []
+            let oldPath = pathIfObserved(node, in: tree)
             let newName = moveToConflictName(
                 node, in: parent, of: holder, tree: &tree, changes: &changes, invalidations: &invalidations)
             store.record(changes)
+            noteChange(.conflict, node, origin: .local, oldPath: oldPath, in: tree)
             return newName
         }
         perform(invalidations)

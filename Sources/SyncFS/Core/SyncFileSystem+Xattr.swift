@@ -60,6 +60,7 @@ extension SyncFileSystem {
             if !node.isUnlinked {
                 store.xattrSet(node.ino, name: name, value: value)
                 recordLocalChange(node)
+                noteChange(.modified, node, origin: .local, in: tree)
             }
         }
     }
@@ -86,6 +87,7 @@ extension SyncFileSystem {
             if !node.isUnlinked {
                 store.xattrRemoved(node.ino, name: name)
                 recordLocalChange(node)
+                noteChange(.modified, node, origin: .local, in: tree)
             }
         }
     }

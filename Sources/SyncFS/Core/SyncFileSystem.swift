@@ -41,6 +41,12 @@ public final class SyncFileSystem: Sendable {
     let lastUnreachableDownload = Atomic<Int64>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
+    /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
+    public let changeEvents = ChangeEvents()
+    /// Makes the kernel emit inotify events for remote changes (see `InotifyEcho`); nil when off.
+    let inotifyEcho = Mutex<InotifyEcho?>(nil)
+    /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
+    let echoThreadID = Atomic<Int32>(0)
     /// Wakes the background downloader when pins change (set by the sync engine).
     let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
 
@@ -65,6 +71,8 @@ public final class SyncFileSystem: Sendable {
             case .entry(let parent, let name): kernel.entryChanged(parent: parent, name: name)
             case .attributes(let ino): kernel.attributesChanged(ino)
             case .content(let ino): kernel.writeBackPages(ino)
+            case .deleted(let parent, let child, let name):
+                kernel.entryDeleted(parent: parent, child: child, name: name)
             }
         }
     }

@@ -38,6 +38,8 @@ struct ControlCommands {
                     }
                 }
                 return ControlReply(action: report)
+            case .events:
+                return ControlReply(error: "events is a stream (ControlServer answers it)")
             case .download:
                 let ids = try fileSystem.placeholders(below: try target(request))
                 engine.requestDownloads(ids)

@@ -2,12 +2,17 @@ import Foundation
 import SyncBackend
 
 /// One request on the control socket (a line of JSON). `path` is relative to the mount point.
+///
+/// `events` (with an optional `path`; a trailing `/` watches the folder below it) keeps the
+/// connection open: the daemon answers one `ControlReply` line (`watching`, or `error`), then
+/// writes one `ChangeEvent` line per change until the client closes or the daemon stops.
 public struct ControlRequest: Codable, Sendable {
     public enum Command: String, Codable, Sendable {
         case status, sync
         case pathStatus = "path-status"
         case pin, unpin, evict, download
         case conflicts, resolve
+        case events
     }
 
     public var command: Command
@@ -27,6 +32,9 @@ public struct ControlReply: Codable, Sendable {
     /// `conflicts`: every unresolved conflict of the mount.
     public var conflicts: [ConflictListing]?
     public var error: String?
+    /// `events`: the subscription is live; the filter it watches ("" everything, a path, or a
+    /// folder ending in `/`).
+    public var watching: String?
 }
 
 /// One path's state, for `status PATH`.

@@ -5,7 +5,8 @@ import Glibc
 /// `syncfs-mount sync|status|unmount` ask about and hurry the sync engine.
 ///
 /// Protocol: the client sends one line of JSON (`ControlRequest`); the daemon answers one line of
-/// JSON (`ControlReply`) and closes. Requests are answered one at a time.
+/// JSON (`ControlReply`) and closes. Requests are answered one at a time, except `events`, which
+/// is streamed by a thread of its own (`EventStream`) until the client or the daemon goes.
 public final class ControlServer: @unchecked Sendable {
     private let listener: Int32
     private let path: String
@@ -40,12 +41,12 @@ public final class ControlServer: @unchecked Sendable {
                 if errno == EINTR { continue }
                 return
             }
-            handle(client)
-            Glibc.close(client)
+            if handle(client) { Glibc.close(client) }
         }
     }
 
-    private func handle(_ client: Int32) {
+    /// Answers one request; returns false if the connection was handed to an event stream.
+    private func handle(_ client: Int32) -> Bool {
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !line.contains(10) && line.count < 1 << 20 {
@@ -56,23 +57,34 @@ public final class ControlServer: @unchecked Sendable {
         }
         let reply: ControlReply
         if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line.prefix { $0 != 10 })) {
+            if request.command == .events {
+                EventStream.start(client, request: request, events: engine.fileSystem.changeEvents)
+                return false
+            }
             reply = ControlCommands(engine: engine).answer(request)
         } else {
             reply = ControlReply(error: "malformed request")
         }
-        guard let data = try? JSONEncoder().encode(reply) else { return }
-        let bytes = Array(data) + [10]
-        var written = 0
-        while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return }
-            written += count
-        }
+        guard let data = try? JSONEncoder().encode(reply) else { return true }
+        _ = Self.writeAll(client, Array(data) + [10])
+        return true
     }
 
-    /// Stops answering and removes the socket.
+    /// Writes every byte; false if the peer is gone.
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return false }
+            written += count
+        }
+        return true
+    }
+
+    /// Stops answering, ends the event streams and removes the socket.
     public func close() {
+        engine.fileSystem.changeEvents.closeAll()
         shutdown(listener, Int32(SHUT_RDWR))
         Glibc.close(listener)
         unlink(path)
@@ -101,6 +113,28 @@ public final class ControlServer: @unchecked Sendable {
             reply.append(contentsOf: chunk[..<count])
         }
         return try? JSONDecoder().decode(ControlReply.self, from: Data(reply))
+    }
+
+    /// Connects to the daemon serving `mountpoint` and sends `request`; returns the connected
+    /// socket (the caller reads the answer and closes it), or nil if no daemon answers.
+    public static func openStream(_ request: ControlRequest, mountpoint: String) -> Int32? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        guard var address = try? ControlAddress.make(MountRegistry.socketPath(for: mountpoint)) else {
+            Glibc.close(fd)
+            return nil
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0, let encoded = try? JSONEncoder().encode(request), writeAll(fd, Array(encoded) + [10])
+        else {
+            Glibc.close(fd)
+            return nil
+        }
+        return fd
     }
 
     /// The mount's sync status (`status`, or `sync` which first expedites the queue).

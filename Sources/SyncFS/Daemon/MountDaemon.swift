@@ -22,6 +22,8 @@ public struct MountConfiguration: Sendable {
     public var noDownloadProcesses: Set<String> = []
     /// For tests: the container is unreachable while this file exists (`--test-outage-file`).
     public var testOutageFile: String?
+    /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
+    public var inotifyEcho = true
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -98,9 +100,17 @@ public enum MountDaemon {
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
         logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
+        if configuration.inotifyEcho {
+            fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
+                if session.isolateCallingThreadFromDevice() { return true }
+                logger.warning("no inotify echo: its thread cannot get a descriptor table of its own")
+                return false
+            }
+        }
         ready()
 
         let result = session.run()
+        fileSystem.stopInotifyEcho()
         // The engine may still send kernel notifications: stop it before the session goes.
         control?.close()
         engine.stop()

@@ -46,6 +46,13 @@ func fuseSetattr(
 ) {
     let context = FuseContext.of(req)
     guard let attr = attr?.pointee else { return replyError(req, .invalidArgument) }
+    if isEcho(req, context) {
+        // The echo of a remote change (truncate to the same size, chmod to the same mode) or the
+        // kernel's own time update after one: nothing changes.
+        do { return replyAttributes(req, try context.fileSystem.getattr(inode(ino)), context) } catch {
+            return replyError(req, error)
+        }
+    }
     var changes = AttributeChanges()
     if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = UInt32(attr.st_mode) }
     if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
@@ -87,6 +94,9 @@ func fuseReadlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
 
 func fuseMknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t, _ rdev: dev_t) {
     let context = FuseContext.of(req)
+    if isEcho(req, context) {
+        return replyEcho(req, .create(parent: inode(parent), name: fileName(name), kind: .file), context)
+    }
     do {
         let entry = try context.fileSystem.mknod(
             parent: inode(parent), name: fileName(name), mode: UInt32(mode), caller: caller(req))
@@ -98,6 +108,9 @@ func fuseMknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<C
 
 func fuseMkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t) {
     let context = FuseContext.of(req)
+    if isEcho(req, context) {
+        return replyEcho(req, .create(parent: inode(parent), name: fileName(name), kind: .directory), context)
+    }
     do {
         let entry = try context.fileSystem.mkdir(
             parent: inode(parent), name: fileName(name), mode: UInt32(mode), caller: caller(req))
@@ -108,6 +121,8 @@ func fuseMkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<C
 }
 
 func fuseUnlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
+    let context = FuseContext.of(req)
+    if isEcho(req, context) { return replyEcho(req, .remove(parent: inode(parent), name: fileName(name)), context) }
     do {
         try FuseContext.of(req).fileSystem.unlink(parent: inode(parent), name: fileName(name))
         fuse_reply_err(req, 0)
@@ -117,6 +132,8 @@ func fuseUnlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<
 }
 
 func fuseRmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
+    let context = FuseContext.of(req)
+    if isEcho(req, context) { return replyEcho(req, .remove(parent: inode(parent), name: fileName(name)), context) }
     do {
         try FuseContext.of(req).fileSystem.rmdir(parent: inode(parent), name: fileName(name))
         fuse_reply_err(req, 0)
@@ -129,6 +146,9 @@ func fuseSymlink(
     _ req: fuse_req_t?, _ link: UnsafePointer<CChar>?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?
 ) {
     let context = FuseContext.of(req)
+    if isEcho(req, context) {
+        return replyEcho(req, .create(parent: inode(parent), name: fileName(name), kind: .symlink), context)
+    }
     let target = link.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? []
     do {
         let entry = try context.fileSystem.symlink(
@@ -143,6 +163,12 @@ func fuseRename(
     _ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ newParent: fuse_ino_t,
     _ newName: UnsafePointer<CChar>?, _ flags: UInt32
 ) {
+    let context = FuseContext.of(req)
+    if isEcho(req, context) {
+        let move = EchoOperation.move(
+            parent: inode(parent), name: fileName(name), newParent: inode(newParent), newName: fileName(newName))
+        return replyEcho(req, move, context)
+    }
     do {
         try FuseContext.of(req).fileSystem.rename(
             parent: inode(parent), name: fileName(name), newParent: inode(newParent), newName: fileName(newName),

@@ -29,6 +29,17 @@ func fuseCreate(
 
 func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let context = FuseContext.of(req)
+    if isEcho(req, context) {
+        // The echo of a remote content change: no download, not counted as a writer. A local file
+        // gets a real handle (the kernel may write back another program's pages through any
+        // writable handle of the inode); a placeholder none (it has no dirty pages).
+        if let handle = context.fileSystem.openForEcho(inode(ino)) { storeHandle(handle, in: info) }
+        info?.pointee.keep_cache = 1
+        if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenFile.self) {
+            context.fileSystem.release(handle)
+        }
+        return
+    }
     do {
         let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0, caller: caller(req))
         storeHandle(handle, in: info)

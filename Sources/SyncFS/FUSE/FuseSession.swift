@@ -87,6 +87,16 @@ public final class FuseSession: @unchecked Sendable {
         Unmounter.detach(mountpoint)
     }
 
+    /// Gives the calling thread a descriptor table of its own without `/dev/fuse`: for a thread
+    /// that makes calls on this mount (the inotify echo). Should the daemon be killed while such a
+    /// call waits for a worker that will never answer, the kernel releases `/dev/fuse` once the
+    /// other threads are gone, which aborts the connection and ends the call; if this thread held
+    /// the device too, the process could never finish dying. False if it could not be done.
+    public func isolateCallingThreadFromDevice() -> Bool {
+        guard syncfs_unshare_files() == 0 else { return false }
+        return close(fuse_session_fd(session)) == 0
+    }
+
     /// Removes the kernel mount if it is still there (after `run` returned).
     public func unmount() {
         fuse_session_unmount(session)
@@ -171,6 +181,16 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
             bytes.withMemoryRebound(to: CChar.self) { chars in
                 _ = fuse_lowlevel_notify_inval_entry(
                     session, fuse_ino_t(parent.rawValue), chars.baseAddress, chars.count)
+            }
+        }
+    }
+
+    func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
+        name.bytes.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                // Also invalidates the name when the kernel's entry leads elsewhere (-ENOENT).
+                _ = fuse_lowlevel_notify_delete(
+                    session, fuse_ino_t(parent.rawValue), fuse_ino_t(child.rawValue), chars.baseAddress, chars.count)
             }
         }
     }

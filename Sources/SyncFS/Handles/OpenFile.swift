@@ -15,11 +15,14 @@ public final class OpenFile: Sendable {
     public let writable: Bool
     /// Set by the first write: the handle has content to record on flush/release.
     let wrote = Atomic<Bool>(false)
+    /// Opened by the inotify echo thread (`SyncFileSystem.openForEcho`): not counted as open.
+    let isEcho: Bool
 
-    init(node: Node, descriptor: Int32, writable: Bool) {
+    init(node: Node, descriptor: Int32, writable: Bool, isEcho: Bool = false) {
         self.node = node
         self.descriptor = descriptor
         self.writable = writable
+        self.isEcho = isEcho
     }
 
     public var ino: InodeNumber { node.ino }

@@ -26,6 +26,9 @@ extension SyncEngine {
                 for entry in batch.entries where isRunning {
                     if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
                 }
+                // Stopped in the middle of the batch: its cursor must not be stored, or the rest of
+                // the batch would never be applied (the next mount reads the batch again).
+                guard isRunning else { break }
                 cursor = batch.cursor
                 fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
                 if !batch.entries.isEmpty { downloads.poke() }

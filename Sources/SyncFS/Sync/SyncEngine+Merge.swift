@@ -26,7 +26,7 @@ extension SyncEngine {
     /// ours, else the container's (downloaded first, unless the file is a placeholder).
     func adopt(
         _ merged: EntryState, for item: OutboxItem, current: RemoteEntry, local: MergeLocalContent?,
-        oursManifest: [ChunkRef]? = nil, contentFile: String? = nil
+        oursManifest: [ChunkRef]? = nil, contentFile: String? = nil, event: ChangeEvent.Kind? = nil
     ) throws(SyncFailure) -> Bool {
         try restoreParent(of: merged)
         var contentFile = contentFile
@@ -43,7 +43,8 @@ extension SyncEngine {
         }
         guard
             fileSystem.adoptMerged(
-                item.fileID, state: merged, onto: current, contentFile: contentFile, local: local, item: item)
+                item.fileID, state: merged, onto: current, contentFile: contentFile, local: local, item: item,
+                event: event)
         else {
             fileSystem.outbox.postpone(item, by: 200_000_000)
             return true
@@ -80,7 +81,8 @@ extension SyncEngine {
         case .merged(let file, let markers):
             logger.notice("conflict on \(path): merged both versions\(markers ? " with conflict markers" : "")")
             let postponed = try adopt(
-                state, for: item, current: current, local: local, oursManifest: ours.manifest, contentFile: file)
+                state, for: item, current: current, local: local, oursManifest: ours.manifest, contentFile: file,
+                event: .merged)
             if !postponed && markers {
                 fileSystem.markConflicted(item.fileID, reason: "both changed the same lines; conflict markers written")
             }

@@ -1,0 +1,305 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Synchronization
+
+/// One change to the folder, as `syncfs-mount events` prints it (one JSON object per line).
+///
+/// `path` is relative to the mount point, without a leading slash ("" is the root), taken when
+/// the change happened; names that are not UTF-8 show U+FFFD for their invalid bytes.
+public struct ChangeEvent: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
+        case created, modified, deleted, renamed, merged, conflict
+        /// Not a change: the subscriber fell too far behind and the events after this were dropped.
+        case overflow
+    }
+
+    public enum Origin: String, Codable, Sendable {
+        /// A program on this machine changed the folder.
+        case local
+        /// The change came from the container (another mount) and was applied here.
+        case remote
+    }
+
+    public enum EntryType: String, Codable, Sendable {
+        case file, directory, symlink
+
+        init(_ kind: NodeKind) {
+            switch kind {
+            case .file: self = .file
+            case .directory: self = .directory
+            case .symlink: self = .symlink
+            }
+        }
+    }
+
+    /// ISO 8601, UTC, milliseconds: `2026-11-21T15:45:02.123Z`.
+    public var time: String
+    public var path: String
+    /// Renames only: where the entry was.
+    public var oldPath: String?
+    public var kind: Kind
+    public var origin: Origin?
+    /// The entry's stable file ID (32 hex digits); the same across renames and on every mount.
+    public var fileID: String?
+    public var type: EntryType?
+
+    public init(
+        kind: Kind, path: String, oldPath: String? = nil, origin: Origin?, fileID: FileID?, type: EntryType?,
+        time: String = ChangeEvent.timestamp()
+    ) {
+        self.time = time
+        self.path = path
+        self.oldPath = oldPath
+        self.kind = kind
+        self.origin = origin
+        self.fileID = fileID?.hex
+        self.type = type
+    }
+
+    /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
+    /// oldPath, origin, fileID, type; absent ones left out).
+    public var jsonLine: [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(160 + path.utf8.count + (oldPath?.utf8.count ?? 0))
+        func field(_ key: String, _ value: String?) {
+            guard let value else { return }
+            line.append(line.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            Self.appendJSONString(key, to: &line)
+            line.append(UInt8(ascii: ":"))
+            Self.appendJSONString(value, to: &line)
+        }
+        field("time", time)
+        field("kind", kind.rawValue)
+        field("path", kind == .overflow ? nil : path)
+        field("oldPath", oldPath)
+        field("origin", origin?.rawValue)
+        field("fileID", fileID)
+        field("type", type?.rawValue)
+        line.append(contentsOf: [UInt8(ascii: "}"), 10])
+        return line
+    }
+
+    private static func appendJSONString(_ text: String, to line: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        line.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                line.append(UInt8(ascii: "\\"))
+                line.append(byte)
+            case 0x0A: line.append(contentsOf: Array("\\n".utf8))
+            case 0x0D: line.append(contentsOf: Array("\\r".utf8))
+            case 0x09: line.append(contentsOf: Array("\\t".utf8))
+            case 0..<0x20:
+                line.append(contentsOf: Array("\\u00".utf8))
+                line.append(hex[Int(byte >> 4)])
+                line.append(hex[Int(byte & 0xF)])
+            default: line.append(byte)
+            }
+        }
+        line.append(UInt8(ascii: "\""))
+    }
+
+    /// The line that ends a stream whose subscriber fell behind.
+    public static func overflow() -> ChangeEvent {
+        ChangeEvent(kind: .overflow, path: "", origin: nil, fileID: nil, type: nil)
+    }
+
+    /// Now, as `time` shows it.
+    public static func timestamp(nanoseconds: Int64 = Clock.nowNanoseconds()) -> String {
+        var seconds = time_t(nanoseconds / 1_000_000_000)
+        let milliseconds = Int((nanoseconds % 1_000_000_000) / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milliseconds), 3))Z"
+    }
+}
+
+/// Which events a subscriber wants (`syncfs-mount events MOUNTPOINT [PATH]`).
+public enum ChangeFilter: Sendable, Equatable {
+    /// Every event.
+    case everything
+    /// Events whose `path` or `oldPath` is exactly this path.
+    case entry(String)
+    /// Events at this folder or below it (by `path` or `oldPath`): moves in and out count.
+    case below(String)
+
+    /// The filter for a request path: a trailing `/` watches the folder below; "" or "/" is
+    /// everything. Leading slashes and `.` components are dropped.
+    public init(requestPath: String?) {
+        guard let requestPath else {
+            self = .everything
+            return
+        }
+        let folder = requestPath.hasSuffix("/")
+        let cleaned = requestPath.split(separator: "/").filter { $0 != "." }.joined(separator: "/")
+        if cleaned.isEmpty {
+            self = .everything
+        } else {
+            self = folder ? .below(cleaned) : .entry(cleaned)
+        }
+    }
+
+    func matches(_ event: ChangeEvent) -> Bool {
+        switch self {
+        case .everything: return true
+        case .entry(let path): return event.path == path || event.oldPath == path
+        case .below(let folder):
+            func inside(_ path: String) -> Bool {
+                path == folder || (path.hasPrefix(folder) && path.utf8.dropFirst(folder.utf8.count).first == 0x2F)
+            }
+            return inside(event.path) || event.oldPath.map(inside) == true
+        }
+    }
+}
+
+/// Fans change events out to subscribers (`syncfs-mount events`).
+///
+/// `publish` is called by the filesystem core on the request path, usually under the namespace
+/// lock (so events leave in the order the changes happened). With nobody subscribed it costs one
+/// relaxed atomic load: check `isObserved` before building an event. With subscribers it takes
+/// the hub's own lock (lock order: namespace → hub → subscription) and appends to each matching
+/// subscriber's queue; it never waits for a subscriber. A subscriber more than `limit` events
+/// behind gets one `overflow` event and nothing after it (its stream ends).
+///
+/// Kinds published: the core publishes `created`, `modified`, `deleted`, `renamed` for local
+/// changes and for remote changes applied by the follower, and `conflict` when a local entry is
+/// moved aside for a remote one. Merge code publishes `merged` (a merge result replaced the
+/// content) and `conflict` (a conflicted copy was made) with `SyncFileSystem.publishChange`.
+public final class ChangeEvents: Sendable {
+    private let subscriberCount = Atomic<Int>(0)
+    private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])
+
+    public init() {}
+
+    /// True if anybody subscribes: build an event only then.
+    @inline(__always)
+    public var isObserved: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
+
+    /// Hands `event` to every subscriber whose filter matches. Never blocks on a subscriber.
+    public func publish(_ event: ChangeEvent) {
+        guard isObserved else { return }
+        subscribers.withLock { all in
+            for subscription in all.values where subscription.filter.matches(event) {
+                subscription.enqueue(event)
+            }
+        }
+    }
+
+    /// A new subscription; end it with `cancel()`.
+    public func subscribe(_ filter: ChangeFilter, limit: Int = 10_000) -> ChangeSubscription {
+        let subscription = ChangeSubscription(filter: filter, limit: limit, hub: self)
+        subscribers.withLock { $0[ObjectIdentifier(subscription)] = subscription }
+        subscriberCount.add(1, ordering: .relaxed)
+        return subscription
+    }
+
+    /// Ends every subscription (the daemon is stopping): their `next` returns `.closed`.
+    public func closeAll() {
+        let all = subscribers.withLock { all in
+            defer { all.removeAll() }
+            return Array(all.values)
+        }
+        subscriberCount.subtract(all.count, ordering: .relaxed)
+        for subscription in all { subscription.close() }
+    }
+
+    fileprivate func remove(_ subscription: ChangeSubscription) {
+        let removed = subscribers.withLock { $0.removeValue(forKey: ObjectIdentifier(subscription)) != nil }
+        if removed { subscriberCount.subtract(1, ordering: .relaxed) }
+    }
+}
+
+/// One subscriber's bounded queue of events.
+public final class ChangeSubscription: @unchecked Sendable {
+    /// What `next` found.
+    public enum Next: Sendable, Equatable {
+        case event(ChangeEvent)
+        /// The subscriber fell behind; this is the last thing it gets.
+        case overflow
+        case timedOut
+        /// Cancelled, or the hub closed.
+        case closed
+    }
+
+    let filter: ChangeFilter
+    private let limit: Int
+    private weak var hub: ChangeEvents?
+    // State behind `condition` (an NSCondition is also its lock).
+    private let condition = NSCondition()
+    private var queue: [ChangeEvent] = []
+    private var head = 0
+    private var overflowed = false
+    private var overflowDelivered = false
+    private var closed = false
+
+    fileprivate init(filter: ChangeFilter, limit: Int, hub: ChangeEvents) {
+        self.filter = filter
+        self.limit = max(1, limit)
+        self.hub = hub
+    }
+
+    fileprivate func enqueue(_ event: ChangeEvent) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !closed, !overflowed else { return }
+        if queue.count - head >= limit {
+            overflowed = true
+        } else {
+            queue.append(event)
+        }
+        condition.signal()
+    }
+
+    /// The next event, waiting at most `timeout` seconds.
+    public func next(timeout: Double) -> Next {
+        condition.lock()
+        defer { condition.unlock() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if head < queue.count {
+                let event = queue[head]
+                head += 1
+                if head > 1024 && head * 2 > queue.count {
+                    queue.removeFirst(head)
+                    head = 0
+                }
+                return .event(event)
+            }
+            if overflowed {
+                if overflowDelivered { return .closed }
+                overflowDelivered = true
+                return .overflow
+            }
+            if closed { return .closed }
+            if Date() >= deadline { return .timedOut }
+            _ = condition.wait(until: deadline)
+        }
+    }
+
+    /// Events queued and not yet taken.
+    public var backlog: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count - head
+    }
+
+    /// Stops the subscription; `next` returns `.closed` once the queue is empty.
+    public func cancel() {
+        hub?.remove(self)
+        close()
+    }
+
+    fileprivate func close() {
+        condition.lock()
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+    }
+}

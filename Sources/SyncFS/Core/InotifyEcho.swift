@@ -1,0 +1,231 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Synchronization
+
+/// Makes the kernel emit inotify events for remote changes.
+///
+/// The kernel emits inotify events from its VFS calls (create, unlink, rename, notify_change,
+/// close), never for a FUSE cache invalidation, so a change the daemon applies by itself is
+/// invisible to programs that watch the folder with inotify. The echo thread makes the kernel
+/// see each remote change as a VFS call on the mount point:
+///
+/// - **Structural changes go through the mount** (`EchoStep.create`, `.remove`, `.move`): the
+///   echo thread calls mknod/mkdir/symlink, unlink/rmdir or renameat2(RENAME_NOREPLACE) on the
+///   mount; the FUSE handler, seeing the echo thread's id as the request's pid, applies the
+///   pending remote change (`SyncFileSystem.applyEchoed`, the same code under the same lock) and
+///   replies as if the call had done it, so the kernel updates its dentries and emits IN_CREATE,
+///   IN_DELETE, IN_MOVED_FROM/IN_MOVED_TO. Invalidations are sent after the call returns (the
+///   kernel holds the directory locks during it).
+/// - **Content and attributes are echoed after the fact** (`EchoTouch`): the change is applied
+///   directly, then the echo thread calls open(O_WRONLY), truncate(path, same size), close
+///   (IN_OPEN, IN_MODIFY, IN_CLOSE_WRITE) or chmod(same mode) / lchown(same owner) for symlinks
+///   (IN_ATTRIB); the handlers change nothing for the echo thread (no download, no outbox entry,
+///   no mtime, not counted as a writer).
+///
+/// Robustness: one step at a time; a caller waits at most `timeout` for the echo thread, then
+/// withdraws the pending change and applies it directly. While a step is stuck (a hung mount),
+/// later changes skip the echo. Any failure of the call falls back to applying directly.
+final class InotifyEcho: @unchecked Sendable {
+    /// The mount point's path bytes.
+    let mountpoint: [UInt8]
+    /// How long a caller waits for one echo call.
+    let timeout: Double
+    /// Serialises callers (the follower; the uploader's forced applies).
+    let turn = NSLock()
+    /// The remote change the current through-the-mount step carries (see `PendingSlot`).
+    let pending = Mutex<PendingSlot>(.empty)
+
+    private let condition = NSCondition()
+    private var job: (() -> Int32)?
+    private var finished: Int32?
+    private var running = false
+    private var stopped = false
+    private var completed = 0
+    private var timedOut = 0
+
+    /// Steps that completed and steps that timed out (for the log and tests).
+    var completedSteps: Int { counted { completed } }
+    var timedOutSteps: Int { counted { timedOut } }
+
+    private func counted(_ value: () -> Int) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return value()
+    }
+
+    /// Starts the echo thread, which first runs `prepare` (see
+    /// `FuseSession.isolateCallingThreadFromDevice`; false: no echo); `started` receives its
+    /// kernel thread id (what FUSE requests made by it carry as their pid).
+    init(
+        mountpoint: String, timeout: Double = 2, prepare: @escaping @Sendable () -> Bool = { true },
+        started: @escaping @Sendable (Int32) -> Void
+    ) {
+        self.mountpoint = Array(mountpoint.utf8)
+        self.timeout = timeout
+        let thread = Thread { [self] in
+            guard prepare() else { return stop() }
+            started(Self.currentThreadID())
+            loop()
+        }
+        thread.name = "syncfs-echo"
+        thread.start()
+    }
+
+    /// False while stopped or while a step is still running (stuck): callers apply directly.
+    var isAvailable: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return !stopped && !running && job == nil
+    }
+
+    /// Runs `body` on the echo thread and returns its result (an errno, 0 for success), or nil if
+    /// the thread is stopped, busy, or did not finish within `timeout`.
+    func run(_ body: @escaping () -> Int32) -> Int32? {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopped, !running, job == nil else { return nil }
+        job = body
+        finished = nil
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(timeout)
+        while finished == nil && Date() < deadline {
+            _ = condition.wait(until: deadline)
+        }
+        guard let result = finished else {
+            timedOut += 1
+            return nil
+        }
+        finished = nil
+        completed += 1
+        return result
+    }
+
+    /// Ends the thread (after its current step, if any).
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func loop() {
+        condition.lock()
+        while true {
+            while job == nil && !stopped { condition.wait() }
+            guard !stopped, let body = job else { break }
+            job = nil
+            running = true
+            condition.unlock()
+            let result = body()
+            condition.lock()
+            running = false
+            finished = result
+            condition.broadcast()
+        }
+        condition.unlock()
+    }
+
+    /// The calling thread's kernel id (gettid(2), which Glibc's overlay lacks): the last component
+    /// of `/proc/thread-self` (`PID/task/TID`).
+    static func currentThreadID() -> Int32 {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard count > 0 else { return 0 }
+        let text = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.split(separator: "/").last.flatMap { Int32($0) } ?? 0
+    }
+
+    /// `mountpoint/relative` as a C string for `body`.
+    func withPath<R>(_ relative: [UInt8], _ body: (UnsafePointer<CChar>) -> R) -> R {
+        var bytes = mountpoint
+        if !relative.isEmpty { bytes += [0x2F] + relative }
+        bytes.append(0)
+        return bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
+        }
+    }
+
+    /// Performs a step on the calling thread (the echo thread); returns 0 or an errno.
+    func perform(_ step: EchoStep) -> Int32 {
+        let result: Int32
+        switch step {
+        case .create(let path, let kind, let target):
+            result = withPath(path) { cPath in
+                switch kind {
+                case .file: return mknod(cPath, S_IFREG | 0o600, 0)
+                case .directory: return mkdir(cPath, 0o700)
+                case .symlink:
+                    let bytes = (target ?? [0x2E]) + [0]
+                    return bytes.withUnsafeBufferPointer { buffer in
+                        buffer.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, cPath) }
+                    }
+                }
+            }
+        case .remove(let path, let isDirectory):
+            result = withPath(path) { isDirectory ? rmdir($0) : unlink($0) }
+        case .move(let from, let to):
+            // A plain rename: the destination was free in the tree, and the handler checks again.
+            result = withPath(from) { source in withPath(to) { destination in rename(source, destination) } }
+        }
+        return result == 0 ? 0 : errno
+    }
+
+    /// Performs a touch on the calling thread (the echo thread); returns 0 or an errno.
+    func perform(_ touch: EchoTouch) -> Int32 {
+        switch touch {
+        case .content(let path, let size):
+            // truncate by path, not ftruncate: only the latter makes the kernel stamp its own
+            // mtime on the inode (which, under the writeback cache, it would then keep).
+            return withPath(path) { cPath in
+                let descriptor = open(cPath, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                guard descriptor >= 0 else { return errno }
+                let truncated = truncate(cPath, off_t(size)) == 0 ? 0 : errno
+                close(descriptor)
+                return truncated
+            }
+        case .attributes(let path, let kind, let mode, let uid):
+            let done = withPath(path) { cPath in
+                kind == .symlink ? lchown(cPath, uid, UInt32.max) : chmod(cPath, mode_t(mode))
+            }
+            return done == 0 ? 0 : errno
+        }
+    }
+}
+
+/// A remote change the kernel must see as a VFS call on the mount (paths relative to it).
+enum EchoStep: Sendable, Equatable {
+    case create(path: [UInt8], kind: NodeKind, target: [UInt8]?)
+    case remove(path: [UInt8], isDirectory: Bool)
+    case move(from: [UInt8], to: [UInt8])
+}
+
+/// A remote change of content or attributes, echoed after it was applied.
+enum EchoTouch: Sendable, Equatable {
+    case content(path: [UInt8], size: Int64)
+    case attributes(path: [UInt8], kind: NodeKind, mode: UInt32, uid: UInt32)
+}
+
+/// The remote change an echo step carries to the FUSE handler, and what the handler made of it.
+enum PendingSlot {
+    case empty
+    case waiting(PendingRemoteChange)
+    case done(RemotePlan, RemoteApplication)
+}
+
+struct PendingRemoteChange {
+    let entry: RemoteEntry
+    let contentFile: String?
+    let force: Bool
+    let step: EchoStep
+}
+
+/// What applying one remote change produced besides the tree change itself.
+struct RemoteApplication {
+    /// Kernel invalidations to send once the namespace lock is dropped (and, for changes applied
+    /// inside a FUSE handler, once the echo thread's call has returned).
+    var invalidations: [KernelInvalidation] = []
+    /// The echo is on: compute `touch`.
+    var wantsTouch = false
+    var touch: EchoTouch?
+}

@@ -1,0 +1,167 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import SyncFS
+
+/// `events MOUNTPOINT [PATH] [--count N] [--timeout S]`: one JSON line per change.
+struct EventsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
+        abstract: "Print one JSON line per change in a mounted folder (local and remote changes).",
+        discussion: """
+            PATH (absolute, inside the mount, or relative to MOUNTPOINT) watches one entry; with a \
+            trailing / it watches everything below that folder. Once watching, says so on standard \
+            error; standard output carries only events, one line each, written at once. Exit codes: \
+            0 on --count events, at the end of --timeout, on SIGINT/SIGTERM or a closed output; 65 \
+            MOUNTPOINT has no running SyncFS daemon or PATH is outside it; 75 the daemon stopped, \
+            the stream overflowed (more than 10,000 events behind; the last line says \
+            {"kind":"overflow"}), or --timeout ended before --count events.
+            """
+    )
+
+    @Argument(help: "The mount point of a SyncFS folder.")
+    var mountpoint: String
+
+    @Argument(help: "An entry to watch, or a folder ending in / (default: everything).")
+    var path: String?
+
+    @Option(help: "Exit after this many events.")
+    var count: Int?
+
+    @Option(help: "Exit after this many seconds.")
+    var timeout: Double?
+
+    func validate() throws {
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() throws {
+        // Scripts stop a watcher with a signal or by closing the pipe: both are a normal end.
+        signal(SIGINT) { _ in _exit(0) }
+        signal(SIGTERM) { _ in _exit(0) }
+        signal(SIGPIPE, SIG_IGN)
+        let mount: MountedPath
+        let watched: String?
+        let socket: Int32
+        do throws(MountError) {
+            mount = try MountedPath.resolve(mountpoint)
+            guard mount.relative.isEmpty else {
+                throw MountError(
+                    .badInput, "\(mountpoint) is inside the mount \(mount.mountpoint), not its mount point")
+            }
+            if let path { watched = try Self.relative(path, in: mount.mountpoint) } else { watched = nil }
+            guard
+                let connected = ControlServer.openStream(
+                    ControlRequest(.events, path: watched), mountpoint: mount.mountpoint)
+            else { throw MountError(.badInput, "no SyncFS daemon answers for \(mount.mountpoint)") }
+            socket = connected
+        } catch {
+            throw fail(error)
+        }
+        defer { close(socket) }
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
+        var reader = LineReader(socket)
+        // The daemon's answer: watching, or why not.
+        guard case .line(let first) = reader.next(until: deadline),
+            let answer = try? JSONDecoder().decode(ControlReply.self, from: Data(first))
+        else { throw fail(MountError(.busy, "the SyncFS daemon of \(mount.mountpoint) did not answer")) }
+        if let error = answer.error { throw fail(MountError(.badInput, error)) }
+        let display = (answer.watching ?? "").isEmpty ? mount.mountpoint : mount.mountpoint + "/" + answer.watching!
+        printError("events: watching \(display)")
+        var seen = 0
+        while true {
+            switch reader.next(until: deadline) {
+            case .line(let line):
+                var output = line
+                output.append(10)
+                guard Self.writeOut(output) else { throw ExitCode.success }
+                if String(decoding: line, as: UTF8.self).contains("\"kind\":\"overflow\"") {
+                    throw fail(
+                        MountError(.busy, "more than 10,000 events behind: later events were dropped; watch again"))
+                }
+                seen += 1
+                if let count, seen >= count { return }
+            case .end:
+                throw fail(MountError(.busy, "the SyncFS daemon of \(mount.mountpoint) stopped (unmounted)"))
+            case .timedOut:
+                if let count, seen < count {
+                    throw fail(MountError(.busy, "\(seen) of \(count) events within \(timeout ?? 0) s"))
+                }
+                return
+            }
+        }
+    }
+
+    /// PATH relative to the mount point ("dir/file", or "dir/" for a folder; "" the root).
+    static func relative(_ path: String, in mountpoint: String) throws(MountError) -> String {
+        let folder = path.hasSuffix("/") || path == "." || path.hasSuffix("/.")
+        let absolute = path.hasPrefix("/") ? path : mountpoint + "/" + path
+        let standardized = (absolute as NSString).standardizingPath
+        var candidates = [standardized]
+        if let resolved = realpath(standardized, nil) {
+            candidates.append(String(cString: resolved))
+            free(resolved)
+        }
+        for candidate in candidates {
+            if candidate == mountpoint { return folder ? "/" : "" }
+            if candidate.hasPrefix(mountpoint + "/") {
+                let relative = String(candidate.dropFirst(mountpoint.count + 1))
+                return folder ? relative + "/" : relative
+            }
+        }
+        throw MountError(.badInput, "\(path) is outside the mount \(mountpoint)")
+    }
+
+    /// Writes a whole line to standard output (unbuffered: each line leaves at once, even to a
+    /// pipe). False once the reader has gone (EPIPE).
+    static func writeOut(_ bytes: [UInt8]) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return false }
+            written += count
+        }
+        return true
+    }
+}
+
+/// Lines from a socket, with a deadline.
+private struct LineReader {
+    enum Next {
+        case line([UInt8])
+        case end
+        case timedOut
+    }
+
+    let descriptor: Int32
+    var buffer: [UInt8] = []
+
+    init(_ descriptor: Int32) { self.descriptor = descriptor }
+
+    mutating func next(until deadline: Date?) -> Next {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return .line(line)
+            }
+            var wait: Int32 = -1
+            if let deadline {
+                let remaining = deadline.timeIntervalSinceNow
+                if remaining <= 0 { return .timedOut }
+                wait = Int32(min(remaining * 1000, 3_600_000)) + 1
+            }
+            var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, wait)
+            if ready < 0 && errno == EINTR { continue }
+            if ready == 0 { continue }
+            let count = read(self.descriptor, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { return .end }
+            buffer.append(contentsOf: chunk[..<count])
+        }
+    }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Observers of every change (doc/SEMANTICS.md, "Observing changes"): `syncfs-mount events` on
+/// mount B shows the changes made on mount A (origin remote) and on B itself (origin local), with
+/// paths, old paths and one file ID across a rename; a folder filter; and programs watching B
+/// with inotify see A's changes, through the inotify echo, which uploads and downloads nothing.
+@Suite(.serialized)
+struct EventsTest {
+    /// `syncfs-mount events ARGS…`, started and watching (its `watching` line seen).
+    private func startEvents(_ arguments: [String]) throws -> Watcher {
+        let watcher = try Watcher([try TestFolder.binaryPath(), "events"] + arguments)
+        guard watcher.waitForErrors(containing: "events: watching") else {
+            watcher.stop()
+            throw TestFolderError(message: "events \(arguments) never started watching: \(watcher.errors)")
+        }
+        return watcher
+    }
+
+    /// Waits until `watcher` printed at least `count` event lines; records an issue otherwise.
+    @discardableResult
+    private func expectEvents(
+        _ watcher: Watcher, count: Int, _ context: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [EventLine] {
+        if !waitUntil(timeout: 20, { watcher.lines.count >= count }) {
+            Issue.record(
+                "\(context): \(watcher.lines.count) of \(count) events:\n\(watcher.output)",
+                sourceLocation: sourceLocation)
+        }
+        return EventLine.parse(watcher.lines)
+    }
+
+    @Test func eventsShowRemoteAndLocalChangesWithPathsAndOneIdentity() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let everything = try startEvents([b.root, "--count", "7", "--timeout", "120"])
+            let folder = try startEvents([b.root, "dir/", "--timeout", "120"])
+            let entry = try startEvents([b.root, b.path("g.txt"), "--timeout", "120"])
+
+            try makeDirectory(a.path("dir"))
+            expectEvents(everything, count: 1, "mkdir on A")
+            try writeFile(a.path("dir/f.txt"), "v1")
+            expectEvents(everything, count: 2, "a new file on A")
+            try appendFile(a.path("dir/f.txt"), bytes(" v2"))
+            expectEvents(everything, count: 3, "an append on A")
+            try posix("rename") { rename(a.path("dir/f.txt"), a.path("g.txt")) }
+            expectEvents(everything, count: 4, "a move on A")
+            try posix("unlink") { unlink(a.path("g.txt")) }
+            expectEvents(everything, count: 5, "a delete on A")
+            try writeFile(b.path("local.txt"), "mine")
+            let events = expectEvents(everything, count: 7, "a new file on B")
+
+            #expect(
+                events.map(\.description) == [
+                    "created dir", "created dir/f.txt", "modified dir/f.txt", "renamed g.txt <- dir/f.txt",
+                    "deleted g.txt", "created local.txt", "modified local.txt",
+                ], "\(everything.output)")
+            #expect(events.map { $0.origin ?? "-" } == Array(repeating: "remote", count: 5) + ["local", "local"])
+            #expect(events.map { $0.type ?? "-" } == ["directory"] + Array(repeating: "file", count: 6))
+            let ids = events.map { $0.fileID ?? "" }
+            #expect(ids.allSatisfy { $0.count == 32 }, "file IDs are 32 hex digits: \(ids)")
+            #expect(Set(ids[1...4]).count == 1, "one identity from create to delete, across the rename: \(ids)")
+            #expect(Set([ids[0], ids[1], ids[5]]).count == 3)
+            #expect(events.allSatisfy { $0.time.hasSuffix("Z") && $0.time.count == 24 }, "\(events.map(\.time))")
+            #expect(everything.wait(timeout: 30) == 0, "exits 0 after --count events: \(everything.errors)")
+
+            #expect(
+                EventLine.parse(folder.lines).map(\.description) == [
+                    "created dir", "created dir/f.txt", "modified dir/f.txt", "renamed g.txt <- dir/f.txt",
+                ], "dir/ watches the folder and what is below it, moves out included: \(folder.output)")
+            #expect(
+                EventLine.parse(entry.lines).map(\.description) == ["renamed g.txt <- dir/f.txt", "deleted g.txt"],
+                "an absolute PATH watches that entry: \(entry.output)")
+            #expect(folder.stop() == 0 && entry.stop() == 0, "SIGTERM ends a watcher with 0")
+        }
+    }
+
+    @Test func inotifyWatchersOnBSeeChangesMadeOnA() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let inotify = try Watcher(["inotifywait", "-m", "--format", "%e %f", b.root])
+            defer { inotify.stop() }
+            #expect(inotify.waitForErrors(containing: "Watches established"), "\(inotify.errors)")
+            func expectSeen(_ expected: [String], _ context: String, sourceLocation: SourceLocation = #_sourceLocation)
+            {
+                let seen = waitUntil(timeout: 20) { expected.allSatisfy(inotify.lines.contains) }
+                if !seen {
+                    Issue.record(
+                        "\(context): expected \(expected) among:\n\(inotify.output)\n\(mounts.logs())",
+                        sourceLocation: sourceLocation)
+                }
+            }
+
+            try writeFile(a.path("w.txt"), "hello")
+            expectSeen(["CREATE w.txt", "MODIFY w.txt", "CLOSE_WRITE,CLOSE w.txt"], "a new file written on A")
+            #expect(describeState(b.path("w.txt")) == "online", "the echo downloads nothing")
+            // A watcher of the file itself: the new content comes with a new inode (the kernel
+            // keeps its own size and mtime for one it knows), so it learns the file was replaced.
+            let fileWatcher = try Watcher(["inotifywait", "-m", "--format", "%e", b.path("w.txt")])
+            defer { fileWatcher.stop() }
+            #expect(fileWatcher.waitForErrors(containing: "Watches established"), "\(fileWatcher.errors)")
+
+            try appendFile(a.path("w.txt"), bytes(" world"))
+            #expect(
+                waitUntil { inotify.lines.filter { $0 == "CLOSE_WRITE,CLOSE w.txt" }.count == 2 }, "\(inotify.output)")
+            #expect(describeState(b.path("w.txt")) == "online")
+            #expect(waitUntil { fileWatcher.lines.contains("DELETE_SELF") }, "\(fileWatcher.output)")
+
+            // A file B has downloaded: its new content is downloaded with the change and touched.
+            #expect(try readText(b.path("w.txt")) == "hello world")
+            let closes = inotify.lines.filter { $0 == "CLOSE_NOWRITE,CLOSE w.txt" }.count
+            try appendFile(a.path("w.txt"), bytes("!"))
+            #expect(
+                waitUntil { inotify.lines.filter { $0 == "CLOSE_WRITE,CLOSE w.txt" }.count == 3 }, "\(inotify.output)")
+            #expect(try readText(b.path("w.txt")) == "hello world!")
+            #expect(describeState(b.path("w.txt")) == "local")
+            #expect(try mtimeOf(b.path("w.txt")) == mtimeOf(a.path("w.txt")), "the echo changed no mtime")
+            #expect(inotify.lines.filter { $0 == "CLOSE_NOWRITE,CLOSE w.txt" }.count > closes)
+
+            try posix("chmod") { chmod(a.path("w.txt"), 0o600) }
+            expectSeen(["ATTRIB w.txt"], "chmod on A")
+            #expect(permissions(try lstatPath(b.path("w.txt"))) == 0o600)
+
+            try posix("rename") { rename(a.path("w.txt"), a.path("v.txt")) }
+            expectSeen(["MOVED_FROM w.txt", "MOVED_TO v.txt"], "a rename on A")
+            try makeDirectory(a.path("d"))
+            expectSeen(["CREATE,ISDIR d"], "mkdir on A")
+            try makeSymlink(target: "v.txt", at: a.path("s"))
+            expectSeen(["CREATE s"], "a symlink on A")
+            try posix("unlink") { unlink(a.path("v.txt")) }
+            expectSeen(["DELETE v.txt"], "a delete on A")
+            try posix("rmdir") { rmdir(a.path("d")) }
+            expectSeen(["DELETE,ISDIR d"], "rmdir on A")
+            #expect(!pathExists(b.path("v.txt")) && !pathExists(b.path("d")))
+            #expect(try readLink(b.path("s")) == "v.txt")
+
+            // The echo made no local change on B: nothing queued, nothing uploaded, nothing back on A.
+            let status = try b.syncStatus()
+            #expect(status.pendingEntries == 0 && status.bytesUploaded == 0, "\(status)")
+            #expect(try listDirectory(a.root).sorted() == ["s"])
+        }
+    }
+
+    @Test func withoutTheEchoInotifySeesNoRemoteChangeButEventsDo() throws {
+        try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--no-inotify-echo"]) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let inotify = try Watcher(["inotifywait", "-m", "--format", "%e %f", b.root])
+            defer { inotify.stop() }
+            #expect(inotify.waitForErrors(containing: "Watches established"), "\(inotify.errors)")
+            let events = try startEvents([b.root, "--count", "1", "--timeout", "60"])
+            try writeFile(a.path("quiet.txt"), "x")
+            #expect(events.wait(timeout: 60) == 0, "\(events.output) \(events.errors)")
+            #expect(EventLine.parse(events.lines).map(\.description) == ["created quiet.txt"])
+            #expect(waitUntil { pathExists(b.path("quiet.txt")) })
+            usleep(1_000_000)
+            #expect(inotify.output.isEmpty, "the kernel emits nothing for invalidations: \(inotify.output)")
+            // A local change is seen as always.
+            try writeFile(b.path("loud.txt"), "y")
+            #expect(waitUntil { inotify.lines.contains("CREATE loud.txt") }, "\(inotify.output)")
+        }
+    }
+
+    /// The echo thread makes calls on its own mount: killed in the middle of one, the daemon must
+    /// still die at once (its echo thread holds no `/dev/fuse` descriptor, so the kernel aborts the
+    /// connection once the other threads are gone), and a remount catches up. Each round also
+    /// unmounts B while it may still be catching up (a stop in the middle of a feed batch).
+    @Test func aDaemonKilledWhileEchoingRemoteChangesDiesAndCatchesUpOnRemount() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try makeDirectory(a.path("many"))
+            #expect(waitUntil { pathExists(b.path("many")) })
+            for round in 0..<3 {
+                // B catches up on a batch at full speed after a restart: its echo is busy all along.
+                try b.unmount()
+                for index in 0..<600 { try writeFile(a.path("many/r\(round)-\(index)"), "\(index)") }
+                #expect(a.expectSync())
+                try b.remount()
+                _ = waitUntil(timeout: 20) { ((try? listDirectory(b.path("many")).count) ?? 0) > round * 600 + 30 }
+                try b.kill9()
+                try b.remount()
+            }
+            expectConverged(mounts, timeout: 60, "after three kills while echoing")
+            #expect(try listDirectory(b.path("many")).count == 1800)
+        }
+    }
+
+    @Test func theCommandFailsClearlyAndEndsWhenTheDaemonStops() throws {
+        let folder = try TestFolder.make(.mount)
+        defer { folder.tearDown() }
+        let binary = try TestFolder.binaryPath()
+        let notMounted = ModelProcess.run([binary, "events", folder.baseDir], timeout: 30)
+        #expect(notMounted.status == 65, "\(notMounted)")
+        let outside = ModelProcess.run([binary, "events", folder.root, "/etc/passwd"], timeout: 30)
+        #expect(outside.status == 65 && outside.stderr.contains("outside"), "\(outside)")
+        let escaping = ModelProcess.run([binary, "events", folder.root, "../state/"], timeout: 30)
+        #expect(escaping.status == 65, "\(escaping)")
+        let nothing = ModelProcess.run([binary, "events", folder.root, "--count", "1", "--timeout", "1"], timeout: 30)
+        #expect(nothing.status == 75 && nothing.stdout.isEmpty, "\(nothing)")
+
+        let watching = try startEvents([folder.root])
+        try folder.unmount()
+        #expect(watching.wait(timeout: 30) == 75, "the daemon went away: \(watching.errors)")
+        #expect(watching.errors.contains("stopped"), "\(watching.errors)")
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Synchronization
+import Testing
+
+@testable import SyncFS
+
+/// The inotify echo's robustness without FUSE: a stuck step never holds a caller past its
+/// timeout, and remote changes the echo cannot carry are applied directly. (Through a real mount:
+/// `EventsTest` in the mount tests.)
+@Suite("InotifyEcho: robustness", .serialized)
+struct InotifyEchoTests {
+    @Test func aStuckStepTimesOutAndLaterStepsSkipTheEchoUntilItReturns() throws {
+        let tid = Atomic<Int32>(0)
+        let echo = InotifyEcho(mountpoint: "/nonexistent", timeout: 0.2) { tid.store($0, ordering: .relaxed) }
+        defer { echo.stop() }
+        #expect(echo.run { 7 } == 7)
+        #expect(tid.load(ordering: .relaxed) > 0)
+        #expect(tid.load(ordering: .relaxed) != InotifyEcho.currentThreadID(), "its own thread")
+        var start = Date()
+        #expect(
+            echo.run {
+                usleep(1_000_000)
+                return 0
+            } == nil)
+        #expect(Date().timeIntervalSince(start) < 0.9, "the caller waited only its timeout")
+        #expect(!echo.isAvailable)
+        start = Date()
+        #expect(echo.run { 0 } == nil, "busy: skipped at once")
+        #expect(Date().timeIntervalSince(start) < 0.15)
+        #expect(waitUntil(timeout: 5) { echo.isAvailable })
+        #expect(echo.run { 3 } == 3)
+        #expect(echo.timedOutSteps == 1 && echo.completedSteps == 2)
+    }
+
+    @Test func remoteChangesTheEchoCannotCarryAreAppliedDirectly() async throws {
+        let pair = try SyncedPair()
+        // No mount answers there: every echo call fails at once, and B applies directly.
+        pair.b.fs.startInotifyEcho(mountpoint: "/nonexistent/syncfs-echo", timeout: 1)
+        defer { pair.b.fs.stopInotifyEcho() }
+        let subscription = pair.b.fs.changeEvents.subscribe(.everything)
+        let dir = try pair.a.mkdir("d")
+        let ino = try pair.a.makeFile("f", in: dir, contents: bytes("v1"))
+        // Names only: reading a placeholder here would block a cooperative thread on a download.
+        try await pair.eventually("f on B") { try pair.b.childNames(of: pair.b.lookupIno("d")) == ["f"] }
+        try pair.a.fs.rename(parent: dir, name: FileName("f"), newParent: .root, newName: FileName("g"), flags: [])
+        try await pair.eventually("g on B") { try pair.b.childNames() == ["d", "g"] }
+        try pair.a.fs.unlink(parent: .root, name: FileName("g"))
+        try await pair.eventually("g gone on B") { try pair.b.childNames() == ["d"] }
+        var kinds: [String] = []
+        while case .event(let event) = subscription.next(timeout: 0) {
+            kinds.append("\(event.kind) \(event.path)" + (event.oldPath.map { " <- \($0)" } ?? ""))
+        }
+        #expect(kinds == ["created d", "created d/f", "renamed g <- d/f", "deleted g"])
+        #expect(pair.b.fs.outbox.items.isEmpty)
+        #expect((pair.b.fs.echoStatistics?.completed ?? 0) >= 4, "the echo was tried")
+        _ = ino
+    }
+
+    @Test func requestsFromOtherThreadsAreNeverTakenForTheEcho() throws {
+        let fixture = try FileSystemFixture()
+        #expect(!fixture.fs.isEchoRequest(pid: 0))
+        #expect(!fixture.fs.isEchoRequest(pid: getpid()))
+        fixture.fs.startInotifyEcho(mountpoint: "/nonexistent")
+        defer { fixture.fs.stopInotifyEcho() }
+        #expect(waitUntil(timeout: 5) { fixture.fs.echoThreadID.load(ordering: .relaxed) != 0 })
+        #expect(!fixture.fs.isEchoRequest(pid: 0) && !fixture.fs.isEchoRequest(pid: getpid()))
+        #expect(fixture.fs.isEchoRequest(pid: fixture.fs.echoThreadID.load(ordering: .relaxed)))
+    }
+}
+
+/// Polls `condition` every 10 ms for at most `timeout` seconds.
+private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
+}
