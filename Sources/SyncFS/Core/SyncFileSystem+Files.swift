@@ -82,6 +82,11 @@ extension SyncFileSystem {
     /// While a placeholder is downloaded for writing, it counts as open for writing (remote
     /// changes wait, uploads wait); the open re-checks under the lock, so a file evicted or
     /// replaced meanwhile is downloaded again rather than written as a placeholder.
+    ///
+    /// Opening an unlinked node for writing (or with `O_TRUNC`), or one whose content is gone,
+    /// fails with `ESTALE`: the kernel can still resolve a name to a node a remote change just
+    /// replaced or deleted (its cached name is dropped a moment after the change), and then looks
+    /// the name up again.
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         try openingWithDownloads { () throws(FSError) in
             try namespace.withLock { tree throws(FSError) -> Opening<OpenFile> in
@@ -90,6 +95,17 @@ extension SyncFileSystem {
                 case .directory: throw .isDirectory
                 case .symlink: throw .loop
                 case .file: break
+                }
+                // A name the kernel resolved just before a remote change replaced or deleted the
+                // file leads to the node that change unlinked: writes there would reach no file
+                // and never sync, and a replaced file's old content is gone (only handles opened
+                // before keep it). ESTALE makes the kernel look the name up again and open what
+                // it leads to now, as if the open came after the change.
+                if node.isUnlinked
+                    && (flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+                        || (!node.isPlaceholder && access(cache.path(for: node.fileID), F_OK) != 0))
+                {
+                    throw .stale
                 }
                 if let reserved = try placeholderNeedingContent(node, flags: flags) { return .needsContent(reserved) }
                 if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
