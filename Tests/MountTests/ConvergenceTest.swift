@@ -88,7 +88,7 @@ struct ConvergenceTest {
             if converged == nil {
                 problems.append(
                     "the mounts did not converge within \(Int(Self.convergenceTimeout)) s of the heal; "
-                        + "differences:\n" + last.prefix(30).joined(separator: "\n"))
+                        + last.prefix(40).joined(separator: "\n"))
             }
             problems += findings.problems
             for worker in workers where !worker.blindReplacements.isEmpty {
@@ -116,40 +116,47 @@ struct ConvergenceTest {
     }
 
     /// Polls until every tree is identical to mount A's and every queue is empty (checked again
-    /// a moment later), or the timeout. Returns the tree, or the last differences.
+    /// a moment later), or the timeout. Returns the tree, or why not (the last look).
     private func waitForConvergence(_ group: MountGroup) -> (SyncedTree?, [String]) {
         let deadline = Date().addingTimeInterval(Self.convergenceTimeout)
-        var last: [String] = []
+        var why: [String] = []
         var candidate: SyncedTree?
         while Date() < deadline {
             let (lines, tree) = group.differences()
-            last = lines
-            if let tree {
-                let statuses = group.mounts.map { try? $0.syncStatus() }
-                let quiet = statuses.allSatisfy { status in
-                    guard let status else { return false }
-                    return status.pendingEntries == 0 && status.feedCaughtUp != false
-                }
-                if !quiet {
-                    last = statuses.enumerated().map { index, status in
-                        "mount \(MountGroup.label(index)): "
-                            + (status.map { "\($0.pendingEntries) queued, caught up \($0.feedCaughtUp ?? true)" }
-                                ?? "no status")
-                    }
-                    candidate = nil
-                } else if let previous = candidate, previous.differences(from: tree).isEmpty {
-                    return (tree, [])
-                } else {
-                    candidate = tree
-                    usleep(300_000)
-                    continue
-                }
-            } else {
+            guard let tree else {
+                why = ["the trees differ:"] + lines
                 candidate = nil
+                usleep(200_000)
+                continue
             }
-            usleep(200_000)
+            let statuses = group.mounts.map { try? $0.syncStatus() }
+            let quiet = statuses.allSatisfy { $0 != nil && $0!.pendingEntries == 0 && $0!.feedCaughtUp != false }
+            if !quiet {
+                why = ["the trees are identical, but not every queue is empty:"]
+                for (index, status) in statuses.enumerated() {
+                    guard let status else {
+                        why.append("mount \(MountGroup.label(index)): no status")
+                        continue
+                    }
+                    why.append(
+                        "mount \(MountGroup.label(index)): \(status.pendingEntries) queued, caught up "
+                            + "\(status.feedCaughtUp.map(String.init) ?? "?")")
+                    why += status.failing.prefix(5).map {
+                        "    \($0.path ?? $0.fileID): \($0.reason) (\($0.attempts) attempts)"
+                    }
+                }
+                candidate = nil
+            } else if let previous = candidate {
+                let changes = previous.differences(from: tree, labels: ("before", "after"))
+                if changes.isEmpty { return (tree, []) }
+                why = ["the trees are identical and every queue is empty, but they still change:"] + changes
+                candidate = tree
+            } else {
+                candidate = tree
+            }
+            usleep(300_000)
         }
-        return (nil, last)
+        return (nil, why)
     }
 
     private static func summary(

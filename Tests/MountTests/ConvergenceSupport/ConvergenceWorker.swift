@@ -127,10 +127,10 @@ final class ConvergenceWorker: @unchecked Sendable {
                 outcome = "\(error)"
             }
             outcomes[kind, default: [:]][outcome, default: 0] += 1
-            // Bursts of quick operations, with pauses that let changes travel (about 20 ms per
+            // Bursts of quick operations, with pauses that let changes travel (about 10 ms per
             // operation on average, so outages of seconds meet many of them).
-            if random.chance(0.1) {
-                usleep(UInt32(random.int(50_000...300_000)))
+            if random.chance(0.05) {
+                usleep(UInt32(random.int(50_000...250_000)))
             } else if random.chance(0.5) {
                 usleep(UInt32(random.int(200...4000)))
             }
