@@ -97,6 +97,8 @@ struct ConvergenceOracle {
         var required = 0
         var present = 0
         var removed = 0
+        /// Required tokens found nowhere.
+        var lost = 0
         var files = 0
         var directories = 0
         var conflictCopies = 0
@@ -146,6 +148,7 @@ struct ConvergenceOracle {
                 if presentAt[token] != nil { findings.present += 1 } else { missing.append((token, origin)) }
             }
         }
+        findings.lost = missing.count
         missing.sort { $0.1.milliseconds < $1.1.milliseconds }
         for (token, origin) in missing.prefix(12) {
             let trail = workers.flatMap { $0.seen[token] ?? [] }.sorted { $0.milliseconds < $1.milliseconds }
