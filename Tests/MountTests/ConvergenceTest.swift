@@ -19,8 +19,8 @@ import Testing
 /// (all mounts together; default 3000), `SYNCFS_CONVERGE_TIMEOUT=<s>` the wait for convergence.
 ///
 /// **Off unless asked for** (`SYNCFS_CONVERGE=1`, or a seed given): on the current code it
-/// fails in most runs (6 of the 9 valid runs of seeds 1–10), on bugs of the conflict resolution
-/// that the merge work of issue #5 rewrites, each reduced to a deterministic test in
+/// fails in most runs (7 of 11: seeds 1–10 but 8, and the two defaults), on bugs of the
+/// conflict resolution that the merge work of issue #5 rewrites, each reduced to a test in
 /// `Tests/SyncFSTests/ConflictRaceTests.swift` (marked `withKnownIssue`): a local write made
 /// while a conflict's download runs is lost; a delete committed against a tombstone is retried
 /// forever; a conflict into a folder whose delete is queued loops, leaving a conflicted copy per
