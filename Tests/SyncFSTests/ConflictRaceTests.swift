@@ -171,6 +171,37 @@ extension SyncEngineTests {
         let queued = pair.a.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
         let names = try pair.a.childNames()
         #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
-        #expect(names.filter { $0.contains("(conflict from ") }.count <= 1, "conflict copies pile up: \(names)")
+        #expect(names.filter { $0.contains("(conflict from ") }.count <= 1, "conflicted copies pile up: \(names)")
+    }
+
+    /// A removes an empty folder and renames another folder to its name; meanwhile B adds a file
+    /// to the removed folder and commits first. A's rename needs the name the removed folder
+    /// still holds in the container, and that folder's delete is refused (B's file is in it):
+    /// the changes must still settle (the folder comes back with B's file, as SEMANTICS.md says,
+    /// and the rename then gets its name or a conflicted one), not wait for each other forever.
+    @Test func aRenameOntoAFolderWhoseDeleteIsRefusedSettles() async throws {
+        let slow = UploadQueue.Policy(quietDelay: 400_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        let pair = try SyncedPair(policy: slow)
+        try pair.a.mkdir("old")
+        try pair.a.mkdir("other")
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("both folders on B") { try pair.b.childNames() == ["old", "other"] }
+        try await pair.settle()
+
+        // A: remove "old", rename "other" to "old" (both queued).
+        try pair.a.fs.rmdir(parent: .root, name: FileName("old"))
+        try pair.a.fs.rename(
+            parent: .root, name: FileName("other"), newParent: .root, newName: FileName("old"), flags: [])
+        // B: a file in "old"; B commits first.
+        try pair.b.makeFile("added.txt", in: try pair.b.lookupIno("old"), contents: bytes("B\n"))
+        pair.b.fs.outbox.expediteAll()
+        try await pair.eventually("B's file committed") {
+            pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+        }
+
+        pair.a.fs.outbox.expediteAll()
+        try await Task.sleep(for: .milliseconds(5000))
+        let queued = pair.a.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
+        #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
     }
 }
