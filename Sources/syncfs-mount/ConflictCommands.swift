@@ -57,17 +57,19 @@ struct ResolveCommand: ParsableCommand {
     var paths: [String]
 
     func run() throws {
+        var withoutConflict = false
         do {
             for path in paths {
                 let target = try MountedPath.resolve(path)
                 let reply = try target.ask(.resolve)
                 if reply.action?.files ?? 0 == 0 {
                     printError("syncfs-mount resolve: \(target.display): no unresolved conflict")
-                    throw ExitCode(1)
+                    withoutConflict = true
                 }
             }
-        } catch let error as MountError {
+        } catch {
             throw fail(error)
         }
+        if withoutConflict { throw ExitCode(1) }
     }
 }

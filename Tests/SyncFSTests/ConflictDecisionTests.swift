@@ -183,6 +183,14 @@ struct ConflictDecisionTests {
             situation: situation(.delete, .directoryNotEmpty, othersTried: true, othersQueued: true),
             expected: .waitForOthers),
         Case(
+            name: "…but not forever (they may wait for this one): then the container's version",
+            situation: {
+                var waited = situation(.delete, .directoryNotEmpty, othersTried: true, othersQueued: true)
+                waited.roundsWaited = ConflictDecision.maxRoundsWaited
+                return waited
+            }(),
+            expected: .takeRemote),
+        Case(
             name: "concurrent moves that would make a cycle: first our other changes",
             situation: situation(.put(edited(moved(to: other))), .wouldCreateCycle), expected: .uploadOthersFirst),
         Case(

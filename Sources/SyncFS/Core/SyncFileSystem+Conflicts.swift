@@ -111,6 +111,16 @@ extension SyncFileSystem {
         }
     }
 
+    /// Whether `id` is a placeholder (its content is not here).
+    public func isPlaceholder(_ id: FileID) -> Bool {
+        namespace.withLock { tree in tree.node(withID: id)?.isPlaceholder ?? false }
+    }
+
+    /// Commits every recorded change durably now (before an irreversible step that depends on them).
+    public func persistNow() {
+        do { try store.commit(durable: true) } catch { logger.error("cannot commit the state database: \(error)") }
+    }
+
     /// Whether the directory `id` is here (linked).
     public func hasLiveDirectory(_ id: FileID) -> Bool {
         namespace.withLock { tree in tree.node(withID: id).map { !$0.isUnlinked && $0.kind == .directory } ?? false }
@@ -120,7 +130,6 @@ extension SyncFileSystem {
     /// `NAME (conflict from HOST DATE TIME).EXT`, marked as a conflict copy (`ConflictNote`) and
     /// queued for upload, so the original can take another version. Returns the copy's name, or
     /// nil if the file was written since `local` was taken or is being written (try again later).
-    /// A placeholder has no content of its own to keep: nothing is copied (returns its name).
     public func forkConflictCopy(_ id: FileID, local: MergeLocalContent, reason: String) -> FileName? {
         let copyID = FileID.random()
         let copyPath = cache.path(for: copyID)
@@ -157,18 +166,6 @@ extension SyncFileSystem {
         if name == nil { cache.remove(copyID) }
         perform(invalidations)
         return name
-    }
-
-    /// Marks `id` itself as in conflict (it was merged with conflict markers), as a local change.
-    public func markConflicted(_ id: FileID, reason: String) {
-        namespace.withLock { tree in
-            guard let node = tree.node(withID: id), !node.isUnlinked else { return }
-            let value = Self.encodeNote(of: id, reason: reason, now: Clock.nowNanoseconds())
-            node.xattrs[Self.conflictAttribute] = value
-            tree.conflictCopies[id] = id
-            store.record([.setXattr(node.ino, name: Self.conflictAttribute, value: value), outbox.changed(id)])
-            noteChange(.conflict, node, origin: .local, in: tree)
-        }
     }
 
     /// Forgets the conflict of `ino` (a conflict copy, a file with markers, or an original: then
@@ -211,12 +208,18 @@ extension SyncFileSystem {
 
     /// How many conflicts are unresolved.
     public func conflictCount() -> Int {
-        namespace.withLock { tree in tree.conflictCopies.keys.filter { liveConflictCopy($0, in: tree) != nil }.count }
+        namespace.withLock { tree in
+            // Copies that are gone (or no longer marked) leave the index here.
+            for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[Self.conflictAttribute] == nil {
+                tree.conflictCopies[id] = nil
+            }
+            return tree.conflictCopies.keys.filter { liveConflictCopy($0, in: tree) != nil }.count
+        }
     }
 
     /// Whether `node` is a conflict copy (or has markers) or the original of one. Under the lock.
     func isInConflict(_ node: Node, in tree: Namespace) -> Bool {
-        if node.xattrs[Self.conflictAttribute] != nil { return true }
+        if node.xattrs[Self.conflictAttribute] != nil { return liveConflictCopy(node.fileID, in: tree) != nil }
         return tree.conflictCopies.contains { copy, original in
             original == node.fileID && liveConflictCopy(copy, in: tree) != nil
         }
@@ -236,11 +239,26 @@ extension SyncFileSystem {
         return FileID(hex: note.of)
     }
 
+    /// The conflict copy `id` if its conflict is unresolved: it is here, marked, and the entry
+    /// it was split from is here too (deleting either resolves the conflict).
     private func liveConflictCopy(_ id: FileID, in tree: Namespace) -> Node? {
-        guard let node = tree.node(withID: id), !node.isUnlinked, node.xattrs[Self.conflictAttribute] != nil else {
-            return nil
+        guard let node = tree.node(withID: id), !node.isUnlinked, node.xattrs[Self.conflictAttribute] != nil,
+            let original = tree.conflictCopies[id]
+        else { return nil }
+        if original != id {
+            guard let originalNode = tree.node(withID: original), !originalNode.isUnlinked else { return nil }
         }
         return node
+    }
+
+    /// Every entry in an unresolved conflict (copies and originals), for passes over the tree.
+    func conflictedEntries(in tree: Namespace) -> Set<FileID> {
+        var entries = Set<FileID>()
+        for (copy, original) in tree.conflictCopies where liveConflictCopy(copy, in: tree) != nil {
+            entries.insert(copy)
+            entries.insert(original)
+        }
+        return entries
     }
 
     static func encodeNote(of original: FileID, reason: String, now: Int64) -> [UInt8] {

@@ -71,7 +71,9 @@ extension SyncFileSystem {
     // MARK: State
 
     /// The state of `node`. Under the lock; without `tree`, conflicts are not looked at.
-    func contentState(of node: Node, in tree: Namespace?) -> ContentState {
+    /// `conflicted` (from `conflictedEntries`) saves a look at the conflict index per node in
+    /// passes over the whole tree.
+    func contentState(of node: Node, in tree: Namespace?, conflicted: Set<FileID>? = nil) -> ContentState {
         let id = node.fileID
         if let hydration = node.hydration, !hydration.hasEnded {
             // Every byte is here; only the final sync is left.
@@ -83,7 +85,11 @@ extension SyncFileSystem {
         }
         // A failed download matters only while the file is still a placeholder.
         if node.isPlaceholder && transfers.error(id) != nil { return .error }
-        if let tree, !tree.conflictCopies.isEmpty, isInConflict(node, in: tree) { return .conflict }
+        if let conflicted {
+            if conflicted.contains(id) { return .conflict }
+        } else if let tree, !tree.conflictCopies.isEmpty, isInConflict(node, in: tree) {
+            return .conflict
+        }
         return node.isPlaceholder ? .online : .local
     }
 
@@ -215,8 +221,9 @@ extension SyncFileSystem {
 
     private func usageLocked(_ tree: Namespace) -> CacheUsage {
         var usage = CacheUsage()
+        let conflicted = conflictedEntries(in: tree)
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
-            let state = contentState(of: node, in: tree)
+            let state = contentState(of: node, in: tree, conflicted: conflicted)
             usage.files.add(state, pinned: pinState(of: node, in: tree) != .none)
             guard !node.isPlaceholder else { continue }
             let size = node.size.load(ordering: .relaxed)

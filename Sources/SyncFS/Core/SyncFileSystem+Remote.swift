@@ -33,7 +33,10 @@ extension SyncFileSystem {
         if entry.id == .root { return .apply(needsContent: false) }
         guard let parentID = entry.state.parent else { return .skip }
         guard let parent = tree.node(withID: parentID), !parent.isUnlinked, parent.kind == .directory else {
-            if outbox.isPending(parentID) { return .later }
+            // A parent deleted here with its delete still queued: the upload of that delete decides —
+            // unless this change is forced (a local change gave way to it): then the folder
+            // comes back too (a directory delete loses against what the other side put in it).
+            if outbox.isPending(parentID) && !force { return .later }
             return .needsParent(parentID)
         }
         if let node, node.kind == .directory, !node.isUnlinked, tree.isSameOrBelow(parent, node) { return .later }

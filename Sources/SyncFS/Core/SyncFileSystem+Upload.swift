@@ -175,8 +175,8 @@ extension SyncFileSystem {
     }
 
     /// The entry state of `id`'s base version, if recorded (see `MetadataStore.baseState`).
-    public func baseState(of id: FileID) -> EntryState? {
-        try? store.baseState(of: id)
+    public func baseState(of id: FileID) throws -> EntryState? {
+        try store.baseState(of: id)
     }
 
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).

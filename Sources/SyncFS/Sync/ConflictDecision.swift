@@ -34,11 +34,15 @@ enum ConflictDecision {
         var refusal: Refusal
         /// The entry state both sides started from (the local sync base), if recorded.
         var base: EntryState?
+        /// The base's content (always known for a synced entry, even when `base` is not).
+        var baseManifest: [ChunkRef]?
         var localDevice: String
         /// Every other queued local change was already uploaded once during this attempt.
         var othersTried = false
         /// Other local changes are still queued (one of them may be what the container waits for).
         var othersQueued = false
+        /// How many times this change already waited for the other queued changes.
+        var roundsWaited = 0
     }
 
     enum Action: Equatable {
@@ -68,6 +72,9 @@ enum ConflictDecision {
         case waitForOthers
     }
 
+    /// Rounds a refused directory delete or move waits for other queued changes before giving way.
+    static let maxRoundsWaited = 3
+
     static func decide(_ situation: Situation) -> Action {
         switch situation.refusal {
         case .changed(let current):
@@ -84,7 +91,9 @@ enum ConflictDecision {
             // container's version wins (the directory comes back with the new entries; the
             // remote placement stays) — nothing is lost, no cycle is made.
             if !situation.othersTried { return .uploadOthersFirst }
-            if situation.othersQueued { return .waitForOthers }
+            // They may be waiting for this one in turn (a rename onto the name of this very
+            // folder, say): after a few rounds the container's version wins anyway.
+            if situation.othersQueued && situation.roundsWaited < maxRoundsWaited { return .waitForOthers }
             return .takeRemote
         }
     }
@@ -106,8 +115,8 @@ enum ConflictDecision {
                 return current.state == ours ? .finished : .commitOnTop
             }
             let merged = mergeFields(
-                base: situation.base, ours: ours, theirs: current.state,
-                oursWinsTies: situation.localDevice < current.device)
+                base: situation.base, baseManifest: situation.baseManifest ?? situation.base?.manifest, ours: ours,
+                theirs: current.state, oursWinsTies: situation.localDevice < current.device)
             if merged.contentConflict { return .mergeContent(merged.state) }
             if merged.state == current.state { return .takeRemote }
             return .adopt(merged.state)
@@ -121,9 +130,9 @@ enum ConflictDecision {
     /// wins (`oursWinsTies`) — a fixed rule, so the result does not depend on timing. Content
     /// (manifest and size) changed on both sides is reported as `contentConflict` (the merged
     /// state then carries the remote content). An unknown base counts as changed on both sides.
-    static func mergeFields(base: EntryState?, ours: EntryState, theirs: EntryState, oursWinsTies: Bool)
-        -> (state: EntryState, contentConflict: Bool)
-    {
+    static func mergeFields(
+        base: EntryState?, baseManifest: [ChunkRef]? = nil, ours: EntryState, theirs: EntryState, oursWinsTies: Bool
+    ) -> (state: EntryState, contentConflict: Bool) {
         func pick<Value: Equatable>(_ field: (EntryState) -> Value, tie: (Value, Value) -> Value) -> Value {
             let mine = field(ours)
             let other = field(theirs)
@@ -144,15 +153,15 @@ enum ConflictDecision {
         state.symlinkTarget = pick(\.symlinkTarget, tie: fixedRule)
         state.xattrs = mergeXattrs(
             base: base?.xattrs, ours: ours.xattrs, theirs: theirs.xattrs, oursWinsTies: oursWinsTies)
-        let oursContent = Content(manifest: ours.manifest, size: ours.size)
-        let theirsContent = Content(manifest: theirs.manifest, size: theirs.size)
+        // Content compares by manifest (the size follows from it); the base's manifest is known
+        // even when its metadata is not.
+        let baseContent = baseManifest ?? base?.manifest
         var contentConflict = false
-        if oursContent != theirsContent {
-            let baseContent = base.map { Content(manifest: $0.manifest, size: $0.size) }
-            if let baseContent, baseContent == theirsContent {
+        if ours.manifest != theirs.manifest {
+            if let baseContent, baseContent == theirs.manifest {
                 state.manifest = ours.manifest
                 state.size = ours.size
-            } else if baseContent == nil || baseContent != oursContent {
+            } else if baseContent == nil || baseContent != ours.manifest {
                 contentConflict = ours.kind == .file
             }
         }
@@ -185,10 +194,5 @@ enum ConflictDecision {
     private struct Placement: Equatable {
         var parent: FileID?
         var name: [UInt8]
-    }
-
-    private struct Content: Equatable {
-        var manifest: [ChunkRef]
-        var size: Int64
     }
 }

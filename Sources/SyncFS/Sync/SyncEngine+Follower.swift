@@ -96,7 +96,8 @@ extension SyncEngine {
                     throw .container(error)
                 }
                 guard let parent, !parent.isDeleted else { return false }
-                guard try apply(parent, force: false, depth: depth + 1) else { return false }
+                // A forced change forces its missing ancestors too (their local deletes lose).
+                guard try apply(parent, force: force, depth: depth + 1) else { return false }
             case .apply(let needsContent):
                 var contentFile: String?
                 if needsContent {

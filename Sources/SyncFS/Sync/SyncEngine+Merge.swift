@@ -34,9 +34,14 @@ extension SyncEngine {
         defer { if let downloaded { unlink(downloaded) } }
         var local = local
         if contentFile == nil, merged.kind == .file, merged.manifest != oursManifest,
-            let holder = local ?? fileSystem.localContentForMerge(item.fileID)
+            !fileSystem.isPlaceholder(item.fileID)
         {
-            // The file's content is here and must become the container's.
+            // The file's content is here and must become the container's (never adopt the
+            // merged metadata over the old bytes: the next commit would revert the remote edit).
+            guard let holder = local ?? fileSystem.localContentForMerge(item.fileID) else {
+                fileSystem.outbox.postpone(item, by: 200_000_000)
+                return true
+            }
             local = holder
             downloaded = try download(merged.manifest, reusing: holder, manifest: oursManifest ?? [])
             contentFile = downloaded
@@ -80,25 +85,36 @@ extension SyncEngine {
             return try takeTheirs(state, item: item, current: current, local: local, ours: ours)
         case .merged(let file, let markers):
             logger.notice("conflict on \(path): merged both versions\(markers ? " with conflict markers" : "")")
-            let postponed = try adopt(
-                state, for: item, current: current, local: local, oursManifest: ours.manifest, contentFile: file,
-                event: .merged)
-            if !postponed && markers {
-                fileSystem.markConflicted(item.fileID, reason: "both changed the same lines; conflict markers written")
+            if markers {
+                // The mark goes with the merged content, in the same commit.
+                state.xattrs[SyncFileSystem.conflictAttribute] = SyncFileSystem.encodeNote(
+                    of: item.fileID, reason: "both changed the same lines; conflict markers written",
+                    now: Clock.nowNanoseconds())
             }
-            return postponed
+            return try adopt(
+                state, for: item, current: current, local: local, oursManifest: ours.manifest, contentFile: file,
+                event: markers ? .conflict : .merged)
         case .keepBoth(let reason):
-            // The copy is made only when the file can take the container's version right after
-            // (else every retry would leave another copy).
+            // Everything that can fail comes first (the folder, the container's version), so a
+            // copy is made only when the file can take that version right after — else every
+            // retry would leave another copy.
             try restoreParent(of: state)
-            guard fileSystem.canAdopt(item.fileID, state: state),
+            var theirs = state
+            theirs.manifest = current.state.manifest
+            theirs.size = current.state.size
+            let theirsFile = try download(current.state.manifest, reusing: local, manifest: ours.manifest)
+            temporaries.append(theirsFile)
+            guard fileSystem.canAdopt(item.fileID, state: theirs), fileSystem.outbox.isUnchanged(since: item),
                 let copy = fileSystem.forkConflictCopy(item.fileID, local: local, reason: reason)
             else {
                 fileSystem.outbox.postpone(item, by: 200_000_000)
                 return true
             }
+            // The copy must be on disk before the file's own bytes are replaced.
+            fileSystem.persistNow()
             logger.notice("conflict on \(path): \(reason); the local version was kept as \(copy)")
-            return try takeTheirs(state, item: item, current: current, local: nil, ours: ours)
+            return try adopt(
+                theirs, for: item, current: current, local: nil, oursManifest: ours.manifest, contentFile: theirsFile)
         }
     }
 
@@ -132,7 +148,7 @@ extension SyncEngine {
         path: String, ours: EntryState, theirs: EntryState, local: MergeLocalContent, baseManifest: [ChunkRef],
         temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
-        let rules = mergeRules()
+        let rules = try mergeRules()
         var policy = rules.policy(forPath: path, isText: true)
         let sizes = [ours.size, theirs.size, baseManifest.reduce(0) { $0 + $1.length }]
         let readable = sizes.allSatisfy { $0 <= Self.largestMergedFile }
@@ -240,11 +256,15 @@ extension SyncEngine {
     }
 
     /// The rules of `.syncfs-rules` at the folder's root (downloaded if needed), or the defaults.
-    /// Lines that do not parse are logged and skipped.
-    func mergeRules() -> MergeRules {
-        guard let ino = try? fileSystem.lookup(path: MergeRules.fileName),
-            let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile)
-        else { return .defaults }
+    /// Lines that do not parse are logged and skipped. A rules file that exists but cannot be read
+    /// fails the merge (it is retried), so a merge never ignores the user's rules.
+    func mergeRules() throws(SyncFailure) -> MergeRules {
+        guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else { return .defaults }
+        guard let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile) else {
+            // Never merge by the defaults what the user's rules may say otherwise: wait.
+            throw .local(
+                "\(MergeRules.fileName) cannot be read (not downloaded, or larger than 1 MiB); the merge waits for it")
+        }
         let rules = MergeRules(parsing: String(decoding: text, as: UTF8.self))
         for problem in rules.problems {
             logger.warning("\(MergeRules.fileName) line \(problem.line): \(problem.message) (line ignored)")

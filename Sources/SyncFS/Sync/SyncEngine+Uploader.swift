@@ -123,6 +123,7 @@ extension SyncEngine {
         switch outcome {
         case .committed(let entry):
             fileSystem.uploadCommitted(item, entry: entry)
+            waitsForOthers.withLock { $0[item.fileID] = nil }
             return true
         case .versionConflict(let entry):
             current = entry
@@ -149,13 +150,20 @@ extension SyncEngine {
         var situation = ConflictDecision.Situation(
             local: local, refusal: refusal, base: nil, localDevice: fileSystem.deviceID,
             othersTried: context.uploadedOthers || context.depth >= 8,
-            othersQueued: fileSystem.outbox.items.contains { $0.fileID != item.fileID })
+            othersQueued: fileSystem.outbox.items.contains { $0.fileID != item.fileID },
+            roundsWaited: waitsForOthers.withLock { $0[item.fileID] ?? 0 })
         if case .changed(let entry?) = refusal, case .put = local, entry.device != fileSystem.deviceID {
-            situation.base = fileSystem.baseState(of: item.fileID).map { state in
-                var state = state
-                state.manifest = snapshot?.base?.manifest ?? []
-                return state
+            let baseManifest = snapshot?.base.map(\.manifest)
+            do {
+                situation.base = try fileSystem.baseState(of: item.fileID).map { state in
+                    var state = state
+                    state.manifest = baseManifest ?? []
+                    return state
+                }
+            } catch {
+                throw .local("cannot read the base of \(item.fileID) from the state database: \(error)")
             }
+            situation.baseManifest = baseManifest
         }
         switch ConflictDecision.decide(situation) {
         case .finished:
@@ -178,6 +186,7 @@ extension SyncEngine {
             return try mergeContent(
                 item: item, ours: ours, merged: merged, current: current, baseManifest: snapshot?.base?.manifest)
         case .takeRemote:
+            waitsForOthers.withLock { $0[item.fileID] = nil }
             var entry = current
             if entry == nil { entry = try remoteEntry(item.fileID) }
             guard let entry else {
@@ -231,6 +240,7 @@ extension SyncEngine {
             uploadOthers(except: item.fileID, depth: context.depth + 1)
             return false
         case .waitForOthers:
+            waitsForOthers.withLock { $0[item.fileID, default: 0] += 1 }
             // Other local changes are still queued (a file still open, say) and may be what the
             // container waits for: try again after them, never give up our change yet.
             fileSystem.outbox.postpone(item, by: 500_000_000)

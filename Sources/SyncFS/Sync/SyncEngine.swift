@@ -29,6 +29,9 @@ public final class SyncEngine: Sendable {
     let stopWaiting = CancelHandle()
     /// Files for the background downloader.
     let downloads = DownloadQueue()
+    /// How many rounds each refused directory delete or move has waited for other queued changes
+    /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
+    let waitsForOthers = Mutex<[FileID: Int]>([:])
 
     struct State {
         var running = true
