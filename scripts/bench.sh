@@ -733,6 +733,18 @@ if [[ $SYNC_MODE != skip && -n $SYNCFS_BIN ]]; then
     timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" \
         || { ERRORS=$((ERRORS + 1)); log "ERROR: the sync benchmarks failed"; }
 fi
+# run_script_step WHAT TIMEOUT SCRIPT WORKDIR ARGS… — a helper benchmark script with the SyncFS
+# binary, in the background like a step, so the watchdog and the cleanup can stop it.
+run_script_step() {
+    local what=$1 limit=$2 script=$3
+    shift 3
+    timeout -k 10 "$limit" python3 "$HELPERS/$script" "$SYNCFS_BIN" "$@" &
+    STEP_PID=$!
+    echo "$STEP_PID" >"$W/step.pid"
+    wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: $what failed"; }
+    STEP_PID=
+    : >"$W/step.pid"
+}
 # Placeholder benchmarks: a container of many files attached by a fresh mount (their own mounts,
 # their own rclone mount; SyncFS binary required). Run in the background like a step, so the
 # watchdog and the cleanup can stop it.
@@ -744,12 +756,7 @@ if [[ $PH_MODE != skip && -n $SYNCFS_BIN ]]; then
     [[ -n $PH_RCLONE ]] || ph_args+=(--no-rclone)
     [[ -n $OUT ]] && ph_args+=(--out "$OUT")
     echo
-    timeout -k 10 5400 python3 "$HELPERS/placeholders.py" "$SYNCFS_BIN" "$W/" "${ph_args[@]}" &
-    STEP_PID=$!
-    echo "$STEP_PID" >"$W/step.pid"
-    wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: the placeholder benchmarks failed"; }
-    STEP_PID=
-    : >"$W/step.pid"
+    run_script_step "the placeholder benchmarks" 5400 placeholders.py "$W/" "${ph_args[@]}"
 fi
 # Merge benchmark: two mounts of one container (their own mounts; SyncFS binary required).
 if [[ $MERGE_MODE != skip && -n $SYNCFS_BIN ]]; then
@@ -758,12 +765,7 @@ if [[ $MERGE_MODE != skip && -n $SYNCFS_BIN ]]; then
     [[ $QUICK == 1 ]] && merge_args+=(--size-mib 1)
     [[ -n $OUT ]] && merge_args+=(--out "$OUT")
     echo
-    timeout -k 10 1800 python3 "$HELPERS/merge.py" "$SYNCFS_BIN" "$W" "${merge_args[@]}" &
-    STEP_PID=$!
-    echo "$STEP_PID" >"$W/step.pid"
-    wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: the merge benchmark failed"; }
-    STEP_PID=
-    : >"$W/step.pid"
+    run_script_step "the merge benchmark" 1800 merge.py "$W" "${merge_args[@]}"
 fi
 [[ -n $OUT ]] && log "Markdown written to $OUT"
 exit 0
