@@ -205,3 +205,43 @@ extension SyncEngineTests {
         #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
     }
 }
+
+extension SyncEngineTests {
+    /// B changes only the mode of a file it holds as a placeholder; meanwhile A rewrites the file
+    /// (longer) and then deletes it. B's commit meets the tombstone, so B re-creates the file (the
+    /// edit survives the delete) on top of it. The placeholder's content is still the version B
+    /// knew: the re-created entry must carry that content and its size, not the tombstone's
+    /// manifest with B's older size (which the container refuses forever as inconsistent).
+    @Test func aPlaceholdersMetadataEditAgainstADeleteRecreatesItConsistently() async throws {
+        let hold = UploadQueue.Policy(
+            quietDelay: 60_000_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        let pair = try SyncedPair(policy: hold)
+        let original = Array("eighteen bytes!!\n\n".utf8.prefix(18))
+        try pair.a.makeFile("doc.txt", contents: original)
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("doc.txt on B") { try pair.b.childNames() == ["doc.txt"] }
+        var changes = AttributeChanges()
+        changes.mode = 0o600
+        _ = try pair.b.fs.setattr(try pair.b.lookupIno("doc.txt"), changes, handle: nil)
+
+        let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_RDWR | O_TRUNC, caller: testCaller)
+        try pair.a.write(handle, Array(repeating: UInt8(ascii: "x"), count: 45), at: 0)
+        pair.a.fs.release(handle)
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("A's rewrite committed") { pair.a.fs.outbox.items.isEmpty }
+        try pair.a.fs.unlink(parent: .root, name: FileName("doc.txt"))
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("A's delete committed") { pair.a.fs.outbox.items.isEmpty }
+
+        try await pair.eventually("B's change goes through") {
+            pair.b.fs.outbox.expediteAll()
+            return pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+        }
+        try await pair.eventually("the file is back on A with B's mode and the content B knew") {
+            pair.a.fs.outbox.expediteAll()
+            return try pair.a.childNames() == ["doc.txt"]
+                && pair.a.fs.getattr(try pair.a.lookupIno("doc.txt")).mode & 0o7777 == 0o600
+                && contents(pair.a, "doc.txt") == original
+        }
+    }
+}

@@ -168,7 +168,11 @@ extension SyncFileSystem {
                 store.record([.syncBaseSet(id, base)])
                 return
             }
-            let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
+            // A placeholder's content *is* its base manifest (it has no bytes of its own): it keeps
+            // it, so the next commit still describes the content it stands for.
+            let keepsContent = tree.node(withID: id).map { $0.isPlaceholder && !$0.isUnlinked } ?? false
+            let manifest = keepsContent ? (tree.bases[id]?.manifest ?? entry.state.manifest) : entry.state.manifest
+            let base = SyncBase(version: entry.version, manifest: manifest)
             tree.bases[id] = base
             store.record([.syncBaseSet(id, base, state: entry.state)])
         }
