@@ -194,11 +194,15 @@ extension SyncFileSystem {
     }
 
     /// Gives the local entry `id` a free conflict name in its directory, as a local change (its
-    /// name was taken in the container by the entry `holder`). Returns the new name.
+    /// name was taken in the container by the entry `holder`). Returns the new name, or nil if
+    /// nothing was renamed (gone, or changed since `item` was taken).
     @discardableResult
-    public func renameAside(_ id: FileID, holder: FileID?) -> FileName? {
+    public func renameAside(_ id: FileID, holder: FileID?, unlessChangedSince item: OutboxItem? = nil) -> FileName? {
         var invalidations: [KernelInvalidation] = []
         let result = namespace.withLock { tree -> FileName? in
+            // Renamed (or otherwise changed) here since the upload was taken: that newer change
+            // goes to the container instead, and meets the name question anew.
+            if let item, !outbox.isUnchanged(since: item) { return nil }
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
                 let parent = tree.nodes[parentIno]
             else { return nil }

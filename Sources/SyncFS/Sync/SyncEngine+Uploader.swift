@@ -199,7 +199,7 @@ extension SyncEngine {
             logger.notice(
                 "the name of \(item.fileID) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both"
             )
-            fileSystem.renameAside(item.fileID, holder: nameHolder?.id)
+            fileSystem.renameAside(item.fileID, holder: nameHolder?.id, unlessChangedSince: item)
             fileSystem.outbox.postpone(item, by: 0)
             return true
         case .letNameHolderGoFirst:

@@ -108,13 +108,14 @@ struct ConvergenceOracle {
         var findings = Findings()
         var presentAt: [String: String] = [:]
         let known = workers.reduce(into: Set<String>()) { $0.formUnion($1.attempted) }
+        let stranded = workers.reduce(into: Set<String>()) { $0.formUnion($1.strandedTemporaries) }
         var strange: [String] = []
         for tree in trees {
             for (path, entry) in tree.entries where !path.isEmpty {
                 let name = baseName(of: path)
                 if entry.kind == "f" { findings.files += 1 } else if entry.kind == "d" { findings.directories += 1 }
                 if name.contains("(conflict") { findings.conflictCopies += 1 }
-                if let problem = Self.nameProblem(name, kind: entry.kind) {
+                if !stranded.contains(name), let problem = Self.nameProblem(name, kind: entry.kind) {
                     findings.problems.append("\(path): \(problem) (\(seedText))")
                 }
                 guard let content = entry.content else { continue }

@@ -92,6 +92,9 @@ final class ConvergenceWorker: @unchecked Sendable {
     private(set) var outcomes: [ConvergenceOp: [String: Int]] = [:]
     /// Replacements by rename whose replaced file may not be the one read (see the type's note).
     private(set) var blindReplacements: [String] = []
+    /// Names of save-by-rename temporaries this mount could not remove after a failed rename
+    /// (their folder was moved away under them); the oracle accepts them.
+    private(set) var strandedTemporaries: Set<String> = []
     private var nextToken = 0
     private var currentOp = 0
 
@@ -227,7 +230,11 @@ final class ConvergenceWorker: @unchecked Sendable {
             noteRemoved(dropped, .saveByRename, path)
             try posix("rename(\(temporary), \(path))") { rename(absolute(temporary), absolute(path)) }
         } catch {
-            unlink(absolute(temporary))
+            if unlink(absolute(temporary)) != 0 {
+                // Its folder moved meanwhile (renamed aside by a conflict): the temporary stays
+                // behind wherever the folder went, as it would for an editor.
+                strandedTemporaries.insert(baseName(of: temporary))
+            }
             throw error
         }
         written[token] = event(.saveByRename, path)
