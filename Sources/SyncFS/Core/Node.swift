@@ -41,6 +41,9 @@ final class Node: @unchecked Sendable {
     var openWriters = 0
     /// Set once the node has been removed from the tree.
     var isUnlinked = false
+    /// Removed by a remote change (deleted, or replaced by a new inode), not by a local unlink or
+    /// rename: a write-open through a name the kernel still caches gets ESTALE (see `open`).
+    var removedRemotely = false
     /// Pinned on this device (see `EntryRecord.isPinned`).
     var isPinned: Bool
     /// When a program last opened or closed the file (for least-recently-used eviction).

@@ -100,9 +100,10 @@ extension SyncFileSystem {
                 // file leads to the node that change unlinked: writes there would reach no file
                 // and never sync, and a replaced file's old content is gone (only handles opened
                 // before keep it). ESTALE makes the kernel look the name up again and open what
-                // it leads to now, as if the open came after the change.
+                // it leads to now, as if the open came after the change. A local unlink racing an
+                // open keeps POSIX behaviour (the open gets the unlinked file, as on any disk).
                 if node.isUnlinked
-                    && (flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0
+                    && ((node.removedRemotely && (flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0))
                         || (!node.isPlaceholder && access(cache.path(for: node.fileID), F_OK) != 0))
                 {
                     throw .stale

@@ -131,6 +131,7 @@ extension SyncFileSystem {
         let now = Clock.nowNanoseconds()
         tree.detach(node)
         node.isUnlinked = true
+        node.removedRemotely = true
         node.ctime = now
         changes.append(.delete(node.ino))
         touchDirectory(parent, now: now)
@@ -253,6 +254,7 @@ extension SyncFileSystem {
         let fresh = Node(record: record, xattrs: old.xattrs)
         tree.detach(old)
         old.isUnlinked = true
+        old.removedRemotely = true
         old.fileID = FileID.random()
         tree.byFileID[old.fileID] = old.ino
         // A placeholder's partial download goes with the old node (its handles and download keep
