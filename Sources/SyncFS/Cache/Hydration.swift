@@ -181,7 +181,9 @@ final class Hydration: @unchecked Sendable {
     var isWanted: Bool {
         condition.lock()
         defer { condition.unlock() }
-        return !wanted.isEmpty || retainers > 0
+        // A chunk a reader asked for stays in `wanted` until a fetcher next looks, even once it is
+        // present: only chunks still missing mean someone waits.
+        return retainers > 0 || wanted.contains { !present[$0] }
     }
 
     func retain() {
