@@ -1,8 +1,9 @@
 import Dispatch
 import Glibc
 
-/// POSIX file helpers of the local container, and how their failures map to protocol errors.
-enum LocalFileIO {
+/// POSIX file helpers of the local container (the sync engine uses the read and write ones too),
+/// and how their failures map to protocol errors.
+package enum LocalFileIO {
     /// Runs blocking work (SQLite with its busy timeout, fsync) on a Dispatch thread, keeping the
     /// few threads of Swift's cooperative pool free, and returns its result to the caller.
     static func offload<T: Sendable>(_ work: @escaping @Sendable () throws(ContainerProtocolError) -> T)
@@ -28,10 +29,10 @@ enum LocalFileIO {
         }
     }
 
-    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+    package static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 
     /// Writes all of `bytes` at the file's current offset, retrying short writes and EINTR.
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
@@ -45,7 +46,7 @@ enum LocalFileIO {
     }
 
     /// Reads the whole file at `path`, or says which `errno` stopped it.
-    static func readAll(_ path: String) -> Result<[UInt8], Errno> {
+    package static func readAll(_ path: String) -> Result<[UInt8], Errno> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(Errno(errno)) }
         defer { close(fd) }
@@ -74,8 +75,8 @@ enum LocalFileIO {
     }
 
     /// An `errno` value carried in a `Result`.
-    struct Errno: Error {
-        let code: Int32
+    package struct Errno: Error {
+        package let code: Int32
         init(_ code: Int32) { self.code = code }
     }
 }

@@ -56,6 +56,12 @@ struct Namespace {
         byFileID[node.fileID] = node.ino
     }
 
+    /// The directory with this file ID if it is in the tree (linked).
+    func liveDirectory(withID id: FileID) -> Node? {
+        guard let node = node(withID: id), !node.isUnlinked, node.kind == .directory else { return nil }
+        return node
+    }
+
     /// The node with this file ID, linked or not.
     func node(withID id: FileID) -> Node? {
         byFileID[id].flatMap { nodes[$0] }

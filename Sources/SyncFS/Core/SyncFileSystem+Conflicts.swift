@@ -64,17 +64,8 @@ extension SyncFileSystem {
     ) -> Bool {
         var application = RemoteApplication()
         let adopted = namespace.withLock { tree -> Bool in
-            // A local change since the upload was taken (a rename, a chmod) is newer than the merge.
-            guard outbox.isUnchanged(since: item) else { return false }
-            guard let node = tree.node(withID: id), !node.isUnlinked, node.openWriters == 0,
-                node.kind == state.kind
-            else { return false }
+            guard let node = adoptableNode(id, state: state, item: item, in: tree) else { return false }
             if let local, local.node !== node || !node.contentUnchanged(since: local.token) { return false }
-            if let parent = state.parent,
-                tree.node(withID: parent).map({ $0.isUnlinked || $0.kind != .directory }) ?? true
-            {
-                return false
-            }
             var state = state
             if let contentFile {
                 var info = stat()
@@ -101,14 +92,20 @@ extension SyncFileSystem {
         return adopted
     }
 
-    /// Whether `adoptMerged` of `state` would find what it needs now: the entry, not open for
-    /// writing, and the merged parent as a live directory.
-    public func canAdopt(_ id: FileID, state: EntryState) -> Bool {
-        namespace.withLock { tree in
-            guard let node = tree.node(withID: id), !node.isUnlinked, node.openWriters == 0 else { return false }
-            guard let parent = state.parent else { return true }
-            return tree.node(withID: parent).map { !$0.isUnlinked && $0.kind == .directory } ?? false
-        }
+    /// Whether `adoptMerged` of `state` would find what it needs now (see `adoptableNode`).
+    public func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
+        namespace.withLock { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
+    }
+
+    /// The entry, if a merged `state` can be adopted now: no local change since `item` was taken
+    /// (a rename or chmod made meanwhile is newer than the merge), here, of the same kind, not
+    /// open for writing, and the merged parent a live directory here. Under the lock.
+    private func adoptableNode(_ id: FileID, state: EntryState, item: OutboxItem, in tree: Namespace) -> Node? {
+        guard outbox.isUnchanged(since: item), let node = tree.node(withID: id), !node.isUnlinked,
+            node.openWriters == 0, node.kind == state.kind
+        else { return nil }
+        if let parent = state.parent, tree.liveDirectory(withID: parent) == nil { return nil }
+        return node
     }
 
     /// Whether `id` is a placeholder (its content is not here).
@@ -123,7 +120,7 @@ extension SyncFileSystem {
 
     /// Whether the directory `id` is here (linked).
     public func hasLiveDirectory(_ id: FileID) -> Bool {
-        namespace.withLock { tree in tree.node(withID: id).map { !$0.isUnlinked && $0.kind == .directory } ?? false }
+        namespace.withLock { tree in tree.liveDirectory(withID: id) != nil }
     }
 
     /// Keeps the local content of `id` as a new entry beside it, named
@@ -316,18 +313,8 @@ extension SyncFileSystem {
             })
         else { return nil }
         if (try? hydrateCompletely(node)) == nil { return nil }
-        let fd = Glibc.open(cache.path(for: node.fileID), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: limit + 1)
-        var total = 0
-        while total <= limit {
-            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + total, $0.count - total) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            total += count
-        }
-        return total > limit ? nil : Array(bytes[0..<total])
+        guard case .success(let bytes) = LocalFileIO.readAll(cache.path(for: node.fileID)), bytes.count <= limit
+        else { return nil }
+        return bytes
     }
 }

@@ -104,7 +104,7 @@ extension SyncEngine {
             theirs.size = current.state.size
             let theirsFile = try download(current.state.manifest, reusing: local, manifest: ours.manifest)
             temporaries.append(theirsFile)
-            guard fileSystem.canAdopt(item.fileID, state: theirs), fileSystem.outbox.isUnchanged(since: item),
+            guard fileSystem.canAdopt(item.fileID, state: theirs, item: item),
                 let copy = fileSystem.forkConflictCopy(item.fileID, local: local, reason: reason)
             else {
                 fileSystem.outbox.postpone(item, by: 200_000_000)
@@ -273,32 +273,20 @@ extension SyncEngine {
     }
 
     static func readWhole(_ path: String) throws(SyncFailure) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .local("cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw .local("cannot read \(path): \(String(cString: strerror(errno)))") }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: buffer[0..<count])
+        switch LocalFileIO.readAll(path) {
+        case .success(let bytes): return bytes
+        case .failure(let error): throw .local("cannot read \(path): \(LocalFileIO.errorText(error.code))")
         }
     }
 
     static func writeSynced(_ bytes: [UInt8], to path: String) throws(SyncFailure) {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .local("cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .local("cannot create \(path): \(LocalFileIO.errorText(errno))") }
         defer { close(fd) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw .local("cannot write \(path): \(String(cString: strerror(errno)))") }
-            written += count
+        if let code = LocalFileIO.writeAll(fd, bytes) {
+            throw .local("cannot write \(path): \(LocalFileIO.errorText(code))")
         }
-        guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(LocalFileIO.errorText(errno))") }
     }
 }
 
