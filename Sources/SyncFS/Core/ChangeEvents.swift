@@ -170,8 +170,8 @@ public enum ChangeFilter: Sendable, Equatable {
 ///
 /// Kinds published: the core publishes `created`, `modified`, `deleted`, `renamed` for local
 /// changes and for remote changes applied by the follower, and `conflict` when a local entry is
-/// moved aside for a remote one. Merge code publishes `merged` (a merge result replaced the
-/// content) and `conflict` (a conflicted copy was made) with `SyncFileSystem.publishChange`.
+/// moved aside for a remote one; the merge code publishes `merged` (a merge result replaced the
+/// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too.
 public final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])

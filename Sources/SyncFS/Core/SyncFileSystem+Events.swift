@@ -29,20 +29,6 @@ extension SyncFileSystem {
         changeEvents.isObserved ? displayPath(of: node, in: tree) : nil
     }
 
-    /// Publishes a change of the entry `id` at its current path: for code that changes the tree
-    /// outside the core's own operations (merges publish `.merged` and `.conflict` this way).
-    /// `oldPath`: where it was, for a rename. Call without the namespace lock; does nothing when
-    /// nobody observes or the entry is not in the tree.
-    public func publishChange(
-        _ kind: ChangeEvent.Kind, fileID id: FileID, origin: ChangeEvent.Origin, oldPath: String? = nil
-    ) {
-        guard changeEvents.isObserved else { return }
-        namespace.withLock { tree in
-            guard let node = tree.node(withID: id), !node.isUnlinked else { return }
-            noteChange(kind, node, origin: origin, oldPath: oldPath, in: tree)
-        }
-    }
-
     /// Reports the content change of a burst that ends now (last writer closed, or `fsync`).
     /// Under the lock.
     func noteContentChangeEnded(_ node: Node, in tree: Namespace) {
