@@ -76,6 +76,10 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         let inoA = try pair.a.makeFile("note.txt", contents: bytes("one\n"))
         try await pair.eventually("note on B") { try contents(pair.b, "note.txt") == bytes("one\n") }
+        // Downloaded and finished (not a placeholder any more: its bytes are its own).
+        try await pair.eventually("note local on B") {
+            try pair.b.fs.getxattr(try pair.b.lookupIno("note.txt"), name: "user.syncfs.state") == bytes("local")
+        }
         let old = try pair.b.lookupIno("note.txt")
         let handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
         try pair.a.write(handle, bytes("two\n"), at: 4)
