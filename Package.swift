@@ -11,11 +11,20 @@ let package = Package(
         .executable(name: "syncfs-mount", targets: ["syncfs-mount"]),
         .library(name: "SyncFS", targets: ["SyncFS"]),
         .library(name: "SyncBackend", targets: ["SyncBackend"]),
+        .library(name: "SyncServer", targets: ["SyncServer"]),
+        .library(name: "SyncClient", targets: ["SyncClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // The sync server (#6). Hummingbird's optional swift-configuration support is left out.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -47,13 +56,41 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "SyncServer",
+            dependencies: [
+                "SyncBackend", "SQLiteSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "SyncClient",
+            dependencies: [
+                "SyncBackend",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "SyncMerge",
             swiftSettings: strict
         ),
         .target(
             name: "SyncFS",
             dependencies: [
-                "CFuse", "SQLiteSupport", "SyncBackend", "SyncMerge",
+                "CFuse", "SQLiteSupport", "SyncBackend", "SyncClient", "SyncMerge",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -61,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "syncfs-mount",
             dependencies: [
-                "SyncFS", "SyncBackend",
+                "SyncFS", "SyncBackend", "SyncServer", "SyncClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -74,7 +111,19 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncBackendTests",
-            dependencies: ["SyncBackend"],
+            // The conformance suite runs against the HTTP container too, through a real server.
+            dependencies: ["SyncBackend", "SyncServer", "SyncClient"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncServerTests",
+            dependencies: [
+                "SyncServer", "SyncClient", "SyncBackend",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

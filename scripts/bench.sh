@@ -40,6 +40,10 @@ Options:
   --merge-only        only the merge benchmark (scripts/bench/merge.py: a 10 MiB text file
                       edited on two mounts, the three-way merge and its propagation)
   --no-merge          skip the merge benchmark
+  --server-only       only the sync server benchmarks (scripts/bench/server.py: propagation through
+                      `syncfs-mount serve` on loopback vs a local container, commits/s and chunk
+                      upload MB/s with 8 concurrent clients, server RSS)
+  --no-server         skip the sync server benchmarks
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone (default: all three)
@@ -71,7 +75,7 @@ die() { log "error: $*"; exit 1; }
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
 O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES=
-SYNC_MODE=default PH_MODE=default MERGE_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
+SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
 TARGETS=native,syncfs,rclone WORKLOADS=seq,rand,files,untar,clone
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
@@ -86,14 +90,16 @@ while [[ $# -gt 0 ]]; do
         --commits) need_arg "$@"; O_COMMITS=$2; shift 2 ;;
         --repo-files) need_arg "$@"; O_REPO_FILES=$2; shift 2 ;;
         --rss-files) need_arg "$@"; O_RSS_FILES=$2; shift 2 ;;
-        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
+        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
         --no-rss) RSS_MODE=skip; shift ;;
-        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
+        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
         --no-sync) SYNC_MODE=skip; shift ;;
-        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; shift ;;
+        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
         --no-placeholders) PH_MODE=skip; shift ;;
-        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; shift ;;
+        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; SERVER_MODE=skip; shift ;;
         --no-merge) MERGE_MODE=skip; shift ;;
+        --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
+        --no-server) SERVER_MODE=skip; shift ;;
         --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;
         --workloads) need_arg "$@"; WORKLOADS=$2; shift 2 ;;
@@ -153,7 +159,7 @@ if [[ $SYNC_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 PH_RCLONE=${WANT_T[rclone]:-}   # the placeholder part mounts its own rclone, if rclone is a target
-if [[ $PH_MODE == only || $MERGE_MODE == only ]]; then
+if [[ $PH_MODE == only || $MERGE_MODE == only || $SERVER_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 DO_RSS=0
@@ -657,7 +663,7 @@ TREE_MIB=0
 mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
-[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only ]] && start_syncfs
+[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only ]] && start_syncfs
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     log "---- run $run of $RUNS"
@@ -766,6 +772,15 @@ if [[ $MERGE_MODE != skip && -n $SYNCFS_BIN ]]; then
     [[ -n $OUT ]] && merge_args+=(--out "$OUT")
     echo
     run_script_step "the merge benchmark" 1800 merge.py "$W" "${merge_args[@]}"
+fi
+# Sync server benchmarks: `syncfs-mount serve` on loopback, its own mounts and load clients.
+if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then
+    log "---- sync server benchmarks"
+    server_args=(--runs "$RUNS")
+    [[ $QUICK == 1 ]] && server_args+=(--edits 20 --seconds 2)
+    [[ -n $OUT ]] && server_args+=(--out "$OUT")
+    echo
+    run_script_step "the sync server benchmarks" 1800 server.py "$W" "${server_args[@]}"
 fi
 [[ -n $OUT ]] && log "Markdown written to $OUT"
 exit 0

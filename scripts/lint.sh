@@ -12,15 +12,23 @@ fi
 if grep -rln "^import CSQLite" Sources | grep -v "^Sources/SQLiteSupport/"; then
     echo "lint: CSQLite may only be imported in Sources/SQLiteSupport/" >&2; fail=1
 fi
-if grep -rln "^import SQLiteSupport" Sources | grep -v -e "^Sources/SyncFS/Metadata/" -e "^Sources/SyncBackend/"; then
-    echo "lint: SQLiteSupport may only be imported in Sources/SyncFS/Metadata/ and Sources/SyncBackend/" >&2; fail=1
+if grep -rln "^import SQLiteSupport" Sources \
+    | grep -v -e "^Sources/SyncFS/Metadata/" -e "^Sources/SyncBackend/" -e "^Sources/SyncServer/TokenStore"; then
+    echo "lint: SQLiteSupport may only be imported in Sources/SyncFS/Metadata/, Sources/SyncBackend/ and the server's TokenStore" >&2; fail=1
+fi
+# Only the server knows Hummingbird; only the HTTP client knows async-http-client.
+if grep -rln "^import Hummingbird" Sources | grep -v "^Sources/SyncServer/"; then
+    echo "lint: Hummingbird may only be imported in Sources/SyncServer/" >&2; fail=1
+fi
+if grep -rln "^import AsyncHTTPClient" Sources | grep -v "^Sources/SyncClient/"; then
+    echo "lint: AsyncHTTPClient may only be imported in Sources/SyncClient/" >&2; fail=1
 fi
 # Core knows no container: the Sync layer and the daemon talk to SyncBackend's protocol.
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
     echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1
 fi
 # No try! on request paths.
-if grep -rn "try!" Sources/SyncFS; then
-    echo "lint: no try! in the SyncFS library" >&2; fail=1
+if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient; then
+    echo "lint: no try! in the SyncFS, SyncServer and SyncClient libraries" >&2; fail=1
 fi
 exit "$fail"

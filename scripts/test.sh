@@ -12,7 +12,7 @@ status=0
 # One run per test target: the container tests measure wake-up latencies and the sync tests run
 # engines whose container calls need Swift's cooperative threads (two on this machine); the mount
 # tests block those threads while they wait for daemons. Separate processes keep them apart.
-for target in SyncBackendTests SyncMergeTests SyncFSTests MountTests; do
+for target in SyncBackendTests SyncServerTests SyncMergeTests SyncFSTests MountTests; do
     swift test --skip-build --filter "^$target\\." 2>&1 | tee -a .build/test-output.txt || status=$?
 done
 # Never leave a mount of ours behind, whatever happened.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Logging
+import SyncClient
 import SyncFS
 
 struct MountCommand: ParsableCommand {
@@ -9,14 +10,15 @@ struct MountCommand: ParsableCommand {
         commandName: "mount",
         abstract: "Mount CONTAINER as an ordinary folder at MOUNTPOINT.",
         discussion: """
-            CONTAINER is a local directory (the embedded default container), created if missing. \
+            CONTAINER is a local directory (the embedded default container), created if missing, \
+            or a container on a sync server, https://HOST:PORT/NAME (with --token-file). \
             MOUNTPOINT must be an existing empty directory; a stale mount left by a killed daemon \
             is cleared first. Without --foreground the command returns once the mount is live and \
             the daemon logs to STATE_DIR/syncfs.log.
             """
     )
 
-    @Argument(help: "The container: a local directory (created if missing).")
+    @Argument(help: "The container: a local directory (created if missing) or https://HOST:PORT/NAME.")
     var container: String
 
     @Argument(help: "An existing, empty directory to mount the folder on.")
@@ -61,6 +63,15 @@ struct MountCommand: ParsableCommand {
     @Option(help: .hidden)
     var testOutageFile: String?
 
+    @Option(help: ArgumentHelp("For a server URL: the file holding the access token.", valueName: "file"))
+    var tokenFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "For an https URL: trust only the certificates in this PEM file (a self-signed server).",
+            valueName: "file"))
+    var caFile: String?
+
     @Flag(help: "Do not replay remote changes through the mount point (inotify watchers then miss them).")
     var noInotifyEcho = false
 
@@ -70,6 +81,14 @@ struct MountCommand: ParsableCommand {
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
         }
         if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
+        if ServerAddress.looksLikeURL(container) {
+            do { _ = try ServerAddress(parsing: container) } catch { throw ValidationError(error.description) }
+            guard tokenFile != nil else {
+                throw ValidationError("a server URL needs --token-file FILE (made by `syncfs-mount token create`)")
+            }
+        } else if tokenFile != nil || caFile != nil {
+            throw ValidationError("--token-file and --ca-file are only for a server URL (https://HOST:PORT/NAME)")
+        }
         guard (0...3_600_000).contains(uploadDelay) else {
             throw ValidationError("--upload-delay must be between 0 and 3600000 milliseconds")
         }
@@ -84,14 +103,20 @@ struct MountCommand: ParsableCommand {
         }
     }
 
+    /// The container as the daemon gets it: a server URL as given, a local path made absolute.
+    private var containerLocation: String {
+        ServerAddress.looksLikeURL(container) ? container : absolutePath(container)
+    }
+
     func run() throws {
         var configuration = MountConfiguration(
-            container: absolutePath(container), mountpoint: absolutePath(mountpoint),
+            container: containerLocation, mountpoint: absolutePath(mountpoint),
             stateDirectory: absolutePath(
                 stateDir
-                    ?? StateDirectory.defaultPath(
-                        container: absolutePath(container), mountpoint: absolutePath(mountpoint))),
+                    ?? StateDirectory.defaultPath(container: containerLocation, mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
+        configuration.tokenFile = tokenFile.map(absolutePath)
+        configuration.caFile = caFile.map(absolutePath)
         configuration.uploadDelayMilliseconds = uploadDelay
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
@@ -138,6 +163,8 @@ struct MountCommand: ParsableCommand {
         ]
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
+        if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
+        if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)

@@ -14,6 +14,7 @@ struct SyncFSCommand: ParsableCommand {
             MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, PinCommand.self,
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
+            ServeCommand.self, TokenCommand.self, MeasureServerCommand.self,
         ]
     )
 }

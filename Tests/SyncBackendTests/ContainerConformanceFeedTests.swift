@@ -6,7 +6,7 @@ import Testing
 extension ContainerConformanceTests {
     @Test(arguments: ContainerKind.allCases)
     func theFeedListsEachEntryOnceAtItsLatestVersionInCommitOrder(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let empty = try await container.changes(after: .beginning, limit: 10)
@@ -35,7 +35,7 @@ extension ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func theFeedPagesWithLimitMoreComingAndCursor(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         var committed: [RemoteEntry] = []
@@ -69,7 +69,7 @@ extension ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func waitingWakesPromptlyOnACommitFromAnotherTask(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         try await container.mustPut(.random(), base: 0, directoryState("before"))
@@ -91,7 +91,7 @@ extension ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func waitingReturnsAtOnceWhenBehindAndFalseAfterTheTimeout(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         try await container.mustPut(.random(), base: 0, directoryState("a"))
@@ -108,7 +108,7 @@ extension ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func aCancelledWaitReturnsFalsePromptly(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let waiter = Task { try await container.waitForChanges(after: .beginning, timeout: .seconds(30)) }

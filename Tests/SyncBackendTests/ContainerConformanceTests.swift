@@ -10,7 +10,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func chunksArePutOnceAndReadBackAsStored(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let first = rawChunk("first chunk")
@@ -23,8 +23,10 @@ struct ContainerConformanceTests {
         #expect(try await container.chunk(first.hash) == first)
         #expect(await protocolError { _ = try await container.chunk(second.hash) } == .chunkNotFound(second.hash))
 
-        // A compressed chunk comes back exactly as stored; the container does not decode it.
-        let zlib = EncodedChunk(hash: sha256([7, 7, 7]), encoding: .zlib, plainLength: 3, payload: [0x78, 1, 2, 3])
+        // A compressed chunk comes back exactly as stored (byte for byte, still compressed).
+        let text = Array(String(repeating: "compressible ", count: 200).utf8)
+        let zlib = text.withUnsafeBytes { ChunkCodec.encode($0, level: 6) }
+        #expect(zlib.encoding == .zlib && zlib.payload.count < text.count)
         try await container.putChunk(zlib)
         #expect(try await container.chunk(zlib.hash) == zlib)
 
@@ -35,7 +37,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func malformedChunksAreRefused(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         var wrongLength = rawChunk("abc")
@@ -48,7 +50,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func createUpdateDeleteAndRecreate(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let id = FileID.random()
@@ -77,7 +79,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func filesAndSymlinksKeepEverythingThatSyncs(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let chunks = [rawChunk("one"), rawChunk("two"), rawChunk("one")]
@@ -93,7 +95,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func aStaleBaseIsAConflictCarryingTheCurrentEntry(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let id = FileID.random()
@@ -110,7 +112,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func aNameIsTakenOnlyByALiveSibling(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let holder = try await container.mustPut(.random(), base: 0, directoryState("x"))
@@ -129,7 +131,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func theParentMustBeALiveDirectory(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         #expect(try await container.put(.random(), base: 0, fileState("f", in: .random())) == .parentMissing)
@@ -146,7 +148,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func aDirectoryCannotMoveIntoItself(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let a = try await container.mustPut(.random(), base: 0, directoryState("a"))
@@ -164,7 +166,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func aDirectoryWithLiveChildrenCannotBeDeleted(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let directory = try await container.mustPut(.random(), base: 0, directoryState("d"))
@@ -180,7 +182,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func everyChunkOfTheManifestMustBeStored(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let stored = rawChunk("stored")
@@ -197,7 +199,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func theRootAlwaysExists(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         let root = try #require(try await container.entry(.root))
@@ -230,7 +232,7 @@ struct ContainerConformanceTests {
 
     @Test(arguments: ContainerKind.allCases)
     func malformedRequestsAreInvalid(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let container = fixture.container
         var states: [EntryState] = []

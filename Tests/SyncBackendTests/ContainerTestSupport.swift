@@ -1,5 +1,8 @@
 import Crypto
 import Foundation
+import SyncClient
+import SyncServer
+import Synchronization
 import Testing
 
 @testable import SyncBackend
@@ -8,6 +11,9 @@ import Testing
 enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case inMemory
     case local
+    /// `HTTPContainer` through a real `SyncServer` on loopback (one server per test process,
+    /// a fresh container and token per fixture).
+    case http
 
     var testDescription: String { rawValue }
 }
@@ -18,20 +24,52 @@ final class ContainerFixture: Sendable {
     let container: any Container
     let directory: String?
 
-    init(_ kind: ContainerKind) throws {
+    private init(container: any Container, directory: String?) {
+        self.container = container
+        self.directory = directory
+    }
+
+    static func make(_ kind: ContainerKind) async throws -> ContainerFixture {
         switch kind {
         case .inMemory:
-            container = InMemoryContainer()
-            directory = nil
+            return ContainerFixture(container: InMemoryContainer(), directory: nil)
         case .local:
             let directory = try makeTemporaryDirectory()
-            self.directory = directory
-            container = try LocalContainer.openOrCreate(at: directory + "/container")
+            return ContainerFixture(
+                container: try LocalContainer.openOrCreate(at: directory + "/container"), directory: directory)
+        case .http:
+            let server = try await SharedTestServer.server()
+            let name = "c-" + UUID().uuidString.lowercased()
+            let token = try server.makeContainer(name)
+            let info = try await HTTPContainer.fetchInfo(
+                address: try ServerAddress(parsing: server.url(container: name)), token: token)
+            let container = try HTTPContainer(
+                address: try ServerAddress(parsing: server.url(container: name)), token: token, containerID: info.id)
+            return ContainerFixture(container: container, directory: server.root + "/" + name)
         }
     }
 
     func remove() {
         if let directory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+}
+
+/// The one sync server of this test process, started on first use and left running until the
+/// process ends (stopping it needs an `await`, which a fixture's `defer` cannot do).
+enum SharedTestServer {
+    private static let started = Mutex<Task<SyncTestServer, any Error>?>(nil)
+
+    static func server() async throws -> SyncTestServer {
+        let task = started.withLock { task in
+            if let task { return task }
+            let made = Task<SyncTestServer, any Error> {
+                let root = try makeTemporaryDirectory()
+                return try await SyncTestServer.start(root: root)
+            }
+            task = made
+            return made
+        }
+        return try await task.value
     }
 }
 

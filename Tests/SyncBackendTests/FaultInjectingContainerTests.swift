@@ -54,7 +54,7 @@ struct FaultInjectingContainerTests {
     /// state and its device): that is how a client recognises its own lost commit.
     @Test(arguments: ContainerKind.allCases)
     func aLostCommitAnswerIsRecognisedOnRetry(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let faulty = FaultInjectingContainer(fixture.container)
         let id = FileID.random()
@@ -75,7 +75,7 @@ struct FaultInjectingContainerTests {
 
     @Test(arguments: ContainerKind.allCases)
     func aPartialChunkWriteLeavesNothingVisible(kind: ContainerKind) async throws {
-        let fixture = try ContainerFixture(kind)
+        let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
         let faulty = FaultInjectingContainer(fixture.container)
         let chunk = rawChunk("half written")

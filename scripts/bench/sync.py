@@ -18,13 +18,13 @@ def log(msg):
 
 class Mount:
     """One syncfs-mount daemon in the foreground with a lifeline (stdin pipe)."""
-    def __init__(self, binary, container, mountpoint, state, delay_ms):
+    def __init__(self, binary, container, mountpoint, state, delay_ms, extra=()):
         os.makedirs(mountpoint, exist_ok=True)
         self.mountpoint = mountpoint
         self.binary = binary
         self.proc = subprocess.Popen(
             [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline",
-             "--upload-delay", str(delay_ms), "--log-level", "warning"],
+             "--upload-delay", str(delay_ms), "--log-level", "warning", *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(state + ".log", "ab"))
         line = self.proc.stdout.readline()
         if line.strip() != b"ready":

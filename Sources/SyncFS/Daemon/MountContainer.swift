@@ -1,5 +1,6 @@
 import Logging
 import SyncBackend
+import SyncClient
 
 /// Which container a mount syncs with (doc/SEMANTICS.md, "Offline").
 ///
@@ -10,15 +11,27 @@ import SyncBackend
 ///   recorded ID, and mounts even when the container is unreachable (offline start); the engine
 ///   catches up when it is back. Another container at the path is refused, as on the first mount
 ///   (the state directory belongs to the recorded one).
+/// - A container on a sync server (`http(s)://HOST:PORT/NAME`): `ServerContainer`.
 /// - With `testOutageFile` (tests only), the container is wrapped in an `OutageFileContainer`: it
 ///   is unreachable while that file exists.
 enum MountContainer {
     static func open(
         _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String,
-        testOutageFile: String? = nil, logger: Logger
+        tokenFile: String? = nil, caFile: String? = nil, testOutageFile: String? = nil, logger: Logger
     ) throws(MountError) -> any Container {
-        let container = try open(
-            path, recordedID: recordedID, recordedPath: recordedPath, stateDirectory: stateDirectory, logger: logger)
+        let container: any Container
+        if ServerAddress.looksLikeURL(path) {
+            container = try ServerContainer.open(
+                path, tokenFile: tokenFile, caFile: caFile, recordedID: recordedID, stateDirectory: stateDirectory,
+                logger: logger)
+        } else {
+            if tokenFile != nil || caFile != nil {
+                throw MountError(.badInput, "--token-file and --ca-file are for a server URL, not a local container")
+            }
+            container = try open(
+                path, recordedID: recordedID, recordedPath: recordedPath, stateDirectory: stateDirectory,
+                logger: logger)
+        }
         guard let testOutageFile else { return container }
         logger.notice("test outages: the container is unreachable while \(testOutageFile) exists")
         return OutageFileContainer(container, path: testOutageFile)

@@ -24,6 +24,10 @@ public struct MountConfiguration: Sendable {
     public var testOutageFile: String?
     /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
     public var inotifyEcho = true
+    /// For a server URL: the file holding the bearer token (`--token-file`).
+    public var tokenFile: String?
+    /// For an https URL: trust only the certificates in this PEM file (`--ca-file`).
+    public var caFile: String?
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -56,7 +60,8 @@ public enum MountDaemon {
             // Created only by a state directory's first mount; later ones may start offline.
             container = try MountContainer.open(
                 configuration.container, recordedID: facts["container_id"], recordedPath: facts["container"],
-                stateDirectory: state.path, testOutageFile: configuration.testOutageFile, logger: logger)
+                stateDirectory: state.path, tokenFile: configuration.tokenFile, caFile: configuration.caFile,
+                testOutageFile: configuration.testOutageFile, logger: logger)
             store.factSet("container_id", container.containerID)
             store.factSet("container", configuration.container)
             fileSystem = try SyncFileSystem(

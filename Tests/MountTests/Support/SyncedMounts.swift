@@ -20,19 +20,25 @@ final class SyncedMounts: @unchecked Sendable {
     let containerPath: String
     let a: TestFolder
     let b: TestFolder
+    /// With `overServer`: the `syncfs-mount serve` process both mounts reach the container through.
+    let server: ServerProcess?
 
-    private init(baseDir: String, containerPath: String, a: TestFolder, b: TestFolder) {
+    private init(baseDir: String, containerPath: String, a: TestFolder, b: TestFolder, server: ServerProcess?) {
         self.baseDir = baseDir
         self.containerPath = containerPath
         self.a = a
         self.b = b
+        self.server = server
     }
 
     /// Mounts A, then B, on a fresh container. `uploadDelayB` defaults to `uploadDelay`.
     /// `argumentsA` and `argumentsB` are appended to every `mount` of A and of B (e.g.
-    /// `["--cache-size", "8M"]`).
+    /// `["--cache-size", "8M"]`). `overServer`: the container is served by a `syncfs-mount serve`
+    /// child process on loopback and both mount its URL with a token (`containerPath` is then the
+    /// container's directory on the server's side).
     static func make(
-        uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = []
+        uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
+        overServer: Bool = false
     ) throws -> SyncedMounts {
         umask(0o022)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
@@ -40,22 +46,34 @@ final class SyncedMounts: @unchecked Sendable {
             throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
         }
         let base = String(cString: created)
-        let container = base + "/container"
+        var container = base + "/container"
+        var server: ServerProcess?
         do {
-            try makeDirectory(container)
+            var location = container
+            var access: [String] = []
+            if overServer {
+                let started = try ServerProcess.start(root: base + "/server")
+                server = started
+                access = ["--token-file", try started.createToken(container: "box")]
+                location = started.url("box")
+                container = started.root + "/box"
+            } else {
+                try makeDirectory(container)
+            }
             let a = try TestFolder.make(
-                .mount, sharedContainer: container,
-                mountArguments: ["--upload-delay", String(uploadDelay)] + argumentsA)
+                .mount, sharedContainer: location,
+                mountArguments: ["--upload-delay", String(uploadDelay)] + access + argumentsA)
             do {
                 let b = try TestFolder.make(
-                    .mount, sharedContainer: container,
-                    mountArguments: ["--upload-delay", String(uploadDelayB ?? uploadDelay)] + argumentsB)
-                return SyncedMounts(baseDir: base, containerPath: container, a: a, b: b)
+                    .mount, sharedContainer: location,
+                    mountArguments: ["--upload-delay", String(uploadDelayB ?? uploadDelay)] + access + argumentsB)
+                return SyncedMounts(baseDir: base, containerPath: container, a: a, b: b, server: server)
             } catch {
                 a.tearDown()
                 throw error
             }
         } catch {
+            server?.stop()
             try? FileManager.default.removeItem(atPath: base)
             throw error
         }
@@ -64,10 +82,11 @@ final class SyncedMounts: @unchecked Sendable {
     /// Runs `body` on fresh mounts and always tears them down.
     static func with<R>(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        _ body: (SyncedMounts) throws -> R
+        overServer: Bool = false, _ body: (SyncedMounts) throws -> R
     ) throws -> R {
         let mounts = try make(
-            uploadDelay: uploadDelay, uploadDelayB: uploadDelayB, argumentsA: argumentsA, argumentsB: argumentsB)
+            uploadDelay: uploadDelay, uploadDelayB: uploadDelayB, argumentsA: argumentsA, argumentsB: argumentsB,
+            overServer: overServer)
         defer { mounts.tearDown() }
         return try body(mounts)
     }
@@ -76,6 +95,7 @@ final class SyncedMounts: @unchecked Sendable {
     func tearDown() {
         a.tearDown()
         b.tearDown()
+        server?.stop()
         if TestFolder.isMounted(a.root) || TestFolder.isMounted(b.root) {
             Issue.record("tearDown: a mount is left; keeping the container at \(containerPath)")
             return
@@ -87,6 +107,7 @@ final class SyncedMounts: @unchecked Sendable {
     func logs(limit: Int = 3000) -> String {
         "---- daemon A log (\(a.logPath)):\n\(a.daemonLog(limit: limit))\n"
             + "---- daemon B log (\(b.logPath)):\n\(b.daemonLog(limit: limit))"
+            + (server.map { "\n---- server log (\($0.logPath)):\n\($0.log(limit: limit))" } ?? "")
     }
 }
 

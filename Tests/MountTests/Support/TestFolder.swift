@@ -308,7 +308,7 @@ final class TestFolder: @unchecked Sendable {
 
     /// posix_spawn with the three standard descriptors replaced, every signal unblocked and every
     /// handler at its default (the test runner ignores SIGPIPE, for instance).
-    private static func spawn(_ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32) throws -> pid_t {
+    static func spawn(_ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

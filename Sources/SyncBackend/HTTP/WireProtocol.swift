@@ -1,0 +1,182 @@
+/// The container protocol over HTTP (version 1): the names, limits and small payloads the server
+/// (`SyncServer`) and the client (`SyncClient.HTTPContainer`) share. doc/PROTOCOL.md describes
+/// every endpoint; `Tests/SyncServerTests/ProtocolDocumentTests.swift` keeps it true.
+///
+/// Everything here is plain data (Foundation only), so both sides agree by construction.
+public enum WireProtocol {
+    /// The path prefix of every endpoint but the health check.
+    public static let prefix = "/v1"
+
+    /// `Authorization: Bearer <token>` on every request but `GET /v1/health`.
+    public static let authorizationScheme = "Bearer"
+
+    /// A chunk's payload encoding on `PUT`/`GET .../chunks/HASH`: `raw` or `zlib`.
+    public static let chunkEncodingHeader = "SyncFS-Chunk-Encoding"
+    /// A chunk's plain (decoded) length in bytes, decimal.
+    public static let plainLengthHeader = "SyncFS-Plain-Length"
+
+    /// The largest plain chunk the server stores (the client's chunker cuts at 4 MiB).
+    public static let maxChunkPlainLength = 16 << 20
+    /// The largest chunk payload (request body) the server reads: a payload never needs more
+    /// than its plain length (the client stores a chunk raw when zlib does not make it smaller).
+    public static let maxChunkBodyBytes = maxChunkPlainLength
+    /// The largest JSON request body (a commit of a file with tens of thousands of chunks fits).
+    public static let maxJSONBodyBytes = 8 << 20
+    /// The most hashes one missing-chunks request may ask about.
+    public static let maxMissingCheckHashes = 10_000
+    /// The longest a change wait is held open, whatever the client asks.
+    public static let maxWaitMilliseconds = 30_000
+    /// The wait of `changes/wait` when the request names no `timeout`.
+    public static let defaultWaitMilliseconds = 25_000
+    /// The most entries one `changes` page may ask for (`limit`).
+    public static let maxChangesLimit = 10_000
+    /// The page size of `changes` when the request names no `limit`.
+    public static let defaultChangesLimit = 1_000
+    /// A commit's `device`: 1...128 bytes of UTF-8 without control characters.
+    public static let maxDeviceBytes = 128
+    /// An extended attribute's name: `user.` and at least one more byte, at most 255 bytes, no NUL.
+    public static let maxXattrNameBytes = 255
+    /// An extended attribute's value (Linux's `XATTR_SIZE_MAX`).
+    public static let maxXattrValueBytes = 65_536
+    /// All extended attributes of one entry together (names and values).
+    public static let maxXattrTotalBytes = 1 << 20
+
+    /// Query parameters: the cursor (`changes`, `changes/wait`), the page size (`changes`) and the
+    /// wait in milliseconds (`changes/wait`). Any other parameter is `400 invalidRequest`.
+    public enum Query {
+        public static let after = "after"
+        public static let limit = "limit"
+        public static let timeout = "timeout"
+    }
+
+    /// The wire names of `ChunkEncoding`.
+    public static func encodingName(_ encoding: ChunkEncoding) -> String {
+        switch encoding {
+        case .raw: return "raw"
+        case .zlib: return "zlib"
+        }
+    }
+
+    /// The `ChunkEncoding` of a wire name, or nil.
+    public static func encoding(named name: String) -> ChunkEncoding? {
+        switch name {
+        case "raw": return .raw
+        case "zlib": return .zlib
+        default: return nil
+        }
+    }
+
+    /// Paths relative to a container's base (`/v1/containers/NAME`).
+    public enum Path {
+        public static func container(_ name: String) -> String { "\(prefix)/containers/\(name)" }
+        public static func missingChunks(_ name: String) -> String { container(name) + "/chunks/missing" }
+        public static func chunk(_ name: String, _ hash: ChunkHash) -> String {
+            container(name) + "/chunks/\(hash.hex)"
+        }
+        public static func entry(_ name: String, _ id: FileID) -> String { container(name) + "/entries/\(id.hex)" }
+        public static func commits(_ name: String) -> String { container(name) + "/commits" }
+        public static func changes(_ name: String) -> String { container(name) + "/changes" }
+        public static func wait(_ name: String) -> String { container(name) + "/changes/wait" }
+        public static let health = "\(prefix)/health"
+    }
+}
+
+/// The body of every error response: a machine-readable code and a message for people.
+public struct WireError: Codable, Equatable, Sendable {
+    /// One of `Code`'s raw values (clients must treat unknown codes by their HTTP status).
+    public var error: String
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.error = code.rawValue
+        self.message = message
+    }
+
+    /// Every error code, with the HTTP status it is sent with.
+    public enum Code: String, Sendable, CaseIterable {
+        /// 400: the request is malformed (bad JSON, name, ID, cursor, parameter, header).
+        case invalidRequest
+        /// 401: no token, or a token that is unknown or revoked.
+        case unauthorized
+        /// 403: a valid token for another container.
+        case forbidden
+        /// 404: no such container (for a token that names it) or endpoint.
+        case notFound
+        /// 404: no chunk with this hash.
+        case chunkNotFound
+        /// 404: no entry with this ID has ever existed.
+        case entryNotFound
+        /// 405: the endpoint exists, the method does not.
+        case methodNotAllowed
+        /// 413: the body (or a batch) is larger than the limits in `WireProtocol`.
+        case tooLarge
+        /// 422: the chunk's bytes do not decode to its plain length or do not hash to its hash.
+        case chunkMismatch
+        /// 503: the container cannot be used right now (the server is stopping, its disk is away).
+        case unavailable
+        /// 507: the server's storage failed (disk full, I/O error).
+        case storageFailure
+
+        public var status: Int {
+            switch self {
+            case .invalidRequest: return 400
+            case .unauthorized: return 401
+            case .forbidden: return 403
+            case .notFound, .chunkNotFound, .entryNotFound: return 404
+            case .methodNotAllowed: return 405
+            case .tooLarge: return 413
+            case .chunkMismatch: return 422
+            case .unavailable: return 503
+            case .storageFailure: return 507
+            }
+        }
+    }
+}
+
+/// `GET /v1/health` response body: `{"status":"ok"}`.
+public struct HealthStatus: Codable, Equatable, Sendable {
+    public var status: String
+    public init(status: String) { self.status = status }
+}
+
+/// `GET /v1/containers/NAME`: which container this is.
+public struct ContainerInfo: Codable, Equatable, Sendable {
+    /// The container's stable ID (`Container.containerID`).
+    public var id: String
+    public var name: String
+    public init(id: String, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// `POST /v1/containers/NAME/chunks/missing` request body.
+public struct MissingChunksRequest: Codable, Equatable, Sendable {
+    public var hashes: [ChunkHash]
+    public init(hashes: [ChunkHash]) { self.hashes = hashes }
+}
+
+/// `POST /v1/containers/NAME/chunks/missing` response body.
+public struct MissingChunksResponse: Codable, Equatable, Sendable {
+    public var missing: [ChunkHash]
+    public init(missing: [ChunkHash]) { self.missing = missing }
+}
+
+/// `GET /v1/containers/NAME/changes/wait` response body.
+public struct WaitResponse: Codable, Equatable, Sendable {
+    public var changed: Bool
+    public init(changed: Bool) { self.changed = changed }
+}
+
+/// Container names on a server: 1...64 bytes of `A-Z a-z 0-9 . _ -`, not starting with `.`
+/// (so never `.`, `..`, a hidden file, or anything with `/` or NUL).
+public enum ContainerName {
+    public static func isValid(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count), bytes[0] != UInt8(ascii: ".") else { return false }
+        return bytes.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+}

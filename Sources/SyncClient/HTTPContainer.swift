@@ -1,0 +1,247 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SyncBackend
+import Synchronization
+
+/// A container on a sync server, reached over HTTP(S) with a bearer token (doc/PROTOCOL.md).
+/// Passes the same conformance suite as the local container.
+///
+/// The contract, beyond `Container`'s:
+/// - **Unreachable is never "deleted".** No answer at all (refused, reset, TLS failure, a request
+///   past its deadline), a 5xx, a rejected token (401/403), an unknown container (404 `notFound`)
+///   and any answer that is not this protocol's (a proxy's page, a body that does not decode) are
+///   `unavailable` — retryable, saying nothing about the data. Only this protocol's own JSON
+///   `entryNotFound` makes `entry` return nil, and only `chunkNotFound` is `chunkNotFound`.
+/// - **Deadlines**: 5 s to connect; 30 s per request (chunks: 120 s); a change wait asks the server
+///   for at most 30 s and gives it 10 s more. Waits longer than 30 s are made of several requests.
+/// - **Reconnecting with backoff**: every call is its own request (connections are pooled and
+///   reopened as needed). After calls that got no answer, `waitForChanges` first waits a backoff
+///   (0.25 s doubling to 5 s, never beyond its timeout) so a follower looping on it does not spin;
+///   any answer resets it. The feed resumes from the caller's cursor: the client keeps none.
+/// - `containerID` is the ID given at creation (the one a mount recorded, or `fetchInfo`'s).
+public final class HTTPContainer: Container {
+    public let address: ServerAddress
+    public let containerID: String
+    private let token: String
+    private let client: HTTPClient
+    private let failures = Mutex(0)
+
+    static let requestDeadline: TimeAmount = .seconds(30)
+    static let chunkDeadline: TimeAmount = .seconds(120)
+    static let waitGrace: TimeAmount = .seconds(10)
+    /// The largest JSON answer read (a page of the change feed with big manifests fits).
+    static let maxJSONAnswer = 256 << 20
+
+    /// A container at `address` whose ID is `containerID`. `caFile`: trust only the certificates
+    /// in this PEM file (a self-signed server) instead of the system's roots.
+    public init(address: ServerAddress, token: String, containerID: String, caFile: String? = nil)
+        throws(ClientSetupError)
+    {
+        self.address = address
+        self.token = token
+        self.containerID = containerID
+        self.client = try HTTPClientPool.client(caFile: caFile)
+    }
+
+    /// Asks the server which container `address` names (its ID), checking the token on the way.
+    public static func fetchInfo(address: ServerAddress, token: String, caFile: String? = nil)
+        async throws(HTTPContainerError) -> ContainerInfo
+    {
+        let probe: HTTPContainer
+        do {
+            probe = try HTTPContainer(address: address, token: token, containerID: "", caFile: caFile)
+        } catch {
+            throw .setup(error.description)
+        }
+        let answer: Answer
+        do {
+            answer = try await probe.send(.GET, WireProtocol.Path.container(address.name))
+        } catch {
+            throw .unreachable(error.description)
+        }
+        guard answer.status == 200 else {
+            let refusal = WireAnswer.refusal(answer)
+            switch refusal.code {
+            case .unauthorized?, .forbidden?: throw .refused("the server refused the token: \(refusal.message)")
+            case .notFound?: throw .refused("the server has no container '\(address.name)': \(refusal.message)")
+            default: throw .unreachable(WireAnswer.failure(answer, address: address).description)
+            }
+        }
+        do {
+            return try WireAnswer.decode(ContainerInfo.self, answer, address: address)
+        } catch {
+            throw .unreachable(error.description)
+        }
+    }
+
+    // MARK: Container
+
+    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        var missing: [ChunkHash] = []
+        var start = 0
+        repeat {
+            let batch = Array(hashes[start..<min(hashes.count, start + WireProtocol.maxMissingCheckHashes)])
+            let answer = try await send(
+                .POST, WireProtocol.Path.missingChunks(address.name), json: MissingChunksRequest(hashes: batch))
+            guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
+            missing += try WireAnswer.decode(MissingChunksResponse.self, answer, address: address).missing
+            start += batch.count
+        } while start < hashes.count
+        return missing
+    }
+
+    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        let answer = try await send(
+            .PUT, WireProtocol.Path.chunk(address.name, chunk.hash), body: chunk.payload,
+            headers: [
+                (WireProtocol.chunkEncodingHeader, WireProtocol.encodingName(chunk.encoding)),
+                (WireProtocol.plainLengthHeader, String(chunk.plainLength)),
+                ("Content-Type", "application/octet-stream"),
+            ], deadline: Self.chunkDeadline)
+        guard (200...204).contains(answer.status) else { throw WireAnswer.failure(answer, address: address) }
+    }
+
+    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        let answer = try await send(
+            .GET, WireProtocol.Path.chunk(address.name, hash), deadline: Self.chunkDeadline,
+            limit: WireProtocol.maxChunkBodyBytes)
+        guard answer.status == 200 else {
+            if WireAnswer.refusal(answer).code == .chunkNotFound { throw .chunkNotFound(hash) }
+            throw WireAnswer.failure(answer, address: address)
+        }
+        guard let encoding = answer.header(WireProtocol.chunkEncodingHeader).flatMap(WireProtocol.encoding(named:)),
+            let plainLength = answer.header(WireProtocol.plainLengthHeader).flatMap({ Int($0) }), plainLength >= 0
+        else {
+            throw .unavailable("\(address.origin) sent chunk \(hash) without valid encoding headers")
+        }
+        return EncodedChunk(hash: hash, encoding: encoding, plainLength: plainLength, payload: answer.body)
+    }
+
+    public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        let answer = try await send(.GET, WireProtocol.Path.entry(address.name, id))
+        guard answer.status == 200 else {
+            if WireAnswer.refusal(answer).code == .entryNotFound { return nil }
+            throw WireAnswer.failure(answer, address: address)
+        }
+        return try WireAnswer.decode(RemoteEntry.self, answer, address: address)
+    }
+
+    public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        let answer = try await send(.POST, WireProtocol.Path.commits(address.name), json: request)
+        guard answer.status == 200 || answer.status == 409 else { throw WireAnswer.failure(answer, address: address) }
+        return try WireAnswer.decode(CommitOutcome.self, answer, address: address)
+    }
+
+    public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        guard limit > 0 else { throw .invalidRequest("the change feed limit must be positive, not \(limit)") }
+        let query = "after=\(WireAnswer.queryEscaped(cursor.token))&limit=\(min(limit, 10_000))"
+        let answer = try await send(.GET, WireProtocol.Path.changes(address.name) + "?" + query)
+        guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
+        return try WireAnswer.decode(ChangeBatch.self, answer, address: address)
+    }
+
+    public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
+        -> Bool
+    {
+        let deadline = ContinuousClock.now + timeout
+        let backoff = Self.backoff(afterFailures: failures.withLock { $0 })
+        if backoff > .zero {
+            try? await Task.sleep(for: min(backoff, timeout))
+            if Task.isCancelled { return false }
+        }
+        while true {
+            let left = deadline - ContinuousClock.now
+            let milliseconds = max(0, min(Int64(WireProtocol.maxWaitMilliseconds), left.milliseconds))
+            let query = "after=\(WireAnswer.queryEscaped(cursor.token))&timeout=\(milliseconds)"
+            let answer: Answer
+            do {
+                answer = try await send(
+                    .GET, WireProtocol.Path.wait(address.name) + "?" + query,
+                    deadline: .milliseconds(milliseconds) + Self.waitGrace)
+            } catch {
+                if Task.isCancelled { return false }
+                throw error
+            }
+            guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
+            if try WireAnswer.decode(WaitResponse.self, answer, address: address).changed { return true }
+            if ContinuousClock.now >= deadline || Task.isCancelled { return false }
+        }
+    }
+
+    // MARK: Requests
+
+    /// The pause before the next wait after `failures` calls in a row got no answer.
+    static func backoff(afterFailures failures: Int) -> Duration {
+        guard failures > 0 else { return .zero }
+        return min(.milliseconds(250) * (1 << min(failures - 1, 5)), .seconds(5))
+    }
+
+    private func send<Body: Encodable>(_ method: HTTPMethod, _ path: String, json: Body)
+        async throws(ContainerProtocolError) -> Answer
+    {
+        let body: [UInt8]
+        do {
+            body = Array(try JSONEncoder().encode(json))
+        } catch {
+            throw .invalidRequest("cannot encode the request: \(error)")
+        }
+        return try await send(method, path, body: body, headers: [("Content-Type", "application/json")])
+    }
+
+    /// One request with the token; any answer is returned (the caller reads the status). No
+    /// answer at all is `unavailable`.
+    fileprivate func send(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [],
+        deadline: TimeAmount = requestDeadline, limit: Int = maxJSONAnswer
+    ) async throws(ContainerProtocolError) -> Answer {
+        var request = HTTPClientRequest(url: address.url(path))
+        request.method = method
+        request.headers.add(name: "Authorization", value: "\(WireProtocol.authorizationScheme) \(token)")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        do {
+            let response = try await client.execute(request, timeout: deadline)
+            let buffer = try await response.body.collect(upTo: limit)
+            failures.withLock { $0 = 0 }
+            return Answer(
+                status: Int(response.status.code), headers: response.headers, body: Array(buffer.readableBytesView))
+        } catch {
+            failures.withLock { $0 += 1 }
+            throw .unavailable("no answer from \(address.origin): \(error)")
+        }
+    }
+}
+
+/// What `HTTPContainer.fetchInfo` can fail with.
+public enum HTTPContainerError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The client cannot be set up (an unreadable CA file).
+    case setup(String)
+    /// No usable answer (network, server down, not this protocol): try again later.
+    case unreachable(String)
+    /// The server answered no: the token or the container name is wrong.
+    case refused(String)
+
+    public var description: String {
+        switch self {
+        case .setup(let message), .unreachable(let message), .refused(let message): return message
+        }
+    }
+}
+
+/// One HTTP answer, read whole.
+struct Answer: Sendable {
+    let status: Int
+    let headers: HTTPHeaders
+    let body: [UInt8]
+
+    func header(_ name: String) -> String? { headers.first(name: name) }
+}
+
+extension Duration {
+    fileprivate var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import SyncBackend
+
+/// Reading the server's answers: decoding bodies and turning refusals into
+/// `ContainerProtocolError`, in one place.
+enum WireAnswer {
+    /// A refusal as the server sent it: its `WireError` code (nil when the body is not this
+    /// protocol's error JSON, e.g. a proxy's page) and message.
+    struct Refusal {
+        let code: WireError.Code?
+        let message: String
+    }
+
+    static func refusal(_ answer: Answer) -> Refusal {
+        guard let error = try? JSONDecoder().decode(WireError.self, from: Data(answer.body)) else {
+            return Refusal(code: nil, message: "HTTP status \(answer.status)")
+        }
+        return Refusal(code: WireError.Code(rawValue: error.error), message: error.message)
+    }
+
+    /// The error for an answer that is not the success the call expected. Only a client's own
+    /// mistake (400, 405, 413, 422) is `invalidRequest`; everything else is retryable, because
+    /// none of it says anything about the data (doc/PROTOCOL.md, "Retrying").
+    static func failure(_ answer: Answer, address: ServerAddress) -> ContainerProtocolError {
+        let refusal = refusal(answer)
+        let said = "\(address.origin) answered \(answer.status): \(refusal.message)"
+        guard let code = refusal.code else {
+            return .unavailable("\(address.origin) answered HTTP \(answer.status), which is not this protocol's answer")
+        }
+        switch code {
+        case .invalidRequest, .methodNotAllowed, .tooLarge, .chunkMismatch:
+            return .invalidRequest(said)
+        case .unauthorized, .forbidden:
+            return .unavailable("the server refused the token (\(said)); fix the token file and remount")
+        case .notFound, .chunkNotFound, .entryNotFound:
+            // A call that expects one of these handles it before asking here.
+            return .unavailable(said)
+        case .unavailable:
+            return .unavailable(said)
+        case .storageFailure:
+            return .storageFailure(said)
+        }
+    }
+
+    /// The body decoded as `type`; a body that does not decode is not this protocol's answer.
+    static func decode<Value: Decodable>(_ type: Value.Type, _ answer: Answer, address: ServerAddress)
+        throws(ContainerProtocolError) -> Value
+    {
+        do {
+            return try JSONDecoder().decode(type, from: Data(answer.body))
+        } catch {
+            throw .unavailable("\(address.origin) sent a \(Value.self) that does not decode: \(error)")
+        }
+    }
+
+    /// `text` escaped for a query value.
+    static func queryEscaped(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+}

@@ -1,0 +1,102 @@
+import SyncBackend
+
+/// The endpoints of the protocol: exactly the rows of doc/PROTOCOL.md's endpoint table, and the
+/// server's only routing table (`Tests/SyncServerTests/ProtocolDocumentTests.swift` compares the
+/// two).
+///
+/// A path template is matched segment by segment: `NAME`, `HASH` and `ID` match any one
+/// non-empty segment (validated later, so a malformed one is `400`, not `404`); other segments
+/// match literally. Paths are never percent-decoded: an encoded byte makes a segment invalid.
+public enum Endpoint: String, CaseIterable, Sendable {
+    case health
+    case containerInfo
+    case missingChunks
+    case putChunk
+    case getChunk
+    case entry
+    case commit
+    case changes
+    case wait
+
+    /// The HTTP method.
+    public var method: String {
+        switch self {
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait: return "GET"
+        case .missingChunks, .commit: return "POST"
+        case .putChunk: return "PUT"
+        }
+    }
+
+    /// The path as doc/PROTOCOL.md writes it (without the query).
+    public var pathTemplate: String {
+        let container = "/v1/containers/NAME"
+        switch self {
+        case .health: return "/v1/health"
+        case .containerInfo: return container
+        case .missingChunks: return container + "/chunks/missing"
+        case .putChunk, .getChunk: return container + "/chunks/HASH"
+        case .entry: return container + "/entries/ID"
+        case .commit: return container + "/commits"
+        case .changes: return container + "/changes"
+        case .wait: return container + "/changes/wait"
+        }
+    }
+
+    /// The query parameters the endpoint takes; any other is `400 invalidRequest`.
+    var queryParameters: Set<String> {
+        switch self {
+        case .changes: return [WireProtocol.Query.after, WireProtocol.Query.limit]
+        case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
+        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit: return []
+        }
+    }
+
+    /// Every endpoint but the health check needs a token.
+    var needsToken: Bool { self != .health }
+}
+
+/// Where a request path leads: one endpoint with the placeholders it filled, a known path with
+/// another method, or nothing.
+enum RouteResolution: Equatable {
+    case endpoint(Endpoint, [String: String])
+    /// The path is known; these methods are allowed on it.
+    case methodNotAllowed([String])
+    case notFound
+
+    static func resolve(method: String, path: String) -> RouteResolution {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        var allowed: [String] = []
+        var best: (endpoint: Endpoint, captures: [String: String], literals: Int)?
+        for endpoint in Endpoint.allCases {
+            guard let (captures, literals) = match(segments, endpoint.pathTemplate) else { continue }
+            if endpoint.method != method {
+                if !allowed.contains(endpoint.method) { allowed.append(endpoint.method) }
+                continue
+            }
+            // `chunks/missing` matches both `missing` and `HASH`: the literal wins.
+            if best == nil || literals > best!.literals { best = (endpoint, captures, literals) }
+        }
+        if let best { return .endpoint(best.endpoint, best.captures) }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
+    }
+
+    private static let placeholders: Set<String> = ["NAME", "HASH", "ID"]
+
+    /// The placeholders' values and the number of literal segments, if `segments` fits.
+    private static func match(_ segments: [String], _ template: String) -> ([String: String], Int)? {
+        let pattern = template.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard pattern.count == segments.count else { return nil }
+        var captures: [String: String] = [:]
+        var literals = 0
+        for (expected, actual) in zip(pattern, segments) {
+            if placeholders.contains(expected) {
+                guard !actual.isEmpty else { return nil }
+                captures[expected] = actual
+            } else {
+                guard expected == actual else { return nil }
+                literals += 1
+            }
+        }
+        return (captures, literals)
+    }
+}

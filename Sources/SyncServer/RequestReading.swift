@@ -1,0 +1,111 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SyncBackend
+
+/// Reading a request strictly: bodies within their limits, JSON that decodes, known query
+/// parameters with values in range, single well-formed headers. Every violation is a
+/// `WireFailure` (`400 invalidRequest`, or `413 tooLarge` for sizes).
+enum RequestReading {
+    /// The whole body, at most `limit` bytes: a larger `Content-Length` is refused before
+    /// anything is read, a body that turns out larger once `limit` bytes have arrived.
+    static func body(of request: Request, limit: Int) async throws(WireFailure) -> ByteBuffer {
+        if let declared = try singleHeader(.contentLength, of: request) {
+            guard let length = Int(declared), length >= 0, declared.utf8.allSatisfy(isDigit) else {
+                throw WireFailure(.invalidRequest, "Content-Length '\(declared)' is not a byte count")
+            }
+            guard length <= limit else { throw tooLarge(limit) }
+        }
+        do {
+            return try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge(limit)
+        } catch {
+            throw WireFailure(.invalidRequest, "cannot read the request body: \(error)")
+        }
+    }
+
+    /// The body decoded as JSON of type `T` (at most `WireProtocol.maxJSONBodyBytes`).
+    static func json<T: Decodable>(_ type: T.Type, from request: Request) async throws(WireFailure) -> T {
+        let buffer = try await body(of: request, limit: WireProtocol.maxJSONBodyBytes)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch {
+            throw WireFailure(.invalidRequest, "the body is not a valid \(T.self): \(describe(error))")
+        }
+    }
+
+    /// The query parameters (values percent-decoded), each at most once and each one of `allowed`.
+    static func query(of request: Request, allowed: Set<String>) throws(WireFailure) -> [String: String] {
+        var parameters: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters {
+            let key = String(key)
+            if key.isEmpty && value.isEmpty { continue }  // a bare `?` or `&&`
+            guard allowed.contains(key) else {
+                let known = allowed.isEmpty ? "none" : allowed.sorted().joined(separator: ", ")
+                throw WireFailure(.invalidRequest, "unknown query parameter '\(key)' (this endpoint takes: \(known))")
+            }
+            guard parameters[key] == nil else {
+                throw WireFailure(.invalidRequest, "the query parameter '\(key)' is given twice")
+            }
+            parameters[key] = String(value)
+        }
+        return parameters
+    }
+
+    /// A decimal integer parameter in `range` (`fallback` when absent).
+    static func integer(
+        _ parameters: [String: String], _ name: String, in range: ClosedRange<Int>, default fallback: Int
+    ) throws(WireFailure) -> Int {
+        guard let text = parameters[name] else { return fallback }
+        guard let value = decimal(text), range.contains(value) else {
+            throw WireFailure(
+                .invalidRequest,
+                "the query parameter '\(name)' must be an integer from \(range.lowerBound) to \(range.upperBound), not '\(text)'"
+            )
+        }
+        return value
+    }
+
+    /// A header that must appear at most once; nil when absent.
+    static func singleHeader(_ name: HTTPField.Name, of request: Request) throws(WireFailure) -> String? {
+        let values = request.headers[values: name]
+        guard values.count <= 1 else { throw WireFailure(.invalidRequest, "the header \(name) is given twice") }
+        return values.first
+    }
+
+    /// Plain decimal digits (no sign, no spaces), at most 18 of them; nil otherwise.
+    static func decimal(_ text: String) -> Int? {
+        guard (1...18).contains(text.utf8.count), text.utf8.allSatisfy(isDigit) else { return nil }
+        return Int(text)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool { (0x30...0x39).contains(byte) }
+
+    private static func tooLarge(_ limit: Int) -> WireFailure {
+        WireFailure(.tooLarge, "the body is larger than \(limit) bytes")
+    }
+
+    /// A decoding error in a sentence: what is wrong, and where.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return keys.isEmpty ? "" : " at \(keys.joined(separator: "."))"
+        }
+        switch error {
+        case .typeMismatch(let type, let context):
+            return "expected \(type)\(path(context)): \(context.debugDescription)"
+        case .valueNotFound(let type, let context):
+            return "missing \(type) value\(path(context)): \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return "missing key '\(key.stringValue)'\(path(context))"
+        case .dataCorrupted(let context):
+            let underlying = context.underlyingError.map { " (\($0))" } ?? ""
+            return "\(context.debugDescription)\(path(context))\(underlying)"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

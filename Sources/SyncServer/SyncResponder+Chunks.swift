@@ -1,0 +1,56 @@
+import Hummingbird
+import SyncBackend
+
+/// `POST .../chunks/missing`, `PUT .../chunks/HASH`, `GET .../chunks/HASH`.
+extension SyncResponder {
+    func missingChunks(_ call: Call) async throws(WireFailure) -> Response {
+        let request = try await RequestReading.json(MissingChunksRequest.self, from: call.request)
+        guard request.hashes.count <= WireProtocol.maxMissingCheckHashes else {
+            throw WireFailure(
+                .tooLarge,
+                "\(request.hashes.count) hashes; at most \(WireProtocol.maxMissingCheckHashes) per request")
+        }
+        let missing = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await call.container.missingChunks(request.hashes)
+        }
+        return JSONResponse.make(MissingChunksResponse(missing: missing), status: 200)
+    }
+
+    /// Stores the chunk only after its payload was checked against its hash (`ChunkUpload`).
+    func putChunk(_ call: Call) async throws(WireFailure) -> Response {
+        let hash = try Self.hash(call)
+        let (encoding, plainLength) = try ChunkUpload.headers(of: call.request)
+        let body = try await RequestReading.body(of: call.request, limit: WireProtocol.maxChunkBodyBytes)
+        let chunk = EncodedChunk(
+            hash: hash, encoding: encoding, plainLength: plainLength, payload: Array(body.readableBytesView))
+        try await ChunkUpload.verify(chunk)
+        try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await call.container.putChunk(chunk)
+        }
+        return JSONResponse.empty(status: 204)
+    }
+
+    /// The payload as stored, with its encoding and plain length in headers.
+    func getChunk(_ call: Call) async throws(WireFailure) -> Response {
+        let hash = try Self.hash(call)
+        let chunk = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await call.container.chunk(hash)
+        }
+        return JSONResponse.bytes(
+            chunk.payload, status: 200, contentType: "application/octet-stream",
+            headers: [
+                ChunkUpload.encodingHeader: WireProtocol.encodingName(chunk.encoding),
+                ChunkUpload.plainLengthHeader: String(chunk.plainLength),
+            ])
+    }
+
+    /// `HASH`: exactly 64 lowercase hex digits.
+    private static func hash(_ call: Call) throws(WireFailure) -> ChunkHash {
+        let text = call.captures["HASH"] ?? ""
+        let isLowercaseHex = text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        guard isLowercaseHex, let hash = ChunkHash(hex: text) else {
+            throw WireFailure(.invalidRequest, "'\(text)' is not a chunk hash (64 lowercase hex digits)")
+        }
+        return hash
+    }
+}

@@ -1,0 +1,140 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import SyncBackend
+
+/// The server's one Hummingbird responder: routes by `Endpoint`, authenticates, checks the
+/// container, and hands over to the endpoint's handler (`SyncResponder+*.swift`).
+///
+/// Order of checks (each failure answers at once, and nothing is stored):
+/// 1. `GET /v1/health` needs no token (another method on it: `405`);
+/// 2. every other request needs a valid token (`401`, before anything is said about the path);
+/// 3. the path must be an endpoint (`404 notFound`) with this method (`405`, with `Allow`);
+/// 4. `NAME` must be a valid container name (`400`), the token's container (`403`), and exist
+///    (`404 notFound`);
+/// 5. the endpoint's own parameters, headers and body (`400`, `413`, `422`).
+///
+/// It never throws: every failure is a `WireFailure` answered with the protocol's JSON body.
+/// Each request is logged at debug level (method, path, status, duration).
+struct SyncResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+
+    let tokens: TokenStore
+    let registry: ContainerRegistry
+    let shutdown: ShutdownSignal
+
+    /// What a handler gets: the request, its endpoint's placeholders, the container.
+    struct Call: Sendable {
+        let request: Request
+        let name: String
+        let captures: [String: String]
+        /// The query parameters, already checked against the endpoint's list.
+        let query: [String: String]
+        let container: LocalContainer
+    }
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        let started = ContinuousClock.now
+        let response: Response
+        do {
+            response = try await answer(request)
+        } catch {
+            response = error.response
+        }
+        let elapsed = ContinuousClock.now - started
+        context.logger.debug(
+            "\(request.method.rawValue) \(request.uri.path) \(response.status.code)",
+            metadata: ["duration": "\(elapsed)"])
+        return response
+    }
+
+    private func answer(_ request: Request) async throws(WireFailure) -> Response {
+        let path = request.uri.path
+        let resolution = RouteResolution.resolve(method: request.method.rawValue, path: path)
+        if case .endpoint(.health, _) = resolution {
+            _ = try RequestReading.query(of: request, allowed: [])
+            return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
+        }
+        // Only the health check's own path is answered without a token (a wrong method on it).
+        let tokenContainer = path == Endpoint.health.pathTemplate ? nil : try await authenticate(request)
+        switch resolution {
+        case .notFound:
+            throw WireFailure(.notFound, "no endpoint \(path) (see doc/PROTOCOL.md)")
+        case .methodNotAllowed(let allowed):
+            throw WireFailure(
+                .methodNotAllowed, "\(path) takes \(allowed.joined(separator: ", ")), not \(request.method.rawValue)",
+                headers: [.allow: allowed.joined(separator: ", ")])
+        case .endpoint(let endpoint, let captures):
+            let name = captures["NAME"] ?? ""
+            guard ContainerName.isValid(name) else {
+                throw WireFailure(
+                    .invalidRequest, "'\(name)' is not a container name (1-64 bytes of A-Z a-z 0-9 . _ -, no leading .)"
+                )
+            }
+            guard name == tokenContainer else {
+                throw WireFailure(.forbidden, "this token is not valid for the container '\(name)'")
+            }
+            guard let container = try await container(named: name) else {
+                throw WireFailure(.notFound, "no container '\(name)' on this server")
+            }
+            let query = try RequestReading.query(of: request, allowed: endpoint.queryParameters)
+            let call = Call(request: request, name: name, captures: captures, query: query, container: container)
+            return try await handle(endpoint, call)
+        }
+    }
+
+    /// The container the request's bearer token opens; `401` if there is none.
+    private func authenticate(_ request: Request) async throws(WireFailure) -> String {
+        guard let header = try RequestReading.singleHeader(.authorization, of: request) else {
+            throw WireFailure.unauthorized("this request needs Authorization: Bearer TOKEN")
+        }
+        let scheme = WireProtocol.authorizationScheme + " "
+        guard header.count > scheme.count, header.prefix(scheme.count).lowercased() == scheme.lowercased() else {
+            throw WireFailure.unauthorized("the Authorization header must be Bearer TOKEN")
+        }
+        let token = String(header.dropFirst(scheme.count)).trimmingSpaces
+        let tokens = tokens
+        let container: String?
+        do {
+            container = try await Offload.run { () throws(SyncServerError) -> String? in
+                try tokens.authenticate(token: token)
+            }
+        } catch {
+            throw WireFailure(.unavailable, "the token database cannot be read: \(error)")
+        }
+        guard let container else { throw WireFailure.unauthorized("the token is unknown or revoked") }
+        return container
+    }
+
+    /// The container `name`, opened on first use (off the cooperative pool: it opens SQLite).
+    private func container(named name: String) async throws(WireFailure) -> LocalContainer? {
+        if let cached = registry.cached(name) { return cached }
+        let registry = registry
+        return try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await Offload.run { () throws(ContainerProtocolError) in try registry.container(named: name) }
+        }
+    }
+
+    private func handle(_ endpoint: Endpoint, _ call: Call) async throws(WireFailure) -> Response {
+        switch endpoint {
+        case .health: return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
+        case .containerInfo: return containerInfo(call)
+        case .missingChunks: return try await missingChunks(call)
+        case .putChunk: return try await putChunk(call)
+        case .getChunk: return try await getChunk(call)
+        case .entry: return try await entry(call)
+        case .commit: return try await commit(call)
+        case .changes: return try await changes(call)
+        case .wait: return try await wait(call)
+        }
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var text = Substring(self)
+        while text.first == " " || text.first == "\t" { text = text.dropFirst() }
+        while text.last == " " || text.last == "\t" { text = text.dropLast() }
+        return String(text)
+    }
+}

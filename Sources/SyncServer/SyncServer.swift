@@ -1,0 +1,138 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+import UnixSignals
+
+/// The sync server: serves every container under a root directory over HTTP(S) with the protocol
+/// of doc/PROTOCOL.md (a Hummingbird 2 application; `SyncResponder` answers the requests).
+///
+/// - `ROOT/NAME` is a local container (`LocalContainer`) if it holds a container marker; the
+///   server never creates one (`syncfs-mount token create` does).
+/// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), read afresh on every request.
+/// - Graceful stop (SIGINT/SIGTERM, or the test helper's `stop`): pending change waits answer
+///   `{"changed":false}` at once, requests in flight finish (within 30 s, then they are
+///   cancelled), new connections are refused; container writes are atomic in any case.
+///
+/// `syncfs-mount serve` uses `runUntilSignalled`; tests and benchmarks use `SyncTestServer`.
+public struct SyncServer: Sendable {
+    public struct Configuration: Sendable {
+        /// The directory holding the containers (must exist).
+        public var root: String
+        public var address: ListenAddress
+        /// HTTPS with these files; plain HTTP when nil.
+        public var tls: TLSFiles?
+        public var logger: Logger
+
+        public init(
+            root: String, address: ListenAddress, tls: TLSFiles? = nil, logger: Logger = Logger(label: "syncfs-server")
+        ) {
+            self.root = root
+            self.address = address
+            self.tls = tls
+            self.logger = logger
+        }
+
+        public init(
+            root: String, host: String = "127.0.0.1", port: Int = 0, tls: TLSFiles? = nil,
+            logger: Logger = Logger(label: "syncfs-server")
+        ) {
+            self.init(root: root, address: ListenAddress(host: host, port: port), tls: tls, logger: logger)
+        }
+    }
+
+    public let configuration: Configuration
+    let tokens: TokenStore
+    let registry: ContainerRegistry
+    let tlsConfiguration: TLSConfiguration?
+
+    /// How long a graceful stop waits for requests in flight before cancelling them.
+    static let maximumGracefulStop: Duration = .seconds(30)
+    /// Connections idle this long are closed (longer than the longest change wait).
+    static let idleTimeout: TimeAmount = .seconds(75)
+
+    /// Checks the configuration and opens the token database (creating it if missing). Throws
+    /// `badInput` for a missing root or bad TLS files, `cannotCreate` for the token database.
+    public init(_ configuration: Configuration) throws(SyncServerError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: configuration.root, isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else {
+            throw SyncServerError(.badInput, "the root \(configuration.root) is not an existing directory")
+        }
+        self.configuration = configuration
+        self.tlsConfiguration = try configuration.tls?.serverConfiguration()
+        self.tokens = try TokenStore(root: configuration.root)
+        self.registry = ContainerRegistry(root: configuration.root)
+    }
+
+    /// `http` or `https`.
+    public var scheme: String { configuration.tls == nil ? "http" : "https" }
+
+    /// Serves until SIGINT or SIGTERM, then stops gracefully and returns. `onListening` is called
+    /// once, when the socket is bound, with the real address (the port the system chose for 0).
+    public func runUntilSignalled(
+        onListening: @escaping @Sendable (ListenAddress) -> Void
+    ) async throws(SyncServerError) {
+        let group = try makeServiceGroup(signals: [.sigterm, .sigint], onListening: onListening)
+        do {
+            try await group.run()
+        } catch {
+            throw Self.failure(error, address: configuration.address)
+        }
+    }
+
+    /// The server as a service group: the Hummingbird application, then the watcher that tells
+    /// pending waits to end (last, so graceful shutdown reaches it first).
+    func makeServiceGroup(
+        signals: [UnixSignal], onListening: @escaping @Sendable (ListenAddress) -> Void
+    ) throws(SyncServerError) -> ServiceGroup {
+        let shutdown = ShutdownSignal()
+        let responder = SyncResponder(tokens: tokens, registry: registry, shutdown: shutdown)
+        let http = HTTPServerBuilder.http1(configuration: .init(idleTimeout: Self.idleTimeout))
+        let server: HTTPServerBuilder
+        if let tlsConfiguration {
+            do {
+                server = try .tls(http, tlsConfiguration: tlsConfiguration)
+            } catch {
+                throw SyncServerError(.badInput, "cannot set up TLS: \(error)")
+            }
+        } else {
+            server = http
+        }
+        let address = configuration.address
+        let application = Application(
+            responder: responder, server: server,
+            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port)),
+            onServerRunning: { channel in
+                onListening(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
+            },
+            logger: configuration.logger)
+        var group = ServiceGroupConfiguration(
+            services: [.init(service: application), .init(service: ShutdownWatcher(signal: shutdown))],
+            gracefulShutdownSignals: signals, logger: configuration.logger)
+        group.maximumGracefulShutdownDuration = Self.maximumGracefulStop
+        return ServiceGroup(configuration: group)
+    }
+
+    /// A failure to serve, with its exit code: the address in use, not ours to bind, or unknown.
+    static func failure(_ error: any Error, address: ListenAddress) -> SyncServerError {
+        if let error = error as? SyncServerError { return error }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case EADDRINUSE: return SyncServerError(.busy, "\(address) is already in use")
+            case EACCES: return SyncServerError(.permissionDenied, "this user may not listen on \(address)")
+            case EADDRNOTAVAIL: return SyncServerError(.badInput, "\(address) is not an address of this machine")
+            default: break
+            }
+        }
+        if error is SocketAddressError {
+            return SyncServerError(.badInput, "cannot resolve the host of \(address): \(error)")
+        }
+        return SyncServerError(.failed, "the server stopped: \(error)")
+    }
+}

@@ -1,0 +1,113 @@
+import ArgumentParser
+import Dispatch
+import Glibc
+import Logging
+import SyncServer
+import Synchronization
+
+/// `syncfs-mount serve --root DIR --listen HOST:PORT`: serves the containers under DIR over HTTP
+/// (or HTTPS with `--tls-cert`/`--tls-key`) until SIGINT or SIGTERM (doc/CLI.md, doc/PROTOCOL.md).
+///
+/// Readiness signal for scripts: the one line `listening on http(s)://HOST:PORT` on standard
+/// output (unbuffered; the real port when 0 was asked). Logs go to standard error.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the containers under a directory over HTTP(S).",
+        discussion: """
+            Every directory ROOT/NAME holding a container is served as https://HOST:PORT/NAME to \
+            clients with a token for it (see `syncfs-mount token`). Prints `listening on URL` \
+            once bound; stops gracefully on SIGINT or SIGTERM.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The directory holding the containers (must exist).", valueName: "dir"))
+    var root: String
+
+    @Option(
+        help: ArgumentHelp(
+            "Address to listen on: HOST:PORT or [IPv6]:PORT; port 0 picks a free one.", valueName: "host:port"))
+    var listen: String
+
+    @Option(name: .customLong("tls-cert"), help: ArgumentHelp("PEM certificate chain: serve HTTPS.", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key of --tls-cert.", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError(
+                "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
+        }
+        guard ListenAddress(parsing: listen) != nil else {
+            throw ValidationError("--listen must be HOST:PORT or [IPv6]:PORT with a port 0...65535, not '\(listen)'")
+        }
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together")
+        }
+    }
+
+    func run() throws {
+        Self.resetTerminationSignals()
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        guard let address = ListenAddress(parsing: listen) else { throw ExitCode(64) }
+        var tls: TLSFiles?
+        if let tlsCert, let tlsKey {
+            tls = TLSFiles(certificatePath: absolutePath(tlsCert), keyPath: absolutePath(tlsKey))
+        }
+        let server: SyncServer
+        do {
+            server = try SyncServer(
+                .init(root: absolutePath(root), address: address, tls: tls, logger: Logger(label: "syncfs-server")))
+        } catch {
+            throw fail(error)
+        }
+        if tls == nil, !address.isLoopback {
+            printError(
+                "syncfs-mount serve: warning: plain HTTP on \(address): tokens and data cross the network "
+                    + "unencrypted; use --tls-cert and --tls-key")
+        }
+        let failure = Mutex<SyncServerError?>(nil)
+        let stopped = DispatchSemaphore(value: 0)
+        let scheme = server.scheme
+        Task {
+            do throws(SyncServerError) {
+                try await server.runUntilSignalled { bound in
+                    // The readiness signal: one line on standard output, written unbuffered.
+                    let line = Array("listening on \(scheme)://\(bound)\n".utf8)
+                    _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+                }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            stopped.signal()
+        }
+        stopped.wait()
+        if let error = failure.withLock({ $0 }) { throw fail(error) }
+    }
+
+    /// A process started in the background (by a shell's `&`, or a test runner) may inherit
+    /// SIGINT/SIGTERM ignored or blocked; the server's graceful stop needs them delivered.
+    private static func resetTerminationSignals() {
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_UNBLOCK, &all, nil)
+        for signal in [SIGINT, SIGTERM] { Glibc.signal(signal, SIG_DFL) }
+        Glibc.signal(SIGPIPE, SIG_IGN)
+    }
+}
+
+/// Prints `error` on standard error and exits with its documented code.
+func fail(_ error: SyncServerError) -> ExitCode {
+    printError("syncfs-mount: \(error.description)")
+    return ExitCode(error.exitCode)
+}

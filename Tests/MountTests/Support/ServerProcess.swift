@@ -1,0 +1,146 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A `syncfs-mount serve` child process of the built binary on 127.0.0.1, serving the containers
+/// under `root`, for mount tests that sync through the HTTP server.
+///
+///     let server = try ServerProcess.start(root: base + "/server")
+///     defer { server.stop() }
+///     let token = try server.createToken(container: "box")   // a file path holding the token
+///     // mount server.url("box") with ["--token-file", token]
+///
+/// `stop` (SIGTERM, then SIGKILL after 10 s) is safe to call twice; `restart` starts a new server
+/// on the same port (the mounts reconnect to it).
+final class ServerProcess: @unchecked Sendable {
+    let root: String
+    private(set) var port: Int
+    private(set) var pid: pid_t?
+    let logPath: String
+
+    private init(root: String, port: Int, pid: pid_t, logPath: String) {
+        self.root = root
+        self.port = port
+        self.pid = pid
+        self.logPath = logPath
+    }
+
+    /// Starts a server on `port` (0: any free port) and waits for its `listening on` line.
+    static func start(root: String, port: Int = 0) throws -> ServerProcess {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let logPath = root + "/../server.log"
+        let (pid, port) = try launch(root: root, port: port, logPath: logPath)
+        return ServerProcess(root: root, port: port, pid: pid, logPath: logPath)
+    }
+
+    /// `http://127.0.0.1:PORT/NAME`.
+    func url(_ container: String) -> String { "http://127.0.0.1:\(port)/\(container)" }
+
+    /// Runs `token create` for `container` (creating it) and returns the path of a file (mode
+    /// 0600) holding the token.
+    func createToken(container: String, label: String = "test") throws -> String {
+        let result = ModelProcess.run(
+            [
+                try TestFolder.binaryPath(), "token", "create", "--root", root, "--container", container, "--label",
+                label,
+            ],
+            timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "token create failed: \(result)") }
+        let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard token.hasPrefix("sfs_") else {
+            throw TestFolderError(message: "token create printed no token: \(result)")
+        }
+        let path = root + "/../token-\(container)-\(label)"
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw TestFolderError(message: "cannot write \(path)") }
+        return path
+    }
+
+    /// Stops the server gracefully (SIGTERM), killing it if it has not exited after 10 s.
+    /// Returns the exit status (nil if it had to be killed or was not running).
+    @discardableResult
+    func stop() -> Int32? {
+        guard let pid else { return nil }
+        self.pid = nil
+        kill(pid, SIGTERM)
+        if let status = TestFolder.waitForExit(pid, timeout: 10) { return status }
+        kill(pid, SIGKILL)
+        _ = TestFolder.waitForExit(pid, timeout: 10)
+        Issue.record("the server \(pid) did not stop within 10 s of SIGTERM; killed it")
+        return nil
+    }
+
+    /// Stops the server and starts a new one on the same port.
+    func restart() throws {
+        stop()
+        let deadline = Date().addingTimeInterval(15)
+        while true {
+            do {
+                (pid, port) = try Self.launch(root: root, port: port, logPath: logPath)
+                return
+            } catch  where Date() < deadline {
+                usleep(200_000)  // the port may still be held for a moment
+            }
+        }
+    }
+
+    /// The server log's last lines, for failure messages.
+    func log(limit: Int = 3000) -> String { TestFolder.tail(of: logPath, limit: limit) }
+
+    deinit { stop() }
+
+    private static func launch(root: String, port: Int, logPath: String) throws -> (pid_t, Int) {
+        let arguments = [try TestFolder.binaryPath(), "serve", "--root", root, "--listen", "127.0.0.1:\(port)"]
+        var stdoutPipe: [Int32] = [0, 0]
+        guard pipe(&stdoutPipe) == 0 else { throw TestFolderError(message: "pipe failed: \(errnoName(errno))") }
+        let logFD = open(logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let devNull = open("/dev/null", O_RDONLY)
+        defer {
+            close(logFD)
+            close(devNull)
+            close(stdoutPipe[0])
+        }
+        let pid: pid_t
+        do {
+            pid = try TestFolder.spawn(arguments, stdin: devNull, stdout: stdoutPipe[1], stderr: logFD)
+        } catch {
+            close(stdoutPipe[1])
+            throw error
+        }
+        close(stdoutPipe[1])
+        guard let line = readLine(stdoutPipe[0], timeout: 30), let bound = boundPort(line) else {
+            kill(pid, SIGKILL)
+            let status = TestFolder.waitForExit(pid, timeout: 10)
+            throw TestFolderError(
+                message:
+                    "the server did not print `listening on …` (exit \(status.map(TestFolder.describe) ?? "?")); log:\n"
+                    + TestFolder.tail(of: logPath, limit: 3000))
+        }
+        return (pid, bound)
+    }
+
+    /// The port in `listening on http://HOST:PORT`.
+    private static func boundPort(_ line: String) -> Int? {
+        guard line.hasPrefix("listening on "), let colon = line.lastIndex(of: ":") else { return nil }
+        return Int(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+    }
+
+    /// The first line on `fd`, or nil at end-of-file or after `timeout` seconds.
+    private static func readLine(_ fd: Int32, timeout: Double) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while !output.contains(10) {
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { return nil }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(remaining * 1000)) > 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return nil }
+            output += buffer[0..<count]
+        }
+        return String(decoding: output.prefix { $0 != 10 }, as: UTF8.self)
+    }
+}

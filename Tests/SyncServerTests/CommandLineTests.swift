@@ -1,0 +1,114 @@
+import AsyncHTTPClient
+import Foundation
+import SyncBackend
+import SyncServer
+import Testing
+
+/// `syncfs-mount serve` and `syncfs-mount token` as scripts use them: the readiness line, exit
+/// codes, and tokens made and revoked by one process taking effect in a running server.
+@Suite struct CommandLineTests {
+    @Test func tokensMadeAndRevokedByTheCommandWorkInARunningServer() async throws {
+        let directory = try TemporaryDirectory("syncfs-cli")
+        defer { directory.remove() }
+        let root = directory.path + "/root"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        let created = try Binary.run(["token", "create", "--root", root, "--container", "docs", "--label", "laptop"])
+        #expect(created.status == 0, "\(created.stderr)")
+        let token = created.stdout.trimmingCharacters(in: .newlines)
+        #expect(created.stdout == token + "\n", "stdout must hold the token alone")
+        #expect(token.hasPrefix("sfs_") && token.utf8.count == 68)
+        let listed = try Binary.run(["token", "list", "--root", root, "--json"])
+        let records = try JSONDecoder().decode([TokenStore.Record].self, from: Data(listed.stdout.utf8))
+        #expect(records.count == 1)
+        #expect(records.first?.container == "docs" && records.first?.label == "laptop" && records.first?.revoked == nil)
+        let id = try #require(records.first?.id)
+        #expect(created.stderr.contains(id))
+        #expect(FileManager.default.fileExists(atPath: root + "/docs/" + LocalContainer.markerName))
+
+        let server = try ServeProcess.start(root: root)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var status: Int32?
+        do {
+            #expect(server.listeningLine == "listening on http://127.0.0.1:\(server.port)")
+            let url = "http://127.0.0.1:\(server.port)" + WireProtocol.Path.container("docs")
+            #expect(try await Self.get(url, token: token, client).status == 200)
+            let revoked = try Binary.run(["token", "revoke", "--root", root, id])
+            #expect(revoked.status == 0, "\(revoked.stderr)")
+            #expect(try await Self.get(url, token: token, client).status == 401)
+            let again = try Binary.run(["token", "revoke", "--root", root, id])
+            #expect(again.status == 0)
+            #expect(again.stderr.contains("already"))
+        } catch {
+            Issue.record("\(error)")
+        }
+        try? await client.shutdown()
+        status = server.stop()
+        #expect(status == 0, "serve did not exit 0 after SIGTERM; log:\n\(server.log)")
+    }
+
+    @Test func badInputHasTheDocumentedExitCodes() throws {
+        let directory = try TemporaryDirectory("syncfs-cli")
+        defer { directory.remove() }
+        let root = directory.path
+        let missing = root + "/missing"
+        try FileManager.default.createDirectory(atPath: root + "/foreign", withIntermediateDirectories: false)
+        _ = FileManager.default.createFile(atPath: root + "/foreign/file", contents: Data("x".utf8))
+        let first = try TLSTests.makeCertificate(in: root, name: "first")
+        let second = try TLSTests.makeCertificate(in: root, name: "second")
+        let cases: [([String], Int32)] = [
+            (["serve", "--root", missing, "--listen", "127.0.0.1:0"], 65),
+            (["serve", "--root", root, "--listen", "127.0.0.1"], 64),
+            (["serve", "--root", root, "--listen", "::1:80"], 64),
+            (["serve", "--root", root, "--listen", "127.0.0.1:65536"], 64),
+            (["serve", "--root", root, "--listen", "127.0.0.1:0", "--tls-cert", first.certificatePath], 64),
+            (
+                [
+                    "serve", "--root", root, "--listen", "127.0.0.1:0", "--tls-cert", first.certificatePath,
+                    "--tls-key",
+                    second.keyPath,
+                ], 65
+            ),
+            (
+                [
+                    "serve", "--root", root, "--listen", "127.0.0.1:0", "--tls-cert", root + "/none.pem", "--tls-key",
+                    first.keyPath,
+                ], 65
+            ),
+            (["token", "create", "--root", missing, "--container", "docs"], 65),
+            (["token", "create", "--root", root, "--container", ".."], 65),
+            (["token", "create", "--root", root, "--container", "foreign"], 65),
+            (["token", "revoke", "--root", root, "deadbeef"], 65),
+            (["token", "list", "--root", missing], 65),
+        ]
+        for (arguments, expected) in cases {
+            let result = try Binary.run(arguments)
+            #expect(result.status == expected, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(!result.stderr.isEmpty, "\(arguments): no message")
+            #expect(result.stdout.isEmpty, "\(arguments): printed \(result.stdout)")
+        }
+        // None of them created anything (no container, no token database).
+        let left = try FileManager.default.contentsOfDirectory(atPath: root).sorted()
+        #expect(left == ["first.crt", "first.key", "foreign", "second.crt", "second.key"])
+    }
+
+    @Test func aPortInUseIs75AndIPv6AddressesParse() throws {
+        let directory = try TemporaryDirectory("syncfs-cli")
+        defer { directory.remove() }
+        let server = try ServeProcess.start(root: directory.path)
+        defer { server.stop() }
+        let second = try Binary.run(["serve", "--root", directory.path, "--listen", "127.0.0.1:\(server.port)"])
+        #expect(second.status == 75, "\(second.stderr)")
+        #expect(ListenAddress(parsing: "[::1]:8443") == ListenAddress(host: "::1", port: 8443))
+        #expect(ListenAddress(parsing: "[::1]:8443")?.description == "[::1]:8443")
+        #expect(ListenAddress(parsing: "0.0.0.0:0") == ListenAddress(host: "0.0.0.0", port: 0))
+        for bad in ["::1:8443", "[::1]8443", "host:", ":80", "host:-1", "host:99999", "[127.0.0.1]:80", "a b:80"] {
+            #expect(ListenAddress(parsing: bad) == nil, "\(bad)")
+        }
+    }
+
+    private static func get(_ url: String, token: String, _ client: HTTPClient) async throws -> Reply {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        return try await ServerFixture.execute(client, request, timeout: .seconds(30))
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Glibc
+import SyncBackend
+import SyncClient
+import SyncServer
+import Testing
+
+/// `HTTPContainer`'s own promises, beyond the conformance suite (which runs it against a real
+/// server in SyncBackendTests): unreachable is never "deleted", answers that are not this
+/// protocol's are `unavailable`, a revoked token makes the container `unavailable` (not empty),
+/// waits back off after failures and end on cancellation, and a wait longer than the server's cap
+/// still wakes on a commit.
+@Suite("HTTPContainer: unreachable is never deleted")
+struct HTTPContainerTests {
+    @Test func aServerThatIsNotThereIsUnavailableNeverDeleted() async throws {
+        let port = try CannedHTTPServer.unusedPort()
+        let container = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(port)/box"), token: "sfs_x", containerID: "id")
+        let error = await capture { _ = try await container.entry(FileID.random()) }
+        #expect(error?.isRetryable == true, "\(String(describing: error))")
+        if case .unavailable? = error {} else { Issue.record("expected unavailable, got \(String(describing: error))") }
+        #expect(await capture { _ = try await container.changes(after: .beginning, limit: 10) }?.isRetryable == true)
+        #expect(
+            await capture { _ = try await container.chunk(ChunkHash(bytes: Array(repeating: 1, count: 32))!) }?
+                .isRetryable == true)
+
+        // After failures, a wait backs off (it does not spin) and then reports the failure.
+        let started = ContinuousClock.now
+        let waitError = await capture {
+            _ = try await container.waitForChanges(after: .beginning, timeout: .seconds(5))
+        }
+        #expect(waitError?.isRetryable == true)
+        #expect(ContinuousClock.now - started >= .milliseconds(200), "the wait did not back off after failures")
+    }
+
+    @Test(arguments: [
+        "HTTP/1.1 404 Not Found\r\nContent-Type: text/html\r\nContent-Length: 9\r\n\r\nnot found",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 6\r\n\r\n<html>",
+        "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    ])
+    func answersThatAreNotThisProtocolsAreUnavailable(canned: String) async throws {
+        let server = try CannedHTTPServer(response: canned)
+        defer { server.stop() }
+        let container = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(server.port)/box"), token: "sfs_x",
+            containerID: "id")
+        // A proxy's 404 page must not read as "this entry never existed" (nor as a missing chunk).
+        let entryError = await capture { _ = try await container.entry(FileID.random()) }
+        if case .unavailable? = entryError {
+        } else {
+            Issue.record("entry: expected unavailable, got \(String(describing: entryError))")
+        }
+        let chunkError = await capture {
+            _ = try await container.chunk(ChunkHash(bytes: Array(repeating: 2, count: 32))!)
+        }
+        if case .unavailable? = chunkError {
+        } else {
+            Issue.record("chunk: expected unavailable, got \(String(describing: chunkError))")
+        }
+        let commitError = await capture {
+            _ = try await container.commit(CommitRequest(id: .random(), baseVersion: 0, change: .delete, device: "d"))
+        }
+        #expect(commitError?.isRetryable == true, "\(String(describing: commitError))")
+    }
+
+    @Test func aRevokedTokenMakesTheContainerUnavailableNotEmpty() async throws {
+        try await ServerFixture.run { fixture in
+            let address = try ServerAddress(parsing: fixture.server.url(container: fixture.name))
+            let info = try await HTTPContainer.fetchInfo(address: address, token: fixture.token)
+            let container = try HTTPContainer(address: address, token: fixture.token, containerID: info.id)
+            let id = FileID.random()
+            let outcome = try await container.commit(Sample.create(Sample.directory("kept"), id: id))
+            guard case .committed = outcome else { throw TestFailure("commit refused: \(outcome)") }
+            #expect(try await container.entry(id)?.state.name == Array("kept".utf8))
+
+            let record = try #require(try fixture.server.tokens.list().first { $0.container == fixture.name })
+            #expect(try fixture.server.tokens.revoke(id: record.id))
+            let error = await capture { _ = try await container.entry(id) }
+            guard case .unavailable(let message)? = error else {
+                Issue.record("a revoked token must read as unavailable, got \(String(describing: error))")
+                return
+            }
+            #expect(message.contains("refused the token"), "\(message)")
+            #expect(
+                await capture { _ = try await container.changes(after: .beginning, limit: 10) }?.isRetryable == true)
+            // fetchInfo tells a mount at start that the token is refused (bad input, not offline).
+            do {
+                _ = try await HTTPContainer.fetchInfo(address: address, token: fixture.token)
+                Issue.record("fetchInfo accepted a revoked token")
+            } catch {
+                guard case .refused? = error as? HTTPContainerError else {
+                    throw TestFailure("expected refused, got \(error)")
+                }
+            }
+        }
+    }
+
+    @Test func serverAddressesAreCheckedStrictly() throws {
+        let good = try ServerAddress(parsing: "https://sync.example.org:8443/team-1")
+        #expect(good.isTLS && good.origin == "https://sync.example.org:8443" && good.name == "team-1")
+        let v6 = try ServerAddress(parsing: "http://[::1]:9000/box/")
+        #expect(v6.host == "::1" && v6.isLoopback && v6.name == "box")
+        for bad in [
+            "ftp://h/box", "https://h", "https:///box", "https://h/", "https://h/a/b", "https://h/..", "https://h/.x",
+            "https://h:99999/box", "https://h:x/box", "https://user@h/box", "https://h/box?x=1",
+            "https://h/" + String(repeating: "n", count: 65),
+        ] {
+            #expect(throws: AddressError.self, "\(bad)") { _ = try ServerAddress(parsing: bad) }
+        }
+    }
+
+    /// The `ContainerProtocolError` `body` throws (nil if it succeeds or throws something else).
+    private func capture(_ body: () async throws -> Void) async -> ContainerProtocolError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? ContainerProtocolError
+        }
+    }
+}
+
+/// A TCP server on 127.0.0.1 that answers every request with the same canned bytes and closes
+/// the connection (a proxy's error page, a wrong service on the port).
+final class CannedHTTPServer: @unchecked Sendable {
+    let port: Int
+    private let socketFD: Int32
+    private let thread: Thread
+
+    init(response: String) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw CannedServerError()
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        socketFD = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let bytes = Array(response.utf8)
+        thread = Thread {
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                _ = read(client, &buffer, buffer.count)
+                _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                shutdown(client, Int32(SHUT_RDWR))
+                close(client)
+            }
+        }
+        thread.start()
+    }
+
+    func stop() {
+        shutdown(socketFD, Int32(SHUT_RDWR))
+        close(socketFD)
+    }
+
+    /// A port nothing listens on (bound and released at once).
+    static func unusedPort() throws -> Int {
+        let server = try CannedHTTPServer(response: "")
+        server.stop()
+        return server.port
+    }
+}
+
+struct CannedServerError: Error {}

@@ -1,0 +1,164 @@
+import Foundation
+import NIOHTTP1
+import SyncBackend
+import SyncServer
+import Testing
+
+/// Keeps doc/PROTOCOL.md true: its endpoint table is exactly the server's routing table and each
+/// row answers with the success status it states; its error table lists every `WireError.Code`
+/// with its status; every JSON example decodes as the type named on the line before it.
+@Suite struct ProtocolDocumentTests {
+    static let document: String = {
+        // #filePath is <package>/Tests/SyncServerTests/ProtocolDocumentTests.swift.
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { root.deleteLastPathComponent() }
+        return (try? String(contentsOf: root.appendingPathComponent("doc/PROTOCOL.md"), encoding: .utf8)) ?? ""
+    }()
+
+    /// The table rows (cells without the outer bars) of the section titled `heading`.
+    static func tableRows(under heading: String) -> [[String]] {
+        let lines = document.components(separatedBy: "\n")
+        guard let start = lines.firstIndex(of: heading) else { return [] }
+        var rows: [[String]] = []
+        var inTable = false
+        for line in lines[(start + 1)...] {
+            if line.hasPrefix("## ") { break }
+            guard line.hasPrefix("|") else {
+                if inTable { break }
+                continue
+            }
+            inTable = true
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            if cells.allSatisfy({ $0.allSatisfy { $0 == "-" } }) { continue }  // the separator row
+            rows.append(cells)
+        }
+        return Array(rows.dropFirst())  // the header row
+    }
+
+    struct Row: Hashable, CustomStringConvertible {
+        var method: String
+        var path: String
+        var query: String
+        var status: Int
+        var description: String { "\(method) \(path)" }
+    }
+
+    static var endpointRows: [Row] {
+        tableRows(under: "## Endpoints").map { cells in
+            let target = cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
+            let status = Int(cells[2].prefix { $0.isNumber }) ?? -1
+            return Row(method: cells[0], path: parts[0], query: parts.count > 1 ? parts[1] : "", status: status)
+        }
+    }
+
+    @Test func theEndpointTableIsTheRoutingTable() {
+        let documented = Set(Self.endpointRows.map { "\($0.method) \($0.path)" })
+        let served = Set(Endpoint.allCases.map { "\($0.method) \($0.pathTemplate)" })
+        #expect(!documented.isEmpty, "no endpoint table found in doc/PROTOCOL.md")
+        #expect(documented == served)
+        #expect(Self.endpointRows.count == Endpoint.allCases.count, "a row is listed twice")
+    }
+
+    @Test func everyEndpointAnswersAsDocumented() async throws {
+        try await ServerFixture.run { fixture in
+            let chunk = Sample.chunk(Array("a chunk for the document test".utf8))
+            let entry = Sample.create(Sample.file("doc.txt", chunks: [chunk]))
+            // PUT goes first, so that the GET of the chunk and the commit find it.
+            let rows = Self.endpointRows.sorted { ($0.method == "PUT" ? 0 : 1) < ($1.method == "PUT" ? 0 : 1) }
+            for row in rows {
+                let path =
+                    row.path.replacingOccurrences(of: "NAME", with: fixture.name)
+                    .replacingOccurrences(of: "HASH", with: chunk.hash.hex)
+                    .replacingOccurrences(of: "ID", with: FileID.root.hex)
+                let query = row.query.replacingOccurrences(of: "CURSOR", with: "")
+                    .replacingOccurrences(of: "=N", with: "=10").replacingOccurrences(of: "=MS", with: "=0")
+                let target = query.isEmpty ? path : path + "?" + query
+                let reply: Reply
+                switch (row.method, row.path.hasSuffix("/commits"), row.path.hasSuffix("/missing")) {
+                case ("PUT", _, _): reply = try await fixture.put(chunk)
+                case ("POST", true, _): reply = try await fixture.commit(entry)
+                case ("POST", _, true):
+                    reply = try await fixture.send(.POST, target, json: MissingChunksRequest(hashes: [chunk.hash]))
+                default: reply = try await fixture.send(HTTPMethod(rawValue: row.method), target)
+                }
+                #expect(reply.status == row.status, "\(row): \(reply.status) \(reply.text)")
+            }
+        }
+    }
+
+    @Test func theErrorTableListsEveryCodeWithItsStatus() {
+        var documented: [String: Int] = [:]
+        for cells in Self.tableRows(under: "## Error codes") {
+            documented[cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = Int(cells[1])
+        }
+        for code in WireError.Code.allCases {
+            #expect(documented[code.rawValue] == code.status, "\(code.rawValue)")
+        }
+        #expect(documented.count == WireError.Code.allCases.count, "the table lists codes that do not exist")
+    }
+
+    @Test func everyExampleDecodesAsItsType() throws {
+        let lines = Self.document.components(separatedBy: "\n")
+        var examples: [(type: String, json: String)] = []
+        var index = 0
+        while index < lines.count {
+            let line = lines[index]
+            if line.hasPrefix("```json") {
+                let marker = index > 0 ? lines[index - 1] : ""
+                let type = marker.hasPrefix("<!-- example: ") ? String(marker.dropFirst(14).dropLast(4)) : ""
+                #expect(!type.isEmpty, "the JSON block at line \(index + 1) names no type")
+                var body: [String] = []
+                index += 1
+                while index < lines.count, !lines[index].hasPrefix("```") {
+                    body.append(lines[index])
+                    index += 1
+                }
+                examples.append((type, body.joined(separator: "\n")))
+            }
+            index += 1
+        }
+        var decoded: [String: [Any]] = [:]
+        for (type, json) in examples {
+            do {
+                decoded[type, default: []].append(try Self.decode(type, Data(json.utf8)))
+            } catch {
+                Issue.record("the \(type) example does not decode: \(error)\n\(json)")
+            }
+        }
+        for type in [
+            "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
+            "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus",
+        ] {
+            #expect(decoded[type] != nil, "no \(type) example")
+        }
+        let changes = (decoded["CommitRequest"] ?? []).compactMap { ($0 as? CommitRequest)?.change }
+        #expect(changes.contains { if case .put = $0 { true } else { false } }, "no put example")
+        #expect(changes.contains(.delete), "no delete example")
+        let outcomes = (decoded["CommitOutcome"] ?? []).compactMap { $0 as? CommitOutcome }
+        #expect(outcomes.contains { if case .committed = $0 { true } else { false } }, "no committed example")
+        #expect(outcomes.contains { if case .versionConflict = $0 { true } else { false } }, "no conflict example")
+        for error in (decoded["WireError"] ?? []).compactMap({ $0 as? WireError }) {
+            #expect(WireError.Code(rawValue: error.error) != nil, "unknown code \(error.error)")
+        }
+    }
+
+    private static func decode(_ type: String, _ data: Data) throws -> Any {
+        let decoder = JSONDecoder()
+        switch type {
+        case "CommitRequest": return try decoder.decode(CommitRequest.self, from: data)
+        case "CommitOutcome": return try decoder.decode(CommitOutcome.self, from: data)
+        case "ChangeBatch": return try decoder.decode(ChangeBatch.self, from: data)
+        case "RemoteEntry": return try decoder.decode(RemoteEntry.self, from: data)
+        case "EntryState": return try decoder.decode(EntryState.self, from: data)
+        case "MissingChunksRequest": return try decoder.decode(MissingChunksRequest.self, from: data)
+        case "MissingChunksResponse": return try decoder.decode(MissingChunksResponse.self, from: data)
+        case "WireError": return try decoder.decode(WireError.self, from: data)
+        case "ContainerInfo": return try decoder.decode(ContainerInfo.self, from: data)
+        case "WaitResponse": return try decoder.decode(WaitResponse.self, from: data)
+        case "HealthStatus": return try decoder.decode(HealthStatus.self, from: data)
+        default: throw TestFailure("no decoder for the example type '\(type)'")
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SyncBackend
+import SyncServer
+import Testing
+
+/// A temporary directory, removed by `remove()`.
+struct TemporaryDirectory {
+    let path: String
+
+    init(_ prefix: String = "syncfs-server-tests") throws {
+        let template = FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX"
+        var bytes = Array(template.utf8CString)
+        guard let made = mkdtemp(&bytes) else { throw TestFailure("mkdtemp failed for \(template)") }
+        path = String(cString: made)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One answer, read whole.
+struct Reply: Sendable {
+    let status: Int
+    let headers: HTTPHeaders
+    let body: [UInt8]
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    /// The protocol's error body, or nil if the body is not one.
+    var wireError: WireError? { try? JSONDecoder().decode(WireError.self, from: Data(body)) }
+
+    /// The error code, if the body is a protocol error.
+    var code: WireError.Code? { wireError.flatMap { WireError.Code(rawValue: $0.error) } }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(T.self, from: Data(body)) }
+}
+
+/// A running in-process server with one container (`name`) and its token, plus a raw HTTP client.
+/// `run` always stops both, whatever the body does.
+struct ServerFixture: Sendable {
+    let server: SyncTestServer
+    let client: HTTPClient
+    let name: String
+    let token: String
+
+    static func run(
+        container name: String = "box", tls: TLSFiles? = nil, client configuration: HTTPClient.Configuration = .init(),
+        _ body: (ServerFixture) async throws -> Void
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try await SyncTestServer.start(root: directory.path, tls: tls)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        var failure: (any Error)?
+        do {
+            let token = try server.makeContainer(name)
+            try await body(ServerFixture(server: server, client: client, name: name, token: token))
+        } catch {
+            failure = error
+        }
+        try? await client.shutdown()
+        await server.stop()
+        if let failure { throw failure }
+    }
+
+    /// The container on disk, opened beside the server (as another process would).
+    func container() throws -> LocalContainer { try LocalContainer.openOrCreate(at: server.root + "/" + name) }
+
+    /// `/v1/containers/NAME` + `suffix`.
+    func path(_ suffix: String = "") -> String { WireProtocol.Path.container(name) + suffix }
+
+    /// How a request authenticates.
+    enum Auth: Sendable {
+        /// `Bearer` with the fixture's token.
+        case fixture
+        /// No `Authorization` header.
+        case none
+        /// `Bearer` with this token.
+        case token(String)
+        /// This whole `Authorization` header.
+        case header(String)
+    }
+
+    /// Sends a request, with the fixture's token unless `auth` says otherwise.
+    func send(
+        _ method: HTTPMethod, _ path: String, auth: Auth = .fixture, headers: [(String, String)] = [],
+        body: [UInt8]? = nil, timeout: TimeAmount = .seconds(60)
+    ) async throws -> Reply {
+        var request = HTTPClientRequest(url: server.baseURL + path)
+        request.method = method
+        switch auth {
+        case .fixture: request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        case .none: break
+        case .token(let other): request.headers.add(name: "Authorization", value: "Bearer \(other)")
+        case .header(let value): request.headers.add(name: "Authorization", value: value)
+        }
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        return try await Self.execute(client, request, timeout: timeout)
+    }
+
+    /// `send` with a JSON body.
+    func send(_ method: HTTPMethod, _ path: String, json: some Encodable, auth: Auth = .fixture) async throws -> Reply {
+        try await send(
+            method, path, auth: auth, headers: [("Content-Type", "application/json")],
+            body: Array(try JSONEncoder().encode(json)))
+    }
+
+    /// `PUT .../chunks/HASH` of an encoded chunk, with the right headers.
+    func put(_ chunk: EncodedChunk, hash: ChunkHash? = nil) async throws -> Reply {
+        try await send(
+            .PUT, path("/chunks/\((hash ?? chunk.hash).hex)"),
+            headers: [
+                (WireProtocol.chunkEncodingHeader, WireProtocol.encodingName(chunk.encoding)),
+                (WireProtocol.plainLengthHeader, String(chunk.plainLength)),
+            ], body: chunk.payload)
+    }
+
+    /// `POST .../commits`.
+    func commit(_ request: CommitRequest) async throws -> Reply {
+        try await send(.POST, path("/commits"), json: request)
+    }
+
+    static func execute(_ client: HTTPClient, _ request: HTTPClientRequest, timeout: TimeAmount) async throws -> Reply {
+        let response = try await client.execute(request, timeout: timeout)
+        let body = try await response.body.collect(upTo: 64 << 20)
+        return Reply(status: Int(response.status.code), headers: response.headers, body: Array(body.readableBytesView))
+    }
+}
+
+/// Sample data.
+enum Sample {
+    static func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed) &* 17 &+ ($0 >> 8)) }
+    }
+
+    static func chunk(_ bytes: [UInt8]) -> EncodedChunk { bytes.withUnsafeBytes { ChunkCodec.encode($0) } }
+
+    static func directory(_ name: String, parent: FileID = .root) -> EntryState {
+        EntryState(parent: parent, name: Array(name.utf8), kind: .directory, mode: 0o755, mtime: 1, size: 0)
+    }
+
+    static func file(_ name: String, parent: FileID = .root, chunks: [EncodedChunk] = [], mtime: Int64 = 1)
+        -> EntryState
+    {
+        EntryState(
+            parent: parent, name: Array(name.utf8), kind: .file, mode: 0o644, mtime: mtime,
+            size: chunks.reduce(0) { $0 + Int64($1.plainLength) },
+            manifest: chunks.map { ChunkRef(hash: $0.hash, length: Int64($0.plainLength)) })
+    }
+
+    static func create(_ state: EntryState, id: FileID = .random(), device: String = "test-device") -> CommitRequest {
+        CommitRequest(id: id, baseVersion: 0, change: .put(state), device: device)
+    }
+}
+
+/// Awaits `body` on a container, failing the test on a container error.
+func onDisk<T>(_ body: () async throws(ContainerProtocolError) -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch {
+        throw TestFailure("container call failed: \(error)")
+    }
+}
