@@ -14,13 +14,19 @@ import Synchronization
 ///   and any answer that is not this protocol's (a proxy's page, a body that does not decode) are
 ///   `unavailable` — retryable, saying nothing about the data. Only this protocol's own JSON
 ///   `entryNotFound` makes `entry` return nil, and only `chunkNotFound` is `chunkNotFound`.
-/// - **Deadlines**: 5 s to connect; 30 s per request (chunks: 120 s); a change wait asks the server
-///   for at most 30 s and gives it 10 s more. Waits longer than 30 s are made of several requests.
+/// - **Deadlines**: 5 s to connect; 30 s per request until the answer's head (chunks: 120 s; a
+///   change wait asks the server for at most 30 s and gives it 10 s more), then at most 45 s of
+///   silence while the body is read. Waits longer than 30 s are made of several requests.
 /// - **Reconnecting with backoff**: every call is its own request (connections are pooled and
 ///   reopened as needed). After calls that got no answer, `waitForChanges` first waits a backoff
 ///   (0.25 s doubling to 5 s, never beyond its timeout) so a follower looping on it does not spin;
 ///   any answer resets it. The feed resumes from the caller's cursor: the client keeps none.
-/// - `containerID` is the ID given at creation (the one a mount recorded, or `fetchInfo`'s).
+/// - `containerID` is the ID given at creation (the one a mount recorded, or `fetchInfo`'s). Every
+///   request names it (`SyncFS-Container-ID`): a server whose container under the name has
+///   another ID (replaced, restored from elsewhere) answers `412`, which is `unavailable` with a
+///   message saying so — never a sync against the wrong container.
+/// - A chunk answer's plain length is checked against the protocol's limit before anything is
+///   allocated for it; an answer that breaks off or exceeds its size limit is `unavailable`.
 public final class HTTPContainer: Container {
     public let address: ServerAddress
     public let containerID: String
@@ -65,7 +71,8 @@ public final class HTTPContainer: Container {
             let refusal = WireAnswer.refusal(answer)
             switch refusal.code {
             case .unauthorized?, .forbidden?: throw .refused("the server refused the token: \(refusal.message)")
-            case .notFound?: throw .refused("the server has no container '\(address.name)': \(refusal.message)")
+            case .notFound? where answer.status == 404:
+                throw .noContainer("the server has no container '\(address.name)': \(refusal.message)")
             default: throw .unreachable(WireAnswer.failure(answer, address: address).description)
             }
         }
@@ -108,13 +115,14 @@ public final class HTTPContainer: Container {
             .GET, WireProtocol.Path.chunk(address.name, hash), deadline: Self.chunkDeadline,
             limit: WireProtocol.maxChunkBodyBytes)
         guard answer.status == 200 else {
-            if WireAnswer.refusal(answer).code == .chunkNotFound { throw .chunkNotFound(hash) }
+            if answer.status == 404, WireAnswer.refusal(answer).code == .chunkNotFound { throw .chunkNotFound(hash) }
             throw WireAnswer.failure(answer, address: address)
         }
         guard let encoding = answer.header(WireProtocol.chunkEncodingHeader).flatMap(WireProtocol.encoding(named:)),
-            let plainLength = answer.header(WireProtocol.plainLengthHeader).flatMap({ Int($0) }), plainLength >= 0
+            let plainLength = answer.header(WireProtocol.plainLengthHeader).flatMap({ Int($0) }),
+            (0...WireProtocol.maxChunkPlainLength).contains(plainLength)
         else {
-            throw .unavailable("\(address.origin) sent chunk \(hash) without valid encoding headers")
+            throw .unavailable("\(address.origin) sent chunk \(hash) without valid encoding or length headers")
         }
         return EncodedChunk(hash: hash, encoding: encoding, plainLength: plainLength, payload: answer.body)
     }
@@ -122,7 +130,7 @@ public final class HTTPContainer: Container {
     public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
         let answer = try await send(.GET, WireProtocol.Path.entry(address.name, id))
         guard answer.status == 200 else {
-            if WireAnswer.refusal(answer).code == .entryNotFound { return nil }
+            if answer.status == 404, WireAnswer.refusal(answer).code == .entryNotFound { return nil }
             throw WireAnswer.failure(answer, address: address)
         }
         return try WireAnswer.decode(RemoteEntry.self, answer, address: address)
@@ -155,6 +163,7 @@ public final class HTTPContainer: Container {
             let left = deadline - ContinuousClock.now
             let milliseconds = max(0, min(Int64(WireProtocol.maxWaitMilliseconds), left.milliseconds))
             let query = "after=\(WireAnswer.queryEscaped(cursor.token))&timeout=\(milliseconds)"
+            let asked = ContinuousClock.now + .milliseconds(milliseconds)
             let answer: Answer
             do {
                 answer = try await send(
@@ -166,7 +175,11 @@ public final class HTTPContainer: Container {
             }
             guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
             if try WireAnswer.decode(WaitResponse.self, answer, address: address).changed { return true }
-            if ContinuousClock.now >= deadline || Task.isCancelled { return false }
+            // "No change" well before the time asked for: the server is stopping; let the caller
+            // come back (its next call finds the server gone or restarted) instead of asking again.
+            if ContinuousClock.now >= deadline || Task.isCancelled || ContinuousClock.now < asked - .seconds(1) {
+                return false
+            }
         }
     }
 
@@ -199,17 +212,24 @@ public final class HTTPContainer: Container {
         var request = HTTPClientRequest(url: address.url(path))
         request.method = method
         request.headers.add(name: "Authorization", value: "\(WireProtocol.authorizationScheme) \(token)")
+        if !containerID.isEmpty { request.headers.add(name: WireProtocol.containerIDHeader, value: containerID) }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response: HTTPClientResponse
         do {
-            let response = try await client.execute(request, timeout: deadline)
+            response = try await client.execute(request, timeout: deadline)
+        } catch {
+            // Only a call that reached no server counts towards the wait's backoff.
+            if !Task.isCancelled { failures.withLock { $0 += 1 } }
+            throw .unavailable("no answer from \(address.origin): \(error)")
+        }
+        failures.withLock { $0 = 0 }
+        do {
             let buffer = try await response.body.collect(upTo: limit)
-            failures.withLock { $0 = 0 }
             return Answer(
                 status: Int(response.status.code), headers: response.headers, body: Array(buffer.readableBytesView))
         } catch {
-            failures.withLock { $0 += 1 }
-            throw .unavailable("no answer from \(address.origin): \(error)")
+            throw .unavailable("the answer of \(address.origin) broke off or is over \(limit) bytes: \(error)")
         }
     }
 }
@@ -220,12 +240,15 @@ public enum HTTPContainerError: Error, Equatable, Sendable, CustomStringConverti
     case setup(String)
     /// No usable answer (network, server down, not this protocol): try again later.
     case unreachable(String)
-    /// The server answered no: the token or the container name is wrong.
+    /// The server answered no: the token is wrong (unknown, revoked, for another container).
     case refused(String)
+    /// The server has no container under this name (a wrong name, or its disk is away).
+    case noContainer(String)
 
     public var description: String {
         switch self {
-        case .setup(let message), .unreachable(let message), .refused(let message): return message
+        case .setup(let message), .unreachable(let message), .refused(let message), .noContainer(let message):
+            return message
         }
     }
 }

@@ -63,14 +63,17 @@ public struct ServerAddress: Equatable, Sendable, CustomStringConvertible {
         }
         guard !host.isEmpty else { throw AddressError("'\(text)' has no host") }
         self.isTLS = scheme == "https"
-        self.origin = scheme + "://" + authority
-        self.host = host
+        // Host names are case-insensitive: one spelling, so one default state directory.
+        self.origin = scheme + "://" + authority.lowercased()
+        self.host = host.lowercased()
         self.name = name
     }
 
     /// The full URL of `path` (one of `WireProtocol.Path`'s).
     public func url(_ path: String) -> String { origin + path }
 
+    /// The normalised URL (`origin/NAME`, host in lower case, no trailing slash): what a mount
+    /// records and keys its default state directory by.
     public var description: String { origin + "/" + name }
 
     /// Whether the host is this machine (plain HTTP is only reasonable there).

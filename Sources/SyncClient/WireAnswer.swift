@@ -35,6 +35,10 @@ enum WireAnswer {
         case .notFound, .chunkNotFound, .entryNotFound:
             // A call that expects one of these handles it before asking here.
             return .unavailable(said)
+        case .containerMismatch:
+            return .unavailable(
+                "\(said) — the server's container under this name is not the one this mount synced with; "
+                    + "nothing is synced until that is fixed (mount it with a new --state-dir to start over)")
         case .unavailable:
             return .unavailable(said)
         case .storageFailure:

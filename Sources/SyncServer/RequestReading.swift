@@ -8,32 +8,51 @@ import SyncBackend
 /// parameters with values in range, single well-formed headers. Every violation is a
 /// `WireFailure` (`400 invalidRequest`, or `413 tooLarge` for sizes).
 enum RequestReading {
-    /// The whole body, at most `limit` bytes: a larger `Content-Length` is refused before
-    /// anything is read, a body that turns out larger once `limit` bytes have arrived.
-    static func body(of request: Request, limit: Int) async throws(WireFailure) -> ByteBuffer {
+    /// The whole body as `Bytes` (`[UInt8]`, `Data`), at most `limit` bytes: a larger
+    /// `Content-Length` is refused before anything is read, a body that turns out larger as soon
+    /// as it passes `limit`. The parts are appended as they arrive (no whole-body buffer besides
+    /// the result), into room for the declared length but at most `reserve` bytes (a length
+    /// declared by a client that then sends slowly, or nothing, costs no more than that).
+    static func body<Bytes: RangeReplaceableCollection<UInt8>>(
+        of request: Request, limit: Int, reserve: Int = 1 << 20, as _: Bytes.Type = Bytes.self
+    ) async throws(WireFailure) -> Bytes {
+        var bytes = Bytes()
         if let declared = try singleHeader(.contentLength, of: request) {
             guard let length = Int(declared), length >= 0, declared.utf8.allSatisfy(isDigit) else {
                 throw WireFailure(.invalidRequest, "Content-Length '\(declared)' is not a byte count")
             }
             guard length <= limit else { throw tooLarge(limit) }
+            bytes.reserveCapacity(min(length, reserve))
         }
         do {
-            return try await request.body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge(limit)
+            for try await part in request.body {
+                guard part.readableBytes <= limit - bytes.count else { throw tooLarge(limit) }
+                bytes.append(contentsOf: part.readableBytesView)
+            }
+        } catch let failure as WireFailure {
+            throw failure
         } catch {
             throw WireFailure(.invalidRequest, "cannot read the request body: \(error)")
         }
+        return bytes
     }
 
-    /// The body decoded as JSON of type `T` (at most `WireProtocol.maxJSONBodyBytes`).
-    static func json<T: Decodable>(_ type: T.Type, from request: Request) async throws(WireFailure) -> T {
-        let buffer = try await body(of: request, limit: WireProtocol.maxJSONBodyBytes)
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
-        } catch {
-            throw WireFailure(.invalidRequest, "the body is not a valid \(T.self): \(describe(error))")
+    /// Bodies from this size on are decoded off the cooperative pool.
+    static let offloadedDecodingBytes = 64 << 10
+
+    /// The body decoded as JSON of type `T` (at most `WireProtocol.maxJSONBodyBytes`); a large
+    /// body (a commit of a file with many chunks) is decoded on a Dispatch thread (`Offload`).
+    static func json<T: Decodable & Sendable>(_ type: T.Type, from request: Request) async throws(WireFailure) -> T {
+        let data = try await body(of: request, limit: WireProtocol.maxJSONBodyBytes, as: Data.self)
+        let decode = { @Sendable () throws(WireFailure) -> T in
+            do {
+                return try JSONDecoder().decode(T.self, from: data)
+            } catch {
+                throw WireFailure(.invalidRequest, "the body is not a valid \(T.self): \(describe(error))")
+            }
         }
+        if data.count < offloadedDecodingBytes { return try decode() }
+        return try await Offload.run(decode)
     }
 
     /// The query parameters (values percent-decoded), each at most once and each one of `allowed`.

@@ -7,6 +7,8 @@ import Synchronization
 /// pending `changes/wait` answers `{"changed":false}` at once instead of holding up the stop.
 ///
 /// Waiters are suspended on continuations (no polling); `trigger()` and cancellation resume them.
+/// It also counts the change waits in progress (`pendingWaits`), for tests that must know a wait
+/// is pending before they act (`SyncTestServer.pendingChangeWaits`).
 final class ShutdownSignal: Sendable {
     private struct State {
         var triggered = false
@@ -17,8 +19,12 @@ final class ShutdownSignal: Sendable {
     }
 
     private let state = Mutex(State())
+    private let waitsInProgress = Mutex(0)
 
     var isTriggered: Bool { state.withLock { $0.triggered } }
+
+    /// The calls of `unlessStopping` in progress: change waits that began and have not answered.
+    var pendingWaits: Int { waitsInProgress.withLock { $0 } }
 
     /// Begins the stop: wakes every waiter, now and later.
     func trigger() {
@@ -63,6 +69,8 @@ final class ShutdownSignal: Sendable {
         _ wait: @escaping @Sendable () async throws(ContainerProtocolError) -> Bool
     ) async throws(ContainerProtocolError) -> Bool {
         if isTriggered { return false }
+        waitsInProgress.withLock { $0 += 1 }
+        defer { waitsInProgress.withLock { $0 -= 1 } }
         let result = await withTaskGroup(of: Result<Bool, ContainerProtocolError>?.self) { group in
             group.addTask {
                 do throws(ContainerProtocolError) {

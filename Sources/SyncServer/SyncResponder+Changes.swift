@@ -3,16 +3,17 @@ import SyncBackend
 
 /// `GET .../changes` and `GET .../changes/wait`.
 extension SyncResponder {
+    /// A page of at most `limit` entries and `WireProtocol.maxChangePageBytes` of JSON (`ChangePage`).
     func changes(_ call: Call) async throws(WireFailure) -> Response {
         let query = call.query
         let cursor = FeedCursor(token: query[WireProtocol.Query.after] ?? "")
         let limit = try RequestReading.integer(
             query, WireProtocol.Query.limit, in: 1...WireProtocol.maxChangesLimit,
             default: WireProtocol.defaultChangesLimit)
-        let batch = try await WireFailure.translating { () async throws(ContainerProtocolError) in
-            try await call.container.changes(after: cursor, limit: limit)
+        let page = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await ChangePage.fetch(from: call.container, after: cursor, limit: limit)
         }
-        return JSONResponse.make(batch, status: 200)
+        return JSONResponse.json(page.json, status: 200)
     }
 
     /// The long poll: answers as soon as a change after the cursor exists, after the timeout, or

@@ -17,12 +17,25 @@ extension SyncResponder {
     }
 
     /// Stores the chunk only after its payload was checked against its hash (`ChunkUpload`).
+    ///
+    /// Each upload holds its payload and its decoded bytes (up to 16 MiB each) while it is read,
+    /// verified and stored, so at most `chunkUploads.limit` run at once; beyond that the answer is
+    /// `503 unavailable` with `Retry-After: 1` before the body is read (the client retries).
     func putChunk(_ call: Call) async throws(WireFailure) -> Response {
         let hash = try Self.hash(call)
         let (encoding, plainLength) = try ChunkUpload.headers(of: call.request)
-        let body = try await RequestReading.body(of: call.request, limit: WireProtocol.maxChunkBodyBytes)
-        let chunk = EncodedChunk(
-            hash: hash, encoding: encoding, plainLength: plainLength, payload: Array(body.readableBytesView))
+        guard chunkUploads.tryAcquire() else {
+            throw WireFailure(
+                .unavailable, "\(chunkUploads.limit) chunk uploads are in progress; retry in a moment",
+                headers: [.retryAfter: "1"])
+        }
+        defer { chunkUploads.release() }
+        // Read straight into the payload's array (no whole-body buffer besides it), with room for
+        // the declared length at once: the slot bounds what uploads reserve together.
+        let payload = try await RequestReading.body(
+            of: call.request, limit: WireProtocol.maxChunkBodyBytes, reserve: WireProtocol.maxChunkBodyBytes,
+            as: [UInt8].self)
+        let chunk = EncodedChunk(hash: hash, encoding: encoding, plainLength: plainLength, payload: payload)
         try await ChunkUpload.verify(chunk)
         try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.putChunk(chunk)

@@ -16,7 +16,7 @@ extension SyncResponder {
             try await call.container.entry(id)
         }
         guard let entry else { throw WireFailure(.entryNotFound, "no entry \(id) has ever existed") }
-        return JSONResponse.make(entry, status: 200)
+        return await JSONResponse.make(entry, status: 200, estimatedBytes: ChangePage.estimatedBytes(of: entry))
     }
 
     /// `200` with the outcome when committed, `409` with it otherwise (nothing changed).
@@ -26,7 +26,18 @@ extension SyncResponder {
         let outcome = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.commit(request)
         }
-        if case .committed = outcome { return JSONResponse.make(outcome, status: 200) }
-        return JSONResponse.make(outcome, status: 409)
+        let status: Int
+        if case .committed = outcome { status = 200 } else { status = 409 }
+        return await JSONResponse.make(outcome, status: status, estimatedBytes: Self.estimatedBytes(of: outcome))
+    }
+
+    /// An upper bound of the outcome's JSON size (it may carry an entry with its manifest).
+    private static func estimatedBytes(of outcome: CommitOutcome) -> Int {
+        switch outcome {
+        case .committed(let entry), .nameTaken(by: let entry): return 64 + ChangePage.estimatedBytes(of: entry)
+        case .versionConflict(let current): return 64 + (current.map(ChangePage.estimatedBytes) ?? 0)
+        case .chunksMissing(let hashes): return 64 + 70 * hashes.count
+        case .parentMissing, .directoryNotEmpty, .wouldCreateCycle: return 64
+        }
     }
 }

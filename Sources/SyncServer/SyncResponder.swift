@@ -12,7 +12,10 @@ import SyncBackend
 /// 3. the path must be an endpoint (`404 notFound`) with this method (`405`, with `Allow`);
 /// 4. `NAME` must be a valid container name (`400`), the token's container (`403`), and exist
 ///    (`404 notFound`);
-/// 5. the endpoint's own parameters, headers and body (`400`, `413`, `422`).
+/// 5. a `SyncFS-Container-ID` header, if present, must be the container's ID (`412
+///    containerMismatch`: the client synced with another container under this name);
+/// 6. the endpoint's own parameters, headers and body (`400`, `413`, `422`; `503` when too many
+///    chunk uploads are in progress).
 ///
 /// It never throws: every failure is a `WireFailure` answered with the protocol's JSON body.
 /// Each request is logged at debug level (method, path, status, duration).
@@ -22,6 +25,11 @@ struct SyncResponder: HTTPResponder {
     let tokens: TokenStore
     let registry: ContainerRegistry
     let shutdown: ShutdownSignal
+    /// The chunk uploads (`PUT .../chunks/HASH`) read, verified and stored at once; beyond it `503`.
+    let chunkUploads: ConcurrencyLimit
+
+    /// `SyncFS-Container-ID`.
+    static let containerIDHeader = HTTPField.Name(WireProtocol.containerIDHeader)!
 
     /// What a handler gets: the request, its endpoint's placeholders, the container.
     struct Call: Sendable {
@@ -77,6 +85,14 @@ struct SyncResponder: HTTPResponder {
             guard let container = try await container(named: name) else {
                 throw WireFailure(.notFound, "no container '\(name)' on this server")
             }
+            if let expected = try RequestReading.singleHeader(Self.containerIDHeader, of: request),
+                expected != container.containerID
+            {
+                throw WireFailure(
+                    .containerMismatch,
+                    "the container '\(name)' has the ID \(container.containerID), not \(expected) as "
+                        + "\(WireProtocol.containerIDHeader) says: it is not the container this client synced with")
+            }
             let query = try RequestReading.query(of: request, allowed: endpoint.queryParameters)
             let call = Call(request: request, name: name, captures: captures, query: query, container: container)
             return try await handle(endpoint, call)
@@ -106,9 +122,9 @@ struct SyncResponder: HTTPResponder {
         return container
     }
 
-    /// The container `name`, opened on first use (off the cooperative pool: it opens SQLite).
+    /// The container `name` as it is on disk now (off the cooperative pool: the registry stats
+    /// the directory on every lookup, and opens SQLite on the first).
     private func container(named name: String) async throws(WireFailure) -> LocalContainer? {
-        if let cached = registry.cached(name) { return cached }
         let registry = registry
         return try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await Offload.run { () throws(ContainerProtocolError) in try registry.container(named: name) }

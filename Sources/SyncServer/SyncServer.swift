@@ -12,7 +12,10 @@ import UnixSignals
 /// of doc/PROTOCOL.md (a Hummingbird 2 application; `SyncResponder` answers the requests).
 ///
 /// - `ROOT/NAME` is a local container (`LocalContainer`) if it holds a container marker; the
-///   server never creates one (`syncfs-mount token create` does).
+///   server never creates one (`syncfs-mount token create` does). A container directory replaced
+///   while the server runs is reopened from the next request on (`ContainerRegistry`).
+/// - Bounded memory: chunk uploads in progress are limited (`503` beyond), change pages hold at
+///   most `WireProtocol.maxChangePageBytes` of JSON (`ChangePage`).
 /// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), read afresh on every request.
 /// - Graceful stop (SIGINT/SIGTERM, or the test helper's `stop`): pending change waits answer
 ///   `{"changed":false}` at once, requests in flight finish (within 30 s, then they are
@@ -27,6 +30,9 @@ public struct SyncServer: Sendable {
         /// HTTPS with these files; plain HTTP when nil.
         public var tls: TLSFiles?
         public var logger: Logger
+        /// The most chunk uploads read, verified and stored at once (each holds up to ~32 MiB);
+        /// more are answered `503` with `Retry-After: 1`. Default: `defaultChunkUploads`.
+        public var maxConcurrentChunkUploads = SyncServer.defaultChunkUploads
 
         public init(
             root: String, address: ListenAddress, tls: TLSFiles? = nil, logger: Logger = Logger(label: "syncfs-server")
@@ -49,6 +55,11 @@ public struct SyncServer: Sendable {
     let tokens: TokenStore
     let registry: ContainerRegistry
     let tlsConfiguration: TLSConfiguration?
+
+    /// Eight per core, at least 16: verifying a chunk is CPU work, but storing it is mostly
+    /// waiting for fsync, and a refused upload costs the client a backoff. Worst case (16 MiB
+    /// chunks) about 32 MiB each; typical chunks (1 MiB) 2 MiB.
+    public static let defaultChunkUploads = max(16, 8 * System.coreCount)
 
     /// How long a graceful stop waits for requests in flight before cancelling them.
     static let maximumGracefulStop: Duration = .seconds(30)
@@ -78,7 +89,7 @@ public struct SyncServer: Sendable {
     public func runUntilSignalled(
         onListening: @escaping @Sendable (ListenAddress) -> Void
     ) async throws(SyncServerError) {
-        let group = try makeServiceGroup(signals: [.sigterm, .sigint], onListening: onListening)
+        let (group, _) = try makeServiceGroup(signals: [.sigterm, .sigint], onListening: onListening)
         do {
             try await group.run()
         } catch {
@@ -87,12 +98,15 @@ public struct SyncServer: Sendable {
     }
 
     /// The server as a service group: the Hummingbird application, then the watcher that tells
-    /// pending waits to end (last, so graceful shutdown reaches it first).
+    /// pending waits to end (last, so graceful shutdown reaches it first); and its responder (for
+    /// `SyncTestServer`'s view of the requests in progress).
     func makeServiceGroup(
         signals: [UnixSignal], onListening: @escaping @Sendable (ListenAddress) -> Void
-    ) throws(SyncServerError) -> ServiceGroup {
+    ) throws(SyncServerError) -> (ServiceGroup, SyncResponder) {
         let shutdown = ShutdownSignal()
-        let responder = SyncResponder(tokens: tokens, registry: registry, shutdown: shutdown)
+        let responder = SyncResponder(
+            tokens: tokens, registry: registry, shutdown: shutdown,
+            chunkUploads: ConcurrencyLimit(max(1, configuration.maxConcurrentChunkUploads)))
         let http = HTTPServerBuilder.http1(configuration: .init(idleTimeout: Self.idleTimeout))
         let server: HTTPServerBuilder
         if let tlsConfiguration {
@@ -116,7 +130,7 @@ public struct SyncServer: Sendable {
             services: [.init(service: application), .init(service: ShutdownWatcher(signal: shutdown))],
             gracefulShutdownSignals: signals, logger: configuration.logger)
         group.maximumGracefulShutdownDuration = Self.maximumGracefulStop
-        return ServiceGroup(configuration: group)
+        return (ServiceGroup(configuration: group), responder)
     }
 
     /// A failure to serve, with its exit code: the address in use, not ours to bind, or unknown.

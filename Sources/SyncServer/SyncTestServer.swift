@@ -13,6 +13,10 @@ import SyncBackend
 ///
 /// `stop()` is the server's graceful stop (as on SIGTERM): pending change waits answer at once,
 /// requests in flight finish. Always call it (a server left running keeps its port and threads).
+///
+/// Tests that must act while a request is in progress on the server (a change wait pending, a
+/// chunk upload being read) wait for it with `waitUntil` on `pendingChangeWaits` or
+/// `chunkUploadsInProgress` instead of sleeping.
 public final class SyncTestServer: Sendable {
     /// The port the server listens on.
     public let port: Int
@@ -25,27 +29,34 @@ public final class SyncTestServer: Sendable {
 
     private let group: ServiceGroup
     private let runner: Task<Void, Never>
+    private let responder: SyncResponder
 
-    private init(port: Int, server: SyncServer, group: ServiceGroup, runner: Task<Void, Never>) {
+    private init(
+        port: Int, server: SyncServer, group: ServiceGroup, responder: SyncResponder, runner: Task<Void, Never>
+    ) {
         self.port = port
         self.scheme = server.scheme
         self.root = server.configuration.root
         self.tokens = server.tokens
         self.group = group
+        self.responder = responder
         self.runner = runner
     }
 
     /// Starts serving `root` (an existing directory) and returns once the port is bound.
     /// `tls`: serve HTTPS with these PEM files. `logLevel`: the server's log level (requests are
-    /// logged at `debug`).
+    /// logged at `debug`). `maxConcurrentChunkUploads`: see `SyncServer.Configuration`.
     public static func start(
-        root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning
+        root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
+        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads
     ) async throws(SyncServerError) -> SyncTestServer {
         var logger = Logger(label: "syncfs-test-server")
         logger.logLevel = logLevel
-        let server = try SyncServer(.init(root: root, host: "127.0.0.1", port: 0, tls: tls, logger: logger))
+        var configuration = SyncServer.Configuration(root: root, host: "127.0.0.1", port: 0, tls: tls, logger: logger)
+        configuration.maxConcurrentChunkUploads = maxConcurrentChunkUploads
+        let server = try SyncServer(configuration)
         let (ports, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
-        let group = try server.makeServiceGroup(signals: []) { address in
+        let (group, responder) = try server.makeServiceGroup(signals: []) { address in
             continuation.yield(address.port)
             continuation.finish()
         }
@@ -59,7 +70,7 @@ public final class SyncTestServer: Sendable {
         }
         do {
             for try await port in ports {
-                return SyncTestServer(port: port, server: server, group: group, runner: runner)
+                return SyncTestServer(port: port, server: server, group: group, responder: responder, runner: runner)
             }
         } catch let error as SyncServerError {
             throw error
@@ -84,6 +95,36 @@ public final class SyncTestServer: Sendable {
             throw SyncServerError(.cannotCreate, "cannot create the container \(name): \(error)")
         }
         return try tokens.create(container: name, label: label).token
+    }
+
+    /// The change waits (`GET .../changes/wait`) that began and have not answered yet.
+    public var pendingChangeWaits: Int { responder.shutdown.pendingWaits }
+
+    /// The chunk uploads (`PUT .../chunks/HASH`) holding a slot: their body is being read, or
+    /// their chunk verified or stored.
+    public var chunkUploadsInProgress: Int { responder.chunkUploads.inUse }
+
+    /// Whether the graceful stop has begun.
+    public var isStopping: Bool { responder.shutdown.isTriggered }
+
+    /// Returns once `condition` holds (checked every millisecond); throws `failed`, naming `what`,
+    /// if it does not within `timeout`.
+    ///
+    ///     try await server.waitUntil("a change wait is pending") { $0.pendingChangeWaits == 1 }
+    public func waitUntil(
+        _ what: String, timeout: Duration = .seconds(10), _ condition: (SyncTestServer) -> Bool
+    ) async throws(SyncServerError) {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(self) {
+            guard ContinuousClock.now < deadline else {
+                throw SyncServerError(.failed, "waited \(timeout) in vain until \(what)")
+            }
+            do {
+                try await Task.sleep(for: .milliseconds(1))
+            } catch {
+                throw SyncServerError(.failed, "cancelled while waiting until \(what)")
+            }
+        }
     }
 
     /// Stops the server gracefully and returns once it has stopped.

@@ -14,8 +14,9 @@ import Synchronization
 /// Phase 1, commits: each client creates one file entry, then commits metadata changes to it
 /// (a new mtime, base = its last version) as fast as the server answers; every commit must
 /// succeed (a refused one fails the command: a lost commit). Phase 2, chunks: each client puts
-/// distinct random chunks of `--chunk-kib` KiB (stored raw, as incompressible data is) and
-/// `chunk_mb_per_s` is their plain bytes (10^6) per second over all clients. For
+/// distinct random chunks of `--chunk-kib` KiB (stored raw, as incompressible data is), retrying
+/// after 20 ms when the server answers busy (503), and `chunk_mb_per_s` is their plain bytes
+/// (10^6) per second over all clients. For
 /// scripts/bench/server.py; the container gets the measured entries and chunks.
 struct MeasureServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -132,21 +133,43 @@ struct MeasureServerCommand: ParsableCommand {
     /// Puts distinct random chunks of `bytes` bytes until `duration` passed; returns how many.
     private static func chunkLoop(_ container: HTTPContainer, bytes: Int, for duration: Duration) async throws -> Int {
         let encoder = ChunkEncoder(level: 0)
-        var generator = SystemRandomNumberGenerator()
+        // SplitMix64 from a random seed: incompressible bytes at memory speed (the system
+        // generator makes a syscall per call and would measure this client, not the server).
+        var state = UInt64.random(in: .min ... .max)
         var plain = [UInt8](repeating: 0, count: bytes)
         var count = 0
         let end = ContinuousClock.now + duration
         while ContinuousClock.now < end {
-            for index in stride(from: 0, to: bytes - 7, by: 8) {
-                withUnsafeBytes(of: generator.next() as UInt64) { word in
-                    for offset in 0..<8 { plain[index + offset] = word[offset] }
+            plain.withUnsafeMutableBytes { buffer in
+                for index in stride(from: 0, to: buffer.count - 7, by: 8) {
+                    state &+= 0x9E37_79B9_7F4A_7C15
+                    var mixed = state
+                    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+                    buffer.storeBytes(of: mixed ^ (mixed >> 31), toByteOffset: index, as: UInt64.self)
                 }
             }
             let chunk = plain.withUnsafeBytes { encoder.encode($0) }
-            try await container.putChunk(chunk)
+            try await put(chunk, into: container, giveUpAt: end + .seconds(30))
             count += 1
         }
         return count
+    }
+
+    /// Puts `chunk`; a busy server answers 503 (retryable): try again after 20 ms, as the engine
+    /// would, until `giveUpAt`.
+    private static func put(_ chunk: EncodedChunk, into container: HTTPContainer, giveUpAt: ContinuousClock.Instant)
+        async throws
+    {
+        while true {
+            do throws(ContainerProtocolError) {
+                try await container.putChunk(chunk)
+                return
+            } catch {
+                guard error.isRetryable, ContinuousClock.now < giveUpAt else { throw error }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     private static func percentile(_ sorted: [Double], _ p: Double) -> Double {

@@ -103,9 +103,12 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    /// The container as the daemon gets it: a server URL as given, a local path made absolute.
+    /// The container as the daemon gets it: a server URL normalised (`https://host:port/NAME`,
+    /// so `…/NAME/` and `…/name` spellings of the host share a state directory), a local path
+    /// made absolute.
     private var containerLocation: String {
-        ServerAddress.looksLikeURL(container) ? container : absolutePath(container)
+        guard ServerAddress.looksLikeURL(container) else { return absolutePath(container) }
+        return (try? ServerAddress(parsing: container))?.description ?? container
     }
 
     func run() throws {

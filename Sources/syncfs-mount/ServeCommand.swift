@@ -9,7 +9,8 @@ import Synchronization
 /// (or HTTPS with `--tls-cert`/`--tls-key`) until SIGINT or SIGTERM (doc/CLI.md, doc/PROTOCOL.md).
 ///
 /// Readiness signal for scripts: the one line `listening on http(s)://HOST:PORT` on standard
-/// output (unbuffered; the real port when 0 was asked). Logs go to standard error.
+/// output (unbuffered; the real port when 0 was asked). Logs go to standard error. Runs with umask
+/// 0o077: the chunk files and directories it makes are its user's alone.
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -52,6 +53,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        makeFilesPrivate()
         Self.resetTerminationSignals()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in

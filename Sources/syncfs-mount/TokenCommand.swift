@@ -5,6 +5,7 @@ import SyncServer
 
 /// `syncfs-mount token create|list|revoke`: the access tokens of a server root
 /// (`ROOT/.syncfs-server/tokens.db`; doc/CLI.md). A running server sees every change at once.
+/// Each runs with umask 0o077 (`makeFilesPrivate`).
 struct TokenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token",
@@ -28,6 +29,7 @@ struct TokenCommand: ParsableCommand {
         var label: String = ""
 
         func run() throws {
+            makeFilesPrivate()
             let root = try checkedRoot(self.root)
             guard ContainerName.isValid(container) else {
                 throw fail(
@@ -69,6 +71,7 @@ struct TokenCommand: ParsableCommand {
         var json = false
 
         func run() throws {
+            makeFilesPrivate()
             let root = try checkedRoot(self.root)
             let records: [TokenStore.Record]
             do {
@@ -112,6 +115,7 @@ struct TokenCommand: ParsableCommand {
         var id: String
 
         func run() throws {
+            makeFilesPrivate()
             let root = try checkedRoot(self.root)
             do throws(SyncServerError) {
                 guard let store = try TokenStore.openIfPresent(root: root) else {
@@ -127,6 +131,12 @@ struct TokenCommand: ParsableCommand {
             }
         }
     }
+}
+
+/// Sets the umask to 0o077: whatever `serve` and `token` create (containers, chunk files, the
+/// token database) is readable by the server's user alone, whatever the caller's umask was.
+func makeFilesPrivate() {
+    umask(0o077)
 }
 
 /// `root` made absolute; exit 65 unless it is an existing directory.

@@ -34,6 +34,31 @@ struct ServerMountTest {
         }
     }
 
+    @Test func mountsSyncOverHTTPSTrustingOnlyTheGivenCertificate() throws {
+        try SyncedMounts.with(uploadDelay: 20, overTLS: true) { mounts in
+            let server = try #require(mounts.server)
+            #expect(server.url("box").hasPrefix("https://"))
+            try writeFile(mounts.a.path("secret.txt"), "over TLS")
+            #expect(
+                waitUntil(timeout: 30) { try readText(mounts.b.path("secret.txt")) == "over TLS" }, "\(mounts.logs())")
+
+            // Without --ca-file the system's roots do not trust the self-signed certificate: a
+            // first mount cannot reach the server (and says so).
+            let state = mounts.baseDir + "/state-untrusted"
+            let mountpoint = mounts.baseDir + "/untrusted"
+            try makeDirectory(mountpoint)
+            let token = server.root + "/../token-box-test"
+            let untrusted = ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "mount", server.url("box"), mountpoint, "--state-dir", state,
+                    "--token-file", token,
+                ], timeout: 60)
+            if TestFolder.isMounted(mountpoint) { TestFolder.lazyUnmount(mountpoint) }
+            #expect(untrusted.status == 1, "\(untrusted)")
+            #expect(untrusted.stderr.contains("cannot reach"), "\(untrusted)")
+        }
+    }
+
     @Test func aServerRestartLosesNothingQueuedOnEitherSide() throws {
         try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
             let server = try #require(mounts.server)
@@ -55,6 +80,44 @@ struct ServerMountTest {
             let expected = (0..<10).map { "a-\($0).txt" } + (0..<5).map { "b-\($0).txt" }
             #expect(tree?.names == ([""] + expected).sorted())
             for index in 0..<5 { #expect(try readText(mounts.a.path("b-\(index).txt")) == "B \(index)") }
+        }
+    }
+
+    @Test func aLaterMountStartsOfflineAndNeverSyncsWithAReplacedContainer() throws {
+        try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
+            let server = try #require(mounts.server)
+            try writeFile(mounts.a.path("kept.txt"), "kept")
+            #expect(waitUntil(timeout: 30) { try readText(mounts.b.path("kept.txt")) == "kept" }, "\(mounts.logs())")
+
+            // Offline start: the server is down, the mount comes up from its state.
+            try mounts.a.unmount()
+            server.stop()
+            try mounts.a.remount()
+            #expect(try readText(mounts.a.path("kept.txt")) == "kept")
+            try writeFile(mounts.a.path("offline.txt"), "written offline")
+            try mounts.a.unmount()
+
+            // The container under the name is replaced (a new ID) behind the mounts' backs.
+            try FileManager.default.removeItem(atPath: mounts.containerPath)
+            _ = try server.createToken(container: "box", label: "again")
+            try server.restart()
+            #expect(throws: TestFolderError.self, "a mount recorded for the old container must be refused") {
+                try mounts.a.remount()
+            }
+            #expect(mounts.a.daemonLog().contains("belongs to container"), "\(mounts.a.daemonLog())")
+
+            // B, still mounted, must neither take the empty new container for deletions nor upload
+            // into it: it stays offline with its files.
+            try writeFile(mounts.b.path("from-b.txt"), "B after the swap")
+            usleep(2_000_000)
+            #expect(try readText(mounts.b.path("kept.txt")) == "kept")
+            let count = ModelProcess.run(
+                ["/usr/bin/sqlite3", mounts.containerPath + "/container.db", "SELECT count(*) FROM entries"],
+                timeout: 30)
+            #expect(count.ok, "\(count)")
+            #expect(
+                count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0",
+                "B synced into the replaced container: \(count.stdout)\n\(mounts.logs())")
         }
     }
 
@@ -85,8 +148,14 @@ struct ServerMountTest {
         #expect(wrong.stderr.contains("refused the token"), "\(wrong)")
 
         let unknown = try mount(server.url("nobox"), ["--token-file", token])
-        #expect(unknown.status == 65 || unknown.status == 1, "\(unknown)")
-        #expect(!unknown.ok)
+        #expect(unknown.status == 65, "\(unknown)")
+        #expect(unknown.stderr.contains("refused the token"), "a token for box is not valid for nobox: \(unknown)")
+
+        let other = try server.createToken(container: "other")
+        try FileManager.default.removeItem(atPath: server.root + "/other")
+        let missing = try mount(server.url("other"), ["--token-file", other])
+        #expect(missing.status == 65, "\(missing)")
+        #expect(missing.stderr.contains("has no container"), "\(missing)")
 
         let noToken = try mount(server.url("box"), [])
         #expect(noToken.status == 64, "\(noToken)")

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NIOHTTP1
 import SyncBackend
 import SyncServer
@@ -155,6 +156,54 @@ import Testing
             #expect(try atLimit.decode(MissingChunksResponse.self).missing.count == WireProtocol.maxMissingCheckHashes)
             // The connection is still usable after a refused upload.
             #expect(try await fixture.send(.GET, fixture.path()).status == 200)
+        }
+    }
+
+    /// Beyond the limit of uploads in progress, an upload is refused at once with `503` and
+    /// `Retry-After: 1` (nothing stored) instead of being queued; once a slot is free it goes
+    /// through.
+    @Test func uploadsBeyondTheLimitAre503WithRetryAfter() async throws {
+        try await ServerFixture.run(maxConcurrentChunkUploads: 1) { fixture in
+            let slow = Sample.chunk(Sample.bytes(100_000, seed: 1))
+            let other = Sample.chunk(Sample.bytes(2000, seed: 2))
+            let (upload, feed) = fixture.streamingPut(slow)
+            feed.yield(ByteBuffer(bytes: slow.payload.prefix(1000)))
+            try await fixture.server.waitUntil("the first upload holds the slot") { $0.chunkUploadsInProgress == 1 }
+            let refused = try await fixture.put(other)
+            #expect(refused.status == 503, "\(refused.text)")
+            #expect(refused.code == .unavailable)
+            #expect(refused.headers.first(name: "Retry-After") == "1")
+            let container = try fixture.container()
+            #expect(
+                try await onDisk { () async throws(ContainerProtocolError) in
+                    try await container.missingChunks([other.hash])
+                }
+                    == [other.hash])
+            feed.yield(ByteBuffer(bytes: slow.payload.dropFirst(1000)))
+            feed.finish()
+            #expect(try await upload.value.status == 204)
+            #expect(fixture.server.chunkUploadsInProgress == 0)
+            #expect(try await fixture.put(other).status == 204)
+            #expect(
+                try await onDisk { () async throws(ContainerProtocolError) in
+                    try await container.missingChunks([slow.hash, other.hash])
+                }
+                .isEmpty)
+        }
+    }
+
+    /// A body without `Content-Length` (chunked) is cut off as soon as it passes the limit.
+    @Test func aChunkedBodyOverTheLimitIs413() async throws {
+        try await ServerFixture.run { fixture in
+            let chunk = Sample.chunk(Sample.bytes(1000))
+            let (upload, feed) = fixture.streamingPut(chunk, length: false)
+            let piece = [UInt8](repeating: 7, count: 1 << 20)
+            for _ in 0...(WireProtocol.maxChunkBodyBytes >> 20) { feed.yield(ByteBuffer(bytes: piece)) }
+            feed.finish()
+            let reply = try await upload.value
+            #expect(reply.status == 413, "\(reply.text)")
+            #expect(reply.code == .tooLarge)
+            #expect(fixture.server.chunkUploadsInProgress == 0)
         }
     }
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import SyncBackend
 import SyncServer
 import Testing
@@ -104,6 +105,51 @@ import Testing
         for bad in ["::1:8443", "[::1]8443", "host:", ":80", "host:-1", "host:99999", "[127.0.0.1]:80", "a b:80"] {
             #expect(ListenAddress(parsing: bad) == nil, "\(bad)")
         }
+    }
+
+    /// `token create` and `serve` run with umask 0o077 whatever they inherit: the containers,
+    /// their databases and the chunk files are the server's user's alone.
+    @Test func containersAndChunksArePrivateToTheServersUser() async throws {
+        let directory = try TemporaryDirectory("syncfs-cli")
+        defer { directory.remove() }
+        let root = directory.path + "/root"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        let created = try Binary.run(["token", "create", "--root", root, "--container", "docs"], umask: "022")
+        #expect(created.status == 0, "\(created.stderr)")
+        let token = created.stdout.trimmingCharacters(in: .newlines)
+        let container = root + "/docs"
+        for path in [container, container + "/chunks"] { #expect(try Self.mode(path) == 0o700, "\(path)") }
+        for name in [LocalContainer.markerName, "container.db"] {
+            #expect(try Self.mode(container + "/" + name) == 0o600, "\(name)")
+        }
+        let server = try ServeProcess.start(root: root, umask: "022")
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let chunk = Sample.chunk(Sample.bytes(5000, seed: 77))
+            var request = HTTPClientRequest(
+                url: "http://127.0.0.1:\(server.port)" + WireProtocol.Path.chunk("docs", chunk.hash))
+            request.method = .PUT
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.headers.add(
+                name: WireProtocol.chunkEncodingHeader, value: WireProtocol.encodingName(chunk.encoding))
+            request.headers.add(name: WireProtocol.plainLengthHeader, value: String(chunk.plainLength))
+            request.body = .bytes(ByteBuffer(bytes: chunk.payload))
+            let reply = try await ServerFixture.execute(client, request, timeout: .seconds(30))
+            #expect(reply.status == 204, "\(reply.text)")
+            let shard = container + "/chunks/" + chunk.hash.hex.prefix(2)
+            #expect(try Self.mode(shard) == 0o700)
+            #expect(try Self.mode(shard + "/" + chunk.hash.hex) == 0o600)
+        } catch {
+            Issue.record("\(error)")
+        }
+        try? await client.shutdown()
+        #expect(server.stop() == 0, "log:\n\(server.log)")
+    }
+
+    /// The permission bits of `path`.
+    private static func mode(_ path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? Int ?? -1) & 0o777
     }
 
     private static func get(_ url: String, token: String, _ client: HTTPClient) async throws -> Reply {

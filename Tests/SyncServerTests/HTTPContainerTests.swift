@@ -8,8 +8,8 @@ import Testing
 /// `HTTPContainer`'s own promises, beyond the conformance suite (which runs it against a real
 /// server in SyncBackendTests): unreachable is never "deleted", answers that are not this
 /// protocol's are `unavailable`, a revoked token makes the container `unavailable` (not empty),
-/// waits back off after failures and end on cancellation, and a wait longer than the server's cap
-/// still wakes on a commit.
+/// waits back off after failures, a chunk answer claiming an absurd plain length is refused
+/// before anything is allocated, and a container-ID mismatch is `unavailable`.
 @Suite("HTTPContainer: unreachable is never deleted")
 struct HTTPContainerTests {
     @Test func aServerThatIsNotThereIsUnavailableNeverDeleted() async throws {
@@ -62,6 +62,33 @@ struct HTTPContainerTests {
             _ = try await container.commit(CommitRequest(id: .random(), baseVersion: 0, change: .delete, device: "d"))
         }
         #expect(commitError?.isRetryable == true, "\(String(describing: commitError))")
+    }
+
+    @Test func anAbsurdChunkLengthOrAContainerMismatchIsUnavailable() async throws {
+        let hash = ChunkHash(bytes: Array(repeating: 3, count: 32))!
+        let huge = try CannedHTTPServer(
+            response: "HTTP/1.1 200 OK\r\nSyncFS-Chunk-Encoding: zlib\r\nSyncFS-Plain-Length: 99999999999\r\n"
+                + "Content-Length: 4\r\n\r\nabcd")
+        defer { huge.stop() }
+        let container = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(huge.port)/box"), token: "sfs_x", containerID: "id")
+        let error = await capture { _ = try await container.chunk(hash) }
+        if case .unavailable? = error {} else { Issue.record("expected unavailable, got \(String(describing: error))") }
+
+        let body = #"{"error":"containerMismatch","message":"this is container B, not A"}"#
+        let mismatch = try CannedHTTPServer(
+            response: "HTTP/1.1 412 Precondition Failed\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        defer { mismatch.stop() }
+        let other = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(mismatch.port)/box"), token: "sfs_x",
+            containerID: "A")
+        let entryError = await capture { _ = try await other.entry(.random()) }
+        guard case .unavailable(let message)? = entryError else {
+            Issue.record("expected unavailable, got \(String(describing: entryError))")
+            return
+        }
+        #expect(message.contains("not the one this mount synced with"), "\(message)")
     }
 
     @Test func aRevokedTokenMakesTheContainerUnavailableNotEmpty() async throws {

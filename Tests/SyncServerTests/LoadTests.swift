@@ -25,6 +25,8 @@ import Testing
         var sharedCommits = 0
         var conflicts = 0
         var chunks = 0
+        /// Chunk uploads refused with `503` (too many in progress) and retried.
+        var busy = 0
     }
 
     @Test(.timeLimit(.minutes(3))) func concurrentClientsLoseNoCommit() async throws {
@@ -98,10 +100,11 @@ import Testing
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
         let conflicts = tallies.reduce(0) { $0 + $1.conflicts }
         let chunks = tallies.reduce(0) { $0 + $1.chunks }
+        let busy = tallies.reduce(0) { $0 + $1.busy }
         print(
             "load: \(Self.clients) clients, \(allCommits) commits in \(String(format: "%.1f", seconds)) s "
                 + "(\(Int(Double(allCommits) / seconds)) commits/s), \(sharedCommits) on the shared file "
-                + "(\(conflicts) conflicts retried), \(chunks) chunks put; server CPU "
+                + "(\(conflicts) conflicts retried), \(chunks) chunks put (\(busy) refused as busy and retried); server CPU "
                 + "\(String(format: "%.1f", serverCPU)) s, RSS \(before / 1024) MiB before, \(after / 1024) MiB after")
         #expect(after - before < Self.memoryBoundKiB, "RSS grew from \(before) KiB to \(after) KiB")
     }
@@ -123,7 +126,8 @@ import Testing
                 let chunk = Sample.chunk(
                     Sample.bytes(4096, seed: UInt8(truncatingIfNeeded: index)) + Array("\(round)".utf8))
                 let put = try await api.put(chunk)
-                guard put == 204 else { throw TestFailure("chunk put answered \(put)") }
+                guard put.status == 204 else { throw TestFailure("chunk put answered \(put.status)") }
+                tally.busy += put.refusals
                 chunks = [chunk]
                 tally.chunks += 1
             }
@@ -190,14 +194,23 @@ struct LoadClient: Sendable {
         return (reply.status, try? reply.decode(CommitOutcome.self))
     }
 
-    func put(_ chunk: EncodedChunk) async throws -> Int {
-        try await send(
-            .PUT, "/chunks/\(chunk.hash.hex)", body: chunk.payload,
-            headers: [
-                (WireProtocol.chunkEncodingHeader, WireProtocol.encodingName(chunk.encoding)),
-                (WireProtocol.plainLengthHeader, String(chunk.plainLength)),
-            ]
-        ).status
+    /// Puts the chunk, retrying after `Retry-After` while the server answers `503` (too many
+    /// uploads in progress), as a client does.
+    func put(_ chunk: EncodedChunk) async throws -> (status: Int, refusals: Int) {
+        var refusals = 0
+        while true {
+            let reply = try await send(
+                .PUT, "/chunks/\(chunk.hash.hex)", body: chunk.payload,
+                headers: [
+                    (WireProtocol.chunkEncodingHeader, WireProtocol.encodingName(chunk.encoding)),
+                    (WireProtocol.plainLengthHeader, String(chunk.plainLength)),
+                ])
+            guard reply.status == 503, let delay = reply.headers.first(name: "Retry-After").flatMap({ Int($0) }) else {
+                return (reply.status, refusals)
+            }
+            refusals += 1
+            try await Task.sleep(for: .seconds(delay))
+        }
     }
 
     func entry(_ id: FileID) async throws -> RemoteEntry? {

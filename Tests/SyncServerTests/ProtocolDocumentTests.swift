@@ -99,6 +99,23 @@ import Testing
         #expect(documented.count == WireError.Code.allCases.count, "the table lists codes that do not exist")
     }
 
+    /// The conventions name every header of the protocol and state the byte limits as they are.
+    @Test func theConventionsNameTheHeadersAndLimits() {
+        for header in [
+            WireProtocol.containerIDHeader, WireProtocol.chunkEncodingHeader, WireProtocol.plainLengthHeader,
+            "Retry-After",
+        ] {
+            #expect(Self.document.contains("`\(header)"), "\(header) is not mentioned")
+        }
+        let limits = [
+            "JSON bodies ≤ \(WireProtocol.maxJSONBodyBytes >> 20) MiB",
+            "chunk bodies and plain lengths ≤ \(WireProtocol.maxChunkBodyBytes >> 20) MiB",
+            "at most \(WireProtocol.maxChangePageBytes >> 20) MiB of JSON",
+        ]
+        let flowing = Self.document.replacingOccurrences(of: "\n  ", with: " ")
+        for limit in limits { #expect(flowing.contains(limit), "'\(limit)' is not in the document") }
+    }
+
     @Test func everyExampleDecodesAsItsType() throws {
         let lines = Self.document.components(separatedBy: "\n")
         var examples: [(type: String, json: String)] = []

@@ -21,11 +21,24 @@ enum Binary {
         return path
     }
 
-    /// Runs `syncfs-mount ARGUMENTS` to its end.
-    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// `process` set up to run `syncfs-mount ARGUMENTS`; with `umask`, started with that umask
+    /// (through `/bin/sh`, which `exec`s the binary: the process ID stays the binary's).
+    static func configure(_ process: Process, _ arguments: [String], umask: String?) throws {
+        if let umask {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "umask \(umask) && exec \"$0\" \"$@\"", try path()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try path())
+            process.arguments = arguments
+        }
+    }
+
+    /// Runs `syncfs-mount ARGUMENTS` to its end (with `umask`, if given, as an octal string).
+    static func run(_ arguments: [String], umask: String? = nil) throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try path())
-        process.arguments = arguments
+        try configure(process, arguments, umask: umask)
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -56,11 +69,11 @@ final class ServeProcess: @unchecked Sendable {
         self.logPath = logPath
     }
 
-    /// Starts `serve --root ROOT --listen 127.0.0.1:0 EXTRA` and waits for its `listening on` line.
-    static func start(root: String, extra: [String] = []) throws -> ServeProcess {
+    /// Starts `serve --root ROOT --listen 127.0.0.1:0 EXTRA` (with `umask`, if given) and waits
+    /// for its `listening on` line.
+    static func start(root: String, extra: [String] = [], umask: String? = nil) throws -> ServeProcess {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Binary.path())
-        process.arguments = ["serve", "--root", root, "--listen", "127.0.0.1:0"] + extra
+        try Binary.configure(process, ["serve", "--root", root, "--listen", "127.0.0.1:0"] + extra, umask: umask)
         let output = Pipe()
         let logPath = root + "/.serve-\(UUID().uuidString).log"  // hidden: never a container name
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)

@@ -52,11 +52,12 @@ struct ServerFixture: Sendable {
 
     static func run(
         container name: String = "box", tls: TLSFiles? = nil, client configuration: HTTPClient.Configuration = .init(),
-        _ body: (ServerFixture) async throws -> Void
+        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, _ body: (ServerFixture) async throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let server = try await SyncTestServer.start(root: directory.path, tls: tls)
+        let server = try await SyncTestServer.start(
+            root: directory.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         var failure: (any Error)?
         do {
@@ -121,6 +122,39 @@ struct ServerFixture: Sendable {
                 (WireProtocol.chunkEncodingHeader, WireProtocol.encodingName(chunk.encoding)),
                 (WireProtocol.plainLengthHeader, String(chunk.plainLength)),
             ], body: chunk.payload)
+    }
+
+    /// `PUT .../chunks/HASH` of `chunk` with a body streamed by the caller: feed the payload to
+    /// the continuation (and finish it), then await the task.
+    func streamingPut(_ chunk: EncodedChunk, length: Bool = true) -> (
+        reply: Task<Reply, any Error>, body: AsyncStream<ByteBuffer>.Continuation
+    ) {
+        let (stream, feed) = AsyncStream<ByteBuffer>.makeStream()
+        var request = HTTPClientRequest(url: server.baseURL + path("/chunks/\(chunk.hash.hex)"))
+        request.method = .PUT
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: WireProtocol.chunkEncodingHeader, value: WireProtocol.encodingName(chunk.encoding))
+        request.headers.add(name: WireProtocol.plainLengthHeader, value: String(chunk.plainLength))
+        request.body = .stream(stream, length: length ? .known(Int64(chunk.payload.count)) : .unknown)
+        let reply = Task { [client] in try await Self.execute(client, request, timeout: .seconds(60)) }
+        return (reply, feed)
+    }
+
+    /// Whether a TCP connection to the server's port is accepted now (closed at once).
+    func acceptsConnections() -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(server.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return connected == 0
     }
 
     /// `POST .../commits`.

@@ -14,17 +14,22 @@ public enum WireProtocol {
     public static let chunkEncodingHeader = "SyncFS-Chunk-Encoding"
     /// A chunk's plain (decoded) length in bytes, decimal.
     public static let plainLengthHeader = "SyncFS-Plain-Length"
+    /// Optional on every container request: the container ID the client synced with so far. A
+    /// container with another ID under the name (replaced, restored from another backup) answers
+    /// `412 containerMismatch` instead of serving the request.
+    public static let containerIDHeader = "SyncFS-Container-ID"
 
     /// The largest plain chunk the server stores (the client's chunker cuts at 4 MiB).
     public static let maxChunkPlainLength = 16 << 20
     /// The largest chunk payload (request body) the server reads: a payload never needs more
     /// than its plain length (the client stores a chunk raw when zlib does not make it smaller).
     public static let maxChunkBodyBytes = maxChunkPlainLength
-    /// The largest JSON request body (a commit of a file with tens of thousands of chunks fits).
-    public static let maxJSONBodyBytes = 8 << 20
+    /// The largest JSON request body: a commit of a file of ~350,000 chunks (~350 GiB at the
+    /// 1 MiB average chunk size) fits.
+    public static let maxJSONBodyBytes = 32 << 20
     /// The most hashes one missing-chunks request may ask about.
     public static let maxMissingCheckHashes = 10_000
-    /// The longest a change wait is held open, whatever the client asks.
+    /// The longest `timeout` a change wait may ask for; a larger one is `400 invalidRequest`.
     public static let maxWaitMilliseconds = 30_000
     /// The wait of `changes/wait` when the request names no `timeout`.
     public static let defaultWaitMilliseconds = 25_000
@@ -32,6 +37,10 @@ public enum WireProtocol {
     public static let maxChangesLimit = 10_000
     /// The page size of `changes` when the request names no `limit`.
     public static let defaultChangesLimit = 1_000
+    /// The most JSON bytes the server puts in one `changes` page: a page that would be larger
+    /// holds fewer entries than `limit` (`moreComing` says more exist); a single entry is always
+    /// sent, however large.
+    public static let maxChangePageBytes = 16 << 20
     /// A commit's `device`: 1...128 bytes of UTF-8 without control characters.
     public static let maxDeviceBytes = 128
     /// An extended attribute's name: `user.` and at least one more byte, at most 255 bytes, no NUL.
@@ -112,6 +121,8 @@ public struct WireError: Codable, Equatable, Sendable {
         case tooLarge
         /// 422: the chunk's bytes do not decode to its plain length or do not hash to its hash.
         case chunkMismatch
+        /// 412: the container under this name is not the one `SyncFS-Container-ID` names.
+        case containerMismatch
         /// 503: the container cannot be used right now (the server is stopping, its disk is away).
         case unavailable
         /// 507: the server's storage failed (disk full, I/O error).
@@ -126,6 +137,7 @@ public struct WireError: Codable, Equatable, Sendable {
             case .methodNotAllowed: return 405
             case .tooLarge: return 413
             case .chunkMismatch: return 422
+            case .containerMismatch: return 412
             case .unavailable: return 503
             case .storageFailure: return 507
             }

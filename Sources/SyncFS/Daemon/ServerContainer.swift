@@ -43,7 +43,9 @@ enum ServerContainer {
             containerID = info.id
         case .failure(.refused(let message)), .failure(.setup(let message)):
             throw MountError(.badInput, "\(address): \(message)")
-        case .failure(.unreachable(let message)):
+        case .failure(.noContainer(let message)) where recordedID == nil:
+            throw MountError(.badInput, "\(address): \(message)")
+        case .failure(.noContainer(let message)), .failure(.unreachable(let message)):
             guard let recordedID else {
                 throw MountError(.failed, "cannot reach \(address) for the first mount: \(message)")
             }

@@ -17,24 +17,42 @@ final class ServerProcess: @unchecked Sendable {
     private(set) var port: Int
     private(set) var pid: pid_t?
     let logPath: String
+    /// With TLS: the certificate (also the CA file a client trusts) and key, PEM.
+    let tls: (certificate: String, key: String)?
 
-    private init(root: String, port: Int, pid: pid_t, logPath: String) {
+    private init(root: String, port: Int, pid: pid_t, logPath: String, tls: (certificate: String, key: String)?) {
         self.root = root
         self.port = port
         self.pid = pid
         self.logPath = logPath
+        self.tls = tls
     }
 
     /// Starts a server on `port` (0: any free port) and waits for its `listening on` line.
-    static func start(root: String, port: Int = 0) throws -> ServerProcess {
+    /// `tls`: serve HTTPS with a fresh self-signed certificate for 127.0.0.1 (`openssl`).
+    static func start(root: String, port: Int = 0, tls: Bool = false) throws -> ServerProcess {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let logPath = root + "/../server.log"
-        let (pid, port) = try launch(root: root, port: port, logPath: logPath)
-        return ServerProcess(root: root, port: port, pid: pid, logPath: logPath)
+        let files = tls ? try makeCertificate(in: root + "/..") : nil
+        let (pid, port) = try launch(root: root, port: port, logPath: logPath, tls: files)
+        return ServerProcess(root: root, port: port, pid: pid, logPath: logPath, tls: files)
     }
 
-    /// `http://127.0.0.1:PORT/NAME`.
-    func url(_ container: String) -> String { "http://127.0.0.1:\(port)/\(container)" }
+    /// `http(s)://127.0.0.1:PORT/NAME`.
+    func url(_ container: String) -> String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/\(container)" }
+
+    /// A self-signed certificate for 127.0.0.1 and its key, in `directory`.
+    private static func makeCertificate(in directory: String) throws -> (certificate: String, key: String) {
+        let files = (certificate: directory + "/server.crt", key: directory + "/server.key")
+        let result = ModelProcess.run(
+            [
+                "/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-days", "1", "-keyout", files.key, "-out",
+                files.certificate,
+            ], timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "openssl req failed (is openssl installed?): \(result)") }
+        return files
+    }
 
     /// Runs `token create` for `container` (creating it) and returns the path of a file (mode
     /// 0600) holding the token.
@@ -78,7 +96,7 @@ final class ServerProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(15)
         while true {
             do {
-                (pid, port) = try Self.launch(root: root, port: port, logPath: logPath)
+                (pid, port) = try Self.launch(root: root, port: port, logPath: logPath, tls: tls)
                 return
             } catch  where Date() < deadline {
                 usleep(200_000)  // the port may still be held for a moment
@@ -91,8 +109,11 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit { stop() }
 
-    private static func launch(root: String, port: Int, logPath: String) throws -> (pid_t, Int) {
-        let arguments = [try TestFolder.binaryPath(), "serve", "--root", root, "--listen", "127.0.0.1:\(port)"]
+    private static func launch(root: String, port: Int, logPath: String, tls: (certificate: String, key: String)?)
+        throws -> (pid_t, Int)
+    {
+        var arguments = [try TestFolder.binaryPath(), "serve", "--root", root, "--listen", "127.0.0.1:\(port)"]
+        if let tls { arguments += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
         var stdoutPipe: [Int32] = [0, 0]
         guard pipe(&stdoutPipe) == 0 else { throw TestFolderError(message: "pipe failed: \(errnoName(errno))") }
         let logFD = open(logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)

@@ -35,10 +35,11 @@ final class SyncedMounts: @unchecked Sendable {
     /// `argumentsA` and `argumentsB` are appended to every `mount` of A and of B (e.g.
     /// `["--cache-size", "8M"]`). `overServer`: the container is served by a `syncfs-mount serve`
     /// child process on loopback and both mount its URL with a token (`containerPath` is then the
-    /// container's directory on the server's side).
+    /// container's directory on the server's side). `overTLS`: the same over HTTPS with a
+    /// self-signed certificate the mounts trust with `--ca-file`.
     static func make(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        overServer: Bool = false
+        overServer: Bool = false, overTLS: Bool = false
     ) throws -> SyncedMounts {
         umask(0o022)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
@@ -51,10 +52,11 @@ final class SyncedMounts: @unchecked Sendable {
         do {
             var location = container
             var access: [String] = []
-            if overServer {
-                let started = try ServerProcess.start(root: base + "/server")
+            if overServer || overTLS {
+                let started = try ServerProcess.start(root: base + "/server", tls: overTLS)
                 server = started
                 access = ["--token-file", try started.createToken(container: "box")]
+                if let tls = started.tls { access += ["--ca-file", tls.certificate] }
                 location = started.url("box")
                 container = started.root + "/box"
             } else {
@@ -82,11 +84,11 @@ final class SyncedMounts: @unchecked Sendable {
     /// Runs `body` on fresh mounts and always tears them down.
     static func with<R>(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        overServer: Bool = false, _ body: (SyncedMounts) throws -> R
+        overServer: Bool = false, overTLS: Bool = false, _ body: (SyncedMounts) throws -> R
     ) throws -> R {
         let mounts = try make(
             uploadDelay: uploadDelay, uploadDelayB: uploadDelayB, argumentsA: argumentsA, argumentsB: argumentsB,
-            overServer: overServer)
+            overServer: overServer, overTLS: overTLS)
         defer { mounts.tearDown() }
         return try body(mounts)
     }
