@@ -83,6 +83,31 @@ struct ServerMountTest {
         }
     }
 
+    /// What the server acknowledged survives its sudden death: `sync` returns only once the
+    /// server answered every commit, and a SIGKILL right after loses none of them.
+    @Test func aKilledServerLosesNothingItAcknowledged() throws {
+        try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
+            let server = try #require(mounts.server)
+            let payload = try randomBytes(3 << 20)
+            for index in 0..<20 { try writeFile(mounts.a.path("f\(index).txt"), "file \(index)") }
+            try writeFile(mounts.a.path("big.bin"), payload)
+            #expect(mounts.a.expectSync(timeout: 60))
+            server.kill9()
+            // Straight from the dead server's disk: every acknowledged entry is there.
+            let count = ModelProcess.run(
+                [
+                    "/usr/bin/sqlite3", mounts.containerPath + "/container.db",
+                    "SELECT count(*) FROM entries WHERE deleted = 0",
+                ], timeout: 30)
+            #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "21", "\(count)")
+            try server.restart()
+            #expect(
+                waitUntil(timeout: 40) { try readFile(mounts.b.path("big.bin")) == payload }, "\(mounts.logs())")
+            let tree = expectConverged(mounts, timeout: 40, "after the server was killed and restarted")
+            #expect(tree?.names == ([""] + (0..<20).map { "f\($0).txt" } + ["big.bin"]).sorted())
+        }
+    }
+
     @Test func aLaterMountStartsOfflineAndNeverSyncsWithAReplacedContainer() throws {
         try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
             let server = try #require(mounts.server)

@@ -90,6 +90,14 @@ final class ServerProcess: @unchecked Sendable {
         return nil
     }
 
+    /// SIGKILL: the server dies at once, whatever it was doing (a crash or power cut).
+    func kill9() {
+        guard let pid else { return }
+        self.pid = nil
+        kill(pid, SIGKILL)
+        _ = TestFolder.waitForExit(pid, timeout: 10)
+    }
+
     /// Stops the server and starts a new one on the same port.
     func restart() throws {
         stop()
