@@ -185,6 +185,54 @@ struct EventsTest {
         }
     }
 
+    /// The content touch after a remote edit is `truncate(path, same size)`, which the kernel
+    /// carries out on its page cache (cut to the size the daemon answers). A program that opened
+    /// the file after the edit and appended to it holds that write in the page cache until it
+    /// closes the file: the touch dropped it, and the append was lost without an error (the lost
+    /// token of the convergence test; about a third of these appends before the fix). A appends
+    /// the moment each edit of B arrives (its name leads to a new inode) and keeps the file open
+    /// a moment; every line of A and of B must reach both mounts.
+    @Test func anAppendMadeJustAfterARemoteEditSurvivesTheEchosTouch() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(a.path("f.txt"), "start\n")
+            #expect(waitUntil { try readText(b.path("f.txt")) == "start\n" })
+            let editor = PrependingEditor(path: b.path("f.txt"))
+            editor.start()
+            var appended: [String] = []
+            var last = try lstatPath(a.path("f.txt")).st_ino
+            for n in 1...30 {
+                let deadline = Date().addingTimeInterval(1)
+                while Date() < deadline, ((try? lstatPath(a.path("f.txt")).st_ino) ?? last) == last {}
+                let line = "A-\(n)"
+                let fd = try openFile(a.path("f.txt"), O_WRONLY | O_APPEND)
+                do {
+                    try writeAll(fd, bytes(line + "\n"))
+                    usleep(50_000)
+                } catch {
+                    close(fd)
+                    throw error
+                }
+                try posix("close") { close(fd) }
+                appended.append(line)
+                usleep(100_000)
+                last = (try? lstatPath(a.path("f.txt")).st_ino) ?? last
+            }
+            let prepended = editor.stop()
+            #expect(prepended.count >= 10, "B edited the file \(prepended.count) times")
+            #expect(a.expectSync() && b.expectSync())
+            guard let tree = expectConverged(mounts, timeout: 60, "after the appends and edits") else { return }
+            var lines = Set<String>()
+            for (_, entry) in tree.entries {
+                guard let content = entry.content else { continue }
+                lines.formUnion(String(decoding: content, as: UTF8.self).split(separator: "\n").map(String.init))
+            }
+            let lost = (appended + prepended).filter { !lines.contains($0) }
+            #expect(
+                lost.isEmpty, "lost \(lost.count) of \(appended.count) appends and \(prepended.count) edits: \(lost)")
+        }
+    }
+
     @Test func theCommandFailsClearlyAndEndsWhenTheDaemonStops() throws {
         let folder = try TestFolder.make(.mount)
         defer { folder.tearDown() }
@@ -202,5 +250,45 @@ struct EventsTest {
         try folder.unmount()
         #expect(watching.wait(timeout: 30) == 75, "the daemon went away: \(watching.errors)")
         #expect(watching.errors.contains("stopped"), "\(watching.errors)")
+    }
+}
+
+/// Inserts a new line at the top of a file every 50–150 ms, on a thread of its own, holding the
+/// file open for writing from the read to the write (as an editor saving in place would).
+private final class PrependingEditor: @unchecked Sendable {
+    private let path: String
+    private let lock = NSLock()
+    private var stopped = false
+    private var lines: [String] = []
+    private let done = DispatchSemaphore(value: 0)
+
+    init(path: String) { self.path = path }
+
+    func start() {
+        let thread = Thread { [self] in
+            var n = 0
+            while !lock.withLock({ stopped }) {
+                n += 1
+                let line = "B-\(n)"
+                if (try? prepend(line)) != nil { lock.withLock { lines.append(line) } }
+                usleep(UInt32.random(in: 50_000...150_000))
+            }
+            done.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops and returns the lines written.
+    func stop() -> [String] {
+        lock.withLock { stopped = true }
+        done.wait()
+        return lock.withLock { lines }
+    }
+
+    private func prepend(_ line: String) throws {
+        try withFile(path, O_RDWR) { fd in
+            let old = try readAll(fd)
+            try pwriteBytes(fd, bytes(line + "\n") + old, offset: 0)
+        }
     }
 }

@@ -69,4 +69,20 @@ struct HarnessTests {
         defer { folder.tearDown() }
         #expect(throws: TestFolderError.self) { try folder.remount() }
     }
+
+    /// The convergence oracle's names: the workload's, with conflict suffixes of either form, and
+    /// a copy of a copy… whose name the daemon cut to 255 bytes (seed 0x2 made one).
+    @Test func theConvergenceOracleKnowsConflictNamesCutToNameMax() {
+        #expect(ConvergenceOracle.nameProblem("f2.txt", kind: "f") == nil)
+        #expect(ConvergenceOracle.nameProblem("d1 (conflict from vm 2026-11-22 062701 2)", kind: "d") == nil)
+        let cut =
+            "f2" + String(repeating: " (conflict from vm 2026-11-22 062701)", count: 3)
+            + String(repeating: " (conflict from vm 2026-11-22 062702)", count: 2) + " (conflict from vm 2026-11-"
+            + " (conflict from vm 2026-11-22 062705).txt"
+        #expect(cut.utf8.count == 255)
+        #expect(ConvergenceOracle.nameProblem(cut, kind: "f") == nil)
+        #expect(ConvergenceOracle.nameProblem(String(cut.dropFirst()), kind: "f") != nil, "not from the workload")
+        #expect(ConvergenceOracle.nameProblem("f2 (conflict from vm 2026-11-).txt", kind: "f") != nil, "not cut")
+        #expect(ConvergenceOracle.nameProblem(".save-A-3", kind: "f") != nil)
+    }
 }

@@ -249,3 +249,81 @@ extension SyncEngineTests {
         }
     }
 }
+
+extension SyncEngineTests {
+    /// B moves folder d1 into folder d2; meanwhile A changes d1's mode and moves d2 into d1 (both
+    /// queued). A's upload of d1 conflicts with B's move, and the merged entry (B's placement, A's
+    /// mode) puts d1 into d2 — which, on A, is inside d1. Adopting that placement as it is made a
+    /// cycle of the two folders, cut off from the root, until A's move of d2 gave way; every walk
+    /// up the tree meanwhile never ended (seeds 0x8 and 0xc of the convergence test: the follower
+    /// spun in `pathBytes` holding the namespace lock, or ran out of memory). The merge must wait
+    /// for the cycle rule instead: B's move stays, A's move of d2 gives way, A's mode applies.
+    @Test func aMergedMoveOfAFolderIntoItsOwnSubfolderMakesNoCycle() async throws {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        // Uploads wait until expedited, so the order of the commits is the test's.
+        let hold = UploadQueue.Policy(
+            quietDelay: 60_000_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        let pair = try SyncedPair(container: base, viewOfA: faulty, policy: hold)
+        let d1 = try pair.a.mkdir("d1")
+        let d2 = try pair.a.mkdir("d2")
+        pair.a.fs.outbox.expediteAll()
+        try await pair.eventually("both folders on B") { try pair.b.childNames() == ["d1", "d2"] }
+        try await pair.settle()
+
+        // A: d1's mode, then d2 into d1 (both queued, d1 first).
+        var changes = AttributeChanges()
+        changes.mode = 0o700
+        _ = try pair.a.fs.setattr(d1, changes, handle: nil)
+        try pair.a.fs.rename(parent: .root, name: FileName("d2"), newParent: d1, newName: FileName("d2"), flags: [])
+        // B: d1 into d2, committed first.
+        try pair.b.fs.rename(
+            parent: .root, name: FileName("d1"), newParent: try pair.b.lookupIno("d2"), newName: FileName("d1"),
+            flags: [])
+        pair.b.fs.outbox.expediteAll()
+        try await pair.eventually("B's move committed") {
+            pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+        }
+
+        // A's commits are answered slowly, so its tree can be looked at between them.
+        faulty.delay(.commit, by: .milliseconds(300))
+        pair.a.fs.outbox.expediteAll()
+        var cycle = false
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            if !reachesRoot(pair.a, d1) || !reachesRoot(pair.a, d2) {
+                cycle = true
+                break
+            }
+            if pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(!cycle, "A's folders d1 and d2 became each other's parent")
+        guard !cycle else { return }
+        faulty.delay(.commit, by: nil)
+
+        for (side, fixture) in [("A", pair.a), ("B", pair.b)] {
+            try await pair.eventually("\(side) has d2/d1, with A's mode") {
+                pair.a.fs.outbox.expediteAll()
+                let outer = try fixture.lookupIno("d2")
+                let inner = try fixture.lookupIno("d1", in: outer)
+                return try fixture.childNames() == ["d2"] && fixture.childNames(of: outer) == ["d1"]
+                    && fixture.childNames(of: inner) == [] && fixture.fs.getattr(inner).mode & 0o7777 == 0o700
+            }
+        }
+        try await pair.settle()
+    }
+}
+
+/// Whether the walk up from `ino` reaches the root (within 64 steps: a cycle never does).
+private func reachesRoot(_ fixture: FileSystemFixture, _ ino: InodeNumber) -> Bool {
+    fixture.fs.namespace.withLock { tree in
+        var current = tree.nodes[ino]
+        for _ in 0..<64 {
+            guard let node = current, !node.isUnlinked else { return false }
+            if node.ino == .root { return true }
+            current = node.parent.flatMap { tree.nodes[$0] }
+        }
+        return false
+    }
+}

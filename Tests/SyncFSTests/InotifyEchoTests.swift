@@ -34,6 +34,27 @@ struct InotifyEchoTests {
         #expect(echo.timedOutSteps == 1 && echo.completedSteps == 2)
     }
 
+    /// The content touch's `truncate(path, same size)` is carried out by the kernel: it cuts its
+    /// page cache to the size the daemon answers. A program that opened the file after the remote
+    /// change may hold written pages the daemon has not received yet (writeback cache), which the
+    /// cut would drop without an error: the touch's truncate is refused while the file is open for
+    /// writing, and once its size changed; a chmod touch (no size) always goes through.
+    @Test func theTouchsTruncateIsRefusedWhileAWriteMayBeInThePageCache() throws {
+        let fixture = try FileSystemFixture()
+        let ino = try fixture.makeFile("f", contents: bytes("one\n"))
+        #expect(try fixture.fs.echoSetattr(ino, size: 4).size == 4)
+        let handle = try fixture.fs.open(ino, flags: O_WRONLY | O_APPEND, caller: testCaller)
+        #expect(throws: FSError.io(EBUSY)) { try fixture.fs.echoSetattr(ino, size: 4) }
+        #expect(try fixture.fs.echoSetattr(ino, size: nil).size == 4)
+        try fixture.write(handle, bytes("two\n"), at: 4)
+        fixture.fs.release(handle)
+        #expect(throws: FSError.io(EBUSY), "written and closed since the touch was planned") {
+            try fixture.fs.echoSetattr(ino, size: 4)
+        }
+        #expect(try fixture.fs.echoSetattr(ino, size: 8).size == 8)
+        #expect(fixture.cacheContents(of: ino) == bytes("one\ntwo\n"))
+    }
+
     @Test func remoteChangesTheEchoCannotCarryAreAppliedDirectly() async throws {
         let pair = try SyncedPair()
         // No mount answers there: every echo call fails at once, and B applies directly.

@@ -99,12 +99,22 @@ extension SyncFileSystem {
 
     /// The entry, if a merged `state` can be adopted now: no local change since `item` was taken
     /// (a rename or chmod made meanwhile is newer than the merge), here, of the same kind, not
-    /// open for writing, and the merged parent a live directory here. Under the lock.
+    /// open for writing, and the merged parent a live directory here that is not the entry
+    /// itself or below it. Under the lock.
+    ///
+    /// A folder's merged placement can lie below the folder here: the container moved it into a
+    /// folder that a move queued here put inside it (the container refuses that move, as a
+    /// cycle). Adopting it would make a cycle cut off from the root, on which every walk up the
+    /// tree runs forever; the merge waits instead, until the cycle rule has made the queued move
+    /// give way (`ConflictDecision`: `wouldCreateCycle`).
     private func adoptableNode(_ id: FileID, state: EntryState, item: OutboxItem, in tree: Namespace) -> Node? {
         guard outbox.isUnchanged(since: item), let node = tree.node(withID: id), !node.isUnlinked,
             node.openWriters == 0, node.kind == state.kind
         else { return nil }
-        if let parent = state.parent, tree.liveDirectory(withID: parent) == nil { return nil }
+        if let parent = state.parent {
+            guard let directory = tree.liveDirectory(withID: parent) else { return nil }
+            if node.kind == .directory && tree.isSameOrBelow(directory, node) { return nil }
+        }
         return node
     }
 

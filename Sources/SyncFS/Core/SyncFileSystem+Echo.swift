@@ -202,6 +202,26 @@ extension SyncFileSystem {
         }
     }
 
+    /// `setattr` by the echo thread: changes nothing and answers the attributes. A `size` in it is
+    /// a content touch's `truncate(path, same size)`, which the kernel carries out on its side:
+    /// it cuts its page cache to the size answered. Under the writeback cache a program's write
+    /// stays in that cache until it is written back (at the latest when the program closes the
+    /// file), so a program that opened the file after the remote change and has written to it
+    /// would lose its write without an error (a lost append of the convergence test). The touch
+    /// is therefore refused (`EBUSY`; it then shows no `IN_MODIFY`, the writer's own close does)
+    /// while the file is open for writing, or when it no longer has that size (written and closed
+    /// since). The kernel holds the inode lock for the whole truncate, so no write can start
+    /// between this check and the cut.
+    public func echoSetattr(_ ino: InodeNumber, size: Int64?) throws(FSError) -> FileAttributes {
+        try namespace.withLock { tree throws(FSError) in
+            let node = try tree.node(ino)
+            if let size, node.openWriters > 0 || node.size.load(ordering: .relaxed) != size {
+                throw .io(EBUSY)
+            }
+            return attributes(of: node)
+        }
+    }
+
     /// `open` by the echo thread: a handle on the cache file of a local file that counts as
     /// neither open nor writing and records nothing; nil for a placeholder (nothing downloads).
     public func openForEcho(_ ino: InodeNumber) -> OpenFile? {

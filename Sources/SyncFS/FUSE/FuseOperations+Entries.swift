@@ -48,8 +48,10 @@ func fuseSetattr(
     guard let attr = attr?.pointee else { return replyError(req, .invalidArgument) }
     if isEcho(req, context) {
         // The echo of a remote change (truncate to the same size, chmod to the same mode) or the
-        // kernel's own time update after one: nothing changes.
-        do { return replyAttributes(req, try context.fileSystem.getattr(inode(ino)), context) } catch {
+        // kernel's own time update after one: nothing changes (a truncate may be refused, see
+        // `echoSetattr`).
+        let size = toSet & FUSE_SET_ATTR_SIZE != 0 ? Int64(attr.st_size) : nil
+        do { return replyAttributes(req, try context.fileSystem.echoSetattr(inode(ino), size: size), context) } catch {
             return replyError(req, error)
         }
     }

@@ -86,8 +86,9 @@ func runConcurrently(_ bodies: [@Sendable () -> Void]) {
 ///   torn), and no file holds conflict markers.
 /// - Every name is one the workload makes (`fN.txt`, `dN`), optionally followed by conflict-copy
 ///   suffixes of either documented form: `NAME (conflicted copy from DEVICE).EXT` (now) or
-///   `NAME (conflict from HOST YYYY-MM-DD HHMMSS).EXT` (the merge policies of issue #5). No
-///   temporary names are left (`.save-…`, `.delete-…`, `.syncfs-moving-…`).
+///   `NAME (conflict from HOST YYYY-MM-DD HHMMSS).EXT` (the merge policies of issue #5), the
+///   part before the last suffix cut short when the name would pass 255 bytes. No temporary
+///   names are left (`.save-…`, `.delete-…`, `.syncfs-moving-…`).
 struct ConvergenceOracle {
     let workers: [ConvergenceWorker]
     let seedText: String
@@ -172,6 +173,11 @@ struct ConvergenceOracle {
         guard kind == "d" || kind == "f" else { return "unexpected kind \(kind)" }
         guard let regex = try? Regex(pattern) else { return "bad pattern" }
         if name.wholeMatch(of: regex) != nil { return nil }
+        // A copy of a copy of a copy…: the name would pass NAME_MAX, so the part before the new
+        // suffix is cut short (mid-suffix too) and the name is exactly 255 bytes.
+        let lastSuffix = #" \(conflict from [^()]+ \d{4}-\d{2}-\d{2} \d{6}(?: \d+)?\)"#
+        let cut = kind == "d" ? "^d\\d+.*" + lastSuffix + "$" : "^f\\d+.*" + lastSuffix + "\\.txt$"
+        if name.utf8.count == 255, let regex = try? Regex(cut), name.wholeMatch(of: regex) != nil { return nil }
         return "unexpected name \(name.debugDescription) for a \(kind == "d" ? "directory" : "file")"
     }
 }

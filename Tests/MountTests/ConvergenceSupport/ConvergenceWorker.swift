@@ -92,8 +92,9 @@ final class ConvergenceWorker: @unchecked Sendable {
     private(set) var outcomes: [ConvergenceOp: [String: Int]] = [:]
     /// Replacements by rename whose replaced file may not be the one read (see the type's note).
     private(set) var blindReplacements: [String] = []
-    /// Names of save-by-rename temporaries this mount could not remove after a failed rename
-    /// (their folder was moved away under them); the oracle accepts them.
+    /// Names of save-by-rename temporaries this mount could not remove after a failed rename, and
+    /// of files it could not delete after renaming them to their private name (their folder was
+    /// moved away under them); the oracle accepts them.
     private(set) var strandedTemporaries: Set<String> = []
     private var nextToken = 0
     private var currentOp = 0
@@ -262,18 +263,27 @@ final class ConvergenceWorker: @unchecked Sendable {
         let content = try readLines(hold, .deleteFile, path)
         let privateName = join(parent(of: path), ".delete-\(label)-\(currentOp)")
         try posix("rename(\(path), \(privateName))") { Linux.renameat2(absolute(path), absolute(privateName), 1) }
-        guard try lstatPath(absolute(privateName)).st_ino == fstatFD(hold).st_ino else {
-            // Another entry had taken the name: put it back (or beside), delete nothing.
-            var placed = Linux.renameat2(absolute(privateName), absolute(path), 1) == 0
-            var k = 0
-            while !placed && k < 16 {
-                placed = Linux.renameat2(absolute(privateName), absolute(join(parent(of: path), "f\(k).txt")), 1) == 0
-                k += 1
+        do {
+            guard try lstatPath(absolute(privateName)).st_ino == fstatFD(hold).st_ino else {
+                // Another entry had taken the name: put it back (or beside), delete nothing.
+                var placed = Linux.renameat2(absolute(privateName), absolute(path), 1) == 0
+                var k = 0
+                while !placed && k < 16 {
+                    placed =
+                        Linux.renameat2(absolute(privateName), absolute(join(parent(of: path), "f\(k).txt")), 1) == 0
+                    k += 1
+                }
+                if !placed { strandedTemporaries.insert(baseName(of: privateName)) }
+                throw OpFailure(outcome: "raced")
             }
-            throw OpFailure(outcome: "raced")
+            noteRemoved(content, .deleteFile, path)
+            try posix("unlink(\(privateName))") { unlink(absolute(privateName)) }
+        } catch let error as PosixError {
+            // Its folder moved meanwhile (renamed aside by a conflict): the file stays behind
+            // under its private name wherever the folder went, as with a save's temporary.
+            strandedTemporaries.insert(baseName(of: privateName))
+            throw error
         }
-        noteRemoved(content, .deleteFile, path)
-        try posix("unlink(\(privateName))") { unlink(absolute(privateName)) }
     }
 
     private func makeFolder() throws {
