@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 import Glibc
 import Logging
 import SyncServer
@@ -38,6 +39,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
     var logLevel: String = "info"
+
+    @Flag(help: "Stop gracefully when standard input reaches end-of-file (for test runners).")
+    var lifeline = false
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -93,8 +97,26 @@ struct ServeCommand: ParsableCommand {
             }
             stopped.signal()
         }
+        if lifeline { Self.stopAtEndOfInput() }
         stopped.wait()
         if let error = failure.withLock({ $0 }) { throw fail(error) }
+    }
+
+    /// `--lifeline`: a thread reads standard input and, at end-of-file (the test runner that
+    /// started the server died or closed the pipe), sends this process SIGTERM — the same
+    /// graceful stop as from outside.
+    private static func stopAtEndOfInput() {
+        let thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 512)
+            while true {
+                let count = read(STDIN_FILENO, &buffer, buffer.count)
+                if count > 0 { continue }
+                if count < 0, errno == EINTR { continue }
+                kill(getpid(), SIGTERM)
+                return
+            }
+        }
+        thread.start()
     }
 
     /// A process started in the background (by a shell's `&`, or a test runner) may inherit

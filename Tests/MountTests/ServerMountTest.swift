@@ -146,6 +146,16 @@ struct ServerMountTest {
         }
     }
 
+    /// `serve --lifeline` (what these tests start): a test runner that dies takes its servers along.
+    @Test func aServerStopsGracefullyWhenItsLifelineCloses() throws {
+        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
+        let base = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let server = try ServerProcess.start(root: base + "/server")
+        let status = server.dropLifeline()
+        #expect(status == 0, "exit status \(status.map(TestFolder.describe) ?? "none: still running after 10 s")")
+    }
+
     @Test func wrongTokensAndURLsAreClearErrorsAtMountTime() throws {
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         let base = String(cString: try #require(mkdtemp(&template)))

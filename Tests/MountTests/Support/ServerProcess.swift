@@ -19,13 +19,25 @@ final class ServerProcess: @unchecked Sendable {
     let logPath: String
     /// With TLS: the certificate (also the CA file a client trusts) and key, PEM.
     let tls: (certificate: String, key: String)?
+    /// The write end of the server's standard input (`serve --lifeline`): if this test process
+    /// dies, the server sees end-of-file and stops.
+    private var lifeline: Int32?
 
-    private init(root: String, port: Int, pid: pid_t, logPath: String, tls: (certificate: String, key: String)?) {
+    private init(
+        root: String, port: Int, launched: Launched, logPath: String, tls: (certificate: String, key: String)?
+    ) {
         self.root = root
         self.port = port
-        self.pid = pid
+        self.pid = launched.pid
+        self.lifeline = launched.lifeline
         self.logPath = logPath
         self.tls = tls
+    }
+
+    private struct Launched {
+        let pid: pid_t
+        let port: Int
+        let lifeline: Int32
     }
 
     /// Starts a server on `port` (0: any free port) and waits for its `listening on` line.
@@ -34,8 +46,8 @@ final class ServerProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let logPath = root + "/../server.log"
         let files = tls ? try makeCertificate(in: root + "/..") : nil
-        let (pid, port) = try launch(root: root, port: port, logPath: logPath, tls: files)
-        return ServerProcess(root: root, port: port, pid: pid, logPath: logPath, tls: files)
+        let launched = try launch(root: root, port: port, logPath: logPath, tls: files)
+        return ServerProcess(root: root, port: launched.port, launched: launched, logPath: logPath, tls: files)
     }
 
     /// `http(s)://127.0.0.1:PORT/NAME`.
@@ -82,6 +94,7 @@ final class ServerProcess: @unchecked Sendable {
     func stop() -> Int32? {
         guard let pid else { return nil }
         self.pid = nil
+        closeLifeline()
         kill(pid, SIGTERM)
         if let status = TestFolder.waitForExit(pid, timeout: 10) { return status }
         kill(pid, SIGKILL)
@@ -95,6 +108,7 @@ final class ServerProcess: @unchecked Sendable {
         guard let pid else { return }
         self.pid = nil
         kill(pid, SIGKILL)
+        closeLifeline()
         _ = TestFolder.waitForExit(pid, timeout: 10)
     }
 
@@ -104,12 +118,31 @@ final class ServerProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(15)
         while true {
             do {
-                (pid, port) = try Self.launch(root: root, port: port, logPath: logPath, tls: tls)
+                let launched = try Self.launch(root: root, port: port, logPath: logPath, tls: tls)
+                (pid, port, lifeline) = (launched.pid, launched.port, launched.lifeline)
                 return
             } catch  where Date() < deadline {
                 usleep(200_000)  // the port may still be held for a moment
             }
         }
+    }
+
+    /// Closes the lifeline only (as a dying test runner would) and waits up to 10 s for the
+    /// server to exit; returns its exit status, or nil if it is still running (then stopped).
+    func dropLifeline() -> Int32? {
+        guard let pid else { return nil }
+        closeLifeline()
+        if let status = TestFolder.waitForExit(pid, timeout: 10) {
+            self.pid = nil
+            return status
+        }
+        stop()
+        return nil
+    }
+
+    private func closeLifeline() {
+        if let lifeline { close(lifeline) }
+        lifeline = nil
     }
 
     /// The server log's last lines, for failure messages.
@@ -118,36 +151,49 @@ final class ServerProcess: @unchecked Sendable {
     deinit { stop() }
 
     private static func launch(root: String, port: Int, logPath: String, tls: (certificate: String, key: String)?)
-        throws -> (pid_t, Int)
+        throws -> Launched
     {
-        var arguments = [try TestFolder.binaryPath(), "serve", "--root", root, "--listen", "127.0.0.1:\(port)"]
+        var arguments = [
+            try TestFolder.binaryPath(), "serve", "--root", root, "--listen", "127.0.0.1:\(port)", "--lifeline",
+        ]
         if let tls { arguments += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
         var stdoutPipe: [Int32] = [0, 0]
         guard pipe(&stdoutPipe) == 0 else { throw TestFolderError(message: "pipe failed: \(errnoName(errno))") }
+        // Close-on-exec: no other child (a mount daemon) may inherit the write end and keep the
+        // lifeline alive; the spawn's dup2 onto the server's stdin clears the flag there.
+        var stdinPipe: [Int32] = [0, 0]
+        guard pipe(&stdinPipe) == 0, fcntl(stdinPipe[0], F_SETFD, FD_CLOEXEC) == 0,
+            fcntl(stdinPipe[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
+            close(stdoutPipe[0])
+            close(stdoutPipe[1])
+            throw TestFolderError(message: "pipe failed: \(errnoName(errno))")
+        }
         let logFD = open(logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        let devNull = open("/dev/null", O_RDONLY)
         defer {
             close(logFD)
-            close(devNull)
+            close(stdinPipe[0])
             close(stdoutPipe[0])
         }
         let pid: pid_t
         do {
-            pid = try TestFolder.spawn(arguments, stdin: devNull, stdout: stdoutPipe[1], stderr: logFD)
+            pid = try TestFolder.spawn(arguments, stdin: stdinPipe[0], stdout: stdoutPipe[1], stderr: logFD)
         } catch {
             close(stdoutPipe[1])
+            close(stdinPipe[1])
             throw error
         }
         close(stdoutPipe[1])
         guard let line = readLine(stdoutPipe[0], timeout: 30), let bound = boundPort(line) else {
             kill(pid, SIGKILL)
+            close(stdinPipe[1])
             let status = TestFolder.waitForExit(pid, timeout: 10)
             throw TestFolderError(
                 message:
                     "the server did not print `listening on …` (exit \(status.map(TestFolder.describe) ?? "?")); log:\n"
                     + TestFolder.tail(of: logPath, limit: 3000))
         }
-        return (pid, bound)
+        return Launched(pid: pid, port: bound, lifeline: stdinPipe[1])
     }
 
     /// The port in `listening on http://HOST:PORT`.
