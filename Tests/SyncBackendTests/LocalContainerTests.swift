@@ -194,4 +194,36 @@ struct LocalContainerTests {
         }
         #expect(throws: ContainerOpenError.self) { try LocalContainer.openOrCreate(at: path) }
     }
+
+    /// Many idle waiters (a server's pending long polls) share the newest-version reads: about
+    /// one database query per safety recheck in all, not one per waiter; and a commit still
+    /// wakes every one of them.
+    @Test func idleWaitersShareTheirDatabaseReads() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let container = try LocalContainer.openOrCreate(at: directory + "/container")
+        let cursor = try await container.currentCursor()
+        let before = container.latestVersionQueries.load(ordering: .relaxed)
+        let waiters = 40
+        let idle = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<waiters {
+                group.addTask { try await container.waitForChanges(after: cursor, timeout: .milliseconds(2_500)) }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(idle.allSatisfy { !$0 })
+        let queries = container.latestVersionQueries.load(ordering: .relaxed) - before
+        // 40 waiters × (1 first look + 2 rechecks) would be 120 without sharing.
+        #expect(queries <= 12, "\(queries) queries for \(waiters) idle waiters over 2.5 s")
+
+        let woken = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<waiters {
+                group.addTask { try await container.waitForChanges(after: cursor, timeout: .seconds(20)) }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            try await container.mustPut(FileID.random(), base: 0, directoryState("wake"))
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(woken.count == waiters && woken.allSatisfy { $0 })
+    }
 }
