@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import SyncBackend
 import SyncClient
-import Synchronization
+import SyncFS
 
 /// `syncfs-mount measure-server URL --token-file FILE` (hidden): loads a sync server with
 /// `--clients` concurrent clients (each its own `HTTPContainer`) for `--seconds` per phase and
@@ -50,21 +50,8 @@ struct MeasureServerCommand: ParsableCommand {
     }
 
     func run() throws {
-        // The command tree is synchronous (the FUSE daemon owns the main thread); this one
-        // waits for its async work on a task.
-        let outcome = Mutex<Result<String, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task { [self] in
-            do {
-                let line = try await measure()
-                outcome.withLock { $0 = .success(line) }
-            } catch {
-                outcome.withLock { $0 = .failure(error) }
-            }
-            done.signal()
-        }
-        done.wait()
-        print(try outcome.withLock { $0! }.get())
+        // The command tree is synchronous (the FUSE daemon owns the main thread).
+        print(try Blocking.run { () async throws(any Error) in try await measure() })
     }
 
     private func measure() async throws -> String {

@@ -14,7 +14,7 @@ Usage: server.py BINARY WORKDIR [--edits N] [--runs N] [--clients N] [--seconds 
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sync import Mount, percentile, propagation  # noqa: E402
+from sync import Mount, goal, percentile, propagation, report  # noqa: E402
 
 def log(msg):
     print(time.strftime("%H:%M:%S") + " [bench-server] " + msg, file=sys.stderr, flush=True)
@@ -132,8 +132,6 @@ def main():
             s.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    def goal(ok):
-        return "PASS" if ok else "FAIL"
     ratio = results["server_p50_ms"] / max(1e-9, results["local_p50_ms"])
     rows = [
         ("Propagation through the server, p50", f"{results['server_p50_ms']:.0f} ms "
@@ -147,14 +145,7 @@ def main():
         ("Server RSS before → after the load", f"{results['server_rss_before_mib']:.0f} → "
          f"{results['server_rss_after_mib']:.0f} MiB", "", ""),
     ]
-    lines = ["| server measure | SyncFS | goal | |", "|---|---|---|---|"]
-    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
-    table = "\n".join(lines)
-    print(table)
-    print(json.dumps(results), file=sys.stderr)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write("\n" + table + "\n")
+    report("server measure", rows, results, args.out)
 
 if __name__ == "__main__":
     main()

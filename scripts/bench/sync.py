@@ -91,6 +91,21 @@ def pipeline(binary, paths, level=1):
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
+def goal(ok):
+    return "PASS" if ok else "FAIL"
+
+def report(title, rows, results, out):
+    """Prints rows (measure, value, goal, PASS/FAIL) as a Markdown table, the raw results as JSON
+    on stderr, and appends the table to `out` if given."""
+    lines = [f"| {title} | SyncFS | goal | |", "|---|---|---|---|"]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
+    table = "\n".join(lines)
+    print(table)
+    print(json.dumps(results), file=sys.stderr)
+    if out:
+        with open(out, "a") as f:
+            f.write("\n" + table + "\n")
+
 def dir_bytes(path):
     total = 0
     for root, _, files in os.walk(path):
@@ -186,8 +201,6 @@ def main():
             m.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    def goal(ok):
-        return "PASS" if ok else "FAIL"
     rows = [
         ("Propagation close→visible, p50", f"{results['propagation_p50_ms']:.0f} ms", "< 200 ms",
          goal(results["propagation_p50_ms"] < 200)),
@@ -203,14 +216,7 @@ def main():
          f"{results['tree_stored_ratio']:.2f}× ({results['tree_bytes_written'] / 1048576:.0f} MiB → "
          f"{results['tree_bytes_uploaded'] / 1048576:.0f} MiB)", "", ""),
     ]
-    lines = ["| sync measure | SyncFS | goal | |", "|---|---|---|---|"]
-    lines += [f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} |" for r in rows]
-    table = "\n".join(lines)
-    print(table)
-    print(json.dumps(results), file=sys.stderr)
-    if args.out:
-        with open(args.out, "a") as f:
-            f.write("\n" + table + "\n")
+    report("sync measure", rows, results, args.out)
 
 if __name__ == "__main__":
     main()

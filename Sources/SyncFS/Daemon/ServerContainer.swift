@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import SyncBackend
 import SyncClient
-import Synchronization
 
 /// Opening a container on a sync server for a mount (`syncfs-mount mount https://HOST:PORT/NAME
 /// MOUNTPOINT --token-file FILE`; doc/SEMANTICS.md, "Offline").
@@ -84,18 +83,10 @@ enum ServerContainer {
     private static func fetchInfo(_ address: ServerAddress, token: String, caFile: String?)
         -> Result<ContainerInfo, HTTPContainerError>
     {
-        let result = Mutex<Result<ContainerInfo, HTTPContainerError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            do throws(HTTPContainerError) {
-                let info = try await HTTPContainer.fetchInfo(address: address, token: token, caFile: caFile)
-                result.withLock { $0 = .success(info) }
-            } catch {
-                result.withLock { $0 = .failure(error) }
+        Result { () throws(HTTPContainerError) in
+            try Blocking.run { () async throws(HTTPContainerError) in
+                try await HTTPContainer.fetchInfo(address: address, token: token, caFile: caFile)
             }
-            done.signal()
         }
-        done.wait()
-        return result.withLock { $0! }
     }
 }

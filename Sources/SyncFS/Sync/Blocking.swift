@@ -6,17 +6,19 @@ import Synchronization
 ///
 /// The engine's uploader and follower are plain threads (they call Core synchronously and may
 /// block on disk); this bridge lets them use the async container protocol (so do command-line
-/// tools working on a container from plain threads). Never call it from a Swift concurrency task.
+/// tools working on a container or a server from plain threads). Never call it from a Swift
+/// concurrency task. The error type is the body's own (`ContainerProtocolError` for container
+/// calls).
 public enum Blocking {
     /// Runs `body` and waits for it. With `handle`, another thread can cancel it (`stop`).
-    public static func run<T: Sendable>(
+    public static func run<T: Sendable, Failure: Error>(
         cancellable handle: CancelHandle? = nil,
-        _ body: @escaping @Sendable () async throws(ContainerProtocolError) -> T
-    ) throws(ContainerProtocolError) -> T {
-        let result = Mutex<Result<T, ContainerProtocolError>?>(nil)
+        _ body: @escaping @Sendable () async throws(Failure) -> T
+    ) throws(Failure) -> T {
+        let result = Mutex<Result<T, Failure>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let task = Task {
-            do throws(ContainerProtocolError) {
+            do throws(Failure) {
                 let value = try await body()
                 result.withLock { $0 = .success(value) }
             } catch {
