@@ -4,7 +4,8 @@
 /// These rules restate `EntryState`'s and `CommitRequest`'s documentation:
 /// - the root (`FileID.root`) cannot be deleted; a put for it has no parent, an empty name and is
 ///   a directory;
-/// - any other entry has a parent and a name of 1...255 bytes without `/` or NUL;
+/// - any other entry has a parent and a name of 1...255 bytes without `/` or NUL, not `.` or `..`
+///   (a name is one path component; clients turn names into directory entries);
 /// - `mode` fits `0o7777`;
 /// - a file's manifest lengths are positive and add up to its `size`; a directory or symlink has
 ///   no manifest and size 0; a symlink, and only a symlink, has a target.
@@ -26,10 +27,13 @@ enum RequestValidation {
         try checkContent(state)
     }
 
-    /// 1...255 bytes, no `/`, no NUL.
+    /// 1...255 bytes, no `/`, no NUL, not `.` or `..`.
     static func checkName(_ name: [UInt8]) throws(ContainerProtocolError) {
         guard (1...255).contains(name.count), !name.contains(0x2F), !name.contains(0) else {
             throw .invalidRequest("a name must have 1 to 255 bytes and no '/' or NUL")
+        }
+        guard name != [0x2E], name != [0x2E, 0x2E] else {
+            throw .invalidRequest("'.' and '..' are not names an entry can have")
         }
     }
 
