@@ -29,6 +29,8 @@ public final class SyncEngine: Sendable {
     let stopWaiting = CancelHandle()
     /// Files for the background downloader.
     let downloads = DownloadQueue()
+    /// Remote entries refused by `RemoteEntryValidation` (shown by `status`).
+    let refusals = RemoteEntryRefusals()
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
@@ -144,7 +146,8 @@ public final class SyncEngine: Sendable {
                 TransferStatus(
                     path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
                     total: transfer.total)
-            }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount())
+            }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
+            refusedRemoteEntries: refusals.all)
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
@@ -171,6 +174,8 @@ public struct SyncStatus: Codable, Sendable {
     public var transfers: [TransferStatus]
     /// Unresolved conflicts (conflict copies and files with conflict markers).
     public var conflicts: Int
+    /// Remote entries this mount refused to apply (see `RemoteEntryValidation`).
+    public var refusedRemoteEntries: [RefusedRemoteEntry]
 }
 
 public struct FailingEntry: Codable, Sendable {
