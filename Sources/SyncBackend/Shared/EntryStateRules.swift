@@ -5,8 +5,9 @@
 /// The rules restate `EntryState`'s documentation and add the bounds a client needs to turn the
 /// state into a directory entry safely:
 /// - the root (`FileID.root`) has no parent, an empty name and is a directory;
-/// - any other entry has a parent other than itself and a name of 1...255 bytes without `/` or
-///   NUL, not `.` or `..` (a name is one path component);
+/// - any other entry has a parent and a name of 1...255 bytes without `/` or NUL, not `.` or `..`
+///   (a name is one path component); a commit that puts a directory into itself is a
+///   `wouldCreateCycle` outcome, a client refuses an entry that is its own parent;
 /// - `mode` fits `0o7777`;
 /// - a file's manifest lengths are positive, at most `WireProtocol.maxChunkPlainLength` each, and
 ///   add up to its `size`; a directory or symlink has no manifest and size 0;
@@ -32,8 +33,7 @@ public enum EntryStateRules {
                 throw .invalidRequest("the root must be a directory with no parent and an empty name")
             }
         } else {
-            guard let parent = state.parent else { throw .invalidRequest("entry \(id) has no parent") }
-            guard parent != id else { throw .invalidRequest("entry \(id) is its own parent") }
+            guard state.parent != nil else { throw .invalidRequest("entry \(id) has no parent") }
             try checkName(state.name)
         }
         guard state.mode & ~0o7777 == 0 else { throw .invalidRequest("mode \(state.mode) is not within 0o7777") }
@@ -107,7 +107,8 @@ public enum EntryStateRules {
 /// The checks a client makes on every entry a container sends (change feed, entry reads, commit
 /// answers) before anything is done with it: the entry's state (live or tombstone) follows
 /// `EntryStateRules`, its version is one a commit can have (1...2^63-1), and its device is a short
-/// printable text. A client that gets a failing entry refuses it and changes nothing local.
+/// printable text, and it is not its own parent. A client that gets a failing entry refuses it and
+/// changes nothing local.
 public enum RemoteEntryValidation {
     /// The longest device identity accepted (they are short IDs; the name shows in conflicts).
     public static let maxDeviceLength = 256
@@ -123,6 +124,7 @@ public enum RemoteEntryValidation {
             return "its device name is over \(maxDeviceLength) bytes or holds control characters"
         }
         if entry.isDeleted && entry.id == .root { return "the root cannot be deleted" }
+        if entry.state.parent == entry.id { return "entry \(entry.id) is its own parent" }
         do {
             try EntryStateRules.check(entry.state, of: entry.id)
         } catch {
