@@ -58,7 +58,7 @@ public final class SyncEngine: Sendable {
         let validated = ValidatingContainer(
             base: container,
             refused: { entry, reason in refusals.refuse(entry, because: reason, logger: logger) },
-            accepted: { entry in refusals.clear(entry.id) })
+            accepted: { entry in refusals.clear(ifNewer: entry) })
         // Every answer of the container lets changes that failed only because it was away go now.
         let container = AnsweringContainer(validated) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
         self.container = container
