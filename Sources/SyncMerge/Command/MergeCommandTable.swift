@@ -64,7 +64,9 @@ public struct MergeCommandTable: Equatable, Sendable {
         var definitions: [String: Definition] = [:]
         var problems: [RuleProblem] = []
         func isSpace(_ character: Character) -> Bool { character == " " || character == "\t" }
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+        ).enumerated() {
             var line = Substring(rawLine)
             if line.last == "\r" { line.removeLast() }
             line = line.drop(while: isSpace)

@@ -58,7 +58,9 @@ struct SpawnedShell {
         var noSignals = sigset_t()
         sigemptyset(&noSignals)
         var limit = rlimit()
-        let highestDescriptor = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 ? Int32(clamping: limit.rlim_cur) : 65536
+        let highestDescriptor =
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
+            ? Int32(clamping: limit.rlim_cur) : 65536
         let closeRange = Self.closeRange
         let switchTo = identity.switchTo
         let child = (out: outPipe[1], err: errPipe[1])

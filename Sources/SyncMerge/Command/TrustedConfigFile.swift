@@ -24,7 +24,8 @@ public enum TrustedConfigFile {
         case trusted([UInt8])
     }
 
-    public static func read(_ path: String, owner: uid_t, outside mountpoint: String?, limit: Int = 1 << 20) -> Outcome {
+    public static func read(_ path: String, owner: uid_t, outside mountpoint: String?, limit: Int = 1 << 20) -> Outcome
+    {
         guard path.hasPrefix("/") else { return .untrusted("\(path) is not an absolute path") }
         if let mountpoint, isInside(path, mountpoint) {
             return .untrusted("\(path) is inside the synced folder \(mountpoint)")
@@ -38,14 +39,17 @@ public enum TrustedConfigFile {
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return .untrusted("cannot stat \(path): \(String(cString: strerror(errno)))") }
+        guard fstat(fd, &info) == 0 else {
+            return .untrusted("cannot stat \(path): \(String(cString: strerror(errno)))")
+        }
         guard info.st_mode & S_IFMT == S_IFREG else { return .untrusted("\(path) is not a regular file") }
         guard info.st_uid == owner || info.st_uid == 0 else {
             return .untrusted("\(path) is owned by uid \(info.st_uid), not by uid \(owner) or root")
         }
         guard info.st_mode & 0o022 == 0 else {
             return .untrusted(
-                "\(path) is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8)); chmod go-w it)")
+                "\(path) is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8)); chmod go-w it)"
+            )
         }
         guard info.st_size <= limit else { return .untrusted("\(path) is larger than \(limit) bytes") }
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
