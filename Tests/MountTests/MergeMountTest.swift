@@ -147,6 +147,30 @@ extension MergeMountTest {
         }
     }
 
+    /// `--merge-commands` with a file another user could have written (or one inside the mount)
+    /// fails the mount with exit 65 and says why; nothing is mounted.
+    @Test func anUntrustedMergeCommandsFileFailsTheMount() throws {
+        let directory = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try makeDirectory(directory + "/container")
+        try makeDirectory(directory + "/mnt")
+        let writable = directory + "/merge-commands"
+        try writeFile(writable, "stamp id -u > %A\n", mode: 0o600)
+        chmod(writable, 0o664)
+        for (file, why) in [
+            (writable, "writable by group or others"), (directory + "/mnt/merge-commands", "inside the synced folder"),
+        ] {
+            let result = ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "mount", directory + "/container", directory + "/mnt", "--state-dir",
+                    directory + "/state", "--foreground", "--lifeline", "--merge-commands", file,
+                ], timeout: 60)
+            #expect(result.status == 65, "\(result)")
+            #expect(result.stderr.contains(why), "\(result.stderr)")
+            #expect(!TestFolder.isMounted(directory + "/mnt"))
+        }
+    }
+
     /// A command the machine allows runs; as root it runs as the file's owner, here nobody
     /// (files that arrive from the container belong to the mount root's owner, root), never as
     /// root; its environment is clean.
