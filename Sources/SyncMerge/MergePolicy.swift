@@ -20,11 +20,14 @@ public enum MergePolicy: Equatable, Sendable {
     case remote
     /// `merge=keep-both`: both versions are kept (the losing one as a conflict copy).
     case keepBoth
-    /// `merge=command:<shell command> [timeout=SECONDS]` (default 30 s): the user's merge program,
-    /// run by `MergeCommand.run` on the line made by `MergeCommand.commandLine`.
-    case command(String, timeoutSeconds: Int)
+    /// `merge=command:NAME [timeout=SECONDS]`: the merge program this machine defines under NAME
+    /// (`MergeCommandTable`, local and unsynced; a rules file only names it). The text after
+    /// `command:` as written (a rules file of an older version may hold a whole command line
+    /// there: it names nothing, and such a merge keeps both). `timeoutSeconds`: the rule's
+    /// `timeout=`, which can only shorten the definition's (`Definition.effectiveTimeout`).
+    case command(String, timeoutSeconds: Int?)
 
-    /// The timeout of a `merge=command:` rule without `timeout=`.
+    /// The timeout of a merge command whose definition has no `timeout=`.
     public static let defaultCommandTimeoutSeconds = 30
 
     /// Whether the policy merges content, and so needs every side to be text (`ContentSniffer`).

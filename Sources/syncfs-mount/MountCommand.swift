@@ -81,6 +81,14 @@ struct MountCommand: ParsableCommand {
     )
     var allowRemoteSetuid = false
 
+    @Option(
+        help: ArgumentHelp(
+            "The local file defining the merge commands this machine allows (merge=command:NAME in .syncfs-rules).",
+            discussion:
+                "Default: /etc/syncfs/merge-commands for root, else $XDG_CONFIG_HOME/syncfs/merge-commands (or ~/.config/…).",
+            valueName: "file"))
+    var mergeCommands: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -134,6 +142,14 @@ struct MountCommand: ParsableCommand {
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.testOutageFile = testOutageFile.map(absolutePath)
+        configuration.mergeCommandsFile =
+            mergeCommands.map(absolutePath)
+            ?? LocalMergeCommands.defaultPath(environment: ProcessInfo.processInfo.environment)
+        if mergeCommands != nil, let file = configuration.mergeCommandsFile,
+            let problem = LocalMergeCommands(path: file, mountpoint: configuration.mountpoint).problem()
+        {
+            throw fail(MountError(.badInput, "--merge-commands: \(problem)"))
+        }
         if foreground {
             try runForeground(configuration)
         } else {
@@ -176,6 +192,7 @@ struct MountCommand: ParsableCommand {
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
+        if mergeCommands != nil, let file = configuration.mergeCommandsFile { arguments += ["--merge-commands", file] }
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)

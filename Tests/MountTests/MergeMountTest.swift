@@ -103,6 +103,107 @@ struct MergeMountTest {
     }
 }
 
+extension MergeMountTest {
+    /// A private directory for a test's marker files and local merge-command configuration
+    /// (0700, owned by the test's user: a trusted place for `--merge-commands`).
+    func privateDirectory() throws -> String {
+        var template = Array("/tmp/syncfs-merge-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp: \(errnoName(errno))") }
+        return String(cString: made)
+    }
+
+    /// Issue #12: a synced rules file names a command this machine never allowed. Before the fix
+    /// B ran it (as root here); now the merge keeps both, says why, and the command never runs.
+    @Test func aCommandTheMachineDidNotAllowNeverRuns() throws {
+        let directory = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let marker = directory + "/pwned"
+        // An empty local configuration: no command is allowed on B.
+        let allowList = directory + "/merge-commands"
+        try writeFile(allowList, "# nothing allowed here\n", mode: 0o600)
+        try SyncedMounts.with(uploadDelay: 600_000, argumentsB: ["--merge-commands", allowList]) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(
+                a.path(".syncfs-rules"),
+                "*.txt merge=command:touch \(marker); cat %B > %A\n*.md merge=command:evil\n")
+            #expect(a.expectSync())
+            #expect(waitUntil { pathExists(b.path(".syncfs-rules")) })
+            try editOnBothSides(mounts, "plan.txt", base: "draft\n", onA: "A's plan\n", onB: "B's plan\n")
+            try editOnBothSides(mounts, "note.md", base: "draft\n", onA: "A's note\n", onB: "B's note\n")
+            #expect(
+                waitUntil { try conflicts(b).count == 2 }, "both merges kept both versions\n\(mounts.logs())")
+            #expect(!pathExists(marker), "the synced command ran on B")
+            let listed = try conflicts(b)
+            for entry in listed {
+                #expect(entry.reason.contains("not allowed on this machine"), "\(entry.reason)")
+            }
+            #expect(listed.contains { $0.reason.contains("\"evil\"") }, "\(listed.map(\.reason))")
+            #expect(try readText(b.path("plan.txt")) == "A's plan\n", "the file took the container's version")
+            let status: ConflictCount = try b.statusJSON(of: b.root)
+            #expect(status.conflicts == 2)
+            // Logged once per file, not once per round.
+            let refusals = b.daemonLog(limit: 200_000).components(separatedBy: "merge command refused for plan.txt")
+            #expect(refusals.count == 2, "\(refusals.count - 1) log lines for plan.txt\n\(b.daemonLog())")
+        }
+    }
+
+    /// `--merge-commands` with a file another user could have written (or one inside the mount)
+    /// fails the mount with exit 65 and says why; nothing is mounted.
+    @Test func anUntrustedMergeCommandsFileFailsTheMount() throws {
+        let directory = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try makeDirectory(directory + "/container")
+        try makeDirectory(directory + "/mnt")
+        let writable = directory + "/merge-commands"
+        try writeFile(writable, "stamp id -u > %A\n", mode: 0o600)
+        chmod(writable, 0o664)
+        for (file, why) in [
+            (writable, "writable by group or others"), (directory + "/mnt/merge-commands", "inside the synced folder"),
+        ] {
+            let result = ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "mount", directory + "/container", directory + "/mnt", "--state-dir",
+                    directory + "/state", "--foreground", "--lifeline", "--merge-commands", file,
+                ], timeout: 60)
+            #expect(result.status == 65, "\(result)")
+            #expect(result.stderr.contains(why), "\(result.stderr)")
+            #expect(!TestFolder.isMounted(directory + "/mnt"))
+        }
+    }
+
+    /// A command the machine allows runs; as root it runs as the file's owner, here nobody
+    /// (files that arrive from the container belong to the mount root's owner, root), never as
+    /// root; its environment is clean.
+    @Test func anAllowedCommandRunsAsTheOwnerNeverAsRoot() throws {
+        let directory = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let allowList = directory + "/merge-commands"
+        try writeFile(
+            allowList, "# name  command\nstamp  { id -u; id -G; printenv SECRET_TOKEN; cat %B; } > %A\n", mode: 0o600)
+        setenv("SECRET_TOKEN", "do-not-leak", 1)
+        defer { unsetenv("SECRET_TOKEN") }
+        try SyncedMounts.with(uploadDelay: 600_000, argumentsB: ["--merge-commands", allowList]) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(a.path(".syncfs-rules"), "*.txt merge=command:stamp\n")
+            #expect(a.expectSync())
+            #expect(waitUntil { pathExists(b.path(".syncfs-rules")) })
+            try editOnBothSides(mounts, "plan.txt", base: "draft\n", onA: "A's plan\n", onB: "B's plan\n")
+            let expectedUser = getuid() == 0 ? "65534" : String(getuid())
+            let expectedGroups = getuid() == 0 ? "65534" : nil
+            #expect(
+                waitUntil { try readText(b.path("plan.txt")).hasPrefix(expectedUser + "\n") },
+                "the command ran as \(expectedUser)\n\((try? readText(b.path("plan.txt"))) ?? "")\n\(mounts.logs())")
+            let lines = try readText(b.path("plan.txt")).split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(lines.first != "0", "never as root")
+            if let expectedGroups { #expect(lines.dropFirst().first.map(String.init) == expectedGroups, "\(lines)") }
+            #expect(!lines.contains("do-not-leak"), "the daemon's environment leaked: \(lines)")
+            #expect(lines.contains("A's plan"), "the command saw the container's version (%B)")
+            #expect(try conflicts(b).isEmpty, "merged, no conflict copy")
+            #expect(waitUntil { try readText(a.path("plan.txt")) == readText(b.path("plan.txt")) })
+        }
+    }
+}
+
 /// The part of `status --json` this suite reads.
 struct ConflictCount: Decodable {
     var conflicts: Int

@@ -193,21 +193,87 @@ extension SyncEngineTests {
         }
     }
 
-    @Test func theUsersMergeCommandMergesAndItsFailureKeepsBoth() async throws {
-        let pair = try SyncedPair(policy: Self.holdUploads)
+    /// A private directory (0700) holding a `merge-commands` file with `text`; removed by the caller.
+    func localMergeCommands(_ text: String) throws -> (directory: String, commands: LocalMergeCommands) {
+        var template = Array("/tmp/syncfs-merge-test-XXXXXX".utf8CString)
+        let directory = String(cString: try #require(mkdtemp(&template)))
+        let file = directory + "/merge-commands"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o600)
+        return (directory, LocalMergeCommands(path: file, mountpoint: nil))
+    }
+
+    @Test func theMachinesMergeCommandMergesAndItsFailureKeepsBoth() async throws {
+        let local = try localMergeCommands(
+            """
+            # name      command
+            sort-both   sort -u %A %B -o %A
+            fail        exit 3
+            path        printf %s %P > %A
+            """)
+        defer { try? FileManager.default.removeItem(atPath: local.directory) }
+        let pair = try SyncedPair(policy: Self.holdUploads, mergeCommands: local.commands)
         try await setRules(
             pair,
             """
-            *.list merge=command:sort -u %A %B -o %A
-            *.fail merge=command:exit 3
+            *.list merge=command:sort-both
+            *.fail merge=command:fail timeout=5
+            *.p merge=command:path
             """)
         try await editOnBothSides(pair, "a.list", base: "b\n", onA: "b\nc\n", onB: "a\nb\n")
         try await editOnBothSides(pair, "x.fail", base: "1\n", onA: "2\n", onB: "3\n")
+        // A hostile name reaches the command as one quoted word: nothing in it is executed.
+        let hostile = "$(touch pwned)`touch pwned2`;touch pwned3 '\"x.p"
+        try await editOnBothSides(pair, hostile, base: "1\n", onA: "2\n", onB: "3\n")
         let tree = try await converged(pair)
         #expect(tree["a.list"] == "a\nb\nc\n", "the command's result in %A")
         #expect(tree["x.fail"] == "2\n")
         #expect(
             tree.keys.contains { $0.hasPrefix("x (conflict from ") && $0.hasSuffix(").fail") }, "\(tree.keys.sorted())")
+        #expect(tree[hostile] == hostile, "%P arrived as the literal name")
+    }
+
+    /// Issue #12: a synced rule naming a command this machine does not define (or a whole command
+    /// line, as rules files of earlier versions did) runs nothing; both versions are kept, and
+    /// the conflict copy's reason says why.
+    @Test func aCommandTheMachineDoesNotDefineNeverRuns() async throws {
+        let local = try localMergeCommands("sort-both sort -u %A %B -o %A\n")
+        defer { try? FileManager.default.removeItem(atPath: local.directory) }
+        let marker = local.directory + "/ran"
+        let pair = try SyncedPair(policy: Self.holdUploads, mergeCommands: local.commands)
+        try await setRules(
+            pair,
+            """
+            *.list merge=command:touch \(marker); sort -u %A %B -o %A
+            *.evil merge=command:evil
+            """)
+        try await editOnBothSides(pair, "a.list", base: "b\n", onA: "b\nc\n", onB: "a\nb\n")
+        try await editOnBothSides(pair, "b.evil", base: "1\n", onA: "2\n", onB: "3\n")
+        let tree = try await converged(pair)
+        #expect(!FileManager.default.fileExists(atPath: marker), "the synced command line ran")
+        #expect(tree["a.list"] == "b\nc\n" && tree["b.evil"] == "2\n", "the files took the container's version")
+        let copies = tree.keys.filter { $0.contains(" (conflict from ") }
+        #expect(copies.count == 2, "\(tree.keys.sorted())")
+        for copy in copies {
+            let note = String(
+                decoding: try pair.b.fs.getxattr(try pair.b.lookupIno(copy), name: "user.syncfs.conflict"),
+                as: UTF8.self)
+            #expect(note.contains("is not allowed on this machine"), "\(note)")
+            #expect(note.contains(copy.hasSuffix(".evil") ? "does not define it" : "must name a command"), "\(note)")
+        }
+    }
+
+    /// A daemon without any local configuration runs no command at all.
+    @Test func withoutLocalConfigurationNoCommandRuns() async throws {
+        var template = Array("/tmp/syncfs-merge-test-XXXXXX".utf8CString)
+        let directory = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let pair = try SyncedPair(policy: Self.holdUploads)
+        try await setRules(pair, "*.list merge=command:sort-both\n")
+        try await editOnBothSides(pair, "a.list", base: "b\n", onA: "b\nc\n", onB: "a\nb\n")
+        let tree = try await converged(pair)
+        #expect(tree["a.list"] == "b\nc\n")
+        #expect(tree.keys.contains { $0.hasPrefix("a (conflict from ") }, "\(tree.keys.sorted())")
     }
 
     @Test func conflictMarkersOnlyWhenTheRuleAsksForThem() async throws {

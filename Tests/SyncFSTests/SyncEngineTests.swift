@@ -20,21 +20,25 @@ final class SyncedPair {
     /// `viewOfA`: what A talks to (e.g. a fault-injecting wrapper of `container`); B talks to `container`.
     init(
         container: any Container = InMemoryContainer(), viewOfA: (any Container)? = nil,
-        viewOfB: (any Container)? = nil, policy: UploadQueue.Policy = fastPolicy
+        viewOfB: (any Container)? = nil, policy: UploadQueue.Policy = fastPolicy,
+        mergeCommands: LocalMergeCommands = .none
     ) throws {
         self.container = container
         a = try FileSystemFixture(uploadPolicy: policy)
         b = try FileSystemFixture(uploadPolicy: policy)
-        engineA = Self.engine(a, viewOfA ?? container)
-        engineB = Self.engine(b, viewOfB ?? container)
+        engineA = Self.engine(a, viewOfA ?? container, mergeCommands: mergeCommands)
+        engineB = Self.engine(b, viewOfB ?? container, mergeCommands: mergeCommands)
         self.viewOfB = viewOfB ?? container
         engineA.start()
         engineB.start()
     }
 
-    static func engine(_ fixture: FileSystemFixture, _ container: any Container) -> SyncEngine {
+    static func engine(
+        _ fixture: FileSystemFixture, _ container: any Container, mergeCommands: LocalMergeCommands = .none
+    ) -> SyncEngine {
         var options = SyncEngine.Options()
         options.feedWait = .seconds(2)
+        options.mergeCommands = mergeCommands
         return SyncEngine(fileSystem: fixture.fs, container: container, options: options, logger: .init(label: "t"))
     }
 

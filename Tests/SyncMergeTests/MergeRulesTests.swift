@@ -34,9 +34,18 @@ struct MergeRulesTests {
         #expect(
             rules.rules.map(\.policy) == [
                 .text(markers: false), .text(markers: true), .json, .union, .keepBoth, .newest, .local, .remote,
-                .command("sqlite-merge %O %A %B", timeoutSeconds: 30), .command("tool --fast %A %B", timeoutSeconds: 5),
+                .command("sqlite-merge %O %A %B", timeoutSeconds: nil),
+                .command("tool --fast %A %B", timeoutSeconds: 5),
                 .command("tool --timeout=x", timeoutSeconds: 7), .union, .local, .remote,
             ])
+    }
+
+    /// Swift reads "\r\n" as one character: a split on "\n" alone kept a CRLF file one line.
+    @Test func crlfLinesAreLines() {
+        let rules = MergeRules(parsing: "*.a merge=union\r\n*.b prefer=local\r\n")
+        #expect(rules.problems == [])
+        #expect(rules.rules.map(\.line) == [1, 2])
+        #expect(rules.rules.map(\.policy) == [.union, .local])
     }
 
     @Test func badLinesAreReportedAndSkipped() {
@@ -129,7 +138,7 @@ struct MergeRulesTests {
         #expect(rules.policy(forPath: "f.n", isText: false) == .newest)
         #expect(rules.policy(forPath: "f.l", isText: false) == .local)
         #expect(rules.policy(forPath: "f.r", isText: false) == .remote)
-        #expect(rules.policy(forPath: "f.c", isText: false) == .command("x", timeoutSeconds: 30))
+        #expect(rules.policy(forPath: "f.c", isText: false) == .command("x", timeoutSeconds: nil))
     }
 
     @Test func globsInRules() {

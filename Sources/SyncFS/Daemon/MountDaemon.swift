@@ -30,6 +30,9 @@ public struct MountConfiguration: Sendable {
     public var tokenFile: String?
     /// For an https URL: trust only the certificates in this PEM file (`--ca-file`).
     public var caFile: String?
+    /// The local file defining the merge commands this machine allows (`--merge-commands`, or
+    /// `LocalMergeCommands.defaultPath`); nil: none.
+    public var mergeCommandsFile: String?
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -93,6 +96,8 @@ public enum MountDaemon {
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel
         options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: state.path)
+        options.mergeCommands = LocalMergeCommands(
+            path: configuration.mergeCommandsFile, mountpoint: configuration.mountpoint)
         if let budget = options.cacheBudget {
             logger.info("cache budget: \(budget) bytes")
         }

@@ -188,39 +188,76 @@ extension SyncEngine {
         case .union:
             guard let sides else { return .keepBoth(reason: "both changed the content") }
             return try written(ThreeWayMerge.union(base: sides.base, local: sides.local, remote: sides.remote))
-        case .command(let command, let timeout):
+        case .command(let name, let ruleTimeout):
             guard let sides else { return .keepBoth(reason: "both changed the content") }
-            return try runMergeCommand(command, timeout: timeout, path: path, sides: sides, temporaries: &temporaries)
+            switch options.mergeCommands.lookup(name, logger: logger) {
+            case .refused(let why):
+                let reason = "merge=command:\(Self.quotedForDisplay(name)) is not allowed on this machine: \(why)"
+                options.mergeCommands.once("refused \(path)\u{0}\(reason)") {
+                    logger.warning("merge command refused for \(path): \(reason); both versions are kept")
+                }
+                return .keepBoth(reason: reason)
+            case .allowed(let definition):
+                let owner = fileSystem.namespace.withLock { _ in local.node.uid }
+                return try runMergeCommand(
+                    definition, timeout: definition.effectiveTimeout(rule: ruleTimeout), path: path, sides: sides,
+                    identity: MergeIdentity.forMerging(fileOwner: owner), temporaries: &temporaries)
+            }
         }
     }
 
+    /// A name from the synced rules, for a message: quoted, at most 80 characters, one line.
+    static func quotedForDisplay(_ name: String) -> String {
+        let line = name.map { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true ? " " : String($0) }.joined()
+        return "\"" + (line.count > 80 ? line.prefix(79) + "…" : line) + "\""
+    }
+
+    /// Runs an allowed command in a private workspace (`MergeWorkspace`) as `identity`; its
+    /// result (`%A`) is copied into a temporary file of the daemon's own.
     private func runMergeCommand(
-        _ template: String, timeout: Int, path: String, sides: (base: [UInt8], local: [UInt8], remote: [UInt8]),
+        _ definition: MergeCommandTable.Definition, timeout: Int, path: String,
+        sides: (base: [UInt8], local: [UInt8], remote: [UInt8]), identity: MergeIdentity,
         temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
+        let daemonTemporary = fileSystem.temporaryContentPath()
+        // A command of another user cannot reach the state directory (0700): it works below /tmp.
+        let parent =
+            identity.switchTo == nil
+            ? String(daemonTemporary[..<(daemonTemporary.lastIndex(of: "/") ?? daemonTemporary.endIndex)]) : "/tmp"
+        let workspace: MergeWorkspace
         var files: [String] = []
-        for bytes in [sides.base, sides.local, sides.remote] {
-            let file = fileSystem.temporaryContentPath()
-            temporaries.append(file)
-            try Self.writeSynced(bytes, to: file)
-            files.append(file)
+        do {
+            workspace = try MergeWorkspace(parent: parent, owner: identity.switchTo)
+        } catch {
+            throw .local("cannot prepare the merge command: \(error.message)")
         }
-        let line = MergeCommand.commandLine(template, base: files[0], local: files[1], remote: files[2], path: path)
-        let directory = String(files[1][..<(files[1].lastIndex(of: "/") ?? files[1].endIndex)])
-        let result = MergeCommand.run(line, timeoutSeconds: timeout, workingDirectory: directory)
+        defer { workspace.remove() }
+        do {
+            for (name, bytes) in [("base", sides.base), ("local", sides.local), ("remote", sides.remote)] {
+                files.append(try workspace.write(name, bytes))
+            }
+        } catch {
+            throw .local("cannot prepare the merge command: \(error.message)")
+        }
+        let line = MergeCommand.commandLine(
+            definition.template, base: files[0], local: files[1], remote: files[2], path: path)
+        let result = MergeCommand.run(
+            line, timeoutSeconds: timeout, workingDirectory: workspace.path, identity: identity)
         guard result.merged else {
             let reason = result.reason ?? "it failed"
-            logger.notice("the merge command for \(path) did not merge: \(reason)")
-            return .keepBoth(reason: "the merge command did not merge: \(reason)")
+            logger.notice("the merge command \(definition.name) for \(path) did not merge: \(reason)")
+            return .keepBoth(reason: "the merge command \(definition.name) did not merge: \(reason)")
         }
-        let fd = open(files[1], O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .keepBoth(reason: "the merge command left no result") }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard synced else {
-            throw .local("cannot sync the merge command's result: \(String(cString: strerror(errno)))")
+        let merged: [UInt8]
+        do {
+            merged = try workspace.read("local", limit: Int(Self.largestMergedFile))
+        } catch {
+            logger.notice("the merge command \(definition.name) for \(path): \(error.message)")
+            return .keepBoth(reason: error.message)
         }
-        return .merged(path: files[1], markers: false)
+        temporaries.append(daemonTemporary)
+        try Self.writeSynced(merged, to: daemonTemporary)
+        return .merged(path: daemonTemporary, markers: false)
     }
 
     /// The base, local and remote content, whole, in memory (each at most `largestMergedFile`).

@@ -16,6 +16,8 @@ public final class SyncEngine: Sendable {
         public var feedWait: Duration = .seconds(30)
         /// Bytes of local content to keep at most (nil: no limit); see `enforceBudget`.
         public var cacheBudget: Int64?
+        /// The merge commands this machine allows (`merge=command:NAME`); default: none.
+        public var mergeCommands = LocalMergeCommands.none
         public init() {}
     }
 

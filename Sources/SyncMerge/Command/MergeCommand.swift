@@ -35,16 +35,23 @@ public enum MergeCommand {
     /// Runs `commandLine` with `/bin/sh -c` in `workingDirectory` and waits for it, blocking the
     /// calling thread.
     ///
-    /// The command runs in a process group of its own, with standard input from /dev/null, the
-    /// caller's environment, and default signal handling. Exit status 0 → merged. A non-zero
-    /// status or a signal → not merged. After `timeoutSeconds` (at least 1) the whole process
-    /// group gets SIGTERM, and SIGKILL one second later; the result is not merged. Output is
-    /// captured while the command runs; what the command's own background processes write after
-    /// it exited is not waited for.
-    public static func run(_ commandLine: String, timeoutSeconds: Int, workingDirectory: String) -> MergeCommandResult {
+    /// The command runs as `identity` (`MergeIdentity`: never root when the daemon is root) in a
+    /// process group of its own, with standard input from /dev/null, no other descriptor of the
+    /// daemon, `identity.environment()` (nothing else of the daemon's environment), and default
+    /// signal handling. Exit status 0 → merged. A non-zero status or a signal → not merged.
+    /// After `timeoutSeconds` (at least 1) the whole process group gets SIGTERM, and SIGKILL one
+    /// second later; the result is not merged. When the shell has exited, whatever it left
+    /// running in its process group is killed (nothing writes the result after it is read).
+    /// Output is captured while the command runs.
+    public static func run(
+        _ commandLine: String, timeoutSeconds: Int, workingDirectory: String,
+        identity: MergeIdentity = .daemonUser()
+    ) -> MergeCommandResult {
         var process: SpawnedShell
         do {
-            process = try SpawnedShell(commandLine, workingDirectory: workingDirectory)
+            process = try SpawnedShell(
+                commandLine, workingDirectory: workingDirectory, environment: identity.environment(),
+                identity: identity)
         } catch {
             return MergeCommandResult(
                 merged: false, reason: "could not start: \(error.message)", exitStatus: nil, output: [],
@@ -61,6 +68,8 @@ public enum MergeCommand {
             }
             process.pump(timeout: min(remaining, 0.2))
         }
+        // The shell is a zombie until reaped, so its process group ID still names its group.
+        kill(-process.pid, SIGKILL)
         let status = process.reap()
         process.drain()
         let reason: String?

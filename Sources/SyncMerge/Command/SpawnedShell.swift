@@ -4,8 +4,19 @@ import Foundation
     import Glibc
 #endif
 
-/// `/bin/sh -c COMMAND` started with posix_spawn in a new process group, its standard output and
-/// error read through pipes (up to `MergeCommand.outputLimit` bytes each kept).
+/// `/bin/sh -c COMMAND` started with fork and execve in a new process group, its standard output
+/// and error read through pipes (up to `MergeCommand.outputLimit` bytes each kept).
+///
+/// fork/execve rather than posix_spawn: posix_spawn cannot change the user, and a daemon running as
+/// root must drop to `identity` in the child before the command runs (a helper such as
+/// util-linux's `setpriv` would add a program the machine may lack, and one more exec to trust).
+/// Between fork and execve the child makes only async-signal-safe calls on memory prepared
+/// before the fork: new process group, default signal dispositions and an empty mask, standard
+/// input from /dev/null, the pipes on 1 and 2, every other descriptor closed (none of the
+/// daemon's — the FUSE device, the database, sockets — reaches the command), the working
+/// directory, then — when switching user — no supplementary groups, the group, the user, and a
+/// check that root cannot be regained. Any failure there ends the child with status 126 and a
+/// message on standard error; the command never runs with privileges it should not have.
 struct SpawnedShell {
     struct SpawnError: Error {
         var message: String
@@ -18,7 +29,9 @@ struct SpawnedShell {
     private var reaped = false
     private var status: Int32 = 0
 
-    init(_ commandLine: String, workingDirectory: String) throws(SpawnError) {
+    init(_ commandLine: String, workingDirectory: String, environment: [String], identity: MergeIdentity)
+        throws(SpawnError)
+    {
         var outPipe: [Int32] = [-1, -1]
         var errPipe: [Int32] = [-1, -1]
         guard pipe(&outPipe) == 0 else { throw SpawnError(message: Self.errnoText()) }
@@ -34,57 +47,92 @@ struct SpawnedShell {
             close(outPipe[1])
             close(errPipe[1])
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, outPipe[1], STDOUT_FILENO)
-        posix_spawn_file_actions_adddup2(&actions, errPipe[1], STDERR_FILENO)
-        var command = commandLine
-        if let addChdir = Self.addChdir {
-            _ = workingDirectory.withCString { addChdir(&actions, $0) }
-        } else {
-            command = "cd -- \(MergeCommand.shellQuoted(workingDirectory)) || exit 126\n" + commandLine
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
-        let words: [String] = ["/bin/sh", "-c", command]
+        let words: [String] = ["/bin/sh", "-c", commandLine]
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid = pid_t()
-        let rc = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
-        guard rc == 0 else {
+        let directory = strdup(workingDirectory)!
+        defer {
+            for pointer in argv + envp { free(pointer) }
+            free(directory)
+        }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var limit = rlimit()
+        let highestDescriptor =
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0
+            ? Int32(clamping: limit.rlim_cur) : 65536
+        let closeRange = Self.closeRange
+        let switchTo = identity.switchTo
+        let child = (out: outPipe[1], err: errPipe[1])
+        let pid = argv.withUnsafeBufferPointer { argv in
+            envp.withUnsafeBufferPointer { envp in
+                let pid = fork()
+                if pid == 0 {
+                    Self.child(
+                        argv: argv.baseAddress!, envp: envp.baseAddress!, directory: directory, output: child,
+                        noSignals: &noSignals, highestDescriptor: highestDescriptor, closeRange: closeRange,
+                        switchTo: switchTo)
+                }
+                return pid
+            }
+        }
+        guard pid > 0 else {
+            let message = Self.errnoText()
             close(outPipe[0])
             close(errPipe[0])
-            throw SpawnError(message: String(cString: strerror(rc)))
+            throw SpawnError(message: message)
         }
+        // The parent sets the group too, so a timeout can signal it even before the child ran.
+        _ = setpgid(pid, pid)
         self.pid = pid
         pipes = [outPipe[0], errPipe[0]]
     }
 
-    private static func errnoText() -> String { String(cString: strerror(errno)) }
+    /// The child between fork and execve: async-signal-safe calls only, no allocation.
+    private static func child(
+        argv: UnsafePointer<UnsafeMutablePointer<CChar>?>, envp: UnsafePointer<UnsafeMutablePointer<CChar>?>,
+        directory: UnsafeMutablePointer<CChar>, output: (out: Int32, err: Int32), noSignals: inout sigset_t,
+        highestDescriptor: Int32, closeRange: CloseRange?, switchTo: (uid: uid_t, gid: gid_t)?
+    ) -> Never {
+        func fail(_ message: StaticString) -> Never {
+            _ = write(STDERR_FILENO, message.utf8Start, message.utf8CodeUnitCount)
+            _exit(126)
+        }
+        _ = setpgid(0, 0)
+        for signal in 1..<65 { _ = Glibc.signal(Int32(signal), nil) }
+        _ = sigprocmask(SIG_SETMASK, &noSignals, nil)
+        let null = open("/dev/null", O_RDONLY)
+        guard null >= 0, dup2(null, STDIN_FILENO) >= 0, dup2(output.out, STDOUT_FILENO) >= 0,
+            dup2(output.err, STDERR_FILENO) >= 0
+        else { _exit(126) }
+        if let closeRange, closeRange(3, UInt32.max, 0) == 0 {
+        } else {
+            var fd: Int32 = 3
+            while fd < highestDescriptor {
+                _ = close(fd)
+                fd += 1
+            }
+        }
+        guard chdir(directory) == 0 else { fail("syncfs: the merge command cannot enter its directory\n") }
+        if let switchTo {
+            guard setgroups(0, nil) == 0 else { fail("syncfs: cannot drop supplementary groups\n") }
+            guard setgid(switchTo.gid) == 0 else { fail("syncfs: cannot change the group\n") }
+            guard setuid(switchTo.uid) == 0 else { fail("syncfs: cannot change the user\n") }
+            guard setuid(0) != 0, geteuid() != 0 else { fail("syncfs: root could be regained\n") }
+        }
+        _ = execve("/bin/sh", argv, envp)
+        fail("syncfs: cannot run /bin/sh\n")
+    }
 
-    /// glibc's posix_spawn_file_actions_addchdir_np (2.29+), which the Glibc module does not import.
-    private static let addChdir: AddChdir? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addchdir_np")
-        else { return nil }
-        return unsafeBitCast(symbol, to: AddChdir.self)
+    private typealias CloseRange = @convention(c) (UInt32, UInt32, Int32) -> Int32
+
+    /// glibc's close_range (2.34+), looked up at run time.
+    private static let closeRange: CloseRange? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "close_range") else { return nil }
+        return unsafeBitCast(symbol, to: CloseRange.self)
     }()
 
-    private typealias AddChdir =
-        @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
 
     /// Whether the shell exited (it stays a zombie until `reap`, keeping its process group ID).
     var hasExited: Bool {

@@ -32,7 +32,9 @@ public struct MergeRules: Equatable, Sendable {
         var rules: [MergeRule] = []
         var problems: [RuleProblem] = []
         let text = text.first == "\u{FEFF}" ? text.dropFirst() : text[...]
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in text.split(
+            omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }
+        ).enumerated() {
             var line = Substring(rawLine)
             if line.last == "\r" { line.removeLast() }
             switch RuleLine.parse(line) {

@@ -8,9 +8,11 @@
 /// attribute = merge=text | merge=json | merge=union | merge=keep-both
 ///           | prefer=newest | prefer=local | prefer=remote
 ///           | conflict=markers      (only with merge=text)
-///           | timeout=SECONDS       (only with merge=command; a whole number 1…86400; default 30)
-///           | merge=command:COMMAND (the last attribute: COMMAND is the rest of the line, trimmed,
-///                                    up to a trailing " timeout=SECONDS" if present)
+///           | timeout=SECONDS       (only with merge=command; a whole number 1…86400)
+///           | merge=command:NAME    (the last attribute: NAME is the rest of the line, trimmed,
+///                                    up to a trailing " timeout=SECONDS" if present; a name of
+///                                    the machine's MergeCommandTable — anything else parses,
+///                                    and its merges keep both)
 /// ```
 /// Attributes are separated by whitespace; exactly one `merge=` or `prefer=`; none twice.
 enum RuleLine: Equatable {
@@ -132,7 +134,7 @@ enum RuleLine: Equatable {
         case ("union", _): return .union
         case ("keep-both", _): return .keepBoth
         case ("command", _):
-            return .command(command ?? "", timeoutSeconds: timeout ?? MergePolicy.defaultCommandTimeoutSeconds)
+            return .command(command ?? "", timeoutSeconds: timeout)
         case (_, "newest"): return .newest
         case (_, "local"): return .local
         case (_, "remote"): return .remote
