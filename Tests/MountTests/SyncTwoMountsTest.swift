@@ -78,15 +78,21 @@ struct SyncTwoMountsTest {
         try p.step(
             "chmod of a directory", change: { try posix("chmod") { chmod(src("n1"), 0o750) } },
             arrived: { permissions(try lstatPath(dst("n1"))) == 0o750 })
+        // setuid and setgid are not taken from another machine (SEMANTICS.md, "Ownership and
+        // permissions"): the other mount gets the mode without them; the sticky bit syncs.
         try p.step(
             "setuid and sticky bits",
             change: {
-                try posix("chmod") { chmod(src("file.txt"), 0o4711) }
+                try posix("chmod") { chmod(src("file.txt"), 0o6711) }
                 try posix("chmod") { chmod(src("n1/n2"), 0o1777) }
             },
             arrived: {
-                try permissions(lstatPath(dst("file.txt"))) == 0o4711 && permissions(lstatPath(dst("n1/n2"))) == 0o1777
+                try permissions(lstatPath(dst("file.txt"))) == 0o711 && permissions(lstatPath(dst("n1/n2"))) == 0o1777
             })
+        // The source keeps its own bits; cleared there too, both mounts have the same modes again.
+        try p.step(
+            "setuid cleared on the source", change: { try posix("chmod") { chmod(src("file.txt"), 0o711) } },
+            arrived: { permissions(try lstatPath(dst("file.txt"))) == 0o711 })
         // The times are set before the close: the file is uploaded once, content and mtime together.
         try p.step(
             "mtime with nanoseconds (futimens before the close)",
