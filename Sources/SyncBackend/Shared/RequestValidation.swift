@@ -6,11 +6,16 @@
 ///   a directory;
 /// - any other entry has a parent and a name of 1...255 bytes without `/` or NUL, not `.` or `..`
 ///   (a name is one path component; clients turn names into directory entries);
+/// - `baseVersion` is a version a container can have (at most 2^63 - 1: versions are SQLite
+///   integers), so an absurd one is a malformed request, not a version conflict;
 /// - `mode` fits `0o7777`;
 /// - a file's manifest lengths are positive and add up to its `size`; a directory or symlink has
 ///   no manifest and size 0; a symlink, and only a symlink, has a target.
 enum RequestValidation {
     static func check(_ request: CommitRequest) throws(ContainerProtocolError) {
+        guard request.baseVersion <= FeedPosition.newestPossibleVersion else {
+            throw .invalidRequest("baseVersion \(request.baseVersion) is beyond any version (at most 2^63 - 1)")
+        }
         guard case .put(let state) = request.change else {
             if request.id == .root { throw .invalidRequest("the root directory cannot be deleted") }
             return
