@@ -47,6 +47,7 @@ final class RawConnection: @unchecked Sendable {
         return true
     }
 
+    @discardableResult
     func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     /// What the server sent until it closed the connection, or until `timeout` passed (then
