@@ -18,7 +18,7 @@ import Testing
             let abuserToken = try server.makeContainer("abuser")
             let share = ServerLimits.standard().perToken.uploads
             var slow: [RawConnection] = []
-            defer { slow.forEach { $0.close() } }
+            defer { for connection in slow { connection.close() } }
             for index in 0..<20 {
                 let connection = try RawConnection(port: server.port)
                 let hash = String(repeating: String(format: "%02x", index), count: 32)
@@ -96,7 +96,7 @@ import Testing
         try await ServerFixture.run(limits: limits) { fixture in
             let server = fixture.server
             let idle = try (0..<40).map { _ in try RawConnection(port: server.port) }
-            defer { idle.forEach { $0.close() } }
+            defer { for connection in idle { connection.close() } }
             try await server.waitUntil("the cap holds") { $0.connections.open >= 16 }
             try await Task.sleep(for: .milliseconds(300))
             #expect(server.connections.unauthenticated <= 16, "\(server.connections)")
@@ -123,7 +123,7 @@ import Testing
         limits.connectionsPerAddress = 10
         try await ServerFixture.run(limits: limits) { fixture in
             let connections = try (0..<15).map { _ in try RawConnection(port: fixture.server.port) }
-            defer { connections.forEach { $0.close() } }
+            defer { for connection in connections { connection.close() } }
             try await Task.sleep(for: .milliseconds(300))
             #expect(connections.filter(\.isClosedByServer).count == 5)
             #expect(fixture.server.connections.open == 10)
