@@ -14,6 +14,10 @@ import Synchronization
 ///   and any answer that is not this protocol's (a proxy's page, a body that does not decode) are
 ///   `unavailable` — retryable, saying nothing about the data. Only this protocol's own JSON
 ///   `entryNotFound` makes `entry` return nil, and only `chunkNotFound` is `chunkNotFound`.
+/// - **Busy is not unreachable.** A `503` or `429` is the server saying "not now": the call asks
+///   again after its own backoff (`BusyBackoff`: 0.5 s doubling to 30 s, with jitter, at least
+///   `Retry-After`), and after 60 s of refusals throws `busy` (retryable; the upload queue keeps
+///   its own backoff for it, which another call's success does not cut short).
 /// - **Deadlines**: 5 s to connect; 30 s per request until the answer's head (chunks: 120 s; a
 ///   change wait asks the server for at most 30 s and gives it 10 s more), then at most 45 s of
 ///   silence while the body is read. Waits longer than 30 s are made of several requests.
@@ -203,11 +207,41 @@ public final class HTTPContainer: Container {
         return try await send(method, path, body: body, headers: [("Content-Type", "application/json")])
     }
 
-    /// One request with the token; any answer is returned (the caller reads the status). No
-    /// answer at all is `unavailable`.
+    /// One request with the token; any answer but "busy" is returned (the caller reads the
+    /// status). No answer at all is `unavailable`. A busy answer (`503`, `429`) is asked again
+    /// after the call's own backoff (`BusyBackoff`: exponential with jitter, at least the server's
+    /// `Retry-After`); a call still refused after `BusyBackoff.patience` is `busy`.
     fileprivate func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [],
         deadline: TimeAmount = requestDeadline, limit: Int = maxJSONAnswer
+    ) async throws(ContainerProtocolError) -> Answer {
+        let started = ContinuousClock.now
+        var backoff = BusyBackoff()
+        while true {
+            let answer = try await sendOnce(
+                method, path, body: body, headers: headers, deadline: deadline, limit: limit)
+            guard answer.status == 503 || answer.status == 429 else { return answer }
+            let pause = backoff.nextPause(retryAfter: BusyBackoff.retryAfter(answer.header("Retry-After")))
+            let waited = ContinuousClock.now - started
+            if waited + pause > BusyBackoff.patience || Task.isCancelled {
+                let refusal = WireAnswer.refusal(answer)
+                throw .busy(
+                    "\(address.origin) is busy: it answered \(answer.status) \(backoff.refusals) times in "
+                        + "\(waited / .seconds(1) * 10 / 10) s "
+                        + "(\(refusal.message))")
+            }
+            do {
+                try await Task.sleep(for: pause)
+            } catch {
+                throw .busy("\(address.origin) is busy, and the call was cancelled while it waited")
+            }
+        }
+    }
+
+    /// One request, one answer (or `unavailable`).
+    private func sendOnce(
+        _ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: [(String, String)],
+        deadline: TimeAmount, limit: Int
     ) async throws(ContainerProtocolError) -> Answer {
         var request = HTTPClientRequest(url: address.url(path))
         request.method = method

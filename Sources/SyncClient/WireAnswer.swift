@@ -24,6 +24,9 @@ enum WireAnswer {
     static func failure(_ answer: Answer, address: ServerAddress) -> ContainerProtocolError {
         let refusal = refusal(answer)
         let said = "\(address.origin) answered \(answer.status): \(refusal.message)"
+        if answer.status == 503 || answer.status == 429, refusal.code == nil {
+            return .busy("\(address.origin) answered HTTP \(answer.status) (busy)")
+        }
         guard let code = refusal.code else {
             return .unavailable("\(address.origin) answered HTTP \(answer.status), which is not this protocol's answer")
         }
@@ -39,7 +42,11 @@ enum WireAnswer {
             return .unavailable(
                 "\(said) — the server's container under this name is not the one this mount synced with; "
                     + "nothing is synced until that is fixed (mount it with a new --state-dir to start over)")
-        case .unavailable:
+        case .unavailable, .tooManyRequests:
+            // Only after `HTTPContainer.send`'s own retries gave up (it retries busy answers).
+            return .busy(said)
+        case .requestTimeout:
+            // This client's request was too slow for the server (a slow or stalled uplink).
             return .unavailable(said)
         case .storageFailure:
             return .storageFailure(said)

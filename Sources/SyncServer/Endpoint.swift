@@ -51,6 +51,15 @@ public enum Endpoint: String, CaseIterable, Sendable {
         }
     }
 
+    /// The largest body the endpoint reads (nil: it reads none).
+    var largestBody: Int? {
+        switch self {
+        case .putChunk: return WireProtocol.maxChunkBodyBytes
+        case .missingChunks, .commit: return WireProtocol.maxJSONBodyBytes
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait: return nil
+        }
+    }
+
     /// Every endpoint but the health check needs a token.
     var needsToken: Bool { self != .health }
 }

@@ -60,10 +60,12 @@ enum JSONResponse {
         case 403: return .forbidden
         case 404: return .notFound
         case 405: return .methodNotAllowed
+        case 408: return .requestTimeout
         case 409: return .conflict
         case 412: return .preconditionFailed
         case 413: return .contentTooLarge
         case 422: return .unprocessableContent
+        case 429: return .tooManyRequests
         case 503: return .serviceUnavailable
         case 507: return HTTPResponse.Status(code: 507, reasonPhrase: "Insufficient Storage")
         default: return HTTPResponse.Status(code: code)

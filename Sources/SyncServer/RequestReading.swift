@@ -43,7 +43,11 @@ enum RequestReading {
     /// The body decoded as JSON of type `T` (at most `WireProtocol.maxJSONBodyBytes`); a large
     /// body (a commit of a file with many chunks) is decoded on a Dispatch thread (`Offload`).
     static func json<T: Decodable & Sendable>(_ type: T.Type, from request: Request) async throws(WireFailure) -> T {
-        let data = try await body(of: request, limit: WireProtocol.maxJSONBodyBytes, as: Data.self)
+        try await decode(type, from: try await body(of: request, limit: WireProtocol.maxJSONBodyBytes, as: Data.self))
+    }
+
+    /// `data` decoded as JSON of type `T`; large data on a Dispatch thread (`Offload`).
+    static func decode<T: Decodable & Sendable>(_ type: T.Type, from data: Data) async throws(WireFailure) -> T {
         let decode = { @Sendable () throws(WireFailure) -> T in
             do {
                 return try JSONDecoder().decode(T.self, from: data)

@@ -4,7 +4,12 @@ import SyncBackend
 /// `POST .../chunks/missing`, `PUT .../chunks/HASH`, `GET .../chunks/HASH`.
 extension SyncResponder {
     func missingChunks(_ call: Call) async throws(WireFailure) -> Response {
-        let request = try await RequestReading.json(MissingChunksRequest.self, from: call.request)
+        try await decodingJSON(MissingChunksRequest.self, of: call) { request throws(WireFailure) in
+            try await missingChunks(request, call)
+        }
+    }
+
+    private func missingChunks(_ request: MissingChunksRequest, _ call: Call) async throws(WireFailure) -> Response {
         guard request.hashes.count <= WireProtocol.maxMissingCheckHashes else {
             throw WireFailure(
                 .tooLarge,
@@ -19,17 +24,12 @@ extension SyncResponder {
     /// Stores the chunk only after its payload was checked against its hash (`ChunkUpload`).
     ///
     /// Each upload holds its payload and its decoded bytes (up to 16 MiB each) while it is read,
-    /// verified and stored, so at most `chunkUploads.limit` run at once; beyond that the answer is
-    /// `503 unavailable` with `Retry-After: 1` before the body is read (the client retries).
+    /// verified and stored, so it holds an upload slot of its token, container and the server
+    /// (`BodyBudget`, taken by `SyncResponder` before this runs: beyond them `429`/`503` with
+    /// `Retry-After: 1`, before the body is read; the client retries).
     func putChunk(_ call: Call) async throws(WireFailure) -> Response {
         let hash = try Self.hash(call)
         let (encoding, plainLength) = try ChunkUpload.headers(of: call.request)
-        guard chunkUploads.tryAcquire() else {
-            throw WireFailure(
-                .unavailable, "\(chunkUploads.limit) chunk uploads are in progress; retry in a moment",
-                headers: [.retryAfter: "1"])
-        }
-        defer { chunkUploads.release() }
         // Read straight into the payload's array (no whole-body buffer besides it), with room for
         // the declared length at once: the slot bounds what uploads reserve together.
         let payload = try await RequestReading.body(

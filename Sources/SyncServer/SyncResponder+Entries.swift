@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import SyncBackend
 
@@ -21,7 +22,12 @@ extension SyncResponder {
 
     /// `200` with the outcome when committed, `409` with it otherwise (nothing changed).
     func commit(_ call: Call) async throws(WireFailure) -> Response {
-        let request = try await RequestReading.json(CommitRequest.self, from: call.request)
+        try await decodingJSON(CommitRequest.self, of: call) { request throws(WireFailure) in
+            try await commit(request, call)
+        }
+    }
+
+    private func commit(_ request: CommitRequest, _ call: Call) async throws(WireFailure) -> Response {
         try CommitLimits.check(request)
         let outcome = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.commit(request)
@@ -29,6 +35,30 @@ extension SyncResponder {
         let status: Int
         if case .committed = outcome { status = 200 } else { status = 409 }
         return await JSONResponse.make(outcome, status: status, estimatedBytes: Self.estimatedBytes(of: outcome))
+    }
+
+    /// Reads the JSON body of `call`, then decodes it and runs `handle` holding its estimated
+    /// memory (`ServerLimits.decodingFactor` times its length) from the server's decoding budget:
+    /// `503` with `Retry-After` when that is not free now. The body itself is already budgeted
+    /// (`BodyBudget`); only the CPU-bound part holds this one, so a slow client never does.
+    func decodingJSON<T: Decodable & Sendable>(
+        _ type: T.Type, of call: Call, _ handle: (T) async throws(WireFailure) -> Response
+    ) async throws(WireFailure) -> Response {
+        // Room for the whole declared length at once (it is budgeted): no copies while it grows.
+        let body = try await RequestReading.body(
+            of: call.request, limit: WireProtocol.maxJSONBodyBytes, reserve: WireProtocol.maxJSONBodyBytes,
+            as: Data.self)
+        let cost = body.count * bodies.limits.decodingFactor + (64 << 10)
+        let answer = try await decoding.holding(cost) { () async throws(WireFailure) -> Response in
+            try await handle(try await RequestReading.decode(T.self, from: body))
+        }
+        guard let answer else {
+            throw WireFailure(
+                .unavailable,
+                "the server is decoding as many large requests as its memory budget allows; retry in a moment",
+                headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
+        }
+        return answer
     }
 
     /// An upper bound of the outcome's JSON size (it may carry an entry with its manifest).

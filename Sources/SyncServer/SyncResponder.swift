@@ -14,8 +14,10 @@ import SyncBackend
 ///    (`404 notFound`);
 /// 5. a `SyncFS-Container-ID` header, if present, must be the container's ID (`412
 ///    containerMismatch`: the client synced with another container under this name);
-/// 6. the endpoint's own parameters, headers and body (`400`, `413`, `422`; `503` when too many
-///    chunk uploads are in progress).
+/// 6. room for the request's body in the token's, container's and server's budgets (`429`,
+///    `503`; `BodyBudget`);
+/// 7. the endpoint's own parameters, headers and body (`400`, `413`, `422`; `503` when decoding a
+///    JSON body would pass the server's memory budget).
 ///
 /// It never throws: every failure is a `WireFailure` answered with the protocol's JSON body.
 /// Each request is logged at debug level (method, path, status, duration).
@@ -25,8 +27,15 @@ struct SyncResponder: HTTPResponder {
     let tokens: TokenStore
     let registry: ContainerRegistry
     let shutdown: ShutdownSignal
-    /// The chunk uploads (`PUT .../chunks/HASH`) read, verified and stored at once; beyond it `503`.
-    let chunkUploads: ConcurrencyLimit
+    /// Request bodies in flight per token, container and server, and chunk upload slots
+    /// (`ServerLimits`): beyond a token's or container's share `429`, beyond the server's `503`.
+    let bodies: BodyBudget
+    /// Memory for decoding JSON bodies (and encoding their answers); beyond it `503`.
+    let decoding: MemoryBudget
+
+    /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
+    /// (it is never sent) and counts the connection as authenticated from then on.
+    static let authenticatedMarker = HTTPField.Name("SyncFS-Internal-Authenticated")!
 
     /// `SyncFS-Container-ID`.
     static let containerIDHeader = HTTPField.Name(WireProtocol.containerIDHeader)!
@@ -43,12 +52,14 @@ struct SyncResponder: HTTPResponder {
 
     func respond(to request: Request, context: Context) async throws -> Response {
         let started = ContinuousClock.now
-        let response: Response
+        var response: Response
+        var authenticated = false
         do {
-            response = try await answer(request)
+            response = try await answer(request, authenticated: &authenticated)
         } catch {
             response = error.response
         }
+        if authenticated { response.headers[Self.authenticatedMarker] = "1" }
         let elapsed = ContinuousClock.now - started
         context.logger.debug(
             "\(request.method.rawValue) \(request.uri.path) \(response.status.code)",
@@ -56,7 +67,7 @@ struct SyncResponder: HTTPResponder {
         return response
     }
 
-    private func answer(_ request: Request) async throws(WireFailure) -> Response {
+    private func answer(_ request: Request, authenticated: inout Bool) async throws(WireFailure) -> Response {
         let path = request.uri.path
         let resolution = RouteResolution.resolve(method: request.method.rawValue, path: path)
         if case .endpoint(.health, _) = resolution {
@@ -64,7 +75,12 @@ struct SyncResponder: HTTPResponder {
             return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
         }
         // Only the health check's own path is answered without a token (a wrong method on it).
-        let tokenContainer = path == Endpoint.health.pathTemplate ? nil : try await authenticate(request)
+        var holder: (container: String, token: String)?
+        if path != Endpoint.health.pathTemplate {
+            holder = try await authenticate(request)
+            authenticated = true
+        }
+        let tokenContainer = holder?.container
         switch resolution {
         case .notFound:
             throw WireFailure(.notFound, "no endpoint \(path) (see doc/PROTOCOL.md)")
@@ -95,12 +111,36 @@ struct SyncResponder: HTTPResponder {
             }
             let query = try RequestReading.query(of: request, allowed: endpoint.queryParameters)
             let call = Call(request: request, name: name, captures: captures, query: query, container: container)
+            guard let largest = endpoint.largestBody, let holder else { return try await handle(endpoint, call) }
+            let grant = try reserveBody(
+                of: request, largest: largest, container: name, token: holder.token, upload: endpoint == .putChunk)
+            defer { bodies.release(grant) }
             return try await handle(endpoint, call)
         }
     }
 
-    /// The container the request's bearer token opens; `401` if there is none.
-    private func authenticate(_ request: Request) async throws(WireFailure) -> String {
+    /// Reserves the request's body (its declared length, or `largest` without one) from the
+    /// token's, the container's and the server's budget, before anything of it is read.
+    private func reserveBody(
+        of request: Request, largest: Int, container: String, token: String, upload: Bool
+    ) throws(WireFailure) -> BodyBudget.Grant {
+        let declared = (try? RequestReading.singleHeader(.contentLength, of: request)).flatMap {
+            $0.flatMap(RequestReading.decimal)
+        }
+        let bytes = min(declared ?? largest, largest)
+        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
+        switch bodies.tryAcquire(container: container, token: token, bytes: bytes, upload: upload) {
+        case .success(let grant):
+            return grant
+        case .failure(.token(let why)), .failure(.container(let why)):
+            throw WireFailure(.tooManyRequests, "\(why); retry in a moment", headers: retry)
+        case .failure(.server(let why)):
+            throw WireFailure(.unavailable, "\(why); retry in a moment", headers: retry)
+        }
+    }
+
+    /// The container the request's bearer token opens, and the token; `401` if there is none.
+    private func authenticate(_ request: Request) async throws(WireFailure) -> (container: String, token: String) {
         guard let header = try RequestReading.singleHeader(.authorization, of: request) else {
             throw WireFailure.unauthorized("this request needs Authorization: Bearer TOKEN")
         }
@@ -119,7 +159,7 @@ struct SyncResponder: HTTPResponder {
             throw WireFailure(.unavailable, "the token database cannot be read: \(error)")
         }
         guard let container else { throw WireFailure.unauthorized("the token is unknown or revoked") }
-        return container
+        return (container, token)
     }
 
     /// The container `name` as it is on disk now (off the cooperative pool: the registry stats

@@ -14,8 +14,11 @@ import UnixSignals
 /// - `ROOT/NAME` is a local container (`LocalContainer`) if it holds a container marker; the
 ///   server never creates one (`syncfs-mount token create` does). A container directory replaced
 ///   while the server runs is reopened from the next request on (`ContainerRegistry`).
-/// - Bounded memory: chunk uploads in progress are limited (`503` beyond), change pages hold at
-///   most `WireProtocol.maxChangePageBytes` of JSON (`ChangePage`).
+/// - Fair and bounded (`ServerLimits`): request bodies and chunk uploads are budgeted per token,
+///   per container and for the server (`BodyBudget`: `429`/`503` beyond), decoding JSON against a
+///   memory budget (`MemoryBudget`), slow requests and idle connections without a token cut off
+///   (`ConnectionGuard`); change pages hold at most `WireProtocol.maxChangePageBytes` of JSON
+///   (`ChangePage`). The open-file limit is raised to its hard limit at start (`DescriptorLimit`).
 /// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), read afresh on every request.
 /// - Graceful stop (SIGINT/SIGTERM, or the test helper's `stop`): pending change waits answer
 ///   `{"changed":false}` at once, requests in flight finish (within 30 s, then they are
@@ -30,9 +33,17 @@ public struct SyncServer: Sendable {
         /// HTTPS with these files; plain HTTP when nil.
         public var tls: TLSFiles?
         public var logger: Logger
-        /// The most chunk uploads read, verified and stored at once (each holds up to ~32 MiB);
-        /// more are answered `503` with `Retry-After: 1`. Default: `defaultChunkUploads`.
-        public var maxConcurrentChunkUploads = SyncServer.defaultChunkUploads
+        /// What one client may take of the server (`ServerLimits`; doc/PROTOCOL.md documents the
+        /// defaults).
+        public var limits = ServerLimits.standard()
+
+        /// The most chunk uploads read, verified and stored at once on the whole server (each
+        /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
+        /// `limits` to the standard ones for that many uploads. Default: `defaultChunkUploads`.
+        public var maxConcurrentChunkUploads: Int {
+            get { limits.server.uploads }
+            set { limits = .standard(uploads: newValue) }
+        }
 
         public init(
             root: String, address: ListenAddress, tls: TLSFiles? = nil, logger: Logger = Logger(label: "syncfs-server")
@@ -84,11 +95,15 @@ public struct SyncServer: Sendable {
     /// `http` or `https`.
     public var scheme: String { configuration.tls == nil ? "http" : "https" }
 
-    /// Serves until SIGINT or SIGTERM, then stops gracefully and returns. `onListening` is called
+    /// Serves until SIGINT or SIGTERM, then stops gracefully and returns (first raising the
+    /// open-file limit to its hard limit, `DescriptorLimit`). `onListening` is called
     /// once, when the socket is bound, with the real address (the port the system chose for 0).
     public func runUntilSignalled(
         onListening: @escaping @Sendable (ListenAddress) -> Void
     ) async throws(SyncServerError) {
+        if let raised = DescriptorLimit.raiseToHardLimit(), raised.after > raised.before {
+            configuration.logger.info("raised the open-file limit from \(raised.before) to \(raised.after)")
+        }
         let (group, _) = try makeServiceGroup(signals: [.sigterm, .sigint], onListening: onListening)
         do {
             try await group.run()
@@ -98,16 +113,20 @@ public struct SyncServer: Sendable {
     }
 
     /// The server as a service group: the Hummingbird application, then the watcher that tells
-    /// pending waits to end (last, so graceful shutdown reaches it first); and its responder (for
-    /// `SyncTestServer`'s view of the requests in progress).
+    /// pending waits to end (last, so graceful shutdown reaches it first); and its responder and
+    /// connections (for `SyncTestServer`'s view of the requests in progress).
     func makeServiceGroup(
         signals: [UnixSignal], onListening: @escaping @Sendable (ListenAddress) -> Void
-    ) throws(SyncServerError) -> (ServiceGroup, SyncResponder) {
+    ) throws(SyncServerError) -> (ServiceGroup, ServerState) {
         let shutdown = ShutdownSignal()
+        let limits = configuration.limits
         let responder = SyncResponder(
-            tokens: tokens, registry: registry, shutdown: shutdown,
-            chunkUploads: ConcurrencyLimit(max(1, configuration.maxConcurrentChunkUploads)))
-        let http = HTTPServerBuilder.http1(configuration: .init(idleTimeout: Self.idleTimeout))
+            tokens: tokens, registry: registry, shutdown: shutdown, bodies: BodyBudget(limits: limits),
+            decoding: MemoryBudget(capacity: limits.decodingMemory))
+        let book = ConnectionBook(limits: limits)
+        let http = HTTPServerBuilder.http1(
+            configuration: .init(
+                additionalChannelHandlers: [ConnectionGuard(book: book)], idleTimeout: Self.idleTimeout))
         let server: HTTPServerBuilder
         if let tlsConfiguration {
             do {
@@ -130,7 +149,7 @@ public struct SyncServer: Sendable {
             services: [.init(service: application), .init(service: ShutdownWatcher(signal: shutdown))],
             gracefulShutdownSignals: signals, logger: configuration.logger)
         group.maximumGracefulShutdownDuration = Self.maximumGracefulStop
-        return (ServiceGroup(configuration: group), responder)
+        return (ServiceGroup(configuration: group), ServerState(responder: responder, connections: book))
     }
 
     /// A failure to serve, with its exit code: the address in use, not ours to bind, or unknown.
@@ -149,4 +168,10 @@ public struct SyncServer: Sendable {
         }
         return SyncServerError(.failed, "the server stopped: \(error)")
     }
+}
+
+/// A running server's parts that tests look at.
+struct ServerState: Sendable {
+    let responder: SyncResponder
+    let connections: ConnectionBook
 }

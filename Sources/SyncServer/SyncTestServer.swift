@@ -29,34 +29,37 @@ public final class SyncTestServer: Sendable {
 
     private let group: ServiceGroup
     private let runner: Task<Void, Never>
-    private let responder: SyncResponder
+    private let state: ServerState
+    private var responder: SyncResponder { state.responder }
 
     private init(
-        port: Int, server: SyncServer, group: ServiceGroup, responder: SyncResponder, runner: Task<Void, Never>
+        port: Int, server: SyncServer, group: ServiceGroup, state: ServerState, runner: Task<Void, Never>
     ) {
         self.port = port
         self.scheme = server.scheme
         self.root = server.configuration.root
         self.tokens = server.tokens
         self.group = group
-        self.responder = responder
+        self.state = state
         self.runner = runner
     }
 
     /// Starts serving `root` (an existing directory) and returns once the port is bound.
     /// `tls`: serve HTTPS with these PEM files. `logLevel`: the server's log level (requests are
-    /// logged at `debug`). `maxConcurrentChunkUploads`: see `SyncServer.Configuration`.
+    /// logged at `debug`). `maxConcurrentChunkUploads`: see `SyncServer.Configuration`; `limits`,
+    /// if given, replaces the limits that sets.
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
-        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads
+        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil
     ) async throws(SyncServerError) -> SyncTestServer {
         var logger = Logger(label: "syncfs-test-server")
         logger.logLevel = logLevel
         var configuration = SyncServer.Configuration(root: root, host: "127.0.0.1", port: 0, tls: tls, logger: logger)
         configuration.maxConcurrentChunkUploads = maxConcurrentChunkUploads
+        if let limits { configuration.limits = limits }
         let server = try SyncServer(configuration)
         let (ports, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
-        let (group, responder) = try server.makeServiceGroup(signals: []) { address in
+        let (group, state) = try server.makeServiceGroup(signals: []) { address in
             continuation.yield(address.port)
             continuation.finish()
         }
@@ -70,7 +73,7 @@ public final class SyncTestServer: Sendable {
         }
         do {
             for try await port in ports {
-                return SyncTestServer(port: port, server: server, group: group, responder: responder, runner: runner)
+                return SyncTestServer(port: port, server: server, group: group, state: state, runner: runner)
             }
         } catch let error as SyncServerError {
             throw error
@@ -102,7 +105,13 @@ public final class SyncTestServer: Sendable {
 
     /// The chunk uploads (`PUT .../chunks/HASH`) holding a slot: their body is being read, or
     /// their chunk verified or stored.
-    public var chunkUploadsInProgress: Int { responder.chunkUploads.inUse }
+    public var chunkUploadsInProgress: Int { responder.bodies.uploadsInProgress }
+
+    /// Request body bytes reserved now (`BodyBudget`).
+    public var bodyBytesInFlight: Int { responder.bodies.bytesInFlight }
+
+    /// Open connections, and those that have made no request with a valid token.
+    public var connections: (open: Int, unauthenticated: Int) { state.connections.counts }
 
     /// Whether the graceful stop has begun.
     public var isStopping: Bool { responder.shutdown.isTriggered }

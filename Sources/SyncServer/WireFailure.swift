@@ -27,6 +27,8 @@ struct WireFailure: Error, Sendable {
             self.init(.invalidRequest, reason)
         case .unavailable(let reason):
             self.init(.unavailable, reason)
+        case .busy(let reason):
+            self.init(.unavailable, reason, headers: [.retryAfter: "1"])
         case .storageFailure(let reason):
             self.init(.storageFailure, reason)
         case .chunkNotFound(let hash):

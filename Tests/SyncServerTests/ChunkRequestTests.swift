@@ -159,11 +159,14 @@ import Testing
         }
     }
 
-    /// Beyond the limit of uploads in progress, an upload is refused at once with `503` and
-    /// `Retry-After: 1` (nothing stored) instead of being queued; once a slot is free it goes
-    /// through.
+    /// Beyond the server's limit of uploads in progress, an upload is refused at once with `503`
+    /// and `Retry-After: 1` (nothing stored) instead of being queued; once a slot is free it goes
+    /// through. (The token's and container's shares are raised here so the server's is reached.)
     @Test func uploadsBeyondTheLimitAre503WithRetryAfter() async throws {
-        try await ServerFixture.run(maxConcurrentChunkUploads: 1) { fixture in
+        var limits = ServerLimits.standard(uploads: 1)
+        limits.perToken.uploads = 2
+        limits.perContainer.uploads = 2
+        try await ServerFixture.run(limits: limits) { fixture in
             let slow = Sample.chunk(Sample.bytes(100_000, seed: 1))
             let other = Sample.chunk(Sample.bytes(2000, seed: 2))
             let (upload, feed) = fixture.streamingPut(slow)

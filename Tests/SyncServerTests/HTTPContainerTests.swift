@@ -3,6 +3,7 @@ import Glibc
 import SyncBackend
 import SyncClient
 import SyncServer
+import Synchronization
 import Testing
 
 /// `HTTPContainer`'s own promises, beyond the conformance suite (which runs it against a real
@@ -123,6 +124,34 @@ struct HTTPContainerTests {
         }
     }
 
+    /// A `503` with `Retry-After: 1` is *busy*: the call asks again after its own backoff (at
+    /// least a second apart, so a few times in 4 s, never a tight loop) and ends as `busy` — not
+    /// `unavailable`, whose retries the upload queue lets go as soon as any other call succeeds
+    /// (that made a mount retry ~535 times a second).
+    @Test(.timeLimit(.minutes(1))) func aBusyServerIsAskedAgainAfterABackoffNotInALoop() async throws {
+        let body = #"{"error":"unavailable","message":"16 chunk uploads are in progress"}"#
+        let server = try CannedHTTPServer(
+            response: "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        defer { server.stop() }
+        let container = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(server.port)/box"), token: "sfs_x",
+            containerID: "id")
+        let chunk = [UInt8](repeating: 5, count: 1000).withUnsafeBytes { ChunkCodec.encode($0) }
+        let upload = Task { await capture { try await container.putChunk(chunk) } }
+        try await Task.sleep(for: .seconds(4))
+        upload.cancel()
+        let error = await upload.value
+        let requests = server.requests
+        #expect((2...5).contains(requests), "\(requests) requests in 4 s")
+        guard case .busy(let message)? = error else {
+            Issue.record("expected busy, got \(String(describing: error))")
+            return
+        }
+        #expect(error?.isRetryable == true)
+        #expect(message.contains("busy"), "\(message)")
+    }
+
     @Test func serverAddressesAreCheckedStrictly() throws {
         let good = try ServerAddress(parsing: "https://sync.example.org:8443/team-1")
         #expect(good.isTLS && good.origin == "https://sync.example.org:8443" && good.name == "team-1")
@@ -154,6 +183,10 @@ final class CannedHTTPServer: @unchecked Sendable {
     let port: Int
     private let socketFD: Int32
     private let thread: Thread
+    private let answered = AnswerCount()
+
+    /// The requests answered so far.
+    var requests: Int { answered.count.withLock { $0 } }
 
     init(response: String) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -177,6 +210,7 @@ final class CannedHTTPServer: @unchecked Sendable {
         socketFD = fd
         port = Int(UInt16(bigEndian: address.sin_port))
         let bytes = Array(response.utf8)
+        let counter = answered
         thread = Thread {
             while true {
                 let client = accept(fd, nil, nil)
@@ -184,6 +218,7 @@ final class CannedHTTPServer: @unchecked Sendable {
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 _ = read(client, &buffer, buffer.count)
                 _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                counter.count.withLock { $0 += 1 }
                 shutdown(client, Int32(SHUT_RDWR))
                 close(client)
             }
@@ -205,3 +240,8 @@ final class CannedHTTPServer: @unchecked Sendable {
 }
 
 struct CannedServerError: Error {}
+
+/// How many requests a `CannedHTTPServer` answered.
+final class AnswerCount: Sendable {
+    let count = Mutex(0)
+}

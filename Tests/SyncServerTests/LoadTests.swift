@@ -194,8 +194,8 @@ struct LoadClient: Sendable {
         return (reply.status, try? reply.decode(CommitOutcome.self))
     }
 
-    /// Puts the chunk, retrying after `Retry-After` while the server answers `503` (too many
-    /// uploads in progress), as a client does.
+    /// Puts the chunk, retrying after `Retry-After` while the server answers `503` or `429` (too
+    /// many uploads in progress, on the server or for this token), as a client does.
     func put(_ chunk: EncodedChunk) async throws -> (status: Int, refusals: Int) {
         var refusals = 0
         while true {
@@ -205,7 +205,9 @@ struct LoadClient: Sendable {
                     (WireProtocol.chunkEncodingHeader, WireProtocol.encodingName(chunk.encoding)),
                     (WireProtocol.plainLengthHeader, String(chunk.plainLength)),
                 ])
-            guard reply.status == 503, let delay = reply.headers.first(name: "Retry-After").flatMap({ Int($0) }) else {
+            guard reply.status == 503 || reply.status == 429,
+                let delay = reply.headers.first(name: "Retry-After").flatMap({ Int($0) })
+            else {
                 return (reply.status, refusals)
             }
             refusals += 1

@@ -102,6 +102,15 @@ final class ServeProcess: @unchecked Sendable {
         return nil
     }
 
+    /// The peak resident memory of the server so far (`VmHWM` of /proc/PID/status).
+    func peakResidentKiB() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        return nil
+    }
+
     /// CPU seconds the server used so far (user and system), from /proc/PID/stat.
     func cpuSeconds() -> Double? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

@@ -52,12 +52,13 @@ struct ServerFixture: Sendable {
 
     static func run(
         container name: String = "box", tls: TLSFiles? = nil, client configuration: HTTPClient.Configuration = .init(),
-        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, _ body: (ServerFixture) async throws -> Void
+        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
+        _ body: (ServerFixture) async throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try await SyncTestServer.start(
-            root: directory.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads)
+            root: directory.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         var failure: (any Error)?
         do {

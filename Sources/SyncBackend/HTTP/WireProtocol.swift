@@ -117,13 +117,20 @@ public struct WireError: Codable, Equatable, Sendable {
         case entryNotFound
         /// 405: the endpoint exists, the method does not.
         case methodNotAllowed
+        /// 408: the request did not arrive in time (its head, or its body too slowly); the server
+        /// closes the connection after this answer.
+        case requestTimeout
         /// 413: the body (or a batch) is larger than the limits in `WireProtocol`.
         case tooLarge
         /// 422: the chunk's bytes do not decode to its plain length or do not hash to its hash.
         case chunkMismatch
         /// 412: the container under this name is not the one `SyncFS-Container-ID` names.
         case containerMismatch
-        /// 503: the container cannot be used right now (the server is stopping, its disk is away).
+        /// 429: this token, or this container, has as many requests of the kind in progress as the
+        /// server allows one (`Retry-After` says when to try again); others are still served.
+        case tooManyRequests
+        /// 503: the container cannot be used right now (the server is stopping, its disk is away),
+        /// or the whole server is too busy (with `Retry-After`).
         case unavailable
         /// 507: the server's storage failed (disk full, I/O error).
         case storageFailure
@@ -135,9 +142,11 @@ public struct WireError: Codable, Equatable, Sendable {
             case .forbidden: return 403
             case .notFound, .chunkNotFound, .entryNotFound: return 404
             case .methodNotAllowed: return 405
+            case .requestTimeout: return 408
             case .tooLarge: return 413
             case .chunkMismatch: return 422
             case .containerMismatch: return 412
+            case .tooManyRequests: return 429
             case .unavailable: return 503
             case .storageFailure: return 507
             }

@@ -86,7 +86,10 @@ public final class LocalContainer: Container {
         let limit = try FeedPosition.pageSize(limit)
         let after = try FeedPosition.version(of: cursor)
         let fetched = try await LocalFileIO.offload { [entries] () throws(ContainerProtocolError) in
-            try entries.entries(after: after, limit: limit)
+            let fetched = try entries.entries(after: after, limit: limit)
+            // Only an empty page can be past the newest version (a cursor never given out).
+            if fetched.isEmpty, after > 0 { try FeedPosition.checkGivenOut(after, newest: try entries.latestVersion()) }
+            return fetched
         }
         return FeedPosition.batch(fetched, limit: limit, after: cursor)
     }
@@ -157,10 +160,21 @@ public final class LocalContainer: Container {
         let after = try FeedPosition.version(of: cursor)
         signal.startWatching()
         let deadline = ChangeNotifier.deadline(after: timeout)
+        var checkedCursor = false
         while true {
             let seen = signal.notifier.generation
             let latest = try await latestVersion(atGeneration: seen)
             if latest > after { return true }
+            if latest < after, !checkedCursor {
+                // Perhaps only the shared read is behind (a commit by another process not yet
+                // signalled): refuse the cursor only if the database says so too.
+                checkedCursor = true
+                let newest = try await LocalFileIO.offload { [entries] () throws(ContainerProtocolError) in
+                    try entries.latestVersion()
+                }
+                try FeedPosition.checkGivenOut(after, newest: newest)
+                if newest > after { return true }
+            }
             let now = ContinuousClock.now
             if now >= deadline || Task.isCancelled { return false }
             await signal.notifier.wait(since: seen, timeout: min(deadline - now, Self.safetyRecheck))

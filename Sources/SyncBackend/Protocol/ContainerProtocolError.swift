@@ -5,6 +5,11 @@ public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConv
     /// The container cannot be reached or is busy (network down, server restarting, lock
     /// timeout). Retry with backoff.
     case unavailable(String)
+    /// The container answered, but refused the call for now because it is overloaded (HTTP
+    /// `503`/`429`): retry, but only after a backoff of the call's own — another call's success
+    /// says nothing about when this one may go again (unlike `unavailable`, whose retries may
+    /// go as soon as the container answers anything).
+    case busy(String)
     /// The container's storage failed (disk full, I/O error). Retry with backoff.
     case storageFailure(String)
     /// No chunk with this hash is stored.
@@ -16,7 +21,7 @@ public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConv
 
     public var isRetryable: Bool {
         switch self {
-        case .unavailable, .storageFailure: return true
+        case .unavailable, .busy, .storageFailure: return true
         case .chunkNotFound, .corruptChunk, .invalidRequest: return false
         }
     }
@@ -24,6 +29,7 @@ public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConv
     public var description: String {
         switch self {
         case .unavailable(let reason): return "container unavailable: \(reason)"
+        case .busy(let reason): return "container busy: \(reason)"
         case .storageFailure(let reason): return "container storage failure: \(reason)"
         case .chunkNotFound(let hash): return "chunk \(hash) not found"
         case .corruptChunk(let hash): return "chunk \(hash) is corrupt"

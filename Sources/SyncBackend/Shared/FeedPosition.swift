@@ -6,10 +6,26 @@ enum FeedPosition {
     /// The version a cursor stands for. A token that is not one of ours is an `invalidRequest`.
     static func version(of cursor: FeedCursor) throws(ContainerProtocolError) -> EntryVersion {
         if cursor.token.isEmpty { return 0 }
-        guard let version = EntryVersion(cursor.token), String(version) == cursor.token, version <= Int64.max else {
+        guard let version = EntryVersion(cursor.token), String(version) == cursor.token,
+            version <= newestPossibleVersion
+        else {
             throw .invalidRequest("\"\(cursor.token)\" is not a cursor of this container")
         }
         return version
+    }
+
+    /// Versions are SQLite integers: none is beyond 2^63 - 1.
+    static let newestPossibleVersion = EntryVersion(Int64.max)
+
+    /// Refuses a cursor at `version` that the container never gave out: one beyond its newest
+    /// version `newest` (doc/PROTOCOL.md: `400`). Such a cursor would otherwise silently skip
+    /// every change up to it (a client pointed at an older copy of the container, or a forged
+    /// cursor), so it is an error the client must see, never an empty page.
+    static func checkGivenOut(_ version: EntryVersion, newest: EntryVersion) throws(ContainerProtocolError) {
+        guard version <= newest else {
+            throw .invalidRequest(
+                "the cursor \"\(version)\" was never given out by this container (its newest version is \(newest))")
+        }
     }
 
     static func cursor(at version: EntryVersion) -> FeedCursor { FeedCursor(token: String(version)) }

@@ -15,6 +15,8 @@ public final class Outbox: Sendable {
     /// When the sleeping uploader will wake by itself (0 while it is awake).
     private let uploaderWakesAt = Atomic<Int64>(0)
     private let clock: @Sendable () -> Int64
+    /// Which upload failures the uploader logs (one line per kind and minute, not per attempt).
+    let failureLog = RepeatedFailureLog()
 
     public init(policy: UploadQueue.Policy, restoring stored: [OutboxItem], clock: @escaping @Sendable () -> Int64) {
         self.clock = clock
@@ -113,6 +115,19 @@ public final class Outbox: Sendable {
 }
 
 extension SyncFailure {
+    /// What makes failures "the same" for the log (`RepeatedFailureLog`): the container's
+    /// transient states are one kind each, whichever entry met them; anything else is its own
+    /// kind per entry (worth a line for each entry, once a minute).
+    func logKind(for id: FileID) -> String {
+        switch self {
+        case .container(.busy): return "busy"
+        case .container(.unavailable): return "unavailable"
+        case .container(.storageFailure): return "storageFailure"
+        case .container(let error): return "\(id.hex): \(error)"
+        case .local(let reason): return "\(id.hex): \(reason)"
+        }
+    }
+
     /// The upload failed only because the container could not be reached (`unavailable`): it is
     /// retried as soon as the container answers again. Other failures, storage failures of the
     /// container included, keep their backoff.

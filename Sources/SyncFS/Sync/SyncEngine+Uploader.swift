@@ -22,7 +22,13 @@ extension SyncEngine {
             if case .container(let containerError) = error, containerError.isRetryable {
                 noteFailure(containerError.description)
             }
-            logger.notice("upload of \(item.fileID) failed (attempt \(item.attempts + 1)): \(error)")
+            // Once a minute per kind of failure, not per attempt (a busy server is tried often).
+            let admitted = fileSystem.outbox.failureLog.admit(
+                error.logKind(for: item.fileID), now: fileSystem.outbox.now)
+            if admitted.logged {
+                let left = admitted.suppressed > 0 ? " (\(admitted.suppressed) more like it since the last line)" : ""
+                logger.notice("upload of \(item.fileID) failed (attempt \(item.attempts + 1)): \(error)\(left)")
+            }
             fileSystem.uploadFailed(item, reason: error.description, waitsForContainer: error.waitsForContainer)
         }
     }

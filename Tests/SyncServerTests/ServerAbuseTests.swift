@@ -1,0 +1,140 @@
+import Foundation
+import SyncBackend
+import SyncClient
+import SyncServer
+import Testing
+
+/// A hostile token holder, or anyone on the network, against the server's fairness limits
+/// (doc/PROTOCOL.md, "Fairness and deadlines"); loopback only, each bounded in time.
+@Suite struct ServerAbuseTests {
+    /// 20 slow chunk PUTs of one token (16 MiB declared, a kilobyte sent) take only that token's
+    /// share of upload slots (the rest are `429` at once); another container meanwhile uploads,
+    /// commits and sees its commit arrive through a change wait within a second. (Before the
+    /// budgets, 16 such PUTs held every upload slot of the server and every other container's
+    /// uploads got `503`.)
+    @Test(.timeLimit(.minutes(1))) func slowUploadsOfOneTokenLeaveOtherContainersWorking() async throws {
+        try await ServerFixture.run(container: "victim") { fixture in
+            let server = fixture.server
+            let abuserToken = try server.makeContainer("abuser")
+            let share = ServerLimits.standard().perToken.uploads
+            var slow: [RawConnection] = []
+            defer { for connection in slow { connection.close() } }
+            for index in 0..<20 {
+                let connection = try RawConnection(port: server.port)
+                let hash = String(repeating: String(format: "%02x", index), count: 32)
+                #expect(
+                    connection.send(
+                        RawConnection.chunkPutHead(
+                            container: "abuser", token: abuserToken, hash: hash, length: 16 << 20)))
+                connection.send([UInt8](repeating: 1, count: 1024))
+                slow.append(connection)
+            }
+            try await server.waitUntil("the abuser holds its share") { $0.chunkUploadsInProgress == share }
+            let connections = slow
+            let refused = await blocking { connections.map { $0.readUntilClosed(timeout: .milliseconds(50)).bytes } }
+            let tooMany = refused.filter { String(decoding: $0, as: UTF8.self).hasPrefix("HTTP/1.1 429") }
+            #expect(tooMany.count == 20 - share, "\(refused.map { String(decoding: $0.prefix(40), as: UTF8.self) })")
+            #expect(server.chunkUploadsInProgress == share)
+
+            let address = try ServerAddress(parsing: server.url(container: "victim"))
+            let info = try await HTTPContainer.fetchInfo(address: address, token: fixture.token)
+            let writer = try HTTPContainer(address: address, token: fixture.token, containerID: info.id)
+            let reader = try HTTPContainer(address: address, token: fixture.token, containerID: info.id)
+            let cursor = try await reader.changes(after: .beginning, limit: 100).cursor
+            let chunk = Sample.chunk(Sample.bytes(300_000, seed: 9))
+            let started = ContinuousClock.now
+            let waiting = Task { try await reader.waitForChanges(after: cursor, timeout: .seconds(10)) }
+            try await writer.putChunk(chunk)
+            let outcome = try await writer.commit(Sample.create(Sample.file("still-works", chunks: [chunk])))
+            guard case .committed = outcome else { throw TestFailure("the victim's commit was refused: \(outcome)") }
+            #expect(try await waiting.value)
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .seconds(1), "upload, commit and propagation took \(elapsed)")
+        }
+    }
+
+    /// A chunk body sent a kilobyte a second is answered `408 requestTimeout` and its connection
+    /// closed within the documented progress window (10 s after its head: 32 KiB are needed per
+    /// window), and its upload slot is free again.
+    @Test(.timeLimit(.minutes(1))) func aSlowBodyIsCutOffWithinTheDeadline() async throws {
+        try await ServerFixture.run { fixture in
+            let window = ServerLimits.standard().progressWindow
+            let connection = try RawConnection(port: fixture.server.port)
+            defer { connection.close() }
+            let hash = String(repeating: "ab", count: 32)
+            let started = ContinuousClock.now
+            connection.send(
+                RawConnection.chunkPutHead(container: fixture.name, token: fixture.token, hash: hash, length: 1 << 20))
+            let (answer, closed) = await blocking { () -> ([UInt8], Bool) in
+                var answer: [UInt8] = []
+                while ContinuousClock.now - started < window * 2 {
+                    connection.send([UInt8](repeating: 2, count: 1024))
+                    let (bytes, closed) = connection.readUntilClosed(timeout: .seconds(1))
+                    answer += bytes
+                    if closed { return (answer, true) }
+                }
+                return (answer, false)
+            }
+            let elapsed = ContinuousClock.now - started
+            let text = String(decoding: answer, as: UTF8.self)
+            #expect(closed, "still open after \(elapsed)")
+            #expect(text.hasPrefix("HTTP/1.1 408"), "\(text)")
+            #expect(text.contains("requestTimeout"), "\(text)")
+            #expect(elapsed >= window - .seconds(1) && elapsed < window + .seconds(3), "cut off after \(elapsed)")
+            try await fixture.server.waitUntil("the slot is free") { $0.chunkUploadsInProgress == 0 }
+            #expect(fixture.server.bodyBytesInFlight == 0)
+        }
+    }
+
+    /// 40 idle connections without a token under a cap of 16: the oldest are closed as new ones
+    /// come, at most 16 stay, and the rest are closed after the idle time; meanwhile a token
+    /// holder gets answers at once, and its connection is not closed for being idle as long.
+    @Test(.timeLimit(.minutes(1))) func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered() async throws {
+        var limits = ServerLimits.standard()
+        limits.unauthenticatedConnections = 16
+        limits.unauthenticatedIdle = .seconds(2)
+        try await ServerFixture.run(limits: limits) { fixture in
+            let server = fixture.server
+            let idle = try (0..<40).map { _ in try RawConnection(port: server.port) }
+            defer { for connection in idle { connection.close() } }
+            try await server.waitUntil("the cap holds") { $0.connections.open >= 16 }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(server.connections.unauthenticated <= 16, "\(server.connections)")
+            let closedEarly = idle.filter(\.isClosedByServer).count
+            #expect(closedEarly >= 24, "\(closedEarly) of 40 closed")
+
+            let started = ContinuousClock.now
+            #expect(try await fixture.send(.GET, fixture.path()).status == 200)
+            #expect(try await fixture.send(.GET, "/v1/health", auth: .none).status == 200)
+            #expect(ContinuousClock.now - started < .seconds(1))
+
+            // After the idle time every silent connection is gone; the token holder still works.
+            try await Task.sleep(for: .seconds(3))
+            let stillOpen = idle.filter { !$0.isClosedByServer }.count
+            #expect(stillOpen == 0, "\(stillOpen) still open")
+            #expect(server.connections.unauthenticated <= 1, "\(server.connections)")
+            #expect(try await fixture.send(.GET, fixture.path()).status == 200)
+        }
+    }
+
+    /// Beyond the cap of connections from one address, new ones are closed at once.
+    @Test(.timeLimit(.minutes(1))) func connectionsPerAddressAreCapped() async throws {
+        var limits = ServerLimits.standard()
+        limits.connectionsPerAddress = 10
+        try await ServerFixture.run(limits: limits) { fixture in
+            let connections = try (0..<15).map { _ in try RawConnection(port: fixture.server.port) }
+            defer { for connection in connections { connection.close() } }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(connections.filter(\.isClosedByServer).count == 5)
+            #expect(fixture.server.connections.open == 10)
+        }
+    }
+}
+
+/// Runs blocking socket work on a thread of its own, keeping the cooperative pool free for the
+/// in-process server.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
+}
