@@ -23,7 +23,8 @@ struct UnmountCommand: ParsableCommand {
         case .stalled(let status):
             printError("syncfs-mount: \(SyncWaiter.stallMessage(status)) for the next mount")
         case .refused(let reason):
-            printError("syncfs-mount: cannot ask the daemon about its queue (\(reason)); the queue stays for the next mount")
+            printError(
+                "syncfs-mount: cannot ask the daemon about its queue (\(reason)); the queue stays for the next mount")
         case .done, .notMounted:
             break
         }

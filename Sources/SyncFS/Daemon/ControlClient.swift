@@ -16,9 +16,9 @@ public enum ControlClient {
         case .failure(let failure): return .failure(failure)
         }
         defer { Glibc.close(fd) }
-        guard let encoded = try? JSONEncoder().encode(request),
-            ControlServer.writeAll(fd, Array(encoded) + [10])
-        else { return .failure(.noDaemon(mountpoint)) }
+        guard let encoded = try? JSONEncoder().encode(request) else { return .failure(.noDaemon(mountpoint)) }
+        // A refusing daemon answers before reading: its `error` line is read even if the write failed.
+        _ = ControlServer.writeAll(fd, Array(encoded) + [10])
         var reply: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -75,7 +75,8 @@ public enum ControlClient {
             let who = PeerCredentials.uid(of: fd).map { "uid \($0)" } ?? "an unknown user"
             Glibc.close(fd)
             return .failure(
-                .unsafe("the control socket \(path) is served by \(who), not by uid \(geteuid()) or root; not using it"))
+                .unsafe("the control socket \(path) is served by \(who), not by uid \(geteuid()) or root; not using it")
+            )
         }
         return .success(fd)
     }

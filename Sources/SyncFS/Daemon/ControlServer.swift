@@ -82,8 +82,10 @@ public final class ControlServer: @unchecked Sendable {
     /// Nil if `client` may be served (and counts it), else why not.
     private func admit(_ client: Int32) -> String? {
         let me = geteuid()
-        guard let peer = PeerCredentials.uid(of: client), peer == me || peer == 0 else {
-            return "not allowed: this SyncFS daemon answers only uid \(me) and root"
+        let peer = PeerCredentials.uid(of: client)
+        guard peer == me || peer == 0 else {
+            let who = peer.map { "uid \($0)" } ?? "an unknown user"
+            return "not allowed: this SyncFS daemon answers only \(me == 0 ? "root" : "uid \(me) and root"), not \(who)"
         }
         let admitted = active.withLock { count in
             guard count < Self.maximumConnections else { return false }
@@ -135,11 +137,14 @@ public final class ControlServer: @unchecked Sendable {
         _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    /// Writes every byte; false if the peer is gone (or stopped reading past the send timeout).
+    /// Writes every byte to a socket; false if the peer is gone (or stopped reading past the send
+    /// timeout). Never raises SIGPIPE (`MSG_NOSIGNAL`): a peer that closed early is an answer.
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
         var written = 0
         while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let count = bytes[written...].withUnsafeBytes {
+                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return false }
             written += count

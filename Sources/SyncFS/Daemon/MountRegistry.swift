@@ -61,7 +61,8 @@ public enum MountRegistry {
         for path in [runtimeDirectory, directory] {
             var info = stat()
             guard lstat(path, &info) == 0 else {
-                return errno == ENOENT ? .missing : .unsafe("cannot inspect \(path): \(String(cString: strerror(errno)))")
+                return errno == ENOENT
+                    ? .missing : .unsafe("cannot inspect \(path): \(String(cString: strerror(errno)))")
             }
             let problem: String?
             if info.st_mode & S_IFMT != S_IFDIR {
