@@ -9,25 +9,31 @@ import Synchronization
 /// JSON (`ControlReply`) and closes, except `events`, which streams (`EventStream`) until the
 /// client or the daemon goes.
 ///
-/// Trust and isolation (doc/CLI.md, "The control socket"):
+/// Trust and isolation (doc/CLI.md, "The runtime directory and the control socket"):
 /// - the socket is 0600 in a 0700 registry directory (`MountRegistry.prepare`), and each client
 ///   is checked with `SO_PEERCRED`: only the daemon's own user and root get an answer; anyone else
 ///   gets one `error` line and is closed;
 /// - each connection is served by a thread of its own, at most `maximumConnections` at once
-///   (beyond that a client gets an `error` line at once); a request must arrive within
-///   `requestDeadline` seconds, so an idle or stuck client never delays another.
+///   (beyond that a client gets an `error` line at once), of which at most `maximumStreams` event
+///   streams, so requests always find a thread; a request must arrive within `requestDeadline`
+///   seconds and a reply is dropped after `writeDeadline` seconds unread, so an idle or stuck
+///   client never delays another. An event stream waits for its reader as long as it lives (a
+///   paused pipeline is not cut off); its subscription's bound ends one that falls behind.
 public final class ControlServer: @unchecked Sendable {
     /// Connections served at once (requests and event streams together).
     public static let maximumConnections = 64
+    /// Of these, event streams (the rest stay for requests).
+    public static let maximumStreams = 48
     /// Seconds a client has to send its request line before it is closed.
     public static let requestDeadline: Double = 5
-    /// Seconds a reply (or an event batch) may wait for a client that does not read.
+    /// Seconds a reply may wait for a client that does not read it.
     static let writeDeadline: Double = 30
 
     private let listener: Int32
     private let path: String
     private let engine: SyncEngine
     private let active = Mutex(0)
+    private let streams = Mutex(0)
 
     /// Binds the socket for `mountpoint` (replacing a stale one) and starts answering. The
     /// registry must have been prepared (`MountRegistry.prepare`).
@@ -119,10 +125,21 @@ public final class ControlServer: @unchecked Sendable {
         let reply: ControlReply
         if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line.prefix { $0 != 10 })) {
             if request.command == .events {
-                EventStream.run(client, request: request, events: engine.fileSystem.changeEvents)
-                return false
+                let admitted = streams.withLock { count in
+                    guard count < Self.maximumStreams else { return false }
+                    count += 1
+                    return true
+                }
+                if admitted {
+                    defer { streams.withLock { $0 -= 1 } }
+                    Self.setTimeout(client, SO_SNDTIMEO, 0)
+                    EventStream.run(client, request: request, events: engine.fileSystem.changeEvents)
+                    return false
+                }
+                reply = ControlReply(error: "busy: \(Self.maximumStreams) event streams are open; try again")
+            } else {
+                reply = ControlCommands(engine: engine).answer(request)
             }
-            reply = ControlCommands(engine: engine).answer(request)
         } else {
             reply = ControlReply(error: "malformed request")
         }
