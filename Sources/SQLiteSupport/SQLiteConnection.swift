@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// A failure of a SQLite database, with SQLite's own words.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
@@ -30,7 +31,15 @@ package final class SQLiteConnection {
 
     /// Opens the database at `path`, creating it if needed unless `create` is false (then a
     /// missing file is an error); `":memory:"` gives a private in-memory one.
+    ///
+    /// Private by default (doc/FORMATS.md, "Permissions"): a new database file is created 0600
+    /// whatever the umask, so SQLite makes its `-wal`, `-shm` and `-journal` files 0600 too (it
+    /// gives them the database file's mode); an existing database and its `-wal`/`-shm` that this
+    /// user owns and others can read are tightened to 0600.
     package init(path: String, create: Bool = true) throws(SQLiteError) {
+        if path != ":memory:" && !path.hasPrefix("file:") {
+            try Self.preparePrivateFile(path, create: create)
+        }
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
@@ -41,6 +50,29 @@ package final class SQLiteConnection {
         }
         db = handle
         sqlite3_busy_timeout(db, 5_000)
+    }
+
+    /// Creates `path` empty with mode 0600 (SQLite takes an empty file for a new database) and
+    /// removes group/other bits from the database and its companions if this user owns them.
+    private static func preparePrivateFile(_ path: String, create: Bool) throws(SQLiteError) {
+        if create {
+            let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 {
+                close(fd)
+            } else if errno != EEXIST {
+                let reason = String(cString: strerror(errno))
+                throw SQLiteError(code: SQLITE_CANTOPEN, message: "cannot create \(path): \(reason)")
+            }
+        }
+        for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
+            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            guard fd >= 0 else { continue }
+            defer { close(fd) }
+            var info = stat()
+            if fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 != 0 {
+                _ = fchmod(fd, info.st_mode & 0o700)
+            }
+        }
     }
 
     deinit {

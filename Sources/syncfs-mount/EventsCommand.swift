@@ -51,11 +51,11 @@ struct EventsCommand: ParsableCommand {
                     .badInput, "\(mountpoint) is inside the mount \(mount.mountpoint), not its mount point")
             }
             if let path { watched = try Self.relative(path, in: mount.mountpoint) } else { watched = nil }
-            guard
-                let connected = ControlServer.openStream(
-                    ControlRequest(.events, path: watched), mountpoint: mount.mountpoint)
-            else { throw MountError(.badInput, "no SyncFS daemon answers for \(mount.mountpoint)") }
-            socket = connected
+            switch ControlClient.openStream(ControlRequest(.events, path: watched), mountpoint: mount.mountpoint) {
+            case .success(let connected): socket = connected
+            case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)
+            case .failure(let failure): throw MountError(.badInput, "\(failure)")
+            }
         } catch {
             throw fail(error)
         }

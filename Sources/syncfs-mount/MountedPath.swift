@@ -9,7 +9,11 @@ struct MountedPath {
     let relative: String
 
     /// Finds the mount holding `path` (the nearest enclosing directory with a running daemon).
+    /// A registry another user could have planted is refused (`MountRegistry.checkForClient`).
     static func resolve(_ path: String) throws(MountError) -> MountedPath {
+        if case .unsafe(let reason) = MountRegistry.checkForClient() {
+            throw MountError(.permissionDenied, reason)
+        }
         let absolute = (absolutePath(path) as NSString).standardizingPath
         for candidate in [absolute, realPath(absolute)].compactMap({ $0 }) {
             var components = candidate.split(separator: "/").map(String.init)
@@ -34,8 +38,11 @@ struct MountedPath {
 
     /// Sends `command` about this path; throws the daemon's error.
     func ask(_ command: ControlRequest.Command) throws(MountError) -> ControlReply {
-        guard let reply = ControlServer.ask(ControlRequest(command, path: relative), mountpoint: mountpoint) else {
-            throw MountError(.badInput, "no SyncFS daemon answers for \(mountpoint)")
+        let reply: ControlReply
+        switch ControlClient.ask(ControlRequest(command, path: relative), mountpoint: mountpoint) {
+        case .success(let answer): reply = answer
+        case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)
+        case .failure(let failure): throw MountError(.badInput, "\(failure)")
         }
         if let error = reply.error {
             throw MountError(.badInput, "\(display): \(error)")

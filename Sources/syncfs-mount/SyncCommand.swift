@@ -25,6 +25,7 @@ struct SyncCommand: ParsableCommand {
         switch SyncWaiter.drain(mountpoint: path, timeout: timeout, progress: true) {
         case .done: return
         case .notMounted: throw fail(MountError(.badInput, "\(path) is not a SyncFS mount with a running daemon"))
+        case .refused(let reason): throw fail(MountError(.permissionDenied, reason))
         case .stalled(let status): throw fail(MountError(.busy, SyncWaiter.stallMessage(status)))
         }
     }
@@ -35,11 +36,17 @@ enum SyncWaiter {
     enum Result {
         case done
         case notMounted
+        /// The registry or socket is not trusted, or the daemon refused this user (the reason).
+        case refused(String)
         case stalled(SyncStatus)
     }
 
     static func drain(mountpoint: String, timeout: Double, progress: Bool) -> Result {
-        guard var status = ControlServer.ask("sync", mountpoint: mountpoint) else { return .notMounted }
+        var status: SyncStatus
+        switch askSync(mountpoint) {
+        case .success(let answer): status = answer
+        case .failure(let stop): return stop.result
+        }
         var lastProgress = Date()
         var lastPending = (status.pendingEntries, status.pendingBytes)
         var printed = false
@@ -57,12 +64,28 @@ enum SyncWaiter {
             }
             if Date().timeIntervalSince(lastProgress) > timeout { return .stalled(status) }
             Thread.sleep(forTimeInterval: printed ? 0.5 : 0.05)
-            guard let next = ControlServer.ask("sync", mountpoint: mountpoint) else { return .notMounted }
-            status = next
+            switch askSync(mountpoint) {
+            case .success(let answer): status = answer
+            case .failure(let stop): return stop.result
+            }
         }
         if progress && printed { printError("syncing: done") }
         return .done
     }
+
+    /// One `sync` request: the status, or how drain ends.
+    private static func askSync(_ mountpoint: String) -> Swift.Result<SyncStatus, ResultError> {
+        switch ControlClient.ask(ControlRequest(.sync), mountpoint: mountpoint) {
+        case .success(let reply):
+            if let status = reply.status { return .success(status) }
+            return .failure(ResultError(result: reply.error.map { .refused($0) } ?? .notMounted))
+        case .failure(.unsafe(let reason)): return .failure(ResultError(result: .refused(reason)))
+        case .failure(.noDaemon): return .failure(ResultError(result: .notMounted))
+        }
+    }
+
+    /// A `Result` that ends a drain early, carried as an error.
+    struct ResultError: Error { let result: Result }
 
     static func stallMessage(_ status: SyncStatus) -> String {
         let reason =

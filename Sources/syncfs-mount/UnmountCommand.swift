@@ -19,8 +19,14 @@ struct UnmountCommand: ParsableCommand {
 
     func run() throws {
         let path = absolutePath(mountpoint)
-        if case .stalled(let status) = SyncWaiter.drain(mountpoint: path, timeout: syncTimeout, progress: true) {
+        switch SyncWaiter.drain(mountpoint: path, timeout: syncTimeout, progress: true) {
+        case .stalled(let status):
             printError("syncfs-mount: \(SyncWaiter.stallMessage(status)) for the next mount")
+        case .refused(let reason):
+            printError(
+                "syncfs-mount: cannot ask the daemon about its queue (\(reason)); the queue stays for the next mount")
+        case .done, .notMounted:
+            break
         }
         do {
             try MountDaemon.unmount(path)

@@ -28,7 +28,7 @@ final class LocalChangeSignal: Sendable {
     /// Tells every follower (other processes through inotify, this one directly) that a commit
     /// happened. Failures are ignored: followers fall back to their periodic re-check.
     func post() {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         if fd >= 0 {
             var byte: UInt8 = 1
             _ = pwrite(fd, &byte, 1, 0)

@@ -51,7 +51,7 @@ struct LocalChunkStore: Sendable {
         var random = SystemRandomNumberGenerator()
         let temporary =
             shard + "/.tmp-\(chunk.hash.hex.prefix(16))-\(getpid())-\(String(random.next() as UInt64, radix: 16))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw LocalFileIO.failure("cannot create a chunk file in \(shard)", errno: errno) }
         var failure = LocalFileIO.writeAll(fd, LocalChunkFile.encode(chunk))
         if failure == nil, fsync(fd) != 0 { failure = errno }
@@ -78,15 +78,15 @@ struct LocalChunkStore: Sendable {
         return count == LocalChunkFile.headerSize && LocalChunkFile.header(header) != nil
     }
 
-    /// Creates `path` (and `chunks/` if needed); true if this call made it.
+    /// Creates `path` (and `chunks/` if needed), mode 0700; true if this call made it.
     private func makeDirectory(_ path: String) throws(ContainerProtocolError) -> Bool {
-        if mkdir(path, 0o755) == 0 { return true }
+        if mkdir(path, 0o700) == 0 { return true }
         var code = errno
         if code == EEXIST { return false }
         if code == ENOENT {
             try layout.checkReachable()
-            if mkdir(layout.chunksPath, 0o755) == 0 || errno == EEXIST {
-                if mkdir(path, 0o755) == 0 { return true }
+            if mkdir(layout.chunksPath, 0o700) == 0 || errno == EEXIST {
+                if mkdir(path, 0o700) == 0 { return true }
                 if errno == EEXIST { return false }
             }
             code = errno

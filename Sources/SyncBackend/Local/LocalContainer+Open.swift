@@ -12,6 +12,10 @@ extension LocalContainer {
     /// A non-empty directory without a marker is refused (it is someone else's data), and so is a
     /// container of a newer format. A first-release container (format 1, a marker only) is
     /// upgraded in place. Several processes may open or create the same container at once.
+    ///
+    /// Private (`PrivateFiles`): the directory is created 0700 and everything in it 0600/0700;
+    /// an existing one of this user's that others can reach is tightened, and one of another
+    /// user's that others can reach is refused.
     public static func openOrCreate(at path: String) throws(ContainerOpenError) -> LocalContainer {
         let files = FileManager.default
         let layout = LocalLayout(root: path)
@@ -31,7 +35,7 @@ extension LocalContainer {
             }
         }
         do {
-            try files.createDirectory(atPath: path, withIntermediateDirectories: true)
+            try PrivateFiles.directory(path, ownership: .anyOwnerIfPrivate)
             let entries = try prepare(layout, createDatabase: true)
             // The marker comes last (a directory with a marker always has its database), and only
             // if no other process wrote one meanwhile: then its ID is the container's.
@@ -40,6 +44,8 @@ extension LocalContainer {
             return LocalContainer(layout: layout, id: proposed.id, entries: entries)
         } catch let error as ContainerOpenError {
             throw error
+        } catch let error as PrivateFiles.Refusal {
+            throw .cannotCreate("cannot use the container at \(path): \(error)")
         } catch {
             throw .cannotCreate("cannot create the container at \(path): \(error)")
         }
@@ -65,6 +71,7 @@ extension LocalContainer {
         do {
             // Format 1 had no database yet; from format 2 on a missing database is damage, and
             // is never silently replaced by an empty one.
+            try PrivateFiles.directory(layout.root, ownership: .anyOwnerIfPrivate)
             let entries = try prepare(layout, createDatabase: marker.format < 2)
             if marker.format < formatVersion {
                 _ = try writeMarker(Marker(format: formatVersion, id: marker.id), layout: layout, replacing: true)
@@ -72,6 +79,8 @@ extension LocalContainer {
             return LocalContainer(layout: layout, id: marker.id, entries: entries)
         } catch let error as ContainerOpenError {
             throw error
+        } catch let error as PrivateFiles.Refusal {
+            throw .cannotCreate("cannot use the container at \(layout.root): \(error)")
         } catch {
             throw .cannotCreate("cannot open the container at \(layout.root): \(error)")
         }
@@ -80,10 +89,11 @@ extension LocalContainer {
     /// Creates what is missing besides the marker (chunks directory, signal file) and opens the
     /// database.
     private static func prepare(_ layout: LocalLayout, createDatabase: Bool) throws -> LocalEntryStore {
-        try FileManager.default.createDirectory(atPath: layout.chunksPath, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: layout.signalPath) {
-            _ = FileManager.default.createFile(atPath: layout.signalPath, contents: Data([0]))
+        if mkdir(layout.chunksPath, 0o700) != 0 && errno != EEXIST {
+            throw ContainerOpenError.cannotCreate(
+                "cannot create \(layout.chunksPath): \(LocalFileIO.errorText(errno))")
         }
+        _ = PrivateFiles.createFile(layout.signalPath, [0])
         do {
             return try LocalEntryStore(layout: layout, create: createDatabase)
         } catch let error as LocalContainerSchema.NewerSchema {
@@ -97,8 +107,10 @@ extension LocalContainer {
     private static func writeMarker(_ marker: Marker, layout: LocalLayout, replacing: Bool) throws -> Bool {
         let data = try JSONEncoder().encode(marker)
         let temporary = layout.markerPath + ".tmp-\(getpid())-\(marker.id)"
-        try data.write(to: URL(fileURLWithPath: temporary))
         defer { unlink(temporary) }
+        if let code = PrivateFiles.createFile(temporary, Array(data)) {
+            throw ContainerOpenError.cannotCreate("cannot write \(temporary): \(LocalFileIO.errorText(code))")
+        }
         let placed = replacing ? rename(temporary, layout.markerPath) : link(temporary, layout.markerPath)
         guard placed == 0 else {
             let code = errno

@@ -1,18 +1,42 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// The daemon's control socket: a Unix socket next to its registry file, where
-/// `syncfs-mount sync|status|unmount` ask about and hurry the sync engine.
+/// `syncfs-mount sync|status|unmount|events|…` ask about and hurry the sync engine.
 ///
 /// Protocol: the client sends one line of JSON (`ControlRequest`); the daemon answers one line of
-/// JSON (`ControlReply`) and closes. Requests are answered one at a time, except `events`, which
-/// is streamed by a thread of its own (`EventStream`) until the client or the daemon goes.
+/// JSON (`ControlReply`) and closes, except `events`, which streams (`EventStream`) until the
+/// client or the daemon goes.
+///
+/// Trust and isolation (doc/CLI.md, "The runtime directory and the control socket"):
+/// - the socket is 0600 in a 0700 registry directory (`MountRegistry.prepare`), and each client
+///   is checked with `SO_PEERCRED`: only the daemon's own user and root get an answer; anyone else
+///   gets one `error` line and is closed;
+/// - each connection is served by a thread of its own, at most `maximumConnections` at once
+///   (beyond that a client gets an `error` line at once), of which at most `maximumStreams` event
+///   streams, so requests always find a thread; a request must arrive within `requestDeadline`
+///   seconds and a reply is dropped after `writeDeadline` seconds unread, so an idle or stuck
+///   client never delays another. An event stream waits for its reader as long as it lives (a
+///   paused pipeline is not cut off); its subscription's bound ends one that falls behind.
 public final class ControlServer: @unchecked Sendable {
+    /// Connections served at once (requests and event streams together).
+    public static let maximumConnections = 64
+    /// Of these, event streams (the rest stay for requests).
+    public static let maximumStreams = 48
+    /// Seconds a client has to send its request line before it is closed.
+    public static let requestDeadline: Double = 5
+    /// Seconds a reply may wait for a client that does not read it.
+    static let writeDeadline: Double = 30
+
     private let listener: Int32
     private let path: String
     private let engine: SyncEngine
+    private let active = Mutex(0)
+    private let streams = Mutex(0)
 
-    /// Binds the socket for `mountpoint` (replacing a stale one) and starts answering.
+    /// Binds the socket for `mountpoint` (replacing a stale one) and starts answering. The
+    /// registry must have been prepared (`MountRegistry.prepare`).
     public init(mountpoint: String, engine: SyncEngine) throws {
         path = MountRegistry.socketPath(for: mountpoint)
         self.engine = engine
@@ -25,9 +49,11 @@ public final class ControlServer: @unchecked Sendable {
                 bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard bound == 0, listen(listener, 8) == 0 else {
+        guard bound == 0, chmod(path, 0o600) == 0, listen(listener, 64) == 0 else {
+            let reason = String(cString: strerror(errno))
             Glibc.close(listener)
-            throw ControlError("cannot bind \(path): \(String(cString: strerror(errno)))")
+            unlink(path)
+            throw ControlError("cannot bind \(path): \(reason)")
         }
         let thread = Thread { [self] in serve() }
         thread.name = "syncfs-control"
@@ -37,31 +63,83 @@ public final class ControlServer: @unchecked Sendable {
     private func serve() {
         while true {
             let client = accept(listener, nil, nil)
+            if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
             if client < 0 {
-                if errno == EINTR { continue }
+                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
+                    if errno != EINTR { usleep(10_000) }
+                    continue
+                }
                 return
             }
-            if handle(client) { Glibc.close(client) }
+            Self.setTimeout(client, SO_SNDTIMEO, Self.writeDeadline)
+            if let refusal = admit(client) {
+                Self.refuse(client, refusal)
+                continue
+            }
+            let thread = Thread { [self] in
+                defer { active.withLock { $0 -= 1 } }
+                if handle(client) { Glibc.close(client) }
+            }
+            thread.name = "syncfs-control-client"
+            thread.start()
         }
     }
 
-    /// Answers one request; returns false if the connection was handed to an event stream.
+    /// Nil if `client` may be served (and counts it), else why not.
+    private func admit(_ client: Int32) -> String? {
+        let me = geteuid()
+        let peer = PeerCredentials.uid(of: client)
+        guard peer == me || peer == 0 else {
+            let who = peer.map { "uid \($0)" } ?? "an unknown user"
+            return "not allowed: this SyncFS daemon answers only \(me == 0 ? "root" : "uid \(me) and root"), not \(who)"
+        }
+        let admitted = active.withLock { count in
+            guard count < Self.maximumConnections else { return false }
+            count += 1
+            return true
+        }
+        return admitted ? nil : "busy: \(Self.maximumConnections) control connections are open; try again"
+    }
+
+    /// Answers one `error` line (without waiting for a request) and closes.
+    private static func refuse(_ client: Int32, _ reason: String) {
+        if let data = try? JSONEncoder().encode(ControlReply(error: reason)) {
+            _ = writeAll(client, Array(data) + [10])
+        }
+        Glibc.close(client)
+    }
+
+    /// Answers one request; returns false if the connection became an event stream (closed by it).
     private func handle(_ client: Int32) -> Bool {
+        Self.setTimeout(client, SO_RCVTIMEO, Self.requestDeadline)
+        let deadline = Date().addingTimeInterval(Self.requestDeadline)
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !line.contains(10) && line.count < 1 << 20 {
+        while !line.contains(10) && line.count < 1 << 20 && Date() < deadline {
             let count = read(client, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             line.append(contentsOf: buffer[..<count])
         }
+        guard line.contains(10) else { return true }  // idle, stuck or gone: closed without a word
         let reply: ControlReply
         if let request = try? JSONDecoder().decode(ControlRequest.self, from: Data(line.prefix { $0 != 10 })) {
             if request.command == .events {
-                EventStream.start(client, request: request, events: engine.fileSystem.changeEvents)
-                return false
+                let admitted = streams.withLock { count in
+                    guard count < Self.maximumStreams else { return false }
+                    count += 1
+                    return true
+                }
+                if admitted {
+                    defer { streams.withLock { $0 -= 1 } }
+                    Self.setTimeout(client, SO_SNDTIMEO, 0)
+                    EventStream.run(client, request: request, events: engine.fileSystem.changeEvents)
+                    return false
+                }
+                reply = ControlReply(error: "busy: \(Self.maximumStreams) event streams are open; try again")
+            } else {
+                reply = ControlCommands(engine: engine).answer(request)
             }
-            reply = ControlCommands(engine: engine).answer(request)
         } else {
             reply = ControlReply(error: "malformed request")
         }
@@ -70,11 +148,20 @@ public final class ControlServer: @unchecked Sendable {
         return true
     }
 
-    /// Writes every byte; false if the peer is gone.
+    /// Sets a receive or send timeout on a socket.
+    private static func setTimeout(_ fd: Int32, _ option: Int32, _ seconds: Double) {
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Writes every byte to a socket; false if the peer is gone (or stopped reading past the send
+    /// timeout). Never raises SIGPIPE (`MSG_NOSIGNAL`): a peer that closed early is an answer.
     static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
         var written = 0
         while written < bytes.count {
-            let count = bytes[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let count = bytes[written...].withUnsafeBytes {
+                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return false }
             written += count
@@ -90,51 +177,10 @@ public final class ControlServer: @unchecked Sendable {
         unlink(path)
     }
 
-    /// Sends `request` to the daemon serving `mountpoint`; nil if none answers.
+    /// Sends `request` to the daemon serving `mountpoint`; nil if none answers (or it is not
+    /// trusted: see `ControlClient`, which says why).
     public static func ask(_ request: ControlRequest, mountpoint: String) -> ControlReply? {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        guard var address = try? ControlAddress.make(MountRegistry.socketPath(for: mountpoint)) else { return nil }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0, let encoded = try? JSONEncoder().encode(request) else { return nil }
-        let line = Array(encoded) + [10]
-        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var reply: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            reply.append(contentsOf: chunk[..<count])
-        }
-        return try? JSONDecoder().decode(ControlReply.self, from: Data(reply))
-    }
-
-    /// Connects to the daemon serving `mountpoint` and sends `request`; returns the connected
-    /// socket (the caller reads the answer and closes it), or nil if no daemon answers.
-    public static func openStream(_ request: ControlRequest, mountpoint: String) -> Int32? {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        guard var address = try? ControlAddress.make(MountRegistry.socketPath(for: mountpoint)) else {
-            Glibc.close(fd)
-            return nil
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0, let encoded = try? JSONEncoder().encode(request), writeAll(fd, Array(encoded) + [10])
-        else {
-            Glibc.close(fd)
-            return nil
-        }
-        return fd
+        try? ControlClient.ask(request, mountpoint: mountpoint).get()
     }
 
     /// The mount's sync status (`status`, or `sync` which first expedites the queue).

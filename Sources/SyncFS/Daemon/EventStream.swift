@@ -1,32 +1,30 @@
 import Foundation
 import Glibc
 
-/// One `events` connection of the control socket: a thread that writes the subscription's
-/// events as JSON lines until the client closes, the subscriber falls too far behind (one
-/// `overflow` line, then the end) or the daemon stops (`ChangeEvents.closeAll`).
+/// One `events` connection of the control socket, served on the connection's own thread: writes
+/// the subscription's events as JSON lines until the client closes, stops reading for longer than
+/// the socket's send timeout, falls too far behind (one `overflow` line, then the end) or the
+/// daemon stops (`ChangeEvents.closeAll`).
 enum EventStream {
-    static func start(_ client: Int32, request: ControlRequest, events: ChangeEvents) {
+    /// Serves the stream until it ends, then closes `client`.
+    static func run(_ client: Int32, request: ControlRequest, events: ChangeEvents) {
         let filter = ChangeFilter(requestPath: request.path)
         // Subscribed before the answer goes out: everything after the `watching` line is seen.
         let subscription = events.subscribe(filter)
-        let thread = Thread {
-            defer {
-                subscription.cancel()
-                close(client)
-            }
-            let watching: String
-            switch filter {
-            case .everything: watching = ""
-            case .entry(let path): watching = path
-            case .below(let folder): watching = folder + "/"
-            }
-            guard let answer = try? JSONEncoder().encode(ControlReply(watching: watching)),
-                ControlServer.writeAll(client, Array(answer) + [10])
-            else { return }
-            serve(client, subscription)
+        defer {
+            subscription.cancel()
+            close(client)
         }
-        thread.name = "syncfs-events"
-        thread.start()
+        let watching: String
+        switch filter {
+        case .everything: watching = ""
+        case .entry(let path): watching = path
+        case .below(let folder): watching = folder + "/"
+        }
+        guard let answer = try? JSONEncoder().encode(ControlReply(watching: watching)),
+            ControlServer.writeAll(client, Array(answer) + [10])
+        else { return }
+        serve(client, subscription)
     }
 
     private static func serve(_ client: Int32, _ subscription: ChangeSubscription) {

@@ -56,6 +56,7 @@ public enum MountDaemon {
         try state.create()
         let lock = try state.lock()
         defer { close(lock) }
+        try MountRegistry.prepare()
 
         let fileSystem: SyncFileSystem
         let container: any Container

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SyncBackend
 
 /// A mount's state directory: `state.db` (SQLite), `cache/` (content), `lock`, `syncfs.log`.
 ///
@@ -35,13 +36,18 @@ public struct StateDirectory: Sendable {
         return hash
     }
 
-    /// Creates the directory (mode 0700) if needed.
+    /// Creates the directory (and missing parents) mode 0700, or makes an existing one private:
+    /// this user's is tightened to 0700 (with its log and database files), another user's is
+    /// refused (it could plant a database or read ours). See doc/FORMATS.md, "Permissions".
     public func create() throws(MountError) {
-        do {
-            try FileManager.default.createDirectory(
-                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        do throws(PrivateFiles.Refusal) {
+            try PrivateFiles.directory(path, ownership: .mine)
+            for file in [logPath, path + "/lock"] { try PrivateFiles.tightenFile(file) }
+            for directory in [cachePath, cachePath + "/tmp"] where access(directory, F_OK) == 0 {
+                try PrivateFiles.directory(directory, ownership: .mine, followSymlink: false)
+            }
         } catch {
-            throw MountError(.cannotCreate, "cannot create the state directory \(path): \(error.localizedDescription)")
+            throw MountError(.cannotCreate, "cannot use the state directory: \(error)")
         }
     }
 
