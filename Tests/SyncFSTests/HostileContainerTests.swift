@@ -45,7 +45,8 @@ enum HostileName: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .dot: return ([Array(".".utf8), Array("..".utf8), Array("sentinel".utf8)], Array("victim.txt".utf8))
         case .slash: return ([], Array("../sentinel/victim.txt".utf8))
         // As a C string, "..\0x" is "..".
-        case .nul: return ([Array("..".utf8) + [0] + Array("x".utf8), Array("sentinel".utf8)], Array("victim.txt".utf8))
+        case .nul:
+            return ([Array("..".utf8) + [0] + Array("x".utf8), Array("sentinel".utf8)], Array("victim.txt".utf8))
         case .empty: return ([[]], Array("victim.txt".utf8))
         case .tooLong: return ([], [UInt8](repeating: 0x61, count: 256))
         }
@@ -79,7 +80,8 @@ struct HostileContainerTests {
             Hostile.file(victimName, in: parent, mode: 0o6777, size: chunk.length, manifest: [chunk]))
         if directories.isEmpty { bad.append(victim) }
         // Everything the echo could do there: create, plant a symlink, delete.
-        let doomed = try await fixture.container.inject(FileID.random(), Hostile.file(Array("doomed.txt".utf8), in: parent))
+        let doomed = try await fixture.container.inject(
+            FileID.random(), Hostile.file(Array("doomed.txt".utf8), in: parent))
         try await fixture.container.inject(
             FileID.random(), Hostile.file(Array("planted.txt".utf8), in: parent, mode: 0o6777))
         try await fixture.container.inject(
@@ -121,10 +123,28 @@ struct HostileContainerTests {
     @Test(arguments: [
         ("an empty symlink target", Hostile.symlink(Array("l".utf8), in: .root, to: [])),
         ("a symlink target with NUL", Hostile.symlink(Array("l".utf8), in: .root, to: Array("../sentinel\0x".utf8))),
-        ("a symlink target of 4096 bytes", Hostile.symlink(Array("l".utf8), in: .root, to: [UInt8](repeating: 0x61, count: 4096))),
-        ("a symlink with a manifest", Hostile.symlink(Array("l".utf8), in: .root, to: Array("t".utf8), manifest: [ChunkRef(hash: ChunkHash(bytes: [UInt8](repeating: 1, count: 32))!, length: 4)])),
-        ("a directory with a manifest", EntryState(parent: .root, name: Array("d".utf8), kind: .directory, mode: 0o755, mtime: 1, size: 4, manifest: [ChunkRef(hash: ChunkHash(bytes: [UInt8](repeating: 1, count: 32))!, length: 4)])),
-        ("a file with a symlink target", EntryState(parent: .root, name: Array("f".utf8), kind: .file, mode: 0o644, mtime: 1, size: 0, symlinkTarget: Array("../sentinel/victim.txt".utf8))),
+        (
+            "a symlink target of 4096 bytes",
+            Hostile.symlink(Array("l".utf8), in: .root, to: [UInt8](repeating: 0x61, count: 4096))
+        ),
+        (
+            "a symlink with a manifest",
+            Hostile.symlink(
+                Array("l".utf8), in: .root, to: Array("t".utf8),
+                manifest: [ChunkRef(hash: ChunkHash(bytes: [UInt8](repeating: 1, count: 32))!, length: 4)])
+        ),
+        (
+            "a directory with a manifest",
+            EntryState(
+                parent: .root, name: Array("d".utf8), kind: .directory, mode: 0o755, mtime: 1, size: 4,
+                manifest: [ChunkRef(hash: ChunkHash(bytes: [UInt8](repeating: 1, count: 32))!, length: 4)])
+        ),
+        (
+            "a file with a symlink target",
+            EntryState(
+                parent: .root, name: Array("f".utf8), kind: .file, mode: 0o644, mtime: 1, size: 0,
+                symlinkTarget: Array("../sentinel/victim.txt".utf8))
+        ),
     ])
     func anEntryWithContentItsKindCannotHaveIsRefused(_ what: String, _ state: EntryState) async throws {
         let fixture = try HostileFixture()

@@ -63,16 +63,22 @@ struct HostileContentTests {
         let fixture = try HostileFixture()
         let chunk = try await fixture.storeChunk(Array("#!/bin/sh\nid\n".utf8))
         let tool = try await fixture.container.inject(
-            FileID.random(), Hostile.file(Array("tool".utf8), in: .root, mode: 0o6755, size: chunk.length, manifest: [chunk]))
-        try await fixture.container.inject(FileID.random(), Hostile.directory(Array("shared".utf8), in: .root, mode: 0o2775))
+            FileID.random(),
+            Hostile.file(Array("tool".utf8), in: .root, mode: 0o6755, size: chunk.length, manifest: [chunk]))
+        try await fixture.container.inject(
+            FileID.random(), Hostile.directory(Array("shared".utf8), in: .root, mode: 0o2775))
         let plain = try await fixture.commitGoodFile("plain", Array("x".utf8))
-        try await fixture.eventually("tool, shared, plain") { try fixture.folder.childNames() == ["plain", "shared", "tool"] }
+        try await fixture.eventually("tool, shared, plain") {
+            try fixture.folder.childNames() == ["plain", "shared", "tool"]
+        }
         // A later version turns setuid on for a file that had none.
         var state = Hostile.file(Array("plain".utf8), in: .root, mode: 0o4755, size: 1)
         state.manifest = try await [fixture.storeChunk(Array("x".utf8))]
         let setuidLater = try await fixture.container.inject(plain, state)
         try await fixture.expectTheFeedGoesOn()
-        let modes = try ["tool", "shared", "plain"].map { try fixture.folder.fs.getattr(fixture.folder.lookupIno($0)).mode }
+        let modes = try ["tool", "shared", "plain"].map {
+            try fixture.folder.fs.getattr(fixture.folder.lookupIno($0)).mode
+        }
         #expect(modes == [0o755, 0o775, 0o755], "setuid/setgid cleared: \(modes.map { String($0, radix: 8) })")
         #expect(try contents(fixture.folder, "tool") == Array("#!/bin/sh\nid\n".utf8))
         #expect(fixture.isLocal(tool.id) && fixture.isLocal(setuidLater.id))
@@ -85,7 +91,8 @@ struct HostileContentTests {
         let fixture = try HostileFixture()
         let relative = Array("../sentinel".utf8)
         let absolute = Array((fixture.sentinel + "/victim.txt").utf8)
-        let out = try await fixture.container.inject(FileID.random(), Hostile.symlink(Array("out".utf8), in: .root, to: relative))
+        let out = try await fixture.container.inject(
+            FileID.random(), Hostile.symlink(Array("out".utf8), in: .root, to: relative))
         let abs = try await fixture.container.inject(
             FileID.random(), Hostile.symlink(Array("abs".utf8), in: .root, to: absolute))
         try await fixture.eventually("out and abs") { try fixture.folder.childNames() == ["abs", "out"] }
@@ -153,7 +160,8 @@ struct HostileContentTests {
         let size = Int(try fixture.folder.fs.getattr(ino).size)
         do {
             try fixture.folder.fs.ensureContent(handle, offset: 0, count: size)
-            Issue.record("the read of lying content succeeded: \(readBytes(handle.descriptor, count: size, at: 0).prefix(16))")
+            Issue.record(
+                "the read of lying content succeeded: \(readBytes(handle.descriptor, count: size, at: 0).prefix(16))")
         } catch {
             #expect([EIO, EREMOTEIO].contains(error.errno), "the read fails with EIO or EREMOTEIO, not \(error)")
         }

@@ -47,7 +47,8 @@ final class HostileFixture {
                 id: id, baseVersion: 0,
                 change: .put(
                     EntryState(
-                        parent: parent, name: Array(name.utf8), kind: .file, mode: 0o644, mtime: 1, size: Int64(content.count),
+                        parent: parent, name: Array(name.utf8), kind: .file, mode: 0o644, mtime: 1,
+                        size: Int64(content.count),
                         manifest: content.isEmpty ? [] : [ChunkRef(hash: chunk.hash, length: Int64(content.count))])),
                 device: "good"))
         guard case .committed = outcome else { throw HostileTestFailure("commit of \(name): \(outcome)") }
@@ -61,7 +62,9 @@ final class HostileFixture {
         let outcome = try await container.commit(
             CommitRequest(
                 id: id, baseVersion: 0,
-                change: .put(EntryState(parent: parent, name: Array(name.utf8), kind: .directory, mode: 0o755, mtime: 1, size: 0)),
+                change: .put(
+                    EntryState(parent: parent, name: Array(name.utf8), kind: .directory, mode: 0o755, mtime: 1, size: 0)
+                ),
                 device: "good"))
         guard case .committed = outcome else { throw HostileTestFailure("commit of \(name): \(outcome)") }
         return id
@@ -99,7 +102,9 @@ final class HostileFixture {
     /// Everything in TMP but the echo's directory is as it was at the start.
     func expectNothingOutsideChanged(sourceLocation: SourceLocation = #_sourceLocation) {
         let after = SentinelTree.snapshot(of: temporary.path, skipping: "mnt")
-        #expect(after == before, "outside the folder: \(SentinelTree.difference(before, after))", sourceLocation: sourceLocation)
+        #expect(
+            after == before, "outside the folder: \(SentinelTree.difference(before, after))",
+            sourceLocation: sourceLocation)
     }
 
     /// Whether the folder holds a live node for `id` (whatever its name, `..` included).
