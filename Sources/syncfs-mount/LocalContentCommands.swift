@@ -244,6 +244,9 @@ enum StatusReport {
             lines.append("failing: \(failing.path ?? failing.fileID): \(failing.reason) (\(failing.attempts) attempts)")
         }
         if let error = status.lastContainerError { lines.append("last error: \(error)") }
+        for refused in status.refusedRemoteEntries {
+            lines.append("refused remote entry \(refused.fileID) (version \(refused.version)): \(refused.reason)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -75,6 +75,12 @@ struct MountCommand: ParsableCommand {
     @Flag(help: "Do not replay remote changes through the mount point (inotify watchers then miss them).")
     var noInotifyEcho = false
 
+    @Flag(
+        help:
+            "Keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
+    )
+    var allowRemoteSetuid = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -124,6 +130,7 @@ struct MountCommand: ParsableCommand {
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         configuration.inotifyEcho = !noInotifyEcho
+        configuration.allowRemoteSetuid = allowRemoteSetuid
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.testOutageFile = testOutageFile.map(absolutePath)
@@ -166,6 +173,7 @@ struct MountCommand: ParsableCommand {
         ]
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
+        if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         let daemon: DaemonProcess

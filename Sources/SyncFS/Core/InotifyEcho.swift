@@ -27,8 +27,9 @@ import Synchronization
 /// withdraws the pending change and applies it directly. While a step is stuck (a hung mount),
 /// later changes skip the echo. Any failure of the call falls back to applying directly.
 final class InotifyEcho: @unchecked Sendable {
-    /// The mount point's path bytes.
-    let mountpoint: [UInt8]
+    /// The echo thread's calls on the mount, below a descriptor of its root (never a host path
+    /// built from names). Used on the echo thread only.
+    private let beneathMount: BeneathMount
     /// How long a caller waits for one echo call.
     let timeout: Double
     /// Serialises callers (the follower; the uploader's forced applies).
@@ -61,7 +62,7 @@ final class InotifyEcho: @unchecked Sendable {
         mountpoint: String, timeout: Double = 2, prepare: @escaping @Sendable () -> Bool = { true },
         started: @escaping @Sendable (Int32) -> Void
     ) {
-        self.mountpoint = Array(mountpoint.utf8)
+        beneathMount = BeneathMount(mountpoint: mountpoint)
         self.timeout = timeout
         let thread = Thread { [self] in
             guard prepare() else { return stop() }
@@ -136,74 +137,41 @@ final class InotifyEcho: @unchecked Sendable {
         return text.split(separator: "/").last.flatMap { Int32($0) } ?? 0
     }
 
-    /// `mountpoint/relative` as a C string for `body`.
-    func withPath<R>(_ relative: [UInt8], _ body: (UnsafePointer<CChar>) -> R) -> R {
-        var bytes = mountpoint
-        if !relative.isEmpty { bytes += [0x2F] + relative }
-        bytes.append(0)
-        return bytes.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { body($0.baseAddress!) }
-        }
-    }
-
     /// Performs a step on the calling thread (the echo thread); returns 0 or an errno.
     func perform(_ step: EchoStep) -> Int32 {
-        let result: Int32
         switch step {
-        case .create(let path, let kind, let target):
-            result = withPath(path) { cPath in
-                switch kind {
-                case .file: return mknod(cPath, S_IFREG | 0o600, 0)
-                case .directory: return mkdir(cPath, 0o700)
-                case .symlink:
-                    let bytes = (target ?? [0x2E]) + [0]
-                    return bytes.withUnsafeBufferPointer { buffer in
-                        buffer.withMemoryRebound(to: CChar.self) { symlink($0.baseAddress!, cPath) }
-                    }
-                }
-            }
-        case .remove(let path, let isDirectory):
-            result = withPath(path) { isDirectory ? rmdir($0) : unlink($0) }
-        case .move(let from, let to):
+        case .create(let location, let kind, let target):
+            return beneathMount.create(location, kind: kind, target: target)
+        case .remove(let location, let isDirectory):
+            return beneathMount.remove(location, isDirectory: isDirectory)
+        case .move(let source, let destination):
             // A plain rename: the destination was free in the tree, and the handler checks again.
-            result = withPath(from) { source in withPath(to) { destination in rename(source, destination) } }
+            return beneathMount.move(source, to: destination)
         }
-        return result == 0 ? 0 : errno
     }
 
     /// Performs a touch on the calling thread (the echo thread); returns 0 or an errno.
     func perform(_ touch: EchoTouch) -> Int32 {
         switch touch {
-        case .content(let path, let size):
-            // truncate by path, not ftruncate: only the latter makes the kernel stamp its own
-            // mtime on the inode (which, under the writeback cache, it would then keep).
-            return withPath(path) { cPath in
-                let descriptor = open(cPath, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-                guard descriptor >= 0 else { return errno }
-                let truncated = truncate(cPath, off_t(size)) == 0 ? 0 : errno
-                close(descriptor)
-                return truncated
-            }
-        case .attributes(let path, let kind, let mode, let uid):
-            let done = withPath(path) { cPath in
-                kind == .symlink ? lchown(cPath, uid, UInt32.max) : chmod(cPath, mode_t(mode))
-            }
-            return done == 0 ? 0 : errno
+        case .content(let location, let size):
+            return beneathMount.touchContent(location, size: size)
+        case .attributes(let location, let kind, let mode, let uid):
+            return beneathMount.touchAttributes(location, kind: kind, mode: mode, uid: uid)
         }
     }
 }
 
-/// A remote change the kernel must see as a VFS call on the mount (paths relative to it).
+/// A remote change the kernel must see as a VFS call on the mount (locations below its root).
 enum EchoStep: Sendable, Equatable {
-    case create(path: [UInt8], kind: NodeKind, target: [UInt8]?)
-    case remove(path: [UInt8], isDirectory: Bool)
-    case move(from: [UInt8], to: [UInt8])
+    case create(EchoLocation, kind: NodeKind, target: [UInt8]?)
+    case remove(EchoLocation, isDirectory: Bool)
+    case move(from: EchoLocation, to: EchoLocation)
 }
 
 /// A remote change of content or attributes, echoed after it was applied.
 enum EchoTouch: Sendable, Equatable {
-    case content(path: [UInt8], size: Int64)
-    case attributes(path: [UInt8], kind: NodeKind, mode: UInt32, uid: UInt32)
+    case content(EchoLocation, size: Int64)
+    case attributes(EchoLocation, kind: NodeKind, mode: UInt32, uid: UInt32)
 }
 
 /// The remote change an echo step carries to the FUSE handler, and what the handler made of it.

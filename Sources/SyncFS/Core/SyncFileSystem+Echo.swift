@@ -102,50 +102,51 @@ extension SyncFileSystem {
 
     /// The VFS call that applies `entry` through the mount, if it is a create, delete or move the
     /// kernel can see as such; nil for changes applied directly (content, attributes, a name taken
-    /// by another local entry, a directory that keeps local entries). Under the lock.
+    /// by another local entry, a directory that keeps local entries, a location that cannot be
+    /// named below the mount). Under the lock.
     private func throughStep(for entry: RemoteEntry, in tree: Namespace) -> EchoStep? {
         let node = tree.node(withID: entry.id).flatMap { $0.isUnlinked ? nil : $0 }
         if entry.isDeleted {
             guard let node, node.ino != .root, node.parent != nil else { return nil }
             if node.kind == .directory && !node.children.isEmpty { return nil }
-            return .remove(path: pathBytes(of: node, in: tree), isDirectory: node.kind == .directory)
+            return location(of: node, in: tree).map { .remove($0, isDirectory: node.kind == .directory) }
         }
         guard entry.id != .root, let parentID = entry.state.parent, let parent = tree.node(withID: parentID),
             !parent.isUnlinked
         else { return nil }
         let name = FileName(bytes: entry.state.name)
         if let occupant = tree.child(of: parent, named: name), occupant.fileID != entry.id { return nil }
-        let destination = childPath(parent, name, in: tree)
+        guard let destination = location(of: parent, in: tree).flatMap({ $0.child(name) }) else { return nil }
         guard let node else {
-            return .create(path: destination, kind: entry.state.kind, target: entry.state.symlinkTarget)
+            return .create(destination, kind: entry.state.kind, target: entry.state.symlinkTarget)
         }
         guard node.parent != parent.ino || node.name != name else { return nil }
-        return .move(from: pathBytes(of: node, in: tree), to: destination)
+        return location(of: node, in: tree).map { .move(from: $0, to: destination) }
     }
 
-    /// The path bytes of `node` below the mount point ("" for the root). Under the lock.
-    func pathBytes(of node: Node, in tree: Namespace) -> [UInt8] {
-        var names: [[UInt8]] = []
+    /// The location of `node` below the mount point (the names from the root down), or nil if
+    /// it is not attached to the root or a name is not one path component. Under the lock.
+    func location(of node: Node, in tree: Namespace) -> EchoLocation? {
+        guard node.ino != .root else { return EchoLocation(directories: [], name: nil) }
+        var names: [FileName] = []
         var current: Node? = node
         while let this = current, this.ino != .root {
-            names.append(this.name.bytes)
+            guard names.count < 4096 else { return nil }
+            names.append(this.name)
             current = this.parent.flatMap { tree.nodes[$0] }
         }
-        return Array(names.reversed().joined(separator: [0x2F]))
+        guard current?.ino == .root, let name = names.first else { return nil }
+        return EchoLocation(directories: names.dropFirst().reversed(), name: name)
     }
 
-    private func childPath(_ parent: Node, _ name: FileName, in tree: Namespace) -> [UInt8] {
-        let parentPath = pathBytes(of: parent, in: tree)
-        return parentPath.isEmpty ? name.bytes : parentPath + [0x2F] + name.bytes
-    }
-
-    /// What to touch after `node`'s remote update, if the echo is on. Under the lock.
-    func echoTouch(for node: Node, contentChanged: Bool, in tree: Namespace) -> EchoTouch {
-        let path = pathBytes(of: node, in: tree)
+    /// What to touch after `node`'s remote update, if the echo is on (nil: it cannot be named
+    /// below the mount). Under the lock.
+    func echoTouch(for node: Node, contentChanged: Bool, in tree: Namespace) -> EchoTouch? {
+        guard let location = location(of: node, in: tree) else { return nil }
         if contentChanged && node.kind == .file {
-            return .content(path: path, size: node.size.load(ordering: .relaxed))
+            return .content(location, size: node.size.load(ordering: .relaxed))
         }
-        return .attributes(path: path, kind: node.kind, mode: node.mode, uid: node.uid)
+        return .attributes(location, kind: node.kind, mode: node.mode, uid: node.uid)
     }
 
     // MARK: The FUSE handlers' side

@@ -14,6 +14,9 @@ public enum RemotePlan: Equatable, Sendable {
     case needsParent(FileID)
     /// Apply it; download the content first if `needsContent`.
     case apply(needsContent: Bool)
+    /// Never apply it: the entry breaks a rule (`RemoteEntryValidation`) or would change what an
+    /// existing entry is (its kind). Nothing local changes; the reason is shown in `status`.
+    case refused(String)
 }
 
 extension SyncFileSystem {
@@ -24,9 +27,15 @@ extension SyncFileSystem {
     }
 
     func plan(_ entry: RemoteEntry, force: Bool, tree: inout Namespace) -> RemotePlan {
+        // Checked where the entry entered (the engine's container) and again here, where it is
+        // used: every path that applies a remote entry plans it first.
+        if let problem = RemoteEntryValidation.problem(with: entry) { return .refused(problem) }
         let base = tree.bases[entry.id]
         if !force, let base, base.version >= entry.version { return .skip }
         let node = tree.node(withID: entry.id)
+        if let node, !node.isUnlinked, !entry.isDeleted, node.kind != entry.state.kind {
+            return .refused("it would turn the \(node.kind) \(entry.id) into a \(entry.state.kind)")
+        }
         if !force && outbox.isPending(entry.id) { return .localChangesPending }
         if let node, node.openWriters > 0 { return .later }
         if entry.isDeleted { return .apply(needsContent: false) }
@@ -173,7 +182,7 @@ extension SyncFileSystem {
         let placeholderChanged = existing.isPlaceholder && tree.bases[entry.id]?.manifest != state.manifest
         let contentChanged = contentFile != nil || placeholderChanged
         let metadataChanged =
-            existing.mode != state.mode || existing.mtime.load(ordering: .relaxed) != state.mtime
+            existing.mode != appliedMode(state.mode) || existing.mtime.load(ordering: .relaxed) != state.mtime
             || existing.xattrs != state.xattrs || (state.symlinkTarget.map { $0 != existing.symlinkTarget } ?? false)
         let timesOrContentChanged =
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
@@ -208,7 +217,7 @@ extension SyncFileSystem {
                 moved = true
             }
         }
-        node.mode = state.mode
+        node.mode = appliedMode(state.mode)
         node.mtime.store(state.mtime, ordering: .relaxed)
         node.ctime = Clock.nowNanoseconds()
         node.symlinkTarget = state.symlinkTarget ?? node.symlinkTarget
@@ -296,7 +305,8 @@ extension SyncFileSystem {
         let now = Clock.nowNanoseconds()
         let record = EntryRecord(
             ino: tree.allocateIno(), fileID: entry.id, parent: nil, name: FileName(bytes: state.name),
-            kind: state.kind, mode: state.mode, uid: owner.uid, gid: owner.gid, size: state.size, atime: now,
+            kind: state.kind, mode: appliedMode(state.mode), uid: owner.uid, gid: owner.gid, size: state.size,
+            atime: now,
             mtime: state.mtime, ctime: now, symlinkTarget: state.symlinkTarget, isPlaceholder: isPlaceholder)
         let node = Node(record: record, xattrs: [:])
         place(
@@ -314,6 +324,12 @@ extension SyncFileSystem {
             application.touch = echoTouch(for: node, contentChanged: true, in: tree)
         }
         return true
+    }
+
+    /// The mode a remote entry gets here: the container's, without setuid and setgid unless the
+    /// mount allows them (`allowRemoteSetuid`), so a container cannot hand out privileges.
+    func appliedMode(_ remote: UInt32) -> UInt32 {
+        allowsRemoteSetuid.load(ordering: .relaxed) ? remote : remote & ~UInt32(S_ISUID | S_ISGID)
     }
 
     private func applyXattrs(

@@ -47,6 +47,12 @@ public final class SyncFileSystem: Sendable {
     let inotifyEcho = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
     let echoThreadID = Atomic<Int32>(0)
+    /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
+    /// default: see `appliedMode`.
+    let allowsRemoteSetuid = Atomic<Bool>(false)
+
+    public func allowRemoteSetuid(_ allowed: Bool) { allowsRemoteSetuid.store(allowed, ordering: .relaxed) }
+
     /// Wakes the background downloader when pins change (set by the sync engine).
     let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
 

@@ -24,6 +24,8 @@ public struct MountConfiguration: Sendable {
     public var testOutageFile: String?
     /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
     public var inotifyEcho = true
+    /// Apply remote setuid/setgid bits and mount without `nosuid,nodev` (`--allow-remote-setuid`).
+    public var allowRemoteSetuid = false
     /// For a server URL: the file holding the bearer token (`--token-file`).
     public var tokenFile: String?
     /// For an https URL: trust only the certificates in this PEM file (`--ca-file`).
@@ -79,13 +81,15 @@ public enum MountDaemon {
             session = try FuseSession(
                 fileSystem: fileSystem, mountpoint: configuration.mountpoint,
                 fsName: "syncfs:" + configuration.container,
-                cacheTimeout: configuration.cacheTimeout, logger: logger)
+                cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
+                logger: logger)
         } catch {
             try? fileSystem.shutDown()
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
         session.installSignalHandlers()
         fileSystem.setDownloadExclusions(configuration.noDownloadProcesses)
+        fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel
         options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: state.path)

@@ -17,13 +17,17 @@ public final class FuseSession: @unchecked Sendable {
     public let mountpoint: String
 
     /// Mount options: the kernel checks permissions (`default_permissions`); as root the folder
-    /// is shared with every user (`allow_other`), each new file belonging to its creator.
+    /// is shared with every user (`allow_other`), each new file belonging to its creator. Unless
+    /// `honoursSetuid`, the folder is `nosuid,nodev`: what other machines put in it cannot hand
+    /// out privileges or reach devices here, whatever its mode bits say.
     public init(
-        fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double, logger: Logger
+        fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double,
+        honoursSetuid: Bool = false, logger: Logger
     ) throws {
         self.mountpoint = mountpoint
         let safeName = fsName.map { $0 == "," || $0 == "\\" ? "_" : $0 }
         var options = "default_permissions,fsname=\(String(safeName)),subtype=syncfs"
+        if !honoursSetuid { options += ",nosuid,nodev" }
         if geteuid() == 0 { options += ",allow_other" }
         let arguments = ["syncfs-mount", "-o", options]
         var cArguments = arguments.map { strdup($0) }

@@ -1,3 +1,4 @@
+import Logging
 import SyncBackend
 import Synchronization
 
@@ -35,6 +36,12 @@ final class RemoteEntryRefusals: Sendable {
             entries[id] = RefusedRemoteEntry(fileID: id.hex, version: version, reason: reason)
             return isNew
         }
+    }
+
+    /// Records the refusal of `entry` and logs it the first time its file ID is refused.
+    func refuse(_ entry: RemoteEntry, because reason: String, logger: Logger) {
+        guard record(entry.id, version: entry.version, reason: reason) else { return }
+        logger.warning("refused remote entry \(entry.id) (version \(entry.version)): \(reason)")
     }
 
     /// Forgets the refusal of `id` (a valid version of it arrived).

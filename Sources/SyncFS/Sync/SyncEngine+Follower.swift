@@ -74,18 +74,27 @@ extension SyncEngine {
     }
 
     /// Applies one remote entry, fetching missing parents first and downloading content.
-    /// Returns false if it must be retried later.
-    func apply(_ entry: RemoteEntry, force: Bool, giving item: OutboxItem? = nil, depth: Int = 0)
-        throws(SyncFailure) -> Bool
-    {
+    /// Returns false if it must be retried later. `children` are the entries waiting for this
+    /// one as their missing parent: an entry among them again means the parents form a cycle,
+    /// which is refused (and never fetched around forever).
+    func apply(
+        _ entry: RemoteEntry, force: Bool, giving item: OutboxItem? = nil, depth: Int = 0, children: Set<FileID> = []
+    ) throws(SyncFailure) -> Bool {
         for _ in 0..<3 {
             switch fileSystem.planRemote(entry, force: force) {
             case .skip, .localChangesPending:
+                return true
+            case .refused(let reason):
+                refuse(entry, reason)
                 return true
             case .later:
                 return false
             case .needsParent(let parentID):
                 guard depth < 64 else { return false }
+                guard !children.contains(parentID) else {
+                    refuse(entry, "its parents form a cycle (\(parentID) is below it)")
+                    return true
+                }
                 let container = self.container
                 let parent: RemoteEntry?
                 do throws(ContainerProtocolError) {
@@ -97,7 +106,9 @@ extension SyncEngine {
                 }
                 guard let parent, !parent.isDeleted else { return false }
                 // A forced change forces its missing ancestors too (their local deletes lose).
-                guard try apply(parent, force: force, depth: depth + 1) else { return false }
+                guard try apply(parent, force: force, depth: depth + 1, children: children.union([entry.id])) else {
+                    return false
+                }
             case .apply(let needsContent):
                 var contentFile: String?
                 if needsContent {
@@ -124,10 +135,21 @@ extension SyncEngine {
                     if needed && contentFile == nil { continue }
                     return true
                 }
-                if outcome == .skip || outcome == .localChangesPending { return true }
-                if outcome == .later { return false }
+                switch outcome {
+                case .skip, .localChangesPending: return true
+                case .refused(let reason):
+                    refuse(entry, reason)
+                    return true
+                case .later: return false
+                case .needsParent, .apply: break
+                }
             }
         }
         return false
+    }
+
+    /// Records a remote entry Core refused (logged once per entry, listed by `status`).
+    func refuse(_ entry: RemoteEntry, _ reason: String) {
+        refusals.refuse(entry, because: reason, logger: logger)
     }
 }

@@ -30,7 +30,7 @@ public final class SyncEngine: Sendable {
     /// Files for the background downloader.
     let downloads = DownloadQueue()
     /// Remote entries refused by `RemoteEntryValidation` (shown by `status`).
-    let refusals = RemoteEntryRefusals()
+    let refusals: RemoteEntryRefusals
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
@@ -52,9 +52,17 @@ public final class SyncEngine: Sendable {
 
     public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
         self.fileSystem = fileSystem
+        // Every entry the container sends is checked before anything is done with it; refusals
+        // are shown by `status` and logged once per entry.
+        let refusals = RemoteEntryRefusals()
+        let validated = ValidatingContainer(
+            base: container,
+            refused: { entry, reason in refusals.refuse(entry, because: reason, logger: logger) },
+            accepted: { entry in refusals.clear(entry.id) })
         // Every answer of the container lets changes that failed only because it was away go now.
-        let container = AnsweringContainer(container) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
+        let container = AnsweringContainer(validated) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
         self.container = container
+        self.refusals = refusals
         self.options = options
         self.logger = logger
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)

@@ -1,0 +1,78 @@
+import SyncBackend
+
+/// Forwards every call to a container and checks every entry it answers with
+/// (`RemoteEntryValidation`) before the engine sees it: the place where remote entries enter.
+///
+/// - A failing entry in a change batch is dropped from the batch and reported (`refused`); the
+///   batch's cursor stays, so the rest of the feed goes on and the entry is not asked for again.
+/// - A failing entry read by ID is reported and answered as absent (`nil`). Every caller treats
+///   an absent entry as "nothing to apply now" (a deferred change waits, a missing parent keeps
+///   its child waiting), never as a deletion.
+/// - A commit answer that carries a failing entry becomes `unavailable`: the upload stays queued
+///   and is retried with backoff, its error visible in `status`.
+///
+/// Core checks each entry again where it is applied (`SyncFileSystem.plan`).
+struct ValidatingContainer: Container {
+    let base: any Container
+    /// Called for each refused entry with the reason.
+    let refused: @Sendable (RemoteEntry, String) -> Void
+    /// Called for each entry that passed (a later valid version clears an earlier refusal).
+    let accepted: @Sendable (RemoteEntry) -> Void
+
+    var containerID: String { base.containerID }
+
+    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        try await base.missingChunks(hashes)
+    }
+
+    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        try await base.putChunk(chunk)
+    }
+
+    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        try await base.chunk(hash)
+    }
+
+    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        guard let entry = try await base.entry(id) else { return nil }
+        guard entry.id == id else {
+            refused(entry, "the container answered a read of \(id) with entry \(entry.id)")
+            return nil
+        }
+        return passes(entry) ? entry : nil
+    }
+
+    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        let outcome = try await base.commit(request)
+        let carried: RemoteEntry?
+        switch outcome {
+        case .committed(let entry): carried = entry
+        case .versionConflict(let current): carried = current
+        case .nameTaken(let holder): carried = holder
+        case .parentMissing, .directoryNotEmpty, .wouldCreateCycle, .chunksMissing: carried = nil
+        }
+        if let carried, !passes(carried) {
+            throw .unavailable("the container answered the commit of \(request.id) with an entry this mount refuses")
+        }
+        return outcome
+    }
+
+    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        var batch = try await base.changes(after: cursor, limit: limit)
+        batch.entries = batch.entries.filter(passes)
+        return batch
+    }
+
+    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
+        try await base.waitForChanges(after: cursor, timeout: timeout)
+    }
+
+    private func passes(_ entry: RemoteEntry) -> Bool {
+        if let problem = RemoteEntryValidation.problem(with: entry) {
+            refused(entry, problem)
+            return false
+        }
+        accepted(entry)
+        return true
+    }
+}
