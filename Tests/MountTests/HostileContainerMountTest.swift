@@ -71,7 +71,10 @@ struct HostileContainerMountTest {
         } else {
             #expect([EIO, ESTALE].contains(errno), "the open handle fails cleanly: \(errnoName(errno))")
         }
-        #expect(fstat(docs, &stat()) == 0 || [EIO, ESTALE].contains(errno), "the open directory: \(errnoName(errno))")
+        var directoryInfo = stat()
+        #expect(
+            fstat(docs, &directoryInfo) == 0 || [EIO, ESTALE].contains(errno), "the open directory: \(errnoName(errno))"
+        )
 
         // Chunks that lie: a read fails with an error, never wrong bytes.
         for path in expected.lying {

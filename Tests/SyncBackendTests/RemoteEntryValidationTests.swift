@@ -51,8 +51,20 @@ struct RemoteEntryValidationTests {
     @Test func badShapesAreRefused() {
         let refused: [(String, RemoteEntry)] = [
             ("size differs from manifest", Self.file { $0.size = 6 }),
-            ("zero-length chunk", Self.file { $0.manifest[0].length = 0; $0.size = 0 }),
-            ("negative size", Self.file { $0.manifest = []; $0.size = -1 }),
+            (
+                "zero-length chunk",
+                Self.file {
+                    $0.manifest[0].length = 0
+                    $0.size = 0
+                }
+            ),
+            (
+                "negative size",
+                Self.file {
+                    $0.manifest = []
+                    $0.size = -1
+                }
+            ),
             (
                 "chunk over the limit",
                 Self.file {
