@@ -23,9 +23,9 @@ struct HostileContainerMountTest {
         // Phase 1: a good directory; the test holds a file in it and the directory open.
         #expect(waitUntil(timeout: 30) { pathExists(folder.path("docs/readme.txt")) }, "\(logs())")
         let readme = try openFile(folder.path("docs/readme.txt"), O_RDONLY)
-        defer { close(readme) }
         let docs = try openFile(folder.path("docs"), O_RDONLY | O_DIRECTORY)
-        defer { close(docs) }
+        var openDescriptors = [readme, docs]
+        defer { openDescriptors.forEach { close($0) } }
 
         // The sentinel beside the mount point, fingerprinted with its parent's listing.
         let sentinel = folder.baseDir + "/sentinel"
@@ -93,9 +93,18 @@ struct HostileContainerMountTest {
         #expect(expected.cycle.contains { refused.contains($0) }, "the parent cycle is listed as refused")
         #expect((status.refusedRemoteEntries ?? []).allSatisfy { !$0.reason.isEmpty && $0.version > 0 })
 
-        // The mount is nosuid,nodev and still unmounts cleanly.
+        // Each refusal is logged once (with its file ID), not at every retry.
+        let log = (try? readText(folder.logPath)) ?? ""
+        for id in expected.refused.keys.sorted() + expected.cycle where refused.contains(id) {
+            let lines = log.split(separator: "\n").filter { $0.contains("refused remote entry \(id)") }.count
+            #expect(lines == 1, "the refusal of \(id) is logged once, not \(lines) times")
+        }
+
+        // The mount is nosuid,nodev and still unmounts cleanly (once the test's descriptors are closed).
         let options = mountOptions(folder.root)
         #expect(options.contains("nosuid") && options.contains("nodev"), "mount options: \(options)")
+        openDescriptors.forEach { close($0) }
+        openDescriptors = []
         try folder.unmount()
         #expect(!TestFolder.isMounted(folder.root))
     }
