@@ -25,7 +25,7 @@ struct HostileContainerMountTest {
         let readme = try openFile(folder.path("docs/readme.txt"), O_RDONLY)
         let docs = try openFile(folder.path("docs"), O_RDONLY | O_DIRECTORY)
         var openDescriptors = [readme, docs]
-        defer { openDescriptors.forEach { close($0) } }
+        defer { for descriptor in openDescriptors { close(descriptor) } }
 
         // The sentinel beside the mount point, fingerprinted with its parent's listing.
         let sentinel = folder.baseDir + "/sentinel"
@@ -103,7 +103,7 @@ struct HostileContainerMountTest {
         // The mount is nosuid,nodev and still unmounts cleanly (once the test's descriptors are closed).
         let options = mountOptions(folder.root)
         #expect(options.contains("nosuid") && options.contains("nodev"), "mount options: \(options)")
-        openDescriptors.forEach { close($0) }
+        for descriptor in openDescriptors { close(descriptor) }
         openDescriptors = []
         try folder.unmount()
         #expect(!TestFolder.isMounted(folder.root))
