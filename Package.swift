@@ -137,6 +137,7 @@ let package = Package(
         .testTarget(
             name: "MountTests",
             dependencies: [],
+            exclude: ["Support/hostile_server.py"],
             swiftSettings: strict
         ),
     ]

@@ -83,7 +83,23 @@ final class HostileFixture {
         let content = Array("still syncing \(name)\n".utf8)
         try await commitGoodFile(name, content)
         try await eventually("\(name) arrives after the hostile entries") { try folder.childNames().contains(name) }
-        #expect(try contents(folder, name) == content)
+        #expect(try await read(name) == content)
+    }
+
+    /// The content of a file by path, read on a thread of its own: reading a placeholder blocks
+    /// its thread on a download (`Blocking.run`), which on the cooperative pool (two threads on
+    /// a two-core machine, tests of other suites beside) could leave no thread to run it.
+    func read(_ path: String) async throws -> [UInt8] {
+        try await offThePool { [folder = Unchecked(folder)] in try contents(folder.value, path) }
+    }
+
+    /// Runs `body` on a new thread and returns its result (see `read`).
+    func offThePool<T>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let result = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<Unchecked<T>, Error>) in
+            Thread { continuation.resume(with: Result { Unchecked(try body()) }) }.start()
+        }
+        return result.value
     }
 
     /// The file IDs (hex) `status` lists as refused.
@@ -135,6 +151,12 @@ final class HostileFixture {
         Issue.record("timed out waiting for: \(what)")
         throw CancellationError()
     }
+}
+
+/// A value handed to another thread whose use there the test orders itself.
+struct Unchecked<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 struct HostileTestFailure: Error, CustomStringConvertible {

@@ -22,6 +22,10 @@ public final class HostileContainer: Container {
         var burnedVersions: Set<EntryVersion> = []
         /// Chunk answers that replace `base`'s.
         var chunkAnswers: [ChunkHash: EncodedChunk] = [:]
+        /// Injections begun, and those begun but not recorded yet (their version is burned in
+        /// `base` but not known here: a page read meanwhile would show a plain root put instead).
+        var injectionsBegun = 0
+        var injectionsPending = 0
     }
 
     public let base: InMemoryContainer
@@ -39,6 +43,11 @@ public final class HostileContainer: Container {
     /// it as served. Nothing about it is checked.
     @discardableResult
     public func inject(_ entry: RemoteEntry) async throws(ContainerProtocolError) -> RemoteEntry {
+        state.withLock { state in
+            state.injectionsBegun += 1
+            state.injectionsPending += 1
+        }
+        defer { state.withLock { $0.injectionsPending -= 1 } }
         let version = try await burnVersion()
         var served = entry
         served.version = version
@@ -116,7 +125,7 @@ public final class HostileContainer: Container {
     /// in the page's range merged in (newest version per ID, in version order).
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         let after = try FeedPosition.version(of: cursor)
-        let page = try await base.changes(after: cursor, limit: limit)
+        let page = try await consistentPage(after: cursor, limit: limit)
         let through = try FeedPosition.version(of: page.cursor)
         let entries = state.withLock { state -> [RemoteEntry] in
             var newest: [FileID: RemoteEntry] = [:]
@@ -129,6 +138,22 @@ public final class HostileContainer: Container {
             return newest.values.sorted { $0.version < $1.version }
         }
         return ChangeBatch(entries: entries, cursor: page.cursor, moreComing: page.moreComing)
+    }
+
+    /// `base`'s page, read while no injection was under way (else it might hold a burned version
+    /// not yet known as one).
+    private func consistentPage(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError)
+        -> ChangeBatch
+    {
+        while true {
+            let (begun, pending) = state.withLock { ($0.injectionsBegun, $0.injectionsPending) }
+            if pending > 0 {
+                try? await Task.sleep(for: .milliseconds(1))
+                continue
+            }
+            let page = try await base.changes(after: cursor, limit: limit)
+            if state.withLock({ $0.injectionsBegun }) == begun { return page }
+        }
     }
 
     public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
