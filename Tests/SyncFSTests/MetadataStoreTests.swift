@@ -252,6 +252,17 @@ struct MetadataStoreTests {
     }
 }
 
+@Suite("SyncBase: the stored manifest form")
+struct SyncBaseEncodingTests {
+    /// A hostile container once sent a chunk length of -10, and encoding it trapped the daemon
+    /// (validation now refuses such manifests; the encoding no longer traps on any length).
+    @Test func everyLengthRoundTripsWithoutTrapping() throws {
+        let hash = try #require(ChunkHash(bytes: Array(repeating: 9, count: 32)))
+        let manifest = [-10, 0, 1, Int64.max, Int64.min].map { ChunkRef(hash: hash, length: $0) }
+        #expect(SyncBase.decode(SyncBase.encode(manifest)) == manifest)
+    }
+}
+
 @Suite("MetadataStore: coalescing a batch")
 struct MetadataStoreCoalescingTests {
     private func record(_ ino: UInt64, name: String, size: Int64 = 0) -> EntryRecord {

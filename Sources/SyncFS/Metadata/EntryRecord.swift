@@ -78,7 +78,9 @@ public struct SyncBase: Equatable, Sendable {
         bytes.reserveCapacity(manifest.count * 40)
         for ref in manifest {
             bytes.append(contentsOf: ref.hash.bytes)
-            withUnsafeBytes(of: UInt64(ref.length).littleEndian) { bytes.append(contentsOf: $0) }
+            // Bit patterns both ways: lossless, and a length that is not positive (validation refuses
+            // such manifests before they get here) can never trap the daemon.
+            withUnsafeBytes(of: UInt64(bitPattern: ref.length).littleEndian) { bytes.append(contentsOf: $0) }
         }
         return bytes
     }
@@ -91,7 +93,7 @@ public struct SyncBase: Equatable, Sendable {
             guard let hash = ChunkHash(bytes: Array(bytes[start..<start + 32])) else { return nil }
             var length: UInt64 = 0
             for index in 0..<8 { length |= UInt64(bytes[start + 32 + index]) << (8 * UInt64(index)) }
-            refs.append(ChunkRef(hash: hash, length: Int64(length)))
+            refs.append(ChunkRef(hash: hash, length: Int64(bitPattern: length)))
         }
         return refs
     }
