@@ -129,6 +129,23 @@ import Testing
             #expect(fixture.server.connections.open == 10)
         }
     }
+
+    /// `syncfs-mount serve` started with a soft open-file limit of 256 (a container's default)
+    /// raises it to the hard limit, so a few hundred idle connections cannot lock everyone out.
+    @Test(.timeLimit(.minutes(1))) func serveRaisesItsOpenFileLimitToTheHardLimit() throws {
+        let directory = try TemporaryDirectory("syncfs-nofile")
+        defer { directory.remove() }
+        // Binary.configure runs `umask X && exec ...` through /bin/sh: the limit goes with it.
+        let server = try ServeProcess.start(root: directory.path, umask: "077 && ulimit -Sn 256")
+        defer { server.stop() }
+        let limits = try String(contentsOfFile: "/proc/\(server.pid)/limits", encoding: .utf8)
+        let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max open files") })
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        let soft = fields.count > 4 ? String(fields[3]) : ""
+        let hard = fields.count > 4 ? String(fields[4]) : ""
+        #expect(soft == hard, "\(line)")
+        #expect(soft != "256" || hard == "256", "\(line)")
+    }
 }
 
 /// Runs blocking socket work on a thread of its own, keeping the cooperative pool free for the
