@@ -51,7 +51,13 @@ extension SyncEngine {
                 }
             } catch {
                 noteFailure(error.description)
-                logger.notice("following the container failed: \(error); retrying")
+                // Once a minute while it lasts (an outage, a container refusing the cursor), not
+                // once a second; `status` shows the last error meanwhile.
+                let admitted = fileSystem.outbox.failureLog.admit("follower: \(error)", now: fileSystem.outbox.now)
+                if admitted.logged {
+                    let left = admitted.suppressed > 0 ? " (\(admitted.suppressed) more since the last line)" : ""
+                    logger.notice("following the container failed: \(error); retrying\(left)")
+                }
                 sleepWhileRunning(seconds: 1)
             }
         }
