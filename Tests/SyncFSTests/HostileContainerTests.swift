@@ -206,6 +206,28 @@ struct HostileContainerTests {
         fixture.expectNothingOutsideChanged()
     }
 
+    /// Everything below a refused directory is refused too ("its parent … was refused"), not
+    /// deferred: a deferred entry would keep the follower polling for it (and the mount from
+    /// ever being caught up) for as long as the container lies.
+    @Test func entriesBelowARefusedDirectoryAreRefusedNotDeferred() async throws {
+        let fixture = try HostileFixture()
+        let bad = try await fixture.container.inject(FileID.random(), Hostile.directory(Array("..".utf8), in: .root))
+        let child = try await fixture.container.inject(FileID.random(), Hostile.file(Array("child".utf8), in: bad.id))
+        let cycleA = FileID.random()
+        let cycleB = FileID.random()
+        try await fixture.container.inject(cycleA, Hostile.directory(Array("a".utf8), in: cycleB))
+        try await fixture.container.inject(cycleB, Hostile.directory(Array("b".utf8), in: cycleA))
+        try await fixture.expectTheFeedGoesOn()
+        fixture.expectRefused(bad, "the directory named ..")
+        fixture.expectRefused(child, "the file inside it")
+        let reason = fixture.engine.status().refusedRemoteEntries.first { $0.fileID == child.id.hex }?.reason
+        #expect(reason?.contains("parent") == true, "the reason names the parent: \(reason ?? "none")")
+        #expect(fixture.refusedIDs.contains(cycleA.hex) && fixture.refusedIDs.contains(cycleB.hex), "both of a cycle")
+        try await fixture.eventually("the follower is caught up: nothing deferred") {
+            fixture.engine.status().feedCaughtUp
+        }
+    }
+
     /// The root is a directory without a parent, whatever a container says.
     @Test(arguments: [
         ("a root that is a file", Hostile.file([], in: nil, mode: 0o6777)),

@@ -54,6 +54,9 @@ final class RemoteEntryRefusals: Sendable {
         }
     }
 
+    /// Whether some version of `id` is refused (and no newer valid one arrived since).
+    func isRefused(_ id: FileID) -> Bool { entries.withLock { $0[id] != nil } }
+
     /// Every refusal, ordered by file ID.
     var all: [RefusedRemoteEntry] {
         entries.withLock { Array($0.values) }.sorted { $0.fileID < $1.fileID }

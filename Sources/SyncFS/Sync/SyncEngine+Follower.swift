@@ -110,10 +110,20 @@ extension SyncEngine {
                 } catch {
                     throw .container(error)
                 }
+                // A child of a refused parent is refused too: waiting for the parent would keep it
+                // deferred, and the follower polling for it, for as long as the container lies.
+                guard !refusals.isRefused(parentID) else {
+                    refuse(entry, "its parent \(parentID) was refused")
+                    return true
+                }
                 guard let parent, !parent.isDeleted else { return false }
                 // A forced change forces its missing ancestors too (their local deletes lose).
                 guard try apply(parent, force: force, depth: depth + 1, children: children.union([entry.id])) else {
                     return false
+                }
+                if refusals.isRefused(parentID) {
+                    refuse(entry, "its parent \(parentID) was refused")
+                    return true
                 }
             case .apply(let needsContent):
                 var contentFile: String?
