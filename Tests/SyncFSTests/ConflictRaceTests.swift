@@ -16,7 +16,10 @@ extension SyncEngineTests {
     @Test func aLocalWriteDuringAConflictsDownloadIsKept() async throws {
         let base = InMemoryContainer()
         let faulty = FaultInjectingContainer(base)
-        let slow = UploadQueue.Policy(quietDelay: 400_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        // A's quiet delay leaves B time to commit first even on a loaded machine (400 ms did not
+        // always); A's uploads are expedited explicitly below, so it costs no time.
+        let slow = UploadQueue.Policy(
+            quietDelay: 3_000_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
         let pair = try SyncedPair(container: base, viewOfA: faulty, policy: slow)
         try pair.a.makeFile("shared.txt", contents: bytes("base\n"))
         pair.a.fs.outbox.expediteAll()

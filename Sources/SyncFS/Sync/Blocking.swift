@@ -9,6 +9,12 @@ import Synchronization
 /// tools working on a container or a server from plain threads). Never call it from a Swift
 /// concurrency task. The error type is the body's own (`ContainerProtocolError` for container
 /// calls).
+///
+/// The call runs on `BlockingCallExecutor`, not on Swift's cooperative pool (as many threads as
+/// cores: two here): a thread that blocks on a pool thread — a test body waiting for an engine to
+/// stop, a synchronous read of a placeholder — could otherwise leave no thread to run the call
+/// it waits for, and every engine of the process would stall (seen: four engines stuck for 10 s
+/// each in a loaded test run).
 public enum Blocking {
     /// Runs `body` and waits for it. With `handle`, another thread can cancel it (`stop`).
     public static func run<T: Sendable, Failure: Error>(
@@ -17,7 +23,7 @@ public enum Blocking {
     ) throws(Failure) -> T {
         let result = Mutex<Result<T, Failure>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        let task = Task {
+        let task = Task(executorPreference: BlockingCallExecutor.shared) {
             do throws(Failure) {
                 let value = try await body()
                 result.withLock { $0 = .success(value) }
@@ -52,5 +58,21 @@ public final class CancelHandle: Sendable {
             return state.task
         }
         task?.cancel()
+    }
+}
+
+/// Where `Blocking.run` runs its calls: a task executor on a concurrent dispatch queue, whose
+/// threads are not the cooperative pool's (libdispatch adds threads as jobs wait). Default actors
+/// a call reaches (such as in-process containers) run there too (SE-0417); I/O waits (NIO event
+/// loops) hold no thread of it.
+final class BlockingCallExecutor: TaskExecutor {
+    static let shared = BlockingCallExecutor()
+
+    private let queue = DispatchQueue(label: "syncfs.blocking-calls", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
     }
 }
