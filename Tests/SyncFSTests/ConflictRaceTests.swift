@@ -148,7 +148,9 @@ extension SyncEngineTests {
     /// file is settled. Neither change may wait for the other forever; and each round of the
     /// wait must not leave another conflicted copy behind.
     @Test func aConflictIntoAFolderRemovedLocallyDoesNotLoop() async throws {
-        let slow = UploadQueue.Policy(quietDelay: 400_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        // A's changes wait (3 s) while B commits first, even on a loaded machine.
+        let slow = UploadQueue.Policy(
+            quietDelay: 3_000_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
         let pair = try SyncedPair(policy: slow)
         try pair.a.mkdir("folder")
         try pair.a.makeFile("note.txt", contents: bytes("base\n"))
@@ -187,7 +189,9 @@ extension SyncEngineTests {
     /// the changes must still settle (the folder comes back with B's file, as SEMANTICS.md says,
     /// and the rename then gets its name or a conflicted one), not wait for each other forever.
     @Test func aRenameOntoAFolderWhoseDeleteIsRefusedSettles() async throws {
-        let slow = UploadQueue.Policy(quietDelay: 400_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
+        // A's changes wait (3 s) while B commits first, even on a loaded machine.
+        let slow = UploadQueue.Policy(
+            quietDelay: 3_000_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
         let pair = try SyncedPair(policy: slow)
         try pair.a.mkdir("old")
         try pair.a.mkdir("other")
