@@ -51,6 +51,10 @@ public struct S3Client: Sendable {
 
     /// Stores `data` at `key`. With `ifAbsent`, sends `If-None-Match: *` and throws
     /// `preconditionFailed` when the object already exists. Returns the new ETag (unquoted).
+    ///
+    /// A conditional PUT retried after a transient failure may find the object its own first
+    /// attempt stored, and then reports `preconditionFailed`: for content-addressed keys an
+    /// existing object is the same content, so callers treat it as stored.
     @discardableResult
     public func put(_ key: String, data: Data, ifAbsent: Bool = false) async throws(S3Error) -> String {
         guard data.count <= maxObjectSize else {

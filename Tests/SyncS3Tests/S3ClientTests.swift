@@ -121,6 +121,14 @@ import Testing
         #expect(transport.requests.count == 3)
     }
 
+    @Test func theClientsDescriptionHidesTheSecret() throws {
+        let (client, _) = try Self.client(ScriptedTransport([]))
+        for text in [String(describing: client), String(reflecting: client)] {
+            #expect(text.contains("AKIDTEST"))  // the reflection does reach the credentials
+            #expect(!text.contains("SUPERSECRET") && !text.contains("SESSIONTOKEN"))
+        }
+    }
+
     @Test func oversizedObjectsAreRefusedBeforeSending() async throws {
         let transport = ScriptedTransport([])
         let (client, _) = try Self.client(transport)
