@@ -14,6 +14,8 @@
 # Progress and errors go to stderr. State lives in $SYNCFS_SERVICES_DIR (default
 # /tmp/syncfs-services-$UID).
 set -euo pipefail
+# `set -e` also inside command substitutions ($(start_ceph ...)).
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 dir="${SYNCFS_SERVICES_DIR:-/tmp/syncfs-services-$(id -u)}"
 pgbin=/usr/lib/postgresql/15/bin
@@ -26,7 +28,13 @@ pid_files() {
     return 0
 }
 
-alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+# Whether a PID runs; a zombie (exited, not yet reaped by whoever adopted it) counts as stopped.
+alive() {
+    [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null || return 1
+    local state
+    state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+    [ -n "$state" ] && [ "$state" != Z ]
+}
 
 running() {
     [ -f "$dir/env" ] || return 1
@@ -195,6 +203,12 @@ stop_all() {
     done
     for pid in "${pids[@]}"; do
         while alive "$pid"; do sleep 0.1; done
+    done
+    # Exited daemons stay zombies until the process that adopted them reaps them (in containers
+    # an init that may take a couple of seconds): wait up to 5 s so none is listed afterwards.
+    deadline=$((SECONDS + 5))
+    for pid in "${pids[@]}"; do
+        while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
     done
     rm -rf "$dir"
 }
