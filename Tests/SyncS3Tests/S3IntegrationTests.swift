@@ -106,6 +106,47 @@ import Testing
         }
     }
 
+    /// Sends each request to another host than the one in its URL, keeping the signed `Host`
+    /// header: the test machine has no DNS for `BUCKET.localhost`.
+    struct RedirectingTransport: S3Transport {
+        let inner: any S3Transport
+        let from: String
+        let to: String
+
+        func send(_ request: S3HTTPRequest, maxBody: Int, timeout: Duration) async throws(S3Error) -> S3HTTPResponse {
+            var redirected = request
+            redirected.url = request.url.replacingOccurrences(of: "://\(from)/", with: "://\(to)/")
+            return try await inner.send(redirected, maxBody: maxBody, timeout: timeout)
+        }
+    }
+
+    /// Virtual-host style end to end: RGW (`rgw dns name = localhost`) finds the bucket in `Host`.
+    @Test func virtualHostStyle() async throws {
+        let server = try Server.fromEnvironment()
+        let endpoint = try #require(URL(string: server.endpoint))
+        let port = try #require(endpoint.port)
+        let bucket = "syncfs-vhost-\(UUID().uuidString.prefix(8).lowercased())"
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let location = try S3Location(
+                parsing: "s3://\(bucket)/v?endpoint=http://localhost:\(port)&region=\(server.region)&addressing=virtual"
+            )
+            #expect(location.host == "\(bucket).localhost:\(port)")
+            let transport = RedirectingTransport(
+                inner: AsyncHTTPClientTransport(client: http), from: location.host, to: "127.0.0.1:\(port)")
+            let client = S3Client(location: location, credentials: server.credentials, transport: transport)
+            try await client.createBucket()
+            try await client.put("k", data: Data("virtual".utf8), ifAbsent: true)
+            #expect(try await client.get("k") == Data("virtual".utf8))
+            #expect(try await client.list().objects.map(\.key) == ["k"])
+            await #expect(throws: S3Error.notFound(key: "absent")) { try await client.head("absent") }
+        } catch {
+            try await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+    }
+
     @Test func aWrongSecretIsRefusedNotNotFound() async throws {
         let server = try Server.fromEnvironment()
         let wrong = S3Credentials(accessKeyID: server.credentials.accessKeyID, secretAccessKey: "not-the-secret")
