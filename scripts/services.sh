@@ -58,13 +58,18 @@ wait_for() {
 
 install_packages() { scripts/install-deps.sh --services >&2; }
 
+# PostgreSQL refuses to run as root: as root, the cluster belongs to the postgres user.
+as_pg_user() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
 start_postgres() {
     local port=$1
     mkdir -p "$dir/pg"
-    chown postgres:postgres "$dir/pg"
+    [ "$(id -u)" -ne 0 ] || chown postgres:postgres "$dir/pg"
     chmod 700 "$dir/pg"
-    runuser -u postgres -- "$pgbin/initdb" -D "$dir/pg" -A trust -U postgres -E UTF8 --no-sync >"$dir/pg-init.log"
-    runuser -u postgres -- "$pgbin/pg_ctl" -s -D "$dir/pg" -l "$dir/pg/server.log" -w -t 30 \
+    as_pg_user "$pgbin/initdb" -D "$dir/pg" -A trust -U postgres -E UTF8 --no-sync >"$dir/pg-init.log"
+    as_pg_user "$pgbin/pg_ctl" -s -D "$dir/pg" -l "$dir/pg/server.log" -w -t 30 \
         -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/pg -c fsync=off" start >&2
 }
 

@@ -5,8 +5,8 @@ import Testing
 @testable import SyncS3
 
 /// The client against a real Ceph RGW started by `scripts/services.sh start` (which
-/// `scripts/test.sh` runs): every operation, the conditional PUT, list pages, 404 as not-found, a
-/// wrong secret as refused and an unreachable endpoint as transient. Without the services'
+/// `scripts/test.sh` runs): every operation, the conditional PUT, list pages, 404 as not-found,
+/// path and virtual-host style, a wrong secret as refused and an unreachable endpoint as transient. Without the services'
 /// environment these tests fail, saying so: they never skip.
 @Suite(.serialized) struct S3IntegrationTests {
     struct Server {
