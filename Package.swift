@@ -86,6 +86,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A small S3 client with AWS Signature V4 (#16); nothing depends on it yet.
+        .target(
+            name: "SyncS3",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "SyncMerge",
             swiftSettings: strict
@@ -127,6 +138,15 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncS3Tests",
+            dependencies: [
+                "SyncS3",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(

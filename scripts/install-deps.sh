@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
 # Installs the Debian packages SyncFS builds, runs and tests with, if any is missing.
-# Usage: scripts/install-deps.sh [--test]   (--test adds the programs the test suites drive)
+# Usage: scripts/install-deps.sh [--test|--services]
+#   --test adds the programs the test suites drive, the services' included;
+#   --services installs only what scripts/services.sh runs (PostgreSQL 15, Ceph's monitor, OSD, RGW).
 set -euo pipefail
 packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev pkg-config)
-if [ "${1:-}" = "--test" ]; then packages+=(git sqlite3 attr tar rsync inotify-tools openssl python3); fi
-missing=()
-for package in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "installing: ${missing[*]}"
+services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
+case "${1:-}" in
+--test) packages+=(git sqlite3 attr tar rsync inotify-tools openssl python3) ;;
+--services) packages=() ;;
+*) services=() ;;
+esac
+missing() {
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || echo "$package"
+    done
+}
+# Ceph's recommendations (its manager, dashboards, Python modules) are not needed for the tests.
+mapfile -t missing_packages < <(missing "${packages[@]}")
+mapfile -t missing_services < <(missing "${services[@]}")
+if [ "${#missing_packages[@]}" -gt 0 ] || [ "${#missing_services[@]}" -gt 0 ]; then
+    echo "installing: ${missing_packages[*]} ${missing_services[*]}"
     sudo_cmd=()
     [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
     "${sudo_cmd[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}"
+    if [ "${#missing_packages[@]}" -gt 0 ]; then
+        DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing_packages[@]}"
+    fi
+    if [ "${#missing_services[@]}" -gt 0 ]; then
+        DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+            "${missing_services[@]}"
+    fi
 fi

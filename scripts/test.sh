@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of SyncFS: installs what is missing, lints, builds (warnings are errors),
-# then the unit tests and the mount tests (the built binary on real FUSE mounts).
+# then the unit tests and the mount tests (the built binary on real FUSE mounts). PostgreSQL and
+# Ceph RGW run for the duration (scripts/services.sh), stopped whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -8,11 +9,19 @@ scripts/lint.sh
 swift build --build-tests
 export SYNCFS_MOUNT_BINARY="$PWD/.build/debug/syncfs-mount"
 status=0
+trap 'scripts/services.sh stop' EXIT
+# If they do not start, the tests that need them fail and say so; the others still run.
+if services_env=$(scripts/services.sh start); then
+    eval "$services_env"
+else
+    echo "test.sh: scripts/services.sh start failed" >&2
+    status=1
+fi
 : > .build/test-output.txt
 # One run per test target: the container tests measure wake-up latencies and the sync tests run
 # engines whose container calls need Swift's cooperative threads (two on this machine); the mount
 # tests block those threads while they wait for daemons. Separate processes keep them apart.
-for target in SyncBackendTests SyncServerTests SyncMergeTests SyncFSTests MountTests; do
+for target in SyncBackendTests SyncServerTests SyncMergeTests SyncS3Tests SyncFSTests MountTests; do
     # The server suites run one test at a time: the load test saturates both cores, and the push
     # and graceful-stop tests check that answers come sooner than a poll or a timeout would.
     parallel=()

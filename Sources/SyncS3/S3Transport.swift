@@ -1,0 +1,80 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// One HTTP exchange as the S3 client needs it, so that the client's signing, retries and error
+/// mapping can be tested without a server and the real transport stays a thin adapter.
+public struct S3HTTPRequest: Sendable {
+    public var method: String
+    /// `scheme://host[:port]/encoded-path[?encoded-query]`, exactly as signed.
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: Data?
+}
+
+public struct S3HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: Data
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The first value of a header, by case-insensitive name.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// Sends one request. Throws `S3Error.transient` when no answer came (connection refused or
+/// reset, timeout) and `S3Error.invalidResponse` when the body is larger than `maxBody`.
+public protocol S3Transport: Sendable {
+    func send(_ request: S3HTTPRequest, maxBody: Int, timeout: Duration) async throws(S3Error) -> S3HTTPResponse
+}
+
+/// The transport over async-http-client.
+public struct AsyncHTTPClientTransport: S3Transport {
+    private let client: HTTPClient
+
+    /// Uses `client`, which the caller owns and shuts down.
+    public init(client: HTTPClient) { self.client = client }
+
+    public func send(_ request: S3HTTPRequest, maxBody: Int, timeout: Duration) async throws(S3Error) -> S3HTTPResponse
+    {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
+        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        let deadline = TimeAmount.nanoseconds(
+            Int64(timeout.components.seconds) * 1_000_000_000
+                + timeout.components.attoseconds / 1_000_000_000)
+        do {
+            let response = try await client.execute(outgoing, timeout: deadline)
+            var body = Data()
+            if request.method != "HEAD" {
+                do {
+                    body = Data(try await response.body.collect(upTo: maxBody).readableBytesView)
+                } catch is NIOTooManyBytesError {
+                    throw S3Error.invalidResponse("a body larger than \(maxBody) bytes")
+                }
+            }
+            return S3HTTPResponse(
+                status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) }, body: body)
+        } catch let error as S3Error {
+            throw error
+        } catch {
+            // No answer: the request may or may not have reached the server; the caller retries.
+            // The message names the kind of failure only, never the request's headers.
+            throw .transient("no answer (\(String(describing: type(of: error))): \(Self.summary(error)))")
+        }
+    }
+
+    private static func summary(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError { return String(describing: error) }
+        return String(describing: error).prefix(200).description
+    }
+}
