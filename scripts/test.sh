@@ -18,9 +18,9 @@ else
     status=1
 fi
 : > .build/test-output.txt
-# One run per test target: the container tests measure wake-up latencies and the sync tests run
-# engines whose container calls need Swift's cooperative threads (two on this machine); the mount
-# tests block those threads while they wait for daemons. Separate processes keep them apart.
+# One run per test target: the container tests measure wake-up latencies, and the mount tests
+# block Swift's cooperative threads (two on this machine) while they wait for daemons. Separate
+# processes keep them apart.
 for target in SyncBackendTests SyncServerTests SyncMergeTests SyncS3Tests SyncFSTests MountTests; do
     # The server suites run one test at a time: the load test saturates both cores, and the push
     # and graceful-stop tests check that answers come sooner than a poll or a timeout would.
