@@ -68,6 +68,16 @@ static inline int syncfs_unshare_files(void) {
     return (int)syscall(SYS_unshare, 0x00000400 /* CLONE_FILES */);
 }
 
+/// close_range(lowest, ~0U, 0): closes every descriptor from `lowest` up in the calling thread's
+/// table (kernel 5.9+); falls back to closing them one by one up to the descriptor limit.
+static inline int syncfs_close_from(int lowest) {
+    if (syscall(SYS_close_range, (unsigned int)lowest, ~0U, 0) == 0) return 0;
+    long limit = sysconf(_SC_OPEN_MAX);
+    if (limit < 0) limit = 65536;
+    for (long fd = lowest; fd < limit; fd++) close((int)fd);
+    return 0;
+}
+
 /// FUSE_HANDLE_KILLPRIV_V2 (kernel 5.11+): the daemon clears setuid/setgid on write, truncate
 /// and chown, so the kernel may mark inodes S_NOSEC and stop asking for security.capability
 /// before every write. libfuse 3.14 cannot negotiate it; the folder adds it to the INIT reply.

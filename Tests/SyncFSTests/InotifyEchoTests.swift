@@ -11,6 +11,35 @@ import Testing
 /// `EventsTest` in the mount tests.)
 @Suite("InotifyEcho: robustness", .serialized)
 struct InotifyEchoTests {
+    /// The echo thread's own descriptor table keeps no copy of what the daemon had open: a
+    /// connection the daemon closes ends for its peer even while the echo thread lives (a loaded
+    /// clean-clone run: control clients the daemon had closed never saw the end, because the echo
+    /// thread had copied them when it isolated itself after they were accepted).
+    @Test func anIsolatedThreadHoldsNoCopyOfTheProcesssDescriptors() throws {
+        var ends: [Int32] = [-1, -1]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let isolated = DispatchSemaphore(value: 0)
+        let finish = DispatchSemaphore(value: 0)
+        let succeeded = Atomic<Bool>(false)
+        let thread = Thread {
+            succeeded.store(FuseSession.isolateCallingThread(), ordering: .relaxed)
+            isolated.signal()
+            finish.wait()  // alive, with its own table, while the main thread checks
+        }
+        thread.start()
+        isolated.wait()
+        defer { finish.signal() }
+        let didIsolate = succeeded.load(ordering: .relaxed)
+        #expect(didIsolate)
+        close(ends[1])
+        var descriptor = pollfd(fd: ends[0], events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, 2000)
+        var byte: UInt8 = 0
+        let count = ready == 1 ? read(ends[0], &byte, 1) : -2
+        #expect(count == 0, "end of file: the isolated thread holds no copy of the write end (read \(count))")
+    }
+
     @Test func aStuckStepTimesOutAndLaterStepsSkipTheEchoUntilItReturns() throws {
         let tid = Atomic<Int32>(0)
         let echo = InotifyEcho(mountpoint: "/nonexistent", timeout: 0.2) { tid.store($0, ordering: .relaxed) }

@@ -97,8 +97,18 @@ public final class FuseSession: @unchecked Sendable {
     /// other threads are gone, which aborts the connection and ends the call; if this thread held
     /// the device too, the process could never finish dying. False if it could not be done.
     public func isolateCallingThreadFromDevice() -> Bool {
+        Self.isolateCallingThread()
+    }
+
+    /// `unshare(CLONE_FILES)` — a copy of the process's descriptor table for the calling thread —
+    /// then every copied descriptor from 3 up closed: the thread holds nothing the daemon opened
+    /// (`/dev/fuse`, the databases, cache files, control connections). Without the second step the
+    /// copies lived as long as the thread: a control client the daemon closed never saw the end of
+    /// its connection, and a removed cache file kept its space. Standard input, output and error
+    /// stay (the log). False if the table could not be made.
+    static func isolateCallingThread() -> Bool {
         guard syncfs_unshare_files() == 0 else { return false }
-        return close(fuse_session_fd(session)) == 0
+        return syncfs_close_from(3) == 0
     }
 
     /// Removes the kernel mount if it is still there (after `run` returned).
