@@ -84,11 +84,8 @@ struct PrivacyMountTest {
         }
         // Open the way to the socket (as a careless admin might), then let nobody use it from a
         // registry of its own: only SO_PEERCRED stands between nobody and the daemon.
-        let mounts = daemon.runtime + "/syncfs/mounts"
-        guard let socket = walkModes(mounts).first(where: { $0.mode & S_IFMT == S_IFSOCK })?.path else {
-            Issue.record("no socket in \(mounts): \(walkModes(daemon.runtime).map(\.path))")
-            return
-        }
+        let mounts = daemon.registry
+        guard let socket = daemon.controlSocket() else { return }
         for directory in [daemon.runtime, daemon.runtime + "/syncfs", mounts] {
             try posix("chmod") { chmod(directory, 0o711) }
         }
@@ -184,11 +181,7 @@ struct PrivacyMountTest {
             Issue.record("mount failed (\(failure.status)): \(failure.log)")
             return
         }
-        let mounts = daemon.runtime + "/syncfs/mounts"
-        guard let socketPath = walkModes(mounts).first(where: { $0.mode & S_IFMT == S_IFSOCK })?.path else {
-            Issue.record("no socket in \(mounts)")
-            return
-        }
+        guard let socketPath = daemon.controlSocket() else { return }
         var idle: [Int32] = []
         defer { for fd in idle { close(fd) } }
         for index in 0..<6 {

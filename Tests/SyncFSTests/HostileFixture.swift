@@ -141,15 +141,9 @@ final class HostileFixture {
         return paths
     }
 
-    /// Waits (up to 20 s) until `condition` holds.
+    /// Waits (up to 20 s) until `condition` holds (the shared `eventually`).
     func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if (try? condition()) == true { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("timed out waiting for: \(what)")
-        throw CancellationError()
+        try await SyncFSTests.eventually(what, condition)
     }
 }
 

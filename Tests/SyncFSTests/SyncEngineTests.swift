@@ -55,16 +55,9 @@ final class SyncedPair {
         engineB.stop()
     }
 
-    /// Waits (up to 20 s) until `condition` holds. Sleeps without blocking a thread: the
-    /// engines' container calls run on the same cooperative pool as the tests.
+    /// Waits (up to 20 s) until `condition` holds (the shared `eventually`).
     func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if (try? condition()) == true { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("timed out waiting for: \(what)")
-        throw CancellationError()
+        try await SyncFSTests.eventually(what, condition)
     }
 
     /// Both queues empty.

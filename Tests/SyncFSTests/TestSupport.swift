@@ -135,3 +135,15 @@ func readBytes(_ descriptor: Int32, count: Int, at offset: Int64) -> [UInt8] {
 
 /// The UTF-8 bytes of `text`.
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// Waits (up to 20 s) until `condition` holds, sleeping without blocking a thread; records an
+/// issue naming `what` and throws if it never does. Shared by the engine fixtures.
+func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline {
+        if (try? condition()) == true { return }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    Issue.record("timed out waiting for: \(what)")
+    throw CancellationError()
+}

@@ -14,6 +14,17 @@ final class PrivateDaemon {
     var state: String { base + "/state" }
     var mountpoint: String { base + "/mnt" }
     var runtime: String { base + "/run" }
+
+    /// The registry directory the daemon's control socket lives in.
+    var registry: String { runtime + "/syncfs/mounts" }
+
+    /// The daemon's control socket, or nil (with an issue recorded) if there is none.
+    func controlSocket(sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+        if let socket = walkModes(registry).first(where: { $0.mode & S_IFMT == S_IFSOCK })?.path { return socket }
+        Issue.record(
+            "no socket in \(registry): \(walkModes(runtime).map(\.path))", sourceLocation: sourceLocation)
+        return nil
+    }
     var log: String { base + "/daemon.log" }
     private(set) var pid: pid_t?
     private var lifeline: Int32 = -1
