@@ -15,12 +15,31 @@ import Synchronization
 final class LocalChangeSignal: Sendable {
     /// Woken on every event of the watched file and on every `post()` of this process.
     let notifier = ChangeNotifier()
+    /// True while an inotify watch is in place on a filesystem that reports every writer's
+    /// changes (not NFS, SMB, 9p, FUSE…): then a missed event is not expected and waiters may
+    /// re-check rarely (`LocalContainer.recheckInterval`).
+    var isReliable: Bool { watching.value.load(ordering: .relaxed) && reportsOtherWriters }
+    /// Shared with the watcher thread (a box: the thread must not keep this instance alive).
+    private let watching = WatchFlag()
+    private let reportsOtherWriters: Bool
     private let path: String
     /// The write end of the socket that stops the watcher thread, once started.
     private let stopWriter = Mutex<Int32?>(nil)
 
     init(path: String) {
         self.path = path
+        reportsOtherWriters = Self.reportsOtherWriters(directoryOf: path)
+    }
+
+    /// Whether inotify on this filesystem sees other processes' (and machines') writes: false for
+    /// network and FUSE filesystems, where only this kernel's own writes raise events, and when
+    /// the filesystem cannot be told (then waiters keep re-checking every second).
+    private static func reportsOtherWriters(directoryOf path: String) -> Bool {
+        guard let type = MountTable.filesystemType(containing: path) else { return false }
+        let remote = [
+            "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "afs", "glusterfs", "lustre", "gfs2", "ocfs2",
+        ]
+        return !remote.contains(type) && type != "fuse" && !type.hasPrefix("fuse.") && type != "fuseblk"
     }
 
     deinit { stop() }
@@ -50,9 +69,12 @@ final class LocalChangeSignal: Sendable {
             // Without inotify (-1), waiters still re-check every `LocalContainer.safetyRecheck`.
             let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
             let watch = inotify >= 0 ? inotify_add_watch(inotify, path, Self.watchMask) : -1
-            let (path, reader, notifier) = (path, ends[0], notifier)
+            let (path, reader, notifier, watching) = (path, ends[0], notifier, watching)
+            watching.value.store(watch >= 0, ordering: .relaxed)
             let thread = Thread {
-                Self.watch(path: path, inotify: inotify, watch: watch, stopReader: reader, notifier: notifier)
+                Self.watch(
+                    path: path, inotify: inotify, watch: watch, stopReader: reader, notifier: notifier,
+                    watching: watching)
             }
             thread.name = "syncfs-container-signal"
             thread.start()
@@ -73,8 +95,12 @@ final class LocalChangeSignal: Sendable {
     private static let watchMask = UInt32(IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
 
     /// The watcher thread: blocks in `poll()` on the inotify descriptor and the stop socket.
-    private static func watch(path: String, inotify: Int32, watch: Int32, stopReader: Int32, notifier: ChangeNotifier) {
+    private static func watch(
+        path: String, inotify: Int32, watch: Int32, stopReader: Int32, notifier: ChangeNotifier,
+        watching: WatchFlag
+    ) {
         defer {
+            watching.value.store(false, ordering: .relaxed)
             if inotify >= 0 { close(inotify) }
             close(stopReader)
         }
@@ -82,7 +108,10 @@ final class LocalChangeSignal: Sendable {
         while true {
             if inotify >= 0, watch < 0 {
                 watch = inotify_add_watch(inotify, path, watchMask)
+                // Events between losing the watch and now were missed: waiters look again.
+                if watch >= 0 { notifier.notify() }
             }
+            watching.value.store(watch >= 0, ordering: .relaxed)
             var fds = [pollfd(fd: stopReader, events: Int16(POLLIN), revents: 0)]
             if inotify >= 0 { fds.append(pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)) }
             // Without a watch (the file is gone for now), retry adding it every second.
@@ -119,4 +148,9 @@ final class LocalChangeSignal: Sendable {
             }
         }
     }
+}
+
+/// Whether the watcher thread has its inotify watch in place.
+private final class WatchFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }

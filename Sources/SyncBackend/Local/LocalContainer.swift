@@ -19,8 +19,15 @@ public final class LocalContainer: Container {
     public static let markerName = LocalLayout.markerName
     /// 1: the marker only (the first release). 2: `container.db`, `chunks/`, `changes.signal`.
     public static let formatVersion = 2
-    /// How often a waiter re-reads the version counter even without a signal.
+    /// How often a waiter re-reads the version counter even without a signal, while the signal
+    /// may miss events (no inotify watch yet, or a network or FUSE filesystem).
     static let safetyRecheck: Duration = .seconds(1)
+    /// The same while the signal is reliable (`LocalChangeSignal.isReliable`): an idle mount's
+    /// follower then wakes every 15 s, not every second.
+    static let reliableRecheck: Duration = .seconds(15)
+
+    /// The re-check interval that applies now.
+    var recheckInterval: Duration { signal.isReliable ? Self.reliableRecheck : Self.safetyRecheck }
 
     /// The container directory.
     public let path: String
@@ -96,8 +103,8 @@ public final class LocalContainer: Container {
 
     /// The newest version, shared by every waiter of this instance: read from the database only
     /// when no waiter has read it since the change signal last moved (`generation`) or at least
-    /// `safetyRecheck` ago. So N idle waiters (a server's pending long polls) cost about one
-    /// query per `safetyRecheck`, not N, and a commit costs one query, not one per waiter.
+    /// `recheckInterval` ago. So N idle waiters (a server's pending long polls) cost about one
+    /// query per `recheckInterval`, not N, and a commit costs one query, not one per waiter.
     ///
     /// Correct because the generation is read *before* the query: a commit the query missed
     /// posts the signal afterwards, moving the generation, and the next look queries again; a
@@ -105,7 +112,7 @@ public final class LocalContainer: Container {
     private func latestVersion(atGeneration generation: UInt64) async throws(ContainerProtocolError) -> EntryVersion {
         let now = ContinuousClock.now
         let read = latestSeen.withLock { state -> LatestVersionRead in
-            if let cached = state.cached, cached.generation == generation, now - cached.readAt < Self.safetyRecheck {
+            if let cached = state.cached, cached.generation == generation, now - cached.readAt < recheckInterval {
                 return .known(cached.version)
             }
             // Waiters that look at once share one query (no stampede of first looks).
@@ -177,7 +184,7 @@ public final class LocalContainer: Container {
             }
             let now = ContinuousClock.now
             if now >= deadline || Task.isCancelled { return false }
-            await signal.notifier.wait(since: seen, timeout: min(deadline - now, Self.safetyRecheck))
+            await signal.notifier.wait(since: seen, timeout: min(deadline - now, recheckInterval))
         }
     }
 }

@@ -191,6 +191,7 @@ extension SyncFileSystem {
             }
         }
         if complete { transfers.finished(id) } else { transfers.ended(id) }
+        if complete { contentActivity.note() }
         hydration.markFinished()
     }
 

@@ -275,8 +275,9 @@ extension SyncFileSystem {
     }
 
     /// The write path: while modified content exceeds the cache budget, each write waits a little
-    /// so uploads can catch up (writers slow down; they never fail).
+    /// so uploads can catch up (writers slow down; they never fail). Also wakes the budget keeper.
     public func throttleWriteIfOverBudget() {
+        contentActivity.note()
         if writesThrottled.load(ordering: .relaxed) { usleep(50_000) }
     }
 

@@ -41,6 +41,8 @@ public final class SyncFileSystem: Sendable {
     let lastUnreachableDownload = Atomic<Int64>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
+    /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
+    let contentActivity = ContentActivity()
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
     public let changeEvents = ChangeEvents()
     /// Makes the kernel emit inotify events for remote changes (see `InotifyEcho`); nil when off.

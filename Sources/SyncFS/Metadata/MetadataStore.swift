@@ -35,6 +35,8 @@ public final class MetadataStore: Sendable {
     private let batchDelay: Duration
     /// The latest commit error, reported by `commit` and logged by the owner.
     private let lastError = Mutex<MetadataError?>(nil)
+    /// How many transactions were written to the database (an idle mount writes none).
+    let transactionsWritten = Atomic<Int>(0)
 
     /// Opens (creating and migrating as needed) the database at `path`, or a private in-memory
     /// database for `":memory:"`. `batchDelay` is how long the flusher waits to gather a batch.
@@ -124,6 +126,7 @@ public final class MetadataStore: Sendable {
                 lastError.withLock { $0 = failure }
                 throw failure
             }
+            transactionsWritten.add(1, ordering: .relaxed)
             pending.withLock { $0.hasUnsyncedCommits = !durable }
             for action in actions { action() }
         }

@@ -42,13 +42,20 @@ extension SyncEngine: ChunkSource {
     /// `download`: queues files for the background downloader.
     public func requestDownloads(_ ids: [FileID]) { _ = downloads.enqueue(ids, retrying: true, first: true) }
 
-    /// Keeps the cache within the budget, checking every second.
+    /// Keeps the cache within the budget: checks at most once a second while content grows
+    /// (writes, downloads, unpins wake it through `ContentActivity`), and otherwise sleeps —
+    /// an idle mount's keeper wakes once every `idleBudgetCheck`, not every second.
     func runBudgetKeeper(_ budget: Int64) {
         while isRunning {
-            fileSystem.enforceBudget(budget)
-            sleepWhileRunning(seconds: 1)
+            _ = fileSystem.enforceBudget(budget)
+            sleepWhileRunning(.seconds(1))
+            _ = fileSystem.contentActivity.waitForActivity(timeout: Self.idleBudgetCheck)
         }
     }
+
+    /// How often an idle mount's budget keeper looks anyway (content can also grow in ways no
+    /// hook sees, e.g. a remote change installed while the keeper slept).
+    static let idleBudgetCheck: Duration = .seconds(60)
 }
 
 /// The background downloader's queue: file IDs in order, each once; files that failed wait a

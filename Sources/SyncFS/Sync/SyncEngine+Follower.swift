@@ -12,6 +12,15 @@ extension SyncEngine {
         var deferred = Set(
             (fileSystem.storedFacts["deferred_ids"] ?? "").split(separator: ",").compactMap { FileID(hex: String($0)) })
         let container = self.container
+        // What the store holds: a round that changed neither is not written again, so an idle
+        // mount writes nothing to its database (each wait used to cost a WAL frame).
+        var recorded = FollowerProgress(cursor: cursor.token, deferred: deferred)
+        func record() {
+            let progress = FollowerProgress(cursor: cursor.token, deferred: deferred)
+            guard progress != recorded else { return }
+            fileSystem.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
+            recorded = progress
+        }
         while isRunning {
             do throws(SyncFailure) {
                 let batch: ChangeBatch
@@ -30,14 +39,14 @@ extension SyncEngine {
                 // the batch would never be applied (the next mount reads the batch again).
                 guard isRunning else { break }
                 cursor = batch.cursor
-                fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
+                record()
                 if !batch.entries.isEmpty { downloads.poke() }
                 if batch.moreComing {
                     markCaughtUp(false)
                     continue
                 }
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
-                fileSystem.recordFollowerProgress(cursor: cursor.token, deferred: deferred)
+                record()
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 let after = cursor
@@ -58,7 +67,7 @@ extension SyncEngine {
                     let left = admitted.suppressed > 0 ? " (\(admitted.suppressed) more since the last line)" : ""
                     logger.notice("following the container failed: \(error); retrying\(left)")
                 }
-                sleepWhileRunning(seconds: 1)
+                sleepWhileRunning(.seconds(1))
             }
         }
     }
@@ -143,6 +152,7 @@ extension SyncEngine {
                     contentFile = path
                 }
                 let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force, giving: item)
+                if contentFile != nil { fileSystem.contentActivity.note() }
                 // An installed content file was renamed away; one the change no longer needed
                 // (the file became a placeholder meanwhile) is removed here.
                 if let contentFile { unlink(contentFile) }
@@ -168,4 +178,10 @@ extension SyncEngine {
     func refuse(_ entry: RemoteEntry, _ reason: String) {
         refusals.refuse(entry, because: reason, logger: logger)
     }
+}
+
+/// The follower's position as stored in the state database (`feed_cursor`, `deferred_ids`).
+private struct FollowerProgress: Equatable {
+    var cursor: String
+    var deferred: Set<FileID>
 }

@@ -6,7 +6,9 @@ extension SyncEngine {
     func runUploader() {
         while isRunning {
             guard let item = fileSystem.outbox.takeNext() else {
-                fileSystem.outbox.waitForWork(maximum: 1_000_000_000)
+                // The outbox wakes the uploader for every change and computes when a waiting
+                // item is due; this bound is only a backstop (an idle mount wakes once a minute).
+                fileSystem.outbox.waitForWork(maximum: 60_000_000_000)
                 continue
             }
             upload(item, depth: 0)

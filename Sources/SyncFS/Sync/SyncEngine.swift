@@ -29,6 +29,8 @@ public final class SyncEngine: Sendable {
     private let state = Mutex(State())
     /// Ends the follower's wait on the feed at `stop`.
     let stopWaiting = CancelHandle()
+    /// Ends the engine threads' pauses (failure backoff, the budget keeper's sleep) at `stop`.
+    let stopSleeping = StopSignal()
     /// Files for the background downloader.
     let downloads = DownloadQueue()
     /// Remote entries refused by `RemoteEntryValidation` (shown by `status`).
@@ -75,7 +77,10 @@ public final class SyncEngine: Sendable {
     public func start() {
         fileSystem.setChunkSource(self)
         let downloads = self.downloads
-        fileSystem.setPinObserver { downloads.poke() }
+        fileSystem.setPinObserver { [activity = fileSystem.contentActivity] in
+            downloads.poke()
+            activity.note()  // an unpinned file may now be evicted
+        }
         let downloader = Thread { [self] in
             runDownloader()
             state.withLock { $0.downloaderDone = true }
@@ -112,6 +117,8 @@ public final class SyncEngine: Sendable {
         fileSystem.setPinObserver(nil)
         downloads.stop()
         stopWaiting.cancel()
+        stopSleeping.stop()
+        fileSystem.contentActivity.note()
         fileSystem.outbox.poke()
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
@@ -124,11 +131,8 @@ public final class SyncEngine: Sendable {
 
     var isRunning: Bool { state.withLock { $0.running } }
 
-    /// Sleeps `seconds`, or less if the engine stops meanwhile.
-    func sleepWhileRunning(seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-    }
+    /// Sleeps `duration`, or less if the engine stops meanwhile (no polling).
+    func sleepWhileRunning(_ duration: Duration) { stopSleeping.sleep(for: duration) }
 
     func markCaughtUp(_ value: Bool) { state.withLock { $0.feedCaughtUp = value } }
 
