@@ -103,7 +103,8 @@ extension ContainerConformanceTests {
         let waitStart = ContinuousClock.now
         #expect(try await container.waitForChanges(after: cursor, timeout: .milliseconds(300)) == false)
         let waited = ContinuousClock.now - waitStart
-        #expect(waited >= .milliseconds(300) && waited < .seconds(3))
+        // The upper bound only tells a timed-out wait from a hung one (generous for a loaded machine).
+        #expect(waited >= .milliseconds(300) && waited < .seconds(8))
     }
 
     @Test(arguments: ContainerKind.allCases)

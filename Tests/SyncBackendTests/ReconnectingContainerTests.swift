@@ -149,7 +149,8 @@ struct ReconnectingContainerTests {
         }
         var elapsed = milliseconds(since: start)
         #expect(error?.isUnavailable == true)
-        #expect(elapsed >= 350 && elapsed < 3_000, "waited \(elapsed) ms")
+        // Below the 10 s timeout: it ended at the next look (generous for a loaded machine).
+        #expect(elapsed >= 350 && elapsed < 8_000, "waited \(elapsed) ms")
 
         // Never beyond the timeout.
         start = ContinuousClock.now
@@ -157,7 +158,7 @@ struct ReconnectingContainerTests {
             _ = try await container.waitForChanges(after: .beginning, timeout: .milliseconds(50))
         }
         elapsed = milliseconds(since: start)
-        #expect(elapsed < 1_000, "waited \(elapsed) ms")
+        #expect(elapsed < 5_000, "waited \(elapsed) ms")
 
         // The container coming back during the wait: the wait goes on against it.
         let original = try LocalContainer.openOrCreate(at: aside)
