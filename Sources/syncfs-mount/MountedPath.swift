@@ -14,6 +14,7 @@ struct MountedPath {
         if case .unsafe(let reason) = MountRegistry.checkForClient() {
             throw MountError(.permissionDenied, reason)
         }
+        try DeadMount.check(path)
         let absolute = (absolutePath(path) as NSString).standardizingPath
         for candidate in [absolute, realPath(absolute)].compactMap({ $0 }) {
             var components = candidate.split(separator: "/").map(String.init)
