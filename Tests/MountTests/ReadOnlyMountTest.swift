@@ -32,6 +32,9 @@ struct ReadOnlyMountTest {
             Issue.record("could not remount the read-only mount read-write to test the daemon: \(remount.output)")
         }
         #expect(try readText(reader.path("before.txt")) == "written before")
+        // Managing this machine's copies is not a change of the folder: evict and read again.
+        try reader.expectCommand(["evict", reader.path("before.txt")])
+        #expect(try readText(reader.path("before.txt")) == "written before")
 
         // A change made elsewhere appears.
         try writeFile(writer.path("after.txt"), "written after")
