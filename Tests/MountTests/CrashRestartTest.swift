@@ -32,6 +32,8 @@ struct CrashRestartTest {
         #expect(status.output.contains("daemon of this mount is gone"), "\(status.output)")
         #expect(status.output.contains("syncfs-mount mount"), "\(status.output)")
         #expect(status.output.contains("systemctl restart"), "\(status.output)")
+        let evict = try mount.run(["evict", mount.mountpoint], timeout: 30)
+        #expect(evict.status == 69 && evict.output.contains("daemon of this mount is gone"), "\(evict.output)")
 
         let started = Date()
         let again = try runProcess(mount.mountCommand, timeout: 60)
