@@ -96,7 +96,9 @@ struct MountHelperInvocation {
     ]
 
     /// `mount` options the helper must not take: it returns once the mount is live.
-    private static let refused: Set<String> = ["foreground", "lifeline", "help", "version"]
+    private static let refused: Set<String> = [
+        "foreground", "lifeline", "help", "version", "generate-completion-script", "experimental-dump-help",
+    ]
 
     /// `-o` options (split at commas) to `mount` command-line options.
     static func translate(_ options: [String]) throws(UsageError) -> [String] {
@@ -173,9 +175,14 @@ struct MountHelperInvocation {
         do {
             _ = try SyncFSCommand.parseAsRoot(invocation.arguments)
         } catch {
-            let exitCode = SyncFSCommand.exitCode(for: error)
-            printError("\(name): " + helperMessage(SyncFSCommand.message(for: error)))
-            Glibc.exit(exitCode == .success ? 0 : 64)
+            // Whatever the parser would rather do than mount (help, a completion script) is
+            // refused too: mount(8) must never read success when nothing was mounted.
+            if SyncFSCommand.exitCode(for: error) == .success {
+                printError("\(name): the -o options ask for something other than a mount; nothing was mounted")
+            } else {
+                printError("\(name): " + helperMessage(SyncFSCommand.message(for: error)))
+            }
+            Glibc.exit(64)
         }
         if invocation.fake { Glibc.exit(0) }
         SyncFSCommand.main(invocation.arguments)

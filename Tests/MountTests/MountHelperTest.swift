@@ -17,7 +17,7 @@ struct MountHelperTest {
         let options =
             "rw,_netdev,x-systemd.automount,x-systemd.mount-timeout=30,noauto,nofail,nosuid,nodev,relatime,"
             + "state_dir=\(mount.stateDir),upload-delay=20,cache_size=1G,no_download_for=updatedb:baloo_file,"
-            + "log_level=debug,no_inotify_echo"
+            + "log_level=debug,no_inotify_echo,noexec"
         let result = try runProcess(
             [helper.path, mount.container, mount.mountpoint, "-n", "-o", options, "-t", "fuse.syncfs"], timeout: 60)
         #expect(result.status == 0, "\(result.output)")
@@ -31,7 +31,9 @@ struct MountHelperTest {
         #expect(command.contains("--no-download-for updatedb,baloo_file"), "daemon command line: \(command)")
         #expect(command.contains("--cache-size 1G") && command.contains("--log-level debug"), "\(command)")
         #expect(command.contains("--no-inotify-echo"), "\(command)")
-        #expect(mount.kernelOptions.contains("nosuid") && mount.kernelOptions.contains("nodev"))
+        let kernel = mount.kernelOptions
+        #expect(kernel.contains("nosuid") && kernel.contains("nodev") && kernel.contains("noexec"), "\(kernel)")
+        #expect(kernel.contains("default_permissions") && kernel.contains("allow_other"), "\(kernel)")
 
         try writeFile(mount.mountpoint + "/hello.txt", "through the helper")
         #expect(try readText(mount.mountpoint + "/hello.txt") == "through the helper")
@@ -51,6 +53,10 @@ struct MountHelperTest {
             ("state_dir=\(mount.stateDir),suid", "allow_remote_setuid"),
             ("state_dir=\(mount.stateDir),foreground", "foreground"),
             ("state_dir=\(mount.stateDir),ro=yes", "takes no value"),
+            // What the parser would answer instead of mounting (exit 0, nothing mounted) is refused.
+            ("state_dir=\(mount.stateDir),generate_completion_script=bash", "not a mount option"),
+            ("state_dir=\(mount.stateDir),experimental_dump_help", "not a mount option"),
+            ("state_dir=\(mount.stateDir),help", "not a mount option"),
         ]
         for (options, says) in cases {
             let result = try runProcess([helper.path, mount.container, mount.mountpoint, "-o", options], timeout: 60)

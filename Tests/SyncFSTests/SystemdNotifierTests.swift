@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import SyncFS
@@ -57,7 +58,7 @@ struct SystemdNotifierTests {
 }
 
 /// A datagram socket bound in the abstract namespace (`@name` in NOTIFY_SOCKET).
-private final class AbstractDatagramSocket {
+final class AbstractDatagramSocket {
     private let fd: Int32
 
     init(name: String) throws {
@@ -89,4 +90,67 @@ private final class AbstractDatagramSocket {
     }
 
     func close() { Glibc.close(fd) }
+}
+
+/// The watchdog follows the daemon's health (`SystemdNotifier.mountIsLive`): pings stop while the
+/// FUSE check does not come back or the engine does not answer, and resume when they do.
+@Suite(.serialized)
+struct SystemdWatchdogTests {
+    @Test func pingsStopWhileAProbeFailsAndResumeAfterwards() throws {
+        let name = "syncfs-watchdog-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let receiver = try AbstractDatagramSocket(name: name)
+        defer { receiver.close() }
+        // Pings every 0.2 s; the FUSE check counts for max(3 × 0.2, 0.4) = 0.6 s.
+        let notifier = try #require(
+            SystemdNotifier(socketPath: "@" + name, watchdogMicroseconds: "400000", watchdogPID: nil))
+        let fuseAnswers = Mutex(true)
+        let engineAnswers = NSCondition()
+        let engineBlocked = Mutex(false)
+        let probes = SystemdNotifier.Probes(
+            isolate: {}, fuseAnswers: { fuseAnswers.withLock { $0 } },
+            status: {
+                engineAnswers.lock()
+                while engineBlocked.withLock({ $0 }) { engineAnswers.wait() }
+                engineAnswers.unlock()
+                return "online, up to date"
+            })
+        notifier.mountIsLive(status: "online, up to date", probes: probes)
+        #expect(receiver.next(timeout: 5)?.hasPrefix("READY=1") == true)
+        #expect(receiver.waitFor("WATCHDOG=1", timeout: 10), "no ping while healthy")
+
+        fuseAnswers.withLock { $0 = false }
+        receiver.drain(for: 1.5)  // pings the last answer still covers
+        #expect(!receiver.waitFor("WATCHDOG=1", timeout: 2), "a ping while the FUSE check fails")
+        fuseAnswers.withLock { $0 = true }
+        #expect(receiver.waitFor("WATCHDOG=1", timeout: 10), "no ping after the FUSE check came back")
+
+        engineBlocked.withLock { $0 = true }
+        receiver.drain(for: 1.5)
+        #expect(!receiver.waitFor("WATCHDOG=1", timeout: 2), "a ping while the engine does not answer")
+        engineAnswers.lock()
+        engineBlocked.withLock { $0 = false }
+        engineAnswers.broadcast()
+        engineAnswers.unlock()
+        #expect(receiver.waitFor("WATCHDOG=1", timeout: 10), "no ping after the engine answered again")
+
+        notifier.stopping()
+        #expect(receiver.waitFor("STOPPING=1", timeout: 10))
+    }
+}
+
+extension AbstractDatagramSocket {
+    /// True once a datagram containing `text` arrives within `timeout` seconds.
+    func waitFor(_ text: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while deadline.timeIntervalSinceNow > 0 {
+            if let message = next(timeout: deadline.timeIntervalSinceNow), message.contains(text) { return true }
+        }
+        return false
+    }
+
+    /// Reads and drops whatever arrives during `seconds`.
+    func drain(for seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while deadline.timeIntervalSinceNow > 0 { _ = next(timeout: deadline.timeIntervalSinceNow) }
+    }
 }

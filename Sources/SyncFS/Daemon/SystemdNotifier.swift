@@ -7,9 +7,10 @@ import Glibc
 /// is healthy, `STOPPING=1` when the session ends.
 ///
 /// Healthy means, each time: the FUSE loop answered a `statvfs` of the mount point (a request
-/// through the kernel to the workers, never cached) and the engine answered `status()` (its state
-/// lock and the outbox). A hung loop or a deadlocked engine blocks the reporting thread, the
-/// pings stop and systemd restarts the service (`WatchdogSec=`, `Restart=on-failure`).
+/// through the kernel to the workers, never cached) within the last watchdog interval, and the
+/// engine answered `status()` (its state lock and the outbox). A hung loop leaves the FUSE check
+/// stale and a deadlocked engine blocks the reporting thread: either way the pings stop and
+/// systemd restarts the service (`WatchdogSec=`, `Restart=on-failure`).
 ///
 /// The environment is read once (`fromEnvironment`) and `NOTIFY_SOCKET`, `WATCHDOG_USEC` and
 /// `WATCHDOG_PID` are removed from it, so processes the daemon starts (merge commands) do not
@@ -67,36 +68,68 @@ public final class SystemdNotifier: @unchecked Sendable {
         return sent == bytes.count
     }
 
-    /// Called once the mount is live: `READY=1` with `status`, then a thread that sends status
-    /// changes and watchdog pings until `stopping()`. `probe` is the health check (nil: unhealthy,
-    /// no ping) returning the status line; `prepare` runs first on that thread. The probe never
-    /// runs on the calling thread (the daemon's main thread has not started the FUSE loop yet).
-    public func mountIsLive(
-        status first: String, prepare: @escaping @Sendable () -> Void, probe: @escaping @Sendable () -> String?
-    ) {
-        send("READY=1\nSTATUS=\(first)")
-        let thread = Thread { [self] in
-            prepare()
-            report(lastStatus: first, probe: probe)
+    /// The checks `mountIsLive` runs. `fuseAnswers` runs on a thread of its own that first calls
+    /// `isolate` (it makes calls on the daemon's own mount: see
+    /// `FuseSession.isolateCallingThreadFromDevice`); `status` runs on the reporting thread, which
+    /// keeps the process's descriptor table (the engine reads the database and the cache).
+    public struct Probes: Sendable {
+        public var isolate: @Sendable () -> Void
+        public var fuseAnswers: @Sendable () -> Bool
+        public var status: @Sendable () -> String
+
+        public init(
+            isolate: @escaping @Sendable () -> Void, fuseAnswers: @escaping @Sendable () -> Bool,
+            status: @escaping @Sendable () -> String
+        ) {
+            self.isolate = isolate
+            self.fuseAnswers = fuseAnswers
+            self.status = status
         }
-        thread.name = "syncfs-systemd"
-        thread.start()
     }
 
-    private func report(lastStatus: String, probe: () -> String?) {
+    /// Seconds between two rounds of checks.
+    private var period: Double { min(1, watchdogInterval ?? 1) }
+    /// When the FUSE check last came back (guarded by `stopped`).
+    private var lastFuseAnswer = Date.distantPast
+
+    /// Called once the mount is live: `READY=1` with `status`, then two threads until
+    /// `stopping()`: one runs `probes.fuseAnswers` every second; the other sends `probes.status`
+    /// when it changes and `WATCHDOG=1` when due, if the FUSE check came back within the last
+    /// watchdog interval (at least 3 s) and `status` itself returned. Nothing runs on the calling
+    /// thread (the daemon's main thread, which has not started the FUSE loop yet).
+    public func mountIsLive(status first: String, probes: Probes) {
+        send("READY=1\nSTATUS=\(first)")
+        let fuse = Thread { [self] in
+            probes.isolate()
+            while !stopped.withLock({ isStopped }) {
+                if probes.fuseAnswers() { stopped.withLock { lastFuseAnswer = Date() } }
+                usleep(UInt32(period * 1_000_000))
+            }
+        }
+        fuse.name = "syncfs-systemd-probe"
+        fuse.start()
+        let reporter = Thread { [self] in report(lastStatus: first, status: probes.status) }
+        reporter.name = "syncfs-systemd"
+        reporter.start()
+    }
+
+    private func report(lastStatus: String, status: () -> String) {
         var last = lastStatus
         var lastPing = Date.distantPast
-        let period = min(1, watchdogInterval ?? 1)
+        let freshness = max(3 * period, watchdogInterval ?? 0)
         while !stopped.withLock({ isStopped }) {
-            if let line = probe() {
-                if line != last, !stopped.withLock({ isStopped }) {
-                    send("STATUS=\(line)")
-                    last = line
-                }
-                if let interval = watchdogInterval, Date().timeIntervalSince(lastPing) >= interval * 0.9 {
-                    send("WATCHDOG=1")
-                    lastPing = Date()
-                }
+            let line = status()
+            let (ended, fuseAnswered) = stopped.withLock { (isStopped, lastFuseAnswer) }
+            if ended { break }
+            if line != last {
+                send("STATUS=\(line)")
+                last = line
+            }
+            if let interval = watchdogInterval, Date().timeIntervalSince(lastPing) >= interval * 0.9,
+                Date().timeIntervalSince(fuseAnswered) < freshness
+            {
+                send("WATCHDOG=1")
+                lastPing = Date()
             }
             usleep(UInt32(period * 1_000_000))
         }
@@ -110,18 +143,17 @@ public final class SystemdNotifier: @unchecked Sendable {
 }
 
 extension SystemdNotifier {
-    /// `mountIsLive` for a daemon: the thread first leaves the FUSE device behind (see
-    /// `FuseSession.isolateCallingThreadFromDevice`: it makes calls on its own mount), then each
-    /// second asks the kernel for the mount's `statvfs` and the engine for its status.
+    /// `mountIsLive` for a daemon: the FUSE check is a `statvfs` of the mount point (a request
+    /// through the kernel to the workers, never answered from a cache), the status the engine's.
     public func mountIsLive(session: FuseSession, engine: SyncEngine, mountpoint: String) {
-        let probe: @Sendable () -> String? = {
-            var info = statvfs()
-            guard statvfs(mountpoint, &info) == 0 else { return nil }
-            return engine.status().summaryLine
-        }
-        mountIsLive(
-            status: engine.status().summaryLine, prepare: { _ = session.isolateCallingThreadFromDevice() },
-            probe: probe)
+        let probes = Probes(
+            isolate: { _ = session.isolateCallingThreadFromDevice() },
+            fuseAnswers: {
+                var info = statvfs()
+                return statvfs(mountpoint, &info) == 0
+            },
+            status: { engine.status().summaryLine })
+        mountIsLive(status: engine.status().summaryLine, probes: probes)
     }
 }
 
