@@ -21,7 +21,11 @@ struct SystemdUnitTest {
         if unit.contains("/system/") { #expect(lines["After"]?.contains("network-online.target") == true) }
         // The configuration the instance names (dist/systemd/example.conf's shape), as systemd expands it.
         let variables = ["CONTAINER": mount.container, "MOUNTPOINT": mount.mountpoint]
-        let options = ["--state-dir", mount.stateDir, "--cache-size", "20G", "--upload-delay", "2500"]
+        // The example configuration's OPTIONS (they must parse), then this test's own (the last wins).
+        let example = try unitLines("dist/systemd/example.conf")
+        let exampleOptions = try #require(example["OPTIONS"]).split(separator: " ").map(String.init)
+        #expect(!exampleOptions.isEmpty)
+        let options = exampleOptions + ["--state-dir", mount.stateDir, "--upload-delay", "2500"]
         let start = try expand(lines["ExecStart"], variables, options: options, binary: mount.binary)
         let stop = try expand(lines["ExecStop"], variables, options: options, binary: mount.binary)
 
@@ -105,7 +109,7 @@ struct SystemdUnitTest {
         return url.path
     }
 
-    /// `Key=value` lines of a unit file (last one wins).
+    /// `Key=value` lines of a unit or environment file (last one wins).
     private func unitLines(_ unit: String) throws -> [String: String] {
         let text = try String(contentsOfFile: packageRoot + "/" + unit, encoding: .utf8)
         var lines: [String: String] = [:]
