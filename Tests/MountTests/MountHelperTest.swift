@@ -78,51 +78,57 @@ struct MountHelperTest {
     }
 
     /// The real mount(8): `mount -t fuse.syncfs … -o …` and a line of a (throwaway) fstab. mount
-    /// looks for the helper at /sbin/mount.fuse.syncfs: the test installs a symlink there to the
-    /// built binary if none exists and removes it afterwards; an existing one must already point
-    /// at the built binary (else the test fails: it would test another program).
+    /// runs the helper it finds at /sbin/mount.fuse.syncfs; so that the machine's /sbin is never
+    /// touched (and an installed helper never stands in for the binary under test), the scenario
+    /// runs in a private mount namespace (`unshare -m`) where a tmpfs over /sbin holds only a
+    /// `mount.fuse.syncfs` symlink to the built binary. The mounts live and end in that namespace.
     @Test func mountAndAnFstabLineUseTheHelper() throws {
         let mount = try BackgroundMount()
         defer { mount.tearDown() }
-        let installed = "/sbin/mount.fuse.syncfs"
-        var madeLink = false
-        if let existing = try? readLink(installed) {
-            guard
-                realpath(existing, nil).map({ String(cString: $0) })
-                    == realpath(mount.binary, nil).map({ String(cString: $0) })
-            else {
-                Issue.record("\(installed) exists and points at \(existing), not at the binary under test")
-                return
-            }
-        } else {
-            try makeSymlink(target: mount.binary, at: installed)
-            madeLink = true
-        }
-        defer { if madeLink { unlink(installed) } }
-
-        let typed = try runProcess(
-            [
-                "/usr/bin/mount", "-t", "fuse.syncfs", mount.container, mount.mountpoint, "-o",
-                "state_dir=\(mount.stateDir),upload_delay=20,_netdev",
-            ], timeout: 60)
-        #expect(typed.status == 0, "\(typed.output)")
-        #expect(mount.isMounted, "mount -t fuse.syncfs returned \(typed.status) but nothing is mounted")
-        try writeFile(mount.mountpoint + "/from-mount.txt", "mount(8)")
-        let umount = try runProcess(["/usr/bin/umount", mount.mountpoint], timeout: 60)
-        #expect(umount.status == 0, "\(umount.output)")
-        if let pid = mount.daemonPID() { #expect(waitForProcessGone(pid, timeout: 30)) }
-        #expect(!mount.isMounted)
-
         let fstab = mount.base + "/fstab"
         try writeFile(
             fstab,
             "# a throwaway fstab\n\(mount.container) \(mount.mountpoint) fuse.syncfs "
                 + "state_dir=\(mount.stateDir),_netdev,nofail,x-systemd.automount,noauto,ro 0 0\n")
-        let fromFstab = try runProcess(["/usr/bin/mount", "--fstab", fstab, mount.mountpoint], timeout: 60)
-        #expect(fromFstab.status == 0, "\(fromFstab.output)")
-        #expect(mount.isMounted, "mount --fstab returned \(fromFstab.status) but nothing is mounted")
-        #expect(try readText(mount.mountpoint + "/from-mount.txt") == "mount(8)")
-        #expect(mount.kernelOptions.contains("ro"), "\(mount.kernelOptions)")
-        expectErrno(EROFS, "creat on the ro fstab mount") { open(mount.mountpoint + "/new", O_CREAT | O_WRONLY, 0o644) }
+        let script = """
+            set -u
+            sbin=$(readlink -f /sbin)
+            mount -t tmpfs -o mode=0755 tmpfs "$sbin" || exit 90
+            ln -s "$BINARY" "$sbin/mount.fuse.syncfs" || exit 91
+            trap 'umount -l "$MNT" 2>/dev/null' EXIT
+            daemon_gone() {
+                for _ in $(seq 300); do pgrep -f -- "mount $CONTAINER $MNT " >/dev/null || return 0; sleep 0.1; done
+                echo "DAEMON-STILL-RUNNING"
+            }
+            mount -t fuse.syncfs "$CONTAINER" "$MNT" -o "state_dir=$STATE,upload_delay=20,_netdev" && echo "TYPED-OK"
+            grep " $MNT fuse.syncfs " /proc/self/mounts >/dev/null && echo "TYPED-MOUNTED"
+            echo "mount(8)" >"$MNT/from-mount.txt" && echo "TYPED-WROTE"
+            umount "$MNT" && echo "TYPED-UNMOUNTED"
+            daemon_gone
+            mount --fstab "$FSTAB" "$MNT" && echo "FSTAB-OK"
+            echo "FSTAB-OPTIONS $(grep " $MNT fuse.syncfs " /proc/self/mounts | cut -d' ' -f4)"
+            echo "FSTAB-READ $(cat "$MNT/from-mount.txt")"
+            if touch "$MNT/new" 2>/dev/null; then echo "FSTAB-WROTE"; else echo "FSTAB-REFUSED-WRITE"; fi
+            umount "$MNT" && echo "FSTAB-UNMOUNTED"
+            daemon_gone
+            """
+        let result = try runProcess(
+            ["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
+            environment: [
+                "BINARY": mount.binary, "CONTAINER": mount.container, "MNT": mount.mountpoint,
+                "STATE": mount.stateDir, "FSTAB": fstab,
+            ], timeout: 120)
+        let lines = Set(result.output.split(separator: "\n").map(String.init))
+        for marker in [
+            "TYPED-OK", "TYPED-MOUNTED", "TYPED-WROTE", "TYPED-UNMOUNTED", "FSTAB-OK", "FSTAB-READ mount(8)",
+            "FSTAB-REFUSED-WRITE", "FSTAB-UNMOUNTED",
+        ] {
+            #expect(lines.contains(marker), "no \(marker):\n\(result.output)")
+        }
+        let options = lines.first { $0.hasPrefix("FSTAB-OPTIONS ") }?.split(separator: " ").last ?? ""
+        #expect(options.split(separator: ",").contains("ro"), "the fstab line's ro: \(result.output)")
+        #expect(!result.output.contains("DAEMON-STILL-RUNNING"), "\(result.output)")
+        #expect(result.status == 0, "\(result.output)")
+        #expect(!mount.isMounted, "a mount made in the private namespace is visible outside it")
     }
 }
