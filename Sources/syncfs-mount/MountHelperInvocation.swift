@@ -15,7 +15,8 @@ import Glibc
 ///
 /// - `ro` / `rw`: `--read-only` or not (the last one wins); `noexec`: `--no-exec`.
 /// - Ignored (mount and systemd pass them for themselves): `_netdev`, `x-*`, `comment=*`, `auto`,
-///   `noauto`, `nofail`, `user`, `users`, `nouser`, `owner`, `group`, `defaults`, `nosuid`,
+///   `noauto`, `nofail`, `user` (also `user=NAME`, which mount adds for a user mount), `users`,
+///   `nouser`, `owner`, `group`, `defaults`, `uhelper=*`, `helper=*`, `nosuid`,
 ///   `nodev`, `exec`, `async`, and the atime options (the folder keeps its own times).
 /// - `suid` and `dev` are refused unless `allow_remote_setuid` is given too (which is what makes
 ///   the folder suid,dev): a line in fstab cannot quietly turn on what the option guards.
@@ -91,6 +92,7 @@ struct MountHelperInvocation {
     /// Options mount(8) and systemd pass for themselves; the folder has nothing to do with them.
     private static let ignored: Set<String> = [
         "_netdev", "auto", "noauto", "nofail", "user", "users", "nouser", "owner", "group", "defaults", "nosuid",
+        "uhelper", "helper",
         "nodev", "exec", "async", "atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime",
         "lazytime", "nolazytime", "diratime", "nodiratime",
     ]

@@ -16,6 +16,7 @@ struct MountHelperTest {
         defer { helper.remove() }
         let options =
             "rw,_netdev,x-systemd.automount,x-systemd.mount-timeout=30,noauto,nofail,nosuid,nodev,relatime,"
+            + "user=root,comment=x-gvfs-show,defaults,"
             + "state_dir=\(mount.stateDir),upload-delay=20,cache_size=1G,no_download_for=updatedb:baloo_file,"
             + "log_level=debug,no_inotify_echo,noexec"
         let result = try runProcess(
