@@ -28,7 +28,7 @@ struct MountCommand: ParsableCommand {
         help: ArgumentHelp(
             "Where the cache and the state database live.",
             discussion:
-                "Default: $XDG_STATE_HOME/syncfs/<name>-<hash> (or ~/.local/state/syncfs/…), one per container and mount point.",
+                "Default: $XDG_STATE_HOME/syncfs/<name>-<hash> (or ~/.local/state/syncfs/…; /var/lib/syncfs/… for root), one per container and mount point.",
             valueName: "dir"))
     var stateDir: String?
 
@@ -80,6 +80,19 @@ struct MountCommand: ParsableCommand {
             "Keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
     )
     var allowRemoteSetuid = false
+
+    @Flag(
+        help: "Read-only: the kernel refuses every change (EROFS) and so does the daemon; remote changes still appear.")
+    var readOnly = false
+
+    @Flag(
+        help:
+            "Let other users use the folder (FUSE allow_other; the kernel checks file modes). Root's mounts always do; other users need user_allow_other in /etc/fuse.conf."
+    )
+    var allowOther = false
+
+    @Flag(help: "Programs in the folder cannot be executed (the mount is noexec).")
+    var noExec = false
 
     @Option(
         help: ArgumentHelp(
@@ -139,6 +152,7 @@ struct MountCommand: ParsableCommand {
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         configuration.inotifyEcho = !noInotifyEcho
         configuration.allowRemoteSetuid = allowRemoteSetuid
+        configuration.kernelFlags = MountKernelFlags(readOnly: readOnly, allowOther: allowOther, noExec: noExec)
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.testOutageFile = testOutageFile.map(absolutePath)
@@ -190,6 +204,7 @@ struct MountCommand: ParsableCommand {
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
+        arguments += configuration.kernelFlags.commandLine
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         if mergeCommands != nil, let file = configuration.mergeCommandsFile { arguments += ["--merge-commands", file] }

@@ -21,12 +21,15 @@ struct MountedPath {
             while true {
                 let prefix = "/" + components.joined(separator: "/")
                 if access(MountRegistry.socketPath(for: prefix), F_OK) == 0 {
+                    // A socket left by a killed daemon: say so (`DeadMount`) rather than "no daemon".
+                    if MountRegistry.daemon(of: prefix) == nil { try DeadMount.check(prefix) }
                     return MountedPath(mountpoint: prefix, relative: below.reversed().joined(separator: "/"))
                 }
                 guard let last = components.popLast() else { break }
                 below.append(last)
             }
         }
+        try DeadMount.check(path)
         throw MountError(.badInput, "\(path) is not in a SyncFS mount with a running daemon")
     }
 

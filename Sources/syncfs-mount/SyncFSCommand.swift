@@ -17,6 +17,14 @@ struct SyncFSCommand: ParsableCommand {
             ServeCommand.self, TokenCommand.self, MeasureServerCommand.self,
         ]
     )
+
+    /// Called as `mount.fuse.syncfs` (mount(8)'s helper), the arguments follow mount's convention.
+    static func main() {
+        if let argv0 = CommandLine.arguments.first, MountHelperInvocation.isHelper(argv0) {
+            MountHelperInvocation.runAndExit(CommandLine.arguments)
+        }
+        main(nil)
+    }
 }
 
 /// Prints `error` on standard error and exits with its documented code.

@@ -26,6 +26,8 @@ public struct MountConfiguration: Sendable {
     public var inotifyEcho = true
     /// Apply remote setuid/setgid bits and mount without `nosuid,nodev` (`--allow-remote-setuid`).
     public var allowRemoteSetuid = false
+    /// `--read-only`, `--allow-other`, `--no-exec` (`MountKernelFlags`).
+    public var kernelFlags = MountKernelFlags()
     /// For a server URL: the file holding the bearer token (`--token-file`).
     public var tokenFile: String?
     /// For an https URL: trust only the certificates in this PEM file (`--ca-file`).
@@ -48,6 +50,7 @@ public struct MountConfiguration: Sendable {
 public enum MountDaemon {
     /// Runs the mount in the calling thread. `ready` is called once the mount is live.
     public static func run(_ configuration: MountConfiguration, logger: Logger, ready: () -> Void) throws(MountError) {
+        let systemd = SystemdNotifier.fromEnvironment()
         try checkFuseAvailable()
         try prepareMountpoint(configuration.mountpoint, logger: logger)
         var policy = UploadQueue.Policy.standard
@@ -86,7 +89,7 @@ public enum MountDaemon {
                 fileSystem: fileSystem, mountpoint: configuration.mountpoint,
                 fsName: "syncfs:" + configuration.container,
                 cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
-                logger: logger)
+                flags: configuration.kernelFlags, logger: logger)
         } catch {
             try? fileSystem.shutDown()
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
@@ -115,7 +118,7 @@ public enum MountDaemon {
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
         logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
-        if configuration.inotifyEcho {
+        if configuration.inotifyEcho && !configuration.kernelFlags.readOnly {
             fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
                 if session.isolateCallingThreadFromDevice() { return true }
                 logger.warning("no inotify echo: its thread cannot get a descriptor table of its own")
@@ -123,8 +126,10 @@ public enum MountDaemon {
             }
         }
         ready()
+        systemd?.mountIsLive(session: session, engine: engine, mountpoint: configuration.mountpoint)
 
         let result = session.run()
+        systemd?.stopping()
         fileSystem.stopInotifyEcho()
         // The engine may still send kernel notifications: stop it before the session goes.
         control?.close()

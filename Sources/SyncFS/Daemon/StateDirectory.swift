@@ -15,15 +15,17 @@ public struct StateDirectory: Sendable {
     public init(path: String) { self.path = path }
 
     /// The default location: `$XDG_STATE_HOME/syncfs/<mount name>-<hash>` (or
-    /// `~/.local/state/syncfs/…`), one per (container, mount point) pair.
+    /// `~/.local/state/syncfs/…`; for root `/var/lib/syncfs/…`, see `defaultBase`), one per
+    /// (container, mount point) pair.
     public static func defaultPath(container: String, mountpoint: String) -> String {
         let environment = ProcessInfo.processInfo.environment
-        let base =
-            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
         let name = (mountpoint as NSString).lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" }
         let key = stableHash(container + "\u{0}" + mountpoint)
-        return base + "/syncfs/" + (name.isEmpty ? "mount" : name) + "-" + String(key, radix: 16)
+        let leaf = "/syncfs/" + (name.isEmpty ? "mount" : name) + "-" + String(key, radix: 16)
+        if let legacy = legacyRootBase(environment: environment), access(legacy + leaf, F_OK) == 0 {
+            return legacy + leaf
+        }
+        return defaultBase(environment: environment) + leaf
     }
 
     /// FNV-1a, 64 bits: stable across runs (Swift's `hashValue` is seeded per process).

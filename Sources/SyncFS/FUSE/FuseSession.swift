@@ -19,16 +19,18 @@ public final class FuseSession: @unchecked Sendable {
     /// Mount options: the kernel checks permissions (`default_permissions`); as root the folder
     /// is shared with every user (`allow_other`), each new file belonging to its creator. Unless
     /// `honoursSetuid`, the folder is `nosuid,nodev`: what other machines put in it cannot hand
-    /// out privileges or reach devices here, whatever its mode bits say.
+    /// out privileges or reach devices here, whatever its mode bits say. `flags` adds `ro`,
+    /// `allow_other` and `noexec` on request (`MountKernelFlags`).
     public init(
         fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double,
-        honoursSetuid: Bool = false, logger: Logger
+        honoursSetuid: Bool = false, flags: MountKernelFlags = MountKernelFlags(), logger: Logger
     ) throws {
         self.mountpoint = mountpoint
         let safeName = fsName.map { $0 == "," || $0 == "\\" ? "_" : $0 }
         var options = "default_permissions,fsname=\(String(safeName)),subtype=syncfs"
         if !honoursSetuid { options += ",nosuid,nodev" }
-        if geteuid() == 0 { options += ",allow_other" }
+        if geteuid() == 0 || flags.allowOther { options += ",allow_other" }
+        options += flags.fuseOptions
         let arguments = ["syncfs-mount", "-o", options]
         var cArguments = arguments.map { strdup($0) }
         defer { for argument in cArguments { free(argument) } }
@@ -36,6 +38,7 @@ public final class FuseSession: @unchecked Sendable {
             FuseContext(fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout))
         self.context = context
         var operations = makeOperationTable()
+        if flags.readOnly { refuseModifications(&operations) }
         let created = cArguments.withUnsafeMutableBufferPointer { buffer -> OpaquePointer? in
             var args = fuse_args(argc: Int32(buffer.count), argv: buffer.baseAddress, allocated: 0)
             return syncfs_session_new(&args, &operations, context.toOpaque())
