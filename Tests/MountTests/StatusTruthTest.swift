@@ -1,0 +1,163 @@
+import Foundation
+import Glibc
+import Testing
+
+/// `status` answers "is it safe to close the laptop?" truthfully (doc/CLI.md, `status`;
+/// doc/SEMANTICS.md, "Failures, outages and restarts"): "up to date" only when online, caught up
+/// and the queue is empty; an unreachable container is one condition ("offline since …"), not a
+/// failing change per file; a failure caused by the outage clears when it ends. And `sync`,
+/// `events` and `unmount` take any path inside a mount, as `status` does.
+@Suite(.serialized)
+struct StatusTruthTest {
+    /// The extended `status --json` (the fields this suite checks; older ones in `MountSyncStatus`).
+    struct Truth: Decodable {
+        var online: Bool
+        var upToDate: Bool?
+        var changesWaiting: Int?
+        var offlineSince: String?
+        var pendingEntries: Int
+        var failing: [MountSyncStatus.Failing]
+        var files: [String: Int]?
+    }
+
+    static func statusText(_ path: String) throws -> ModelProcessResult {
+        ModelProcess.run([try TestFolder.binaryPath(), "status", path], timeout: 60)
+    }
+
+    static func truth(_ folder: TestFolder) throws -> Truth { try folder.statusJSON(of: folder.root) }
+
+    static func offlineFolder() throws -> (TestFolder, outage: String) {
+        var template = Array("/tmp/syncfs-outage-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp failed") }
+        let outage = String(cString: made) + "/outage"
+        let folder = try TestFolder.make(
+            .mount, mountArguments: ["--upload-delay", "20", "--test-outage-file", outage])
+        return (folder, outage)
+    }
+
+    @Test func offlineWithAQueueSaysOfflineAndChangesWaitingNotFailing() throws {
+        let (folder, outage) = try Self.offlineFolder()
+        defer {
+            folder.tearDown()
+            try? FileManager.default.removeItem(atPath: (outage as NSString).deletingLastPathComponent)
+        }
+        try writeFile(folder.path("before.txt"), "online")
+        try #require(folder.expectSync())
+        #expect(waitUntil(timeout: 20) { try Self.truth(folder).upToDate == true }, "\(try Self.truth(folder))")
+
+        try writeFile(outage, "")
+        try writeFile(folder.path("offline.txt"), "written while the container is away")
+        let offline = waitUntil(timeout: 20) {
+            let truth = try Self.truth(folder)
+            return !truth.online && truth.pendingEntries == 1
+        }
+        #expect(offline, "status never said offline with one change: \(try Self.truth(folder))")
+        // Let the uploader try (and fail) a few times.
+        Thread.sleep(forTimeInterval: 2.5)
+        let truth = try Self.truth(folder)
+        #expect(truth.online == false)
+        #expect(truth.upToDate == false)
+        #expect(truth.changesWaiting == 1)
+        #expect(truth.offlineSince != nil, "offlineSince is set while offline")
+        #expect(truth.failing.isEmpty, "a change waiting for the container is not failing: \(truth.failing)")
+        #expect((truth.files?["error"] ?? 0) == 0, "no file is in error while offline: \(String(describing: truth.files))")
+        #expect(describeState(folder.path("offline.txt")) == "modified")
+        let text = try Self.statusText(folder.root)
+        #expect(text.ok, "\(text)")
+        #expect(text.stdout.contains("offline since"), "\(text.stdout)")
+        #expect(text.stdout.contains("1 change waiting"), "\(text.stdout)")
+        #expect(!text.stdout.contains("up to date"), "\(text.stdout)")
+        #expect(!text.stdout.contains("failing"), "\(text.stdout)")
+        #expect(!text.stdout.contains("attempts"), "\(text.stdout)")
+
+        unlink(outage)
+        let caughtUp = waitUntil(timeout: 30) { try Self.truth(folder).upToDate == true }
+        #expect(caughtUp, "not up to date 30 s after the outage ended: \(try Self.truth(folder))")
+        let after = try Self.statusText(folder.root)
+        #expect(after.stdout.contains("online, up to date"), "\(after.stdout)")
+        #expect(try Self.truth(folder).offlineSince == nil)
+    }
+
+    @Test func queuedChangesWhileOnlineAreNotUpToDate() throws {
+        // A long upload delay keeps the change queued while the mount is online.
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "600000"])
+        defer { folder.tearDown() }
+        #expect(waitUntil(timeout: 20) { try Self.truth(folder).online })
+        try writeFile(folder.path("queued.bin"), [UInt8](repeating: 7, count: 3 << 20))
+        #expect(waitUntil(timeout: 20) { try Self.truth(folder).pendingEntries == 1 })
+        let truth = try Self.truth(folder)
+        #expect(truth.online && truth.upToDate == false && truth.changesWaiting == 1, "\(truth)")
+        let text = try Self.statusText(folder.root)
+        #expect(!text.stdout.contains("up to date"), "\(text.stdout)")
+        #expect(text.stdout.contains("1 change waiting (3.0 MiB)"), "\(text.stdout)")
+        #expect(folder.expectSync())
+        #expect(waitUntil(timeout: 20) { try Self.truth(folder).upToDate == true })
+    }
+
+    /// A placeholder read while the container is unreachable fails (ENETDOWN); once the container
+    /// answers again, nothing about that read is left as an error.
+    @Test func aReadThatFailedOfflineLeavesNoErrorOnceOnline() throws {
+        let (folder, outage) = try Self.offlineFolder()
+        defer {
+            folder.tearDown()
+            try? FileManager.default.removeItem(atPath: (outage as NSString).deletingLastPathComponent)
+        }
+        try writeFile(folder.path("far.bin"), [UInt8](repeating: 3, count: 300_000))
+        try #require(folder.expectSync())
+        let evicted = ModelProcess.run([try TestFolder.binaryPath(), "evict", folder.path("far.bin")], timeout: 60)
+        try #require(evicted.ok, "\(evicted)")
+        #expect(describeState(folder.path("far.bin")) == "online")
+
+        try writeFile(outage, "")
+        switch timedRead(folder.path("far.bin"), count: 4096, deadline: 20) {
+        case .failed(let code, _): #expect(code == ENETDOWN, "\(code)")
+        case .bytes(let read, _): Issue.record("read \(read.count) bytes of a placeholder while offline")
+        case .blocked: Issue.record("the read blocked for 20 s")
+        }
+        let offline = try Self.truth(folder)
+        #expect(!offline.online)
+        #expect((offline.files?["error"] ?? 0) == 0, "offline is not an error: \(String(describing: offline.files))")
+
+        unlink(outage)
+        // Any container answer brings the mount online (the follower's next look, within seconds).
+        #expect(waitUntil(timeout: 30) { try Self.truth(folder).online }, "\(try Self.truth(folder))")
+        let online = try Self.truth(folder)
+        #expect((online.files?["error"] ?? 0) == 0, "the failed read left an error: \(String(describing: online.files))")
+        #expect(describeState(folder.path("far.bin")) == "online")
+        let text = try Self.statusText(folder.root)
+        #expect(!text.stdout.contains("failing"), "\(text.stdout)")
+        #expect(try readFile(folder.path("far.bin")) == [UInt8](repeating: 3, count: 300_000))
+    }
+
+    /// `sync`, `events` and `unmount` take a path inside the mount (and a symlink to one), as
+    /// `status` does; a path outside any mount is still refused with 65.
+    @Test func syncEventsAndUnmountTakeAPathInsideTheMount() throws {
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "20"])
+        defer { folder.tearDown() }
+        let binary = try TestFolder.binaryPath()
+        try makeDirectory(folder.path("docs"))
+        try writeFile(folder.path("docs/a.txt"), "a")
+        let link = folder.baseDir + "/link-to-docs"
+        try posix("symlink") { symlink(folder.path("docs"), link) }
+
+        for path in [folder.path("docs"), folder.path("docs/a.txt"), link] {
+            let sync = ModelProcess.run([binary, "sync", path, "--timeout", "20"], timeout: 80)
+            #expect(sync.ok, "\(sync)")
+        }
+        let outside = ModelProcess.run([binary, "sync", folder.baseDir, "--timeout", "5"], timeout: 60)
+        #expect(outside.status == 65, "\(outside)")
+
+        // `events` on a folder inside the mount watches that folder.
+        let watcher = ModelProcess([binary, "events", folder.path("docs"), "--count", "1", "--timeout", "20"])
+        Thread.sleep(forTimeInterval: 1.5)
+        try writeFile(folder.path("docs/b.txt"), "b")
+        let events = watcher.wait(timeout: 60)
+        #expect(events.ok, "\(events)")
+        #expect(events.stdout.contains("docs/b.txt"), "\(events)")
+        #expect(events.stderr.contains("watching \(folder.path("docs"))"), "\(events)")
+
+        let unmount = ModelProcess.run([binary, "unmount", folder.path("docs")], timeout: 90)
+        #expect(unmount.ok, "\(unmount)")
+        #expect(waitUntil(timeout: 30) { !TestFolder.isMounted(folder.root) }, "\(folder.root) is still mounted")
+    }
+}
