@@ -26,6 +26,11 @@ struct StatusTruthTest {
 
     static func truth(_ folder: TestFolder) throws -> Truth { try folder.statusJSON(of: folder.root) }
 
+    /// The status for a message (or why it could not be read).
+    static func describe(_ folder: TestFolder) -> String {
+        do { return "\(try truth(folder))" } catch { return "(status failed: \(error))" }
+    }
+
     static func offlineFolder() throws -> (TestFolder, outage: String) {
         var template = Array("/tmp/syncfs-outage-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp failed") }
@@ -43,7 +48,7 @@ struct StatusTruthTest {
         }
         try writeFile(folder.path("before.txt"), "online")
         try #require(folder.expectSync())
-        #expect(waitUntil(timeout: 20) { try Self.truth(folder).upToDate == true }, "\(try Self.truth(folder))")
+        #expect(waitUntil(timeout: 20) { try Self.truth(folder).upToDate == true }, "\(Self.describe(folder))")
 
         try writeFile(outage, "")
         try writeFile(folder.path("offline.txt"), "written while the container is away")
@@ -51,7 +56,7 @@ struct StatusTruthTest {
             let truth = try Self.truth(folder)
             return !truth.online && truth.pendingEntries == 1
         }
-        #expect(offline, "status never said offline with one change: \(try Self.truth(folder))")
+        #expect(offline, "status never said offline with one change: \(Self.describe(folder))")
         // Let the uploader try (and fail) a few times.
         Thread.sleep(forTimeInterval: 2.5)
         let truth = try Self.truth(folder)
@@ -72,7 +77,7 @@ struct StatusTruthTest {
 
         unlink(outage)
         let caughtUp = waitUntil(timeout: 30) { try Self.truth(folder).upToDate == true }
-        #expect(caughtUp, "not up to date 30 s after the outage ended: \(try Self.truth(folder))")
+        #expect(caughtUp, "not up to date 30 s after the outage ended: \(Self.describe(folder))")
         let after = try Self.statusText(folder.root)
         #expect(after.stdout.contains("online, up to date"), "\(after.stdout)")
         #expect(try Self.truth(folder).offlineSince == nil)
@@ -97,36 +102,38 @@ struct StatusTruthTest {
     /// A placeholder read while the container is unreachable fails (ENETDOWN); once the container
     /// answers again, nothing about that read is left as an error.
     @Test func aReadThatFailedOfflineLeavesNoErrorOnceOnline() throws {
-        let (folder, outage) = try Self.offlineFolder()
-        defer {
-            folder.tearDown()
-            try? FileManager.default.removeItem(atPath: (outage as NSString).deletingLastPathComponent)
-        }
-        try writeFile(folder.path("far.bin"), [UInt8](repeating: 3, count: 300_000))
-        try #require(folder.expectSync())
-        let evicted = ModelProcess.run([try TestFolder.binaryPath(), "evict", folder.path("far.bin")], timeout: 60)
-        try #require(evicted.ok, "\(evicted)")
-        #expect(describeState(folder.path("far.bin")) == "online")
+        try MountGroup.with(count: 2) { group in
+            let (a, b) = (group.mounts[0], group.mounts[1])
+            let content = try randomBytes(1 << 20)
+            try writeFile(a.path("far.bin"), content)
+            try #require(a.expectSync())
+            // B has never read it: a placeholder.
+            #expect(waitUntil(timeout: 20) { describeState(b.path("far.bin")) == "online" })
 
-        try writeFile(outage, "")
-        switch timedRead(folder.path("far.bin"), count: 4096, deadline: 20) {
-        case .failed(let code, _): #expect(code == ENETDOWN, "\(code)")
-        case .bytes(let read, _): Issue.record("read \(read.count) bytes of a placeholder while offline")
-        case .blocked: Issue.record("the read blocked for 20 s")
-        }
-        let offline = try Self.truth(folder)
-        #expect(!offline.online)
-        #expect((offline.files?["error"] ?? 0) == 0, "offline is not an error: \(String(describing: offline.files))")
+            group.setOutage(1, true)
+            switch timedRead(b.path("far.bin"), count: 4096, deadline: 20) {
+            case .failed(let code, _): #expect(code == ENETDOWN, "\(code)")
+            case .bytes(let read, _): Issue.record("read \(read.count) bytes of a placeholder while offline")
+            case .blocked: Issue.record("the read blocked for 20 s")
+            }
+            let offline = try Self.truth(b)
+            #expect(!offline.online)
+            #expect(offline.offlineSince != nil)
+            #expect(
+                (offline.files?["error"] ?? 0) == 0, "offline is not an error: \(String(describing: offline.files))")
+            #expect(describeState(b.path("far.bin")) == "online")
 
-        unlink(outage)
-        // Any container answer brings the mount online (the follower's next look, within seconds).
-        #expect(waitUntil(timeout: 30) { try Self.truth(folder).online }, "\(try Self.truth(folder))")
-        let online = try Self.truth(folder)
-        #expect((online.files?["error"] ?? 0) == 0, "the failed read left an error: \(String(describing: online.files))")
-        #expect(describeState(folder.path("far.bin")) == "online")
-        let text = try Self.statusText(folder.root)
-        #expect(!text.stdout.contains("failing"), "\(text.stdout)")
-        #expect(try readFile(folder.path("far.bin")) == [UInt8](repeating: 3, count: 300_000))
+            group.setOutage(1, false)
+            // Any container answer brings the mount online (the follower's next look, within seconds).
+            #expect(waitUntil(timeout: 30) { try Self.truth(b).online }, "\(Self.describe(b))")
+            let online = try Self.truth(b)
+            #expect(
+                (online.files?["error"] ?? 0) == 0, "the failed read left an error: \(String(describing: online.files))")
+            #expect(describeState(b.path("far.bin")) == "online")
+            let text = try Self.statusText(b.root)
+            #expect(!text.stdout.contains("failing"), "\(text.stdout)")
+            #expect(try readFile(b.path("far.bin")) == content)
+        }
     }
 
     /// `sync`, `events` and `unmount` take a path inside the mount (and a symlink to one), as
