@@ -169,6 +169,45 @@ struct StatusTruthTest {
 
     }
 
+    /// `sync` and `download` to a pipe: one line a second at most, only when something changed,
+    /// with the percentage of the bytes (inside the one large file) and IEC units.
+    @Test func progressLinesComeOncePerSecondAtMostWithBytesInsideALargeFile() throws {
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "600000"])
+        defer { folder.tearDown() }
+        let binary = try TestFolder.binaryPath()
+        try writeFile(folder.path("large.bin"), try randomBytes(96 << 20))
+        #expect(waitUntil(timeout: 20) { try Self.truth(folder).pendingEntries == 1 })
+
+        func expectProgress(_ result: ModelProcessResult, verb: String, seconds: Double) {
+            #expect(result.ok, "\(result)")
+            let lines = result.stderr.split(separator: "\n").map(String.init)
+            // A quick one (under about 0.2 s) prints nothing at all; otherwise it ends with "done".
+            #expect(lines.isEmpty || lines.last == "\(verb): done", "\(result)")
+            let progress = lines.dropLast()
+            #expect(!result.stderr.contains("\r"), "no redrawing into a pipe")
+            #expect(Double(progress.count) <= seconds + 2, "\(progress.count) lines in \(seconds) s: \(lines)")
+            for (previous, next) in zip(progress, progress.dropFirst()) {
+                #expect(previous != next, "a line repeated: \(previous)")
+            }
+            for line in progress {
+                #expect(line.contains("%") && line.contains("of 96.0 MiB") && line.contains("1 "), "\(line)")
+                #expect(!line.contains(" MB") && !line.contains(" KB"), "\(line)")
+            }
+            if seconds > 2 { #expect(!progress.isEmpty, "no progress line in \(seconds) s") }
+            print("\(verb) of 96 MiB: \(seconds) s, \(progress.count) progress lines: \(progress)")
+        }
+
+        var started = Date()
+        let sync = ModelProcess.run([binary, "sync", folder.root, "--timeout", "120"], timeout: 240)
+        expectProgress(sync, verb: "syncing", seconds: Date().timeIntervalSince(started))
+
+        let evicted = ModelProcess.run([binary, "evict", folder.path("large.bin")], timeout: 60)
+        #expect(evicted.ok && evicted.stdout == "evicted 1 file, 96.0 MiB freed\n", "\(evicted)")
+        started = Date()
+        let download = ModelProcess.run([binary, "download", folder.path("large.bin")], timeout: 240)
+        expectProgress(download, verb: "downloading", seconds: Date().timeIntervalSince(started))
+    }
+
     /// `unmount` of a path inside a mount unmounts that mount (a daemon started by `mount`, so
     /// that the command can wait for it to exit).
     @Test func unmountTakesAPathInsideTheMount() throws {
@@ -191,6 +230,6 @@ struct StatusTruthTest {
         // Uploaded before the unmount: a new mount of the container sees it.
         let again = try TestFolder.make(.mount, sharedContainer: base + "/container")
         defer { again.tearDown() }
-        #expect(try readText(again.path("docs/a.txt")) == "a")
+        #expect(waitUntil(timeout: 20) { try readText(again.path("docs/a.txt")) == "a" })
     }
 }
