@@ -94,7 +94,9 @@ enum SyncWaiter {
 
     /// What holds the queue back, if anything: the outage, a busy container, failing changes.
     static func note(_ status: SyncStatus) -> String? {
-        if !status.online { return "offline" + (status.offlineSince.map { " since \(LocalTime.local($0))" } ?? "") + ", waiting" }
+        if !status.online {
+            return "offline" + (status.offlineSince.map { " since \(LocalTime.local($0))" } ?? "") + ", waiting"
+        }
         if !status.failing.isEmpty { return "\(HumanUnits.count(status.failing.count, "change")) failing" }
         return nil
     }

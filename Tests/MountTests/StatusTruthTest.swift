@@ -65,7 +65,8 @@ struct StatusTruthTest {
         #expect(truth.changesWaiting == 1)
         #expect(truth.offlineSince != nil, "offlineSince is set while offline")
         #expect(truth.failing.isEmpty, "a change waiting for the container is not failing: \(truth.failing)")
-        #expect((truth.files?["error"] ?? 0) == 0, "no file is in error while offline: \(String(describing: truth.files))")
+        #expect(
+            (truth.files?["error"] ?? 0) == 0, "no file is in error while offline: \(String(describing: truth.files))")
         #expect(describeState(folder.path("offline.txt")) == "modified")
         let text = try Self.statusText(folder.root)
         #expect(text.ok, "\(text)")
@@ -132,7 +133,8 @@ struct StatusTruthTest {
             #expect(waitUntil(timeout: 30) { try Self.truth(b).online }, "\(Self.describe(b))")
             let online = try Self.truth(b)
             #expect(
-                (online.files?["error"] ?? 0) == 0, "the failed read left an error: \(String(describing: online.files))")
+                (online.files?["error"] ?? 0) == 0, "the failed read left an error: \(String(describing: online.files))"
+            )
             #expect(describeState(b.path("far.bin")) == "online")
             let text = try Self.statusText(b.root)
             #expect(!text.stdout.contains("failing"), "\(text.stdout)")

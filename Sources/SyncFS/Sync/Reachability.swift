@@ -69,7 +69,8 @@ struct ReachabilityWatchingContainer: Container {
     }
 
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await watch { () async throws(ContainerProtocolError) in try await base.changes(after: cursor, limit: limit) }
+        try await watch { () async throws(ContainerProtocolError) in try await base.changes(after: cursor, limit: limit)
+        }
     }
 
     func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
