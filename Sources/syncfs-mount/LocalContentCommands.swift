@@ -129,7 +129,8 @@ struct EvictCommand: ParsableCommand {
                 files += report.files
                 bytes += report.bytes
                 for refusal in report.refused {
-                    printError("syncfs-mount: kept \(target.mountpoint)/\(refusal.path): \(refusal.reason)")
+                    printError(
+                        TerminalText.safe("syncfs-mount: kept \(target.mountpoint)/\(refusal.path): \(refusal.reason)"))
                 }
                 refused += report.refused.count
             }
@@ -279,7 +280,7 @@ enum StatusReport {
         for refused in status.refusedRemoteEntries {
             lines.append("refused remote entry \(refused.fileID) (version \(refused.version)): \(refused.reason)")
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 
     static func path(_ status: PathStatus, display: String) -> String {
@@ -301,7 +302,7 @@ enum StatusReport {
                     + (files.conflict > 0 ? ", \(files.conflict) in conflict" : ""))
         }
         if let error = status.error { lines.append("last error: \(error)") }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 
     static func progressText(done: Int64, total: Int64, bar: Bool) -> String {

@@ -129,6 +129,6 @@ enum SyncWaiter {
             reason = "no progress"
         }
         let waiting = HumanUnits.count(status.pendingEntries, "change")
-        return "\(reason); \(waiting) (\(HumanUnits.bytes(status.pendingBytes))) stay queued"
+        return TerminalText.safe("\(reason); \(waiting) (\(HumanUnits.bytes(status.pendingBytes))) stay queued")
     }
 }

@@ -144,3 +144,14 @@ struct ProgressLineTests {
         return totals
     }
 }
+
+struct TerminalTextTests {
+    @Test func controlCharactersAreWrittenVisibly() {
+        #expect(TerminalText.safe("docs/report.txt") == "docs/report.txt")
+        #expect(TerminalText.safe("café/日本.txt") == "café/日本.txt")
+        #expect(TerminalText.safe("a\u{1B}]0;owned\u{07}b") == "a\\x1B]0;owned\\x07b")
+        #expect(TerminalText.safe("line\nnext\r\t") == "line\\x0Anext\\x0D\\x09")
+        #expect(TerminalText.safe("\u{7F}\u{9B}") == "\\x7F\\x9B")
+        #expect(TerminalText.safe("x\u{202E}gpj.exe") == "x\\u{202E}gpj.exe")
+    }
+}
