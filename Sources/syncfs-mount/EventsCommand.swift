@@ -19,7 +19,7 @@ struct EventsCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The mount point of a SyncFS folder.")
+    @Argument(help: "The mount point of a SyncFS folder, or a path inside it (then watched, as PATH).")
     var mountpoint: String
 
     @Argument(help: "An entry to watch, or a folder ending in / (default: everything).")
@@ -46,11 +46,17 @@ struct EventsCommand: ParsableCommand {
         let socket: Int32
         do throws(MountError) {
             mount = try MountedPath.resolve(mountpoint)
-            guard mount.relative.isEmpty else {
-                throw MountError(
-                    .badInput, "\(mountpoint) is inside the mount \(mount.mountpoint), not its mount point")
+            if let path {
+                watched = try Self.relative(path, in: mount.mountpoint)
+            } else if !mount.relative.isEmpty {
+                // A path inside the mount (as `status` takes it): watch that entry, and everything
+                // below it if it is a folder.
+                var info = stat()
+                let folder = stat(mountpoint, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+                watched = mount.relative + (folder ? "/" : "")
+            } else {
+                watched = nil
             }
-            if let path { watched = try Self.relative(path, in: mount.mountpoint) } else { watched = nil }
             switch ControlClient.openStream(ControlRequest(.events, path: watched), mountpoint: mount.mountpoint) {
             case .success(let connected): socket = connected
             case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)

@@ -129,14 +129,17 @@ struct EvictCommand: ParsableCommand {
                 files += report.files
                 bytes += report.bytes
                 for refusal in report.refused {
-                    printError("syncfs-mount: kept \(target.mountpoint)/\(refusal.path): \(refusal.reason)")
+                    printError(
+                        TerminalText.safe("syncfs-mount: kept \(target.mountpoint)/\(refusal.path): \(refusal.reason)"))
                 }
                 refused += report.refused.count
             }
         } catch {
             throw fail(error)
         }
-        print("evicted \(files) files, \(SyncWaiter.format(bytes)) freed" + (refused > 0 ? "; \(refused) kept" : ""))
+        print(
+            "evicted \(HumanUnits.count(files, "file")), \(HumanUnits.bytes(bytes)) freed"
+                + (refused > 0 ? "; \(refused) kept" : ""))
         if refused > 0 { throw ExitCode(1) }
     }
 }
@@ -166,61 +169,87 @@ struct DownloadCommand: ParsableCommand {
     }
 }
 
-/// Waits until every placeholder below the targets is downloaded, with a progress line on a
-/// terminal.
+/// Waits until every placeholder below the targets is downloaded, with progress on standard
+/// error (`ProgressOutput`): bytes local of the total, percentage, rate and time left.
 enum DownloadWaiter {
     static func wait(for targets: [MountedPath], timeout: Double) throws(MountError) {
-        let terminal = isatty(STDERR_FILENO) != 0
+        let line = ProgressOutput.line()
         var lastLocal: Int64 = -1
         var lastProgress = Date()
+        var shown = false
+        var polls = 0
         while true {
             var remaining = 0
             var local: Int64 = 0
-            var offline = false
+            var total: Int64 = 0
+            var offline: SyncStatus?
             for target in targets {
                 guard let status = try target.ask(.pathStatus).path else { continue }
                 local += status.localBytes
+                total += status.totalBytes ?? status.size
                 if let files = status.files {
                     remaining += files.online + files.downloading
                 } else if status.state == .online || status.state == .downloading {
                     remaining += 1
                 }
-                if let mount = ControlServer.ask(ControlRequest(.status), mountpoint: target.mountpoint)?.status,
+            }
+            for mountpoint in Set(targets.map(\.mountpoint)) {
+                if let mount = ControlServer.ask(ControlRequest(.status), mountpoint: mountpoint)?.status,
                     !mount.online
                 {
-                    offline = true
+                    offline = mount
                 }
             }
             if remaining == 0 {
-                if terminal { printError("download: done") }
+                if shown { line.finish("downloading: done") }
                 return
             }
             if local != lastLocal {
                 lastLocal = local
                 lastProgress = Date()
             }
-            if terminal {
-                printError("download: \(remaining) files left, \(SyncWaiter.format(local)) local")
+            if shown || polls >= 4 {
+                line.update(
+                    ProgressLine.Snapshot(
+                        verb: "downloading", itemsLeft: remaining, noun: "file", done: local, total: total,
+                        note: offline.flatMap { SyncWaiter.note($0) }))
+                shown = true
             }
             let stalledFor = Date().timeIntervalSince(lastProgress)
-            if stalledFor > timeout || (offline && stalledFor > 10) {
+            if stalledFor > timeout || (offline != nil && stalledFor > 10) {
+                line.finish(nil)
                 throw MountError(
                     .busy,
-                    (offline ? "the container is unreachable" : "no progress for \(Int(stalledFor)) s")
-                        + "; \(remaining) files are not downloaded")
+                    (offline != nil ? "the container is unreachable" : "no progress for \(Int(stalledFor)) s")
+                        + "; \(HumanUnits.count(remaining, "file")) not downloaded")
             }
-            Thread.sleep(forTimeInterval: 0.2)
+            polls += 1
+            Thread.sleep(forTimeInterval: polls < 4 ? 0.05 : 0.25)
         }
     }
 }
 
 /// Human-readable `status`.
 enum StatusReport {
+    /// The first line: is it safe to close the laptop? "up to date" only when online, caught up
+    /// with the feed and nothing is queued.
+    static func headline(_ status: SyncStatus) -> String {
+        let waiting =
+            status.pendingEntries > 0
+            ? "\(HumanUnits.count(status.pendingEntries, "change")) waiting (\(HumanUnits.bytes(status.pendingBytes)))"
+            : nil
+        guard status.online else {
+            let since = status.offlineSince.map { " since \(LocalTime.local($0))" } ?? ""
+            return "offline\(since), " + (waiting ?? "no changes waiting")
+        }
+        if let waiting { return "online, " + waiting + (status.feedCaughtUp ? "" : ", catching up") }
+        if status.upToDate ?? status.feedCaughtUp { return "online, up to date" }
+        return "online, catching up"
+    }
+
     static func mount(_ status: SyncStatus, mountpoint: String) -> String {
         var lines: [String] = []
-        lines.append(
-            "\(mountpoint): " + (status.online ? "online" : "offline")
-                + (status.feedCaughtUp ? ", up to date" : ", catching up"))
+        lines.append("\(mountpoint): " + headline(status))
         let files = status.files
         lines.append(
             "files: \(files.local) local, \(files.online) online only, \(files.modified) modified"
@@ -228,12 +257,14 @@ enum StatusReport {
                     ? ", \(files.downloading) downloading, \(files.uploading) uploading" : "")
                 + (files.error > 0 ? ", \(files.error) failing" : "") + " (\(files.pinned) pinned)")
         if status.conflicts > 0 {
-            lines.append("conflicts: \(status.conflicts) unresolved (syncfs-mount conflicts \(mountpoint))")
+            lines.append(
+                "conflicts: \(status.conflicts) unresolved (syncfs-mount conflicts \(mountpoint))")
         }
         lines.append(
-            "cache: \(SyncWaiter.format(status.cachedBytes))"
-                + (status.cacheBudget.map { " of \(SyncWaiter.format($0)) budget" } ?? ""))
-        lines.append("queue: \(status.pendingEntries) changes, \(SyncWaiter.format(status.pendingBytes))")
+            "cache: \(HumanUnits.bytes(status.cachedBytes))"
+                + (status.cacheBudget.map { " of \(HumanUnits.bytes($0)) budget" } ?? ""))
+        lines.append(
+            "queue: \(HumanUnits.count(status.pendingEntries, "change")), \(HumanUnits.bytes(status.pendingBytes))")
         let terminal = isatty(STDOUT_FILENO) != 0
         for transfer in status.transfers {
             lines.append(
@@ -241,13 +272,15 @@ enum StatusReport {
                     + progressText(done: transfer.done, total: transfer.total, bar: terminal))
         }
         for failing in status.failing {
-            lines.append("failing: \(failing.path ?? failing.fileID): \(failing.reason) (\(failing.attempts) attempts)")
+            lines.append(
+                "failing: \(failing.path ?? failing.fileID): \(failing.reason) "
+                    + "(\(HumanUnits.count(failing.attempts, "attempt")))")
         }
         if let error = status.lastContainerError { lines.append("last error: \(error)") }
         for refused in status.refusedRemoteEntries {
             lines.append("refused remote entry \(refused.fileID) (version \(refused.version)): \(refused.reason)")
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 
     static func path(_ status: PathStatus, display: String) -> String {
@@ -257,7 +290,7 @@ enum StatusReport {
         case .inherited: line += ", pinned (by a folder above)"
         case .none: break
         }
-        line += ", \(SyncWaiter.format(status.size)), \(SyncWaiter.format(status.localBytes)) local"
+        line += ", \(HumanUnits.bytes(status.totalBytes ?? status.size)), \(HumanUnits.bytes(status.localBytes)) local"
         var lines = [line]
         if let progress = status.progress {
             lines.append(progressText(done: progress.done, total: progress.total, bar: isatty(STDOUT_FILENO) != 0))
@@ -269,12 +302,12 @@ enum StatusReport {
                     + (files.conflict > 0 ? ", \(files.conflict) in conflict" : ""))
         }
         if let error = status.error { lines.append("last error: \(error)") }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 
     static func progressText(done: Int64, total: Int64, bar: Bool) -> String {
-        let fraction = total > 0 ? Double(done) / Double(total) : 1
-        let text = "\(Int(fraction * 100))% (\(SyncWaiter.format(done)) of \(SyncWaiter.format(total)))"
+        let fraction = total > 0 ? min(max(Double(done) / Double(total), 0), 1) : 1
+        let text = "\(Int(fraction * 100))% (\(HumanUnits.bytes(done)) of \(HumanUnits.bytes(total)))"
         guard bar else { return text }
         let filled = Int(fraction * 20)
         return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled) + "] " + text

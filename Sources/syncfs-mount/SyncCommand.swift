@@ -8,20 +8,27 @@ struct SyncCommand: ParsableCommand {
         commandName: "sync",
         abstract: "Upload every queued change now and wait until the container has them all.",
         discussion: """
-            Prints what is left on standard error while it waits. Exit codes: 0 everything is \
-            uploaded; 65 MOUNTPOINT is not a SyncFS mount; 75 the container stayed unreachable or \
+            PATH is the mount point or anything inside the mount (the whole mount is synced). \
+            Shows progress on standard error while it waits. Exit codes: 0 everything is \
+            uploaded; 65 PATH is not in a SyncFS mount; 75 the container stayed unreachable or \
             changes kept failing for --timeout seconds (the queue is kept).
             """
     )
 
-    @Argument(help: "The mount point of a SyncFS folder.")
+    @Argument(help: "The mount point of a SyncFS folder, or a path inside it.")
     var mountpoint: String
 
     @Option(help: "Give up after this many seconds without progress.")
     var timeout: Double = 60
 
     func run() throws {
-        let path = absolutePath(mountpoint)
+        let mount: MountedPath
+        do {
+            mount = try MountedPath.resolve(mountpoint)
+        } catch {
+            throw fail(error)
+        }
+        let path = mount.mountpoint
         switch SyncWaiter.drain(mountpoint: path, timeout: timeout, progress: true) {
         case .done: return
         case .notMounted: throw fail(MountError(.badInput, "\(path) is not a SyncFS mount with a running daemon"))
@@ -31,7 +38,7 @@ struct SyncCommand: ParsableCommand {
     }
 }
 
-/// Waits for a daemon's queue to drain, with a progress line.
+/// Waits for a daemon's queue to drain, with a progress line (`ProgressLine`) on standard error.
 enum SyncWaiter {
     enum Result {
         case done
@@ -47,30 +54,51 @@ enum SyncWaiter {
         case .success(let answer): status = answer
         case .failure(let stop): return stop.result
         }
+        let line = ProgressOutput.line()
+        var totals = DrainTotals()
         var lastProgress = Date()
-        var lastPending = (status.pendingEntries, status.pendingBytes)
-        var printed = false
+        var lastPending = (status.pendingEntries, status.uploadBytesLeft ?? status.pendingBytes)
+        var shown = false
+        var polls = 0
         while status.pendingEntries > 0 {
-            if progress {
-                let line =
-                    "syncing: \(status.pendingEntries) changes, \(format(status.pendingBytes)) left"
-                    + (status.lastContainerError.map { " (container: \($0))" } ?? "")
-                printError(line)
-                printed = true
+            let left = status.uploadBytesLeft ?? status.pendingBytes
+            totals.observe(left: left)
+            // The first moments of a small sync print nothing.
+            if progress && (shown || polls >= 4) {
+                line.update(
+                    ProgressLine.Snapshot(
+                        verb: "syncing", itemsLeft: status.pendingEntries, noun: "change", done: totals.done,
+                        total: totals.total, note: note(status)))
+                shown = true
             }
-            if (status.pendingEntries, status.pendingBytes) != lastPending {
-                lastPending = (status.pendingEntries, status.pendingBytes)
+            if (status.pendingEntries, left) != lastPending {
+                lastPending = (status.pendingEntries, left)
                 lastProgress = Date()
             }
-            if Date().timeIntervalSince(lastProgress) > timeout { return .stalled(status) }
-            Thread.sleep(forTimeInterval: printed ? 0.5 : 0.05)
+            if Date().timeIntervalSince(lastProgress) > timeout {
+                line.finish(nil)
+                return .stalled(status)
+            }
+            polls += 1
+            Thread.sleep(forTimeInterval: polls < 4 ? 0.05 : 0.25)
             switch askSync(mountpoint) {
             case .success(let answer): status = answer
-            case .failure(let stop): return stop.result
+            case .failure(let stop):
+                line.finish(nil)
+                return stop.result
             }
         }
-        if progress && printed { printError("syncing: done") }
+        if shown { line.finish("syncing: done") }
         return .done
+    }
+
+    /// What holds the queue back, if anything: the outage, a busy container, failing changes.
+    static func note(_ status: SyncStatus) -> String? {
+        if !status.online {
+            return "offline" + (status.offlineSince.map { " since \(LocalTime.local($0))" } ?? "") + ", waiting"
+        }
+        if !status.failing.isEmpty { return "\(HumanUnits.count(status.failing.count, "change")) failing" }
+        return nil
     }
 
     /// One `sync` request: the status, or how drain ends.
@@ -88,13 +116,19 @@ enum SyncWaiter {
     struct ResultError: Error { let result: Result }
 
     static func stallMessage(_ status: SyncStatus) -> String {
-        let reason =
-            status.lastContainerError.map { "the container is unreachable (\($0))" }
-            ?? status.failing.first.map { "changes keep failing (\($0.reason))" } ?? "no progress"
-        return "\(reason); \(status.pendingEntries) changes (\(format(status.pendingBytes))) stay queued"
-    }
-
-    static func format(_ bytes: Int64) -> String {
-        ByteCountFormatter.string(fromByteCount: bytes, countStyle: .binary)
+        let reason: String
+        if !status.online {
+            reason =
+                "the container is unreachable"
+                + (status.offlineSince.map { " (offline since \(LocalTime.local($0)))" } ?? "")
+        } else if let failing = status.failing.first {
+            reason = "changes keep failing (\(failing.reason))"
+        } else if let error = status.lastContainerError {
+            reason = "the container does not take them (\(error))"
+        } else {
+            reason = "no progress"
+        }
+        let waiting = HumanUnits.count(status.pendingEntries, "change")
+        return TerminalText.safe("\(reason); \(waiting) (\(HumanUnits.bytes(status.pendingBytes))) stay queued")
     }
 }

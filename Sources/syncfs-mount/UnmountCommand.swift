@@ -7,18 +7,23 @@ struct UnmountCommand: ParsableCommand {
         commandName: "unmount",
         abstract: "Upload what is queued, unmount a SyncFS folder and wait until its daemon has committed its state.",
         discussion: """
-            First waits for the upload queue with a progress line; if the container stays             unreachable for --sync-timeout seconds it says so and unmounts anyway, keeping the             queue for the next mount. Fails with exit code 75 while files are open in the folder.
+            MOUNTPOINT may also be any path inside the mount (the mount holding it is unmounted). \
+            First waits for the upload queue with progress on standard error; if the container \
+            stays unreachable for --sync-timeout seconds it says so and unmounts anyway, keeping \
+            the queue for the next mount. Fails with exit code 75 while files are open in the folder.
             """
     )
 
-    @Argument(help: "The mount point to unmount.")
+    @Argument(help: "The mount point to unmount, or a path inside the mount.")
     var mountpoint: String
 
     @Option(help: "Seconds to wait for uploads to make progress before unmounting with changes still queued.")
     var syncTimeout: Double = 30
 
     func run() throws {
-        let path = absolutePath(mountpoint)
+        // A path inside a live mount names that mount; anything else (a mount whose daemon died,
+        // "Transport endpoint is not connected") is unmounted as given.
+        let path = (try? MountedPath.resolve(mountpoint))?.mountpoint ?? absolutePath(mountpoint)
         switch SyncWaiter.drain(mountpoint: path, timeout: syncTimeout, progress: true) {
         case .stalled(let status):
             printError("syncfs-mount: \(SyncWaiter.stallMessage(status)) for the next mount")

@@ -22,7 +22,9 @@ extension SyncEngineTests {
         #expect(pair.a.fs.outbox.items.count == 2, "nothing was dropped")
         let status = pair.engineA.status()
         #expect(status.lastContainerError != nil, "the outage is visible")
-        #expect(status.failing.count >= 1)
+        #expect(!status.online && status.offlineSince != nil, "once, as the mount's state")
+        #expect(status.failing.isEmpty, "not as a failing change per file: \(status.failing.map(\.reason))")
+        #expect(status.changesWaiting == 2 && status.upToDate == false)
         faulty.endOutage()
         pair.a.fs.outbox.expediteAll()
         try await pair.eventually("both on B") { try pair.b.childNames() == ["during-outage.txt", "folder"] }

@@ -60,6 +60,25 @@ struct UploadQueueTests {
         #expect(!queue.contains(a))
     }
 
+    /// A wait (the container away or busy: no reason) backs off like a failure but leaves no
+    /// reason, and clears the reason of an earlier real failure (`status` lists real failures only).
+    @Test func waitingBacksOffWithoutAReason() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let firstValue = queue.takeNext(now: 100)
+        let first = try #require(firstValue)
+        let failedValue = queue.failed(first, reason: "refused", now: 100)
+        let failed = try #require(failedValue)
+        #expect(failed.lastError == "refused")
+        let secondValue = queue.takeNext(now: failed.readyAt)
+        let second = try #require(secondValue)
+        let waitingValue = queue.failed(second, reason: nil, now: failed.readyAt, waitsForContainer: true)
+        let waiting = try #require(waitingValue)
+        #expect(waiting.lastError == nil)
+        #expect(waiting.attempts == 2)
+        #expect(waiting.readyAt - failed.readyAt == 2_000, "the backoff still doubles")
+    }
+
     @Test func failuresBackOffExponentiallyUpToTheCap() throws {
         var queue = UploadQueue(policy: policy)
         _ = queue.changed(a, now: 0)

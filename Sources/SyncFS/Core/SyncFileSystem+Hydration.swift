@@ -233,7 +233,9 @@ extension SyncFileSystem {
                         if !hydration.hasEnded {
                             logger.warning("cannot download \(path): the container is unreachable (\(reason))")
                         }
-                        transfers.failed(id, "download: the container is unreachable (\(reason))")
+                        // Not a failure of this file: the mount is offline (`status` says so once)
+                        // and the file stays a placeholder, readable again once it is back.
+                        transfers.ended(id)
                         hydration.fail(.containerUnreachable)
                         return
                     }

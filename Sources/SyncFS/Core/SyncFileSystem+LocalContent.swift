@@ -323,14 +323,23 @@ extension SyncFileSystem {
             }
             var files: FileCounts?
             var localBytes: Int64 = 0
+            var totalBytes = attributes.size
             switch node.kind {
             case .file:
                 localBytes = node.isPlaceholder ? cache.allocatedBytes(of: node.fileID) : attributes.size
             case .directory:
                 var counts = FileCounts()
+                totalBytes = 0
                 collectFiles(below: node, in: tree) { file in
                     counts.add(contentState(of: file, in: tree), pinned: pinState(of: file, in: tree) != .none)
-                    if !file.isPlaceholder { localBytes += file.size.load(ordering: .relaxed) }
+                    let size = file.size.load(ordering: .relaxed)
+                    totalBytes += size
+                    if !file.isPlaceholder {
+                        localBytes += size
+                    } else if let download = transfers.transfer(file.fileID) {
+                        // Downloading: what has arrived counts (byte progress inside large files).
+                        localBytes += min(download.done, size)
+                    }
                 }
                 files = counts
             case .symlink: break
@@ -344,7 +353,7 @@ extension SyncFileSystem {
             return PathStatus(
                 path: displayPath(of: node, in: tree), kind: kind, state: contentState(of: node, in: tree),
                 pinned: pinState(of: node, in: tree), size: attributes.size, localBytes: localBytes,
-                progress: progress, error: lastError(of: node), files: files)
+                progress: progress, error: lastError(of: node), files: files, totalBytes: totalBytes)
         }
     }
 }

@@ -151,7 +151,7 @@ extension SyncFileSystem {
 
     /// The upload of `item` failed; it waits its backoff (or, `waitsForContainer`, until the
     /// container answers again). The reason is kept for `status`.
-    public func uploadFailed(_ item: OutboxItem, reason: String, waitsForContainer: Bool = false) {
+    public func uploadFailed(_ item: OutboxItem, reason: String?, waitsForContainer: Bool = false) {
         if let change = outbox.failed(item, reason: reason, waitsForContainer: waitsForContainer) {
             store.record([change])
         }

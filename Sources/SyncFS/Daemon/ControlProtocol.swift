@@ -54,6 +54,8 @@ public struct PathStatus: Codable, Sendable {
     public var error: String?
     /// Directories: the files below by state.
     public var files: FileCounts?
+    /// Files: the size; directories: the sizes of all files below (what `download` waits for).
+    public var totalBytes: Int64?
 }
 
 /// What `pin`, `unpin`, `evict` and `download` did.

@@ -32,7 +32,7 @@ struct ContentTransfer: Sendable {
     }
 
     /// Uploads the chunks of `length` bytes of `descriptor` the container lacks; returns the manifest.
-    /// `progress` is told the bytes chunked so far.
+    /// `progress` is told the bytes the container has so far (after each batch of chunks).
     func upload(
         descriptor: Int32, length: Int64, totals: inout Totals, progress: (Int64) -> Void = { _ in }
     ) throws(SyncFailure) -> [ChunkRef] {
@@ -60,6 +60,7 @@ struct ContentTransfer: Sendable {
             } catch {
                 throw .container(error)
             }
+            progress(done)
         }
         let encoder = ChunkEncoder(level: compressionLevel)
         do {
@@ -67,7 +68,6 @@ struct ContentTransfer: Sendable {
                 let chunk = encoder.encode(bytes)
                 manifest.append(ChunkRef(hash: chunk.hash, length: Int64(chunk.plainLength)))
                 done += Int64(chunk.plainLength)
-                progress(done)
                 batch.append(chunk)
                 if batch.count >= Self.batchSize {
                     do throws(SyncFailure) { try flush() } catch {

@@ -57,7 +57,7 @@ public final class Outbox: Sendable {
         return removed ? .outboxRemove(item.fileID) : nil
     }
 
-    func failed(_ item: OutboxItem, reason: String, waitsForContainer: Bool = false) -> MetadataChange? {
+    func failed(_ item: OutboxItem, reason: String?, waitsForContainer: Bool = false) -> MetadataChange? {
         let now = clock()
         return queue.withLock { $0.failed(item, reason: reason, now: now, waitsForContainer: waitsForContainer) }
             .map { .outboxPut($0) }
@@ -134,5 +134,15 @@ extension SyncFailure {
     var waitsForContainer: Bool {
         if case .container(.unavailable) = self { return true }
         return false
+    }
+
+    /// The change is waiting, not failing: the container could not be reached (`unavailable`)
+    /// or asked to be called later (`busy`). Everything else — a refusal, a storage failure, a
+    /// local error — is a failure `status` lists with its reason.
+    var isWaiting: Bool {
+        switch self {
+        case .container(.unavailable), .container(.busy): return true
+        default: return false
+        }
     }
 }

@@ -60,6 +60,8 @@ extension SyncEngine {
                 }
             } catch {
                 noteFailure(error.description)
+                // Catching up again: what changed meanwhile is not known until the feed is read.
+                markCaughtUp(false)
                 // Once a minute while it lasts (an outage, a container refusing the cursor), not
                 // once a second; `status` shows the last error meanwhile.
                 let admitted = fileSystem.outbox.failureLog.admit("follower: \(error)", now: fileSystem.outbox.now)

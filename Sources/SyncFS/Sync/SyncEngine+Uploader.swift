@@ -31,7 +31,10 @@ extension SyncEngine {
                 let left = admitted.suppressed > 0 ? " (\(admitted.suppressed) more like it since the last line)" : ""
                 logger.notice("upload of \(item.fileID) failed (attempt \(item.attempts + 1)): \(error)\(left)")
             }
-            fileSystem.uploadFailed(item, reason: error.description, waitsForContainer: error.waitsForContainer)
+            // Waiting for the container is not failing: no reason is recorded (`status` shows the
+            // outage once, not a failing change per file).
+            fileSystem.uploadFailed(
+                item, reason: error.isWaiting ? nil : error.description, waitsForContainer: error.waitsForContainer)
         }
     }
 

@@ -35,6 +35,8 @@ public final class SyncEngine: Sendable {
     let downloads = DownloadQueue()
     /// Remote entries refused by `RemoteEntryValidation` (shown by `status`).
     let refusals: RemoteEntryRefusals
+    /// Whether the container answers (`status`: online, or offline since when).
+    let reachability = Reachability()
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
@@ -64,7 +66,9 @@ public final class SyncEngine: Sendable {
             refused: { entry, reason in refusals.refuse(entry, because: reason, logger: logger) },
             accepted: { entry in refusals.clear(ifNewer: entry) })
         // Every answer of the container lets changes that failed only because it was away go now.
-        let container = AnsweringContainer(validated) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
+        let reachability = self.reachability
+        let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
+        let container = AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
         self.container = container
         self.refusals = refusals
         self.options = options
@@ -145,7 +149,8 @@ public final class SyncEngine: Sendable {
         let items = fileSystem.outbox.items
         let (failure, totals, caughtUp) = state.withLock { ($0.lastFailure, $0.totals, $0.feedCaughtUp) }
         let usage = fileSystem.cacheUsage()
-        return SyncStatus(
+        let offlineSince = reachability.offlineSince
+        var status = SyncStatus(
             pendingEntries: items.count, pendingBytes: fileSystem.pendingBytes(items.map(\.fileID)),
             failing: items.filter { $0.lastError != nil }.map {
                 FailingEntry(
@@ -154,7 +159,7 @@ public final class SyncEngine: Sendable {
             },
             lastContainerError: failure, bytesUploaded: totals.plainBytesUploaded,
             encodedBytesUploaded: totals.encodedBytesUploaded, bytesDownloaded: totals.bytesDownloaded,
-            online: failure == nil, feedCaughtUp: caughtUp, files: usage.files, cachedBytes: usage.localBytes,
+            online: offlineSince == nil, feedCaughtUp: caughtUp, files: usage.files, cachedBytes: usage.localBytes,
             cacheBudget: options.cacheBudget,
             transfers: fileSystem.transfers.active.map { id, transfer in
                 TransferStatus(
@@ -162,6 +167,19 @@ public final class SyncEngine: Sendable {
                     total: transfer.total)
             }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
             refusedRemoteEntries: refusals.all)
+        status.offlineSince = offlineSince.map { Self.timestamp($0) }
+        status.changesWaiting = status.pendingEntries
+        status.upToDate = status.online && caughtUp && status.pendingEntries == 0
+        status.uploadBytesLeft = max(
+            0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
+        return status
+    }
+
+    /// RFC 3339 in UTC, to the second (`2026-11-24T15:02:11Z`).
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
@@ -177,8 +195,19 @@ public struct SyncStatus: Codable, Sendable {
     public var bytesUploaded: Int64
     public var encodedBytesUploaded: Int64
     public var bytesDownloaded: Int64
-    /// The last container call succeeded.
+    /// The container answers: no call failed as unreachable since the last answer.
     public var online: Bool
+    /// When the current outage began (RFC 3339, UTC); nil while online.
+    public var offlineSince: String?
+    // The fields below are optional only so that a newer client can read an older daemon's
+    // answer; a daemon always sets them.
+    /// Online, the feed applied and the queue empty: safe to close the laptop.
+    public var upToDate: Bool?
+    /// Local changes not yet committed by the container (= `pendingEntries`), failing or not.
+    public var changesWaiting: Int?
+    /// Bytes of queued content still to upload: `pendingBytes` less what uploads in progress
+    /// have already sent.
+    public var uploadBytesLeft: Int64?
     /// The follower applied everything the container had at its last look.
     public var feedCaughtUp: Bool
     public var files: FileCounts

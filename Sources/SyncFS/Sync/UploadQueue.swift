@@ -202,11 +202,13 @@ public struct UploadQueue: Sendable {
     }
 
     /// The upload failed; the item waits the next backoff (doubling from the initial one, capped).
+    /// `reason` nil: it did not fail but waits (the container is away or busy): the attempt counts
+    /// for the backoff, and any earlier reason is cleared (`lastError` is for real failures).
     /// `waitsForContainer`: it failed only because the container could not be reached, so it goes
     /// again as soon as the container answers (`containerAnswered`), whatever its backoff.
     /// Returns the item to store.
     public mutating func failed(
-        _ item: OutboxItem, reason: String, now: Int64, waitsForContainer: Bool = false
+        _ item: OutboxItem, reason: String?, now: Int64, waitsForContainer: Bool = false
     ) -> OutboxItem? {
         inFlight.remove(item.fileID)
         guard var current = items[item.fileID] else { return nil }

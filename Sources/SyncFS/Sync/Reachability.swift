@@ -1,0 +1,81 @@
+import Foundation
+import SyncBackend
+import Synchronization
+
+/// Whether the container answers, as this mount last saw it: the one "offline" condition
+/// `status` shows (doc/SEMANTICS.md, "Offline"), instead of an error per file.
+///
+/// Offline from the first call that failed because the container could not be reached
+/// (`unavailable`) until the next call that got any answer (a refusal, `busy` and a storage
+/// failure are answers: the container is there). A mount starts online until a call says
+/// otherwise.
+public final class Reachability: Sendable {
+    private let since = Mutex<Date?>(nil)
+
+    public init() {}
+
+    /// When the current outage began; nil while online.
+    public var offlineSince: Date? { since.withLock { $0 } }
+
+    public var isOnline: Bool { offlineSince == nil }
+
+    func answered() { since.withLock { $0 = nil } }
+
+    func unreachable(at now: Date = Date()) { since.withLock { if $0 == nil { $0 = now } } }
+}
+
+/// Forwards every call and tells `reachability` how it went: any answer is online, an
+/// `unavailable` failure offline; other failures say nothing either way.
+struct ReachabilityWatchingContainer: Container {
+    let base: any Container
+    let reachability: Reachability
+
+    var containerID: String { base.containerID }
+
+    private func watch<T>(_ call: () async throws(ContainerProtocolError) -> T) async throws(ContainerProtocolError)
+        -> T
+    {
+        do throws(ContainerProtocolError) {
+            let result = try await call()
+            reachability.answered()
+            return result
+        } catch {
+            switch error {
+            case .unavailable: reachability.unreachable()
+            case .busy, .storageFailure, .chunkNotFound, .corruptChunk, .invalidRequest: reachability.answered()
+            }
+            throw error
+        }
+    }
+
+    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        try await watch { () async throws(ContainerProtocolError) in try await base.missingChunks(hashes) }
+    }
+
+    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        try await watch { () async throws(ContainerProtocolError) in try await base.putChunk(chunk) }
+    }
+
+    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        try await watch { () async throws(ContainerProtocolError) in try await base.chunk(hash) }
+    }
+
+    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        try await watch { () async throws(ContainerProtocolError) in try await base.entry(id) }
+    }
+
+    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        try await watch { () async throws(ContainerProtocolError) in try await base.commit(request) }
+    }
+
+    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        try await watch { () async throws(ContainerProtocolError) in try await base.changes(after: cursor, limit: limit)
+        }
+    }
+
+    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
+        try await watch { () async throws(ContainerProtocolError) in
+            try await base.waitForChanges(after: cursor, timeout: timeout)
+        }
+    }
+}
