@@ -17,13 +17,19 @@ public struct StateDirectory: Sendable {
     /// The default location: `$XDG_STATE_HOME/syncfs/<mount name>-<hash>` (or
     /// `~/.local/state/syncfs/…`), one per (container, mount point) pair.
     public static func defaultPath(container: String, mountpoint: String) -> String {
+        let name = (mountpoint as NSString).lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" }
+        let key = stableHash(container + "\u{0}" + mountpoint)
+        return defaultRoot + "/" + (name.isEmpty ? "mount" : name) + "-" + String(key, radix: 16)
+    }
+
+    /// Where the default state directories live: `$XDG_STATE_HOME/syncfs` (or
+    /// `~/.local/state/syncfs`); `syncfs-mount list` scans it (`StateDirectoryScan`).
+    public static var defaultRoot: String {
         let environment = ProcessInfo.processInfo.environment
         let base =
             environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
-        let name = (mountpoint as NSString).lastPathComponent.filter { $0.isLetter || $0.isNumber || $0 == "-" }
-        let key = stableHash(container + "\u{0}" + mountpoint)
-        return base + "/syncfs/" + (name.isEmpty ? "mount" : name) + "-" + String(key, radix: 16)
+        return base + "/syncfs"
     }
 
     /// FNV-1a, 64 bits: stable across runs (Swift's `hashValue` is seeded per process).

@@ -1,0 +1,44 @@
+import SQLiteSupport
+
+/// The facts a state directory's `state.db` records in its `meta` table that other commands read
+/// (doc/FORMATS.md, "`state.db`").
+public enum StateFact: String, Sendable {
+    /// The ID of the container this state belongs to (set by the first mount).
+    case containerID = "container_id"
+    /// The container as the last mount named it: an absolute path or a normalised server URL.
+    case container
+    /// The absolute mount point of the last mount (written by every mount).
+    case mountpoint
+}
+
+/// What a state directory holds, read without opening it for writing (`SQLiteReadOnly`): no
+/// lock a live daemon needs is taken, nothing is created or changed.
+public struct StateDatabaseSummary: Sendable, Equatable {
+    public var facts: [String: String]
+    /// Changes queued for upload (rows of the `outbox`).
+    public var queued: Int
+
+    public func fact(_ fact: StateFact) -> String? { facts[fact.rawValue] }
+}
+
+public enum StateDatabaseReader {
+    /// The summary of the database at `databasePath`, or nil if it is missing, not a SyncFS
+    /// state database, or busy.
+    public static func summary(databasePath: String) -> StateDatabaseSummary? {
+        guard
+            let facts = try? SQLiteReadOnly.query(databasePath, "SELECT key, value FROM meta"),
+            let count = try? SQLiteReadOnly.query(databasePath, "SELECT COUNT(*) FROM outbox").first?.first,
+            let queued = count.flatMap({ Int($0) })
+        else { return nil }
+        var recorded: [String: String] = [:]
+        for row in facts where row.count == 2 {
+            if let key = row[0], let value = row[1] { recorded[key] = value }
+        }
+        return StateDatabaseSummary(facts: recorded, queued: queued)
+    }
+
+    /// The facts of the state directory at `stateDirectory` (a path the user named), or nil.
+    static func recordedFacts(stateDirectory: String) -> [String: String]? {
+        summary(databasePath: StateDirectory(path: stateDirectory).databasePath)?.facts
+    }
+}
