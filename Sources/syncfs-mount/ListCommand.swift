@@ -54,7 +54,9 @@ struct ListCommand: ParsableCommand {
         skipped += scan.skipped
         // A dead mount's state directory shows once, as the dead mount.
         let shown = Set(mounts.map { URL(fileURLWithPath: $0.stateDirectory).standardizedFileURL.path })
-        let waiting = scan.waiting.filter { !shown.contains(URL(fileURLWithPath: $0.stateDirectory).standardizedFileURL.path) }
+        let waiting = scan.waiting.filter {
+            !shown.contains(URL(fileURLWithPath: $0.stateDirectory).standardizedFileURL.path)
+        }
         let listing = Listing(mounts: mounts, waiting: waiting, skipped: skipped)
         if json {
             let encoder = JSONEncoder()
@@ -99,7 +101,8 @@ struct ListCommand: ParsableCommand {
             case "live":
                 what = "\(mount.online == true ? "online" : "offline"), \(changes(mount.queued ?? 0)) queued"
             case "dead":
-                what = "DEAD (its daemon, pid \(mount.pid), is gone); mount it again with: \(printable(mount.resume ?? ""))"
+                what =
+                    "DEAD (its daemon, pid \(mount.pid), is gone); mount it again with: \(printable(mount.resume ?? ""))"
             default:
                 what = "not answering (daemon pid \(mount.pid))"
             }
@@ -109,7 +112,9 @@ struct ListCommand: ParsableCommand {
             if !listing.mounts.isEmpty { print("") }
             print("Not mounted, with changes waiting to be uploaded:")
             for waiting in listing.waiting {
-                print("  \(printable(waiting.stateDirectory))  \(printable(waiting.container))  \(changes(waiting.queued))")
+                print(
+                    "  \(printable(waiting.stateDirectory))  \(printable(waiting.container))  \(changes(waiting.queued))"
+                )
                 print("    resume: \(printable(waiting.resume))")
             }
         }

@@ -116,8 +116,10 @@ struct ManualPage {
         if !subcommands.isEmpty {
             lines.append(".SH SUBCOMMANDS")
             for sub in subcommands {
-                lines += [".TP", "\\fB\(escape((path + [sub.commandName]).joined(separator: "-")))\\fR(1)",
-                    escape(sub.abstract ?? "")]
+                lines += [
+                    ".TP", "\\fB\(escape((path + [sub.commandName]).joined(separator: "-")))\\fR(1)",
+                    escape(sub.abstract ?? ""),
+                ]
             }
         }
         lines += [".SH SEE ALSO", path.count > 1 ? "\\fBsyncfs-mount\\fR(1)" : "doc/CLI.md in the SyncFS sources"]

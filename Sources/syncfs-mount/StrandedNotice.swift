@@ -7,7 +7,9 @@ import SyncFS
 func noticeChangesWaitingElsewhere(container: String, stateDirectory: String) {
     let mine = URL(fileURLWithPath: stateDirectory).standardizedFileURL.path
     for waiting in StateDirectoryScan.scan().waiting
-    where waiting.container == container && URL(fileURLWithPath: waiting.stateDirectory).standardizedFileURL.path != mine {
+    where waiting.container == container
+        && URL(fileURLWithPath: waiting.stateDirectory).standardizedFileURL.path != mine
+    {
         let at = waiting.mountpoint.map { ", last mounted at \(printable($0))" } ?? ""
         printError(
             "syncfs-mount: note: \(changes(waiting.queued)) to \(printable(container)) not uploaded yet wait in "

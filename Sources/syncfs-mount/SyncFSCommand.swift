@@ -12,7 +12,8 @@ struct SyncFSCommand: ParsableCommand {
             + "73 cannot create, 75 busy, 77 permission denied (see doc/CLI.md).",
         version: SyncFSVersion.current,
         subcommands: [
-            InitCommand.self, MountCommand.self, ListCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, PinCommand.self,
+            InitCommand.self, MountCommand.self, ListCommand.self, UnmountCommand.self, SyncCommand.self,
+            StatusCommand.self, PinCommand.self,
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
             ServeCommand.self, TokenCommand.self, MeasureServerCommand.self, ManualCommand.self,

@@ -68,7 +68,8 @@ public enum MountDaemon {
             // Created only by a state directory's first mount; later ones may start offline.
             container = try MountContainer.open(
                 configuration.container, recordedID: facts["container_id"], recordedPath: facts["container"],
-                stateDirectory: state.path, create: configuration.createContainer, tokenFile: configuration.tokenFile, caFile: configuration.caFile,
+                stateDirectory: state.path, create: configuration.createContainer, tokenFile: configuration.tokenFile,
+                caFile: configuration.caFile,
                 testOutageFile: configuration.testOutageFile, logger: logger)
             store.factSet("container_id", container.containerID)
             store.factSet("container", configuration.container)

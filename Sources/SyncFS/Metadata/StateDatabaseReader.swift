@@ -1,3 +1,4 @@
+import Glibc
 import SQLiteSupport
 
 /// The facts a state directory's `state.db` records in its `meta` table that other commands read
@@ -24,10 +25,19 @@ public struct StateDatabaseSummary: Sendable, Equatable {
 public enum StateDatabaseReader {
     /// The summary of the database at `databasePath`, or nil if it is missing, not a SyncFS
     /// state database, or busy.
+    ///
+    /// A cleanly closed database (no `-wal`, or an empty one) is read `immutable`: nothing beside
+    /// it is created or touched. One a killed daemon left with a `-wal` is read through a plain
+    /// read-only connection, so the changes in the `-wal` count; SQLite may then update the
+    /// `-shm` index next to it (never the database or the `-wal`).
     public static func summary(databasePath: String) -> StateDatabaseSummary? {
+        var wal = stat()
+        let immutable = stat(databasePath + "-wal", &wal) != 0 || wal.st_size == 0
         guard
-            let facts = try? SQLiteReadOnly.query(databasePath, "SELECT key, value FROM meta"),
-            let count = try? SQLiteReadOnly.query(databasePath, "SELECT COUNT(*) FROM outbox").first?.first,
+            let facts = try? SQLiteReadOnly.query(databasePath, "SELECT key, value FROM meta", immutable: immutable),
+            let count = try? SQLiteReadOnly.query(
+                databasePath, "SELECT COUNT(*) FROM outbox", immutable: immutable
+            ).first?.first,
             let queued = count.flatMap({ Int($0) })
         else { return nil }
         var recorded: [String: String] = [:]
