@@ -74,6 +74,10 @@ struct ListCommand: ParsableCommand {
         guard record.pid > 0, kill(record.pid, 0) == 0 || errno == EPERM else {
             mount.resume = StateDirectoryScan.resumeCommand(
                 container: record.container, mountpoint: record.mountpoint, stateDirectory: record.stateDirectory)
+            // What its queue held when it died (read-only; the record is this user's own).
+            mount.queued =
+                StateDatabaseReader.summary(databasePath: StateDirectory(path: record.stateDirectory).databasePath)?
+                .queued
             return mount
         }
         guard case .success(let reply) = ControlClient.ask(ControlRequest(.status), mountpoint: record.mountpoint),
@@ -101,8 +105,10 @@ struct ListCommand: ParsableCommand {
             case "live":
                 what = "\(mount.online == true ? "online" : "offline"), \(changes(mount.queued ?? 0)) queued"
             case "dead":
+                let queued = mount.queued.map { ", \(changes($0)) queued" } ?? ""
                 what =
-                    "DEAD (its daemon, pid \(mount.pid), is gone); mount it again with: \(printable(mount.resume ?? ""))"
+                    "DEAD (its daemon, pid \(mount.pid), is gone\(queued)); mount it again with: "
+                    + printable(mount.resume ?? "")
             default:
                 what = "not answering (daemon pid \(mount.pid))"
             }

@@ -155,23 +155,31 @@ struct DeadMountListTest {
         let container = sandbox.base + "/c"
         let mnt = sandbox.base + "/mnt"
         #expect(try sandbox.run(["init", container]).ok)
-        #expect(try sandbox.mount(container, at: mnt).ok)
+        let outage = sandbox.base + "/outage"
+        #expect(try sandbox.mount(container, at: mnt, ["--test-outage-file", outage, "--upload-delay", "20"]).ok)
+        try writeFile(outage, "")
+        try writeFile(mnt + "/unsent.txt", "queued when the daemon dies")
+        #expect(waitUntil { try sandbox.list().mounts.first?.queued == 1 })
+        usleep(500_000)  // the store commits its batch within milliseconds
         let live = try #require(try sandbox.list().mounts.first)
         try posix("kill") { kill(live.pid, SIGKILL) }
         #expect(waitUntil { kill(live.pid, 0) != 0 })
 
         let listing = try sandbox.list()
         let dead = try #require(listing.mounts.first)
-        #expect(dead.state == "dead", "\(dead)")
+        #expect(dead.state == "dead" && dead.queued == 1, "its queue is read from its -wal: \(dead)")
         let resume = "syncfs-mount mount \(container) \(mnt) --state-dir \(live.stateDirectory)"
         #expect(dead.resume == resume)
         #expect(listing.waiting.isEmpty, "shown once, as the dead mount: \(listing.waiting)")
         let text = try sandbox.run(["list"])
         #expect(text.stdout.contains("DEAD") && text.stdout.contains(resume), "\(text)")
 
+        unlink(outage)
         let again = try sandbox.run(Array(resume.split(separator: " ").map(String.init).dropFirst()))
         #expect(again.ok, "\(again)")
         #expect(try sandbox.list().mounts.first?.state == "live")
+        #expect(waitUntil { try sandbox.list().mounts.first?.queued == 0 }, "nothing lost: the change is uploaded")
+        #expect(LocalContainerMarker.exists(container))
         #expect(try sandbox.unmount(mnt).ok)
     }
 }
