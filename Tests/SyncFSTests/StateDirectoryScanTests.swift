@@ -49,11 +49,14 @@ struct StateDirectoryScanTests {
         try makeState(root + "/queued", container: "/data/box", mountpoint: "/home/me/Box", queued: 3)
         try makeState(root + "/clean", container: "/data/box", mountpoint: "/home/me/Clean", queued: 0)
         try makeState(root + "/live", container: "/data/box", mountpoint: "/home/me/Live", queued: 2)
+        _ = FileManager.default.createFile(atPath: root + "/notes.txt", contents: Data("not a state directory".utf8))
+        #expect(symlink(root + "/queued", root + "/link") == 0)
         let lock = open(root + "/live/lock", O_RDWR | O_CREAT, 0o600)
         #expect(flock(lock, LOCK_EX) == 0)
         let scan = StateDirectoryScan.scan(root: root)
         #expect(scan.waiting.map(\.stateDirectory) == [root + "/queued"], "\(scan.waiting)")
         #expect(scan.waiting.first?.queued == 3)
+        #expect(scan.skipped == [root + "/link: a symlink; not followed"], "a file is ignored quietly")
         #expect(scan.waiting.first?.mountpoint == "/home/me/Box")
         close(lock)
         #expect(
@@ -61,6 +64,18 @@ struct StateDirectoryScanTests {
         // Nothing was created beside the databases (read immutable).
         #expect(!FileManager.default.fileExists(atPath: root + "/queued/state.db-shm"))
         #expect(!FileManager.default.fileExists(atPath: root + "/queued/state.db-wal"))
+    }
+
+    @Test func aStateRootOthersCanWriteToIsNotRead() throws {
+        let root = try temporaryRoot()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try makeState(root + "/queued", container: "/data/box", mountpoint: "/home/me/Box", queued: 1)
+        chmod(root, 0o777)
+        let scan = StateDirectoryScan.scan(root: root)
+        #expect(scan.waiting.isEmpty)
+        #expect(scan.skipped.first?.contains("group or others can write to it (mode 0777)") == true, "\(scan.skipped)")
+        chmod(root, 0o700)
+        #expect(StateDirectoryScan.scan(root: root).waiting.count == 1)
     }
 
     @Test func theResumeCommandReadsBackWordForWordInAShell() throws {

@@ -42,9 +42,15 @@ public enum StateDirectoryScan {
         }
         defer { close(rootFD) }
         var info = stat()
-        guard fstat(rootFD, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o022 == 0 else {
+        guard fstat(rootFD, &info) == 0 else { return result }
+        guard info.st_uid == geteuid() else {
+            result.skipped.append("\(root): belongs to uid \(info.st_uid), not to you; not reading it")
+            return result
+        }
+        guard info.st_mode & 0o022 == 0 else {
             result.skipped.append(
-                "\(root): belongs to uid \(info.st_uid) or others can write to it; not reading it")
+                "\(root): group or others can write to it (mode 0\(String(info.st_mode & 0o777, radix: 8))); "
+                    + "not reading it (chmod 700 it)")
             return result
         }
         let held = heldFlocks()
@@ -66,12 +72,16 @@ public enum StateDirectoryScan {
     }
 
     private static func inspect(rootFD: Int32, root: String, name: String, held: Set<DeviceInode>) -> Finding {
+        var info = stat()
+        guard fstatat(rootFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return .nothing }
+        if info.st_mode & S_IFMT == S_IFLNK { return .skipped("a symlink; not followed") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return .nothing }
+        // O_NOFOLLOW again: the name may have been replaced since.
         let directoryFD = openat(rootFD, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard directoryFD >= 0 else {
             return errno == ELOOP || errno == ENOTDIR ? .skipped("not a directory (a symlink?); not read") : .nothing
         }
         defer { close(directoryFD) }
-        var info = stat()
         guard fstat(directoryFD, &info) == 0 else { return .nothing }
         guard info.st_uid == geteuid() else { return .skipped("belongs to uid \(info.st_uid); not read") }
         guard fstatat(directoryFD, "state.db", &info, AT_SYMLINK_NOFOLLOW) == 0 else { return .nothing }
