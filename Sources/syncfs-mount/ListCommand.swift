@@ -73,7 +73,8 @@ struct ListCommand: ParsableCommand {
             pid: record.pid, state: "dead")
         guard record.pid > 0, kill(record.pid, 0) == 0 || errno == EPERM else {
             mount.resume = StateDirectoryScan.resumeCommand(
-                container: record.container, mountpoint: record.mountpoint, stateDirectory: record.stateDirectory)
+                container: record.container, mountpoint: record.mountpoint, stateDirectory: record.stateDirectory,
+                tokenFile: record.tokenFile, caFile: record.caFile)
             // What its queue held when it died (read-only; the record is this user's own).
             mount.queued =
                 StateDatabaseReader.summary(databasePath: StateDirectory(path: record.stateDirectory).databasePath)?

@@ -100,6 +100,12 @@ struct StrandedWorkTest {
             "\(elsewhere.stderr)")
         #expect(try sandbox.unmount(sandbox.base + "/new").ok)
 
+        // Another path to the same container (a symlink) is the same container: its ID says so.
+        try posix("symlink") { symlink(container, sandbox.base + "/alias") }
+        let aliased = try sandbox.mount(sandbox.base + "/alias", at: sandbox.base + "/via-alias")
+        #expect(aliased.ok && aliased.stderr.contains(stranded), "\(aliased)")
+        #expect(try sandbox.unmount(sandbox.base + "/via-alias").ok)
+
         // Another container's mount says nothing about it.
         #expect(try sandbox.run(["init", sandbox.base + "/other"]).ok)
         let other = try sandbox.mount(sandbox.base + "/other", at: sandbox.base + "/other-mnt")

@@ -97,6 +97,10 @@ struct StateDirectoryScanTests {
             words == ["syncfs-mount", "mount", container, mountpoint, "--state-dir", state].joined(separator: "\n")
                 + "\n")
         #expect(
+            StateDirectoryScan.resumeCommand(
+                container: "https://h:1/box", mountpoint: "/m", stateDirectory: "/s", tokenFile: "/t", caFile: "/ca")
+                == "syncfs-mount mount https://h:1/box /m --state-dir /s --token-file /t --ca-file /ca")
+        #expect(
             StateDirectoryScan.resumeCommand(container: "/c", mountpoint: nil, stateDirectory: "/s")
                 == "syncfs-mount mount /c MOUNTPOINT --state-dir /s")
     }

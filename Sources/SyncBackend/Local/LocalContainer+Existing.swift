@@ -7,6 +7,12 @@ extension LocalContainer {
         access(LocalLayout(root: path).markerPath, F_OK) == 0
     }
 
+    /// The ID in the marker of the container at `path`, or nil (no container, unreadable marker).
+    /// Reads the marker only; opens nothing.
+    public static func markerID(at path: String) -> String? {
+        try? readMarker(LocalLayout(root: path)).id
+    }
+
     /// Opens the container at `path`; never creates anything (not even a missing parent).
     /// A path without a marker throws `notAContainer`, saying what the path is instead.
     public static func openExisting(at path: String) throws(ContainerOpenError) -> LocalContainer {

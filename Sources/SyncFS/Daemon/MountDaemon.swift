@@ -73,7 +73,7 @@ public enum MountDaemon {
                 testOutageFile: configuration.testOutageFile, logger: logger)
             store.factSet("container_id", container.containerID)
             store.factSet("container", configuration.container)
-            store.factSet(StateFact.mountpoint.rawValue, configuration.mountpoint)
+            StateFact.record(configuration, in: store)
             fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
                 logger: logger,

@@ -12,12 +12,17 @@ public struct MountRecord: Codable, Sendable, Equatable {
     public var container: String
     public var mountpoint: String
     public var stateDirectory: String
+    /// For a server URL: the mount's `--token-file` and `--ca-file`, if given.
+    public var tokenFile: String?
+    public var caFile: String?
 
     init(_ configuration: MountConfiguration) {
         pid = getpid()
         container = configuration.container
         mountpoint = configuration.mountpoint
         stateDirectory = configuration.stateDirectory
+        tokenFile = configuration.tokenFile
+        caFile = configuration.caFile
     }
 
     static func file(for mountpoint: String) -> String {

@@ -6,6 +6,8 @@ public struct WaitingStateDirectory: Codable, Sendable, Equatable {
     public var stateDirectory: String
     /// The container it belongs to, as its last mount named it.
     public var container: String
+    /// That container's ID, as recorded.
+    public var containerID: String?
     /// Its last mount point, if recorded (mounts before this release did not record it).
     public var mountpoint: String?
     /// Changes queued for upload.
@@ -101,15 +103,24 @@ public enum StateDirectoryScan {
         let mountpoint = summary.fact(.mountpoint)
         return .waiting(
             WaitingStateDirectory(
-                stateDirectory: path, container: container, mountpoint: mountpoint, queued: summary.queued,
-                resume: resumeCommand(container: container, mountpoint: mountpoint, stateDirectory: path)))
+                stateDirectory: path, container: container, containerID: summary.fact(.containerID),
+                mountpoint: mountpoint, queued: summary.queued,
+                resume: resumeCommand(
+                    container: container, mountpoint: mountpoint, stateDirectory: path,
+                    tokenFile: summary.fact(.tokenFile), caFile: summary.fact(.caFile))))
     }
 
-    /// `syncfs-mount mount CONTAINER MOUNTPOINT --state-dir DIR`, each part quoted for a POSIX
-    /// shell; an unknown mount point reads `MOUNTPOINT`.
-    public static func resumeCommand(container: String, mountpoint: String?, stateDirectory: String) -> String {
+    /// `syncfs-mount mount CONTAINER MOUNTPOINT --state-dir DIR` (plus `--token-file FILE` and
+    /// `--ca-file FILE` for a server), each part quoted for a POSIX shell; an unknown mount point
+    /// reads `MOUNTPOINT`.
+    public static func resumeCommand(
+        container: String, mountpoint: String?, stateDirectory: String, tokenFile: String? = nil,
+        caFile: String? = nil
+    ) -> String {
         "syncfs-mount mount \(shellQuoted(container)) \(mountpoint.map(shellQuoted) ?? "MOUNTPOINT") "
             + "--state-dir \(shellQuoted(stateDirectory))"
+            + (tokenFile.map { " --token-file \(shellQuoted($0))" } ?? "")
+            + (caFile.map { " --ca-file \(shellQuoted($0))" } ?? "")
     }
 
     /// `text` as one shell word: unchanged if it needs no quoting, else in single quotes.

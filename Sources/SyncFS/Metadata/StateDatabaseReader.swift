@@ -10,6 +10,10 @@ public enum StateFact: String, Sendable {
     case container
     /// The absolute mount point of the last mount (written by every mount).
     case mountpoint
+    /// For a server URL: the `--token-file` and `--ca-file` of the last mount (absolute paths;
+    /// absent when not given), so the command that resumes it can name them.
+    case tokenFile = "token_file"
+    case caFile = "ca_file"
 }
 
 /// What a state directory holds, read without opening it for writing (`SQLiteReadOnly`): no
@@ -19,7 +23,8 @@ public struct StateDatabaseSummary: Sendable, Equatable {
     /// Changes queued for upload (rows of the `outbox`).
     public var queued: Int
 
-    public func fact(_ fact: StateFact) -> String? { facts[fact.rawValue] }
+    /// The recorded value; an empty one (a fact cleared) reads as absent.
+    public func fact(_ fact: StateFact) -> String? { facts[fact.rawValue].flatMap { $0.isEmpty ? nil : $0 } }
 }
 
 public enum StateDatabaseReader {
@@ -50,5 +55,15 @@ public enum StateDatabaseReader {
     /// The facts of the state directory at `stateDirectory` (a path the user named), or nil.
     static func recordedFacts(stateDirectory: String) -> [String: String]? {
         summary(databasePath: StateDirectory(path: stateDirectory).databasePath)?.facts
+    }
+}
+
+extension StateFact {
+    /// Records what every mount writes: the mount point, and a server's token and CA files
+    /// (cleared when this mount gives none).
+    static func record(_ configuration: MountConfiguration, in store: MetadataStore) {
+        store.factSet(StateFact.mountpoint.rawValue, configuration.mountpoint)
+        store.factSet(StateFact.tokenFile.rawValue, configuration.tokenFile ?? "")
+        store.factSet(StateFact.caFile.rawValue, configuration.caFile ?? "")
     }
 }
