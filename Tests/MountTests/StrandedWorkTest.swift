@@ -10,9 +10,12 @@ import Testing
 struct StrandedWorkTest {
     /// Makes a state directory under the default root holding `count` queued changes while not
     /// mounted (written while the container was unreachable); returns it.
-    private func strand(_ sandbox: CommandSandbox, container: String, at mnt: String, count: Int) throws -> String {
+    private func strand(
+        _ sandbox: CommandSandbox, container: String, at mnt: String, count: Int, _ extra: [String] = []
+    ) throws -> String {
         let outage = sandbox.base + "/outage-\(UUID())"
-        let mounted = try sandbox.mount(container, at: mnt, ["--test-outage-file", outage, "--upload-delay", "20"])
+        let mounted = try sandbox.mount(
+            container, at: mnt, ["--test-outage-file", outage, "--upload-delay", "20"] + extra)
         #expect(mounted.ok, "\(mounted)")
         try writeFile(outage, "")
         for index in 0..<count { try writeFile(mnt + "/offline-\(index).txt", "written offline \(index)") }
@@ -82,6 +85,27 @@ struct StrandedWorkTest {
         #expect(try sandbox.unmount(sandbox.base + "/c-mnt").ok)
         #expect(try sandbox.list().waiting.isEmpty)
         #expect(try sandbox.unmount(a).ok)
+    }
+
+    /// A server mount's resume command names its token file: it runs as printed.
+    @Test func aServerMountsResumeCommandNamesItsTokenFile() throws {
+        let sandbox = try CommandSandbox()
+        defer { sandbox.tearDown() }
+        let server = try ServerProcess.start(root: sandbox.base + "/server/root")
+        defer { _ = server.stop() }
+        let token = URL(fileURLWithPath: try server.createToken(container: "box")).standardizedFileURL.path
+        let mnt = sandbox.base + "/team"
+        let stranded = try strand(sandbox, container: server.url("box"), at: mnt, count: 1, ["--token-file", token])
+        let waiting = try #require(try sandbox.list().waiting.first)
+        #expect(waiting.container == server.url("box"))
+        #expect(
+            waiting.resume
+                == "syncfs-mount mount \(server.url("box")) \(mnt) --state-dir \(stranded) --token-file \(token)")
+        let resumed = try sandbox.run(Array(waiting.resume.split(separator: " ").map(String.init).dropFirst()))
+        #expect(resumed.ok, "\(resumed)")
+        #expect(waitUntil(timeout: 30) { try sandbox.list().mounts.first?.queued == 0 })
+        #expect(try sandbox.list().waiting.isEmpty)
+        #expect(try sandbox.unmount(mnt).ok)
     }
 
     @Test func mountingTheContainerElsewhereSaysWhereItsChangesWait() throws {
