@@ -81,9 +81,7 @@ struct ListCommand: ParsableCommand {
                 .queued
             return mount
         }
-        guard case .success(let reply) = ControlClient.ask(ControlRequest(.status), mountpoint: record.mountpoint),
-            let status = reply.status
-        else {
+        guard let status = askStatus(record.mountpoint) else {
             mount.state = "not-answering"
             return mount
         }
@@ -92,6 +90,25 @@ struct ListCommand: ParsableCommand {
         mount.queued = status.pendingEntries
         mount.queuedBytes = status.pendingBytes
         return mount
+    }
+
+    /// The daemon's `status`, or nil if it does not answer within `timeout` seconds (a stopped
+    /// or stuck daemon must not hang `list`; the asking thread is left to end with the process).
+    private static func askStatus(_ mountpoint: String, timeout: Double = 5) -> SyncStatus? {
+        final class Answer: @unchecked Sendable {
+            let lock = NSLock()
+            var status: SyncStatus?
+        }
+        let answer = Answer()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            if case .success(let reply) = ControlClient.ask(ControlRequest(.status), mountpoint: mountpoint) {
+                answer.lock.withLock { answer.status = reply.status }
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        return answer.lock.withLock { answer.status }
     }
 
     private func printText(_ listing: Listing) {

@@ -213,4 +213,23 @@ struct DeadMountListTest {
         #expect(LocalContainerMarker.exists(container))
         #expect(try sandbox.unmount(mnt).ok)
     }
+
+    /// A stopped daemon (SIGSTOP) does not hang `list`: it is shown as not answering.
+    @Test func aStuckDaemonIsListedAsNotAnswering() throws {
+        let sandbox = try CommandSandbox()
+        defer { sandbox.tearDown() }
+        #expect(try sandbox.run(["init", sandbox.base + "/c"]).ok)
+        #expect(try sandbox.mount(sandbox.base + "/c", at: sandbox.base + "/mnt").ok)
+        let live = try #require(try sandbox.list().mounts.first)
+        try posix("kill") { kill(live.pid, SIGSTOP) }
+        defer { kill(live.pid, SIGCONT) }
+        let started = Date()
+        let stuck = try sandbox.run(["list", "--json"], timeout: 60)
+        #expect(!stuck.timedOut && stuck.ok, "\(stuck)")
+        #expect(stuck.stdout.contains("\"state\":\"not-answering\""), "\(stuck)")
+        #expect(Date().timeIntervalSince(started) < 30)
+        kill(live.pid, SIGCONT)
+        #expect(waitUntil { try sandbox.list().mounts.first?.state == "live" })
+        #expect(try sandbox.unmount(sandbox.base + "/mnt").ok)
+    }
 }
