@@ -63,7 +63,7 @@ Environment:
   SYNCFS_MOUNT_ARGS    extra arguments for `syncfs-mount mount` (word-split)
   RCLONE_MOUNT_ARGS    extra arguments for `rclone mount` (word-split)
 
-The SyncFS daemon runs as `syncfs-mount mount C MP --state-dir S --foreground --lifeline` with
+The SyncFS daemon runs as `syncfs-mount mount C MP --state-dir S --foreground --lifeline --create` with
 standard input from a FIFO the script holds open: if the script dies, the daemon unmounts.
 Everything (mounts, daemons, temporary files) is removed on exit, also on errors and Ctrl-C.
 EOF
@@ -453,9 +453,12 @@ start_syncfs() {
     mkfifo "$fifo"
     # The daemon's open of the FIFO blocks until we open the write end below; only the script
     # holds the write end, so the daemon sees end-of-file exactly when the script goes away.
+    # A fresh container: binaries that make one only on request get --create (older ones lack it).
+    local create=()
+    "$SYNCFS_BIN" mount --help 2>/dev/null | grep -q -- --create && create=(--create)
     # shellcheck disable=SC2086
     "$SYNCFS_BIN" mount "$W/syncfs/container" "$SYNCFS_MP" --state-dir "$W/syncfs/state" \
-        --foreground --lifeline ${SYNCFS_MOUNT_ARGS:-} \
+        --foreground --lifeline "${create[@]}" ${SYNCFS_MOUNT_ARGS:-} \
         <"$fifo" >"$LOGS/syncfs.stdout" 2>"$LOGS/syncfs.log" &
     SYNCFS_PID=$!
     echo "$SYNCFS_PID" >>"$W/pids"

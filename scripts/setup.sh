@@ -17,7 +17,8 @@ done
 set -- "${positional[@]+"${positional[@]}"}"
 # ---- end
 mountpoint="${1:-$HOME/SyncFS}"
-container="${2:-${XDG_DATA_HOME:-$HOME/.local/share}/syncfs/default-container}"
+default_container="${XDG_DATA_HOME:-$HOME/.local/share}/syncfs/default-container"
+container="${2:-$default_container}"
 scripts/install-deps.sh
 swift build -c release
 binary="$PWD/.build/release/syncfs-mount"
@@ -29,10 +30,45 @@ else
     scripts/install-system.sh "$binary"
 fi
 # ---- end
+
+# ---- Man pages and shell completions (doc/CLI.md, "Man pages and completions") ----
+# Generated from the built binary's own command definitions. As root: system-wide locations;
+# as a user: ~/.local/share (man finds ~/.local/share/man through PATH's ~/.local/bin, and
+# bash-completion, zsh and fish read these user directories).
+scripts/gen-man.sh "$binary" >/dev/null
+if [ "$(id -u)" -eq 0 ]; then
+    man_dir=/usr/local/share/man/man1
+    bash_dir=/usr/share/bash-completion/completions
+    zsh_dir=/usr/local/share/zsh/site-functions
+    fish_dir=/usr/share/fish/vendor_completions.d
+else
+    data="${XDG_DATA_HOME:-$HOME/.local/share}"
+    man_dir="$data/man/man1"
+    bash_dir="$data/bash-completion/completions"
+    zsh_dir="$data/zsh/site-functions"
+    fish_dir="${XDG_CONFIG_HOME:-$HOME/.config}/fish/completions"
+fi
+mkdir -p "$man_dir" "$bash_dir"
+install -m 0644 .build/man/*.1 "$man_dir/"
+"$binary" --generate-completion-script bash >"$bash_dir/syncfs-mount"
+# zsh and fish only where they are installed (their directories are theirs to make).
+if command -v zsh >/dev/null; then
+    mkdir -p "$zsh_dir"
+    "$binary" --generate-completion-script zsh >"$zsh_dir/_syncfs-mount"
+fi
+if command -v fish >/dev/null; then
+    mkdir -p "$fish_dir"
+    "$binary" --generate-completion-script fish >"$fish_dir/syncfs-mount.fish"
+fi
+echo "Installed the man pages in $man_dir and the completions (bash in $bash_dir)."
+# ---- end of man pages and completions ----
+
 mkdir -p "$mountpoint"
 if grep -qs " $mountpoint fuse" /proc/mounts; then
     echo "$mountpoint is already mounted; unmount it with: $binary unmount $mountpoint"
     exit 0
 fi
-"$binary" mount "$container" "$mountpoint"
+# The default container's parent is made here; a container path you give must have its parent.
+[ "$container" != "$default_container" ] || mkdir -p -m 0700 "$(dirname "$container")"
+"$binary" mount --create "$container" "$mountpoint"
 echo "Your synced folder is $mountpoint. Unmount with: $binary unmount $mountpoint"

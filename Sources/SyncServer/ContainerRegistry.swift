@@ -56,8 +56,8 @@ final class ContainerRegistry: Sendable {
         if let cached = opened.withLock({ $0[name] }), cached.identity == identity { return cached.container }
         let container: LocalContainer
         do {
-            // The marker exists, so this opens (and never creates) the container.
-            container = try LocalContainer.openOrCreate(at: path)
+            // Never creates: a marker removed since `identity` looked is "cannot be opened".
+            container = try LocalContainer.openExisting(at: path)
         } catch {
             throw .unavailable("the container '\(name)' cannot be opened: \(error)")
         }

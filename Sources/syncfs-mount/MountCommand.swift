@@ -10,15 +10,16 @@ struct MountCommand: ParsableCommand {
         commandName: "mount",
         abstract: "Mount CONTAINER as an ordinary folder at MOUNTPOINT.",
         discussion: """
-            CONTAINER is a local directory (the embedded default container), created if missing, \
-            or a container on a sync server, https://HOST:PORT/NAME (with --token-file). \
+            CONTAINER is a local container directory (made by `syncfs-mount init`, or by --create) \
+            or a container on a sync server, https://HOST:PORT/NAME (with --token-file). A local \
+            path that is not a container is refused (exit 65) and nothing is created. \
             MOUNTPOINT must be an existing empty directory; a stale mount left by a killed daemon \
             is cleared first. Without --foreground the command returns once the mount is live and \
             the daemon logs to STATE_DIR/syncfs.log.
             """
     )
 
-    @Argument(help: "The container: a local directory (created if missing) or https://HOST:PORT/NAME.")
+    @Argument(help: "The container: a local container directory or https://HOST:PORT/NAME.")
     var container: String
 
     @Argument(help: "An existing, empty directory to mount the folder on.")
@@ -31,6 +32,12 @@ struct MountCommand: ParsableCommand {
                 "Default: $XDG_STATE_HOME/syncfs/<name>-<hash> (or ~/.local/state/syncfs/…; /var/lib/syncfs/… for root), one per container and mount point.",
             valueName: "dir"))
     var stateDir: String?
+
+    @Flag(
+        help:
+            "Make a new, empty local container at CONTAINER if none is there (a missing path or an empty directory whose parent exists)."
+    )
+    var create = false
 
     @Flag(help: "Stay in the foreground; print the line 'ready' on standard output once the mount is live.")
     var foreground = false
@@ -110,6 +117,10 @@ struct MountCommand: ParsableCommand {
         if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
         if ServerAddress.looksLikeURL(container) {
             do { _ = try ServerAddress(parsing: container) } catch { throw ValidationError(error.description) }
+            if create {
+                throw ValidationError(
+                    "--create is for a local container; a server's containers are made by `syncfs-mount token create`")
+            }
             guard tokenFile != nil else {
                 throw ValidationError("a server URL needs --token-file FILE (made by `syncfs-mount token create`)")
             }
@@ -146,6 +157,14 @@ struct MountCommand: ParsableCommand {
                     ?? StateDirectory.defaultPath(container: containerLocation, mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
         configuration.tokenFile = tokenFile.map(absolutePath)
+        configuration.createContainer = create
+        do {
+            try ContainerCreation.checkBeforeMount(
+                configuration.container, create: create, stateDirectory: configuration.stateDirectory)
+        } catch {
+            throw fail(error)
+        }
+        noticeChangesWaitingElsewhere(container: configuration.container, stateDirectory: configuration.stateDirectory)
         configuration.caFile = caFile.map(absolutePath)
         configuration.uploadDelayMilliseconds = uploadDelay
         configuration.compressionLevel = Int32(compressionLevel)
@@ -203,6 +222,7 @@ struct MountCommand: ParsableCommand {
         ]
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
+        if create { arguments.append("--create") }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }

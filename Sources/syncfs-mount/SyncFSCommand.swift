@@ -10,11 +10,13 @@ struct SyncFSCommand: ParsableCommand {
         abstract: "A synced folder: mount a SyncFS container as an ordinary directory.",
         discussion: "Exit codes: 0 ok, 1 internal error, 64 usage, 65 bad input, 69 FUSE unavailable, "
             + "73 cannot create, 75 busy, 77 permission denied (see doc/CLI.md).",
+        version: SyncFSVersion.current,
         subcommands: [
-            MountCommand.self, UnmountCommand.self, SyncCommand.self, StatusCommand.self, PinCommand.self,
+            InitCommand.self, MountCommand.self, ListCommand.self, UnmountCommand.self, SyncCommand.self,
+            StatusCommand.self, PinCommand.self,
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
-            ServeCommand.self, TokenCommand.self, MeasureServerCommand.self,
+            ServeCommand.self, TokenCommand.self, MeasureServerCommand.self, ManualCommand.self,
         ]
     )
 
@@ -24,6 +26,13 @@ struct SyncFSCommand: ParsableCommand {
             MountHelperInvocation.runAndExit(CommandLine.arguments)
         }
         main(nil)
+    }
+
+    /// No subcommand: the usage on standard error, exit 64 (a script that forgot the
+    /// subcommand must not read as success).
+    func run() throws {
+        printError(Self.helpMessage())
+        throw ExitCode(64)
     }
 }
 

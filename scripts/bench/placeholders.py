@@ -168,6 +168,15 @@ def _pdeathsig():
 
 # ---------------------------------------------------------------- mounts
 
+
+def create_flag(binary, container):
+    """`--create` for a local container with a binary that makes containers only on request (a
+    first mount of a fresh path needs it); nothing for a server URL or an older binary."""
+    if "://" in container:
+        return []
+    r = subprocess.run([binary, "mount", "--help"], capture_output=True)
+    return ["--create"] if b"--create" in r.stdout else []
+
 class Mount:
     """One syncfs-mount daemon in the foreground with a lifeline (stdin pipe)."""
     json_flag = None  # None: not yet known whether `status --json` is accepted
@@ -180,7 +189,7 @@ class Mount:
         self.log_path = state + ".log"
         self.proc = subprocess.Popen(
             [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline",
-             "--log-level", "warning"],
+             "--log-level", "warning", *create_flag(binary, container)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log_path, "ab"))
         self.pid = self.proc.pid
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)

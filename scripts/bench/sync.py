@@ -16,6 +16,15 @@ import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
 def log(msg):
     print(time.strftime("%H:%M:%S") + " [bench-sync] " + msg, file=sys.stderr, flush=True)
 
+
+def create_flag(binary, container):
+    """`--create` for a local container with a binary that makes containers only on request (a
+    first mount of a fresh path needs it); nothing for a server URL or an older binary."""
+    if "://" in container:
+        return []
+    r = subprocess.run([binary, "mount", "--help"], capture_output=True)
+    return ["--create"] if b"--create" in r.stdout else []
+
 class Mount:
     """One syncfs-mount daemon in the foreground with a lifeline (stdin pipe)."""
     def __init__(self, binary, container, mountpoint, state, delay_ms, extra=()):
@@ -24,7 +33,7 @@ class Mount:
         self.binary = binary
         self.proc = subprocess.Popen(
             [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline",
-             "--upload-delay", str(delay_ms), "--log-level", "warning", *extra],
+             "--upload-delay", str(delay_ms), "--log-level", "warning", *create_flag(binary, container), *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(state + ".log", "ab"))
         line = self.proc.stdout.readline()
         if line.strip() != b"ready":

@@ -5,8 +5,9 @@ import SyncClient
 /// Which container a mount syncs with (doc/SEMANTICS.md, "Offline").
 ///
 /// - The **first mount** of a state directory (no `container_id` recorded) opens the container at
-///   the path, creating it if the path is missing or an empty directory; a path that is not a
-///   container is refused.
+///   the path. With `create` (`mount --create`) it makes one if the path is missing or an empty
+///   directory whose parent exists (`ContainerCreation`); without, a path that is not a container
+///   is refused and nothing is created.
 /// - **Every later mount** never creates one: it uses a `ReconnectingContainer` expecting the
 ///   recorded ID, and mounts even when the container is unreachable (offline start); the engine
 ///   catches up when it is back. Another container at the path is refused, as on the first mount
@@ -16,7 +17,7 @@ import SyncClient
 ///   is unreachable while that file exists.
 enum MountContainer {
     static func open(
-        _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String,
+        _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String, create: Bool = false,
         tokenFile: String? = nil, caFile: String? = nil, testOutageFile: String? = nil, logger: Logger
     ) throws(MountError) -> any Container {
         let container: any Container
@@ -30,7 +31,7 @@ enum MountContainer {
             }
             container = try open(
                 path, recordedID: recordedID, recordedPath: recordedPath, stateDirectory: stateDirectory,
-                logger: logger)
+                create: create, logger: logger)
         }
         guard let testOutageFile else { return container }
         logger.notice("test outages: the container is unreachable while \(testOutageFile) exists")
@@ -38,9 +39,12 @@ enum MountContainer {
     }
 
     private static func open(
-        _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String, logger: Logger
+        _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String, create: Bool,
+        logger: Logger
     ) throws(MountError) -> any Container {
-        guard let recordedID else { return try create(path) }
+        guard let recordedID else {
+            return create ? try ContainerCreation.openOrCreate(path) : try ContainerCreation.open(path)
+        }
         let container = ReconnectingContainer(path: path, expectedID: recordedID) { event in
             switch event {
             case .reconnected: logger.notice("container \(path) is reachable again")
@@ -62,17 +66,5 @@ enum MountContainer {
             throw MountError(.badInput, reason)
         }
         return container
-    }
-
-    /// The first mount: opens or creates the container at `path`.
-    private static func create(_ path: String) throws(MountError) -> any Container {
-        do {
-            return try LocalContainer.openOrCreate(at: path)
-        } catch {
-            switch error {
-            case .notAContainer, .unsupportedFormat: throw MountError(.badInput, error.description)
-            case .cannotCreate: throw MountError(.cannotCreate, error.description)
-            }
-        }
     }
 }

@@ -35,6 +35,8 @@ public struct MountConfiguration: Sendable {
     /// The local file defining the merge commands this machine allows (`--merge-commands`, or
     /// `LocalMergeCommands.defaultPath`); nil: none.
     public var mergeCommandsFile: String?
+    /// A state directory's first mount makes the local container if it is missing (`--create`).
+    public var createContainer = false
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -69,10 +71,12 @@ public enum MountDaemon {
             // Created only by a state directory's first mount; later ones may start offline.
             container = try MountContainer.open(
                 configuration.container, recordedID: facts["container_id"], recordedPath: facts["container"],
-                stateDirectory: state.path, tokenFile: configuration.tokenFile, caFile: configuration.caFile,
+                stateDirectory: state.path, create: configuration.createContainer, tokenFile: configuration.tokenFile,
+                caFile: configuration.caFile,
                 testOutageFile: configuration.testOutageFile, logger: logger)
             store.factSet("container_id", container.containerID)
             store.factSet("container", configuration.container)
+            StateFact.record(configuration, in: store)
             fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
                 logger: logger,
@@ -108,7 +112,11 @@ public enum MountDaemon {
         let engine = SyncEngine(fileSystem: fileSystem, container: container, options: options, logger: logger)
         engine.start()
         MountRegistry.register(mountpoint: configuration.mountpoint)
-        defer { MountRegistry.unregister(mountpoint: configuration.mountpoint) }
+        MountRecord(configuration).publish()
+        defer {
+            MountRecord.withdraw(mountpoint: configuration.mountpoint)
+            MountRegistry.unregister(mountpoint: configuration.mountpoint)
+        }
         let control: ControlServer?
         do {
             control = try ControlServer(mountpoint: configuration.mountpoint, engine: engine)

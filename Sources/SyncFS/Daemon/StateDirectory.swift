@@ -28,6 +28,12 @@ public struct StateDirectory: Sendable {
         return defaultBase(environment: environment) + leaf
     }
 
+    /// Where new default state directories live (`defaultBase` + `/syncfs`); `syncfs-mount list`
+    /// scans it (`StateDirectoryScan`).
+    public static var defaultRoot: String {
+        defaultBase(environment: ProcessInfo.processInfo.environment) + "/syncfs"
+    }
+
     /// FNV-1a, 64 bits: stable across runs (Swift's `hashValue` is seeded per process).
     static func stableHash(_ text: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -48,7 +48,7 @@ final class PrivateDaemon {
         let binary = try TestFolder.binaryPath()
         let command =
             ["/bin/sh", "-c", "umask \(mask); exec \"$@\"", "sh"] + environment()
-            + [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline"]
+            + [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline", "--create"]
             + ["--upload-delay", "20"]
         var input: [Int32] = [-1, -1]
         var output: [Int32] = [-1, -1]

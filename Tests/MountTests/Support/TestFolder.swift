@@ -228,6 +228,9 @@ final class TestFolder: @unchecked Sendable {
     private func start() throws {
         let binary = try Self.binaryPath()
         var arguments = [binary, "mount", containerPath, root, "--state-dir", stateDir, "--foreground", "--lifeline"]
+        // A fresh local container is made by its first mount only on request (`--create`);
+        // harmless on later mounts, which never create one.
+        if !containerPath.contains("://") { arguments.append("--create") }
         arguments += mountArguments
         var stdinPipe: [Int32] = [-1, -1]
         var stdoutPipe: [Int32] = [-1, -1]

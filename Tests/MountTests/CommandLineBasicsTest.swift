@@ -1,0 +1,110 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The command line's basics (doc/CLI.md, "Version, usage, man pages and completions").
+@Suite
+struct CommandLineBasicsTest {
+    private static var packageRoot: String {
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { root.deleteLastPathComponent() }
+        return root.path
+    }
+
+    private func run(_ arguments: [String]) throws -> ModelProcessResult {
+        ModelProcess.run([try TestFolder.binaryPath()] + arguments, timeout: 60)
+    }
+
+    /// `--version` prints the version, which follows the newest version heading of CHANGELOG.md:
+    /// equal to it (`## 1.2.0 …`), or, while the newest heading is `## Unreleased`, a `-dev`
+    /// version newer than every released heading.
+    @Test func versionFollowsTheChangelog() throws {
+        let printed = try run(["--version"])
+        #expect(printed.ok, "\(printed)")
+        let version = printed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let changelog = try String(contentsOfFile: Self.packageRoot + "/CHANGELOG.md", encoding: .utf8)
+        let headings = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") }.map {
+            $0.dropFirst(3).trimmingCharacters(in: .whitespaces)
+        }
+        let newest = try #require(headings.first)
+        let released = headings.compactMap { heading -> [Int]? in
+            let word = heading.split(separator: " ").first.map {
+                String($0).trimmingCharacters(in: .init(charactersIn: "[]v"))
+            }
+            let parts = word?.split(separator: ".").compactMap { Int($0) } ?? []
+            return parts.count == 3 ? parts : nil
+        }
+        if newest.lowercased().hasPrefix("unreleased") {
+            #expect(version.hasSuffix("-dev"), "'\(version)': unreleased work is a -dev version")
+            let mine = version.dropLast(4).split(separator: ".").compactMap { Int($0) }
+            #expect(mine.count == 3, "'\(version)' is not X.Y.Z-dev")
+            if let latest = released.first {
+                #expect(mine.lexicographicallyPrecedes(latest) == false && mine != latest)
+            }
+        } else {
+            #expect(newest.hasPrefix(version) || newest.hasPrefix("[" + version), "'\(version)' vs '## \(newest)'")
+        }
+    }
+
+    /// A script that forgets the subcommand must not read as success.
+    @Test func noSubcommandPrintsTheUsageOnStandardErrorAndExits64() throws {
+        let bare = try run([])
+        #expect(bare.status == 64, "\(bare)")
+        #expect(bare.stdout.isEmpty)
+        #expect(bare.stderr.contains("USAGE: syncfs-mount") && bare.stderr.contains("mount"), "\(bare.stderr)")
+    }
+
+    /// The generated man pages name every subcommand and every option the command definitions
+    /// have (`--experimental-dump-help`), so they cannot drift from `--help`.
+    @Test func manPagesCoverEveryCommandAndOption() throws {
+        let directory = "/tmp/syncfs-man-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let generated = ModelProcess.run([
+            Self.packageRoot + "/scripts/gen-man.sh", try TestFolder.binaryPath(), directory,
+        ])
+        #expect(generated.ok, "\(generated)")
+        let dump = try run(["--experimental-dump-help"])
+        let root = try #require(
+            (try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])?["command"]
+                as? [String: Any])
+        var checked = 0
+        func check(_ command: [String: Any], path: [String]) throws {
+            let name = path.joined(separator: "-")
+            let page = try String(contentsOfFile: "\(directory)/\(name).1", encoding: .utf8)
+            for argument in command["arguments"] as? [[String: Any]] ?? []
+            where argument["shouldDisplay"] as? Bool != false {
+                for option in argument["names"] as? [[String: String]] ?? [] {
+                    let dashes = option["kind"] == "short" ? "\\-" : "\\-\\-"
+                    let spelled = dashes + (option["name"] ?? "").replacingOccurrences(of: "-", with: "\\-")
+                    #expect(page.contains(spelled), "\(name).1 lacks \(spelled)")
+                    checked += 1
+                }
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] {
+                guard sub["shouldDisplay"] as? Bool != false, let subName = sub["commandName"] as? String,
+                    subName != "help"
+                else { continue }
+                #expect(
+                    page.contains(
+                        "\\fB\((path + [subName]).joined(separator: "-").replacingOccurrences(of: "-", with: "\\-"))\\fR(1)"
+                    ))
+                try check(sub, path: path + [subName])
+            }
+        }
+        try check(root, path: ["syncfs-mount"])
+        #expect(checked > 50, "only \(checked) options seen")
+        // Spot checks of this release's commands, and that man(1) can read them.
+        for page in ["syncfs-mount-init", "syncfs-mount-list", "syncfs-mount-token-create"] {
+            #expect(pathExists("\(directory)/\(page).1"), "\(page)")
+        }
+        #expect(
+            try String(contentsOfFile: directory + "/syncfs-mount-mount.1", encoding: .utf8).contains("\\-\\-create"))
+    }
+
+    @Test func completionScriptsKnowTheNewCommands() throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try run(["--generate-completion-script", shell])
+            #expect(script.ok && script.stdout.contains("list") && script.stdout.contains("init"), "\(shell)")
+        }
+    }
+}
