@@ -33,6 +33,8 @@ public struct MountConfiguration: Sendable {
     /// The local file defining the merge commands this machine allows (`--merge-commands`, or
     /// `LocalMergeCommands.defaultPath`); nil: none.
     public var mergeCommandsFile: String?
+    /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
+    public var deviceName: DeviceName?
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -73,7 +75,7 @@ public enum MountDaemon {
             fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
                 logger: logger,
-                uploadPolicy: policy)
+                uploadPolicy: policy, deviceName: configuration.deviceName)
         } catch let error as MountError {
             throw error
         } catch {
@@ -114,7 +116,9 @@ public enum MountDaemon {
             control = nil
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
-        logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
+        logger.info(
+            "mounted \(configuration.container) at \(configuration.mountpoint) as device '\(fileSystem.deviceName)' (state \(state.path))"
+        )
         if configuration.inotifyEcho {
             fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
                 if session.isolateCallingThreadFromDevice() { return true }
