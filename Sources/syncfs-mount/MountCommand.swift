@@ -75,7 +75,8 @@ struct MountCommand: ParsableCommand {
     @Option(
         help: ArgumentHelp(
             "The name conflict copies give this mount (printable, at most 64 bytes, no '/'); kept for later mounts.",
-            discussion: "Default, chosen at the first mount: the host name and a short stable suffix, e.g. laptop-3f2a.",
+            discussion:
+                "Default, chosen at the first mount: the host name and a short stable suffix, e.g. laptop-3f2a.",
             valueName: "name"))
     var deviceName: String?
 

@@ -26,11 +26,13 @@ import Testing
         let id = "3f2a9c0d11223344"
         #expect(DeviceName.standard(hostName: "vm", deviceID: id).text == "vm-3f2a")
         #expect(DeviceName.standard(hostName: "vm", deviceID: id) == DeviceName.standard(hostName: "vm", deviceID: id))
-        #expect(DeviceName.standard(hostName: "vm", deviceID: "beef") != DeviceName.standard(hostName: "vm", deviceID: id))
+        #expect(
+            DeviceName.standard(hostName: "vm", deviceID: "beef") != DeviceName.standard(hostName: "vm", deviceID: id))
         // A host name that is not a valid name still gives one.
         for host in ["", "a/b", "\u{1b}]0;x\u{07}", String(repeating: "h", count: 300), ".."] {
             let name = DeviceName.standard(hostName: host, deviceID: id)
-            #expect(DeviceName(validating: name.text) == name, "\(host.debugDescription) -> \(name.text.debugDescription)")
+            #expect(
+                DeviceName(validating: name.text) == name, "\(host.debugDescription) -> \(name.text.debugDescription)")
             #expect(name.text.hasSuffix("-3f2a"))
         }
     }
@@ -38,7 +40,8 @@ import Testing
     @Test func remoteNamesAreSanitisedWhereUsed() {
         let hostile = "\u{1b}]0;pwned\u{07}evil/../../etc\npasswd\u{202e}"
         let shown = DeviceName.sanitised(hostile)
-        #expect(!shown.contains("/") && !shown.contains("\n") && !shown.contains("\u{1b}") && !shown.contains("\u{202e}"))
+        #expect(
+            !shown.contains("/") && !shown.contains("\n") && !shown.contains("\u{1b}") && !shown.contains("\u{202e}"))
         #expect(DeviceName.sanitised(String(repeating: "é", count: 100)).utf8.count <= DeviceName.maxLength)
         #expect(DeviceName.sanitised("..") == "unknown" && DeviceName.sanitised("") == "unknown")
         // In a conflict copy's name: one name, no path, within NAME_MAX.
@@ -47,7 +50,8 @@ import Testing
                 ino: .root, fileID: .root, parent: nil, name: FileName(bytes: []), kind: .directory, mode: 0o755,
                 uid: 0, gid: 0, size: 0, atime: 0, mtime: 0, ctime: 0, symlinkTarget: nil), xattrs: [:])
         let name = ConflictNames.free(
-            for: FileName(bytes: Array("report.txt".utf8)), in: directory, host: hostile + String(repeating: "/", count: 300),
+            for: FileName(bytes: Array("report.txt".utf8)), in: directory,
+            host: hostile + String(repeating: "/", count: 300),
             time: 0)
         #expect(!name.bytes.contains(UInt8(ascii: "/")) && !name.bytes.contains(10) && !name.bytes.contains(0x1b))
         #expect(name.bytes.count <= FileName.maxLength)
@@ -79,7 +83,9 @@ import Testing
         try await fixture.eventually("the conflict is listed") { fixture.folder.fs.conflicts().count == 1 }
         let listed = try #require(fixture.folder.fs.conflicts().first)
         for text in [listed.host, listed.time, listed.reason] {
-            #expect(!text.contains("\u{1b}") && !text.contains("\n") && !text.contains("\u{07}"), "\(text.debugDescription)")
+            #expect(
+                !text.contains("\u{1b}") && !text.contains("\n") && !text.contains("\u{07}"), "\(text.debugDescription)"
+            )
         }
         #expect(!listed.host.contains("/"), "\(listed.host)")
     }

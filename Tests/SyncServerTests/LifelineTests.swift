@@ -10,7 +10,8 @@ import Testing
         let root = try TemporaryDirectory("syncfs-lifeline")
         defer { root.remove() }
         let process = Process()
-        try Binary.configure(process, ["serve", "--root", root.path, "--listen", "127.0.0.1:0", "--lifeline"], umask: nil)
+        try Binary.configure(
+            process, ["serve", "--root", root.path, "--listen", "127.0.0.1:0", "--lifeline"], umask: nil)
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
