@@ -264,7 +264,7 @@ public final class HTTPContainer: Container {
                 tlsFailure.withLock { $0 = tls }
                 throw .unavailable(tls)
             }
-            throw .unavailable("no answer from \(address.origin): \(error)")
+            throw .unavailable("no answer from \(address.origin): \(ConnectionFailure.describe(error))")
         }
         failures.withLock { $0 = 0 }
         tlsFailure.withLock { $0 = nil }
