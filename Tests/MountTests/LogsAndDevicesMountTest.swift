@@ -12,11 +12,15 @@ struct LogsAndDevicesMountTest {
     @Test func anOutageCostsABoundedNumberOfLogLines() throws {
         try SyncedMounts.with(uploadDelay: 0, overServer: true) { mounts in
             let server = try #require(mounts.server)
-            let a = mounts.a
+            let (a, b) = (mounts.a, mounts.b)
             try writeFile(a.path("before.txt"), "online")
+            for index in 1...8 { try writeFile(a.path("remote-\(index).txt"), "remote \(index)\n") }
             #expect(a.expectSync())
+            // B knows the files as placeholders (not read yet).
+            try #require(waitUntil(timeout: 30) { try listDirectory(b.root).count == 9 }, "\(mounts.logs())")
             server.stop()
             let logBefore = lines(a.logPath)
+            let logBeforeB = lines(b.logPath)
             for index in 1...6 { try writeFile(a.path("queued-\(index).txt"), "offline \(index)\n") }
             try makeDirectory(a.path("dir"))
             try writeFile(a.path("dir/inner.txt"), "offline inner\n")
@@ -27,6 +31,18 @@ struct LogsAndDevicesMountTest {
                 _ = try? a.runSync(timeout: 2)
                 syncs += 1
             }
+            // B reads placeholders it cannot download, again and again (a file manager, a
+            // script in a loop): one line per outage, not one per read (141 lines a minute before).
+            var failedReads = 0
+            for _ in 1...3 {
+                for index in 1...8 where (try? readFile(b.path("remote-\(index).txt"))) == nil { failedReads += 1 }
+            }
+            let duringB = Array(lines(b.logPath).dropFirst(logBeforeB.count))
+            #expect(failedReads == 24, "every read fails while the server is away")
+            #expect(
+                duringB.count <= 4,
+                "\(duringB.count) lines for \(failedReads) failed reads:\n\(duringB.joined(separator: "\n"))")
+            #expect(duringB.contains { $0.contains("cannot download remote-") }, "\(duringB.joined(separator: "\n"))")
             let during = Array(lines(a.logPath).dropFirst(logBefore.count))
             #expect(syncs >= 3)
             #expect(
@@ -43,6 +59,9 @@ struct LogsAndDevicesMountTest {
             #expect(
                 after.contains { $0.contains("work again after") },
                 "one line when it ends: \(after.joined(separator: "\n"))")
+            #expect(try readText(b.path("remote-1.txt")) == "remote 1\n")
+            #expect(
+                waitUntil { b.daemonLog(limit: 200_000).contains("downloads work again after") }, "\(b.daemonLog())")
         }
     }
 

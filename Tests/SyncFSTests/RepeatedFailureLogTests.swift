@@ -32,6 +32,17 @@ import Testing
         #expect(log.isFailing { $0 == "unavailable" })
     }
 
+    /// Proof that things work from before the last failure ends nothing (an upload attempt that
+    /// made no container call is no proof the container is back).
+    @Test func anAnswerOlderThanTheLastFailureEndsNothing() {
+        let log = RepeatedFailureLog(interval: 100)
+        _ = log.admit("unavailable", now: 10)
+        _ = log.admit("unavailable", now: 20)
+        #expect(log.end(now: 30, failedBefore: 15) { $0 == "unavailable" }.isEmpty)
+        #expect(log.isFailing { $0 == "unavailable" })
+        #expect(log.end(now: 30, failedBefore: 25) { $0 == "unavailable" }.first?.failures == 2)
+    }
+
     @Test func durationsReadWell() {
         #expect(RepeatedFailureLog.duration(45_000_000_000) == "45 s")
         #expect(RepeatedFailureLog.duration(185_000_000_000) == "3 min 5 s")

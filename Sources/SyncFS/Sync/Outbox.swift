@@ -15,6 +15,8 @@ public final class Outbox: Sendable {
     /// When the sleeping uploader will wake by itself (0 while it is awake).
     private let uploaderWakesAt = Atomic<Int64>(0)
     private let clock: @Sendable () -> Int64
+    /// When a container call last succeeded (`containerAnswered`), for the failure log.
+    let lastAnswerAt = Atomic<Int64>(0)
     /// Which failures the engine logs (the first of a kind, then a summary per interval, not a
     /// line per attempt; shared by the uploader, the follower and downloads).
     let failureLog = RepeatedFailureLog()
@@ -68,6 +70,7 @@ public final class Outbox: Sendable {
     /// reached go now (see `UploadQueue.containerAnswered`). Cheap when there are none.
     func containerAnswered() {
         let now = clock()
+        lastAnswerAt.store(now, ordering: .relaxed)
         if queue.withLock({ $0.containerAnswered(now: now) }) > 0 { wake.signal() }
     }
 

@@ -19,6 +19,7 @@ public final class RepeatedFailureLog: Sendable {
         var loggedAt: Int64
         var suppressed: Int
         var failures: Int
+        var lastFailureAt: Int64
     }
     private let state = Mutex<[String: Episode]>([:])
 
@@ -31,6 +32,7 @@ public final class RepeatedFailureLog: Sendable {
         state.withLock { kinds in
             if var episode = kinds[kind] {
                 episode.failures += 1
+                episode.lastFailureAt = now
                 if now - episode.loggedAt < interval {
                     episode.suppressed += 1
                     kinds[kind] = episode
@@ -43,16 +45,20 @@ public final class RepeatedFailureLog: Sendable {
                 return (true, suppressed)
             }
             if kinds.count > 1024 { kinds.removeAll() }  // keys name entries for some kinds: stay small
-            kinds[kind] = Episode(startedAt: now, loggedAt: now, suppressed: 0, failures: 1)
+            kinds[kind] = Episode(startedAt: now, loggedAt: now, suppressed: 0, failures: 1, lastFailureAt: now)
             return (true, 0)
         }
     }
 
     /// Ends the failures of every kind `matching` (the thing works again): for each kind that
     /// had failures, the kind, how many failures and how long since the first (ns), for one line.
-    public func end(now: Int64, matching: (String) -> Bool) -> [(kind: String, failures: Int, lasted: Int64)] {
+    /// With `failedBefore`, only kinds whose last failure came before it end (the proof that
+    /// things work came after the last failure, not before it).
+    public func end(now: Int64, failedBefore: Int64 = .max, matching: (String) -> Bool) -> [(
+        kind: String, failures: Int, lasted: Int64
+    )] {
         state.withLock { kinds in
-            let ended = kinds.filter { matching($0.key) }
+            let ended = kinds.filter { matching($0.key) && $0.value.lastFailureAt < failedBefore }
             for kind in ended.keys { kinds[kind] = nil }
             return ended.map { ($0.key, $0.value.failures, now - $0.value.startedAt) }.sorted { $0.kind < $1.kind }
         }

@@ -27,14 +27,21 @@ extension SyncEngine {
         }
     }
 
-    /// An upload of `item` went through: failures it ends (the container's, or this entry's own)
-    /// get their one closing line.
+    /// An upload attempt of `item` ended without a failure: this entry's own failures end, and
+    /// the container's transient ones if the container answered since they last happened (an
+    /// attempt can end without a container call: nothing to upload, the file busy). Each ended
+    /// kind gets its one closing line.
     func logUploadSucceeded(_ item: OutboxItem) {
         let log = fileSystem.outbox.failureLog
         let own = item.fileID.hex + ": "
         let matches = { (kind: String) in SyncFailure.containerKinds.contains(kind) || kind.hasPrefix(own) }
         guard log.isFailing(matching: matches) else { return }
-        for ended in log.end(now: fileSystem.outbox.now, matching: matches) {
+        let now = fileSystem.outbox.now
+        let answered = fileSystem.outbox.lastAnswerAt.load(ordering: .relaxed)
+        let ended =
+            log.end(now: now, matching: { $0.hasPrefix(own) })
+            + log.end(now: now, failedBefore: answered, matching: { SyncFailure.containerKinds.contains($0) })
+        for ended in ended {
             let what = ended.kind.hasPrefix(own) ? "the upload of \(logName(item.fileID))" : "uploads (\(ended.kind))"
             logger.notice(
                 "\(what) work again after \(RepeatedFailureLog.duration(ended.lasted)) and \(ended.failures) failed attempts"
