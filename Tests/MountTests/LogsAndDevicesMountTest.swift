@@ -96,7 +96,9 @@ struct LogsAndDevicesMountTest {
     /// Two mounts of one container on one machine name their conflict copies after different
     /// devices (both were `from vm` before); `--device-name` sets the name.
     @Test func twoMountsOnOneMachineNameTheirConflictCopiesApart() throws {
-        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+        try SyncedMounts.with(
+            uploadDelay: 600_000, argumentsA: ["--log-level", "debug"], argumentsB: ["--log-level", "debug"]
+        ) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             // first.txt: A syncs first, B keeps its version as a copy; second.txt: the other way.
             for (name, first, second) in [("first", a, b), ("second", b, a)] {
@@ -126,6 +128,8 @@ struct LogsAndDevicesMountTest {
             _ = gethostname(&buffer, buffer.count - 1)
             let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             #expect(fromA.hasPrefix(host), "the default starts with the host name \(host): \(fromA)")
+            // The mount whose commit was refused merged, and says so at debug level.
+            #expect(b.daemonLog(limit: 200_000).contains("merged the content of first.txt ("), "\(b.daemonLog())")
 
             // The name is kept across mounts, and --device-name replaces it.
             try a.unmount()

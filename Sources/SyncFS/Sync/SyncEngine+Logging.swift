@@ -69,6 +69,15 @@ extension SyncEngine {
         }
     }
 
+    /// The debug line for a content merge of `id` (its outcome has its own line at notice).
+    func logMerge(_ id: FileID, ours: EntryState, theirs: RemoteEntry, started: Int64) {
+        guard logger.logLevel <= .debug else { return }
+        let seconds = Double(fileSystem.outbox.now - started) / 1e9
+        logger.debug(
+            "merged the content of \(logName(id)): \(ours.size) bytes here, \(theirs.state.size) bytes in container version \(theirs.version), in \(LogText.seconds(seconds))"
+        )
+    }
+
     /// The debug line for a finished content upload of `id`.
     func logUploadTransfer(_ id: FileID, bytes: Int64, chunks: Int, sent: Int, sentBytes: Int64, started: Int64) {
         guard logger.logLevel <= .debug else { return }
