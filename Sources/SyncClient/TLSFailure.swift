@@ -10,7 +10,7 @@ import NIOSSL
 ///   that instead (the likeliest cause).
 /// - **Certificate for another name**: names the host the URL asked for and suggests checking it.
 /// - **Any other handshake failure** (the port does not speak TLS, no common protocol version):
-///   a plain sentence.
+///   a plain sentence; a session that **broke off** later says so.
 /// A failure that is not TLS's is nil: the caller keeps its own description.
 public enum TLSFailure {
     /// The kinds of failure `describe` tells apart (for tests and callers that act on them).
@@ -18,6 +18,9 @@ public enum TLSFailure {
         case untrustedCertificate
         case wrongHostName
         case handshake
+        /// The TLS session broke off after the handshake (closed without a TLS goodbye, a
+        /// protocol error in the middle of an answer).
+        case brokenOff
     }
 
     /// What kind of TLS failure `error` is, or nil if it is not one.
@@ -32,7 +35,7 @@ public enum TLSFailure {
         case .noCertificateToValidate, .unableToValidateCertificate, .cannotMatchULabel:
             return .untrustedCertificate
         default:
-            return .handshake
+            return .brokenOff
         }
     }
 
@@ -58,6 +61,8 @@ public enum TLSFailure {
                 + "name in the URL (it must be one the certificate names)"
         case .handshake:
             return "the TLS handshake with \(origin) failed (does the server speak HTTPS on this port?)"
+        case .brokenOff:
+            return "the TLS connection to \(origin) broke off"
         }
     }
 

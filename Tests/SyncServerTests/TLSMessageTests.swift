@@ -106,10 +106,28 @@ import Testing
         }
     }
 
+    @Test func httpsToAPlainHTTPServerSaysTheHandshakeFailed() async throws {
+        try await ServerFixture.run { fixture in
+            let plain = fixture.server.url(container: fixture.name)
+            let address = try ServerAddress(parsing: "https://" + plain.dropFirst("http://".count))
+            do throws(HTTPContainerError) {
+                _ = try await HTTPContainer.fetchInfo(address: address, token: fixture.token)
+                Issue.record("https to a plain HTTP server answered")
+            } catch {
+                guard case .tls(let message) = error else {
+                    Issue.record("not a TLS failure: \(error)")
+                    return
+                }
+                #expect(message.contains("TLS handshake") && message.contains("HTTPS on this port"), "\(message)")
+                #expect(!Self.leaksInternals(message), "\(message)")
+            }
+        }
+    }
+
     @Test func theKindsAreToldApart() {
         #expect(TLSFailure.kind(of: NIOSSLExtraError.failedToValidateHostname) == .wrongHostName)
         #expect(TLSFailure.kind(of: NIOSSLError.unableToValidateCertificate) == .untrustedCertificate)
-        #expect(TLSFailure.kind(of: NIOSSLError.uncleanShutdown) == .handshake)
+        #expect(TLSFailure.kind(of: NIOSSLError.uncleanShutdown) == .brokenOff)
         #expect(TLSFailure.kind(of: CocoaError(.fileNoSuchFile)) == nil)
         let host = TLSFailure.describe(
             NIOSSLExtraError.failedToValidateHostname, origin: "https://h:1", host: "h", caFile: nil)
