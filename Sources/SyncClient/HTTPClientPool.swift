@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Glibc
 import NIOCore
 import NIOSSL
 import SyncBackend
@@ -29,7 +30,10 @@ enum HTTPClientPool {
                 do {
                     tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
                 } catch {
-                    throw ClientSetupError(description: "cannot read the CA certificates in \(caFile): \(error)")
+                    let why =
+                        access(caFile, R_OK) == 0
+                        ? "it holds no PEM certificate (-----BEGIN CERTIFICATE-----)" : String(cString: strerror(errno))
+                    throw ClientSetupError(description: "cannot read the CA certificates in \(caFile): \(why)")
                 }
             }
             var configuration = HTTPClient.Configuration(

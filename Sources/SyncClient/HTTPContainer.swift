@@ -35,8 +35,11 @@ public final class HTTPContainer: Container {
     public let address: ServerAddress
     public let containerID: String
     private let token: String
+    private let caFile: String?
     private let client: HTTPClient
     private let failures = Mutex(0)
+    /// The message of the last call that failed in TLS (`TLSFailure`); nil after any answer.
+    private let tlsFailure = Mutex<String?>(nil)
 
     static let requestDeadline: TimeAmount = .seconds(30)
     static let chunkDeadline: TimeAmount = .seconds(120)
@@ -52,6 +55,7 @@ public final class HTTPContainer: Container {
         self.address = address
         self.token = token
         self.containerID = containerID
+        self.caFile = caFile
         self.client = try HTTPClientPool.client(caFile: caFile)
     }
 
@@ -69,6 +73,7 @@ public final class HTTPContainer: Container {
         do {
             answer = try await probe.send(.GET, WireProtocol.Path.container(address.name))
         } catch {
+            if let tls = probe.tlsFailure.withLock({ $0 }) { throw .tls(tls) }
             throw .unreachable(error.description)
         }
         guard answer.status == 200 else {
@@ -255,9 +260,14 @@ public final class HTTPContainer: Container {
         } catch {
             // Only a call that reached no server counts towards the wait's backoff.
             if !Task.isCancelled { failures.withLock { $0 += 1 } }
-            throw .unavailable("no answer from \(address.origin): \(error)")
+            if let tls = TLSFailure.describe(error, origin: address.origin, host: address.host, caFile: caFile) {
+                tlsFailure.withLock { $0 = tls }
+                throw .unavailable(tls)
+            }
+            throw .unavailable("no answer from \(address.origin): \(ConnectionFailure.describe(error))")
         }
         failures.withLock { $0 = 0 }
+        tlsFailure.withLock { $0 = nil }
         do {
             let buffer = try await response.body.collect(upTo: limit)
             return Answer(
@@ -278,10 +288,14 @@ public enum HTTPContainerError: Error, Equatable, Sendable, CustomStringConverti
     case refused(String)
     /// The server has no container under this name (a wrong name, or its disk is away).
     case noContainer(String)
+    /// The TLS connection failed: its certificate is not trusted, expired or for another host
+    /// name (`TLSFailure`: a message saying what to do).
+    case tls(String)
 
     public var description: String {
         switch self {
-        case .setup(let message), .unreachable(let message), .refused(let message), .noContainer(let message):
+        case .setup(let message), .unreachable(let message), .refused(let message), .noContainer(let message),
+            .tls(let message):
             return message
         }
     }

@@ -79,6 +79,14 @@ struct MountCommand: ParsableCommand {
             valueName: "file"))
     var caFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The name conflict copies give this mount (printable, at most 64 bytes, no '/'); kept for later mounts.",
+            discussion:
+                "Default, chosen at the first mount: the host name and a short stable suffix, e.g. laptop-3f2a.",
+            valueName: "name"))
+    var deviceName: String?
+
     @Flag(help: "Do not replay remote changes through the mount point (inotify watchers then miss them).")
     var noInotifyEcho = false
 
@@ -115,6 +123,7 @@ struct MountCommand: ParsableCommand {
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
         }
         if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
+        if lifeline, let problem = Lifeline.problemAtStart() { throw problem }
         if ServerAddress.looksLikeURL(container) {
             do { _ = try ServerAddress(parsing: container) } catch { throw ValidationError(error.description) }
             if create {
@@ -135,6 +144,9 @@ struct MountCommand: ParsableCommand {
             throw ValidationError(
                 "--no-download-for: '\(name)' is longer than 15 characters; Linux shortens process names "
                     + "(/proc/PID/comm) to 15, so give the first 15")
+        }
+        if let deviceName, let problem = DeviceName.problem(deviceName) {
+            throw ValidationError("--device-name: \(problem)")
         }
         guard CacheSize(parsing: cacheSize) != nil else {
             throw ValidationError("--cache-size must be a size such as 500M, 20G or 25% (got '\(cacheSize)')")
@@ -170,6 +182,7 @@ struct MountCommand: ParsableCommand {
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         configuration.inotifyEcho = !noInotifyEcho
+        configuration.deviceName = deviceName.flatMap(DeviceName.init(validating:))
         configuration.allowRemoteSetuid = allowRemoteSetuid
         configuration.kernelFlags = MountKernelFlags(readOnly: readOnly, allowOther: allowOther, noExec: noExec)
         configuration.noDownloadProcesses = Set(
@@ -213,6 +226,9 @@ struct MountCommand: ParsableCommand {
     private func startInBackground(_ configuration: MountConfiguration) throws {
         let state = StateDirectory(path: configuration.stateDirectory)
         do { try state.create() } catch { throw fail(error) }
+        // The daemon's standard error is its log: warn here too, where the person is.
+        let tokenWarning = configuration.tokenFile.flatMap(ServerContainer.tokenFileWarning)
+        if let tokenWarning { printError("syncfs-mount: warning: \(tokenWarning)") }
         let logOffset = (try? FileManager.default.attributesOfItem(atPath: state.logPath)[.size] as? Int) ?? 0
         var arguments = [
             "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
@@ -223,6 +239,7 @@ struct MountCommand: ParsableCommand {
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
         if create { arguments.append("--create") }
+        if let deviceName { arguments += ["--device-name", deviceName] }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
@@ -241,7 +258,9 @@ struct MountCommand: ParsableCommand {
         let status = daemon.waitForExit()
         let log = (try? String(contentsOfFile: state.logPath, encoding: .utf8)) ?? ""
         let tail = String(log.utf8.dropFirst(logOffset)) ?? ""
-        for line in tail.split(separator: "\n") { printError(String(line)) }
+        for line in tail.split(separator: "\n") where !(tokenWarning.map(line.contains) ?? false) {
+            printError(String(line))
+        }
         throw ExitCode(status == 0 ? 1 : status)
     }
 }

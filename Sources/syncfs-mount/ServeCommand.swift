@@ -54,6 +54,7 @@ struct ServeCommand: ParsableCommand {
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
+        if lifeline, let problem = Lifeline.problemAtStart() { throw problem }
     }
 
     func run() throws {
@@ -85,19 +86,21 @@ struct ServeCommand: ParsableCommand {
         let failure = Mutex<SyncServerError?>(nil)
         let stopped = DispatchSemaphore(value: 0)
         let scheme = server.scheme
+        let lifeline = self.lifeline
         Task {
             do throws(SyncServerError) {
                 try await server.runUntilSignalled { bound in
                     // The readiness signal: one line on standard output, written unbuffered.
                     let line = Array("listening on \(scheme)://\(bound)\n".utf8)
                     _ = line.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+                    // Only now: a SIGTERM before the server's handlers are in place was lost.
+                    if lifeline { Self.stopAtEndOfInput() }
                 }
             } catch {
                 failure.withLock { $0 = error }
             }
             stopped.signal()
         }
-        if lifeline { Self.stopAtEndOfInput() }
         stopped.wait()
         if let error = failure.withLock({ $0 }) { throw fail(error) }
     }

@@ -163,7 +163,7 @@ extension MergeMountTest {
             let result = ModelProcess.run(
                 [
                     try TestFolder.binaryPath(), "mount", directory + "/container", directory + "/mnt", "--state-dir",
-                    directory + "/state", "--foreground", "--lifeline", "--create", "--merge-commands", file,
+                    directory + "/state", "--foreground", "--create", "--merge-commands", file,
                 ], timeout: 60)
             #expect(result.status == 65, "\(result)")
             #expect(result.stderr.contains(why), "\(result.stderr)")

@@ -23,6 +23,7 @@ final class Hydration: @unchecked Sendable {
     private let condition = NSCondition()
     private var present: [Bool]
     private var presentBytes: Int64 = 0
+    private var foundOnDiskCount = 0
     private var remaining: Int
     /// Chunks readers wait for, most recent last.
     private var wanted: [Int] = []
@@ -153,8 +154,18 @@ final class Hydration: @unchecked Sendable {
     func markFoundOnDisk(_ index: Int) {
         condition.lock()
         defer { condition.unlock() }
-        if !present[index] { markPresentLocked(index) }
+        if !present[index] {
+            markPresentLocked(index)
+            foundOnDiskCount += 1
+        }
         condition.broadcast()
+    }
+
+    /// Chunks found in the file already (a resumed download), not fetched: for the log.
+    var foundOnDisk: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return foundOnDiskCount
     }
 
     private func markPresentLocked(_ index: Int) {

@@ -1,7 +1,8 @@
 import Glibc
 
-/// Names for the "keep both" outcome: `report (conflict from HOST 2026-11-21 154502).txt` — the
-/// host that kept the copy and its local time — then `… 154502 2).txt` and so on until one is
+/// Names for the "keep both" outcome: `report (conflict from DEVICE 2026-11-21 154502).txt` — the
+/// device name of the mount that kept the copy (`DeviceName`, sanitised again here: it ends up
+/// in a file name) and its local time — then `… 154502 2).txt` and so on until one is
 /// free in the directory. Stays within NAME_MAX (the stem is shortened, the extension kept so
 /// programs still recognise the file).
 enum ConflictNames {
@@ -14,7 +15,7 @@ enum ConflictNames {
             stem = Array(bytes[..<dot])
             ext = Array(bytes[dot...])
         }
-        let tag = "conflict from \(host.prefix(64)) \(stamp(time))"
+        let tag = "conflict from \(DeviceName.sanitised(host)) \(stamp(time))"
         var attempt = 1
         while true {
             let suffix = Array((attempt == 1 ? " (\(tag))" : " (\(tag) \(attempt))").utf8)
@@ -35,7 +36,7 @@ enum ConflictNames {
             + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))"
     }
 
-    /// This machine's host name (what conflict copies name), or "unknown-host".
+    /// This machine's host name (the start of the default `DeviceName`), or "unknown-host".
     static let hostName: String = {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "unknown-host" }

@@ -8,7 +8,8 @@ import SyncBackend
 public struct ConflictNote: Codable, Equatable, Sendable {
     /// File ID (hex) of the entry this copy was split from (the file itself for markers).
     public var of: String
-    /// The host that kept the copy.
+    /// The device name (`DeviceName`) of the mount that kept the copy. Written by any machine:
+    /// shown only through `DeviceName.sanitised`.
     public var host: String
     /// When, ISO-8601 UTC.
     public var time: String
@@ -151,13 +152,13 @@ extension SyncFileSystem {
                 let parentIno = node.parent, let parent = tree.nodes[parentIno]
             else { return nil }
             let now = Clock.nowNanoseconds()
-            let name = ConflictNames.free(for: node.name, in: parent, host: ConflictNames.hostName, time: now)
+            let name = ConflictNames.free(for: node.name, in: parent, host: deviceName.text, time: now)
             let record = EntryRecord(
                 ino: tree.allocateIno(), fileID: copyID, parent: parent.ino, name: name, kind: .file, mode: node.mode,
                 uid: node.uid, gid: node.gid, size: local.length, atime: now,
                 mtime: node.mtime.load(ordering: .relaxed), ctime: now, symlinkTarget: nil)
             var xattrs = node.xattrs
-            xattrs[Self.conflictAttribute] = Self.encodeNote(of: node.fileID, reason: reason, now: now)
+            xattrs[Self.conflictAttribute] = encodeNote(of: node.fileID, reason: reason, now: now)
             let copy = Node(record: record, xattrs: xattrs)
             tree.attach(copy, to: parent, as: name)
             var changes: [MetadataChange] = [.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))]
@@ -208,7 +209,9 @@ extension SyncFileSystem {
                 return ConflictListing(
                     path: displayPath(of: copy, in: tree),
                     originalPath: original.flatMap { $0.isUnlinked ? nil : displayPath(of: $0, in: tree) },
-                    host: note?.host ?? "", time: note?.time ?? "", reason: note?.reason ?? "")
+                    // The note may come from another machine: remote data, shown on a terminal.
+                    host: DeviceName.sanitised(note?.host ?? ""), time: DeviceName.sanitised(note?.time ?? ""),
+                    reason: DeviceName.printable(note?.reason ?? "", maxBytes: 1024))
             }.sorted { $0.path < $1.path }
         }
     }
@@ -268,11 +271,11 @@ extension SyncFileSystem {
         return entries
     }
 
-    static func encodeNote(of original: FileID, reason: String, now: Int64) -> [UInt8] {
+    func encodeNote(of original: FileID, reason: String, now: Int64) -> [UInt8] {
         let seconds = Double(now) / 1e9
         let formatter = ISO8601DateFormatter()
         let note = ConflictNote(
-            of: original.hex, host: ConflictNames.hostName,
+            of: original.hex, host: deviceName.text,
             time: formatter.string(from: Date(timeIntervalSince1970: seconds)), reason: reason)
         return Array((try? JSONEncoder().encode(note)) ?? Data())
     }

@@ -161,6 +161,7 @@ extension SyncFileSystem {
     static let fetchersPerDownload = 2
 
     private func runHydration(_ hydration: Hydration, of node: Node, id: FileID, path: String) {
+        let started = Clock.nowNanoseconds()
         transfers.started(id, direction: .download, total: hydration.length)
         let helpers = DispatchGroup()
         for _ in 1..<Self.fetchersPerDownload {
@@ -192,6 +193,7 @@ extension SyncFileSystem {
         }
         if complete { transfers.finished(id) } else { transfers.ended(id) }
         if complete { contentActivity.note() }
+        if complete { logDownload(hydration, id: id, started: started) }
         hydration.markFinished()
     }
 
@@ -212,6 +214,9 @@ extension SyncFileSystem {
             }
             do throws(ChunkFetchError) {
                 let bytes = try source.plainChunk(ref)
+                if failingSince != nil || lastUnreachableDownload.load(ordering: .relaxed) != 0 {
+                    logDownloadsWorkAgain()
+                }
                 failingSince = nil
                 lastUnreachableDownload.store(0, ordering: .relaxed)
                 pause = 0.05
@@ -230,9 +235,7 @@ extension SyncFileSystem {
                     if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
                         lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
                         // Logged before readers are woken with the error (they may look for it).
-                        if !hydration.hasEnded {
-                            logger.warning("cannot download \(path): the container is unreachable (\(reason))")
-                        }
+                        if !hydration.hasEnded { logDownloadUnreachable(path, id: id, reason: reason) }
                         // Not a failure of this file: the mount is offline (`status` says so once)
                         // and the file stays a placeholder, readable again once it is back.
                         transfers.ended(id)

@@ -121,7 +121,7 @@ extension SyncFileSystem {
         invalidations: inout [KernelInvalidation]
     ) -> FileName {
         let now = Clock.nowNanoseconds()
-        let newName = ConflictNames.free(for: node.name, in: parent, host: ConflictNames.hostName, time: now)
+        let newName = ConflictNames.free(for: node.name, in: parent, host: deviceName.text, time: now)
         invalidations.append(.entry(parent: parent.ino, name: node.name))
         invalidations.append(.entry(parent: parent.ino, name: newName))
         tree.detach(node)
@@ -129,7 +129,7 @@ extension SyncFileSystem {
         node.ctime = now
         node.hasUnrecordedWrites.store(false, ordering: .relaxed)
         if let original {
-            let value = Self.encodeNote(of: original, reason: "another entry took the name", now: now)
+            let value = encodeNote(of: original, reason: "another entry took the name", now: now)
             node.xattrs[Self.conflictAttribute] = value
             tree.conflictCopies[node.fileID] = original
             changes.append(.setXattr(node.ino, name: Self.conflictAttribute, value: value))

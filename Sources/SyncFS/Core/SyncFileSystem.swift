@@ -27,6 +27,8 @@ public final class SyncFileSystem: Sendable {
     public let outbox: Outbox
     /// This state directory's device ID (the `device_id` fact), stamped on its commits.
     let deviceIdentity: String
+    /// This mount's name in conflict copies (the `device_name` fact; `DeviceName`).
+    public let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
     public let storedFacts: [String: String]
     /// Where placeholders' content comes from; nil until the sync engine starts.
@@ -95,7 +97,8 @@ public final class SyncFileSystem: Sendable {
     /// taken from their cache files (which hold every byte written before the crash).
     public init(
         store: MetadataStore, cache: ContentCache, statePath: String, logger: Logger,
-        uploadPolicy: UploadQueue.Policy = .standard, clock: @escaping @Sendable () -> Int64 = Clock.nowNanoseconds
+        uploadPolicy: UploadQueue.Policy = .standard, clock: @escaping @Sendable () -> Int64 = Clock.nowNanoseconds,
+        deviceName requestedName: DeviceName? = nil
     ) throws {
         self.store = store
         self.cache = cache
@@ -110,6 +113,10 @@ public final class SyncFileSystem: Sendable {
             deviceIdentity = FileID.random().hex
             store.factSet("device_id", deviceIdentity)
         }
+        deviceName =
+            requestedName ?? stored.meta["device_name"].flatMap(DeviceName.init(validating:))
+            ?? DeviceName.standard(hostName: ConflictNames.hostName, deviceID: deviceIdentity)
+        if stored.meta["device_name"] != deviceName.text { store.factSet("device_name", deviceName.text) }
         let generation = UInt64(stored.meta["mount_count"].flatMap { UInt64($0) } ?? 0) + 1
         store.factSet("mount_count", String(generation))
 

@@ -37,6 +37,8 @@ public struct MountConfiguration: Sendable {
     public var mergeCommandsFile: String?
     /// A state directory's first mount makes the local container if it is missing (`--create`).
     public var createContainer = false
+    /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
+    public var deviceName: DeviceName?
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -80,7 +82,7 @@ public enum MountDaemon {
             fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
                 logger: logger,
-                uploadPolicy: policy)
+                uploadPolicy: policy, deviceName: configuration.deviceName)
         } catch let error as MountError {
             throw error
         } catch {
@@ -125,7 +127,9 @@ public enum MountDaemon {
             control = nil
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
-        logger.info("mounted \(configuration.container) at \(configuration.mountpoint) (state \(state.path))")
+        logger.info(
+            "mounted \(configuration.container) at \(configuration.mountpoint) as device '\(fileSystem.deviceName)' (state \(state.path))"
+        )
         if configuration.inotifyEcho && !configuration.kernelFlags.readOnly {
             fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
                 if session.isolateCallingThreadFromDevice() { return true }

@@ -14,7 +14,7 @@ import SyncClient
 /// - **Later mounts** start even when the server is unreachable (offline start); a reachable
 ///   server whose container has another ID than the recorded one is refused (the state belongs
 ///   to the recorded container); a refused token is bad input.
-enum ServerContainer {
+public enum ServerContainer {
     static func open(
         _ url: String, tokenFile: String?, caFile: String?, recordedID: String?, stateDirectory: String,
         logger: Logger
@@ -42,6 +42,10 @@ enum ServerContainer {
             containerID = info.id
         case .failure(.refused(let message)), .failure(.setup(let message)):
             throw MountError(.badInput, "\(address): \(message)")
+        case .failure(.tls(let message)):
+            guard let recordedID else { throw MountError(.badInput, message) }
+            logger.warning("\(message); starting offline until it is fixed")
+            containerID = recordedID
         case .failure(.noContainer(let message)) where recordedID == nil:
             throw MountError(.badInput, "\(address): \(message)")
         case .failure(.noContainer(let message)), .failure(.unreachable(let message)):
@@ -73,11 +77,17 @@ enum ServerContainer {
                 $0.trimmingCharacters(in: .whitespaces)
             } ?? ""
         guard !token.isEmpty else { throw MountError(.badInput, "the token file \(tokenFile) is empty") }
-        var status = stat()
-        if stat(tokenFile, &status) == 0, status.st_mode & 0o077 != 0 {
-            logger.warning("the token file \(tokenFile) can be read by others; chmod 600 it")
-        }
+        if let warning = tokenFileWarning(tokenFile) { logger.warning("\(warning)") }
         return token
+    }
+
+    /// The warning for a token file that others can read or write (nil if only its owner can):
+    /// logged by the daemon, and printed by the `mount` command on its standard error.
+    public static func tokenFileWarning(_ tokenFile: String) -> String? {
+        var status = stat()
+        guard stat(tokenFile, &status) == 0, status.st_mode & 0o077 != 0 else { return nil }
+        return "the token file \(tokenFile) can be read by others (mode "
+            + String(status.st_mode & 0o777, radix: 8) + "); chmod 600 it"
     }
 
     private static func fetchInfo(_ address: ServerAddress, token: String, caFile: String?)

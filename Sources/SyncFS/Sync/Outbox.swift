@@ -15,7 +15,10 @@ public final class Outbox: Sendable {
     /// When the sleeping uploader will wake by itself (0 while it is awake).
     private let uploaderWakesAt = Atomic<Int64>(0)
     private let clock: @Sendable () -> Int64
-    /// Which upload failures the uploader logs (one line per kind and minute, not per attempt).
+    /// When a container call last succeeded (`containerAnswered`), for the failure log.
+    let lastAnswerAt = Atomic<Int64>(0)
+    /// Which failures the engine logs (the first of a kind, then a summary per interval, not a
+    /// line per attempt; shared by the uploader, the follower and downloads).
     let failureLog = RepeatedFailureLog()
 
     public init(policy: UploadQueue.Policy, restoring stored: [OutboxItem], clock: @escaping @Sendable () -> Int64) {
@@ -67,6 +70,7 @@ public final class Outbox: Sendable {
     /// reached go now (see `UploadQueue.containerAnswered`). Cheap when there are none.
     func containerAnswered() {
         let now = clock()
+        lastAnswerAt.store(now, ordering: .relaxed)
         if queue.withLock({ $0.containerAnswered(now: now) }) > 0 { wake.signal() }
     }
 
@@ -117,7 +121,7 @@ public final class Outbox: Sendable {
 extension SyncFailure {
     /// What makes failures "the same" for the log (`RepeatedFailureLog`): the container's
     /// transient states are one kind each, whichever entry met them; anything else is its own
-    /// kind per entry (worth a line for each entry, once a minute).
+    /// kind per entry (worth a line for each entry, then a summary per interval).
     func logKind(for id: FileID) -> String {
         switch self {
         case .container(.busy): return "busy"

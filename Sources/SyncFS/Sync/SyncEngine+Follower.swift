@@ -49,6 +49,7 @@ extension SyncEngine {
                 record()
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
+                logFollowerSucceeded()
                 let after = cursor
                 let wait = deferred.isEmpty ? options.feedWait : .milliseconds(500)
                 do throws(ContainerProtocolError) {
@@ -62,13 +63,9 @@ extension SyncEngine {
                 noteFailure(error.description)
                 // Catching up again: what changed meanwhile is not known until the feed is read.
                 markCaughtUp(false)
-                // Once a minute while it lasts (an outage, a container refusing the cursor), not
-                // once a second; `status` shows the last error meanwhile.
-                let admitted = fileSystem.outbox.failureLog.admit("follower: \(error)", now: fileSystem.outbox.now)
-                if admitted.logged {
-                    let left = admitted.suppressed > 0 ? " (\(admitted.suppressed) more since the last line)" : ""
-                    logger.notice("following the container failed: \(error); retrying\(left)")
-                }
+                // The first, then a summary per interval while it lasts (an outage, a container
+                // refusing the cursor), not once a second; `status` shows the last error meanwhile.
+                logFollowerFailure(error)
                 sleepWhileRunning(.seconds(1))
             }
         }

@@ -70,9 +70,11 @@ extension SyncEngine {
         let path = fileSystem.displayPath(of: item.fileID) ?? item.fileID.hex
         var temporaries: [String] = []
         defer { for file in temporaries { unlink(file) } }
+        let mergeStarted = fileSystem.outbox.now
         let resolution = try resolveContent(
             path: path, ours: ours, theirs: current.state, local: local, baseManifest: baseManifest ?? [],
             temporaries: &temporaries)
+        logMerge(item.fileID, ours: ours, theirs: current, started: mergeStarted)
         var state = merged
         switch resolution {
         case .ours:
@@ -87,7 +89,7 @@ extension SyncEngine {
             logger.notice("conflict on \(path): merged both versions\(markers ? " with conflict markers" : "")")
             if markers {
                 // The mark goes with the merged content, in the same commit.
-                state.xattrs[SyncFileSystem.conflictAttribute] = SyncFileSystem.encodeNote(
+                state.xattrs[SyncFileSystem.conflictAttribute] = fileSystem.encodeNote(
                     of: item.fileID, reason: "both changed the same lines; conflict markers written",
                     now: Clock.nowNanoseconds())
             }

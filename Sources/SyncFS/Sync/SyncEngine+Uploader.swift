@@ -20,17 +20,13 @@ extension SyncEngine {
         do throws(SyncFailure) {
             try attempt(item, depth: depth)
             noteFailure(nil)
+            logUploadSucceeded(item)
         } catch {
             if case .container(let containerError) = error, containerError.isRetryable {
                 noteFailure(containerError.description)
             }
-            // Once a minute per kind of failure, not per attempt (a busy server is tried often).
-            let admitted = fileSystem.outbox.failureLog.admit(
-                error.logKind(for: item.fileID), now: fileSystem.outbox.now)
-            if admitted.logged {
-                let left = admitted.suppressed > 0 ? " (\(admitted.suppressed) more like it since the last line)" : ""
-                logger.notice("upload of \(item.fileID) failed (attempt \(item.attempts + 1)): \(error)\(left)")
-            }
+            // The first of a kind, then a summary per interval, not a line per attempt.
+            logUploadFailure(item, error)
             // Waiting for the container is not failing: no reason is recorded (`status` shows the
             // outage once, not a failing change per file).
             fileSystem.uploadFailed(
@@ -98,9 +94,13 @@ extension SyncEngine {
                     let board = fileSystem.transfers
                     board.started(item.fileID, direction: .upload, total: content.length)
                     defer { board.ended(item.fileID) }
+                    let started = fileSystem.outbox.now
                     snapshot.state.manifest = try transfer.upload(
                         descriptor: content.descriptor, length: content.length, totals: &totals,
                         progress: { board.progressed(item.fileID, done: $0) })
+                    logUploadTransfer(
+                        item.fileID, bytes: content.length, chunks: snapshot.state.manifest.count,
+                        sent: totals.chunksUploaded, sentBytes: totals.encodedBytesUploaded, started: started)
                     guard fileSystem.contentUnchanged(content) else {
                         // Written while it was read: upload the new content after the quiet delay.
                         fileSystem.outbox.postpone(item, by: 100_000_000)
@@ -208,7 +208,7 @@ extension SyncEngine {
             return true
         case .renameAside:
             logger.notice(
-                "the name of \(item.fileID) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both"
+                "the name of \(logName(item.fileID)) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both"
             )
             fileSystem.renameAside(item.fileID, holder: nameHolder?.id, unlessChangedSince: item)
             fileSystem.outbox.postpone(item, by: 0)

@@ -42,10 +42,14 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts a server on `port` (0: any free port) and waits for its `listening on` line.
     /// `tls`: serve HTTPS with a fresh self-signed certificate for 127.0.0.1 (`openssl`).
-    static func start(root: String, port: Int = 0, tls: Bool = false) throws -> ServerProcess {
+    /// `certificateNames`: the certificate's subjectAltName (another name tests a host name
+    /// mismatch).
+    static func start(
+        root: String, port: Int = 0, tls: Bool = false, certificateNames: String = "DNS:localhost,IP:127.0.0.1"
+    ) throws -> ServerProcess {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let logPath = root + "/../server.log"
-        let files = tls ? try makeCertificate(in: root + "/..") : nil
+        let files = tls ? try makeCertificate(in: root + "/..", names: certificateNames) : nil
         let launched = try launch(root: root, port: port, logPath: logPath, tls: files)
         return ServerProcess(root: root, port: launched.port, launched: launched, logPath: logPath, tls: files)
     }
@@ -54,12 +58,14 @@ final class ServerProcess: @unchecked Sendable {
     func url(_ container: String) -> String { "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/\(container)" }
 
     /// A self-signed certificate for 127.0.0.1 and its key, in `directory`.
-    private static func makeCertificate(in directory: String) throws -> (certificate: String, key: String) {
+    private static func makeCertificate(in directory: String, names: String) throws -> (
+        certificate: String, key: String
+    ) {
         let files = (certificate: directory + "/server.crt", key: directory + "/server.key")
         let result = ModelProcess.run(
             [
                 "/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
-                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-days", "1", "-keyout", files.key, "-out",
+                "-addext", "subjectAltName=" + names, "-days", "1", "-keyout", files.key, "-out",
                 files.certificate,
             ], timeout: 60)
         guard result.ok else { throw TestFolderError(message: "openssl req failed (is openssl installed?): \(result)") }
