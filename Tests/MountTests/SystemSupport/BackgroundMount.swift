@@ -23,8 +23,11 @@ final class BackgroundMount: @unchecked Sendable {
         mountpoint = base + "/mnt"
         stateDir = base + "/state"
         binary = try TestFolder.binaryPath()
-        for directory in (sharedContainer == nil ? [container] : []) + [mountpoint] {
-            try makeDirectory(directory)
+        try makeDirectory(mountpoint)
+        // A container is made only on request (`init`); the mount commands under test never create one.
+        if sharedContainer == nil {
+            let made = try runProcess([binary, "init", container], timeout: 60)
+            guard made.status == 0 else { throw PosixError(code: EIO, operation: "syncfs-mount init: \(made.output)") }
         }
     }
 
