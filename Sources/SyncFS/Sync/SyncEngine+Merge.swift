@@ -293,7 +293,7 @@ extension SyncEngine {
     }
 
     /// The rules of `.syncfs-rules` at the folder's root (downloaded if needed), or the defaults.
-    /// Lines that do not parse are logged and skipped. A rules file that exists but cannot be read
+    /// Lines that do not parse are skipped (and recorded: `noteRules`). A rules file that exists but cannot be read
     /// fails the merge (it is retried), so a merge never ignores the user's rules.
     func mergeRules() throws(SyncFailure) -> MergeRules {
         guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else { return .defaults }
@@ -303,9 +303,8 @@ extension SyncEngine {
                 "\(MergeRules.fileName) cannot be read (not downloaded, or larger than 1 MiB); the merge waits for it")
         }
         let rules = MergeRules(parsing: String(decoding: text, as: UTF8.self))
-        for problem in rules.problems {
-            logger.warning("\(MergeRules.fileName) line \(problem.line): \(problem.message) (line ignored)")
-        }
+        // Logged (once per distinct error) and shown by `status` through the rules watch.
+        noteRules(problems: rules.problems)
         return rules
     }
 

@@ -50,6 +50,7 @@ public final class SyncEngine: Sendable {
         var downloaderDone = false
         /// True when there is no budget keeper, or once it has ended.
         var keeperDone = true
+        var rulesCheckerDone = false
     }
 
     public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
@@ -91,6 +92,12 @@ public final class SyncEngine: Sendable {
             keeper.name = "syncfs-cache"
             keeper.start()
         }
+        let rulesChecker = Thread { [self] in
+            runRulesChecker()
+            state.withLock { $0.rulesCheckerDone = true }
+        }
+        rulesChecker.name = "syncfs-rules"
+        rulesChecker.start()
         let uploader = Thread { [self] in
             runUploader()
             state.withLock { $0.uploaderDone = true }
@@ -112,10 +119,15 @@ public final class SyncEngine: Sendable {
         fileSystem.setPinObserver(nil)
         downloads.stop()
         stopWaiting.cancel()
+        fileSystem.rulesWatch.poke()
         fileSystem.outbox.poke()
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if state.withLock({ $0.uploaderDone && $0.followerDone && $0.downloaderDone && $0.keeperDone }) { return }
+            if state.withLock({
+                $0.uploaderDone && $0.followerDone && $0.downloaderDone && $0.keeperDone && $0.rulesCheckerDone
+            }) {
+                return
+            }
             fileSystem.outbox.poke()
             Thread.sleep(forTimeInterval: 0.01)
         }
@@ -132,7 +144,20 @@ public final class SyncEngine: Sendable {
 
     func markCaughtUp(_ value: Bool) { state.withLock { $0.feedCaughtUp = value } }
 
-    func noteFailure(_ failure: String?) { state.withLock { $0.lastFailure = failure } }
+    /// Records the last container failure (nil: a call succeeded). A change between answering and
+    /// not answering publishes `online`/`offline` once (not once per retry), in the order seen.
+    func noteFailure(_ failure: String?) {
+        state.withLock { state in
+            let wasOnline = state.lastFailure == nil
+            state.lastFailure = failure
+            if wasOnline != (failure == nil) {
+                fileSystem.changeEvents.publish(
+                    ChangeEvent(
+                        kind: failure == nil ? .online : .offline, path: "", origin: nil, fileID: nil, type: nil,
+                        message: failure))
+            }
+        }
+    }
 
     func addTotals(_ totals: ContentTransfer.Totals) { state.withLock { $0.totals.add(totals) } }
 
@@ -157,7 +182,7 @@ public final class SyncEngine: Sendable {
                     path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
                     total: transfer.total)
             }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
-            refusedRemoteEntries: refusals.all)
+            refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
@@ -186,6 +211,8 @@ public struct SyncStatus: Codable, Sendable {
     public var conflicts: Int
     /// Remote entries this mount refused to apply (see `RemoteEntryValidation`).
     public var refusedRemoteEntries: [RefusedRemoteEntry]
+    /// Rules files with an error now (`RulesWatch`).
+    public var rulesErrors: [RulesFileError]
 }
 
 public struct FailingEntry: Codable, Sendable {
