@@ -36,6 +36,8 @@ public final class SyncEngine: Sendable {
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
+    /// Runs `merge=command:` merges off the uploader (one slow command delays only its file).
+    let mergeWorker: MergeCommandWorker
 
     struct State {
         var running = true
@@ -66,6 +68,7 @@ public final class SyncEngine: Sendable {
         let container = AnsweringContainer(validated) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
         self.container = container
         self.refusals = refusals
+        mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
         self.options = options
         self.logger = logger
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)
@@ -118,6 +121,7 @@ public final class SyncEngine: Sendable {
         fileSystem.setChunkSource(nil)
         fileSystem.setPinObserver(nil)
         downloads.stop()
+        mergeWorker.stop()
         stopWaiting.cancel()
         fileSystem.rulesWatch.poke()
         fileSystem.outbox.poke()
