@@ -57,6 +57,7 @@ struct MergeCommandWorkerTests {
     @Test func aResultIsTakenOnceForTheSameInputsAndDroppedForNewOnes() {
         let worker = MergeCommandWorker(outbox: outbox)
         let id = FileID.random()
+        _ = outbox.changed(id)
         let gate = DispatchSemaphore(value: 0)
         let parks = Atomic<Int>(0)
         let park = { _ = parks.add(1, ordering: .relaxed) }
@@ -93,6 +94,14 @@ struct MergeCommandWorkerTests {
             return
         }
         #expect(reason == "v2")
+        // A result whose change is no longer queued (deleted meanwhile) is dropped at once.
+        let gone = FileID.random()
+        worker.start(gone, inputs: inputs(1), park: park) { .success(.keepBoth(reason: "late")) }
+        #expect(eventually { !worker.isBusy(gone) })
+        guard case .idle = worker.answer(for: gone, inputs: inputs(1), park: park) else {
+            Issue.record("a result for a change that is gone is not kept")
+            return
+        }
         guard case .idle = worker.answer(for: id, inputs: inputs(2), park: park) else {
             Issue.record("a result is taken once")
             return
@@ -106,8 +115,9 @@ struct MergeCommandWorkerTests {
         let running = Atomic<Int>(0)
         let most = Atomic<Int>(0)
         let ids = (0..<5).map { _ in FileID.random() }
+        let nothing: () -> Void = {}
         for id in ids {
-            worker.start(id, inputs: inputs(1), park: {}) {
+            worker.start(id, inputs: inputs(1), park: nothing) {
                 let now = running.add(1, ordering: .sequentiallyConsistent).newValue
                 _ = most.max(now, ordering: .sequentiallyConsistent)
                 gate.wait()

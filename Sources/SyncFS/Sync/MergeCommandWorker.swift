@@ -147,9 +147,10 @@ final class MergeCommandWorker: @unchecked Sendable {
             Self.discard(outcome)
             return
         }
-        if case .running = jobs[id] {
+        if case .running = jobs[id], outbox.isPending(id) {
             jobs[id] = .finished(inputs, outcome)
         } else {
+            // Or its change is no longer queued (deleted, taken over by a remote version).
             // The file changed while it ran: this result is stale; the next try merges again.
             jobs[id] = nil
             Self.discard(outcome)
