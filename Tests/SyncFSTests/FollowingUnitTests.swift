@@ -114,7 +114,7 @@ struct MergeCommandWorkerTests {
         let gate = DispatchSemaphore(value: 0)
         let running = Atomic<Int>(0)
         let most = Atomic<Int>(0)
-        let ids = (0..<5).map { _ in FileID.random() }
+        let ids = (0..<4).map { _ in FileID.random() }
         let nothing: () -> Void = {}
         for id in ids {
             worker.start(id, inputs: inputs(1), park: nothing) {
@@ -128,9 +128,19 @@ struct MergeCommandWorkerTests {
         #expect(eventually { running.load(ordering: .sequentiallyConsistent) == 2 })
         usleep(100_000)
         #expect(running.load(ordering: .sequentiallyConsistent) == 2, "bounded")
+        // Two run and two wait: a sixth file is told to wait without reading its versions.
+        let sixth = FileID.random()
+        guard case .waiting = worker.answer(for: sixth, inputs: inputs(1), park: nothing) else {
+            Issue.record("the queue is full: the file waits its turn unread")
+            return
+        }
         for _ in ids { gate.signal() }
         #expect(eventually { ids.allSatisfy { !worker.isBusy($0) } })
         #expect(most.load(ordering: .sequentiallyConsistent) == 2)
+        guard case .idle = worker.answer(for: sixth, inputs: inputs(1), park: nothing) else {
+            Issue.record("its turn once the queue drained")
+            return
+        }
         worker.stop()
     }
 }

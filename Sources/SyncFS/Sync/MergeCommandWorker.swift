@@ -7,8 +7,9 @@ import SyncBackend
 ///
 /// Contract: the uploader asks `answer(for:inputs:park:)` when a file's merge needs a command.
 /// `.idle`: nothing is known for these inputs; the uploader reads the three versions and calls
-/// `start`, which queues the command (at most `slots` run at once, the rest wait in order; at
-/// most one per file) and parks the file. Parked, the file stays in the queue (its change is
+/// `start`, which queues the command (at most `slots` run at once and `slots` wait in order,
+/// holding their versions in memory; more files wait parked, without reading them, and are woken
+/// as the queue drains; at most one command per file) and parks the file. Parked, the file stays in the queue (its change is
 /// persisted there) until the command ends and `Outbox.expedite` makes it ready again; the next
 /// `answer` with the same inputs takes the result (ownership of its temporary file passes to
 /// the caller). A result whose inputs no longer match (the file changed here or in the container
@@ -52,6 +53,8 @@ final class MergeCommandWorker: @unchecked Sendable {
     private var jobs: [FileID: Job] = [:]
     private var order: [FileID] = []
     private var running = 0
+    /// Files that found the queue full: woken (`Outbox.expedite`), oldest first, as it drains.
+    private var wantTurn: [FileID] = []
     private var stopped = false
 
     init(outbox: Outbox, slots: Int = 2) {
@@ -84,6 +87,14 @@ final class MergeCommandWorker: @unchecked Sendable {
             park()
             return .waiting
         case nil:
+            // A queued job holds its three versions in memory (up to 3 × 64 MiB): at most
+            // `slots` wait; more files wait parked, without reading them, for a turn.
+            guard order.count < slots else {
+                if !wantTurn.contains(id) { wantTurn.append(id) }
+                park()
+                return .waiting
+            }
+            wantTurn.removeAll { $0 == id }
             return .idle
         }
     }
@@ -121,6 +132,7 @@ final class MergeCommandWorker: @unchecked Sendable {
         for case .finished(_, let outcome) in jobs.values { Self.discard(outcome) }
         jobs = [:]
         order = []
+        wantTurn = []
     }
 
     /// Starts queued jobs while slots are free. Under the lock.
@@ -157,6 +169,7 @@ final class MergeCommandWorker: @unchecked Sendable {
         }
         outbox.expedite(id)
         startQueued()
+        for waiting in wantTurn.prefix(max(0, slots - order.count)) { outbox.expedite(waiting) }
     }
 
     private static func isQueued(_ job: Job?) -> Bool {
