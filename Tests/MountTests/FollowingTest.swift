@@ -158,6 +158,41 @@ struct FollowingTest {
         }
     }
 
+    /// The complaint of issue #15: a broken rules line was logged by the merging mount once per
+    /// read of the rules, many times per merge round. Three merges on B with a bad line in the
+    /// rules: one log line for it.
+    @Test func aRulesErrorIsLoggedOnceHoweverManyMergesReadTheRules() throws {
+        let directory = try privateDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let outage = directory + "/outage"
+        try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--test-outage-file", outage]) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(a.path(".syncfs-rules"), "*.txt merge=union\n*.log merge=nonsense\n")
+            try writeFile(a.path("x.txt"), "base\n")
+            #expect(a.expectSync())
+            #expect(waitUntil { try readText(b.path("x.txt")) == "base\n" && pathExists(b.path(".syncfs-rules")) })
+            for round in 1...3 {
+                try writeFile(outage, "")
+                try appendFile(a.path("x.txt"), bytes("A\(round)\n"))
+                #expect(a.expectSync())
+                try appendFile(b.path("x.txt"), bytes("B\(round)\n"))
+                usleep(200_000)
+                unlink(outage)
+                #expect(b.expectSync(timeout: 60))
+                #expect(
+                    waitUntil(timeout: 30) {
+                        let text = try readText(a.path("x.txt"))
+                        return text.contains("A\(round)\n") && text.contains("B\(round)\n")
+                    }, "round \(round) merged\n\(mounts.logs())")
+            }
+            let log = b.daemonLog(limit: 400_000)
+            let merges = log.components(separatedBy: "merged both versions").count - 1
+            let lines = log.components(separatedBy: ".syncfs-rules line 2: ").count - 1
+            #expect(merges >= 3, "B merged each round: \(merges)\n\(log)")
+            #expect(lines == 1, "the bad line was logged \(lines) times\n\(log)")
+        }
+    }
+
     /// `user.syncfs.id`: the same 32 hex digits on both mounts and across a rename; read-only
     /// (EPERM, as `user.syncfs.state`), never listed, never synced as a user attribute.
     @Test func theStableIDIsAReadOnlyVirtualAttribute() throws {
