@@ -13,14 +13,17 @@ extension SyncEngine {
         }
     }
 
-    /// Reads and parses the root's rules file now. A file that cannot be read now (its download
-    /// failed: the container is away) keeps the error known so far; it is read again on its next
-    /// change or download.
+    /// Reads and parses the root's rules file now. A file that cannot be read now (not
+    /// downloaded while the container is away: no download is tried then, so no failed read
+    /// shows; or its download failed) keeps the error known so far; it is read again on its next
+    /// change or download, or when the container answers again.
     func checkRules() {
         guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else {
             noteRules(problems: [])
             return
         }
+        let placeholder = fileSystem.namespace.withLock { tree in tree.nodes[ino]?.isPlaceholder ?? false }
+        if placeholder && !isOnline { return }
         guard let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile) else { return }
         noteRules(problems: MergeRules(parsing: String(decoding: text, as: UTF8.self)).problems)
     }

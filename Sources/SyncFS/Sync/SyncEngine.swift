@@ -146,6 +146,9 @@ public final class SyncEngine: Sendable {
         while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
     }
 
+    /// The last container call succeeded.
+    var isOnline: Bool { state.withLock { $0.lastFailure == nil } }
+
     func markCaughtUp(_ value: Bool) { state.withLock { $0.feedCaughtUp = value } }
 
     /// Records the last container failure (nil: a call succeeded). A change between answering and
@@ -155,6 +158,8 @@ public final class SyncEngine: Sendable {
             let wasOnline = state.lastFailure == nil
             state.lastFailure = failure
             if wasOnline != (failure == nil) {
+                // A rules file left unread while offline (not downloaded) is read now.
+                if failure == nil { fileSystem.rulesWatch.touched() }
                 fileSystem.changeEvents.publish(
                     ChangeEvent(
                         kind: failure == nil ? .online : .offline, path: "", origin: nil, fileID: nil, type: nil,
