@@ -61,10 +61,15 @@ public final class RulesWatch: Sendable {
     /// and the line is cut at 1,000 characters, so a terminal showing `status` shows only text.
     static func message(_ problems: [RuleProblem]) -> String? {
         guard !problems.isEmpty else { return nil }
-        let line = problems.map { "line \($0.line): \($0.message)" }.joined(separator: "; ")
+        return printableLine(problems.map { "line \($0.line): \($0.message)" }.joined(separator: "; "))
+    }
+
+    /// `text` as one printable line: control characters (C0, DEL, C1) become "?", cut at 1,000
+    /// characters. For text that comes from outside (a synced file, a container's error).
+    static func printableLine(_ text: String) -> String {
         let printable = String(
             String.UnicodeScalarView(
-                line.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
+                text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "?" : $0 }))
         return printable.count > 1000 ? printable.prefix(999) + "…" : printable
     }
 }

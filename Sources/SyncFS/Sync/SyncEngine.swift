@@ -163,7 +163,7 @@ public final class SyncEngine: Sendable {
                 fileSystem.changeEvents.publish(
                     ChangeEvent(
                         kind: failure == nil ? .online : .offline, path: "", origin: nil, fileID: nil, type: nil,
-                        message: failure))
+                        message: failure.map(RulesWatch.printableLine)))
             }
         }
     }
