@@ -10,7 +10,9 @@ struct EventsCommand: ParsableCommand {
         abstract: "Print one JSON line per change in a mounted folder (local and remote changes).",
         discussion: """
             PATH (absolute, inside the mount, or relative to MOUNTPOINT) watches one entry; with a \
-            trailing / it watches everything below that folder. Once watching, says so on standard \
+            trailing / it watches everything below that folder. Besides changes: online and offline \
+            (the container answers again / stopped answering; every watcher gets them), downloaded \
+            (a file's content is all here), rules-error (the rules file has an error). Once watching, says so on standard \
             error; standard output carries only events, one line each, written at once. Exit codes: \
             0 on --count events, at the end of --timeout, on SIGINT/SIGTERM or a closed output; 65 \
             MOUNTPOINT has no running SyncFS daemon or PATH is outside it; 75 the daemon stopped, \

@@ -280,6 +280,7 @@ enum StatusReport {
         for refused in status.refusedRemoteEntries {
             lines.append("refused remote entry \(refused.fileID) (version \(refused.version)): \(refused.reason)")
         }
+        for rules in status.rulesErrors { lines.append("rules error: \(rules.path): \(rules.message)") }
         return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 

@@ -7,9 +7,22 @@ import Synchronization
 ///
 /// `path` is relative to the mount point, without a leading slash ("" is the root), taken when
 /// the change happened; names that are not UTF-8 show U+FFFD for their invalid bytes.
+///
+/// Besides changes, a few kinds report what happened to the mount or to a file's content
+/// (doc/CLI.md, "events"): `online`/`offline` (path "", once per transition, delivered to every
+/// subscriber whatever its filter), `downloaded` (a file's content is now all here) and
+/// `rules-error` (a rules file has an error; `message` says which, once per distinct error).
 public struct ChangeEvent: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable {
         case created, modified, deleted, renamed, merged, conflict
+        /// The container answers again (after `offline`). Path "".
+        case online
+        /// The container stopped answering (`message`: the failure). Path "".
+        case offline
+        /// A file's content finished downloading (opened, `download`, a pin).
+        case downloaded
+        /// A rules file (`path`) has an error (`message`); once per distinct error.
+        case rulesError = "rules-error"
         /// Not a change: the subscriber fell too far behind and the events after this were dropped.
         case overflow
     }
@@ -43,10 +56,12 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
     /// The entry's stable file ID (32 hex digits); the same across renames and on every mount.
     public var fileID: String?
     public var type: EntryType?
+    /// `offline` and `rules-error`: what is wrong, one line.
+    public var message: String?
 
     public init(
         kind: Kind, path: String, oldPath: String? = nil, origin: Origin?, fileID: FileID?, type: EntryType?,
-        time: String = ChangeEvent.timestamp()
+        message: String? = nil, time: String = ChangeEvent.timestamp()
     ) {
         self.time = time
         self.path = path
@@ -55,10 +70,14 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
         self.origin = origin
         self.fileID = fileID?.hex
         self.type = type
+        self.message = message
     }
 
+    /// Events about the whole mount, not one entry: every subscriber gets them.
+    public var isMountLevel: Bool { kind == .online || kind == .offline }
+
     /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
-    /// oldPath, origin, fileID, type; absent ones left out).
+    /// oldPath, origin, fileID, type, message; absent ones left out).
     public var jsonLine: [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(160 + path.utf8.count + (oldPath?.utf8.count ?? 0))
@@ -76,6 +95,7 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
         field("origin", origin?.rawValue)
         field("fileID", fileID)
         field("type", type?.rawValue)
+        field("message", message)
         line.append(contentsOf: [UInt8(ascii: "}"), 10])
         return line
     }
@@ -125,9 +145,10 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
 public enum ChangeFilter: Sendable, Equatable {
     /// Every event.
     case everything
-    /// Events whose `path` or `oldPath` is exactly this path.
+    /// Events whose `path` or `oldPath` is exactly this path (and `online`/`offline`).
     case entry(String)
-    /// Events at this folder or below it (by `path` or `oldPath`): moves in and out count.
+    /// Events at this folder or below it (by `path` or `oldPath`): moves in and out count (and
+    /// `online`/`offline`).
     case below(String)
 
     /// The filter for a request path: a trailing `/` watches the folder below; "" or "/" is
@@ -147,6 +168,7 @@ public enum ChangeFilter: Sendable, Equatable {
     }
 
     func matches(_ event: ChangeEvent) -> Bool {
+        if event.isMountLevel { return true }
         switch self {
         case .everything: return true
         case .entry(let path): return event.path == path || event.oldPath == path
@@ -171,7 +193,9 @@ public enum ChangeFilter: Sendable, Equatable {
 /// Kinds published: the core publishes `created`, `modified`, `deleted`, `renamed` for local
 /// changes and for remote changes applied by the follower, and `conflict` when a local entry is
 /// moved aside for a remote one; the merge code publishes `merged` (a merge result replaced the
-/// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too.
+/// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too;
+/// a finished download publishes `downloaded`; the engine publishes `online`/`offline` when its
+/// view of the container changes (`SyncEngine.noteFailure`) and `rules-error` (`RulesWatch`).
 public final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])

@@ -9,13 +9,18 @@ import SyncBackend
 /// `created` then `modified`, as inotify's IN_CREATE then IN_CLOSE_WRITE.
 /// Remote changes (the follower): `created`, `modified` (content or metadata), `renamed`,
 /// `deleted`, and `conflict` for a local entry moved aside to a conflicted-copy name.
+/// Downloads: `downloaded` when a file's content is all here (origin absent).
 extension SyncFileSystem {
+    /// An entry of this name changing (anywhere) has the rules read again (`RulesWatch`).
+    static let rulesFileName = Array(".syncfs-rules".utf8)
+
     /// Publishes a change of `node` at its current path (or `path`). Under the namespace lock;
     /// one atomic load when nobody observes.
     func noteChange(
-        _ kind: ChangeEvent.Kind, _ node: Node, origin: ChangeEvent.Origin, oldPath: String? = nil,
+        _ kind: ChangeEvent.Kind, _ node: Node, origin: ChangeEvent.Origin?, oldPath: String? = nil,
         path: String? = nil, in tree: Namespace
     ) {
+        if node.name.bytes == Self.rulesFileName { rulesWatch.touched() }
         guard changeEvents.isObserved else { return }
         changeEvents.publish(
             ChangeEvent(

@@ -181,14 +181,17 @@ extension SyncFileSystem {
             complete = false
         }
         close(hydration.descriptor)
-        namespace.withLock { _ in
+        namespace.withLock { tree in
             guard node.hydration === hydration else { return }
             node.hydration = nil
             if complete {
                 node.contentIsLocal.store(true, ordering: .releasing)
                 node.retiredManifest = nil
                 node.lastUsed = Clock.nowNanoseconds()
-                if !node.isUnlinked { recordChange(node) }
+                if !node.isUnlinked {
+                    recordChange(node)
+                    noteChange(.downloaded, node, origin: nil, in: tree)
+                }
             }
         }
         if complete { transfers.finished(id) } else { transfers.ended(id) }

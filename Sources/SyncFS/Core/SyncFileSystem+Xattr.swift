@@ -94,7 +94,7 @@ extension SyncFileSystem {
 }
 
 extension SyncFileSystem {
-    /// `user.syncfs.state`, `.pinned`, `.progress`, `.error` (doc/SEMANTICS.md): computed from
+    /// `user.syncfs.state`, `.id`, `.pinned`, `.progress`, `.error` (doc/SEMANTICS.md): computed from
     /// the tree, the outbox and the transfer board; never stored, never synced.
     func virtualXattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         let key = name.dropFirst(Self.virtualPrefix.count)
@@ -102,6 +102,8 @@ extension SyncFileSystem {
             let node = try tree.node(ino)
             switch key {
             case "state": return Array(contentState(of: node, in: tree).rawValue.utf8)
+            // The stable file ID: the same on every mount and across renames (`ChangeEvent.fileID`).
+            case "id": return Array(node.fileID.hex.utf8)
             case "pinned": return Array(pinState(of: node, in: tree).rawValue.utf8)
             case "progress":
                 if let transfer = transfers.transfer(node.fileID) {

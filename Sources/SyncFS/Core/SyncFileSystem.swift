@@ -47,6 +47,8 @@ public final class SyncFileSystem: Sendable {
     let contentActivity = ContentActivity()
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
     public let changeEvents = ChangeEvents()
+    /// The rules files' errors (`RulesWatch`), checked again when one changes.
+    public let rulesWatch = RulesWatch()
     /// Makes the kernel emit inotify events for remote changes (see `InotifyEcho`); nil when off.
     let inotifyEcho = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.

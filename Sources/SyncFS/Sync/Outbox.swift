@@ -79,6 +79,13 @@ public final class Outbox: Sendable {
         queue.withLock { $0.postpone(item, until: now + delay) }
     }
 
+    /// `id` is ready now (see `UploadQueue.expedite`).
+    func expedite(_ id: FileID) {
+        let now = clock()
+        queue.withLock { $0.expedite(id, now: now) }
+        wake.signal()
+    }
+
     func remove(_ id: FileID) -> MetadataChange {
         queue.withLock { $0.remove(id) }
         return .outboxRemove(id)

@@ -10,18 +10,42 @@ import Synchronization
 /// failure are answers: the container is there). A mount starts online until a call says
 /// otherwise.
 public final class Reachability: Sendable {
-    private let since = Mutex<Date?>(nil)
+    private struct State {
+        var since: Date?
+        var observer: (@Sendable (_ online: Bool, _ reason: String?) -> Void)?
+    }
+
+    private let state = Mutex(State())
 
     public init() {}
 
     /// When the current outage began; nil while online.
-    public var offlineSince: Date? { since.withLock { $0 } }
+    public var offlineSince: Date? { state.withLock { $0.since } }
 
     public var isOnline: Bool { offlineSince == nil }
 
-    func answered() { since.withLock { $0 = nil } }
+    /// Calls `observer` at each change between online and offline (with the failure that made it
+    /// offline), under this object's lock so that observers see the changes in order; it must
+    /// not call back into this object.
+    func onChange(_ observer: @escaping @Sendable (_ online: Bool, _ reason: String?) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
 
-    func unreachable(at now: Date = Date()) { since.withLock { if $0 == nil { $0 = now } } }
+    func answered() {
+        state.withLock { state in
+            guard state.since != nil else { return }
+            state.since = nil
+            state.observer?(true, nil)
+        }
+    }
+
+    func unreachable(_ reason: String, at now: Date = Date()) {
+        state.withLock { state in
+            guard state.since == nil else { return }
+            state.since = now
+            state.observer?(false, reason)
+        }
+    }
 }
 
 /// Forwards every call and tells `reachability` how it went: any answer is online, an
@@ -41,7 +65,7 @@ struct ReachabilityWatchingContainer: Container {
             return result
         } catch {
             switch error {
-            case .unavailable: reachability.unreachable()
+            case .unavailable: reachability.unreachable(error.description)
             case .busy, .storageFailure, .chunkNotFound, .corruptChunk, .invalidRequest: reachability.answered()
             }
             throw error

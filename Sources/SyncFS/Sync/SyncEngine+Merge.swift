@@ -12,6 +12,8 @@ enum ContentResolution {
     case merged(path: String, markers: Bool)
     /// The local content goes to a conflict copy; the file takes the container's content.
     case keepBoth(reason: String)
+    /// A merge command runs for it (`MergeCommandWorker`); the item was handed back to the queue.
+    case waiting
 }
 
 extension SyncEngine {
@@ -72,11 +74,13 @@ extension SyncEngine {
         defer { for file in temporaries { unlink(file) } }
         let mergeStarted = fileSystem.outbox.now
         let resolution = try resolveContent(
-            path: path, ours: ours, theirs: current.state, local: local, baseManifest: baseManifest ?? [],
+            path: path, item: item, ours: ours, theirs: current, local: local, baseManifest: baseManifest ?? [],
             temporaries: &temporaries)
         logMerge(item.fileID, ours: ours, theirs: current, started: mergeStarted)
         var state = merged
         switch resolution {
+        case .waiting:
+            return true
         case .ours:
             state.manifest = ours.manifest
             state.size = ours.size
@@ -147,13 +151,20 @@ extension SyncEngine {
 
     /// Runs the path's policy on the three versions.
     private func resolveContent(
-        path: String, ours: EntryState, theirs: EntryState, local: MergeLocalContent, baseManifest: [ChunkRef],
-        temporaries: inout [String]
+        path: String, item: OutboxItem, ours: EntryState, theirs current: RemoteEntry, local: MergeLocalContent,
+        baseManifest: [ChunkRef], temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
+        let theirs = current.state
         let rules = try mergeRules()
         var policy = rules.policy(forPath: path, isText: true)
         let sizes = [ours.size, theirs.size, baseManifest.reduce(0) { $0 + $1.length }]
         let readable = sizes.allSatisfy { $0 <= Self.largestMergedFile }
+        if case .command(let name, let ruleTimeout) = policy, readable {
+            // On the merge worker, off the upload path (SyncEngine+MergeWorker.swift).
+            return try commandResolution(
+                name: name, ruleTimeout: ruleTimeout, path: path, item: item, ours: ours, theirs: current,
+                local: local, baseManifest: baseManifest, temporaries: &temporaries)
+        }
         var sides: (base: [UInt8], local: [UInt8], remote: [UInt8])?
         if policy != rules.policy(forPath: path, isText: false) || policy.needsContent {
             guard readable else { return .keepBoth(reason: "both changed the content; too large to merge") }
@@ -190,21 +201,9 @@ extension SyncEngine {
         case .union:
             guard let sides else { return .keepBoth(reason: "both changed the content") }
             return try written(ThreeWayMerge.union(base: sides.base, local: sides.local, remote: sides.remote))
-        case .command(let name, let ruleTimeout):
-            guard let sides else { return .keepBoth(reason: "both changed the content") }
-            switch options.mergeCommands.lookup(name, logger: logger) {
-            case .refused(let why):
-                let reason = "merge=command:\(Self.quotedForDisplay(name)) is not allowed on this machine: \(why)"
-                options.mergeCommands.once("refused \(path)\u{0}\(reason)") {
-                    logger.warning("merge command refused for \(path): \(reason); both versions are kept")
-                }
-                return .keepBoth(reason: reason)
-            case .allowed(let definition):
-                let owner = fileSystem.namespace.withLock { _ in local.node.uid }
-                return try runMergeCommand(
-                    definition, timeout: definition.effectiveTimeout(rule: ruleTimeout), path: path, sides: sides,
-                    identity: MergeIdentity.forMerging(fileOwner: owner), temporaries: &temporaries)
-            }
+        case .command:
+            // Handled above; here only when a side is too large to merge.
+            return .keepBoth(reason: "both changed the content; too large to merge")
         }
     }
 
@@ -216,7 +215,7 @@ extension SyncEngine {
 
     /// Runs an allowed command in a private workspace (`MergeWorkspace`) as `identity`; its
     /// result (`%A`) is copied into a temporary file of the daemon's own.
-    private func runMergeCommand(
+    func runMergeCommand(
         _ definition: MergeCommandTable.Definition, timeout: Int, path: String,
         sides: (base: [UInt8], local: [UInt8], remote: [UInt8]), identity: MergeIdentity,
         temporaries: inout [String]
@@ -263,7 +262,7 @@ extension SyncEngine {
     }
 
     /// The base, local and remote content, whole, in memory (each at most `largestMergedFile`).
-    private func readSides(local: MergeLocalContent, ours: EntryState, theirs: EntryState, baseManifest: [ChunkRef])
+    func readSides(local: MergeLocalContent, ours: EntryState, theirs: EntryState, baseManifest: [ChunkRef])
         throws(SyncFailure) -> (base: [UInt8], local: [UInt8], remote: [UInt8])
     {
         let localBytes = try Self.readWhole(local.path)
@@ -295,7 +294,7 @@ extension SyncEngine {
     }
 
     /// The rules of `.syncfs-rules` at the folder's root (downloaded if needed), or the defaults.
-    /// Lines that do not parse are logged and skipped. A rules file that exists but cannot be read
+    /// Lines that do not parse are skipped (and recorded: `noteRules`). A rules file that exists but cannot be read
     /// fails the merge (it is retried), so a merge never ignores the user's rules.
     func mergeRules() throws(SyncFailure) -> MergeRules {
         guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else { return .defaults }
@@ -305,9 +304,8 @@ extension SyncEngine {
                 "\(MergeRules.fileName) cannot be read (not downloaded, or larger than 1 MiB); the merge waits for it")
         }
         let rules = MergeRules(parsing: String(decoding: text, as: UTF8.self))
-        for problem in rules.problems {
-            logger.warning("\(MergeRules.fileName) line \(problem.line): \(problem.message) (line ignored)")
-        }
+        // Logged (once per distinct error) and shown by `status` through the rules watch.
+        noteRules(problems: rules.problems)
         return rules
     }
 

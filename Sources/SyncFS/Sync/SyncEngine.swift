@@ -40,6 +40,8 @@ public final class SyncEngine: Sendable {
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
+    /// Runs `merge=command:` merges off the uploader (one slow command delays only its file).
+    let mergeWorker: MergeCommandWorker
 
     struct State {
         var running = true
@@ -54,6 +56,7 @@ public final class SyncEngine: Sendable {
         var downloaderDone = false
         /// True when there is no budget keeper, or once it has ended.
         var keeperDone = true
+        var rulesCheckerDone = false
     }
 
     public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
@@ -67,10 +70,14 @@ public final class SyncEngine: Sendable {
             accepted: { entry in refusals.clear(ifNewer: entry) })
         // Every answer of the container lets changes that failed only because it was away go now.
         let reachability = self.reachability
+        reachability.onChange { [fileSystem] online, reason in
+            Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
+        }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
         let container = AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
         self.container = container
         self.refusals = refusals
+        mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
         self.options = options
         self.logger = logger
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)
@@ -100,6 +107,12 @@ public final class SyncEngine: Sendable {
             keeper.name = "syncfs-cache"
             keeper.start()
         }
+        let rulesChecker = Thread { [self] in
+            runRulesChecker()
+            state.withLock { $0.rulesCheckerDone = true }
+        }
+        rulesChecker.name = "syncfs-rules"
+        rulesChecker.start()
         let uploader = Thread { [self] in
             runUploader()
             state.withLock { $0.uploaderDone = true }
@@ -120,13 +133,19 @@ public final class SyncEngine: Sendable {
         fileSystem.setChunkSource(nil)
         fileSystem.setPinObserver(nil)
         downloads.stop()
+        mergeWorker.stop()
         stopWaiting.cancel()
         stopSleeping.stop()
         fileSystem.contentActivity.note()
+        fileSystem.rulesWatch.poke()
         fileSystem.outbox.poke()
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if state.withLock({ $0.uploaderDone && $0.followerDone && $0.downloaderDone && $0.keeperDone }) { return }
+            if state.withLock({
+                $0.uploaderDone && $0.followerDone && $0.downloaderDone && $0.keeperDone && $0.rulesCheckerDone
+            }) {
+                return
+            }
             fileSystem.outbox.poke()
             Thread.sleep(forTimeInterval: 0.01)
         }
@@ -138,9 +157,23 @@ public final class SyncEngine: Sendable {
     /// Sleeps `duration`, or less if the engine stops meanwhile (no polling).
     func sleepWhileRunning(_ duration: Duration) { stopSleeping.sleep(for: duration) }
 
+    /// The container answers (`Reachability`: the one online/offline state of the mount).
+    var isOnline: Bool { reachability.isOnline }
+
     func markCaughtUp(_ value: Bool) { state.withLock { $0.feedCaughtUp = value } }
 
+    /// Records the last container failure (nil: a call succeeded), shown by `status`.
     func noteFailure(_ failure: String?) { state.withLock { $0.lastFailure = failure } }
+
+    /// Each change between answering and not answering: `online`/`offline` published once (not
+    /// once per retry), in the order seen; a rules file left unread while offline is read now.
+    private static func reachabilityChanged(online: Bool, reason: String?, fileSystem: SyncFileSystem) {
+        if online { fileSystem.rulesWatch.touched() }
+        fileSystem.changeEvents.publish(
+            ChangeEvent(
+                kind: online ? .online : .offline, path: "", origin: nil, fileID: nil, type: nil,
+                message: reason.map(RulesWatch.printableLine)))
+    }
 
     func addTotals(_ totals: ContentTransfer.Totals) { state.withLock { $0.totals.add(totals) } }
 
@@ -166,7 +199,7 @@ public final class SyncEngine: Sendable {
                     path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
                     total: transfer.total)
             }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
-            refusedRemoteEntries: refusals.all)
+            refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
         status.offlineSince = offlineSince.map { Self.timestamp($0) }
         status.changesWaiting = status.pendingEntries
         status.upToDate = status.online && caughtUp && status.pendingEntries == 0
@@ -219,6 +252,8 @@ public struct SyncStatus: Codable, Sendable {
     public var conflicts: Int
     /// Remote entries this mount refused to apply (see `RemoteEntryValidation`).
     public var refusedRemoteEntries: [RefusedRemoteEntry]
+    /// Rules files with an error now (`RulesWatch`).
+    public var rulesErrors: [RulesFileError]
 }
 
 public struct FailingEntry: Codable, Sendable {

@@ -230,6 +230,13 @@ public struct UploadQueue: Sendable {
         items[item.fileID] = current
     }
 
+    /// `id` is ready now, whatever its wait (its merge command ended: `MergeCommandWorker`).
+    public mutating func expedite(_ id: FileID, now: Int64) {
+        guard var item = items[id] else { return }
+        item.readyAt = min(item.readyAt, now)
+        items[id] = item
+    }
+
     /// Drops `id` whatever its state (the change was abandoned, e.g. taken over by a remote one).
     public mutating func remove(_ id: FileID) {
         items[id] = nil

@@ -91,6 +91,8 @@ struct EventLine: Decodable, CustomStringConvertible {
     var origin: String?
     var fileID: String?
     var type: String?
+    /// `offline` and `rules-error`: what is wrong.
+    var message: String?
 
     /// `kind path` (`<- oldPath`) for expectations.
     var description: String { "\(kind) \(path ?? "")" + (oldPath.map { " <- \($0)" } ?? "") }
