@@ -94,7 +94,8 @@ struct EventsCommand: ParsableCommand {
                 throw fail(MountError(.busy, "the SyncFS daemon of \(mount.mountpoint) stopped (unmounted)"))
             case .timedOut:
                 if let count, seen < count {
-                    throw fail(MountError(.busy, "\(seen) of \(count) events within \(timeout ?? 0) s"))
+                    throw fail(
+                        MountError(.busy, "\(seen) of \(HumanUnits.count(count, "event")) within \(timeout ?? 0) s"))
                 }
                 return
             }

@@ -221,7 +221,7 @@ struct StatusTruthTest {
         try makeDirectory(mountpoint)
         try makeDirectory(base + "/container")
         let mounted = ModelProcess.run(
-            [binary, "mount", base + "/container", mountpoint, "--state-dir", base + "/state"], timeout: 60)
+            [binary, "mount", base + "/container", mountpoint, "--state-dir", base + "/state", "--create"], timeout: 60)
         defer { if TestFolder.isMounted(mountpoint) { TestFolder.lazyUnmount(mountpoint) } }
         try #require(mounted.ok, "\(mounted)")
         try makeDirectory(mountpoint + "/docs")

@@ -87,8 +87,11 @@ public final class SystemdNotifier: @unchecked Sendable {
         }
     }
 
-    /// Seconds between two rounds of checks.
+    /// Seconds between two looks at the status (a cheap `SyncSummary`, no walk of the tree).
     private var period: Double { min(1, watchdogInterval ?? 1) }
+    /// Seconds between two FUSE checks: three per watchdog interval (every 10 s with the units'
+    /// `WatchdogSec=60`), at most one a second; nil (no checks) without a watchdog.
+    private var probePeriod: Double? { watchdogInterval.map { max(min(1, $0), $0 / 3) } }
     /// When the FUSE check last came back (guarded by `stopped`).
     private var lastFuseAnswer = Date.distantPast
 
@@ -99,15 +102,18 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// thread (the daemon's main thread, which has not started the FUSE loop yet).
     public func mountIsLive(status first: String, probes: Probes) {
         send("READY=1\nSTATUS=\(first)")
-        let fuse = Thread { [self] in
-            probes.isolate()
-            while !stopped.withLock({ isStopped }) {
-                if probes.fuseAnswers() { stopped.withLock { lastFuseAnswer = Date() } }
-                usleep(UInt32(period * 1_000_000))
+        // The FUSE check only feeds the watchdog: without one, nothing probes the mount.
+        if let probePeriod {
+            let fuse = Thread { [self] in
+                probes.isolate()
+                while !stopped.withLock({ isStopped }) {
+                    if probes.fuseAnswers() { stopped.withLock { lastFuseAnswer = Date() } }
+                    usleep(UInt32(probePeriod * 1_000_000))
+                }
             }
+            fuse.name = "syncfs-systemd-probe"
+            fuse.start()
         }
-        fuse.name = "syncfs-systemd-probe"
-        fuse.start()
         let reporter = Thread { [self] in report(lastStatus: first, status: probes.status) }
         reporter.name = "syncfs-systemd"
         reporter.start()
@@ -116,7 +122,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     private func report(lastStatus: String, status: () -> String) {
         var last = lastStatus
         var lastPing = Date.distantPast
-        let freshness = max(3 * period, watchdogInterval ?? 0)
+        let freshness = max(3 * (probePeriod ?? period), watchdogInterval ?? 0)
         while !stopped.withLock({ isStopped }) {
             let line = status()
             let (ended, fuseAnswered) = stopped.withLock { (isStopped, lastFuseAnswer) }
@@ -152,25 +158,14 @@ extension SystemdNotifier {
                 var info = statvfs()
                 return statvfs(mountpoint, &info) == 0
             },
-            status: { engine.status().summaryLine })
-        mountIsLive(status: engine.status().summaryLine, probes: probes)
+            status: { engine.summary().line })
+        mountIsLive(status: engine.summary().line, probes: probes)
     }
 }
 
 extension SyncStatus {
-    /// One line for systemd's STATUS= (and `systemctl status`): online or offline, then what the
-    /// queue holds, e.g. "online, up to date", "offline, 3 changes waiting".
+    /// The same line as `SyncSummary.line`, from a full status.
     public var summaryLine: String {
-        let connection = online ? "online" : "offline"
-        var line: String
-        if pendingEntries > 0 {
-            line = "\(connection), \(pendingEntries) \(pendingEntries == 1 ? "change" : "changes") waiting"
-        } else if !online {
-            line = "offline, nothing waiting"
-        } else {
-            line = feedCaughtUp ? "online, up to date" : "online, catching up"
-        }
-        if conflicts > 0 { line += ", \(conflicts) \(conflicts == 1 ? "conflict" : "conflicts")" }
-        return line
+        SyncSummary(online: online, changesWaiting: pendingEntries, caughtUp: feedCaughtUp, conflicts: conflicts).line
     }
 }

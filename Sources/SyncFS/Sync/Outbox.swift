@@ -123,6 +123,8 @@ public final class Outbox: Sendable {
     /// A snapshot for status reports.
     public var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
     public var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
+    /// How many changes are queued (without copying them).
+    public var count: Int { queue.withLock { $0.items.count } }
 }
 
 extension SyncFailure {

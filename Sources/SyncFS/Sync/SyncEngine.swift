@@ -26,7 +26,7 @@ public final class SyncEngine: Sendable {
     let options: Options
     let logger: Logger
     let transfer: ContentTransfer
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Ends the follower's wait on the feed at `stop`.
     let stopWaiting = CancelHandle()
     /// Ends the engine threads' pauses (failure backoff, the budget keeper's sleep) at `stop`.
