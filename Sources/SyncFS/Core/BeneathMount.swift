@@ -106,19 +106,13 @@ final class BeneathMount {
 
     /// Opens a regular file for writing and truncates it to `size` by path (the kernel then sends
     /// the size alone: `ftruncate` would add its own mtime, which the writeback cache keeps).
-    func touchContent(_ location: EchoLocation, size: Int64, mtime: Int64? = nil) -> Int32 {
+    func touchContent(_ location: EchoLocation, size: Int64) -> Int32 {
         inParent(of: location) { directory, name in
             guard let name else { return EISDIR }
             let file = openat(directory, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
             guard file >= 0 else { return errno }
             defer { close(file) }
-            guard Self.withDescriptorPath(file, { truncate($0, off_t(size)) }) == 0 else { return errno }
-            guard let mtime else { return 0 }
-            let times = [
-                timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),  // UTIME_OMIT: the access time stays
-                timespec(tv_sec: time_t(mtime / 1_000_000_000), tv_nsec: Int(mtime % 1_000_000_000)),
-            ]
-            return futimens(file, times) == 0 ? 0 : errno
+            return Self.withDescriptorPath(file) { truncate($0, off_t(size)) } == 0 ? 0 : errno
         }
     }
 

@@ -153,8 +153,8 @@ final class InotifyEcho: @unchecked Sendable {
     /// Performs a touch on the calling thread (the echo thread); returns 0 or an errno.
     func perform(_ touch: EchoTouch) -> Int32 {
         switch touch {
-        case .content(let location, let size, let mtime):
-            return beneathMount.touchContent(location, size: size, mtime: mtime)
+        case .content(let location, let size):
+            return beneathMount.touchContent(location, size: size)
         case .attributes(let location, let kind, let mode, let uid):
             return beneathMount.touchAttributes(location, kind: kind, mode: mode, uid: uid)
         }
@@ -170,9 +170,7 @@ enum EchoStep: Sendable, Equatable {
 
 /// A remote change of content or attributes, echoed after it was applied.
 enum EchoTouch: Sendable, Equatable {
-    /// `mtime`: set the kernel's mtime too (after an append kept the inode, the truncate to the
-    /// new size makes the kernel stamp its own time on it; this puts the container's back).
-    case content(EchoLocation, size: Int64, mtime: Int64? = nil)
+    case content(EchoLocation, size: Int64)
     case attributes(EchoLocation, kind: NodeKind, mode: UInt32, uid: UInt32)
 }
 

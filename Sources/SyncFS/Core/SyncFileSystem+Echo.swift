@@ -141,12 +141,10 @@ extension SyncFileSystem {
 
     /// What to touch after `node`'s remote update, if the echo is on (nil: it cannot be named
     /// below the mount). Under the lock.
-    func echoTouch(for node: Node, contentChanged: Bool, keptInode: Bool = false, in tree: Namespace) -> EchoTouch? {
+    func echoTouch(for node: Node, contentChanged: Bool, in tree: Namespace) -> EchoTouch? {
         guard let location = location(of: node, in: tree) else { return nil }
         if contentChanged && node.kind == .file {
-            return .content(
-                location, size: node.size.load(ordering: .relaxed),
-                mtime: keptInode ? node.mtime.load(ordering: .relaxed) : nil)
+            return .content(location, size: node.size.load(ordering: .relaxed))
         }
         return .attributes(location, kind: node.kind, mode: node.mode, uid: node.uid)
     }

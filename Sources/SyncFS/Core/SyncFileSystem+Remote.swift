@@ -191,19 +191,7 @@ extension SyncFileSystem {
             cancelHydration(of: existing)
             cache.remove(existing.fileID)
         }
-        var rewritten = false
         if existing.kind == .file && timesOrContentChanged
-            && (existing.openCount > 0 || tree.inodes.isReferenced(existing.ino)), application.wantsTouch,
-            let newContent = contentFile, let oldManifest = tree.bases[entry.id]?.manifest,
-            appendInPlace(
-                existing, from: newContent, size: state.size, oldManifest: oldManifest, newManifest: state.manifest)
-        {
-            // An append keeps the inode (SyncFileSystem+InPlace.swift): its pages are dropped, and
-            // the echo's truncate gives the kernel the new size (IN_MODIFY on this inode).
-            contentFile = nil
-            rewritten = true
-            application.invalidations.append(.content(existing.ino))
-        } else if existing.kind == .file && timesOrContentChanged
             && (existing.openCount > 0 || tree.inodes.isReferenced(existing.ino))
         {
             // The kernel knows this inode: under the writeback cache it keeps its own size and
@@ -240,7 +228,7 @@ extension SyncFileSystem {
             guard (try? cache.install(contentFile, as: node.fileID)) != nil else { return false }
             node.size.store(state.size, ordering: .relaxed)
             application.invalidations.append(.content(node.ino))
-        } else if !rewritten {
+        } else {
             application.invalidations.append(.attributes(node.ino))
         }
         if node !== existing || node.isPlaceholder { node.size.store(state.size, ordering: .relaxed) }
@@ -252,8 +240,7 @@ extension SyncFileSystem {
         if contentChanged || metadataChanged {
             noteChange(.modified, node, origin: .remote, in: tree)
             if application.wantsTouch {
-                application.touch = echoTouch(
-                    for: node, contentChanged: contentChanged, keptInode: rewritten, in: tree)
+                application.touch = echoTouch(for: node, contentChanged: contentChanged, in: tree)
             }
         }
         return true

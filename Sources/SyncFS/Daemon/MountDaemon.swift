@@ -223,7 +223,14 @@ public enum MountDaemon {
             throw MountError(.badInput, "\(mountpoint) is not mounted")
         }
         let daemon = MountRegistry.daemon(of: mountpoint)
-        let result = Unmounter.unmount(mountpoint)
+        // A mount is often busy for a moment only (an indexer's open, a shell's `cd` that just
+        // left, the inotify echo's call): look again for up to 3 s before calling it busy.
+        var result = Unmounter.unmount(mountpoint)
+        let busyUntil = Date().addingTimeInterval(3)
+        while result == EBUSY && Date() < busyUntil {
+            usleep(100_000)
+            result = Unmounter.unmount(mountpoint)
+        }
         switch result {
         case 0: break
         case EBUSY: throw MountError(.busy, "\(mountpoint) is busy: close the files open in it and try again")
