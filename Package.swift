@@ -137,8 +137,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncBackendTests",
-            // The conformance suite runs against the HTTP container too, through a real server.
-            dependencies: ["SyncBackend", "SyncServer", "SyncClient"],
+            // The conformance suite runs against the HTTP container too, through a real server,
+            // and against PostgreSQL (#16).
+            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -163,7 +164,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncPostgresTests",
-            dependencies: ["SyncPostgres", "SyncBackend"],
+            dependencies: [
+                "SyncPostgres", "SyncBackend",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -64,8 +64,15 @@ enum PostgresFailure {
         return (transient, reason)
     }
 
+    /// The error a transaction's body threw (ours, passed through whole), else `error`.
+    static func unwrapped(_ error: any Error) -> any Error {
+        guard let error = error as? PostgresTransactionError else { return error }
+        return error.closureError ?? error.beginError ?? error.commitError ?? error
+    }
+
     /// The container error for a failure of `what`.
     static func containerError(_ error: any Error, doing what: String) -> ContainerProtocolError {
+        let error = unwrapped(error)
         if let error = error as? ContainerProtocolError { return error }
         let (transient, reason) = classify(error)
         return transient
@@ -75,6 +82,7 @@ enum PostgresFailure {
 
     /// The store error for a failure of `what`.
     static func storeError(_ error: any Error, doing what: String) -> PostgresStoreError {
+        let error = unwrapped(error)
         if let error = error as? PostgresStoreError { return error }
         let (transient, reason) = classify(error)
         return transient ? .unavailable("cannot \(what): \(reason)") : .failed("cannot \(what): \(reason)")

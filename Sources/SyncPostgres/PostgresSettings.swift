@@ -18,7 +18,7 @@ import PostgresNIO
 ///
 /// The password is never part of `description` or of any error (`PostgresSettingsError` names
 /// the URL without it).
-public struct PostgresSettings: Sendable, CustomStringConvertible {
+public struct PostgresSettings: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public enum SSLMode: String, Sendable, CaseIterable {
         case disable, prefer, require
         case verifyCA = "verify-ca"
@@ -85,6 +85,10 @@ public struct PostgresSettings: Sendable, CustomStringConvertible {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         return "postgres://\(user)@\(shownHost):\(port)/\(database)?sslmode=\(sslMode.rawValue)"
     }
+
+    public var debugDescription: String { description }
+    /// `dump` and debuggers show the description, not the stored password.
+    public var customMirror: Mirror { Mirror(self, children: ["settings": description]) }
 
     /// Whether a password was found (for diagnostics; the password itself is never shown).
     public var hasPassword: Bool { password != nil }

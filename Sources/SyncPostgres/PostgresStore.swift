@@ -45,7 +45,8 @@ public final class PostgresStore: Sendable {
     /// Whether the `LISTEN` is in place now (waiters fall back on the backstop while it is not).
     private let listening = Atomic<Bool>(false)
 
-    private init(settings: PostgresSettings, blobs: any ChunkBlobStore, options: Options) {
+    /// A store that has not checked the schema nor started listening (`open` does both).
+    init(settings: PostgresSettings, blobs: any ChunkBlobStore, options: Options) {
         self.settings = settings
         self.blobs = blobs
         self.options = options
@@ -53,7 +54,10 @@ public final class PostgresStore: Sendable {
         configuration.options.maximumConnections = max(2, options.maximumConnections)
         configuration.options.minimumConnections = 0
         configuration.options.connectTimeout = options.operationTimeout
-        let client = PostgresClient(configuration: configuration, backgroundLogger: options.logger)
+        // The pool logs every failed connection attempt at `info`, with backoff: a warning and up.
+        var background = options.logger
+        background.logLevel = max(background.logLevel, .warning)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: background)
         self.client = client
         self.runTask = Task { await client.run() }
     }
