@@ -29,7 +29,9 @@ enum PostgresCommit {
         let locked = try await query("SELECT version FROM syncfs_containers WHERE id = \(rowID) FOR UPDATE")
         var counter: Int64?
         for try await version in locked.decode(Int64.self) { counter = version }
-        guard let counter else { throw ContainerProtocolError.unavailable("the container is no longer in the database") }
+        guard let counter else {
+            throw ContainerProtocolError.unavailable("the container is no longer in the database")
+        }
 
         var snapshot = CommitSnapshot()
         let current = try await entries(

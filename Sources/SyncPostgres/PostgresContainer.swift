@@ -134,7 +134,14 @@ public final class PostgresContainer: Container {
         while true {
             // The generation is read before the version: a commit the read misses moves it.
             let seen = notifier.generation
-            let latest = try await latestVersion()
+            let latest: EntryVersion
+            do {
+                latest = try await latestVersion()
+            } catch {
+                // A cancelled wait ends with false (the contract), not with the cancelled read's error.
+                if Task.isCancelled { return false }
+                throw error
+            }
             if latest > after { return true }
             try FeedPosition.checkGivenOut(after, newest: latest)
             let now = ContinuousClock.now

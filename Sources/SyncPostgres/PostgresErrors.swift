@@ -23,7 +23,8 @@ public enum PostgresStoreError: Error, Equatable, CustomStringConvertible {
             return
                 "the database's SyncFS schema is version \(found), newer than this program supports (\(supported)): upgrade SyncFS"
         case .schemaTooOld(let found, let supported):
-            return "the database's SyncFS schema is version \(found), older than \(supported): run server-init to migrate it"
+            return
+                "the database's SyncFS schema is version \(found), older than \(supported): run server-init to migrate it"
         case .failed(let reason): return "PostgreSQL refused: \(reason)"
         }
     }

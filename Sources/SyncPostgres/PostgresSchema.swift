@@ -95,7 +95,7 @@ enum PostgresSchema {
             found = try await client.withConnection { connection in
                 try await version(on: connection, logger: logger)
             }
-        } catch where PostgresFailure.sqlState(error) == "42P01" {
+        } catch  where PostgresFailure.sqlState(error) == "42P01" {
             throw PostgresStoreError.notInitialized("\(settings)")
         }
         guard let found, found > 0 else { throw PostgresStoreError.notInitialized("\(settings)") }

@@ -73,9 +73,9 @@ public final class PostgresStore: Sendable {
         try await initialize(settings: settings, options: options)
     }
 
-    public static func initialize(settings: PostgresSettings, options: Options = Options()) async throws(
-        PostgresStoreError
-    ) {
+    public static func initialize(settings: PostgresSettings, options: Options = Options())
+        async throws(PostgresStoreError)
+    {
         let store = PostgresStore(settings: settings, blobs: NoBlobs(), options: options)
         defer { store.stop() }
         do {

@@ -66,7 +66,9 @@ import Testing
         for versions in committed { #expect(versions == versions.sorted() && Set(versions).count == versions.count) }
         #expect(committed.flatMap { $0 }.sorted() == Array(1...EntryVersion(4 * perWorker)))
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("PostgresContainer: \(4 * perWorker) commits from two stores in \(seconds) s: \(Double(4 * perWorker) / seconds) commits/s")
+        print(
+            "PostgresContainer: \(4 * perWorker) commits from two stores in \(seconds) s: \(Double(4 * perWorker) / seconds) commits/s"
+        )
         // The feed lists them all once, in commit order.
         var cursor = FeedCursor.beginning
         var seen: [EntryVersion] = []
@@ -152,15 +154,25 @@ import Testing
         let refused: [(String, CommitRequest)] = [
             ("dot-dot", put(FileID.random(), base: 0, directory(".."))),
             ("slash", put(FileID.random(), base: 0, directory("a/b"))),
-            ("NUL", put(FileID.random(), base: 0, EntryState(
-                parent: .root, name: [0x61, 0], kind: .directory, mode: 0o755, mtime: 0, size: 0))),
+            (
+                "NUL",
+                put(
+                    FileID.random(), base: 0,
+                    EntryState(
+                        parent: .root, name: [0x61, 0], kind: .directory, mode: 0o755, mtime: 0, size: 0))
+            ),
             ("long name", put(FileID.random(), base: 0, directory(String(repeating: "x", count: 256)))),
             ("root delete", CommitRequest(id: .root, baseVersion: 0, change: .delete, device: "d")),
             // Decided inside the transaction by the shared rules, and still `invalidRequest`.
             ("absent delete", CommitRequest(id: FileID.random(), baseVersion: 0, change: .delete, device: "d")),
             ("absurd base", put(FileID.random(), base: .max, directory("x"))),
-            ("bad mode", put(FileID.random(), base: 0, EntryState(
-                parent: .root, name: [0x61], kind: .directory, mode: 0o170000, mtime: 0, size: 0))),
+            (
+                "bad mode",
+                put(
+                    FileID.random(), base: 0,
+                    EntryState(
+                        parent: .root, name: [0x61], kind: .directory, mode: 0o170000, mtime: 0, size: 0))
+            ),
         ]
         for (name, request) in refused {
             let error = await containerError { _ = try await container.commit(request) }
@@ -170,7 +182,9 @@ import Testing
             }
         }
         for token in ["abc", "-1", "01", "99999999999999999999", "5"] {
-            let error = await containerError { _ = try await container.changes(after: FeedCursor(token: token), limit: 1) }
+            let error = await containerError {
+                _ = try await container.changes(after: FeedCursor(token: token), limit: 1)
+            }
             guard case .invalidRequest = error else {
                 Issue.record("cursor \(token): \(String(describing: error))")
                 continue
@@ -183,7 +197,9 @@ import Testing
         // SQL in names and devices is stored as data (bound parameters only).
         let injection = "x'); DROP TABLE syncfs_entries; --"
         let id = FileID.random()
-        guard case .committed(let entry) = try await container.commit(put(id, base: 0, directory(injection), device: injection))
+        guard
+            case .committed(let entry) = try await container.commit(
+                put(id, base: 0, directory(injection), device: injection))
         else {
             Issue.record("a name with quotes was refused")
             return

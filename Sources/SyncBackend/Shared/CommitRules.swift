@@ -31,7 +31,8 @@ package enum CommitRules {
         state: EntryState(parent: nil, name: [], kind: .directory, mode: 0o755, mtime: 0, size: 0))
 
     /// The entry as clients see it: the stored one, or for the root the implicit one.
-    package static func entry(_ id: FileID, in lookup: some CommitLookup) throws(ContainerProtocolError) -> RemoteEntry? {
+    package static func entry(_ id: FileID, in lookup: some CommitLookup) throws(ContainerProtocolError) -> RemoteEntry?
+    {
         if let stored = try lookup.storedEntry(id) { return stored }
         return id == .root ? implicitRoot : nil
     }
