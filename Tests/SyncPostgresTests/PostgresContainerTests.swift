@@ -35,7 +35,8 @@ import Testing
         await fixture.close(first, second)
     }
 
-    /// Also the figure of the report: commits/s of two processes on one container.
+    /// Also the figure of the report: commits/s of two processes on one container (printed,
+    /// with the embedded local container's under the same load for comparison; not asserted).
     @Test func versionsStayStrictlyIncreasingUnderConcurrentLoad() async throws {
         let fixture = try await PostgresFixture.make()
         let first = try await fixture.open()
@@ -43,6 +44,39 @@ import Testing
         let a = try await first.createContainer(named: "load")
         let b = try #require(try await second.container(named: "load"))
         let perWorker = 50
+        let (committed, elapsed) = try await Self.load(a, b, perWorker: perWorker)
+        for versions in committed { #expect(versions == versions.sorted() && Set(versions).count == versions.count) }
+        #expect(committed.flatMap { $0 }.sorted() == Array(1...EntryVersion(4 * perWorker)))
+        let local = NSTemporaryDirectory() + "syncpostgres-local-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: local) }
+        let (_, localElapsed) = try await Self.load(
+            try LocalContainer.openOrCreate(at: local), try LocalContainer.openOrCreate(at: local),
+            perWorker: perWorker)
+        print(
+            "PostgresContainer, two stores: \(Self.rate(4 * perWorker, elapsed)) commits/s; "
+                + "LocalContainer, two instances: \(Self.rate(4 * perWorker, localElapsed)) commits/s")
+        // The feed lists them all once, in commit order.
+        var cursor = FeedCursor.beginning
+        var seen: [EntryVersion] = []
+        while true {
+            let batch = try await b.changes(after: cursor, limit: 64)
+            seen += batch.entries.map(\.version)
+            cursor = batch.cursor
+            if !batch.moreComing { break }
+        }
+        #expect(seen == Array(1...EntryVersion(4 * perWorker)))
+        await fixture.close(first, second)
+    }
+
+    static func rate(_ count: Int, _ elapsed: Duration) -> Int {
+        Int(Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+    }
+
+    /// Four workers (two on each instance) each commit `perWorker` new directories: the versions
+    /// each worker got, in its order, and how long it all took.
+    static func load(_ a: any Container, _ b: any Container, perWorker: Int) async throws -> (
+        [[EntryVersion]], Duration
+    ) {
         let start = ContinuousClock.now
         let committed = try await withThrowingTaskGroup(of: [EntryVersion].self) { group in
             for worker in 0..<4 {
@@ -62,24 +96,7 @@ import Testing
             for try await versions in group { all.append(versions) }
             return all
         }
-        let elapsed = ContinuousClock.now - start
-        for versions in committed { #expect(versions == versions.sorted() && Set(versions).count == versions.count) }
-        #expect(committed.flatMap { $0 }.sorted() == Array(1...EntryVersion(4 * perWorker)))
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print(
-            "PostgresContainer: \(4 * perWorker) commits from two stores in \(seconds) s: \(Double(4 * perWorker) / seconds) commits/s"
-        )
-        // The feed lists them all once, in commit order.
-        var cursor = FeedCursor.beginning
-        var seen: [EntryVersion] = []
-        while true {
-            let batch = try await b.changes(after: cursor, limit: 64)
-            seen += batch.entries.map(\.version)
-            cursor = batch.cursor
-            if !batch.moreComing { break }
-        }
-        #expect(seen == Array(1...EntryVersion(4 * perWorker)))
-        await fixture.close(first, second)
+        return (committed, ContinuousClock.now - start)
     }
 
     @Test func aCommitThroughOneProcessWakesAWaiterOnTheOtherByNotify() async throws {
