@@ -72,12 +72,11 @@ enum PostgresCommit {
             return outcome
         case .apply(let isDeleted, let state):
             let version = counter + 1
-            _ = try await query("UPDATE syncfs_containers SET version = \(version) WHERE id = \(rowID)")
             let entry = RemoteEntry(
                 id: request.id, version: EntryVersion(version), isDeleted: isDeleted, device: request.device,
                 state: state)
-            _ = try await query(PostgresEntryRow.upsert(entry, container: rowID))
-            _ = try await query("SELECT pg_notify(\(PostgresStore.channel), \(String(rowID)))")
+            // Drain the answer: the statement has run once its one row has come back.
+            for try await _ in try await query(PostgresEntryRow.apply(entry, container: rowID)) {}
             return .committed(entry)
         }
     }

@@ -35,13 +35,18 @@ enum PostgresEntryRow {
             device: try cells[3].decode(String.self), state: state)
     }
 
-    /// The statement that writes `entry` as the one row of its ID in container `rowID`.
-    static func upsert(_ entry: RemoteEntry, container rowID: Int64) -> PostgresQuery {
+    /// The statement that applies a commit: sets container `rowID`'s counter to `entry.version`,
+    /// writes `entry` as the one row of its ID, and queues `NOTIFY syncfs_changes` with the row
+    /// ID (PostgreSQL delivers it when the transaction commits). One round trip: the counter's
+    /// `UPDATE` is a data-modifying `WITH`, which always runs to completion, and the notification
+    /// is the `RETURNING` of the upsert's one row.
+    static func apply(_ entry: RemoteEntry, container rowID: Int64) -> PostgresQuery {
         let state = entry.state
         let xattrs = LocalEntryEncoding.encodeXattrs(state.xattrs).map { ByteBuffer(bytes: $0) }
         let target = state.symlinkTarget.map { ByteBuffer(bytes: $0) }
         let manifest = LocalEntryEncoding.encodeManifest(state.manifest).map { ByteBuffer(bytes: $0) }
         return """
+            WITH counter AS (UPDATE syncfs_containers SET version = \(Int64(entry.version)) WHERE id = \(rowID))
             INSERT INTO syncfs_entries (container, \(unescaped: columns))
             VALUES (\(rowID), \(entry.id.hex), \(Int64(entry.version)), \(entry.isDeleted), \(entry.device),
                 \(state.parent?.hex), \(ByteBuffer(bytes: state.name)), \(Int16(state.kind.rawValue)),
@@ -51,6 +56,7 @@ enum PostgresEntryRow {
                 parent = excluded.parent, name = excluded.name, kind = excluded.kind, mode = excluded.mode,
                 mtime = excluded.mtime, size = excluded.size, xattrs = excluded.xattrs,
                 symlink_target = excluded.symlink_target, manifest = excluded.manifest
+            RETURNING pg_notify(\(PostgresStore.channel), \(String(rowID)))
             """
     }
 
