@@ -167,6 +167,7 @@ let package = Package(
             dependencies: [
                 "SyncPostgres", "SyncBackend",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -61,6 +61,8 @@ import Testing
         let settings = try PostgresSettings(url: "postgres://syncfs:\(secret)@127.0.0.1:1/none", environment: [:])
         var options = PostgresStore.Options()
         options.operationTimeout = .seconds(1)
+        let (logger, logged) = CapturingLogHandler.logger()
+        options.logger = logger
         let blobs = try LocalChunkBlobStore.create(at: NSTemporaryDirectory() + "deadpg-" + UUID().uuidString)
         do {
             _ = try await PostgresStore.open(settings: settings, blobs: blobs, options: options)
@@ -96,5 +98,25 @@ import Testing
             #expect(!text.contains(secret), "\(name)")
         }
         await store.shutdown()
+        #expect(!logged.all.contains { $0.contains(secret) })
+    }
+
+    @Test func thePasswordIsNeverLoggedWhileWorking() async throws {
+        let fixture = try await PostgresFixture.make()
+        let secret = "pw-" + UUID().uuidString
+        guard var components = URLComponents(string: fixture.database.url) else { throw TestFailure("bad URL") }
+        components.password = secret
+        let settings = try PostgresSettings(url: try #require(components.string), environment: [:])
+        var options = PostgresStore.Options()
+        let (logger, logged) = CapturingLogHandler.logger()
+        options.logger = logger
+        try await PostgresStore.initialize(settings: settings, options: options)
+        let store = try await PostgresStore.open(settings: settings, blobs: fixture.blobs, options: options)
+        let container = try await store.createContainer(named: "logged")
+        _ = try await container.commit(put(FileID.random(), base: 0, directory("x")))
+        _ = try await container.changes(after: .beginning, limit: 10)
+        #expect(!logged.all.isEmpty, "nothing was logged, so nothing was checked")
+        #expect(!logged.all.contains { $0.contains(secret) })
+        await fixture.close(store)
     }
 }

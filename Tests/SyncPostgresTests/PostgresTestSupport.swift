@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import PostgresNIO
 import SyncBackend
+import Synchronization
 
 @testable import SyncPostgres
 
@@ -79,5 +81,33 @@ func containerError(_ body: () async throws -> Void) async -> ContainerProtocolE
         return nil
     } catch {
         return error as? ContainerProtocolError
+    }
+}
+
+/// A log handler that keeps every message with its metadata as text, to check what was logged.
+struct CapturingLogHandler: LogHandler {
+    final class Lines: Sendable {
+        let lines = Mutex<[String]>([])
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    let captured: Lines
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        captured.lines.withLock { $0.append("\(event.level) \(event.message) \(merged)") }
+    }
+
+    /// A logger at `trace` whose lines end up in the returned `Lines`.
+    static func logger() -> (Logger, Lines) {
+        let lines = Lines()
+        return (Logger(label: "test") { _ in CapturingLogHandler(captured: lines) }, lines)
     }
 }
