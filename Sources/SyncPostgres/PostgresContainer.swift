@@ -114,16 +114,9 @@ public final class PostgresContainer: Container {
         return FeedPosition.batch(fetched, limit: limit, after: cursor)
     }
 
-    /// The newest version of the container (its counter).
+    /// The newest version of the container (its counter), read now.
     func latestVersion() async throws(ContainerProtocolError) -> EntryVersion {
-        let version = try await store.run("read the container's version") { [rowID] client in
-            let rows = try await client.query("SELECT version FROM syncfs_containers WHERE id = \(rowID)")
-            for try await version in rows.decode(Int64.self) { return Optional(version) }
-            return nil
-        }
-        guard let version else { throw .unavailable("the container is no longer in the database") }
-        guard let result = EntryVersion(exactly: version) else { throw .storageFailure("the version is damaged") }
-        return result
+        try await store.readVersion(rowID)
     }
 
     public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
@@ -134,9 +127,14 @@ public final class PostgresContainer: Container {
         while true {
             // The generation is read before the version: a commit the read misses moves it.
             let seen = notifier.generation
-            let latest: EntryVersion
+            var latest: EntryVersion
             do {
-                latest = try await latestVersion()
+                latest = try await store.sharedVersion(rowID, generation: seen)
+                if latest < after {
+                    // Perhaps only the shared read is behind (a commit through another process,
+                    // not yet notified): refuse the cursor only if the database says so too.
+                    latest = try await latestVersion()
+                }
             } catch {
                 // A cancelled wait ends with false (the contract), not with the cancelled read's error.
                 if Task.isCancelled { return false }

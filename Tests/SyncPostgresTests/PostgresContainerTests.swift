@@ -228,3 +228,26 @@ import Testing
         await fixture.close(store)
     }
 }
+
+/// Many idle waiters on one container share their reads of its version.
+@Suite struct PostgresWaiterTests {
+    @Test func manyWaitersCostOneReadPerNotification() async throws {
+        let fixture = try await PostgresFixture.make()
+        let first = try await fixture.open(recheck: .seconds(60))
+        let second = try await fixture.open(recheck: .seconds(60))
+        let a = try await first.createContainer(named: "waiters")
+        let b = try #require(try await second.container(named: "waiters"))
+        try await waitUntilListening(second)
+        let waiters = (0..<20).map { _ in
+            Task { try await b.waitForChanges(after: .beginning, timeout: .seconds(50)) }
+        }
+        try await Task.sleep(for: .milliseconds(500))  // let them all look and sleep
+        let before = second.versionReads.load(ordering: .relaxed)
+        _ = try await a.commit(put(FileID.random(), base: 0, directory("one")))
+        for waiter in waiters { #expect(try await waiter.value) }
+        let reads = second.versionReads.load(ordering: .relaxed) - before
+        #expect(before <= 3, "the first looks were not shared: \(before) reads")
+        #expect(reads <= 3, "20 waiters woken by one commit read the version \(reads) times")
+        await fixture.close(first, second)
+    }
+}
