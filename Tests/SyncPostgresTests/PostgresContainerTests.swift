@@ -251,3 +251,42 @@ import Testing
         await fixture.close(first, second)
     }
 }
+
+/// Connections cut by the server (a restart, a failover, an administrator) are transient.
+@Suite struct PostgresReconnectTests {
+    @Test func afterEveryConnectionIsCutTheListenerAndThePoolRecover() async throws {
+        let fixture = try await PostgresFixture.make()
+        let first = try await fixture.open(recheck: .seconds(60))
+        let second = try await fixture.open(recheck: .seconds(60))
+        let a = try await first.createContainer(named: "cut")
+        let b = try #require(try await second.container(named: "cut"))
+        try await waitUntilListening(second)
+        try await fixture.sql(
+            """
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while second.isListening, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntilListening(second)
+        let waiter = Task { try await b.waitForChanges(after: .beginning, timeout: .seconds(50)) }
+        try await Task.sleep(for: .milliseconds(300))
+        // The pool may hand out a connection that was cut: that answer is `unavailable`, then it heals.
+        var outcome: CommitOutcome?
+        for _ in 0..<10 where outcome == nil {
+            do {
+                outcome = try await a.commit(put(FileID.random(), base: 0, directory("after")))
+            } catch {
+                guard case .unavailable = error else { throw error }
+            }
+        }
+        guard case .committed = try #require(outcome) else {
+            Issue.record("\(String(describing: outcome))")
+            return
+        }
+        let start = ContinuousClock.now
+        #expect(try await waiter.value)
+        #expect(ContinuousClock.now - start < .seconds(30), "woken by the backstop, not the NOTIFY")
+        await fixture.close(first, second)
+    }
+}
