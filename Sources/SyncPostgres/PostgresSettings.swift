@@ -11,7 +11,7 @@ import PostgresNIO
 ///   `PGPASSWORD`, else the first matching line of the password file (`PGPASSFILE`, else
 ///   `~/.pgpass`; `host:port:database:user:password`, `*` matches anything, `\:` and `\\` escape;
 ///   ignored, as libpq does, unless it is a regular file no one but its owner can read or write).
-/// - `sslmode`: `disable`, `prefer` (the default, as libpq: TLS if the server offers it, not
+/// - `sslmode` (else `PGSSLMODE`): `disable`, `prefer` (the default, as libpq: TLS if the server offers it, not
 ///   verified), `require` (TLS, not verified), `verify-ca` (TLS, the chain is verified against
 ///   the system's roots), `verify-full` (also the host name). Any other query parameter is
 ///   refused: a typo must not silently drop a security setting.
@@ -52,11 +52,19 @@ public struct PostgresSettings: Sendable, CustomStringConvertible, CustomDebugSt
         }
         self.port = port
         let login = environment["USER"] ?? environment["LOGNAME"] ?? "postgres"
-        self.user = components.user.flatMap { $0.removingPercentEncoding } ?? environment["PGUSER"] ?? login
+        // URLComponents decodes user, password and path already (decoding twice would change "%41").
+        self.user = components.user ?? environment["PGUSER"] ?? login
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         guard !path.contains("/") else { throw PostgresSettingsError("the URL's path must be /DATABASE") }
-        self.database = path.removingPercentEncoding.flatMap { $0.isEmpty ? nil : $0 } ?? self.user
+        self.database = path.isEmpty ? self.user : path
         var sslMode = SSLMode.prefer
+        if let mode = environment["PGSSLMODE"] {
+            guard let parsed = SSLMode(rawValue: mode) else {
+                throw PostgresSettingsError(
+                    "PGSSLMODE must be one of \(SSLMode.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            sslMode = parsed
+        }
         for item in components.queryItems ?? [] {
             guard item.name == "sslmode" else {
                 throw PostgresSettingsError("unknown parameter \"\(item.name)\" in the database URL (only sslmode)")
@@ -69,7 +77,7 @@ public struct PostgresSettings: Sendable, CustomStringConvertible, CustomDebugSt
         }
         self.sslMode = sslMode
         if let password = components.password {
-            self.password = password.removingPercentEncoding ?? password
+            self.password = password
         } else if let password = environment["PGPASSWORD"] {
             self.password = password
         } else {

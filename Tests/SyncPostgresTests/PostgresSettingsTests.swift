@@ -47,6 +47,21 @@ struct PostgresSettingsTests {
         #expect(!PostgresSettings.redacted(url).contains(secret))
     }
 
+    @Test func percentEncodingIsDecodedOnce() throws {
+        let settings = try PostgresSettings(
+            url: "postgres://al%40ce:p%2541ss%40w%3Ard@db/my%20files", environment: [:])
+        #expect(settings.user == "al@ce" && settings.password == "p%41ss@w:rd" && settings.database == "my files")
+    }
+
+    @Test func sslModeFromPGSSLMODEUnlessTheURLSaysOtherwise() throws {
+        #expect(try PostgresSettings(url: "postgres://db/x", environment: ["PGSSLMODE": "require"]).sslMode == .require)
+        let url = try PostgresSettings(url: "postgres://db/x?sslmode=disable", environment: ["PGSSLMODE": "require"])
+        #expect(url.sslMode == .disable)
+        #expect(throws: PostgresSettingsError.self) {
+            try PostgresSettings(url: "postgres://db/x", environment: ["PGSSLMODE": "sometimes"])
+        }
+    }
+
     @Test func passwordFromPGPASSWORD() throws {
         let settings = try PostgresSettings(url: "postgres://alice@db/files", environment: ["PGPASSWORD": secret])
         #expect(settings.password == secret)
