@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // A container's entries, versions and change feed in PostgreSQL (#16).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -97,6 +99,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A container whose entries, versions and change feed live in PostgreSQL (#16).
+        .target(
+            name: "SyncPostgres",
+            dependencies: [
+                "SyncBackend",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "SyncMerge",
             swiftSettings: strict
@@ -125,8 +137,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncBackendTests",
-            // The conformance suite runs against the HTTP container too, through a real server.
-            dependencies: ["SyncBackend", "SyncServer", "SyncClient"],
+            // The conformance suite runs against the HTTP container too, through a real server,
+            // and against PostgreSQL (#16).
+            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -147,6 +160,15 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncPostgresTests",
+            dependencies: [
+                "SyncPostgres", "SyncBackend",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -23,12 +23,23 @@ fi
 if grep -rln "^import AsyncHTTPClient" Sources | grep -v -e "^Sources/SyncClient/" -e "^Sources/SyncS3/S3Transport.swift"; then
     echo "lint: AsyncHTTPClient may only be imported in Sources/SyncClient/ and the S3 transport" >&2; fail=1
 fi
+# Only the PostgreSQL store knows postgres-nio, and nothing but the server side may use the store.
+if grep -rln "^import PostgresNIO" Sources | grep -v "^Sources/SyncPostgres/"; then
+    echo "lint: PostgresNIO may only be imported in Sources/SyncPostgres/" >&2; fail=1
+fi
+if grep -rln "^import SyncPostgres" Sources | grep -v -e "^Sources/SyncServer/" -e "^Sources/syncfs-mount/"; then
+    echo "lint: SyncPostgres may only be imported by the server and the command" >&2; fail=1
+fi
+# SQL takes values as bound parameters only: raw SQL text is for the tests' scratch databases.
+if grep -rn "unsafeSQL" Sources | grep -v "^Sources/SyncPostgres/Testing/"; then
+    echo "lint: PostgresQuery(unsafeSQL:) only in Sources/SyncPostgres/Testing/; bind values instead" >&2; fail=1
+fi
 # Core knows no container: the Sync layer and the daemon talk to SyncBackend's protocol.
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
     echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1
 fi
 # No try! on request paths.
-if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient Sources/SyncS3; then
-    echo "lint: no try! in the SyncFS, SyncServer and SyncClient libraries" >&2; fail=1
+if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
+    echo "lint: no try! in the SyncFS, SyncServer, SyncClient, SyncS3 and SyncPostgres libraries" >&2; fail=1
 fi
 exit "$fail"

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SyncClient
+import SyncPostgres
 import SyncServer
 import Synchronization
 import Testing
@@ -14,6 +15,10 @@ enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// `HTTPContainer` through a real `SyncServer` on loopback (one server per test process,
     /// a fresh container and token per fixture).
     case http
+    /// `PostgresContainer` on the PostgreSQL of `scripts/services.sh` with chunk bytes in a
+    /// local directory (one database and store per test process, a fresh container per fixture).
+    /// Fails, saying so, without `SYNCFS_TEST_PG_URL`.
+    case postgres
 
     var testDescription: String { rawValue }
 }
@@ -46,6 +51,10 @@ final class ContainerFixture: Sendable {
             let container = try HTTPContainer(
                 address: try ServerAddress(parsing: server.url(container: name)), token: token, containerID: info.id)
             return ContainerFixture(container: container, directory: server.root + "/" + name)
+        case .postgres:
+            let store = try await SharedPostgresStore.store()
+            let container = try await store.createContainer(named: "c-" + UUID().uuidString.lowercased())
+            return ContainerFixture(container: container, directory: nil)
         }
     }
 
@@ -65,6 +74,28 @@ enum SharedTestServer {
             let made = Task<SyncTestServer, any Error> {
                 let root = try makeTemporaryDirectory()
                 return try await SyncTestServer.start(root: root)
+            }
+            task = made
+            return made
+        }
+        return try await task.value
+    }
+}
+
+/// The one PostgreSQL store of this test process (a scratch database, chunk bytes in a temporary
+/// directory), made on first use and left open until the process ends, as `SharedTestServer`.
+enum SharedPostgresStore {
+    private static let opened = Mutex<Task<PostgresStore, any Error>?>(nil)
+
+    static func store() async throws -> PostgresStore {
+        let task = opened.withLock { task in
+            if let task { return task }
+            let made = Task<PostgresStore, any Error> {
+                let database = try await PostgresScratchDatabase.create()
+                let settings = try PostgresSettings(url: database.url)
+                try await PostgresStore.initialize(settings: settings)
+                let blobs = try LocalChunkBlobStore.create(at: try makeTemporaryDirectory() + "/blobs")
+                return try await PostgresStore.open(settings: settings, blobs: blobs)
             }
             task = made
             return made

@@ -7,8 +7,8 @@
 ///
 /// Decoding is strict: anything that does not parse whole is reported as a storage failure
 /// (a damaged database), never half-read.
-enum LocalEntryEncoding {
-    static func encodeManifest(_ manifest: [ChunkRef]) -> [UInt8]? {
+package enum LocalEntryEncoding {
+    package static func encodeManifest(_ manifest: [ChunkRef]) -> [UInt8]? {
         guard !manifest.isEmpty else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(manifest.count * 40)
@@ -19,7 +19,7 @@ enum LocalEntryEncoding {
         return bytes
     }
 
-    static func decodeManifest(_ bytes: [UInt8]?) throws(ContainerProtocolError) -> [ChunkRef] {
+    package static func decodeManifest(_ bytes: [UInt8]?) throws(ContainerProtocolError) -> [ChunkRef] {
         guard let bytes else { return [] }
         guard bytes.count % 40 == 0 else { throw .storageFailure("a stored manifest is damaged") }
         var manifest: [ChunkRef] = []
@@ -34,7 +34,7 @@ enum LocalEntryEncoding {
         return manifest
     }
 
-    static func encodeXattrs(_ xattrs: [String: [UInt8]]) -> [UInt8]? {
+    package static func encodeXattrs(_ xattrs: [String: [UInt8]]) -> [UInt8]? {
         guard !xattrs.isEmpty else { return nil }
         var bytes: [UInt8] = []
         for (name, value) in xattrs.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
@@ -46,7 +46,7 @@ enum LocalEntryEncoding {
         return bytes
     }
 
-    static func decodeXattrs(_ bytes: [UInt8]?) throws(ContainerProtocolError) -> [String: [UInt8]] {
+    package static func decodeXattrs(_ bytes: [UInt8]?) throws(ContainerProtocolError) -> [String: [UInt8]] {
         guard let bytes else { return [:] }
         var xattrs: [String: [UInt8]] = [:]
         var offset = 0

@@ -15,8 +15,11 @@ struct LocalLayout: Sendable {
     static let chunksName = "chunks"
 
     let root: String
+    /// The file whose presence says the directory is reachable (`checkReachable`): the container
+    /// marker, or `LocalChunkBlobStore.markerName` for a blob directory.
+    var marker: String = Self.markerName
 
-    var markerPath: String { root + "/" + Self.markerName }
+    var markerPath: String { root + "/" + marker }
     var databasePath: String { root + "/" + Self.databaseName }
     var signalPath: String { root + "/" + Self.signalName }
     var chunksPath: String { root + "/" + Self.chunksName }

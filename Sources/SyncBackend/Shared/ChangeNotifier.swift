@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Waiting tasks are suspended on continuations; `notify()` resumes them directly. No lock is held
 /// while a continuation is resumed or across a suspension.
-final class ChangeNotifier: Sendable {
+package final class ChangeNotifier: Sendable {
     private enum Slot {
         /// Allocated; the continuation is not registered yet.
         case preparing
@@ -20,24 +20,24 @@ final class ChangeNotifier: Sendable {
     }
 
     private struct State {
-        var generation: UInt64 = 0
+        package var generation: UInt64 = 0
         var nextID: UInt64 = 0
         var slots: [UInt64: Slot] = [:]
     }
 
     private let state = Mutex(State())
 
-    init() {}
+    package init() {}
 
-    var generation: UInt64 { state.withLock { $0.generation } }
+    package var generation: UInt64 { state.withLock { $0.generation } }
 
     /// When a wait of `timeout` from now ends (a timeout beyond a day is taken as a day).
-    static func deadline(after timeout: Duration) -> ContinuousClock.Instant {
+    package static func deadline(after timeout: Duration) -> ContinuousClock.Instant {
         ContinuousClock.now + min(max(timeout, .zero), .seconds(86_400))
     }
 
     /// Wakes every waiter.
-    func notify() {
+    package func notify() {
         let woken = state.withLock { state in
             state.generation &+= 1
             var woken: [(CheckedContinuation<Void, Never>, Task<Void, Never>?)] = []
@@ -57,7 +57,7 @@ final class ChangeNotifier: Sendable {
 
     /// Returns once `generation` differs from `seen` (perhaps at once), after `timeout`, or when
     /// the calling task is cancelled.
-    func wait(since seen: UInt64, timeout: Duration) async {
+    package func wait(since seen: UInt64, timeout: Duration) async {
         let id = state.withLock { state in
             state.nextID += 1
             state.slots[state.nextID] = .preparing

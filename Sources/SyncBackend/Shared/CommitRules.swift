@@ -1,6 +1,6 @@
 /// What a container's storage answers while a commit is being decided. Implementations read
 /// within the commit's own transaction (or lock), so the answers cannot change meanwhile.
-protocol CommitLookup {
+package protocol CommitLookup {
     /// The stored entry (live or tombstone), or nil. Not the implicit root: `CommitRules` adds it.
     func storedEntry(_ id: FileID) throws(ContainerProtocolError) -> RemoteEntry?
     /// A live entry named `name` in directory `parent`, if any.
@@ -17,8 +17,8 @@ protocol CommitLookup {
 /// request shape (`invalidRequest`, thrown), base version, parent, name, cycle, empty directory,
 /// chunks. A caller applies an `.apply` decision in the same transaction that made the lookups,
 /// giving it the next container-wide version.
-enum CommitRules {
-    enum Decision: Equatable {
+package enum CommitRules {
+    package enum Decision: Equatable {
         /// Store this (live state or tombstone) at the next version.
         case apply(isDeleted: Bool, state: EntryState)
         /// Nothing changes; answer this.
@@ -26,17 +26,18 @@ enum CommitRules {
     }
 
     /// The root as it exists before its first commit: an empty directory at version 0.
-    static let implicitRoot = RemoteEntry(
+    package static let implicitRoot = RemoteEntry(
         id: .root, version: 0, isDeleted: false, device: "",
         state: EntryState(parent: nil, name: [], kind: .directory, mode: 0o755, mtime: 0, size: 0))
 
     /// The entry as clients see it: the stored one, or for the root the implicit one.
-    static func entry(_ id: FileID, in lookup: some CommitLookup) throws(ContainerProtocolError) -> RemoteEntry? {
+    package static func entry(_ id: FileID, in lookup: some CommitLookup) throws(ContainerProtocolError) -> RemoteEntry?
+    {
         if let stored = try lookup.storedEntry(id) { return stored }
         return id == .root ? implicitRoot : nil
     }
 
-    static func decide(_ request: CommitRequest, in lookup: some CommitLookup) throws(ContainerProtocolError)
+    package static func decide(_ request: CommitRequest, in lookup: some CommitLookup) throws(ContainerProtocolError)
         -> Decision
     {
         try RequestValidation.check(request)

@@ -5,8 +5,8 @@
 /// most 2^63 - 1: versions are SQLite integers), so an absurd one is a malformed request, not a
 /// version conflict; a put's state follows `EntryStateRules` (the same rules a client applies to
 /// what it receives, `RemoteEntryValidation`).
-enum RequestValidation {
-    static func check(_ request: CommitRequest) throws(ContainerProtocolError) {
+package enum RequestValidation {
+    package static func check(_ request: CommitRequest) throws(ContainerProtocolError) {
         guard request.baseVersion <= FeedPosition.newestPossibleVersion else {
             throw .invalidRequest("baseVersion \(request.baseVersion) is beyond any version (at most 2^63 - 1)")
         }
