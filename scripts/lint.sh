@@ -23,6 +23,10 @@ fi
 if grep -rln "^import AsyncHTTPClient" Sources | grep -v -e "^Sources/SyncClient/" -e "^Sources/SyncS3/S3Transport.swift"; then
     echo "lint: AsyncHTTPClient may only be imported in Sources/SyncClient/ and the S3 transport" >&2; fail=1
 fi
+# SyncBackend knows no object store: SyncS3 builds on it (S3ChunkBlobStore), never the reverse.
+if grep -rln "^import SyncS3" Sources | grep -v -e "^Sources/syncfs-mount/" -e "^Sources/SyncServer/"; then
+    echo "lint: SyncS3 may only be imported by the server and the command (SyncBackend knows no object store)" >&2; fail=1
+fi
 # Core knows no container: the Sync layer and the daemon talk to SyncBackend's protocol.
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
     echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1

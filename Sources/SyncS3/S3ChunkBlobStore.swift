@@ -1,0 +1,116 @@
+import Foundation
+import SyncBackend
+
+/// Chunk bytes in an S3-compatible bucket (#16): the object at `PREFIX/chunks/HH/<64 hex>` (`HH`
+/// the hash's first two hex digits) holds the chunk exactly as a local chunk file does
+/// (`LocalChunkFile`: a 16-byte header, then the encoded payload). See doc/FORMATS.md, "Chunks in
+/// an object store".
+///
+/// Contracts (those of `ChunkBlobStore`, on S3):
+/// - `put` is one PUT with `If-None-Match: *`: S3 makes a single PUT visible whole or not at all,
+///   so no reader sees a partial chunk. An object already at the key answers 412 and is not
+///   rewritten; its size is then checked with a HEAD, and only an object of another size (damaged,
+///   or written by something else) is replaced by an unconditional PUT of the same bytes. A store
+///   that ignores `If-None-Match` rewrites identical bytes: harmless.
+/// - No multipart upload: an object is at most `maxObjectBytes` (16 MiB of payload, the largest
+///   chunk the server accepts, `WireProtocol.maxChunkPlainLength`, plus the header; the client's
+///   chunker cuts at 4 MiB), far under S3's 5 GiB single-PUT limit.
+/// - `get` trusts nothing in the bucket: the body must have our header and decode (zlib or raw)
+///   to exactly the declared length of bytes whose SHA-256 is the requested hash; anything else
+///   is `corruptChunk`, never served. 404 `NoSuchKey` is `chunkNotFound`.
+/// - `delete` is idempotent (S3 answers 204 whether or not the object existed).
+/// - Transient failures (no connection, timeouts, 5xx, 429, `SlowDown`, a proxy's page) are
+///   retried by the client, then are `unavailable`, never `chunkNotFound`. A refusal (403 for a
+///   wrong key, a missing bucket) is `storageFailure` naming S3's error code: it is not retried
+///   here, and an operator fixing the configuration makes a later try succeed. No error text
+///   carries a credential (`S3Error` has none to carry).
+public struct S3ChunkBlobStore: ChunkBlobStore {
+    public let client: S3Client
+
+    /// The largest object this store writes or reads: the largest chunk payload plus the header.
+    public static let maxObjectBytes = WireProtocol.maxChunkPlainLength + LocalChunkFile.headerSize
+
+    /// A store on `client`'s bucket and prefix. The client's `maxObjectSize` must admit
+    /// `maxObjectBytes` (build it with `S3ChunkBlobStore.client(…)` or pass that size).
+    public init(client: S3Client) {
+        precondition(client.maxObjectSize >= Self.maxObjectBytes, "the S3 client must admit a whole chunk object")
+        self.client = client
+    }
+
+    /// A client fit for chunks: objects up to `maxObjectBytes`, the given retries and deadline.
+    public static func client(
+        location: S3Location, credentials: S3Credentials, transport: any S3Transport,
+        retryPolicy: S3RetryPolicy = S3RetryPolicy(), requestTimeout: Duration = .seconds(30)
+    ) -> S3Client {
+        S3Client(
+            location: location, credentials: credentials, transport: transport, retryPolicy: retryPolicy,
+            maxObjectSize: maxObjectBytes, requestTimeout: requestTimeout)
+    }
+
+    /// The key of a chunk, relative to the location's prefix: `chunks/HH/<64 hex>`.
+    public static func key(_ hash: ChunkHash) -> String {
+        let hex = hash.hex
+        return "chunks/\(hex.prefix(2))/\(hex)"
+    }
+
+    public func put(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        guard chunk.plainLength >= 0, chunk.plainLength <= WireProtocol.maxChunkPlainLength,
+            chunk.payload.count <= WireProtocol.maxChunkPlainLength
+        else {
+            throw .invalidRequest("chunk \(chunk.hash) is larger than \(WireProtocol.maxChunkPlainLength) bytes")
+        }
+        let key = Self.key(chunk.hash)
+        let body = Data(LocalChunkFile.encode(chunk))
+        let stored = try await attempt("store", chunk.hash) { () async throws(S3Error) -> Bool in
+            do throws(S3Error) {
+                try await client.put(key, data: body, ifAbsent: true)
+                return true
+            } catch .preconditionFailed {
+                return false
+            }
+        }
+        if stored { return }
+        // Already there (perhaps from this very PUT's first attempt, retried): kept unless its
+        // size shows it is not this chunk's encoding (damaged, or written by something else).
+        let size = try await attempt("check", chunk.hash) { () async throws(S3Error) -> Int64? in
+            do throws(S3Error) { return try await client.head(key).size } catch .notFound { return nil }
+        }
+        guard size != Int64(body.count) else { return }
+        try await attempt("store", chunk.hash) { () async throws(S3Error) in try await client.put(key, data: body) }
+    }
+
+    public func get(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        let body = try await attempt("read", hash) { () async throws(S3Error) in try await client.get(Self.key(hash)) }
+        guard let chunk = LocalChunkFile.decode(Array(body), hash: hash) else { throw .corruptChunk(hash) }
+        _ = try ChunkCodec.decode(chunk)  // length and SHA-256, or corruptChunk(hash)
+        return chunk
+    }
+
+    public func delete(_ hash: ChunkHash) async throws(ContainerProtocolError) {
+        try await attempt("delete", hash) { () async throws(S3Error) in
+            do throws(S3Error) { try await client.delete(Self.key(hash)) } catch .notFound {}
+        }
+    }
+
+    /// `body`'s result, or its S3 failure as the container error of doing `action` on `hash`.
+    @discardableResult
+    private func attempt<T>(
+        _ action: String, _ hash: ChunkHash, _ body: () async throws(S3Error) -> T
+    ) async throws(ContainerProtocolError) -> T {
+        do throws(S3Error) { return try await body() } catch { throw Self.failure(error, hash, action) }
+    }
+
+    /// The container error of an S3 failure on chunk `hash` while doing `action`.
+    static func failure(_ error: S3Error, _ hash: ChunkHash, _ action: String) -> ContainerProtocolError {
+        switch error {
+        case .notFound: return .chunkNotFound(hash)
+        case .transient(let reason): return .unavailable("cannot \(action) chunk \(hash) in S3: \(reason)")
+        case .refused(let status, let code):
+            let hint = status == 403 ? " (check the S3 credentials and the bucket's permissions)" : ""
+            return .storageFailure(
+                "S3 refused to \(action) chunk \(hash): HTTP \(status)\(code.map { " \($0)" } ?? "")\(hint)")
+        case .preconditionFailed, .invalidResponse:
+            return .storageFailure("cannot \(action) chunk \(hash) in S3: \(error)")
+        }
+    }
+}
