@@ -11,7 +11,8 @@ import SyncBackend
 ///   so no reader sees a partial chunk. An object already at the key answers 412 and is not
 ///   rewritten; its size is then checked with a HEAD, and only an object of another size (damaged,
 ///   or written by something else) is replaced by an unconditional PUT of the same bytes. A store
-///   that ignores `If-None-Match` rewrites identical bytes: harmless.
+///   that ignores `If-None-Match` rewrites identical bytes (harmless); one that refuses it with
+///   `NotImplemented` gets a HEAD, then a plain PUT if the object is absent or of another size.
 /// - No multipart upload: an object is at most `maxObjectBytes` (16 MiB of payload, the largest
 ///   chunk the server accepts, `WireProtocol.maxChunkPlainLength`, plus the header; the client's
 ///   chunker cuts at 4 MiB), far under S3's 5 GiB single-PUT limit.
@@ -47,6 +48,22 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
             maxObjectSize: maxObjectBytes, requestTimeout: requestTimeout)
     }
 
+    /// A store for the chunk-store URL `s3://BUCKET[/PREFIX]?endpoint=URL&region=R[&style=…]`
+    /// (`S3Location`), with credentials from `environment` (`S3CredentialsProvider`: the AWS
+    /// variables or a credentials file, never the URL). Errors name what is wrong, never a secret.
+    /// Give it a transport over `AsyncHTTPClientTransport.makeHTTPClient()` so that a dead
+    /// endpoint is `unavailable` within seconds.
+    public static func make(
+        url: String, environment: [String: String], transport: any S3Transport,
+        retryPolicy: S3RetryPolicy = S3RetryPolicy()
+    ) throws -> S3ChunkBlobStore {
+        let location = try S3Location(parsing: url)
+        let credentials = try S3CredentialsProvider.resolve(environment: environment)
+        return S3ChunkBlobStore(
+            client: client(location: location, credentials: credentials, transport: transport, retryPolicy: retryPolicy)
+        )
+    }
+
     /// The key of a chunk, relative to the location's prefix: `chunks/HH/<64 hex>`.
     public static func key(_ hash: ChunkHash) -> String {
         let hex = hash.hex
@@ -67,11 +84,14 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
                 return true
             } catch .preconditionFailed {
                 return false
+            } catch .refused(let status, "NotImplemented") where status == 501 || status == 400 {
+                return false  // a store without conditional writes: check, then write plainly
             }
         }
         if stored { return }
         // Already there (perhaps from this very PUT's first attempt, retried): kept unless its
         // size shows it is not this chunk's encoding (damaged, or written by something else).
+        // Absent (a store without conditional writes): written with a plain PUT.
         let size = try await attempt("check", chunk.hash) { () async throws(S3Error) -> Int64? in
             do throws(S3Error) { return try await client.head(key).size } catch .notFound { return nil }
         }

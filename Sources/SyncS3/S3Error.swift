@@ -40,6 +40,8 @@ public enum S3Error: Error, Equatable, CustomStringConvertible {
             return method == "HEAD" ? .notFound(key: key) : .transient("HTTP 404 without an S3 error (a proxy?)")
         case 412: return .preconditionFailed(key: key)
         case 409 where code == "ConditionalRequestConflict": return .preconditionFailed(key: key)
+        // A store without a feature (e.g. conditional writes) says so for good; retrying won't help.
+        case 501 where code == "NotImplemented": return .refused(status: status, code: code)
         case 408, 429: return .transient("HTTP \(status)")
         case 400 where code == "RequestTimeout" || code == "SlowDown": return .transient("HTTP \(status) \(code ?? "")")
         case 500...599: return .transient("HTTP \(status)\(code.map { " \($0)" } ?? "")")

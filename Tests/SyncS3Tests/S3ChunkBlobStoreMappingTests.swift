@@ -60,6 +60,45 @@ import Testing
         #expect(!transport.requests[2].headers.contains { $0.name == "If-None-Match" })
     }
 
+    /// A store that refuses conditional writes (`501 NotImplemented`) is not "unavailable" for
+    /// ever: the chunk is looked up, then written plainly when absent, kept when present.
+    @Test func aStoreWithoutConditionalWritesStillStores() async throws {
+        let notImplemented = Self.response(501, "<Error><Code>NotImplemented</Code></Error>")
+        let absent = ScriptedTransport([notImplemented, Self.response(404), Self.response(200)])
+        try await Self.store(absent).put(Self.chunk)
+        #expect(absent.requests.map(\.method) == ["PUT", "HEAD", "PUT"])
+        #expect(!absent.requests[2].headers.contains { $0.name == "If-None-Match" })
+        let size = String(LocalChunkFile.encode(Self.chunk).count)
+        let present = ScriptedTransport([notImplemented, Self.response(200, headers: [("Content-Length", size)])])
+        try await Self.store(present).put(Self.chunk)
+        #expect(present.requests.map(\.method) == ["PUT", "HEAD"])
+    }
+
+    /// `make` parses the URL and takes credentials from the environment only; its errors name
+    /// what is missing and never a secret.
+    @Test func makeTakesCredentialsFromTheEnvironmentOnly() throws {
+        let url = "s3://chunks/team?endpoint=http://127.0.0.1:7480&region=default&style=path"
+        let environment = [
+            "AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "SUPERSECRET", "HOME": "/nonexistent",
+        ]
+        let store = try S3ChunkBlobStore.make(url: url, environment: environment, transport: ScriptedTransport([]))
+        #expect(store.client.location.prefix == "team/" && store.client.location.addressing == .path)
+        #expect(store.client.maxObjectSize == S3ChunkBlobStore.maxObjectBytes)
+        #expect(!String(reflecting: store).contains("SUPERSECRET"))
+        do {
+            _ = try S3ChunkBlobStore.make(
+                url: url, environment: ["AWS_SECRET_ACCESS_KEY": "SUPERSECRET"], transport: ScriptedTransport([]))
+            Issue.record("a store without an access key was made")
+        } catch {
+            #expect("\(error)".contains("AWS_ACCESS_KEY_ID") && !"\(error)".contains("SUPERSECRET"))
+        }
+        #expect(throws: S3Location.ParseError.credentialsInURL) {
+            try S3ChunkBlobStore.make(
+                url: url + "&aws_secret_access_key=SUPERSECRET", environment: environment,
+                transport: ScriptedTransport([]))
+        }
+    }
+
     /// Every transient answer, after the client's retries, is `unavailable`, never "not found":
     /// 5xx, SlowDown, 429, a proxy's HTML page (even a 404 one), no connection at all.
     @Test func transientFailuresAreUnavailable() async throws {
