@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SyncBackend
 
@@ -9,8 +10,9 @@ import SyncBackend
 /// Contracts (those of `ChunkBlobStore`, on S3):
 /// - `put` is one PUT with `If-None-Match: *`: S3 makes a single PUT visible whole or not at all,
 ///   so no reader sees a partial chunk. An object already at the key answers 412 and is not
-///   rewritten; its size is then checked with a HEAD, and only an object of another size (damaged,
-///   or written by something else) is replaced by an unconditional PUT of the same bytes. A store
+///   rewritten; its size and ETag (the MD5 of a single-part upload) are then checked with a HEAD,
+///   and only an object that differs (damaged, or written by something else) is replaced by an
+///   unconditional PUT of the same bytes. A store
 ///   that ignores `If-None-Match` rewrites identical bytes (harmless); one that refuses it with
 ///   `NotImplemented` gets a HEAD, then a plain PUT if the object is absent or of another size.
 /// - No multipart upload: an object is at most `maxObjectBytes` (16 MiB of payload, the largest
@@ -78,7 +80,7 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
         }
         let key = Self.key(chunk.hash)
         let body = Data(LocalChunkFile.encode(chunk))
-        let stored = try await attempt("store", chunk.hash) { () async throws(S3Error) -> Bool in
+        let written = try await attempt("store", chunk.hash) { () async throws(S3Error) -> Bool in
             do throws(S3Error) {
                 try await client.put(key, data: body, ifAbsent: true)
                 return true
@@ -88,14 +90,14 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
                 return false  // a store without conditional writes: check, then write plainly
             }
         }
-        if stored { return }
+        if written { return }
         // Already there (perhaps from this very PUT's first attempt, retried): kept unless its
-        // size shows it is not this chunk's encoding (damaged, or written by something else).
+        // size or MD5 shows it is not this chunk's encoding (damaged, or written by something else).
         // Absent (a store without conditional writes): written with a plain PUT.
-        let size = try await attempt("check", chunk.hash) { () async throws(S3Error) -> Int64? in
-            do throws(S3Error) { return try await client.head(key).size } catch .notFound { return nil }
+        let stored = try await attempt("check", chunk.hash) { () async throws(S3Error) -> S3Client.ObjectInfo? in
+            do throws(S3Error) { return try await client.head(key) } catch .notFound { return nil }
         }
-        guard size != Int64(body.count) else { return }
+        if let stored, Self.matches(stored, body) { return }
         try await attempt("store", chunk.hash) { () async throws(S3Error) in try await client.put(key, data: body) }
     }
 
@@ -110,6 +112,18 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
         try await attempt("delete", hash) { () async throws(S3Error) in
             do throws(S3Error) { try await client.delete(Self.key(hash)) } catch .notFound {}
         }
+    }
+
+    /// Whether the object described by `info` holds `body`: the same size and, when the ETag is a
+    /// plain MD5 (a single-part upload without KMS or customer-key encryption, which SyncFS never
+    /// asks for), the same MD5. Another ETag form (multipart `…-N`, a store's own scheme) is
+    /// judged by size alone.
+    static func matches(_ info: S3Client.ObjectInfo, _ body: Data) -> Bool {
+        guard info.size == Int64(body.count) else { return false }
+        let etag = info.etag.lowercased()
+        guard etag.utf8.count == 32, etag.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+        else { return true }
+        return etag == Insecure.MD5.hash(data: body).map { String(format: "%02x", $0) }.joined()
     }
 
     /// `body`'s result, or its S3 failure as the container error of doing `action` on `hash`.

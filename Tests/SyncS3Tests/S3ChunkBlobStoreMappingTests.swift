@@ -48,6 +48,19 @@ import Testing
         #expect(transport.requests.map(\.method) == ["PUT", "HEAD"])
     }
 
+    /// An ETag that is a plain MD5 must be the body's; another form is judged by size alone.
+    @Test func theStoredObjectIsJudgedBySizeAndMD5() {
+        let body = Data("chunk bytes".utf8)
+        let md5 = "b9b8ffd1b1f1b7c1c0a0d0c1c1d0e0f0"
+        let real = "0628eb1ea0e4bef9a16f5172e092e116"  // md5sum of "chunk bytes"
+        #expect(S3ChunkBlobStore.matches(.init(size: 11, etag: real), body))
+        #expect(S3ChunkBlobStore.matches(.init(size: 11, etag: real.uppercased()), body))
+        #expect(!S3ChunkBlobStore.matches(.init(size: 11, etag: md5), body))
+        #expect(!S3ChunkBlobStore.matches(.init(size: 12, etag: real), body))
+        #expect(S3ChunkBlobStore.matches(.init(size: 11, etag: "\(md5)-2"), body))
+        #expect(S3ChunkBlobStore.matches(.init(size: 11, etag: ""), body))
+    }
+
     /// 412 on an object of another size (truncated, or not ours): replaced by a plain PUT.
     @Test func aDamagedObjectIsReplaced() async throws {
         let transport = ScriptedTransport([
