@@ -115,6 +115,22 @@ import Testing
         }
     }
 
+    /// Several writers of one chunk at once (two servers deduplicating the same upload) all
+    /// succeed, only one of them writes, and the chunk reads back whole.
+    @Test func concurrentPutsOfOneChunkAllSucceed() async throws {
+        try await Self.withStores { stores, transport in
+            let chunk = Self.encode(Self.bytes(2 << 20, seed: 10))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 { group.addTask { try await stores[0].put(chunk) } }
+                try await group.waitForAll()
+            }
+            #expect(try await stores[0].get(chunk.hash) == chunk)
+            // RGW lets exactly one conditional PUT write; the others get 412 and a matching HEAD.
+            #expect(transport.entries.filter { $0.hasPrefix("PUT 2") }.count == 1, "\(transport.entries)")
+            #expect(transport.entries.filter { $0 == "PUT 412" || $0 == "PUT 409" }.count == 7)
+        }
+    }
+
     @Test func missingAndDeletedChunksAreNotFound() async throws {
         try await Self.withStores { stores, _ in
             let store = stores[0]
