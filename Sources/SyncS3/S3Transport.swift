@@ -49,13 +49,22 @@ public struct AsyncHTTPClientTransport: S3Transport {
     /// dead endpoint would hold every request for minutes across the client's retries.
     public static let defaultConnectTimeout: Duration = .seconds(2)
 
+    /// The longest silence of `makeHTTPClient` while an answer is awaited or read: a server that
+    /// accepts the connection and then says nothing (hung) fails the attempt after it, instead of
+    /// at the request's 30 s deadline. A slow but flowing transfer is not cut.
+    public static let defaultReadTimeout: Duration = .seconds(10)
+
     /// An HTTP client for S3 requests: a connection attempt gives up after `connectTimeout`, and a
     /// refused connection fails the request at once (`retryConnectionEstablishment` off) instead
     /// of being retried by the pool until the request's deadline: `S3Client`'s retry policy does
-    /// the retrying, with backoff. The caller owns the client and shuts it down.
-    public static func makeHTTPClient(connectTimeout: Duration = defaultConnectTimeout) -> HTTPClient {
+    /// the retrying, with backoff. An attempt whose server stays silent for `readTimeout` fails
+    /// (transient). The caller owns the client and shuts it down.
+    public static func makeHTTPClient(
+        connectTimeout: Duration = defaultConnectTimeout, readTimeout: Duration = defaultReadTimeout
+    ) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.timeout.connect = timeAmount(connectTimeout)
+        configuration.timeout.read = timeAmount(readTimeout)
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }

@@ -40,10 +40,11 @@ import Testing
     static func withStores(
         prefixes: [String] = ["run"], endpoint: String? = nil, credentials: S3Credentials? = nil,
         retryPolicy: S3RetryPolicy = S3RetryPolicy(), createBucket: Bool = true,
+        readTimeout: Duration = AsyncHTTPClientTransport.defaultReadTimeout,
         _ body: ([S3ChunkBlobStore], RecordingTransport) async throws -> Void
     ) async throws {
         let server = try Server.fromEnvironment()
-        let http = AsyncHTTPClientTransport.makeHTTPClient()
+        let http = AsyncHTTPClientTransport.makeHTTPClient(readTimeout: readTimeout)
         do {
             let bucket = "syncfs-blobs-\(UUID().uuidString.prefix(8).lowercased())"
             let transport = RecordingTransport(AsyncHTTPClientTransport(client: http))
@@ -226,6 +227,33 @@ import Testing
         }
     }
 
+    /// An endpoint that accepts connections and never answers (a hung server): each attempt ends
+    /// after the read timeout (1 s here), not the request's 20 s deadline, so two attempts are
+    /// `unavailable` in about 2 s; 10 s is the bound.
+    @Test func aSilentServerIsUnavailableAfterTheReadTimeout() async throws {
+        let (fd, port) = try Self.listeningPort()
+        defer { close(fd) }
+        try await Self.withStores(
+            endpoint: "http://127.0.0.1:\(port)", retryPolicy: S3RetryPolicy(maxAttempts: 2), createBucket: false,
+            readTimeout: .seconds(1)
+        ) { stores, transport in
+            let started = ContinuousClock.now
+            do {
+                _ = try await stores[0].get(Self.encode([1]).hash)
+                Issue.record("a silent server answered")
+            } catch {
+                guard case .unavailable? = error as? ContainerProtocolError else {
+                    Issue.record("a silent server is \(error), not unavailable")
+                    return
+                }
+            }
+            let elapsed = ContinuousClock.now - started
+            print("silent server: get unavailable after \(elapsed) (\(transport.entries.count) attempts)")
+            #expect(elapsed < .seconds(10))
+            #expect(transport.entries == ["GET failed", "GET failed"])
+        }
+    }
+
     /// A wrong secret: one request (not retried), `storageFailure` naming the 403 and S3's code,
     /// without the secret or the access key's secret part anywhere in the error.
     @Test func aWrongSecretIsAClearRefusal() async throws {
@@ -292,9 +320,26 @@ import Testing
 
     /// A loopback port nothing listens on: bound, then closed.
     static func closedPort() throws -> Int {
+        let (fd, port) = try boundSocket()
+        close(fd)
+        return port
+    }
+
+    /// A loopback socket that listens and never accepts: the kernel completes connections, no
+    /// byte is ever answered. The caller closes it.
+    static func listeningPort() throws -> (Int32, Int) {
+        let (fd, port) = try boundSocket()
+        guard listen(fd, 16) == 0 else {
+            close(fd)
+            throw S3IntegrationTests.MissingService("listen failed")
+        }
+        return (fd, port)
+    }
+
+    /// A TCP socket bound to 127.0.0.1 on a free port, and the port.
+    static func boundSocket() throws -> (Int32, Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(fd >= 0)
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -305,7 +350,10 @@ import Testing
                 bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        try #require(bound)
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(fd)
+            throw S3IntegrationTests.MissingService("cannot bind a loopback socket")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
