@@ -1,4 +1,5 @@
 import Crypto
+import Dispatch
 import Foundation
 import SyncBackend
 
@@ -19,8 +20,8 @@ import SyncBackend
 ///   chunk the server accepts, `WireProtocol.maxChunkPlainLength`, plus the header; the client's
 ///   chunker cuts at 4 MiB), far under S3's 5 GiB single-PUT limit.
 /// - `get` trusts nothing in the bucket: the body must have our header and decode (zlib or raw)
-///   to exactly the declared length of bytes whose SHA-256 is the requested hash; anything else
-///   is `corruptChunk`, never served. 404 `NoSuchKey` is `chunkNotFound`.
+///   to exactly the declared length of bytes whose SHA-256 is the requested hash (checked on a
+///   Dispatch thread, off the cooperative pool); anything else is `corruptChunk`, never served. 404 `NoSuchKey` is `chunkNotFound`.
 /// - `delete` is idempotent (S3 answers 204 whether or not the object existed).
 /// - Transient failures (no connection, timeouts, 5xx, 429, `SlowDown`, a proxy's page) are
 ///   retried by the client, then are `unavailable`, never `chunkNotFound`. A refusal (403 for a
@@ -103,9 +104,25 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
 
     public func get(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         let body = try await attempt("read", hash) { () async throws(S3Error) in try await client.get(Self.key(hash)) }
-        guard let chunk = LocalChunkFile.decode(Array(body), hash: hash) else { throw .corruptChunk(hash) }
-        _ = try ChunkCodec.decode(chunk)  // length and SHA-256, or corruptChunk(hash)
-        return chunk
+        return try await Self.offload { () throws(ContainerProtocolError) -> EncodedChunk in
+            guard let chunk = LocalChunkFile.decode(Array(body), hash: hash) else { throw .corruptChunk(hash) }
+            _ = try ChunkCodec.decode(chunk)  // length and SHA-256, or corruptChunk(hash)
+            return chunk
+        }
+    }
+
+    /// Runs CPU-heavy work (zlib and SHA-256 of up to 16 MiB) on a Dispatch thread, keeping the
+    /// few threads of Swift's cooperative pool free for requests.
+    private static func offload<T: Sendable>(
+        _ work: @escaping @Sendable () throws(ContainerProtocolError) -> T
+    ) async throws(ContainerProtocolError) -> T {
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<T, ContainerProtocolError>, Never>) in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(ContainerProtocolError) -> T in try work() })
+            }
+        }
+        return try result.get()
     }
 
     public func delete(_ hash: ChunkHash) async throws(ContainerProtocolError) {
