@@ -23,9 +23,9 @@ fi
 if grep -rln "^import AsyncHTTPClient" Sources | grep -v -e "^Sources/SyncClient/" -e "^Sources/SyncS3/S3Transport.swift"; then
     echo "lint: AsyncHTTPClient may only be imported in Sources/SyncClient/ and the S3 transport" >&2; fail=1
 fi
-# SyncBackend knows no object store: SyncS3 builds on it (S3ChunkBlobStore), never the reverse.
-if grep -rln "^import SyncS3" Sources | grep -v -e "^Sources/syncfs-mount/" -e "^Sources/SyncServer/"; then
-    echo "lint: SyncS3 may only be imported by the server and the command (SyncBackend knows no object store)" >&2; fail=1
+# SyncS3 builds on SyncBackend (S3ChunkBlobStore), never the reverse; mounts never talk to S3.
+if grep -rln "^import SyncS3" Sources/SyncBackend Sources/SyncFS Sources/SyncClient Sources/SyncMerge; then
+    echo "lint: SyncBackend, SyncFS, SyncClient and SyncMerge must not import SyncS3" >&2; fail=1
 fi
 # Core knows no container: the Sync layer and the daemon talk to SyncBackend's protocol.
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
