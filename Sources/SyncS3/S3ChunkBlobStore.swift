@@ -103,7 +103,12 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
     }
 
     public func get(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
-        let body = try await attempt("read", hash) { () async throws(S3Error) in try await client.get(Self.key(hash)) }
+        // A body larger than any chunk object is cut off by the transport (`invalidResponse`):
+        // stored bytes that cannot be this chunk, so corrupt.
+        let fetched = try await attempt("read", hash) { () async throws(S3Error) -> Data? in
+            do throws(S3Error) { return try await client.get(Self.key(hash)) } catch .invalidResponse { return nil }
+        }
+        guard let body = fetched, body.count <= Self.maxObjectBytes else { throw .corruptChunk(hash) }
         return try await Self.offload { () throws(ContainerProtocolError) -> EncodedChunk in
             guard let chunk = LocalChunkFile.decode(Array(body), hash: hash) else { throw .corruptChunk(hash) }
             _ = try ChunkCodec.decode(chunk)  // length and SHA-256, or corruptChunk(hash)

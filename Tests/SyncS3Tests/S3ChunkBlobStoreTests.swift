@@ -148,7 +148,7 @@ import Testing
     /// Objects written straight into the bucket that are not the chunk of their key are never
     /// served: garbage, a damaged header, a truncated or altered payload, another chunk's object.
     @Test func damagedOrForeignObjectsAreCorrupt() async throws {
-        try await Self.withStores { stores, _ in
+        try await Self.withStores { stores, transport in
             let store = stores[0]
             let chunk = Self.encode(Self.bytes(200_000, seed: 7, compressible: true))
             let other = Self.encode(Self.bytes(200_000, seed: 8, compressible: true))
@@ -170,6 +170,15 @@ import Testing
                 await #expect(throws: ContainerProtocolError.corruptChunk(chunk.hash), "\(name)") {
                     try await store.get(chunk.hash)
                 }
+            }
+            // An object larger than any chunk is not read whole, and is corrupt.
+            let big = S3Client(
+                location: store.client.location, credentials: try Server.fromEnvironment().credentials,
+                transport: transport, maxObjectSize: 32 << 20)
+            try await big.put(
+                S3ChunkBlobStore.key(chunk.hash), data: Data(count: S3ChunkBlobStore.maxObjectBytes + 8192))
+            await #expect(throws: ContainerProtocolError.corruptChunk(chunk.hash), "oversized") {
+                try await store.get(chunk.hash)
             }
             // A put of the real chunk replaces an object of another size, or of this size with
             // other bytes (its ETag, the MD5 of the body, differs).
