@@ -88,10 +88,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // A small S3 client with AWS Signature V4 (#16); nothing depends on it yet.
+        // A small S3 client with AWS Signature V4 and the chunk blob store on it (#16).
         .target(
             name: "SyncS3",
             dependencies: [
+                "SyncBackend",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -156,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "SyncS3Tests",
             dependencies: [
-                "SyncS3",
+                "SyncS3", "SyncBackend",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             exclude: ["Fixtures"],

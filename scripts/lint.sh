@@ -34,6 +34,10 @@ fi
 if grep -rn "unsafeSQL" Sources | grep -v "^Sources/SyncPostgres/Testing/"; then
     echo "lint: PostgresQuery(unsafeSQL:) only in Sources/SyncPostgres/Testing/; bind values instead" >&2; fail=1
 fi
+# SyncS3 builds on SyncBackend (S3ChunkBlobStore), never the reverse; mounts never talk to S3.
+if grep -rln "^import SyncS3" Sources/SyncBackend Sources/SyncFS Sources/SyncClient Sources/SyncMerge; then
+    echo "lint: SyncBackend, SyncFS, SyncClient and SyncMerge must not import SyncS3" >&2; fail=1
+fi
 # Core knows no container: the Sync layer and the daemon talk to SyncBackend's protocol.
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
     echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1

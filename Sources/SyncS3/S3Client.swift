@@ -122,7 +122,8 @@ public struct S3Client: Sendable {
                 let response = try await transport.send(request, maxBody: maxObjectSize + 4096, timeout: requestTimeout)
                 if (200..<300).contains(response.status) { return response }
                 let code = String(data: response.body.prefix(65536), encoding: .utf8).flatMap(S3XML.errorCode)
-                error = S3Error.classify(status: response.status, code: code, key: key ?? location.bucket)
+                error = S3Error.classify(
+                    status: response.status, code: code, key: key ?? location.bucket, method: method)
             } catch let failure {
                 error = failure
             }

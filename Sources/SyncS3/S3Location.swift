@@ -1,8 +1,10 @@
 import Foundation
 
 /// Where objects live: an endpoint, a region, a bucket, an optional key prefix and how the bucket
-/// is addressed. Parsed from `s3://BUCKET[/PREFIX]?endpoint=URL&region=R[&addressing=path|virtual]`;
-/// the URL carries no credentials (they come from the environment or a credentials file).
+/// is addressed. Parsed from `s3://BUCKET[/PREFIX]?endpoint=URL&region=R[&style=path|virtual]`
+/// (`addressing=` is the same parameter); the URL carries no credentials (they come from the
+/// environment or a credentials file): user info, or a query parameter that looks like a key, a
+/// secret, a token or a presigned signature, is refused as `credentialsInURL`.
 public struct S3Location: Sendable, Equatable, CustomStringConvertible {
     /// Path style (`https://host/bucket/key`) suits self-hosted stores (Ceph RGW, MinIO, Garage);
     /// virtual-host style (`https://bucket.host/key`) is AWS's default.
@@ -33,9 +35,21 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
             case .invalidPrefix: "invalid key prefix (no empty segment, no . or .. segment, no control character)"
             case .credentialsInURL:
                 "credentials do not belong in the URL: use AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file"
-            case .unknownParameter(let name): "unknown parameter \"\(name)\" (endpoint, region, addressing)"
-            case .invalidAddressing(let value): "addressing must be path or virtual, not \"\(value)\""
+            case .unknownParameter(let name):
+                "unknown parameter \(Self.printable(name)) (endpoint, region, style)"
+            case .invalidAddressing(let value): "style must be path or virtual, not \(Self.printable(value))"
             }
+        }
+
+        /// `text` quoted when it is a short plain word; otherwise not echoed (it could be a secret
+        /// pasted in the wrong place, or control characters).
+        static func printable(_ text: String) -> String {
+            let plain =
+                text.utf8.count <= 24
+                && text.unicodeScalars.allSatisfy {
+                    $0.isASCII && ($0.properties.isAlphabetic || "0123456789._-".unicodeScalars.contains($0))
+                }
+            return plain ? "\"\(text)\"" : "(\(text.count) characters, not shown)"
         }
     }
 
@@ -60,12 +74,20 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
         self.addressing = addressing ?? (endpoint.host?.hasSuffix("amazonaws.com") == true ? .virtual : .path)
     }
 
-    /// Parses `s3://BUCKET[/PREFIX]?endpoint=URL&region=R[&addressing=path|virtual]`.
+    /// Parses `s3://BUCKET[/PREFIX]?endpoint=URL&region=R[&style=path|virtual]`. Without `style`,
+    /// an `amazonaws.com` endpoint (or none: AWS) is virtual-host style, any other path style.
     public init(parsing string: String) throws(ParseError) {
+        // `KEY:SECRET@` before the bucket, even when the secret's `/` breaks the URL's syntax.
+        let beforeQuery = string.prefix { $0 != "?" }
+        if let at = beforeQuery.firstIndex(of: "@"), beforeQuery[..<at].dropFirst("s3://".count).contains(":") {
+            throw .credentialsInURL
+        }
         guard let components = URLComponents(string: string), components.scheme?.lowercased() == "s3",
             let bucket = components.host, !bucket.isEmpty
         else { throw .notS3URL }
-        guard components.user == nil, components.password == nil else { throw .credentialsInURL }
+        guard components.user == nil, components.password == nil,
+            !(components.queryItems ?? []).contains(where: { Self.looksLikeCredential($0.name) })
+        else { throw .credentialsInURL }
         var endpoint: URL?
         var region = "us-east-1"
         var addressing: Addressing?
@@ -73,10 +95,12 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
             let value = item.value ?? ""
             switch item.name {
             case "endpoint":
+                // An endpoint has no path, so an `@` in it can only end user info.
+                guard !value.contains("@") else { throw .credentialsInURL }
                 guard let url = URL(string: value) else { throw .invalidEndpoint }
                 endpoint = url
             case "region": region = value
-            case "addressing":
+            case "addressing", "style":
                 guard let parsed = Addressing(rawValue: value) else { throw .invalidAddressing(value) }
                 addressing = parsed
             default: throw .unknownParameter(item.name)
@@ -106,6 +130,15 @@ public struct S3Location: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         "s3://\(bucket)/\(prefix) at \(endpoint.absoluteString) (\(region), \(addressing.rawValue) style)"
+    }
+
+    /// Whether a query parameter's name is a credential's (AWS's own names, presigned-URL
+    /// parameters, and anything naming a key, a secret, a token or a password).
+    static func looksLikeCredential(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return lowered.hasPrefix("x-amz-") || lowered.hasPrefix("aws_") || lowered == "signature"
+            || ["secret", "password", "passwd", "token", "credential", "accesskey", "access_key", "access-key"]
+                .contains(where: lowered.contains)
     }
 
     static func isValidBucket(_ name: String) -> Bool {

@@ -40,8 +40,39 @@ public protocol S3Transport: Sendable {
 public struct AsyncHTTPClientTransport: S3Transport {
     private let client: HTTPClient
 
-    /// Uses `client`, which the caller owns and shuts down.
+    /// Uses `client`, which the caller owns and shuts down. Make it with `makeHTTPClient` so that a
+    /// dead endpoint fails within seconds.
     public init(client: HTTPClient) { self.client = client }
+
+    /// The connect deadline of `makeHTTPClient`: async-http-client's default is 10 s, and by
+    /// default its pool keeps reconnecting until the request's own deadline (30 s for S3), so a
+    /// dead endpoint would hold every request for minutes across the client's retries.
+    public static let defaultConnectTimeout: Duration = .seconds(2)
+
+    /// The longest silence of `makeHTTPClient` while an answer is awaited or read: a server that
+    /// accepts the connection and then says nothing (hung) fails the attempt after it, instead of
+    /// at the request's 30 s deadline. A slow but flowing transfer is not cut.
+    public static let defaultReadTimeout: Duration = .seconds(10)
+
+    /// An HTTP client for S3 requests: a connection attempt gives up after `connectTimeout`, and a
+    /// refused connection fails the request at once (`retryConnectionEstablishment` off) instead
+    /// of being retried by the pool until the request's deadline: `S3Client`'s retry policy does
+    /// the retrying, with backoff. An attempt whose server stays silent for `readTimeout` fails
+    /// (transient). The caller owns the client and shuts it down.
+    public static func makeHTTPClient(
+        connectTimeout: Duration = defaultConnectTimeout, readTimeout: Duration = defaultReadTimeout
+    ) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = timeAmount(connectTimeout)
+        configuration.timeout.read = timeAmount(readTimeout)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(
+            Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
 
     public func send(_ request: S3HTTPRequest, maxBody: Int, timeout: Duration) async throws(S3Error) -> S3HTTPResponse
     {
@@ -49,9 +80,7 @@ public struct AsyncHTTPClientTransport: S3Transport {
         outgoing.method = HTTPMethod(rawValue: request.method)
         for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        let deadline = TimeAmount.nanoseconds(
-            Int64(timeout.components.seconds) * 1_000_000_000
-                + timeout.components.attoseconds / 1_000_000_000)
+        let deadline = Self.timeAmount(timeout)
         do {
             let response = try await client.execute(outgoing, timeout: deadline)
             var body = Data()

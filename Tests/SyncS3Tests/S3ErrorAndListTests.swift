@@ -29,6 +29,13 @@ import Testing
         // A 404 about something else than the object (e.g. a proxy's page) is not "absent".
         #expect(!S3Error.classify(status: 404, code: "NoSuchUpload", key: "k").isTransient)
         #expect(S3Error.classify(status: 404, code: "NoSuchUpload", key: "k") != .notFound(key: "k"))
+        // A 404 without an S3 error body to a GET is a proxy's page: worth retrying, not "absent".
+        #expect(S3Error.classify(status: 404, code: nil, key: "k", method: "GET").isTransient)
+        #expect(S3Error.classify(status: 404, code: nil, key: "k", method: "PUT").isTransient)
+        // A missing bucket is a configuration error, not "every object is absent".
+        #expect(
+            S3Error.classify(status: 404, code: "NoSuchBucket", key: "k", method: "GET")
+                == .refused(status: 404, code: "NoSuchBucket"))
     }
 
     @Test func backoffGrowsAndIsCapped() {

@@ -11,13 +11,16 @@
 /// The hash is the file's name and is not repeated inside. The container does not verify the
 /// payload: a damaged header reads as `corruptChunk`, a damaged payload is returned as stored and
 /// the reader's decoder (which checks length and SHA-256) finds it.
-enum LocalChunkFile {
+///
+/// Public because an object store keeps the same bytes as its objects (`SyncS3`'s
+/// `S3ChunkBlobStore`): one chunk format on every backend.
+public enum LocalChunkFile {
     static let magic: [UInt8] = Array("SFCK".utf8)
     static let version: UInt8 = 1
-    static let headerSize = 16
+    public static let headerSize = 16
 
     /// The file's bytes for `chunk`.
-    static func encode(_ chunk: EncodedChunk) -> [UInt8] {
+    public static func encode(_ chunk: EncodedChunk) -> [UInt8] {
         var bytes = magic
         bytes.reserveCapacity(headerSize + chunk.payload.count)
         bytes.append(version)
@@ -30,14 +33,14 @@ enum LocalChunkFile {
     }
 
     /// The chunk in `bytes` (a whole file), or nil if its header is not one of ours.
-    static func decode(_ bytes: [UInt8], hash: ChunkHash) -> EncodedChunk? {
+    public static func decode(_ bytes: [UInt8], hash: ChunkHash) -> EncodedChunk? {
         guard let (encoding, plainLength) = header(bytes) else { return nil }
         return EncodedChunk(
             hash: hash, encoding: encoding, plainLength: plainLength, payload: Array(bytes[headerSize...]))
     }
 
     /// The encoding and plain length the header of `bytes` declares, or nil if it is damaged.
-    static func header(_ bytes: [UInt8]) -> (ChunkEncoding, Int)? {
+    public static func header(_ bytes: [UInt8]) -> (ChunkEncoding, Int)? {
         guard bytes.count >= headerSize, Array(bytes[0..<4]) == magic, bytes[4] == version,
             let encoding = ChunkEncoding(rawValue: bytes[5]), bytes[6] == 0, bytes[7] == 0
         else { return nil }
