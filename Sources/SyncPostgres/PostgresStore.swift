@@ -42,7 +42,7 @@ public final class PostgresStore: Sendable {
     private let runTask: Task<Void, Never>
     private let listenTask: Mutex<Task<Void, Never>?> = Mutex(nil)
     private let notifiers = Mutex<[Int64: ChangeNotifier]>([:])
-    private let versions = Mutex<[Int64: VersionState]>([:])
+    private let versions = Mutex<[Int64: SharedVersionRead]>([:])
     /// How many times a container's version was read from the database (for tests).
     let versionReads = Atomic<Int>(0)
     /// Whether the `LISTEN` is in place now (waiters fall back on the backstop while it is not).
@@ -186,47 +186,17 @@ public final class PostgresStore: Sendable {
     }
 
     /// Container `rowID`'s newest version as of notifier generation `generation`, shared by the
-    /// waiters of this store: read from the database only when no waiter has read it since the
-    /// generation last moved or at least `recheckInterval` ago, and waiters that look at once
-    /// share one read. So N idle waiters of one container (a server's pending long polls) cost
-    /// one query per notification or re-check, not N. Correct because a waiter reads the
-    /// generation before the version: a commit the read missed is notified afterwards, moving the
-    /// generation (as `LocalContainer.latestVersion(atGeneration:)`).
+    /// waiters of this store (`SharedVersionRead`): one query per notification or per
+    /// `recheckInterval`, not one per waiter.
     func sharedVersion(_ rowID: Int64, generation: UInt64) async throws(ContainerProtocolError) -> EntryVersion {
-        let now = ContinuousClock.now
-        let read = versions.withLock { all -> SharedRead in
-            var state = all[rowID] ?? VersionState()
-            defer { all[rowID] = state }
-            if let cached = state.cached, cached.generation == generation,
-                now - cached.readAt < options.recheckInterval
-            {
-                return .known(cached.version)
-            }
-            if let reading = state.reading, reading.generation == generation { return .reading(reading.task) }
-            let task = Task { [self] () -> Result<EntryVersion, ContainerProtocolError> in
-                do throws(ContainerProtocolError) {
-                    return .success(try await readVersion(rowID))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            state.reading = (generation, now, task)
-            return .reading(task)
+        let shared = versions.withLock { all in
+            if let shared = all[rowID] { return shared }
+            let shared = SharedVersionRead()
+            all[rowID] = shared
+            return shared
         }
-        switch read {
-        case .known(let version):
-            return version
-        case .reading(let task):
-            let result = await task.value
-            versions.withLock { all in
-                guard var state = all[rowID], let reading = state.reading, reading.task == task else { return }
-                state.reading = nil  // a failed read is not shared beyond the waiters already on it
-                if case .success(let version) = result {
-                    state.cached = (reading.generation, version, reading.startedAt)
-                }
-                all[rowID] = state
-            }
-            return try result.get()
+        return try await shared.latest(atGeneration: generation, maxAge: options.recheckInterval) {
+            [self] () throws(ContainerProtocolError) in try await readVersion(rowID)
         }
     }
 
@@ -241,21 +211,6 @@ public final class PostgresStore: Sendable {
         guard let version else { throw .unavailable("the container is no longer in the database") }
         guard let result = EntryVersion(exactly: version) else { throw .storageFailure("the version is damaged") }
         return result
-    }
-
-    private enum SharedRead {
-        case known(EntryVersion)
-        case reading(Task<Result<EntryVersion, ContainerProtocolError>, Never>)
-    }
-
-    /// The version waiters last read of one container, and the read in progress, if any.
-    private struct VersionState {
-        var cached: (generation: UInt64, version: EntryVersion, readAt: ContinuousClock.Instant)?
-        var reading:
-            (
-                generation: UInt64, startedAt: ContinuousClock.Instant,
-                task: Task<Result<EntryVersion, ContainerProtocolError>, Never>
-            )?
     }
 
     /// Whether the `LISTEN` is established (for tests and diagnostics).

@@ -203,7 +203,7 @@ struct LocalContainerTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let container = try LocalContainer.openOrCreate(at: directory + "/container")
         let cursor = try await container.currentCursor()
-        let before = container.latestVersionQueries.load(ordering: .relaxed)
+        let before = container.latestVersionQueries
         let waiters = 40
         let idle = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<waiters {
@@ -212,7 +212,7 @@ struct LocalContainerTests {
             return try await group.reduce(into: [Bool]()) { $0.append($1) }
         }
         #expect(idle.allSatisfy { !$0 })
-        let queries = container.latestVersionQueries.load(ordering: .relaxed) - before
+        let queries = container.latestVersionQueries - before
         // 40 waiters × (1 first look + 2 rechecks) would be 120 without sharing.
         #expect(queries <= 12, "\(queries) queries for \(waiters) idle waiters over 2.5 s")
 

@@ -39,10 +39,10 @@ public final class LocalContainer: Container {
     let entries: LocalEntryStore
     let chunks: LocalChunkStore
     let signal: LocalChangeSignal
-    /// The last version a waiter read, at which signal generation and when (`latestVersion`).
+    /// The newest version as waiters last read it (`latestVersion`).
+    private let latestSeen = SharedVersionRead()
     /// How many times waiters read the newest version from the database (for tests).
-    let latestVersionQueries = Atomic<Int>(0)
-    private let latestSeen = Mutex(LatestVersionState())
+    var latestVersionQueries: Int { latestSeen.reads.load(ordering: .relaxed) }
 
     init(layout: LocalLayout, id: String, entries: LocalEntryStore) {
         self.path = layout.root
@@ -101,64 +101,13 @@ public final class LocalContainer: Container {
         return FeedPosition.batch(fetched, limit: limit, after: cursor)
     }
 
-    /// The newest version, shared by every waiter of this instance: read from the database only
-    /// when no waiter has read it since the change signal last moved (`generation`) or at least
-    /// `recheckInterval` ago. So N idle waiters (a server's pending long polls) cost about one
-    /// query per `recheckInterval`, not N, and a commit costs one query, not one per waiter.
-    ///
-    /// Correct because the generation is read *before* the query: a commit the query missed
-    /// posts the signal afterwards, moving the generation, and the next look queries again; a
-    /// lost signal is caught by the age bound, as before.
+    /// The newest version, shared by every waiter of this instance (`SharedVersionRead`): a
+    /// query per signal or per `recheckInterval`, not per waiter.
     private func latestVersion(atGeneration generation: UInt64) async throws(ContainerProtocolError) -> EntryVersion {
-        let now = ContinuousClock.now
-        let read = latestSeen.withLock { state -> LatestVersionRead in
-            if let cached = state.cached, cached.generation == generation, now - cached.readAt < recheckInterval {
-                return .known(cached.version)
-            }
-            // Waiters that look at once share one query (no stampede of first looks).
-            if let reading = state.reading, reading.generation == generation { return .reading(reading.task) }
-            latestVersionQueries.add(1, ordering: .relaxed)
-            let task = Task { [entries] () -> Result<EntryVersion, ContainerProtocolError> in
-                do throws(ContainerProtocolError) {
-                    return .success(
-                        try await LocalFileIO.offload { () throws(ContainerProtocolError) in try entries.latestVersion()
-                        })
-                } catch {
-                    return .failure(error)
-                }
-            }
-            state.reading = (generation, now, task)
-            return .reading(task)
+        try await latestSeen.latest(atGeneration: generation, maxAge: recheckInterval) {
+            [entries] () throws(ContainerProtocolError) in
+            try await LocalFileIO.offload { () throws(ContainerProtocolError) in try entries.latestVersion() }
         }
-        switch read {
-        case .known(let version):
-            return version
-        case .reading(let task):
-            let result = await task.value
-            latestSeen.withLock { state in
-                guard let reading = state.reading, reading.task == task else { return }
-                state.reading = nil  // a failed read is not shared beyond the waiters already on it
-                if case .success(let version) = result {
-                    state.cached = (reading.generation, version, reading.startedAt)
-                }
-            }
-            return try result.get()
-        }
-    }
-
-    private enum LatestVersionRead {
-        case known(EntryVersion)
-        case reading(Task<Result<EntryVersion, ContainerProtocolError>, Never>)
-    }
-
-    /// The newest version waiters last read and the read in progress, if any (`latestVersion`).
-    private struct LatestVersionState {
-        var cached: (generation: UInt64, version: EntryVersion, readAt: ContinuousClock.Instant)?
-        var reading:
-            (
-                generation: UInt64, startedAt: ContinuousClock.Instant,
-                task: Task<Result<EntryVersion, ContainerProtocolError>, Never>
-            )?
     }
 
     public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
