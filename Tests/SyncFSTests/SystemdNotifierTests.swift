@@ -57,8 +57,9 @@ struct SystemdNotifierTests {
     }
 }
 
-/// A datagram socket bound in the abstract namespace (`@name` in NOTIFY_SOCKET).
-final class AbstractDatagramSocket {
+/// A datagram socket bound in the abstract namespace (`@name` in NOTIFY_SOCKET). Used by one
+/// test at a time (its descriptor is only read).
+final class AbstractDatagramSocket: @unchecked Sendable {
     private let fd: Int32
 
     init(name: String) throws {
@@ -96,7 +97,7 @@ final class AbstractDatagramSocket {
 /// FUSE check does not come back or the engine does not answer, and resume when they do.
 @Suite(.serialized)
 struct SystemdWatchdogTests {
-    @Test func pingsStopWhileAProbeFailsAndResumeAfterwards() throws {
+    @Test func pingsStopWhileAProbeFailsAndResumeAfterwards() async throws {
         let name = "syncfs-watchdog-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let receiver = try AbstractDatagramSocket(name: name)
         defer { receiver.close() }
@@ -115,26 +116,33 @@ struct SystemdWatchdogTests {
                 return "online, up to date"
             })
         notifier.mountIsLive(status: "online, up to date", probes: probes)
-        #expect(receiver.next(timeout: 5)?.hasPrefix("READY=1") == true)
-        #expect(receiver.waitFor("WATCHDOG=1", timeout: 10), "no ping while healthy")
+        #expect(await waiting { receiver.next(timeout: 5) }?.hasPrefix("READY=1") == true)
+        #expect(await waiting { receiver.waitFor("WATCHDOG=1", timeout: 10) }, "no ping while healthy")
 
         fuseAnswers.withLock { $0 = false }
-        receiver.drain(for: 1.5)  // pings the last answer still covers
-        #expect(!receiver.waitFor("WATCHDOG=1", timeout: 2), "a ping while the FUSE check fails")
+        await waiting { receiver.drain(for: 1.5) }  // pings the last answer still covers
+        #expect(
+            await waiting { receiver.waitFor("WATCHDOG=1", timeout: 2) } == false, "a ping while the FUSE check fails")
         fuseAnswers.withLock { $0 = true }
-        #expect(receiver.waitFor("WATCHDOG=1", timeout: 10), "no ping after the FUSE check came back")
+        #expect(await waiting { receiver.waitFor("WATCHDOG=1", timeout: 10) }, "no ping after the FUSE check came back")
 
         engineBlocked.withLock { $0 = true }
-        receiver.drain(for: 1.5)
-        #expect(!receiver.waitFor("WATCHDOG=1", timeout: 2), "a ping while the engine does not answer")
-        engineAnswers.lock()
-        engineBlocked.withLock { $0 = false }
-        engineAnswers.broadcast()
-        engineAnswers.unlock()
-        #expect(receiver.waitFor("WATCHDOG=1", timeout: 10), "no ping after the engine answered again")
+        await waiting { receiver.drain(for: 1.5) }
+        #expect(
+            await waiting { receiver.waitFor("WATCHDOG=1", timeout: 2) } == false,
+            "a ping while the engine does not answer")
+        func unblockEngine() {
+            engineAnswers.lock()
+            engineBlocked.withLock { $0 = false }
+            engineAnswers.broadcast()
+            engineAnswers.unlock()
+        }
+        unblockEngine()
+        #expect(
+            await waiting { receiver.waitFor("WATCHDOG=1", timeout: 10) }, "no ping after the engine answered again")
 
         notifier.stopping()
-        #expect(receiver.waitFor("STOPPING=1", timeout: 10))
+        #expect(await waiting { receiver.waitFor("STOPPING=1", timeout: 10) })
     }
 }
 
@@ -152,5 +160,15 @@ extension AbstractDatagramSocket {
     func drain(for seconds: Double) {
         let deadline = Date().addingTimeInterval(seconds)
         while deadline.timeIntervalSinceNow > 0 { _ = next(timeout: deadline.timeIntervalSinceNow) }
+    }
+}
+
+/// Runs a blocking wait (a socket read with a timeout) on a thread of its own and returns its
+/// result: a test that waits for seconds must not hold one of Swift's cooperative threads (two on
+/// this machine), which the other tests' async waits need — holding one for ~10 s starved a
+/// conflict-race test into missing a short-lived version.
+func waiting<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
     }
 }
