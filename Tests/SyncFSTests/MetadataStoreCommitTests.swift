@@ -78,11 +78,10 @@ struct MetadataStoreCommitTests {
     /// Provokes a real failure: another connection holds the database's write lock, so the
     /// store's `BEGIN IMMEDIATE` fails with SQLITE_BUSY after its busy timeout (5 s).
     @Test(.timeLimit(.minutes(1)))
-    func aFailedCommitKeepsTheBatchInOrder() throws {
+    func aFailedCommitKeepsTheBatchInOrder() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)
-        defer { try? store.close() }
         let log = ActionLog()
         #expect(store.lastCommitError == nil)
 
@@ -91,7 +90,16 @@ struct MetadataStoreCommitTests {
         store.entryCreated(sampleRecord(2, name: "first"))
         store.xattrSet(InodeNumber(2), name: "user.k", value: [7])
         store.afterCommit { log.append("ran") }
-        #expect(throws: MetadataError.self) { try store.commit(durable: true) }
+        // SQLite's busy wait takes seconds: not on a cooperative thread (see `waiting`).
+        let failure = await waiting { () -> (any Error)? in
+            do {
+                try store.commit(durable: true)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(failure is MetadataError, "\(String(describing: failure))")
         #expect(store.lastCommitError != nil)
         #expect(log.items.isEmpty, "actions of a failed batch do not run")
         #expect(!committedEntryExists(path, 2))
@@ -106,17 +114,19 @@ struct MetadataStoreCommitTests {
         let state = try store.load()
         #expect(state.entries == [renamed])
         #expect(state.xattrs[InodeNumber(2)] == ["user.k": [7]])
+        await waiting { try? store.close() }
     }
 
     /// `batchDelay` is how long the flusher waits to gather a batch; a delay of whole seconds
     /// must delay the commit, not be taken as zero.
-    @Test func batchDelayOfWholeSecondsIsHonoured() throws {
+    @Test func batchDelayOfWholeSecondsIsHonoured() async throws {
         let directory = TemporaryDirectory()
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path, batchDelay: .seconds(2))
-        defer { try? store.close() }
         store.entryCreated(sampleRecord(2))
-        Thread.sleep(forTimeInterval: 0.3)
+        try await Task.sleep(for: .milliseconds(300))
         #expect(!committedEntryExists(path, 2), "committed before the 2 s batch delay was over")
+        // Closing waits for the flusher's 2 s: not on a cooperative thread.
+        await waiting { try? store.close() }
     }
 }

@@ -162,13 +162,3 @@ extension AbstractDatagramSocket {
         while deadline.timeIntervalSinceNow > 0 { _ = next(timeout: deadline.timeIntervalSinceNow) }
     }
 }
-
-/// Runs a blocking wait (a socket read with a timeout) on a thread of its own and returns its
-/// result: a test that waits for seconds must not hold one of Swift's cooperative threads (two on
-/// this machine), which the other tests' async waits need — holding one for ~10 s starved a
-/// conflict-race test into missing a short-lived version.
-func waiting<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: body()) }
-    }
-}

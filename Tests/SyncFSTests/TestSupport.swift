@@ -147,3 +147,13 @@ func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
     Issue.record("timed out waiting for: \(what)")
     throw CancellationError()
 }
+
+/// Runs a blocking wait (a socket read with a timeout, a SQLite busy wait, a flusher's delay) on a
+/// thread of its own and returns its result: a test that waits for seconds must not hold one of Swift's cooperative threads (two on
+/// this machine), which the other tests' async waits need — holding one for ~10 s starved a
+/// conflict-race test into missing a short-lived version.
+func waiting<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
+    }
+}
