@@ -124,8 +124,13 @@ struct MetadataStoreCommitTests {
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path, batchDelay: .seconds(2))
         store.entryCreated(sampleRecord(2))
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(!committedEntryExists(path, 2), "committed before the 2 s batch delay was over")
+        // Looked at 0.3 s later on a thread of its own: an await could resume much later than
+        // that on a busy cooperative pool, after the flusher's 2 s.
+        let committedEarly = await waiting {
+            Thread.sleep(forTimeInterval: 0.3)
+            return committedEntryExists(path, 2)
+        }
+        #expect(!committedEarly, "committed before the 2 s batch delay was over")
         // Closing waits for the flusher's 2 s: not on a cooperative thread.
         await waiting { try? store.close() }
     }
