@@ -8,16 +8,6 @@ import Testing
 /// with inotify see A's changes, through the inotify echo, which uploads and downloads nothing.
 @Suite(.serialized)
 struct EventsTest {
-    /// `syncfs-mount events ARGS…`, started and watching (its `watching` line seen).
-    private func startEvents(_ arguments: [String]) throws -> Watcher {
-        let watcher = try Watcher([try TestFolder.binaryPath(), "events"] + arguments)
-        guard watcher.waitForErrors(containing: "events: watching") else {
-            watcher.stop()
-            throw TestFolderError(message: "events \(arguments) never started watching: \(watcher.errors)")
-        }
-        return watcher
-    }
-
     /// Waits until `watcher` printed at least `count` event lines; records an issue otherwise.
     @discardableResult
     private func expectEvents(
@@ -34,9 +24,9 @@ struct EventsTest {
     @Test func eventsShowRemoteAndLocalChangesWithPathsAndOneIdentity() throws {
         try SyncedMounts.with(uploadDelay: 20) { mounts in
             let (a, b) = (mounts.a, mounts.b)
-            let everything = try startEvents([b.root, "--count", "7", "--timeout", "120"])
-            let folder = try startEvents([b.root, "dir/", "--timeout", "120"])
-            let entry = try startEvents([b.root, b.path("g.txt"), "--timeout", "120"])
+            let everything = try Watcher.events([b.root, "--count", "7", "--timeout", "120"])
+            let folder = try Watcher.events([b.root, "dir/", "--timeout", "120"])
+            let entry = try Watcher.events([b.root, b.path("g.txt"), "--timeout", "120"])
 
             try makeDirectory(a.path("dir"))
             expectEvents(everything, count: 1, "mkdir on A")
@@ -151,7 +141,7 @@ struct EventsTest {
             let inotify = try Watcher(["inotifywait", "-m", "--format", "%e %f", b.root])
             defer { inotify.stop() }
             #expect(inotify.waitForErrors(containing: "Watches established"), "\(inotify.errors)")
-            let events = try startEvents([b.root, "--count", "1", "--timeout", "60"])
+            let events = try Watcher.events([b.root, "--count", "1", "--timeout", "60"])
             try writeFile(a.path("quiet.txt"), "x")
             #expect(events.wait(timeout: 60) == 0, "\(events.output) \(events.errors)")
             #expect(EventLine.parse(events.lines).map(\.description) == ["created quiet.txt"])
@@ -249,7 +239,7 @@ struct EventsTest {
         let nothing = ModelProcess.run([binary, "events", folder.root, "--count", "1", "--timeout", "1"], timeout: 30)
         #expect(nothing.status == 75 && nothing.stdout.isEmpty, "\(nothing)")
 
-        let watching = try startEvents([folder.root])
+        let watching = try Watcher.events([folder.root])
         try folder.unmount()
         #expect(watching.wait(timeout: 30) == 75, "the daemon went away: \(watching.errors)")
         #expect(watching.errors.contains("stopped"), "\(watching.errors)")

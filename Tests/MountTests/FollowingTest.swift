@@ -8,16 +8,6 @@ import Testing
 /// file's stable ID.
 @Suite(.serialized)
 struct FollowingTest {
-    /// `syncfs-mount events ARGS…`, started and watching.
-    private func startEvents(_ arguments: [String]) throws -> Watcher {
-        let watcher = try Watcher([try TestFolder.binaryPath(), "events"] + arguments)
-        guard watcher.waitForErrors(containing: "events: watching") else {
-            watcher.stop()
-            throw TestFolderError(message: "events \(arguments) never started watching: \(watcher.errors)")
-        }
-        return watcher
-    }
-
     /// The parsed events of `watcher` of the given kinds.
     private func events(_ watcher: Watcher, _ kinds: Set<String>) -> [EventLine] {
         EventLine.parse(watcher.lines).filter { kinds.contains($0.kind) }
@@ -39,9 +29,9 @@ struct FollowingTest {
         let outage = directory + "/outage"
         try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--test-outage-file", outage]) { mounts in
             let b = mounts.b
-            let everything = try startEvents([b.root, "--timeout", "120"])
+            let everything = try Watcher.events([b.root, "--timeout", "120"])
             defer { everything.stop() }
-            let filtered = try startEvents([b.root, "some/folder/", "--timeout", "120"])
+            let filtered = try Watcher.events([b.root, "some/folder/", "--timeout", "120"])
             defer { filtered.stop() }
             try writeFile(outage, "")
             // An upload fails too (and is retried): still one `offline`.
@@ -77,9 +67,9 @@ struct FollowingTest {
             #expect(a.expectSync())
             #expect(waitUntil { pathExists(b.path("read.bin")) && pathExists(b.path("fetched.bin")) })
             #expect(describeState(b.path("read.bin")) == "online", "arrived as a placeholder")
-            let everything = try startEvents([b.root, "--timeout", "120"])
+            let everything = try Watcher.events([b.root, "--timeout", "120"])
             defer { everything.stop() }
-            let one = try startEvents([b.root, "fetched.bin", "--timeout", "120"])
+            let one = try Watcher.events([b.root, "fetched.bin", "--timeout", "120"])
             defer { one.stop() }
 
             #expect(try readFile(b.path("read.bin")) == patternBytes(count: 300_000, seed: 3))
@@ -116,9 +106,9 @@ struct FollowingTest {
     @Test func aRulesErrorShowsWhenTheFileIsSavedAndClearsWhenFixed() throws {
         try SyncedMounts.with(uploadDelay: 20) { mounts in
             let (a, b) = (mounts.a, mounts.b)
-            let onA = try startEvents([a.root, "--timeout", "120"])
+            let onA = try Watcher.events([a.root, "--timeout", "120"])
             defer { onA.stop() }
-            let onB = try startEvents([b.root, "--timeout", "120"])
+            let onB = try Watcher.events([b.root, "--timeout", "120"])
             defer { onB.stop() }
             func errors(_ mount: TestFolder) -> [RulesStatus.Problem] {
                 ((try? mount.statusJSON(of: mount.root)) as RulesStatus?)?.rulesErrors ?? []

@@ -101,3 +101,15 @@ struct EventLine: Decodable, CustomStringConvertible {
         lines.compactMap { try? JSONDecoder().decode(EventLine.self, from: Data($0.utf8)) }
     }
 }
+
+extension Watcher {
+    /// `syncfs-mount events ARGS…`, started and watching (its `watching` line seen).
+    static func events(_ arguments: [String]) throws -> Watcher {
+        let watcher = try Watcher([try TestFolder.binaryPath(), "events"] + arguments)
+        guard watcher.waitForErrors(containing: "events: watching") else {
+            watcher.stop()
+            throw TestFolderError(message: "events \(arguments) never started watching: \(watcher.errors)")
+        }
+        return watcher
+    }
+}
