@@ -42,6 +42,11 @@ fi
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
     echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1
 fi
+# Inside SyncFS, folders use only the folders below them (scripts/folder-order.py names the order;
+# known back-references are in scripts/folder-order-allowlist.txt, which only shrinks).
+if ! python3 scripts/folder-order.py; then
+    echo "lint: a file in Sources/SyncFS uses a type of a folder above its own (see above)" >&2; fail=1
+fi
 # No try! on request paths.
 if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
     echo "lint: no try! in the SyncFS, SyncServer, SyncClient, SyncS3 and SyncPostgres libraries" >&2; fail=1

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""The folder order inside Sources/SyncFS, checked by type references (doc/ARCHITECTURE.md).
+
+The folders of the SyncFS target form layers, bottom first (ORDER below). A file may name the
+types declared in its own folder and in the folders below it, never one declared in a folder
+above: arrows point one way, as `scripts/lint.sh` already checks for imports between modules.
+
+How it works (standard library only, no Swift parser):
+- every top-level `struct`, `class`, `enum`, `protocol`, `actor` and `typealias` declared in a
+  folder's files belongs to that folder (nested types are reached through their outer type);
+- every capitalised identifier in a file, comments and string literals left out, that is such a
+  type is a reference (an `extension T` counts: it adds to T from where it is written);
+- a reference from a folder to a type of a higher folder is a *back-reference*. It fails the
+  check unless the allowlist (`scripts/folder-order-allowlist.txt`; one line per file and type:
+  `FILE TYPE WHY…`, `#` comments) names it; an allowlist line that matches nothing also fails,
+  so the list only shrinks as the back-references are removed.
+- It prints the counts: back-references, allowlisted ones, and cross-folder cycles (pairs of
+  folders that name each other's types, and the groups of folders that reach each other).
+
+Limits: members added by an extension in a higher folder (`extension SyncFileSystem` in Sync
+called from Core) are not seen unless their type is named; a nested type that shadows a top-level
+type of another folder may show up as a reference (allowlist it, or rename).
+
+Usage: scripts/folder-order.py [--allowlist FILE] [--root Sources/SyncFS] [--verbose]
+Exit status: 0 when every back-reference is allowlisted and every allowlist line is used, 1 if not.
+"""
+
+import argparse
+import os
+import re
+import sys
+
+# Bottom first. Every folder of Sources/SyncFS must be listed (an unlisted folder fails).
+ORDER = [
+    "Model",
+    "Support",
+    "Metadata",
+    "Inodes",
+    "Cache",
+    "Handles",
+    "Core",
+    "Sync",
+    "FUSE",
+    "Daemon",
+    "Report",
+]
+
+DECLARATION = re.compile(
+    r"^(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*"
+    r"(?:(?:public|package|internal|fileprivate|private|final|indirect|nonisolated)\s+)*"
+    r"(?:struct|class|enum|protocol|actor|typealias)\s+([A-Za-z_][A-Za-z0-9_]*)"
+)
+IDENTIFIER = re.compile(r"\b[A-Z][A-Za-z0-9_]*\b")
+
+
+def strip_comments_and_strings(text):
+    """The code of a Swift file with comments and string literals blanked (newlines kept)."""
+    out = []
+    i, n = 0, len(text)
+    depth = 0  # nested /* */ comments
+    while i < n:
+        c = text[i]
+        if depth > 0:
+            if text.startswith("/*", i):
+                depth += 1
+                i += 2
+            elif text.startswith("*/", i):
+                depth -= 1
+                i += 2
+            else:
+                out.append("\n" if c == "\n" else " ")
+                i += 1
+        elif text.startswith("//", i):
+            while i < n and text[i] != "\n":
+                i += 1
+        elif text.startswith("/*", i):
+            depth = 1
+            i += 2
+        elif text.startswith('"""', i):
+            end = text.find('"""', i + 3)
+            end = n if end < 0 else end + 3
+            out.append("\n" * text.count("\n", i, end))
+            i = end
+        elif c == '"':
+            i += 1
+            while i < n and text[i] != '"' and text[i] != "\n":
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append('""')
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def swift_files(root):
+    for folder in sorted(os.listdir(root)):
+        path = os.path.join(root, folder)
+        if not os.path.isdir(path):
+            continue
+        for directory, _, names in os.walk(path):
+            for name in sorted(names):
+                if name.endswith(".swift"):
+                    yield folder, os.path.join(directory, name)
+
+
+def read_allowlist(path):
+    allowed = {}
+    if not os.path.exists(path):
+        return allowed
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            fields = line.split(None, 2)
+            if len(fields) < 3:
+                print(f"{path}:{number}: expected FILE TYPE WHY, got: {line}", file=sys.stderr)
+                sys.exit(1)
+            allowed[(fields[0], fields[1])] = number
+    return allowed
+
+
+def cycles(edges, folders):
+    """Strongly connected components of more than one folder (Tarjan)."""
+    index, low, stack, on_stack, result = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                result.append(sorted(component, key=folders.index))
+
+    for v in folders:
+        if v not in index:
+            visit(v)
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default="Sources/SyncFS")
+    parser.add_argument("--allowlist", default="scripts/folder-order-allowlist.txt")
+    parser.add_argument("--verbose", action="store_true", help="list the allowlisted back-references too")
+    args = parser.parse_args()
+
+    fail = False
+    files = list(swift_files(args.root))
+    for folder in sorted({folder for folder, _ in files}):
+        if folder not in ORDER:
+            print(f"folder-order: {args.root}/{folder} is not in ORDER of scripts/folder-order.py; "
+                  "place it between the folders it uses and the folders that use it", file=sys.stderr)
+            fail = True
+    rank = {folder: position for position, folder in enumerate(ORDER)}
+
+    codes, declared_in = {}, {}
+    for folder, path in files:
+        with open(path, encoding="utf-8") as handle:
+            code = strip_comments_and_strings(handle.read())
+        codes[path] = (folder, code)
+        for line in code.splitlines():
+            match = DECLARATION.match(line)  # top level: no indentation
+            if match:
+                name = match.group(1)
+                if name in declared_in and declared_in[name] != folder:
+                    print(f"folder-order: {name} is declared in both {declared_in[name]} and {folder}",
+                          file=sys.stderr)
+                    fail = True
+                declared_in[name] = folder
+
+    allowed = read_allowlist(args.allowlist)
+    used = set()
+    edges = {}
+    back, unlisted = [], []
+    for path, (folder, code) in sorted(codes.items()):
+        for name in sorted(set(IDENTIFIER.findall(code))):
+            target = declared_in.get(name)
+            if target is None or target == folder or folder not in rank or target not in rank:
+                continue
+            edges.setdefault(folder, set()).add(target)
+            if rank[target] > rank[folder]:
+                back.append((path, name, folder, target))
+                if (path, name) in allowed:
+                    used.add((path, name))
+                else:
+                    unlisted.append((path, name, folder, target))
+
+    for path, name, folder, target in unlisted:
+        print(f"folder-order: {path} ({folder}) uses {name}, declared in {target}, a folder above it; "
+              f"move the type down or pass a value of a lower folder instead (only an arrow being removed goes in "
+              f"{args.allowlist}: '{path} {name} WHY')", file=sys.stderr)
+        fail = True
+    for (path, name), number in sorted(allowed.items(), key=lambda item: item[1]):
+        if (path, name) not in used:
+            print(f"folder-order: {args.allowlist}:{number}: {path} no longer uses {name} from a higher "
+                  "folder; remove the line", file=sys.stderr)
+            fail = True
+    if args.verbose:
+        for path, name, folder, target in back:
+            print(f"  back-reference: {path} ({folder}) -> {name} ({target})")
+
+    pairs = sorted(
+        (a, b) for a in edges for b in edges[a] if rank.get(a, 0) < rank.get(b, 0) and a in edges.get(b, ()))
+    groups = cycles(edges, [f for f in ORDER if f in edges or any(f in t for t in edges.values())])
+    print(f"folder order: {len(back)} back-references ({len(back) - len(unlisted)} allowlisted, "
+          f"{len(unlisted)} not), {len(pairs)} cross-folder cycles between two folders"
+          + "".join(f" [{a} <-> {b}]" for a, b in pairs)
+          + f", {len(groups)} group{'' if len(groups) == 1 else 's'} of folders in a cycle"
+          + "".join(" [" + " ".join(group) + "]" for group in groups))
+    return 1 if fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
