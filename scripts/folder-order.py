@@ -10,6 +10,10 @@ How it works (standard library only, no Swift parser):
   folder's files belongs to that folder (nested types are reached through their outer type);
 - every capitalised identifier in a file, comments and string literals left out, that is such a
   type is a reference (an `extension T` counts: it adds to T from where it is written);
+- a member that an extension in a folder adds to a type of a lower folder (`extension
+  SyncFileSystem { func f … }` in Sync) belongs to the extension's folder: `.f` or `f(` in a
+  lower folder is a reference to `SyncFileSystem.f` (names also declared, or used as labels,
+  outside that folder are left out: they cannot be told apart);
 - a reference from a folder to a type of a higher folder is a *back-reference*. It fails the
   check unless the allowlist (`scripts/folder-order-allowlist.txt`; one line per file and type:
   `FILE TYPE WHY…`, `#` comments) names it; an allowlist line that matches nothing also fails,
@@ -17,11 +21,11 @@ How it works (standard library only, no Swift parser):
 - It prints the counts: back-references, allowlisted ones, and cross-folder cycles (pairs of
   folders that name each other's types, and the groups of folders that reach each other).
 
-Limits: members added by an extension in a higher folder (`extension SyncFileSystem` in Sync
-called from Core) are not seen unless their type is named; a nested type that shadows a top-level
-type of another folder may show up as a reference (allowlist it, or rename).
+Limits: no type inference (a member whose name is also declared elsewhere is not followed); a
+nested type that shadows a top-level type of another folder shows up as a reference (rename it).
 
 Usage: scripts/folder-order.py [--allowlist FILE] [--root Sources/SyncFS] [--verbose]
+       scripts/folder-order.py --self-test   (the check on made-up trees)
 Exit status: 0 when every back-reference is allowlisted and every allowlist line is used, 1 if not.
 """
 
@@ -91,6 +95,26 @@ def strip_comments_and_strings(text):
             out.append(c)
             i += 1
     return "".join(out)
+
+
+EXTENSION = re.compile(r"^(?:(?:public|package|internal|fileprivate|private)\s+)?extension\s+([A-Za-z_][A-Za-z0-9_]*)")
+MEMBER = re.compile(r"\b(?:func|var|let|case)\s+([A-Za-z_][A-Za-z0-9_]*)")
+LABEL = re.compile(r"\b([a-z_][A-Za-z0-9_]*)\s*:")
+
+
+def extension_members(code):
+    """(type, member) for the members declared directly in the file's top-level extensions."""
+    found, current, depth = [], None, 0
+    for line in code.splitlines():
+        if depth == 0:
+            match = EXTENSION.match(line)
+            current = match.group(1) if match else None
+        elif depth == 1 and current:
+            found += [(current, name) for name in MEMBER.findall(line)]
+        depth += line.count("{") - line.count("}")
+        if depth == 0 and "}" in line:
+            current = None
+    return found
 
 
 def swift_files(root):
@@ -185,13 +209,32 @@ def main():
                     fail = True
                 declared_in[name] = folder
 
+    # Members an extension in a folder adds to a type of a lower folder: a lower folder calling
+    # them depends on the extension's folder. A name declared (or used as a label) anywhere
+    # outside that folder is ambiguous and left out.
+    declared_elsewhere = {}
+    for path, (folder, code) in codes.items():
+        for name in set(MEMBER.findall(code)) | set(LABEL.findall(code)):
+            declared_elsewhere.setdefault(name, set()).add(folder)
+    added_by = {}
+    for path, (folder, code) in codes.items():
+        for type_name, member in extension_members(code):
+            home = declared_in.get(type_name)
+            if home in rank and folder in rank and rank[home] < rank[folder]:
+                if declared_elsewhere.get(member, set()) <= {folder}:
+                    added_by[member] = (type_name, folder)
+
     allowed = read_allowlist(args.allowlist)
     used = set()
     edges = {}
     back, unlisted = [], []
     for path, (folder, code) in sorted(codes.items()):
-        for name in sorted(set(IDENTIFIER.findall(code))):
-            target = declared_in.get(name)
+        references = [(name, declared_in.get(name)) for name in sorted(set(IDENTIFIER.findall(code)))]
+        for member, (type_name, home) in sorted(added_by.items()):
+            # `value.member` or a call `member(` (inside the type's own extensions).
+            if re.search(r"\.\s*" + member + r"\b|\b" + member + r"\s*\(", code):
+                references.append((f"{type_name}.{member}", home))
+        for name, target in references:
             if target is None or target == folder or folder not in rank or target not in rank:
                 continue
             edges.setdefault(folder, set()).add(target)
@@ -227,5 +270,52 @@ def main():
     return 1 if fail else 0
 
 
+def self_test():
+    """Runs the check on small made-up trees (`--self-test`; scripts/lint.sh runs it first)."""
+    import subprocess
+    import tempfile
+
+    def run(files, allowlist):
+        """Exit status and output of the check on `files`; `{root}` in `allowlist` is the tree."""
+        with tempfile.TemporaryDirectory() as root:
+            for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+                with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
+                    handle.write(text)
+            allow = os.path.join(root, "allow.txt")
+            with open(allow, "w", encoding="utf-8") as handle:
+                handle.write(allowlist.replace("{root}", root))
+            done = subprocess.run(
+                [sys.executable, __file__, "--root", root, "--allowlist", allow], capture_output=True, text=True)
+            return done.returncode, (done.stdout + done.stderr).replace(root + "/", "")
+
+    model = {"Model/Id.swift": "public struct Id {}\n", "Core/Tree.swift": "final class Tree { var id: Id? }\n"}
+    sync = {"Sync/Engine.swift": "/// Uses Tree.\nstruct Engine { let tree: Tree }\n"}
+    cases = [
+        ("downward references pass", model | sync, "", 0, "0 back-references"),
+        ("a type of a higher folder fails", model | sync | {"Core/Up.swift": "extension Tree { func f(_ e: Engine) {} }\n"},
+         "", 1, "Core/Up.swift (Core) uses Engine, declared in Sync"),
+        ("a comment or string naming it does not count",
+         model | sync | {"Core/Up.swift": "// Engine\nlet text = \"Engine\"\n"}, "", 0, "0 back-references"),
+        ("an allowlisted one passes and is counted", model | sync | {"Core/Up.swift": "let e: Engine? = nil\n"},
+         "{root}/Core/Up.swift Engine being removed\n", 0,
+         "1 back-references (1 allowlisted, 0 not), 1 cross-folder cycles between two folders [Core <-> Sync]"),
+        ("a stale allowlist line fails", model | sync, "{root}/Core/Up.swift Engine gone\n", 1, "remove the line"),
+        ("a member an extension in a higher folder adds fails",
+         model | sync | {"Sync/More.swift": "extension Tree {\n    func upward() {}\n}\n",
+                         "Core/Call.swift": "extension Tree {\n    func g() { upward() }\n}\n"},
+         "", 1, "uses Tree.upward, declared in Sync"),
+        ("a folder missing from ORDER fails", model | {"Extra/X.swift": "struct X {}\n"}, "", 1, "Extra is not in ORDER"),
+    ]
+    failed = 0
+    for title, files, allowlist, status, expected in cases:
+        code, output = run(files, allowlist)
+        if code != status or expected not in output:
+            print(f"folder-order self-test: {title}: exit {code}, output:\n{output}", file=sys.stderr)
+            failed += 1
+    print(f"folder-order self-test: {len(cases) - failed} of {len(cases)} cases pass")
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if sys.argv[1:] == ["--self-test"] else main())

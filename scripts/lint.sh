@@ -44,7 +44,7 @@ if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/Syn
 fi
 # Inside SyncFS, folders use only the folders below them (scripts/folder-order.py names the order;
 # known back-references are in scripts/folder-order-allowlist.txt, which only shrinks).
-if ! python3 scripts/folder-order.py; then
+if ! python3 scripts/folder-order.py --self-test || ! python3 scripts/folder-order.py; then
     echo "lint: a file in Sources/SyncFS uses a type of a folder above its own (see above)" >&2; fail=1
 fi
 # No try! on request paths.
