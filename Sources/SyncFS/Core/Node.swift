@@ -173,6 +173,10 @@ struct FileAttributes: Equatable, Sendable {
 struct Caller: Sendable {
     var uid: UInt32
     var gid: UInt32
+    init(uid: UInt32, gid: UInt32) {
+        self.uid = uid
+        self.gid = gid
+    }
 }
 
 /// An entry handed to the kernel: its attributes and the generation of its inode number.

@@ -3,6 +3,7 @@ import Glibc
 /// `renameat2` flags the folder honours.
 struct RenameFlags: OptionSet, Sendable {
     let rawValue: UInt32
+    init(rawValue: UInt32) { self.rawValue = rawValue }
     static let noReplace = RenameFlags(rawValue: 1)  // RENAME_NOREPLACE
     static let exchange = RenameFlags(rawValue: 2)  // RENAME_EXCHANGE
 }

@@ -24,12 +24,39 @@ struct EntryRecord: Equatable, Sendable {
     /// Pinned on this device: kept downloaded, never evicted; a directory's pin covers everything
     /// below it. Local state, never synced.
     var isPinned: Bool = false
+
+    init(
+        ino: InodeNumber, fileID: FileID, parent: InodeNumber?, name: FileName, kind: NodeKind,
+        mode: UInt32, uid: UInt32, gid: UInt32, size: Int64, atime: Int64, mtime: Int64, ctime: Int64,
+        symlinkTarget: [UInt8]?, isPlaceholder: Bool = false, isPinned: Bool = false
+    ) {
+        self.ino = ino
+        self.fileID = fileID
+        self.parent = parent
+        self.name = name
+        self.kind = kind
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+        self.size = size
+        self.atime = atime
+        self.mtime = mtime
+        self.ctime = ctime
+        self.symlinkTarget = symlinkTarget
+        self.isPlaceholder = isPlaceholder
+        self.isPinned = isPinned
+    }
 }
 
 /// What the local copy of an entry last agreed with the container: that version and its chunks.
 struct SyncBase: Equatable, Sendable {
     var version: EntryVersion
     var manifest: [ChunkRef]
+
+    init(version: EntryVersion, manifest: [ChunkRef]) {
+        self.version = version
+        self.manifest = manifest
+    }
 
     /// The stored form of a manifest: per chunk, the 32 hash bytes and the length (8 bytes, LE).
     static func encode(_ manifest: [ChunkRef]) -> [UInt8] {
