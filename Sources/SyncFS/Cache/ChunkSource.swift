@@ -1,7 +1,7 @@
 import SyncBackend
 
 /// Why a chunk of a placeholder could not be had.
-enum ChunkFetchError: Error, Sendable {
+public enum ChunkFetchError: Error, Sendable {
     /// The container cannot be reached now; a later try may work.
     case unreachable(String)
     /// The container answered, but lacks the chunk or sent one that fails verification.
@@ -9,7 +9,7 @@ enum ChunkFetchError: Error, Sendable {
 }
 
 /// Where placeholders' content comes from (the sync engine, once it runs).
-protocol ChunkSource: Sendable {
+public protocol ChunkSource: Sendable {
     /// The plain bytes of `ref`, verified against its hash and length. Blocks the caller.
     func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8]
 }

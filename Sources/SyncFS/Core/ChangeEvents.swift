@@ -12,8 +12,8 @@ import Synchronization
 /// (doc/CLI.md, "events"): `online`/`offline` (path "", once per transition, delivered to every
 /// subscriber whatever its filter), `downloaded` (a file's content is now all here) and
 /// `rules-error` (a rules file has an error; `message` says which, once per distinct error).
-struct ChangeEvent: Codable, Sendable, Equatable {
-    enum Kind: String, Codable, Sendable {
+public struct ChangeEvent: Codable, Sendable, Equatable {
+    public enum Kind: String, Codable, Sendable {
         case created, modified, deleted, renamed, merged, conflict
         /// The container answers again (after `offline`). Path "".
         case online
@@ -27,14 +27,14 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         case overflow
     }
 
-    enum Origin: String, Codable, Sendable {
+    public enum Origin: String, Codable, Sendable {
         /// A program on this machine changed the folder.
         case local
         /// The change came from the container (another mount) and was applied here.
         case remote
     }
 
-    enum EntryType: String, Codable, Sendable {
+    public enum EntryType: String, Codable, Sendable {
         case file, directory, symlink
 
         init(_ kind: NodeKind) {
@@ -47,19 +47,19 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// ISO 8601, UTC, milliseconds: `2026-11-21T15:45:02.123Z`.
-    var time: String
-    var path: String
+    public var time: String
+    public var path: String
     /// Renames only: where the entry was.
-    var oldPath: String?
-    var kind: Kind
-    var origin: Origin?
+    public var oldPath: String?
+    public var kind: Kind
+    public var origin: Origin?
     /// The entry's stable file ID (32 hex digits); the same across renames and on every mount.
-    var fileID: String?
-    var type: EntryType?
+    public var fileID: String?
+    public var type: EntryType?
     /// `offline` and `rules-error`: what is wrong, one line.
-    var message: String?
+    public var message: String?
 
-    init(
+    public init(
         kind: Kind, path: String, oldPath: String? = nil, origin: Origin?, fileID: FileID?, type: EntryType?,
         message: String? = nil, time: String = ChangeEvent.timestamp()
     ) {
@@ -74,11 +74,11 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// Events about the whole mount, not one entry: every subscriber gets them.
-    var isMountLevel: Bool { kind == .online || kind == .offline }
+    public var isMountLevel: Bool { kind == .online || kind == .offline }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
     /// oldPath, origin, fileID, type, message; absent ones left out).
-    var jsonLine: [UInt8] {
+    public var jsonLine: [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(160 + path.utf8.count + (oldPath?.utf8.count ?? 0))
         func field(_ key: String, _ value: String?) {
@@ -122,12 +122,12 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// The line that ends a stream whose subscriber fell behind.
-    static func overflow() -> ChangeEvent {
+    public static func overflow() -> ChangeEvent {
         ChangeEvent(kind: .overflow, path: "", origin: nil, fileID: nil, type: nil)
     }
 
     /// Now, as `time` shows it.
-    static func timestamp(nanoseconds: Int64 = Clock.nowNanoseconds()) -> String {
+    public static func timestamp(nanoseconds: Int64 = Clock.nowNanoseconds()) -> String {
         var seconds = time_t(nanoseconds / 1_000_000_000)
         let milliseconds = Int((nanoseconds % 1_000_000_000) / 1_000_000)
         var parts = tm()
@@ -142,7 +142,7 @@ struct ChangeEvent: Codable, Sendable, Equatable {
 }
 
 /// Which events a subscriber wants (`syncfs-mount events MOUNTPOINT [PATH]`).
-enum ChangeFilter: Sendable, Equatable {
+public enum ChangeFilter: Sendable, Equatable {
     /// Every event.
     case everything
     /// Events whose `path` or `oldPath` is exactly this path (and `online`/`offline`).
@@ -153,7 +153,7 @@ enum ChangeFilter: Sendable, Equatable {
 
     /// The filter for a request path: a trailing `/` watches the folder below; "" or "/" is
     /// everything. Leading slashes and `.` components are dropped.
-    init(requestPath: String?) {
+    public init(requestPath: String?) {
         guard let requestPath else {
             self = .everything
             return
@@ -196,18 +196,18 @@ enum ChangeFilter: Sendable, Equatable {
 /// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too;
 /// a finished download publishes `downloaded`; the engine publishes `online`/`offline` when its
 /// view of the container changes (`SyncEngine.noteFailure`) and `rules-error` (`RulesWatch`).
-final class ChangeEvents: Sendable {
+public final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])
 
-    init() {}
+    public init() {}
 
     /// True if anybody subscribes: build an event only then.
     @inline(__always)
-    var isObserved: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
+    public var isObserved: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
 
     /// Hands `event` to every subscriber whose filter matches. Never blocks on a subscriber.
-    func publish(_ event: ChangeEvent) {
+    public func publish(_ event: ChangeEvent) {
         guard isObserved else { return }
         subscribers.withLock { all in
             for subscription in all.values where subscription.filter.matches(event) {
@@ -217,7 +217,7 @@ final class ChangeEvents: Sendable {
     }
 
     /// A new subscription; end it with `cancel()`.
-    func subscribe(_ filter: ChangeFilter, limit: Int = 10_000) -> ChangeSubscription {
+    public func subscribe(_ filter: ChangeFilter, limit: Int = 10_000) -> ChangeSubscription {
         let subscription = ChangeSubscription(filter: filter, limit: limit, hub: self)
         subscribers.withLock { $0[ObjectIdentifier(subscription)] = subscription }
         subscriberCount.add(1, ordering: .relaxed)
@@ -225,7 +225,7 @@ final class ChangeEvents: Sendable {
     }
 
     /// Ends every subscription (the daemon is stopping): their `next` returns `.closed`.
-    func closeAll() {
+    public func closeAll() {
         let all = subscribers.withLock { all in
             defer { all.removeAll() }
             return Array(all.values)
@@ -241,9 +241,9 @@ final class ChangeEvents: Sendable {
 }
 
 /// One subscriber's bounded queue of events.
-final class ChangeSubscription: @unchecked Sendable {
+public final class ChangeSubscription: @unchecked Sendable {
     /// What `next` found.
-    enum Next: Sendable, Equatable {
+    public enum Next: Sendable, Equatable {
         case event(ChangeEvent)
         /// The subscriber fell behind; this is the last thing it gets.
         case overflow
@@ -282,7 +282,7 @@ final class ChangeSubscription: @unchecked Sendable {
     }
 
     /// The next event, waiting at most `timeout` seconds.
-    func next(timeout: Double) -> Next {
+    public func next(timeout: Double) -> Next {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date().addingTimeInterval(timeout)
@@ -308,14 +308,14 @@ final class ChangeSubscription: @unchecked Sendable {
     }
 
     /// Events queued and not yet taken.
-    var backlog: Int {
+    public var backlog: Int {
         condition.lock()
         defer { condition.unlock() }
         return queue.count - head
     }
 
     /// Stops the subscription; `next` returns `.closed` once the queue is empty.
-    func cancel() {
+    public func cancel() {
         hub?.remove(self)
         close()
     }

@@ -153,34 +153,34 @@ final class Node: @unchecked Sendable {
 }
 
 /// What `stat` shows of a node.
-struct FileAttributes: Equatable, Sendable {
-    var ino: InodeNumber
-    var kind: NodeKind
+public struct FileAttributes: Equatable, Sendable {
+    public var ino: InodeNumber
+    public var kind: NodeKind
     /// Permission bits only (`0o7777`).
-    var mode: UInt32
-    var nlink: UInt32
-    var uid: UInt32
-    var gid: UInt32
-    var size: Int64
+    public var mode: UInt32
+    public var nlink: UInt32
+    public var uid: UInt32
+    public var gid: UInt32
+    public var size: Int64
     /// 512-byte blocks allocated in the local cache.
-    var blocks: Int64
-    var atime: Int64
-    var mtime: Int64
-    var ctime: Int64
+    public var blocks: Int64
+    public var atime: Int64
+    public var mtime: Int64
+    public var ctime: Int64
 }
 
 /// Who makes a request (from the kernel's request header).
-struct Caller: Sendable {
-    var uid: UInt32
-    var gid: UInt32
-    init(uid: UInt32, gid: UInt32) {
+public struct Caller: Sendable {
+    public var uid: UInt32
+    public var gid: UInt32
+    public init(uid: UInt32, gid: UInt32) {
         self.uid = uid
         self.gid = gid
     }
 }
 
 /// An entry handed to the kernel: its attributes and the generation of its inode number.
-struct EntryReply: Sendable {
-    var attributes: FileAttributes
-    var generation: UInt64
+public struct EntryReply: Sendable {
+    public var attributes: FileAttributes
+    public var generation: UInt64
 }

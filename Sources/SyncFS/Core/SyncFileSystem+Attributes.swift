@@ -1,27 +1,27 @@
 import Glibc
 
 /// Attribute changes requested by `setattr`; `nil` fields stay as they are.
-struct AttributeChanges: Sendable {
-    enum Time: Sendable, Equatable {
+public struct AttributeChanges: Sendable {
+    public enum Time: Sendable, Equatable {
         case now
         case at(Int64)
     }
-    var mode: UInt32?
-    var uid: UInt32?
-    var gid: UInt32?
-    var size: Int64?
-    var atime: Time?
-    var mtime: Time?
-    var ctime: Int64?
+    public var mode: UInt32?
+    public var uid: UInt32?
+    public var gid: UInt32?
+    public var size: Int64?
+    public var atime: Time?
+    public var mtime: Time?
+    public var ctime: Int64?
     /// Clear setuid, and setgid if group-executable (the kernel asks on truncate and chown by
     /// unprivileged callers, under killpriv v2).
-    var killPrivileges = false
-    init() {}
+    public var killPrivileges = false
+    public init() {}
 }
 
 extension SyncFileSystem {
     /// Looks `name` up in `parent`; counts a kernel reference on success.
-    func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
+    public func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
         if name.bytes.count > FileName.maxLength { throw .nameTooLong }
         return try namespace.withLock { tree throws(FSError) in
             let directory = try tree.directory(parent)
@@ -31,19 +31,19 @@ extension SyncFileSystem {
     }
 
     /// The kernel dropped `count` references to `ino`.
-    func forget(_ ino: InodeNumber, count: UInt64) {
+    public func forget(_ ino: InodeNumber, count: UInt64) {
         namespace.withLock { tree in
             if tree.inodes.forget(ino, count: count) { releaseIfUnused(ino, in: &tree) }
         }
     }
 
-    func getattr(_ ino: InodeNumber) throws(FSError) -> FileAttributes {
+    public func getattr(_ ino: InodeNumber) throws(FSError) -> FileAttributes {
         try namespace.withLock { tree throws(FSError) in attributes(of: try tree.node(ino)) }
     }
 
     /// Changes mode, owner, size or times. `handle` is the open file of an `ftruncate`, if any.
     /// Permission checks are the kernel's (`default_permissions`).
-    func setattr(_ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?) throws(FSError)
+    public func setattr(_ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?) throws(FSError)
         -> FileAttributes
     {
         if let size = changes.size {

@@ -5,16 +5,16 @@ import SyncBackend
 /// What a conflict copy records about its conflict, as the synced extended attribute
 /// `user.syncfs.conflict` (JSON), so every mount knows it and lists it. A file merged with
 /// conflict markers carries one too, naming itself.
-struct ConflictNote: Codable, Equatable, Sendable {
+public struct ConflictNote: Codable, Equatable, Sendable {
     /// File ID (hex) of the entry this copy was split from (the file itself for markers).
-    var of: String
+    public var of: String
     /// The device name (`DeviceName`) of the mount that kept the copy. Written by any machine:
     /// shown only through `DeviceName.sanitised`.
-    var host: String
+    public var host: String
     /// When, ISO-8601 UTC.
-    var time: String
+    public var time: String
     /// Why, in words (`status`, `conflicts` and the log show it).
-    var reason: String
+    public var reason: String
 }
 
 /// One unresolved conflict, for `syncfs-mount conflicts`.
@@ -30,9 +30,9 @@ public struct ConflictListing: Codable, Sendable, Equatable {
 
 /// The local content of a file taken for a merge: read `path` without a lock, and use what was
 /// read only if `SyncFileSystem.adoptMerged`/`forkConflictCopy` still find the same `token`.
-struct MergeLocalContent: @unchecked Sendable {
-    var path: String
-    var length: Int64
+public struct MergeLocalContent: @unchecked Sendable {
+    public var path: String
+    public var length: Int64
     let node: Node
     let token: UInt64
 }
@@ -42,7 +42,7 @@ extension SyncFileSystem {
     static let conflictAttribute = "user.syncfs.conflict"
 
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
-    func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
+    public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
         namespace.withLock { tree in
             guard let node = tree.node(withID: id), !node.isUnlinked, node.kind == .file, !node.isPlaceholder,
                 node.openWriters == 0, let token = node.contentToken()
@@ -59,7 +59,7 @@ extension SyncFileSystem {
     /// Returns false (nothing changed) if the entry changed locally since `item` was taken, the
     /// file was written since `local` was taken, is open for writing, or the merged parent is not
     /// here yet: try again later. `event` (e.g. `merged`) is published for the entry once adopted.
-    func adoptMerged(
+    public func adoptMerged(
         _ id: FileID, state: EntryState, onto current: RemoteEntry, contentFile: String?, local: MergeLocalContent?,
         item: OutboxItem, event: ChangeEvent.Kind? = nil
     ) -> Bool {
@@ -94,7 +94,7 @@ extension SyncFileSystem {
     }
 
     /// Whether `adoptMerged` of `state` would find what it needs now (see `adoptableNode`).
-    func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
+    public func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
         namespace.withLock { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
     }
 
@@ -120,17 +120,17 @@ extension SyncFileSystem {
     }
 
     /// Whether `id` is a placeholder (its content is not here).
-    func isPlaceholder(_ id: FileID) -> Bool {
+    public func isPlaceholder(_ id: FileID) -> Bool {
         namespace.withLock { tree in tree.node(withID: id)?.isPlaceholder ?? false }
     }
 
     /// Commits every recorded change durably now (before an irreversible step that depends on them).
-    func persistNow() {
+    public func persistNow() {
         do { try store.commit(durable: true) } catch { logger.error("cannot commit the state database: \(error)") }
     }
 
     /// Whether the directory `id` is here (linked).
-    func hasLiveDirectory(_ id: FileID) -> Bool {
+    public func hasLiveDirectory(_ id: FileID) -> Bool {
         namespace.withLock { tree in tree.liveDirectory(withID: id) != nil }
     }
 
@@ -138,7 +138,7 @@ extension SyncFileSystem {
     /// `NAME (conflict from HOST DATE TIME).EXT`, marked as a conflict copy (`ConflictNote`) and
     /// queued for upload, so the original can take another version. Returns the copy's name, or
     /// nil if the file was written since `local` was taken or is being written (try again later).
-    func forkConflictCopy(_ id: FileID, local: MergeLocalContent, reason: String) -> FileName? {
+    public func forkConflictCopy(_ id: FileID, local: MergeLocalContent, reason: String) -> FileName? {
         let copyID = FileID.random()
         let copyPath = cache.path(for: copyID)
         guard (try? cache.create(copyID)) != nil, CacheCopy.copy(from: local.path, to: copyPath) else {
@@ -179,7 +179,7 @@ extension SyncFileSystem {
     /// Forgets the conflict of `ino` (a conflict copy, a file with markers, or an original: then
     /// all its copies): the mark is removed as a local change, so every mount forgets it; the
     /// files stay. Returns how many marks were removed.
-    func resolveConflict(_ ino: InodeNumber) throws(FSError) -> Int {
+    public func resolveConflict(_ ino: InodeNumber) throws(FSError) -> Int {
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
@@ -199,7 +199,7 @@ extension SyncFileSystem {
     }
 
     /// Every unresolved conflict, by path.
-    func conflicts() -> [ConflictListing] {
+    public func conflicts() -> [ConflictListing] {
         namespace.withLock { tree in
             tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
                 guard let copy = liveConflictCopy(id, in: tree), let value = copy.xattrs[Self.conflictAttribute]
@@ -217,7 +217,7 @@ extension SyncFileSystem {
     }
 
     /// How many conflicts are unresolved.
-    func conflictCount() -> Int {
+    public func conflictCount() -> Int {
         namespace.withLock { tree in
             // Copies that are gone (or no longer marked) leave the index here.
             for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[Self.conflictAttribute] == nil {
@@ -316,7 +316,7 @@ enum CacheCopy {
 extension SyncFileSystem {
     /// The whole content of a small file (downloading it first if it is a placeholder), or nil
     /// if it is not a regular file, larger than `limit`, or cannot be read.
-    func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
+    public func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
         guard
             let node = namespace.withLock({ tree -> Node? in
                 guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked,

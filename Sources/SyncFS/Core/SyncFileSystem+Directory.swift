@@ -27,7 +27,7 @@ extension SyncFileSystem {
         return node
     }
 
-    func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
+    public func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
         let name = try name.validated()
@@ -38,7 +38,7 @@ extension SyncFileSystem {
         }
     }
 
-    func rmdir(parent: InodeNumber, name: FileName) throws(FSError) {
+    public func rmdir(parent: InodeNumber, name: FileName) throws(FSError) {
         try namespace.withLock { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
@@ -63,7 +63,7 @@ extension SyncFileSystem {
         releaseIfUnused(node.ino, in: &tree)
     }
 
-    func opendir(_ ino: InodeNumber) throws(FSError) -> OpenDirectory {
+    public func opendir(_ ino: InodeNumber) throws(FSError) -> OpenDirectory {
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.kind == .directory else { throw .notDirectory }
@@ -74,7 +74,7 @@ extension SyncFileSystem {
 
     /// Entries of an open directory from `offset` on; offset 0 (or the first read of this handle)
     /// takes a fresh snapshot (`.` and `..` first, then the children sorted by name).
-    func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
+    public func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
         if offset == 0 || !handle.hasSnapshot {
             let entries = try namespace.withLock { tree throws(FSError) in
                 let node = try tree.node(handle.ino)
@@ -97,14 +97,14 @@ extension SyncFileSystem {
     /// For readdirplus: the entry reply of a listed child, counting the kernel reference.
     /// Returns nil if the child has gone since the snapshot. Undo with `forget(ino, count: 1)`
     /// if the entry did not fit in the reply.
-    func readdirPlusEntry(_ entry: OpenDirectory.Entry) -> EntryReply? {
+    public func readdirPlusEntry(_ entry: OpenDirectory.Entry) -> EntryReply? {
         namespace.withLock { tree in
             guard let node = tree.nodes[entry.ino] else { return nil }
             return entryReply(for: node, in: &tree)
         }
     }
 
-    func releasedir(_ handle: OpenDirectory) {
+    public func releasedir(_ handle: OpenDirectory) {
         namespace.withLock { tree in
             guard let node = tree.nodes[handle.ino] else { return }
             node.openCount -= 1
@@ -113,7 +113,7 @@ extension SyncFileSystem {
     }
 
     /// Makes every metadata change so far durable (the tree is one database).
-    func fsyncdir() throws(FSError) {
+    public func fsyncdir() throws(FSError) {
         do { try store.commit(durable: true) } catch { throw .io(EIO) }
     }
 }

@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 /// A request the echo thread made through the mount, as the FUSE adapter hands it over.
-enum EchoOperation: Sendable {
+public enum EchoOperation: Sendable {
     case create(parent: InodeNumber, name: FileName, kind: NodeKind)
     case remove(parent: InodeNumber, name: FileName)
     case move(parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName)
@@ -14,7 +14,7 @@ extension SyncFileSystem {
     /// Starts echoing remote changes through `mountpoint` (the session must be mounted).
     /// `prepareThread` runs first on the echo thread (the daemon isolates it from `/dev/fuse`);
     /// if it fails, there is no echo.
-    func startInotifyEcho(
+    public func startInotifyEcho(
         mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
     ) {
         let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, prepare: prepareThread) {
@@ -25,7 +25,7 @@ extension SyncFileSystem {
     }
 
     /// Stops the echo (the session is ending): remote changes are applied directly from now on.
-    func stopInotifyEcho() {
+    public func stopInotifyEcho() {
         inotifyEcho.withLock { echo in
             echo?.stop()
             echo = nil
@@ -35,13 +35,13 @@ extension SyncFileSystem {
 
     /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
     @inline(__always)
-    func isEchoRequest(pid: Int32) -> Bool {
+    public func isEchoRequest(pid: Int32) -> Bool {
         let tid = echoThreadID.load(ordering: .relaxed)
         return tid != 0 && pid == tid
     }
 
     /// Steps the echo completed and steps that timed out since the mount (tests, log).
-    var echoStatistics: (completed: Int, timedOut: Int)? {
+    public var echoStatistics: (completed: Int, timedOut: Int)? {
         inotifyEcho.withLock { echo in echo.map { ($0.completedSteps, $0.timedOutSteps) } }
     }
 
@@ -155,7 +155,7 @@ extension SyncFileSystem {
     /// change it carries, under the lock, and says whether the call did what the kernel will
     /// believe it did. Creates return the new entry (counting the kernel's reference). Throws if
     /// it did not (the kernel then keeps its view; invalidations follow after the call).
-    func applyEchoed(_ operation: EchoOperation) throws(FSError) -> EntryReply? {
+    public func applyEchoed(_ operation: EchoOperation) throws(FSError) -> EntryReply? {
         guard let echo = inotifyEcho.withLock({ $0 }) else { throw .io(EAGAIN) }
         return try namespace.withLock { tree throws(FSError) -> EntryReply? in
             try echo.pending.withLock { slot throws(FSError) -> EntryReply? in
@@ -213,7 +213,7 @@ extension SyncFileSystem {
     /// while the file is open for writing, or when it no longer has that size (written and closed
     /// since). The kernel holds the inode lock for the whole truncate, so no write can start
     /// between this check and the cut.
-    func echoSetattr(_ ino: InodeNumber, size: Int64?) throws(FSError) -> FileAttributes {
+    public func echoSetattr(_ ino: InodeNumber, size: Int64?) throws(FSError) -> FileAttributes {
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             if let size, node.openWriters > 0 || node.size.load(ordering: .relaxed) != size {
@@ -225,7 +225,7 @@ extension SyncFileSystem {
 
     /// `open` by the echo thread: a handle on the cache file of a local file that counts as
     /// neither open nor writing and records nothing; nil for a placeholder (nothing downloads).
-    func openForEcho(_ ino: InodeNumber) -> OpenFile? {
+    public func openForEcho(_ ino: InodeNumber) -> OpenFile? {
         namespace.withLock { tree in
             guard let node = tree.nodes[ino], node.kind == .file, !node.isPlaceholder,
                 let descriptor = try? cache.open(node.fileID)

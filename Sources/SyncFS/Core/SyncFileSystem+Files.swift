@@ -3,7 +3,7 @@ import SyncBackend
 
 extension SyncFileSystem {
     /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).
-    func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
+    public func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
@@ -62,7 +62,7 @@ extension SyncFileSystem {
     }
 
     /// `mknod`: regular files are made; devices, FIFOs and sockets cannot be synced → EPERM.
-    func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
+    public func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else { throw .notPermitted }
@@ -87,7 +87,7 @@ extension SyncFileSystem {
     /// fails with `ESTALE`: the kernel can still resolve a name to a node a remote change just
     /// replaced or deleted (its cached name is dropped a moment after the change), and then looks
     /// the name up again.
-    func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
+    public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         try openingWithDownloads { () throws(FSError) in
             try namespace.withLock { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
@@ -157,7 +157,7 @@ extension SyncFileSystem {
     }
 
     /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
-    func write(
+    public func write(
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
         caller: () -> Caller
     ) throws(FSError) -> Int {
@@ -178,15 +178,15 @@ extension SyncFileSystem {
 
     /// Brackets a change of the handle's cache file (so an upload reading it knows); the FUSE
     /// adapter calls these around a splice into the descriptor.
-    func beginWrite(_ handle: OpenFile) { handle.node.beginContentChange() }
-    func endWrite(_ handle: OpenFile) { handle.node.endContentChange() }
+    public func beginWrite(_ handle: OpenFile) { handle.node.beginContentChange() }
+    public func endWrite(_ handle: OpenFile) { handle.node.endContentChange() }
 
     /// Records that `count` bytes were written at `offset` into the handle's descriptor (by
     /// `write`, or by the FUSE adapter splicing straight into it). A write by an unprivileged
     /// caller clears setuid/setgid; `caller` is asked only when such bits are set.
     /// `fromPageCache`: the kernel's write-back of cached pages (possibly long after the program's
     /// write); the kernel owns mtime for those and sends it with `setattr`, so it is not touched.
-    func noteWritten(
+    public func noteWritten(
         _ handle: OpenFile, offset: Int64, count: Int, fromPageCache: Bool = false, caller: () -> Caller
     ) {
         if !fromPageCache && handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
@@ -197,7 +197,7 @@ extension SyncFileSystem {
     }
 
     /// Records what was written through `handle` (size and mtime go to the store). On `close`.
-    func flush(_ handle: OpenFile) {
+    public func flush(_ handle: OpenFile) {
         guard handle.wrote.exchange(false, ordering: .relaxed) else { return }
         namespace.withLock { _ in
             if !handle.node.isUnlinked { recordLocalChange(handle.node) }
@@ -205,7 +205,7 @@ extension SyncFileSystem {
     }
 
     /// The last close of a handle: records, closes the descriptor, drops an unlinked node.
-    func release(_ handle: OpenFile) {
+    public func release(_ handle: OpenFile) {
         flush(handle)
         close(handle.descriptor)
         // The echo thread's handle was never counted (the kernel may still have written back
@@ -222,7 +222,7 @@ extension SyncFileSystem {
     }
 
     /// Makes the file's content and all metadata recorded so far durable.
-    func fsync(_ handle: OpenFile, dataOnly: Bool) throws(FSError) {
+    public func fsync(_ handle: OpenFile, dataOnly: Bool) throws(FSError) {
         let synced = dataOnly ? fdatasync(handle.descriptor) : Glibc.fsync(handle.descriptor)
         if synced != 0 { throw .fromErrno() }
         flush(handle)
@@ -237,7 +237,7 @@ extension SyncFileSystem {
     }
 
     /// `fallocate` mode 0: reserves space and grows the file if needed. Other modes: EOPNOTSUPP.
-    func fallocate(_ handle: OpenFile, mode: Int32, offset: Int64, length: Int64) throws(FSError) {
+    public func fallocate(_ handle: OpenFile, mode: Int32, offset: Int64, length: Int64) throws(FSError) {
         guard mode == 0 else { throw .notSupported }
         guard offset >= 0, length > 0 else { throw .invalidArgument }
         handle.node.beginContentChange()
@@ -257,7 +257,7 @@ extension SyncFileSystem {
     ///
     /// A placeholder is all data (its holes are not known until it is downloaded): `SEEK_DATA`
     /// returns `offset`, `SEEK_HOLE` the file's end, so copying tools read every byte.
-    func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
+    public func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
         if !handle.node.contentIsLocal.load(ordering: .acquiring) {
             let size = handle.node.size.load(ordering: .relaxed)
             guard offset >= 0 else { throw .invalidArgument }

@@ -27,7 +27,7 @@ public enum PinState: String, Codable, Sendable {
 }
 
 /// Why `evict` kept a file.
-enum EvictOutcome: Sendable, Equatable {
+public enum EvictOutcome: Sendable, Equatable {
     case evicted(bytes: Int64)
     case alreadyOnline
     case refused(String)
@@ -59,12 +59,12 @@ public struct FileCounts: Codable, Sendable, Equatable {
 }
 
 /// How much content the cache holds.
-struct CacheUsage: Sendable {
+public struct CacheUsage: Sendable {
     /// Lengths of the files whose content is here (downloaded or modified).
-    var localBytes: Int64 = 0
+    public var localBytes: Int64 = 0
     /// Lengths of the files with changes not yet uploaded.
-    var modifiedBytes: Int64 = 0
-    var files = FileCounts()
+    public var modifiedBytes: Int64 = 0
+    public var files = FileCounts()
 }
 
 extension SyncFileSystem {
@@ -112,7 +112,7 @@ extension SyncFileSystem {
     // MARK: Pins
 
     /// Pins or unpins `ino`. Unpinning what a directory above pins fails with `.notPermitted`.
-    func setPinned(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) {
+    public func setPinned(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) {
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             if !pinned && !node.isPinned && pinState(of: node, in: tree) == .inherited { throw .notPermitted }
@@ -124,7 +124,7 @@ extension SyncFileSystem {
     }
 
     /// The path of the nearest directory above `ino` that is pinned, if any.
-    func pinningAncestor(of ino: InodeNumber) -> String? {
+    public func pinningAncestor(of ino: InodeNumber) -> String? {
         namespace.withLock { tree in
             var current = tree.nodes[ino]?.parent.flatMap { tree.nodes[$0] }
             while let ancestor = current {
@@ -136,7 +136,7 @@ extension SyncFileSystem {
     }
 
     /// Placeholders a pin covers (to download in the background).
-    func pinnedPlaceholders() -> [FileID] {
+    public func pinnedPlaceholders() -> [FileID] {
         namespace.withLock { tree in
             var result: [FileID] = []
             for node in tree.nodes.values where node.isPinned && !node.isUnlinked {
@@ -159,7 +159,7 @@ extension SyncFileSystem {
     }
 
     /// Placeholders at or below `ino` (for `download`).
-    func placeholders(below ino: InodeNumber) throws(FSError) -> [FileID] {
+    public func placeholders(below ino: InodeNumber) throws(FSError) -> [FileID] {
         try namespace.withLock { tree throws(FSError) in
             var result: [FileID] = []
             collectFiles(below: try tree.node(ino), in: tree) { if $0.isPlaceholder { result.append($0.fileID) } }
@@ -171,7 +171,7 @@ extension SyncFileSystem {
 
     /// Frees the local content of every file at or below `ino`; returns each file's outcome by path.
     /// The kernel's cached pages of evicted files are dropped too (a later read downloads).
-    func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
+    public func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
         var dropped: [KernelInvalidation] = []
         let results = try namespace.withLock { tree throws(FSError) in
             var results: [(String, EvictOutcome)] = []
@@ -215,7 +215,7 @@ extension SyncFileSystem {
     // MARK: Budget
 
     /// What the cache holds now (one pass over the tree).
-    func cacheUsage() -> CacheUsage {
+    public func cacheUsage() -> CacheUsage {
         namespace.withLock { tree in usageLocked(tree) }
     }
 
@@ -240,7 +240,7 @@ extension SyncFileSystem {
     /// Cost: one pass over the tree under the lock, without other locks (the pending set is taken
     /// before), so the once-a-second check does not stall file operations.
     @discardableResult
-    func enforceBudget(_ budget: Int64) -> Int {
+    public func enforceBudget(_ budget: Int64) -> Int {
         let pending = Set(outbox.items.map(\.fileID))
         var dropped: [KernelInvalidation] = []
         let evicted = namespace.withLock { tree -> Int in
@@ -276,7 +276,7 @@ extension SyncFileSystem {
 
     /// The write path: while modified content exceeds the cache budget, each write waits a little
     /// so uploads can catch up (writers slow down; they never fail). Also wakes the budget keeper.
-    func throttleWriteIfOverBudget() {
+    public func throttleWriteIfOverBudget() {
         contentActivity.note()
         if writesThrottled.load(ordering: .relaxed) { usleep(50_000) }
     }
@@ -284,7 +284,7 @@ extension SyncFileSystem {
     // MARK: Paths
 
     /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
-    func lookup(path: String) throws(FSError) -> InodeNumber {
+    public func lookup(path: String) throws(FSError) -> InodeNumber {
         try namespace.withLock { tree throws(FSError) in
             var node = try tree.node(.root)
             for component in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -305,7 +305,7 @@ extension SyncFileSystem {
 
 extension SyncFileSystem {
     /// The path of the entry with `id` below the mount point, if it is in the tree.
-    func displayPath(of id: FileID) -> String? {
+    public func displayPath(of id: FileID) -> String? {
         namespace.withLock { tree in tree.node(withID: id).map { displayPath(of: $0, in: tree) } }
     }
 

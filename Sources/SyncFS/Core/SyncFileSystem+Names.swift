@@ -1,15 +1,15 @@
 import Glibc
 
 /// `renameat2` flags the folder honours.
-struct RenameFlags: OptionSet, Sendable {
-    let rawValue: UInt32
-    init(rawValue: UInt32) { self.rawValue = rawValue }
-    static let noReplace = RenameFlags(rawValue: 1)  // RENAME_NOREPLACE
-    static let exchange = RenameFlags(rawValue: 2)  // RENAME_EXCHANGE
+public struct RenameFlags: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let noReplace = RenameFlags(rawValue: 1)  // RENAME_NOREPLACE
+    public static let exchange = RenameFlags(rawValue: 2)  // RENAME_EXCHANGE
 }
 
 extension SyncFileSystem {
-    func unlink(parent: InodeNumber, name: FileName) throws(FSError) {
+    public func unlink(parent: InodeNumber, name: FileName) throws(FSError) {
         try namespace.withLock { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
@@ -18,7 +18,7 @@ extension SyncFileSystem {
         }
     }
 
-    func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
+    public func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
         -> EntryReply
     {
         let name = try name.validated()
@@ -32,7 +32,7 @@ extension SyncFileSystem {
         }
     }
 
-    func readlink(_ ino: InodeNumber) throws(FSError) -> [UInt8] {
+    public func readlink(_ ino: InodeNumber) throws(FSError) -> [UInt8] {
         try namespace.withLock { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.kind == .symlink, let target = node.symlinkTarget else { throw .invalidArgument }
@@ -41,12 +41,12 @@ extension SyncFileSystem {
     }
 
     /// Hard links cannot be synced as links: refused with EPERM (see doc/SEMANTICS.md).
-    func link() throws(FSError) { throw .notPermitted }
+    public func link() throws(FSError) { throw .notPermitted }
 
     /// `rename`/`renameat2`: moves `name` in `parent` to `newName` in `newParent`, replacing a
     /// compatible target atomically; `RENAME_NOREPLACE` refuses an existing target and
     /// `RENAME_EXCHANGE` swaps two existing entries. The moved node keeps its file ID.
-    func rename(
+    public func rename(
         parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags
     ) throws(FSError) {
         let newName = try newName.validated()

@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 /// How the follower should treat one remote change (see `SyncFileSystem.planRemote`).
-enum RemotePlan: Equatable, Sendable {
+public enum RemotePlan: Equatable, Sendable {
     /// Already reflected locally (our own change coming back, or an older version).
     case skip
     /// The local entry has changes of its own not yet committed: the upload resolves it.
@@ -22,7 +22,7 @@ enum RemotePlan: Equatable, Sendable {
 extension SyncFileSystem {
     /// Decides what to do with a remote entry, under the lock. `force` ignores local changes
     /// (the local side gave way after a conflict).
-    func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
+    public func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
         namespace.withLock { tree in plan(entry, force: force, tree: &tree) }
     }
 
@@ -71,7 +71,7 @@ extension SyncFileSystem {
     /// With `giving` (the local change that gives way, forced), nothing happens if that entry
     /// changed locally since the item was taken (`.localChangesPending`: its next upload decides);
     /// such a change is applied directly, without the echo.
-    func applyRemote(
+    public func applyRemote(
         _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
     ) -> RemotePlan {
         if item == nil, let echo = inotifyEcho.withLock({ $0 }) {
@@ -347,13 +347,13 @@ extension SyncFileSystem {
 
     /// A fresh path for downloading content next to the cache (same filesystem, so the final
     /// rename is atomic).
-    func temporaryContentPath() -> String {
+    public func temporaryContentPath() -> String {
         cache.temporaryPath()
     }
 
     /// The cache file's path of a clean local file whose content is `base` (for reusing chunks
     /// it already holds), or nil.
-    func reusableContentPath(_ id: FileID) -> String? {
+    public func reusableContentPath(_ id: FileID) -> String? {
         namespace.withLock { tree in
             guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
                 !outbox.isPending(id), !node.isPlaceholder
@@ -365,7 +365,7 @@ extension SyncFileSystem {
 
 extension SyncFileSystem {
     /// Stores the follower's position and the changes it must retry, behind what it applied.
-    func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
+    public func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
         store.record([
             .setMeta(key: "feed_cursor", value: cursor),
             .setMeta(key: "deferred_ids", value: deferred.map(\.hex).sorted().joined(separator: ",")),

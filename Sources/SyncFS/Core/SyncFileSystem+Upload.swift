@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 /// What the uploader must do for one queued entry (see `SyncFileSystem.prepareUpload`).
-enum UploadWork: Sendable {
+public enum UploadWork: Sendable {
     /// Commit the entry's current state.
     case put(UploadSnapshot)
     /// The entry is gone locally: commit a delete against `base`.
@@ -16,30 +16,30 @@ enum UploadWork: Sendable {
 /// An entry's state taken for upload. For files, `content` is an open descriptor of the cache
 /// file; the uploader reads it without a lock and keeps what it read only if
 /// `SyncFileSystem.contentUnchanged` says no write began meanwhile.
-struct UploadSnapshot: @unchecked Sendable {
-    var id: FileID
+public struct UploadSnapshot: @unchecked Sendable {
+    public var id: FileID
     /// The state to commit; `manifest` is filled in by the uploader from `content`.
-    var state: EntryState
-    var base: SyncBase?
+    public var state: EntryState
+    public var base: SyncBase?
     /// The parent, if it has never been committed (commit it first).
-    var uncommittedParent: FileID?
-    var content: ContentSnapshot?
+    public var uncommittedParent: FileID?
+    public var content: ContentSnapshot?
 }
 
 /// The cache file of a file being uploaded. The uploader closes `descriptor`.
-struct ContentSnapshot: @unchecked Sendable {
-    var descriptor: Int32
-    var length: Int64
+public struct ContentSnapshot: @unchecked Sendable {
+    public var descriptor: Int32
+    public var length: Int64
     let node: Node
     let token: UInt64
 }
 
 extension SyncFileSystem {
     /// The device ID stamped on this state directory's commits.
-    var deviceID: String { deviceIdentity }
+    public var deviceID: String { deviceIdentity }
 
     /// Takes what the uploader needs for `id`, under the lock.
-    func prepareUpload(_ id: FileID) -> UploadWork {
+    public func prepareUpload(_ id: FileID) -> UploadWork {
         namespace.withLock { tree -> UploadWork in
             let base = tree.bases[id]
             guard let node = tree.node(withID: id), !node.isUnlinked else {
@@ -79,14 +79,14 @@ extension SyncFileSystem {
     }
 
     /// True if the file was not written since `content` was taken (what was read is the file).
-    func contentUnchanged(_ content: ContentSnapshot) -> Bool {
+    public func contentUnchanged(_ content: ContentSnapshot) -> Bool {
         content.node.contentUnchanged(since: content.token)
             && content.node.size.load(ordering: .relaxed) == content.length
     }
 
     /// The container committed `item` as `entry` (with `manifest` for files): records the new
     /// base and drops the outbox row unless the entry changed meanwhile, in one batch.
-    func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
+    public func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
         namespace.withLock { tree in
             var changes: [MetadataChange] = []
             if entry.isDeleted {
@@ -104,7 +104,7 @@ extension SyncFileSystem {
 
     /// The container committed an intermediate state of the entry (e.g. under a temporary
     /// name); the entry stays queued for its real state.
-    func recordIntermediateCommit(_ entry: RemoteEntry) {
+    public func recordIntermediateCommit(_ entry: RemoteEntry) {
         namespace.withLock { tree in
             let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
             tree.bases[entry.id] = base
@@ -140,7 +140,7 @@ extension SyncFileSystem {
     }
 
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
-    func uploadUnneeded(_ item: OutboxItem) {
+    public func uploadUnneeded(_ item: OutboxItem) {
         namespace.withLock { tree in
             tree.bases[item.fileID] = nil
             var changes: [MetadataChange] = [.syncBaseRemove(item.fileID)]
@@ -151,7 +151,7 @@ extension SyncFileSystem {
 
     /// The upload of `item` failed; it waits its backoff (or, `waitsForContainer`, until the
     /// container answers again). The reason is kept for `status`.
-    func uploadFailed(_ item: OutboxItem, reason: String?, waitsForContainer: Bool = false) {
+    public func uploadFailed(_ item: OutboxItem, reason: String?, waitsForContainer: Bool = false) {
         if let change = outbox.failed(item, reason: reason, waitsForContainer: waitsForContainer) {
             store.record([change])
         }
@@ -160,7 +160,7 @@ extension SyncFileSystem {
     /// Makes the container's `entry` (live or a tombstone) the base of `id`, so the next commit
     /// replaces that version (the local change goes on top of it, or re-creates a remotely
     /// deleted entry); nil: the container has no such entry, the next commit creates it.
-    func rebase(_ id: FileID, onto entry: RemoteEntry?) {
+    public func rebase(_ id: FileID, onto entry: RemoteEntry?) {
         namespace.withLock { tree in
             guard let entry else {
                 let base = SyncBase(version: 0, manifest: tree.bases[id]?.manifest ?? [])
@@ -179,17 +179,17 @@ extension SyncFileSystem {
     }
 
     /// The entry state of `id`'s base version, if recorded (see `MetadataStore.baseState`).
-    func baseState(of id: FileID) throws -> EntryState? {
+    public func baseState(of id: FileID) throws -> EntryState? {
         try store.baseState(of: id)
     }
 
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
-    func requeue(_ id: FileID) {
+    public func requeue(_ id: FileID) {
         namespace.withLock { _ in store.record([outbox.changed(id)]) }
     }
 
     /// The base the local copy of `id` reflects.
-    func syncBase(of id: FileID) -> SyncBase? {
+    public func syncBase(of id: FileID) -> SyncBase? {
         namespace.withLock { $0.bases[id] }
     }
 
@@ -197,7 +197,7 @@ extension SyncFileSystem {
     /// name was taken in the container by the entry `holder`). Returns the new name, or nil if
     /// nothing was renamed (gone, or changed since `item` was taken).
     @discardableResult
-    func renameAside(_ id: FileID, holder: FileID?, unlessChangedSince item: OutboxItem? = nil) -> FileName? {
+    public func renameAside(_ id: FileID, holder: FileID?, unlessChangedSince item: OutboxItem? = nil) -> FileName? {
         var invalidations: [KernelInvalidation] = []
         let result = namespace.withLock { tree -> FileName? in
             // Renamed (or otherwise changed) here since the upload was taken: that newer change
@@ -221,7 +221,7 @@ extension SyncFileSystem {
 
 extension SyncFileSystem {
     /// Bytes of content waiting in the queued files (for progress lines).
-    func pendingBytes(_ ids: [FileID]) -> Int64 {
+    public func pendingBytes(_ ids: [FileID]) -> Int64 {
         namespace.withLock { tree in
             ids.reduce(0) { total, id in
                 guard let node = tree.node(withID: id), node.kind == .file, !node.isUnlinked else { return total }

@@ -14,7 +14,7 @@ import Synchronization
 /// handle's cache file descriptor without taking it). Lock order: namespace → store.
 /// Durability: metadata changes go to `MetadataStore` (written behind, in order); content goes
 /// to the cache file. `fsync` makes both durable.
-final class SyncFileSystem: Sendable {
+public final class SyncFileSystem: Sendable {
     let store: MetadataStore
     let cache: ContentCache
     let namespace: Mutex<Namespace>
@@ -24,17 +24,17 @@ final class SyncFileSystem: Sendable {
     /// Empty cache files made ahead of time for `create`.
     let spares: SpareCacheFiles
     /// Local changes waiting for upload.
-    let outbox: Outbox
+    public let outbox: Outbox
     /// This state directory's device ID (the `device_id` fact), stamped on its commits.
     let deviceIdentity: String
     /// This mount's name in conflict copies (the `device_name` fact; `DeviceName`).
-    let deviceName: DeviceName
+    public let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
-    let storedFacts: [String: String]
+    public let storedFacts: [String: String]
     /// Where placeholders' content comes from; nil until the sync engine starts.
     let chunkSource = Mutex<(any ChunkSource)?>(nil)
     /// Transfers in progress and transfer failures, per entry.
-    let transfers = TransferBoard()
+    public let transfers = TransferBoard()
     /// Download driver threads running.
     let activeDownloads = Atomic<Int>(0)
     /// See `setDownloadExclusions`.
@@ -46,9 +46,9 @@ final class SyncFileSystem: Sendable {
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
     let contentActivity = ContentActivity()
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
-    let changeEvents = ChangeEvents()
+    public let changeEvents = ChangeEvents()
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
-    let rulesWatch = RulesWatch()
+    public let rulesWatch = RulesWatch()
     /// Makes the kernel emit inotify events for remote changes (see `InotifyEcho`); nil when off.
     let inotifyEcho = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
@@ -57,18 +57,18 @@ final class SyncFileSystem: Sendable {
     /// default: see `appliedMode`.
     let allowsRemoteSetuid = Atomic<Bool>(false)
 
-    func allowRemoteSetuid(_ allowed: Bool) { allowsRemoteSetuid.store(allowed, ordering: .relaxed) }
+    public func allowRemoteSetuid(_ allowed: Bool) { allowsRemoteSetuid.store(allowed, ordering: .relaxed) }
 
     /// Wakes the background downloader when pins change (set by the sync engine).
     let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
 
-    func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
+    public func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
 
     func pinsChanged() { pinObserver.withLock { $0 }?() }
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
 
-    func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }
+    public func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }
 
     /// Forwards to the kernel invalidator. Never call with the namespace lock held.
     func kernelAttributesChanged(_ ino: InodeNumber) {
@@ -97,7 +97,7 @@ final class SyncFileSystem: Sendable {
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
     /// taken from their cache files (which hold every byte written before the crash).
-    init(
+    public init(
         store: MetadataStore, cache: ContentCache, statePath: String, logger: Logger,
         uploadPolicy: UploadQueue.Policy = .standard, clock: @escaping @Sendable () -> Int64 = Clock.nowNanoseconds,
         deviceName requestedName: DeviceName? = nil
@@ -217,7 +217,7 @@ final class SyncFileSystem: Sendable {
     }
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
-    func shutDown() throws {
+    public func shutDown() throws {
         // The engine is stopped: running downloads fail fast; let them record before closing.
         waitForDownloads(seconds: 10)
         spares.close()
@@ -295,8 +295,8 @@ final class SyncFileSystem: Sendable {
 }
 
 /// Wall-clock time in nanoseconds since the Unix epoch.
-enum Clock {
-    @Sendable static func nowNanoseconds() -> Int64 {
+public enum Clock {
+    @Sendable public static func nowNanoseconds() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)

@@ -2,16 +2,16 @@ import SQLiteSupport
 import SyncBackend
 
 /// Everything the store holds, read once at mount.
-struct StoredState: Sendable {
-    var entries: [EntryRecord]
+public struct StoredState: Sendable {
+    public var entries: [EntryRecord]
     /// Extended attributes by inode, name → value.
-    var xattrs: [InodeNumber: [String: [UInt8]]]
+    public var xattrs: [InodeNumber: [String: [UInt8]]]
     /// Key/value facts (`container`, `next_ino`, `mount_count`, …).
-    var meta: [String: String]
+    public var meta: [String: String]
     /// The container version (and its manifest) each synced entry reflects.
-    var syncBases: [FileID: SyncBase] = [:]
+    public var syncBases: [FileID: SyncBase] = [:]
     /// Entries with local changes the container has not committed yet.
-    var outbox: [OutboxItem] = []
+    public var outbox: [OutboxItem] = []
 }
 
 /// One change to the stored state, in the order the folder made it.
@@ -31,4 +31,4 @@ enum MetadataChange: Sendable {
 }
 
 /// A failure of the state database.
-typealias MetadataError = SQLiteError
+public typealias MetadataError = SQLiteError

@@ -24,7 +24,7 @@ public struct StateDatabaseSummary: Sendable, Equatable {
     public var queued: Int
 
     /// The recorded value; an empty one (a fact cleared) reads as absent.
-    func fact(_ fact: StateFact) -> String? { facts[fact.rawValue].flatMap { $0.isEmpty ? nil : $0 } }
+    public func fact(_ fact: StateFact) -> String? { facts[fact.rawValue].flatMap { $0.isEmpty ? nil : $0 } }
 }
 
 public enum StateDatabaseReader {

@@ -8,17 +8,17 @@ import Synchronization
 ///
 /// Both run on threads of their own and call Core synchronously; container calls go through
 /// `Blocking`. Nothing here holds Core's lock across a container call.
-final class SyncEngine: Sendable {
-    struct Options: Sendable {
+public final class SyncEngine: Sendable {
+    public struct Options: Sendable {
         /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
-        var compressionLevel: Int32 = 1
+        public var compressionLevel: Int32 = 1
         /// How long the follower waits on the feed before checking again anyway.
-        var feedWait: Duration = .seconds(30)
+        public var feedWait: Duration = .seconds(30)
         /// Bytes of local content to keep at most (nil: no limit); see `enforceBudget`.
-        var cacheBudget: Int64?
+        public var cacheBudget: Int64?
         /// The merge commands this machine allows (`merge=command:NAME`); default: none.
-        var mergeCommands = LocalMergeCommands.none
-        init() {}
+        public var mergeCommands = LocalMergeCommands.none
+        public init() {}
     }
 
     let fileSystem: SyncFileSystem
@@ -59,7 +59,7 @@ final class SyncEngine: Sendable {
         var rulesCheckerDone = false
     }
 
-    init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
+    public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
         self.fileSystem = fileSystem
         // Every entry the container sends is checked before anything is done with it; refusals
         // are shown by `status` and logged once per entry.
@@ -85,7 +85,7 @@ final class SyncEngine: Sendable {
 
     /// Starts the uploader, the follower, the background downloader and the budget keeper, and
     /// becomes the file system's source of placeholder content.
-    func start() {
+    public func start() {
         fileSystem.setChunkSource(self)
         let downloads = self.downloads
         fileSystem.setPinObserver { [activity = fileSystem.contentActivity] in
@@ -128,7 +128,7 @@ final class SyncEngine: Sendable {
     }
 
     /// Stops both threads (an upload in progress finishes its current call) and waits for them.
-    func stop() {
+    public func stop() {
         state.withLock { $0.running = false }
         fileSystem.setChunkSource(nil)
         fileSystem.setPinObserver(nil)
@@ -195,5 +195,5 @@ final class SyncEngine: Sendable {
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
-    func expedite() { fileSystem.outbox.expediteAll() }
+    public func expedite() { fileSystem.outbox.expediteAll() }
 }
