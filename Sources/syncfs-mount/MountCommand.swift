@@ -212,7 +212,9 @@ struct MountCommand: ParsableCommand {
         }
         let logger = Logger(label: "syncfs")
         do {
-            try MountDaemon.run(configuration, logger: logger) {
+            try MountDaemon.run(
+                configuration, openContainer: MountContainer.opener(configuration, logger: logger), logger: logger
+            ) {
                 // The readiness signal for scripts: one line on standard output, written unbuffered.
                 _ = write(STDOUT_FILENO, "ready\n", 6)
             }

@@ -306,17 +306,17 @@ extension SyncFileSystem {
         live.transact { tree in tree.node(withID: id).map { tree.displayPath(of: $0) } }
     }
 
-    /// The state of one entry, for `status PATH`.
-    public func pathStatus(_ ino: InodeNumber) throws(FSError) -> PathStatus {
+    /// The state of one entry, for `status PATH` (the daemon makes its `PathStatus` of it).
+    func pathStatus(_ ino: InodeNumber) throws(FSError) -> EntryStatus {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             let attributes = tree.attributes(of: node)
-            var progress: PathStatus.Progress?
+            var progress: (done: Int64, total: Int64)?
             if let transfer = transfers.transfer(node.fileID) {
-                progress = .init(done: transfer.done, total: transfer.total)
+                progress = (transfer.done, transfer.total)
             } else if let hydration = node.hydration {
                 let (done, total) = hydration.progress
-                progress = .init(done: done, total: total)
+                progress = (done, total)
             }
             var files: FileCounts?
             var localBytes: Int64 = 0
@@ -341,14 +341,8 @@ extension SyncFileSystem {
                 files = counts
             case .symlink: break
             }
-            let kind: String
-            switch node.kind {
-            case .file: kind = "file"
-            case .directory: kind = "directory"
-            case .symlink: kind = "symlink"
-            }
-            return PathStatus(
-                path: tree.displayPath(of: node), kind: kind, state: contentState(of: node, in: tree),
+            return EntryStatus(
+                path: tree.displayPath(of: node), kind: node.kind, state: contentState(of: node, in: tree),
                 pinned: pinState(of: node, in: tree), size: attributes.size, localBytes: localBytes,
                 progress: progress, error: lastError(of: node), files: files, totalBytes: totalBytes)
         }
