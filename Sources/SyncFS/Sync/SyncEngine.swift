@@ -7,7 +7,7 @@ import Synchronization
 /// follower that applies the container's change feed to the folder.
 ///
 /// Both run on threads of their own and call Core synchronously; container calls go through
-/// `Blocking`. Nothing here holds Core's lock across a container call.
+/// `BlockingContainer`. Nothing here holds Core's lock across a container call.
 public final class SyncEngine: Sendable {
     public struct Options: Sendable {
         /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
@@ -22,7 +22,8 @@ public final class SyncEngine: Sendable {
     }
 
     let fileSystem: SyncFileSystem
-    let container: any Container
+    /// The container as the engine's threads call it (synchronous, one error mapping).
+    let container: BlockingContainer
     let options: Options
     let logger: Logger
     let transfer: ContentTransfer
@@ -74,7 +75,8 @@ public final class SyncEngine: Sendable {
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
-        let container = AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
+        let container = BlockingContainer(
+            base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
         self.container = container
         self.refusals = refusals
         mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
