@@ -2,32 +2,6 @@ import Foundation
 import Glibc
 import SyncBackend
 
-/// What a conflict copy records about its conflict, as the synced extended attribute
-/// `user.syncfs.conflict` (JSON), so every mount knows it and lists it. A file merged with
-/// conflict markers carries one too, naming itself.
-public struct ConflictNote: Codable, Equatable, Sendable {
-    /// File ID (hex) of the entry this copy was split from (the file itself for markers).
-    public var of: String
-    /// The device name (`DeviceName`) of the mount that kept the copy. Written by any machine:
-    /// shown only through `DeviceName.sanitised`.
-    public var host: String
-    /// When, ISO-8601 UTC.
-    public var time: String
-    /// Why, in words (`status`, `conflicts` and the log show it).
-    public var reason: String
-}
-
-/// One unresolved conflict, for `syncfs-mount conflicts`.
-public struct ConflictListing: Codable, Sendable, Equatable {
-    /// The copy (or the file with markers), relative to the mount point.
-    public var path: String
-    /// The entry it was split from, if it still exists.
-    public var originalPath: String?
-    public var host: String
-    public var time: String
-    public var reason: String
-}
-
 /// The local content of a file taken for a merge: read `path` without a lock, and use what was
 /// read only if `SyncFileSystem.adoptMerged`/`forkConflictCopy` still find the same `token`.
 public struct MergeLocalContent: @unchecked Sendable {
@@ -38,9 +12,6 @@ public struct MergeLocalContent: @unchecked Sendable {
 }
 
 extension SyncFileSystem {
-    /// The synced attribute that marks a conflict copy (see `ConflictNote`).
-    static let conflictAttribute = "user.syncfs.conflict"
-
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
     public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
         live.transact { tree in
@@ -83,7 +54,7 @@ extension SyncFileSystem {
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
             tree.bases[id] = base
             tree.record(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
-            noteConflictAttribute(of: tree.node(withID: id), in: &tree)
+            tree.noteConflictAttribute(of: tree.node(withID: id))
             if let event, let adopted = tree.node(withID: id) { tree.noteChange(event, adopted, origin: .local) }
             return true
         }
@@ -153,7 +124,8 @@ extension SyncFileSystem {
                 uid: node.uid, gid: node.gid, size: local.length, atime: now,
                 mtime: node.mtime.load(ordering: .relaxed), ctime: now, symlinkTarget: nil)
             var xattrs = node.xattrs
-            xattrs[Self.conflictAttribute] = encodeNote(of: node.fileID, reason: reason, now: now)
+            xattrs[ConflictNote.attribute] = ConflictNote.encoded(
+                of: node.fileID, host: deviceName, reason: reason, now: now)
             let copy = Node(record: record, xattrs: xattrs)
             tree.attach(copy, to: parent, as: name)
             tree.record([.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))])
@@ -176,15 +148,15 @@ extension SyncFileSystem {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
-            if node.xattrs[Self.conflictAttribute] != nil { marked.append(node.fileID) }
+            if node.xattrs[ConflictNote.attribute] != nil { marked.append(node.fileID) }
             var removed = 0
             for id in Set(marked) {
                 tree.conflictCopies[id] = nil
                 guard let copy = tree.node(withID: id), !copy.isUnlinked,
-                    copy.xattrs.removeValue(forKey: Self.conflictAttribute) != nil
+                    copy.xattrs.removeValue(forKey: ConflictNote.attribute) != nil
                 else { continue }
                 copy.ctime = Clock.nowNanoseconds()
-                tree.record([.removeXattr(copy.ino, name: Self.conflictAttribute), outbox.changed(id)])
+                tree.record([.removeXattr(copy.ino, name: ConflictNote.attribute), outbox.changed(id)])
                 removed += 1
             }
             return removed
@@ -195,7 +167,7 @@ extension SyncFileSystem {
     public func conflicts() -> [ConflictListing] {
         live.transact { tree in
             tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
-                guard let copy = liveConflictCopy(id, in: tree), let value = copy.xattrs[Self.conflictAttribute]
+                guard let copy = tree.liveConflictCopy(id), let value = copy.xattrs[ConflictNote.attribute]
                 else { return nil }
                 let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
                 let original = note.flatMap { FileID(hex: $0.of) }.flatMap { tree.node(withID: $0) }
@@ -213,65 +185,13 @@ extension SyncFileSystem {
     public func conflictCount() -> Int {
         live.transact { tree in
             // Copies that are gone (or no longer marked) leave the index here.
-            for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[Self.conflictAttribute] == nil {
+            for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[ConflictNote.attribute] == nil {
                 tree.conflictCopies[id] = nil
             }
-            return tree.conflictCopies.keys.filter { liveConflictCopy($0, in: tree) != nil }.count
+            return tree.conflictCopies.keys.filter { tree.liveConflictCopy($0) != nil }.count
         }
     }
 
-    /// Whether `node` is a conflict copy (or has markers) or the original of one. Under the lock.
-    func isInConflict(_ node: Node, in tree: TreeTransaction) -> Bool {
-        if node.xattrs[Self.conflictAttribute] != nil { return liveConflictCopy(node.fileID, in: tree) != nil }
-        return tree.conflictCopies.contains { copy, original in
-            original == node.fileID && liveConflictCopy(copy, in: tree) != nil
-        }
-    }
-
-    /// Keeps `tree.conflictCopies` true for `node` after its xattrs changed (remote changes).
-    func noteConflictAttribute(of node: Node?, in tree: inout TreeTransaction) {
-        guard let node else { return }
-        tree.conflictCopies[node.fileID] = Self.conflictOriginal(in: node.xattrs)
-    }
-
-    /// The entry a conflict copy with these xattrs was split from, if it is one.
-    static func conflictOriginal(in xattrs: [String: [UInt8]]) -> FileID? {
-        guard let value = xattrs[conflictAttribute],
-            let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
-        else { return nil }
-        return FileID(hex: note.of)
-    }
-
-    /// The conflict copy `id` if its conflict is unresolved: it is here, marked, and the entry
-    /// it was split from is here too (deleting either resolves the conflict).
-    private func liveConflictCopy(_ id: FileID, in tree: TreeTransaction) -> Node? {
-        guard let node = tree.node(withID: id), !node.isUnlinked, node.xattrs[Self.conflictAttribute] != nil,
-            let original = tree.conflictCopies[id]
-        else { return nil }
-        if original != id {
-            guard let originalNode = tree.node(withID: original), !originalNode.isUnlinked else { return nil }
-        }
-        return node
-    }
-
-    /// Every entry in an unresolved conflict (copies and originals), for passes over the tree.
-    func conflictedEntries(in tree: TreeTransaction) -> Set<FileID> {
-        var entries = Set<FileID>()
-        for (copy, original) in tree.conflictCopies where liveConflictCopy(copy, in: tree) != nil {
-            entries.insert(copy)
-            entries.insert(original)
-        }
-        return entries
-    }
-
-    func encodeNote(of original: FileID, reason: String, now: Int64) -> [UInt8] {
-        let seconds = Double(now) / 1e9
-        let formatter = ISO8601DateFormatter()
-        let note = ConflictNote(
-            of: original.hex, host: deviceName.text,
-            time: formatter.string(from: Date(timeIntervalSince1970: seconds)), reason: reason)
-        return Array((try? JSONEncoder().encode(note)) ?? Data())
-    }
 }
 
 /// Copies a cache file's bytes and syncs the copy.

@@ -87,7 +87,7 @@ extension SyncFileSystem {
         if node.isPlaceholder && transfers.error(id) != nil { return .error }
         if let conflicted {
             if conflicted.contains(id) { return .conflict }
-        } else if let tree, !tree.conflictCopies.isEmpty, isInConflict(node, in: tree) {
+        } else if let tree, !tree.conflictCopies.isEmpty, tree.isInConflict(node) {
             return .conflict
         }
         return node.isPlaceholder ? .online : .local
@@ -220,7 +220,7 @@ extension SyncFileSystem {
 
     private func usageLocked(_ tree: TreeTransaction) -> CacheUsage {
         var usage = CacheUsage()
-        let conflicted = conflictedEntries(in: tree)
+        let conflicted = tree.conflictedEntries()
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
             let state = contentState(of: node, in: tree, conflicted: conflicted)
             usage.files.add(state, pinned: pinState(of: node, in: tree) != .none)

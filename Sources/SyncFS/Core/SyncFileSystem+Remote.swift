@@ -148,8 +148,7 @@ extension SyncFileSystem {
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
             let occupantPath = tree.pathIfObserved(occupant)
-            _ = moveToConflictName(
-                occupant, in: parent, of: node.fileID, tree: &tree)
+            _ = tree.moveToConflictName(occupant, in: parent, of: node.fileID, host: deviceName)
             tree.noteChange(.conflict, occupant, origin: .remote, oldPath: occupantPath)
         }
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
@@ -332,7 +331,7 @@ extension SyncFileSystem {
             tree.record(.setXattr(node.ino, name: name, value: value))
         }
         node.xattrs = wanted
-        noteConflictAttribute(of: node, in: &tree)
+        tree.noteConflictAttribute(of: node)
     }
 
     /// A fresh path for downloading content next to the cache (same filesystem, so the final

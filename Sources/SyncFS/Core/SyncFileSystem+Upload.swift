@@ -110,32 +110,6 @@ extension SyncFileSystem {
         }
     }
 
-    /// Gives `node` a free conflict name in `parent` (keep both:
-    /// `NAME (conflict from HOST DATE TIME)`), marks it as a conflict copy of `original` (the
-    /// entry that took its name) and queues it: its record, mark and outbox row are recorded.
-    /// Under the lock.
-    func moveToConflictName(
-        _ node: Node, in parent: Node, of original: FileID?, tree: inout TreeTransaction
-    ) -> FileName {
-        let now = Clock.nowNanoseconds()
-        let newName = ConflictNames.free(for: node.name, in: parent, host: deviceName.text, time: now)
-        tree.invalidate(.entry(parent: parent.ino, name: node.name))
-        tree.invalidate(.entry(parent: parent.ino, name: newName))
-        tree.detach(node)
-        tree.attach(node, to: parent, as: newName)
-        node.ctime = now
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        if let original {
-            let value = encodeNote(of: original, reason: "another entry took the name", now: now)
-            node.xattrs[Self.conflictAttribute] = value
-            tree.conflictCopies[node.fileID] = original
-            tree.record(.setXattr(node.ino, name: Self.conflictAttribute, value: value))
-        }
-        tree.record(.upsert(node.record))
-        tree.record(outbox.changed(node.fileID))
-        return newName
-    }
-
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
     public func uploadUnneeded(_ item: OutboxItem) {
         live.transact { tree in
@@ -202,7 +176,7 @@ extension SyncFileSystem {
                 let parent = tree.nodes[parentIno]
             else { return nil }
             let oldPath = tree.pathIfObserved(node)
-            let newName = moveToConflictName(node, in: parent, of: holder, tree: &tree)
+            let newName = tree.moveToConflictName(node, in: parent, of: holder, host: deviceName)
             tree.noteChange(.conflict, node, origin: .local, oldPath: oldPath)
             return newName
         }

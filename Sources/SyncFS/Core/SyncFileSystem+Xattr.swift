@@ -119,7 +119,7 @@ extension SyncFileSystem {
                 return Array(message.utf8)
             case "conflict":
                 // Stored and synced (a `ConflictNote`), but only the folder writes it.
-                guard let note = node.xattrs[Self.conflictAttribute] else { throw .noAttribute }
+                guard let note = node.xattrs[ConflictNote.attribute] else { throw .noAttribute }
                 return note
             default: throw .noAttribute
             }

@@ -118,8 +118,8 @@ public final class SyncFileSystem: Sendable {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
             tree.byFileID[record.fileID] = record.ino
         }
-        for (ino, xattrs) in stored.xattrs where xattrs[Self.conflictAttribute] != nil {
-            if let node = tree.nodes[ino], let original = Self.conflictOriginal(in: xattrs) {
+        for (ino, xattrs) in stored.xattrs where xattrs[ConflictNote.attribute] != nil {
+            if let node = tree.nodes[ino], let original = ConflictNote.original(in: xattrs) {
                 tree.conflictCopies[node.fileID] = original
             }
         }

@@ -93,8 +93,9 @@ extension SyncEngine {
             logger.notice("conflict on \(path): merged both versions\(markers ? " with conflict markers" : "")")
             if markers {
                 // The mark goes with the merged content, in the same commit.
-                state.xattrs[SyncFileSystem.conflictAttribute] = fileSystem.encodeNote(
-                    of: item.fileID, reason: "both changed the same lines; conflict markers written",
+                state.xattrs[ConflictNote.attribute] = ConflictNote.encoded(
+                    of: item.fileID, host: fileSystem.deviceName,
+                    reason: "both changed the same lines; conflict markers written",
                     now: Clock.nowNanoseconds())
             }
             return try adopt(
