@@ -35,7 +35,7 @@ extension SyncEngineTests {
         try pair.b.write(handle, bytes("B1\n"), at: 5)
         pair.b.fs.release(handle)
         pair.b.fs.outbox.expediteAll()
-        let deviceB = pair.b.fs.deviceID
+        let deviceB = pair.b.fs.deviceIdentity
         let deadline = ContinuousClock.now + .seconds(20)
         while try await base.entry(id)?.device != deviceB && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))

@@ -79,7 +79,7 @@ func contents(_ fixture: FileSystemFixture, _ path: String) throws -> [UInt8] {
     defer { fixture.fs.release(handle) }
     let size = try fixture.fs.getattr(ino).size
     // A placeholder is downloaded by the read, as the FUSE read path does.
-    try fixture.fs.ensureContent(handle, offset: 0, count: Int(size))
+    try fixture.fs.residency.ensureContent(handle, offset: 0, count: Int(size))
     return readBytes(handle.descriptor, count: Int(size), at: 0)
 }
 

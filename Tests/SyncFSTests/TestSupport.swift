@@ -157,3 +157,10 @@ func waiting<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         Thread.detachNewThread { continuation.resume(returning: body()) }
     }
 }
+
+extension SyncFileSystem {
+    /// The follower's side of this tree, made on demand (it holds only references).
+    var remoteChanges: RemoteChanges { RemoteChanges(fileSystem: self) }
+    /// The conflicts of this tree, made on demand as the engine makes them.
+    var conflictsView: Conflicts { Conflicts(fileSystem: self, remote: remoteChanges) }
+}

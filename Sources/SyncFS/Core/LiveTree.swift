@@ -1,3 +1,4 @@
+import SyncBackend
 import Synchronization
 
 /// The folder's tree as it runs: the one lock over it, and the only way to read or change it
@@ -86,6 +87,11 @@ final class LiveTree: Sendable {
         }
         perform(invalidations)
         return try outcome.get()
+    }
+
+    /// The path of the entry with `id` below the mount point, if it is in the tree.
+    func displayPath(of id: FileID) -> String? {
+        transact { tree in tree.node(withID: id).map { tree.displayPath(of: $0) } }
     }
 
     func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }

@@ -108,7 +108,7 @@ extension SyncFileSystem {
         case .symlink: throw .invalidArgument
         case .file: break
         }
-        try prepareForWriting(node, truncatingTo: size)
+        try residency.prepareForWriting(node, truncatingTo: size)
         node.beginContentChange()
         defer { node.endContentChange() }
         if let handle {

@@ -2,12 +2,16 @@ import Glibc
 import SyncBackend
 
 extension SyncFileSystem {
+    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (the Glibc module does not import them).
+    static let seekData: Int32 = 3
+    static let seekHole: Int32 = 4
+
     /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).
     public func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
-        return try openingWithDownloads { () throws(FSError) in
+        return try residency.openingWithDownloads { () throws(FSError) in
             try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
         }
     }
@@ -25,7 +29,7 @@ extension SyncFileSystem {
                 case .symlink: throw .exists
                 case .file: break
                 }
-                if let reserved = try placeholderNeedingContent(existing, flags: flags) {
+                if let reserved = try residency.placeholderNeedingContent(existing, flags: flags) {
                     return .needsContent(reserved)
                 }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
@@ -88,7 +92,7 @@ extension SyncFileSystem {
     /// replaced or deleted (its cached name is dropped a moment after the change), and then looks
     /// the name up again.
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        try openingWithDownloads { () throws(FSError) in
+        try residency.openingWithDownloads { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {
@@ -108,7 +112,9 @@ extension SyncFileSystem {
                 {
                     throw .stale
                 }
-                if let reserved = try placeholderNeedingContent(node, flags: flags) { return .needsContent(reserved) }
+                if let reserved = try residency.placeholderNeedingContent(node, flags: flags) {
+                    return .needsContent(reserved)
+                }
                 if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
                     node.mode = Node.killingPrivileges(node.mode)
                     if !node.isUnlinked { tree.recordLocalChange(node) }
@@ -214,7 +220,7 @@ extension SyncFileSystem {
         live.transact { tree in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
-            stopUnneededHydration(of: handle.node)
+            residency.stopUnneededHydration(of: handle.node)
             if handle.writable { handle.node.openWriters -= 1 }
             if handle.node.openWriters == 0 { tree.noteContentChangeEnded(handle.node) }
             tree.releaseIfUnused(handle.node.ino)

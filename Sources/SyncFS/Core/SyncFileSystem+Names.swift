@@ -90,10 +90,10 @@ extension SyncFileSystem {
             tree.touchDirectory(source, now: now)
             if destination.ino != source.ino { tree.touchDirectory(destination, now: now) }
             tree.noteChange(.renamed, node, origin: .local, oldPath: oldPath)
-            return destination.ino != source.ino && pinState(of: node, in: tree) != .none
+            return destination.ino != source.ino && residency.pinState(of: node, in: tree) != .none
         }
         // Placeholders moved under a pin are downloaded like those that arrive there.
-        if movedUnderAPin { pinsChanged() }
+        if movedUnderAPin { residency.pinsChanged() }
     }
 
     /// Save-by-rename: a file never synced (an editor's temporary file) replaces a file, so it

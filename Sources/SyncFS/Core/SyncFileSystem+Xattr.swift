@@ -39,8 +39,8 @@ extension SyncFileSystem {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
             let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             switch text.lowercased() {
-            case "1", "true", "yes": try setPinned(ino, true)
-            case "0", "false", "no": try setPinned(ino, false)
+            case "1", "true", "yes": try residency.setPinned(ino, true)
+            case "0", "false", "no": try residency.setPinned(ino, false)
             default: throw .invalidArgument
             }
             return
@@ -78,7 +78,7 @@ extension SyncFileSystem {
         guard name.hasPrefix("user.") else { throw .notSupported }
         if name.hasPrefix(Self.virtualPrefix) {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
-            return try setPinned(ino, false)
+            return try residency.setPinned(ino, false)
         }
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
@@ -101,10 +101,10 @@ extension SyncFileSystem {
         return try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             switch key {
-            case "state": return Array(contentState(of: node, in: tree).rawValue.utf8)
+            case "state": return Array(residency.contentState(of: node, in: tree).rawValue.utf8)
             // The stable file ID: the same on every mount and across renames (`ChangeEvent.fileID`).
             case "id": return Array(node.fileID.hex.utf8)
-            case "pinned": return Array(pinState(of: node, in: tree).rawValue.utf8)
+            case "pinned": return Array(residency.pinState(of: node, in: tree).rawValue.utf8)
             case "progress":
                 if let transfer = transfers.transfer(node.fileID) {
                     return Array("\(transfer.done)/\(transfer.total)".utf8)
@@ -115,7 +115,7 @@ extension SyncFileSystem {
                 }
                 throw .noAttribute
             case "error":
-                guard let message = lastError(of: node) else { throw .noAttribute }
+                guard let message = residency.lastError(of: node) else { throw .noAttribute }
                 return Array(message.utf8)
             case "conflict":
                 // Stored and synced (a `ConflictNote`), but only the folder writes it.

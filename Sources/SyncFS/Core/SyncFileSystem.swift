@@ -27,45 +27,28 @@ public final class SyncFileSystem: Sendable {
     /// Local changes waiting for upload.
     public let outbox: Outbox
     /// This state directory's device ID (the `device_id` fact), stamped on its commits.
-    let deviceIdentity: String
+    public let deviceIdentity: String
     /// This mount's name in conflict copies (the `device_name` fact; `DeviceName`).
     public let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
     public let storedFacts: [String: String]
-    /// Where placeholders' content comes from; nil until the sync engine starts.
-    let chunkSource = Mutex<(any ChunkSource)?>(nil)
-    /// Transfers in progress and transfer failures, per entry.
-    public let transfers = TransferBoard()
-    /// Download driver threads running.
-    let activeDownloads = Atomic<Int>(0)
-    /// See `setDownloadExclusions`.
-    let downloadExclusions = Mutex<Set<String>>([])
-    /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
-    let lastUnreachableDownload = Atomic<Int64>(0)
-    /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
-    let writesThrottled = Atomic<Bool>(false)
-    /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
-    let contentActivity = ContentActivity()
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
     public let changeEvents = ChangeEvents()
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
     public let rulesWatch = RulesWatch()
-    /// Makes the kernel emit inotify events for remote changes (see `InotifyEcho`); nil when off.
-    let inotifyEcho = Mutex<InotifyEcho?>(nil)
-    /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
-    let echoThreadID = Atomic<Int32>(0)
+    /// Where content lives: placeholders, downloads, pins, eviction, visible states.
+    public let residency: ContentResidency
+    /// The inotify echo of remote changes (`InotifyEcho`), shared with the follower.
+    public let echo = EchoChannel()
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
-    /// default: see `appliedMode`.
-    let allowsRemoteSetuid = Atomic<Bool>(false)
+    /// default: see `RemoteChanges.appliedMode`.
+    let remoteSetuid = SharedFlag()
 
-    public func allowRemoteSetuid(_ allowed: Bool) { allowsRemoteSetuid.store(allowed, ordering: .relaxed) }
+    public func allowRemoteSetuid(_ allowed: Bool) { remoteSetuid.set(allowed) }
 
-    /// Wakes the background downloader when pins change (set by the sync engine).
-    let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Transfers in progress and transfer failures, per entry.
+    public var transfers: TransferBoard { residency.transfers }
 
-    public func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
-
-    func pinsChanged() { pinObserver.withLock { $0 }?() }
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     public func setInvalidator(_ value: any KernelCacheInvalidating) { live.setInvalidator(value) }
 
@@ -133,6 +116,7 @@ public final class SyncFileSystem: Sendable {
         Self.reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
         live = LiveTree(
             tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch)
+        residency = ContentResidency(live: live, cache: cache, logger: logger)
         spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)
     }
@@ -201,7 +185,7 @@ public final class SyncFileSystem: Sendable {
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
     public func shutDown() throws {
         // The engine is stopped: running downloads fail fast; let them record before closing.
-        waitForDownloads(seconds: 10)
+        residency.waitForDownloads(seconds: 10)
         spares.close()
         live.transact { tree in
             for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {

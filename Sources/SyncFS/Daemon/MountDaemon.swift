@@ -101,7 +101,7 @@ public enum MountDaemon {
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
         session.installSignalHandlers()
-        fileSystem.setDownloadExclusions(configuration.noDownloadProcesses)
+        fileSystem.residency.setDownloadExclusions(configuration.noDownloadProcesses)
         fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel

@@ -61,13 +61,13 @@ func fuseRead(
         // A placeholder: wait for the chunks holding these bytes (unless the reader is a process
         // that must not start downloads).
         let fileSystem = FuseContext.of(req).fileSystem
-        if fileSystem.downloadsExcluded(for: { processName(req) })
-            && !fileSystem.contentPresent(handle, offset: Int64(offset), count: size)
+        if fileSystem.residency.downloadsExcluded(for: { processName(req) })
+            && !fileSystem.residency.contentPresent(handle, offset: Int64(offset), count: size)
         {
             return replyError(req, .accessDenied)
         }
         do {
-            try fileSystem.ensureContent(handle, offset: Int64(offset), count: size)
+            try fileSystem.residency.ensureContent(handle, offset: Int64(offset), count: size)
         } catch {
             return replyError(req, error)
         }
@@ -89,7 +89,7 @@ func fuseWrite(
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
     // Never reached for a placeholder (opening for writing downloads first); a guard, not a path.
     guard handle.node.contentIsLocal.load(ordering: .acquiring) else { return replyError(req, .stale) }
-    FuseContext.of(req).fileSystem.throttleWriteIfOverBudget()
+    FuseContext.of(req).fileSystem.residency.throttleWriteIfOverBudget()
     do {
         let written = try FuseContext.of(req).fileSystem.write(
             handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset),
@@ -115,7 +115,7 @@ func fuseWriteBuf(
     destination.buf.fd = handle.descriptor
     destination.buf.pos = offset
     let fileSystem = FuseContext.of(req).fileSystem
-    fileSystem.throttleWriteIfOverBudget()
+    fileSystem.residency.throttleWriteIfOverBudget()
     fileSystem.beginWrite(handle)
     defer { fileSystem.endWrite(handle) }
     let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))

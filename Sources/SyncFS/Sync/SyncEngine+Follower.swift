@@ -17,7 +17,7 @@ extension SyncEngine {
         func record() {
             let progress = FollowerProgress(cursor: cursor.token, deferred: deferred)
             guard progress != recorded else { return }
-            fileSystem.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
+            remote.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
             recorded = progress
         }
         while isRunning {
@@ -72,7 +72,7 @@ extension SyncEngine {
         _ entry: RemoteEntry, force: Bool, giving item: OutboxItem? = nil, depth: Int = 0, children: Set<FileID> = []
     ) throws(SyncFailure) -> Bool {
         for _ in 0..<3 {
-            switch fileSystem.planRemote(entry, force: force) {
+            switch remote.planRemote(entry, force: force) {
             case .skip, .localChangesPending:
                 return true
             case .refused(let reason):
@@ -105,13 +105,13 @@ extension SyncEngine {
             case .apply(let needsContent):
                 var contentFile: String?
                 if needsContent {
-                    let path = fileSystem.temporaryContentPath()
-                    let base = fileSystem.syncBase(of: entry.id)
+                    let path = remote.temporaryContentPath()
+                    let base = uploads.syncBase(of: entry.id)
                     var totals = ContentTransfer.Totals()
                     defer { addTotals(totals) }
                     do {
                         try transfer.download(
-                            entry.state.manifest, to: path, local: fileSystem.reusableContentPath(entry.id),
+                            entry.state.manifest, to: path, local: remote.reusableContentPath(entry.id),
                             localManifest: base?.manifest ?? [], totals: &totals)
                     } catch {
                         unlink(path)
@@ -119,8 +119,8 @@ extension SyncEngine {
                     }
                     contentFile = path
                 }
-                let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force, giving: item)
-                if contentFile != nil { fileSystem.contentActivity.note() }
+                let outcome = remote.applyRemote(entry, contentFile: contentFile, force: force, giving: item)
+                if contentFile != nil { fileSystem.residency.contentActivity.note() }
                 // An installed content file was renamed away; one the change no longer needed
                 // (the file became a placeholder meanwhile) is removed here.
                 if let contentFile { unlink(contentFile) }

@@ -24,7 +24,7 @@ extension SyncEngine {
         }
         let placeholder = fileSystem.live.transact { tree in tree.nodes[ino]?.isPlaceholder ?? false }
         if placeholder && !isOnline { return }
-        guard let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile) else { return }
+        guard let text = fileSystem.residency.readSmallFile(ino, limit: Self.largestRulesFile) else { return }
         noteRules(problems: MergeRules(parsing: String(decoding: text, as: UTF8.self)).problems)
     }
 

@@ -34,10 +34,25 @@ public struct ContentSnapshot: @unchecked Sendable {
     let token: UInt64
 }
 
-extension SyncFileSystem {
-    /// The device ID stamped on this state directory's commits.
-    public var deviceID: String { deviceIdentity }
+/// The uploader's side of the tree: what to commit for a queued entry (`prepareUpload`), and
+/// recording what the container answered (new bases, outbox rows done or failed, names moved
+/// aside), each in one transaction.
+public final class UploadRecords: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    /// This mount's name in conflict copies.
+    let deviceName: DeviceName
+    var outbox: Outbox { live.outbox }
+    var store: MetadataStore { live.store }
 
+    public init(fileSystem: SyncFileSystem) {
+        live = fileSystem.live
+        cache = fileSystem.cache
+        deviceName = fileSystem.deviceName
+    }
+}
+
+extension UploadRecords {
     /// Takes what the uploader needs for `id`, under the lock.
     public func prepareUpload(_ id: FileID) -> UploadWork {
         live.transact { tree -> UploadWork in
@@ -183,7 +198,7 @@ extension SyncFileSystem {
     }
 }
 
-extension SyncFileSystem {
+extension UploadRecords {
     /// Bytes of content waiting in the queued files (for progress lines).
     public func pendingBytes(_ ids: [FileID]) -> Int64 {
         live.transact { tree in

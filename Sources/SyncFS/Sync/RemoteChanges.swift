@@ -1,25 +1,37 @@
 import Glibc
+import Logging
 import SyncBackend
 
-/// How the follower should treat one remote change (see `SyncFileSystem.planRemote`).
-public enum RemotePlan: Equatable, Sendable {
-    /// Already reflected locally (our own change coming back, or an older version).
-    case skip
-    /// The local entry has changes of its own not yet committed: the upload resolves it.
-    case localChangesPending
-    /// Cannot be applied yet (open for writing, parent missing locally, would make a cycle,
-    /// directory still holds local entries): try again later.
-    case later
-    /// The parent is not known locally: fetch and apply it first.
-    case needsParent(FileID)
-    /// Apply it; download the content first if `needsContent`.
-    case apply(needsContent: Bool)
-    /// Never apply it: the entry breaks a rule (`RemoteEntryValidation`) or would change what an
-    /// existing entry is (its kind). Nothing local changes; the reason is shown in `status`.
-    case refused(String)
+/// The container's changes applied to the tree (the follower's side): each remote entry is
+/// planned against the local state (`planRemote`), then applied — created, updated, moved or
+/// deleted, with its new sync base, in one transaction, without queueing an upload — and, with
+/// the inotify echo on, made visible to inotify watchers (`RemoteChanges+Echo`).
+public final class RemoteChanges: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    let logger: Logger
+    let residency: ContentResidency
+    /// The inotify echo, shared with the kernel's side (`SyncFileSystem`).
+    let echoChannel: EchoChannel
+    /// `mount --allow-remote-setuid` (see `appliedMode`).
+    let remoteSetuid: SharedFlag
+    /// This mount's name in conflict copies (a local entry moved aside for a remote one).
+    let deviceName: DeviceName
+    var outbox: Outbox { live.outbox }
+    var store: MetadataStore { live.store }
+
+    public init(fileSystem: SyncFileSystem) {
+        live = fileSystem.live
+        cache = fileSystem.cache
+        logger = fileSystem.logger
+        residency = fileSystem.residency
+        echoChannel = fileSystem.echo
+        remoteSetuid = fileSystem.remoteSetuid
+        deviceName = fileSystem.deviceName
+    }
 }
 
-extension SyncFileSystem {
+extension RemoteChanges {
     /// Decides what to do with a remote entry, under the lock. `force` ignores local changes
     /// (the local side gave way after a conflict).
     public func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
@@ -74,7 +86,7 @@ extension SyncFileSystem {
     public func applyRemote(
         _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
     ) -> RemotePlan {
-        if item == nil, let echo = inotifyEcho.withLock({ $0 }) {
+        if item == nil, let echo = echoChannel.current {
             return applyRemoteEchoed(entry, contentFile: contentFile, force: force, echo: echo)
         }
         var application = RemoteApplication()
@@ -179,7 +191,7 @@ extension SyncFileSystem {
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
         if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
             // Nobody reads it: the part already downloaded is simply dropped.
-            cancelHydration(of: existing)
+            residency.cancelHydration(of: existing)
             cache.remove(existing.fileID)
         }
         if existing.kind == .file && timesOrContentChanged
@@ -318,7 +330,7 @@ extension SyncFileSystem {
     /// The mode a remote entry gets here: the container's, without setuid and setgid unless the
     /// mount allows them (`allowRemoteSetuid`), so a container cannot hand out privileges.
     func appliedMode(_ remote: UInt32) -> UInt32 {
-        allowsRemoteSetuid.load(ordering: .relaxed) ? remote : remote & ~UInt32(S_ISUID | S_ISGID)
+        remoteSetuid.isSet ? remote : remote & ~UInt32(S_ISUID | S_ISGID)
     }
 
     private func applyXattrs(
@@ -352,7 +364,7 @@ extension SyncFileSystem {
     }
 }
 
-extension SyncFileSystem {
+extension RemoteChanges {
     /// Stores the follower's position and the changes it must retry, behind what it applied.
     public func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
         store.record([

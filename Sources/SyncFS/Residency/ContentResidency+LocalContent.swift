@@ -67,7 +67,7 @@ public struct CacheUsage: Sendable {
     public var files = FileCounts()
 }
 
-extension SyncFileSystem {
+extension ContentResidency {
     // MARK: State
 
     /// The state of `node`. Under the lock; without `tree`, conflicts are not looked at.
@@ -280,31 +280,9 @@ extension SyncFileSystem {
 
     // MARK: Paths
 
-    /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
-    public func lookup(path: String) throws(FSError) -> InodeNumber {
-        try live.transact { tree throws(FSError) in
-            var node = try tree.node(.root)
-            for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-                if component == "." { continue }
-                if component == ".." {
-                    node = node.parent.flatMap { tree.nodes[$0] } ?? node
-                    continue
-                }
-                guard node.kind == .directory,
-                    let child = tree.child(of: node, named: FileName(bytes: Array(component.utf8)))
-                else { throw .notFound }
-                node = child
-            }
-            return node.ino
-        }
-    }
 }
 
-extension SyncFileSystem {
-    /// The path of the entry with `id` below the mount point, if it is in the tree.
-    public func displayPath(of id: FileID) -> String? {
-        live.transact { tree in tree.node(withID: id).map { tree.displayPath(of: $0) } }
-    }
+extension ContentResidency {
 
     /// The state of one entry, for `status PATH` (the daemon makes its `PathStatus` of it).
     func pathStatus(_ ino: InodeNumber) throws(FSError) -> EntryStatus {

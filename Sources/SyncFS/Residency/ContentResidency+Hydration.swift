@@ -9,13 +9,10 @@ enum Opening<Opened> {
     case needsContent(Node)
 }
 
-extension SyncFileSystem {
+extension ContentResidency {
     /// How long a download keeps retrying an unreachable container while a reader waits, before
     /// the read fails with `ENETDOWN`.
     static let unreachableGiveUp: Double = 3
-    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (the Glibc module does not import them).
-    static let seekData: Int32 = 3
-    static let seekHole: Int32 = 4
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
@@ -260,7 +257,7 @@ extension SyncFileSystem {
     /// True if the chunk `ref` at `offset` is already in the file (a resumed download).
     private func chunkOnDisk(_ ref: ChunkRef, at offset: Int64, in descriptor: Int32) -> Bool {
         // A hole where the chunk starts: never written.
-        guard Glibc.lseek(descriptor, off_t(offset), Self.seekData) == off_t(offset) else { return false }
+        guard Glibc.lseek(descriptor, off_t(offset), SyncFileSystem.seekData) == off_t(offset) else { return false }
         var bytes = [UInt8](repeating: 0, count: Int(ref.length))
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
         return count == Int(ref.length) && bytes.withUnsafeBytes { ChunkCodec.hash($0) } == ref.hash

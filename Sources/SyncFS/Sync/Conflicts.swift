@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Logging
 import SyncBackend
 
 /// The local content of a file taken for a merge: read `path` without a lock, and use what was
@@ -11,7 +12,32 @@ public struct MergeLocalContent: @unchecked Sendable {
     let token: UInt64
 }
 
-extension SyncFileSystem {
+/// Conflicts in the tree: adopting a merge's result (`adoptMerged`), keeping local content as a
+/// conflict copy (`forkConflictCopy`), and the list of unresolved conflicts (`conflicts`,
+/// `resolveConflict`).
+public final class Conflicts: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    let logger: Logger
+    let remote: RemoteChanges
+    /// This state directory's device ID, stamped on adopted merges.
+    let deviceIdentity: String
+    /// This mount's name in conflict copies.
+    let deviceName: DeviceName
+    var outbox: Outbox { live.outbox }
+    var store: MetadataStore { live.store }
+
+    public init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
+        live = fileSystem.live
+        cache = fileSystem.cache
+        logger = fileSystem.logger
+        self.remote = remote
+        deviceIdentity = fileSystem.deviceIdentity
+        deviceName = fileSystem.deviceName
+    }
+}
+
+extension Conflicts {
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
     public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
         live.transact { tree in
@@ -47,7 +73,7 @@ extension SyncFileSystem {
             let entry = RemoteEntry(
                 id: id, version: current.version, isDeleted: false, device: deviceIdentity, state: state)
             guard
-                update(
+                remote.update(
                     node, to: entry, contentFile: contentFile, tree: &tree,
                     application: &application)
             else { return false }
@@ -144,7 +170,7 @@ extension SyncFileSystem {
     /// Forgets the conflict of `ino` (a conflict copy, a file with markers, or an original: then
     /// all its copies): the mark is removed as a local change, so every mount forgets it; the
     /// files stay. Returns how many marks were removed.
-    public func resolveConflict(_ ino: InodeNumber) throws(FSError) -> Int {
+    public func resolve(_ ino: InodeNumber) throws(FSError) -> Int {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
@@ -164,7 +190,7 @@ extension SyncFileSystem {
     }
 
     /// Every unresolved conflict, by path.
-    public func conflicts() -> [ConflictListing] {
+    public func unresolved() -> [ConflictListing] {
         live.transact { tree in
             tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
                 guard let copy = tree.liveConflictCopy(id), let value = copy.xattrs[ConflictNote.attribute]
@@ -182,7 +208,7 @@ extension SyncFileSystem {
     }
 
     /// How many conflicts are unresolved.
-    public func conflictCount() -> Int {
+    public func unresolvedCount() -> Int {
         live.transact { tree in
             // Copies that are gone (or no longer marked) leave the index here.
             for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[ConflictNote.attribute] == nil {
@@ -226,7 +252,7 @@ enum CacheCopy {
     }
 }
 
-extension SyncFileSystem {
+extension ContentResidency {
     /// The whole content of a small file (downloading it first if it is a placeholder), or nil
     /// if it is not a regular file, larger than `limit`, or cannot be read.
     public func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
