@@ -32,8 +32,8 @@ struct MetadataStoreTests {
         let store = try MetadataStore(path: path)
         try store.close()
         let connection = try SQLiteConnection(path: path)
-        #expect(try connection.userVersion == Migrations.all.count)
-        #expect(Migrations.all.count >= 1)
+        #expect(try connection.userVersion == StateDatabaseSchema.migrations.latestVersion)
+        #expect(StateDatabaseSchema.migrations.latestVersion >= 1)
     }
 
     @Test func migrationsAreAppliedOnlyOnce() throws {
@@ -47,15 +47,16 @@ struct MetadataStoreTests {
         let state = try second.load()
         try second.close()
         #expect(state.entry(2)?.name == FileName("kept"))
-        #expect(try SQLiteConnection(path: path).userVersion == Migrations.all.count)
+        #expect(try SQLiteConnection(path: path).userVersion == StateDatabaseSchema.migrations.latestVersion)
     }
 
     @Test func aDatabaseFromANewerBuildIsRefused() throws {
         let directory = TemporaryDirectory()
         let path = directory.path + "/state.db"
         try MetadataStore(path: path).close()
-        try SQLiteConnection(path: path).execute("PRAGMA user_version = \(Migrations.all.count + 1)")
-        #expect(throws: MetadataError.self) { try MetadataStore(path: path) }
+        let latest = StateDatabaseSchema.migrations.latestVersion
+        try SQLiteConnection(path: path).execute("PRAGMA user_version = \(latest + 1)")
+        #expect(throws: SQLiteSchemaTooNew(found: latest + 1, supported: latest)) { try MetadataStore(path: path) }
     }
 
     @Test func reopeningAFileDatabaseKeepsEverything() throws {

@@ -46,7 +46,7 @@ public final class MetadataStore: Sendable {
             try connection.execute("PRAGMA journal_mode = WAL")
         }
         try connection.execute("PRAGMA synchronous = NORMAL")
-        try Migrations.migrate(connection)
+        try StateDatabaseSchema.migrations.migrate(connection)
         self.connection = Mutex(connection)
         self.batchDelay = batchDelay
         let thread = Thread { [self] in runFlusher() }
