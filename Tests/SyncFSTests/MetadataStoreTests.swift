@@ -260,7 +260,7 @@ struct SyncBaseEncodingTests {
     @Test func everyLengthRoundTripsWithoutTrapping() throws {
         let hash = try #require(ChunkHash(bytes: Array(repeating: 9, count: 32)))
         let manifest = [-10, 0, 1, Int64.max, Int64.min].map { ChunkRef(hash: hash, length: $0) }
-        #expect(SyncBase.decode(SyncBase.encode(manifest)) == manifest)
+        #expect(ManifestEncoding.decode(ManifestEncoding.encode(manifest)) == manifest)
     }
 }
 

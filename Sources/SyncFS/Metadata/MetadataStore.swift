@@ -238,7 +238,7 @@ public final class MetadataStore: Sendable {
                 "INSERT OR REPLACE INTO sync_base (file_id, version, manifest, state) VALUES (?, ?, ?, ?)")
             statement.bind(1, id.hex)
             statement.bind(2, Int64(bitPattern: base.version))
-            statement.bind(3, bytes: SyncBase.encode(base.manifest))
+            statement.bind(3, bytes: ManifestEncoding.encode(base.manifest))
             if let state { statement.bind(4, bytes: BaseStateEncoding.encode(state)) } else { statement.bindNull(4) }
             try statement.run()
         case .syncBaseRemove(let id):
@@ -335,7 +335,8 @@ public final class MetadataStore: Sendable {
             var bases: [FileID: SyncBase] = [:]
             let baseRows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
             while try baseRows.step() {
-                guard let id = FileID(hex: baseRows.text(0)), let manifest = SyncBase.decode(baseRows.bytes(2) ?? [])
+                guard let id = FileID(hex: baseRows.text(0)),
+                    let manifest = ManifestEncoding.decode(baseRows.bytes(2) ?? [])
                 else { throw MetadataError(code: 0, message: "malformed sync_base row \(baseRows.text(0))") }
                 bases[id] = SyncBase(version: UInt64(bitPattern: baseRows.int64(1)), manifest: manifest)
             }
