@@ -66,7 +66,7 @@ struct MetadataStoreTests {
         let first = try MetadataStore(path: path)
         first.entryCreated(record)
         first.xattrSet(record.ino, name: "user.k", value: [1, 2, 3])
-        first.factSet("container", "/some/where")
+        first.factSet(.container, "/some/where")
         try first.close()
 
         let second = try MetadataStore(path: path)
@@ -174,9 +174,9 @@ struct MetadataStoreTests {
     @Test func factSetRoundTripsAndReplaces() throws {
         let store = try MetadataStore(path: ":memory:")
         defer { try? store.close() }
-        store.factSet("mount_count", "1")
-        store.factSet("container", "/a")
-        store.factSet("mount_count", "2")
+        store.factSet(.mountCount, 1)
+        store.factSet(.container, "/a")
+        store.factSet(.mountCount, 2)
         try store.commit(durable: true)
         let meta = try store.load().meta
         #expect(meta["mount_count"] == "2")
@@ -190,14 +190,14 @@ struct MetadataStoreTests {
         let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)
         defer { try? store.close() }
         store.entryCreated(sampleRecord(2, name: "seen"))
-        store.factSet("k", "v")
+        store.factSet(.container, "v")
         try store.commit(durable: true)
         // Not `load()` (which commits itself): a second store on the same file reads what is on disk.
         let reader = try MetadataStore(path: path)
         defer { try? reader.close() }
         let state = try reader.load()
         #expect(state.entry(2)?.name == FileName("seen"))
-        #expect(state.meta["k"] == "v")
+        #expect(state.meta["container"] == "v")
     }
 
     // MARK: Ordering within a batch
@@ -276,7 +276,7 @@ struct MetadataStoreCoalescingTests {
         let changes: [MetadataChange] = [
             .upsert(record(5, name: "a", size: 1)), .upsert(record(6, name: "b")),
             .upsert(record(5, name: "a", size: 2)),
-            .delete(InodeNumber(6)), .setMeta(key: "next_ino", value: "7"), .setMeta(key: "next_ino", value: "8"),
+            .delete(InodeNumber(6)), .fact(.nextIno, 7), .fact(.nextIno, 8),
         ]
         let result = MetadataStore.coalesced(changes)
         #expect(result.count == 3)

@@ -51,7 +51,7 @@ public enum ContainerCreation {
     /// removable disk is away: the daemon decides, and never creates).
     public static func checkBeforeMount(_ path: String, create: Bool, stateDirectory: String) throws(MountError) {
         guard !create, !ServerAddress.looksLikeURL(path), !LocalContainer.isContainer(at: path) else { return }
-        if StateDatabaseReader.recordedFacts(stateDirectory: stateDirectory)?[StateFact.containerID.rawValue] != nil {
+        if StateDatabaseReader.recordedFacts(stateDirectory: stateDirectory)?[.containerID] != nil {
             return
         }
         throw notAContainer(path)

@@ -65,7 +65,8 @@ public final class MetadataStore: Sendable {
         enqueue(.setXattr(ino, name: name, value: value))
     }
     public func xattrRemoved(_ ino: InodeNumber, name: String) { enqueue(.removeXattr(ino, name: name)) }
-    public func factSet(_ key: String, _ value: String) { enqueue(.setMeta(key: key, value: value)) }
+    /// Records `fact` (nil clears it).
+    public func factSet<Value>(_ fact: StateFact<Value>, _ value: Value?) { enqueue(.fact(fact, value)) }
 
     /// Several changes that must be committed together (an entry change and its outbox row, a
     /// remote change applied with its new sync base and feed cursor): always in one batch.
@@ -113,7 +114,7 @@ public final class MetadataStore: Sendable {
                     if changes.isEmpty {
                         // Nothing new, but earlier commits are not yet synced: a tiny write makes
                         // SQLite sync the WAL, which carries them all.
-                        try apply(.setMeta(key: "last_sync", value: "\(Date().timeIntervalSince1970)"), on: connection)
+                        try apply(.fact(.lastSync, Date()), on: connection)
                     }
                 }
             } catch {
