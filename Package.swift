@@ -117,7 +117,7 @@ let package = Package(
         .target(
             name: "SyncFS",
             dependencies: [
-                "CFuse", "SQLiteSupport", "SyncBackend", "SyncClient", "SyncMerge",
+                "CFuse", "SQLiteSupport", "SyncBackend", "SyncMerge",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

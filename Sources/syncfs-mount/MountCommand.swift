@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Logging
+import SyncBackend
 import SyncClient
 import SyncFS
 
@@ -212,7 +213,9 @@ struct MountCommand: ParsableCommand {
         }
         let logger = Logger(label: "syncfs")
         do {
-            try MountDaemon.run(configuration, logger: logger) {
+            try MountDaemon.run(
+                configuration, openContainer: MountContainer.opener(configuration, logger: logger), logger: logger
+            ) {
                 // The readiness signal for scripts: one line on standard output, written unbuffered.
                 _ = write(STDOUT_FILENO, "ready\n", 6)
             }
@@ -261,6 +264,6 @@ struct MountCommand: ParsableCommand {
         for line in tail.split(separator: "\n") where !(tokenWarning.map(line.contains) ?? false) {
             printError(String(line))
         }
-        throw ExitCode(status == 0 ? 1 : status)
+        throw ExitCode(status == 0 ? ExitStatus.failure.rawValue : status)
     }
 }

@@ -324,7 +324,7 @@ extension SyncEngineTests {
 
 /// Whether the walk up from `ino` reaches the root (within 64 steps: a cycle never does).
 private func reachesRoot(_ fixture: FileSystemFixture, _ ino: InodeNumber) -> Bool {
-    fixture.fs.namespace.withLock { tree in
+    fixture.fs.live.transact { tree in
         var current = tree.nodes[ino]
         for _ in 0..<64 {
             guard let node = current, !node.isUnlinked else { return false }

@@ -189,7 +189,7 @@ extension SyncEngineTests {
         try await pair.eventually("local") { pair.b.fs.cacheUsage().localBytes == 6 }
         let ino = try pair.b.lookupIno("doc.txt")
         // A content change in progress (a write or truncate between its bracket) keeps the file.
-        let node = try #require(pair.b.fs.namespace.withLock { tree in tree.nodes[ino] })
+        let node = try #require(pair.b.fs.live.transact { tree in tree.nodes[ino] })
         node.beginContentChange()
         let during = try pair.b.fs.evict(below: ino).first?.outcome
         #expect(during == .refused("is being written"), "\(String(describing: during))")

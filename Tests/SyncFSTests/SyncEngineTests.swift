@@ -184,7 +184,7 @@ struct SyncEngineTests {
         try pair.a.write(writer, Array("three".utf8), at: 6)
         pair.a.fs.release(writer)
         try await pair.eventually("second edit on B") {
-            pair.b.fs.namespace.withLock { tree in tree.nodes[second]?.size.load(ordering: .relaxed) == 11 }
+            pair.b.fs.live.transact { tree in tree.nodes[second]?.size.load(ordering: .relaxed) == 11 }
         }
         #expect(try pair.b.lookupIno("log.txt") == second)
     }

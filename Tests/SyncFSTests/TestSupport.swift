@@ -98,12 +98,12 @@ final class FileSystemFixture {
 
     /// The stable file ID of a live node (internal state).
     func fileID(of ino: InodeNumber) -> FileID? {
-        fs.namespace.withLock { $0.nodes[ino]?.fileID }
+        fs.live.transact { $0.nodes[ino]?.fileID }
     }
 
     /// Whether the node is still held in memory (linked or not).
     func isLoaded(_ ino: InodeNumber) -> Bool {
-        fs.namespace.withLock { $0.nodes[ino] != nil }
+        fs.live.transact { $0.nodes[ino] != nil }
     }
 
     func cacheFilePath(of ino: InodeNumber) -> String? {

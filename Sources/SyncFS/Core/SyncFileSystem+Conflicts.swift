@@ -43,7 +43,7 @@ extension SyncFileSystem {
 
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
     public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let node = tree.node(withID: id), !node.isUnlinked, node.kind == .file, !node.isPlaceholder,
                 node.openWriters == 0, let token = node.contentToken()
             else { return nil }
@@ -64,7 +64,7 @@ extension SyncFileSystem {
         item: OutboxItem, event: ChangeEvent.Kind? = nil
     ) -> Bool {
         var application = RemoteApplication()
-        let adopted = namespace.withLock { tree -> Bool in
+        return live.transact { tree -> Bool in
             guard let node = adoptableNode(id, state: state, item: item, in: tree) else { return false }
             if let local, local.node !== node || !node.contentUnchanged(since: local.token) { return false }
             var state = state
@@ -73,29 +73,25 @@ extension SyncFileSystem {
                 guard stat(contentFile, &info) == 0 else { return false }
                 state.size = Int64(info.st_size)
             }
-            var changes: [MetadataChange] = []
             let entry = RemoteEntry(
                 id: id, version: current.version, isDeleted: false, device: deviceIdentity, state: state)
             guard
                 update(
-                    node, to: entry, contentFile: contentFile, tree: &tree, changes: &changes,
+                    node, to: entry, contentFile: contentFile, tree: &tree,
                     application: &application)
             else { return false }
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
             tree.bases[id] = base
-            changes.append(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
+            tree.record(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
             noteConflictAttribute(of: tree.node(withID: id), in: &tree)
-            store.record(changes)
-            if let event, let adopted = tree.node(withID: id) { noteChange(event, adopted, origin: .local, in: tree) }
+            if let event, let adopted = tree.node(withID: id) { tree.noteChange(event, adopted, origin: .local) }
             return true
         }
-        perform(application.invalidations)
-        return adopted
     }
 
     /// Whether `adoptMerged` of `state` would find what it needs now (see `adoptableNode`).
     public func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
-        namespace.withLock { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
+        live.transact { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
     }
 
     /// The entry, if a merged `state` can be adopted now: no local change since `item` was taken
@@ -108,7 +104,7 @@ extension SyncFileSystem {
     /// cycle). Adopting it would make a cycle cut off from the root, on which every walk up the
     /// tree runs forever; the merge waits instead, until the cycle rule has made the queued move
     /// give way (`ConflictDecision`: `wouldCreateCycle`).
-    private func adoptableNode(_ id: FileID, state: EntryState, item: OutboxItem, in tree: Namespace) -> Node? {
+    private func adoptableNode(_ id: FileID, state: EntryState, item: OutboxItem, in tree: TreeTransaction) -> Node? {
         guard outbox.isUnchanged(since: item), let node = tree.node(withID: id), !node.isUnlinked,
             node.openWriters == 0, node.kind == state.kind
         else { return nil }
@@ -121,7 +117,7 @@ extension SyncFileSystem {
 
     /// Whether `id` is a placeholder (its content is not here).
     public func isPlaceholder(_ id: FileID) -> Bool {
-        namespace.withLock { tree in tree.node(withID: id)?.isPlaceholder ?? false }
+        live.transact { tree in tree.node(withID: id)?.isPlaceholder ?? false }
     }
 
     /// Commits every recorded change durably now (before an irreversible step that depends on them).
@@ -131,7 +127,7 @@ extension SyncFileSystem {
 
     /// Whether the directory `id` is here (linked).
     public func hasLiveDirectory(_ id: FileID) -> Bool {
-        namespace.withLock { tree in tree.liveDirectory(withID: id) != nil }
+        live.transact { tree in tree.liveDirectory(withID: id) != nil }
     }
 
     /// Keeps the local content of `id` as a new entry beside it, named
@@ -145,8 +141,7 @@ extension SyncFileSystem {
             cache.remove(copyID)
             return nil
         }
-        var invalidations: [KernelInvalidation] = []
-        let name = namespace.withLock { tree -> FileName? in
+        let name = live.transact { tree -> FileName? in
             let node = local.node
             guard node.contentUnchanged(since: local.token), node.openWriters == 0, !node.isUnlinked,
                 let parentIno = node.parent, let parent = tree.nodes[parentIno]
@@ -161,18 +156,16 @@ extension SyncFileSystem {
             xattrs[Self.conflictAttribute] = encodeNote(of: node.fileID, reason: reason, now: now)
             let copy = Node(record: record, xattrs: xattrs)
             tree.attach(copy, to: parent, as: name)
-            var changes: [MetadataChange] = [.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))]
-            for (key, value) in xattrs { changes.append(.setXattr(copy.ino, name: key, value: value)) }
-            changes.append(outbox.changed(copyID))
+            tree.record([.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))])
+            for (key, value) in xattrs { tree.record(.setXattr(copy.ino, name: key, value: value)) }
+            tree.record(outbox.changed(copyID))
             tree.conflictCopies[copyID] = node.fileID
-            store.record(changes)
-            noteChange(.conflict, copy, origin: .local, in: tree)
-            touchDirectory(parent, now: now)
-            invalidations.append(.entry(parent: parent.ino, name: name))
+            tree.noteChange(.conflict, copy, origin: .local)
+            tree.touchDirectory(parent, now: now)
+            tree.invalidate(.entry(parent: parent.ino, name: name))
             return name
         }
         if name == nil { cache.remove(copyID) }
-        perform(invalidations)
         return name
     }
 
@@ -180,7 +173,7 @@ extension SyncFileSystem {
     /// all its copies): the mark is removed as a local change, so every mount forgets it; the
     /// files stay. Returns how many marks were removed.
     public func resolveConflict(_ ino: InodeNumber) throws(FSError) -> Int {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
             if node.xattrs[Self.conflictAttribute] != nil { marked.append(node.fileID) }
@@ -191,7 +184,7 @@ extension SyncFileSystem {
                     copy.xattrs.removeValue(forKey: Self.conflictAttribute) != nil
                 else { continue }
                 copy.ctime = Clock.nowNanoseconds()
-                store.record([.removeXattr(copy.ino, name: Self.conflictAttribute), outbox.changed(id)])
+                tree.record([.removeXattr(copy.ino, name: Self.conflictAttribute), outbox.changed(id)])
                 removed += 1
             }
             return removed
@@ -200,15 +193,15 @@ extension SyncFileSystem {
 
     /// Every unresolved conflict, by path.
     public func conflicts() -> [ConflictListing] {
-        namespace.withLock { tree in
+        live.transact { tree in
             tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
                 guard let copy = liveConflictCopy(id, in: tree), let value = copy.xattrs[Self.conflictAttribute]
                 else { return nil }
                 let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
                 let original = note.flatMap { FileID(hex: $0.of) }.flatMap { tree.node(withID: $0) }
                 return ConflictListing(
-                    path: displayPath(of: copy, in: tree),
-                    originalPath: original.flatMap { $0.isUnlinked ? nil : displayPath(of: $0, in: tree) },
+                    path: tree.displayPath(of: copy),
+                    originalPath: original.flatMap { $0.isUnlinked ? nil : tree.displayPath(of: $0) },
                     // The note may come from another machine: remote data, shown on a terminal.
                     host: DeviceName.sanitised(note?.host ?? ""), time: DeviceName.sanitised(note?.time ?? ""),
                     reason: DeviceName.printable(note?.reason ?? "", maxBytes: 1024))
@@ -218,7 +211,7 @@ extension SyncFileSystem {
 
     /// How many conflicts are unresolved.
     public func conflictCount() -> Int {
-        namespace.withLock { tree in
+        live.transact { tree in
             // Copies that are gone (or no longer marked) leave the index here.
             for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[Self.conflictAttribute] == nil {
                 tree.conflictCopies[id] = nil
@@ -228,7 +221,7 @@ extension SyncFileSystem {
     }
 
     /// Whether `node` is a conflict copy (or has markers) or the original of one. Under the lock.
-    func isInConflict(_ node: Node, in tree: Namespace) -> Bool {
+    func isInConflict(_ node: Node, in tree: TreeTransaction) -> Bool {
         if node.xattrs[Self.conflictAttribute] != nil { return liveConflictCopy(node.fileID, in: tree) != nil }
         return tree.conflictCopies.contains { copy, original in
             original == node.fileID && liveConflictCopy(copy, in: tree) != nil
@@ -236,7 +229,7 @@ extension SyncFileSystem {
     }
 
     /// Keeps `tree.conflictCopies` true for `node` after its xattrs changed (remote changes).
-    func noteConflictAttribute(of node: Node?, in tree: inout Namespace) {
+    func noteConflictAttribute(of node: Node?, in tree: inout TreeTransaction) {
         guard let node else { return }
         tree.conflictCopies[node.fileID] = Self.conflictOriginal(in: node.xattrs)
     }
@@ -251,7 +244,7 @@ extension SyncFileSystem {
 
     /// The conflict copy `id` if its conflict is unresolved: it is here, marked, and the entry
     /// it was split from is here too (deleting either resolves the conflict).
-    private func liveConflictCopy(_ id: FileID, in tree: Namespace) -> Node? {
+    private func liveConflictCopy(_ id: FileID, in tree: TreeTransaction) -> Node? {
         guard let node = tree.node(withID: id), !node.isUnlinked, node.xattrs[Self.conflictAttribute] != nil,
             let original = tree.conflictCopies[id]
         else { return nil }
@@ -262,7 +255,7 @@ extension SyncFileSystem {
     }
 
     /// Every entry in an unresolved conflict (copies and originals), for passes over the tree.
-    func conflictedEntries(in tree: Namespace) -> Set<FileID> {
+    func conflictedEntries(in tree: TreeTransaction) -> Set<FileID> {
         var entries = Set<FileID>()
         for (copy, original) in tree.conflictCopies where liveConflictCopy(copy, in: tree) != nil {
             entries.insert(copy)
@@ -318,7 +311,7 @@ extension SyncFileSystem {
     /// if it is not a regular file, larger than `limit`, or cannot be read.
     public func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
         guard
-            let node = namespace.withLock({ tree -> Node? in
+            let node = live.transact({ tree -> Node? in
                 guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked,
                     node.size.load(ordering: .relaxed) <= Int64(limit)
                 else { return nil }

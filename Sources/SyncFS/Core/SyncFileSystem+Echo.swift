@@ -56,7 +56,7 @@ extension SyncFileSystem {
         echo.turn.lock()
         defer { echo.turn.unlock() }
         var application = RemoteApplication(wantsTouch: true)
-        let (step, directOutcome) = namespace.withLock { tree -> (EchoStep?, RemotePlan?) in
+        let (step, directOutcome) = live.transact { tree -> (EchoStep?, RemotePlan?) in
             let decision = plan(entry, force: force, tree: &tree)
             guard case .apply(let needsContent) = decision, !(needsContent && contentFile == nil) else {
                 return (nil, decision)
@@ -86,14 +86,14 @@ extension SyncFileSystem {
                 if let result, result != 0 {
                     logger.debug("inotify echo of \(entry.id) failed (errno \(result)); applying directly")
                 }
-                outcome = namespace.withLock { tree in
+                outcome = live.transact { tree in
                     applyRemoteLocked(entry, contentFile: contentFile, force: force, tree: &tree, into: &application)
                 }
             }
         } else {
             outcome = .later
         }
-        perform(application.invalidations)
+        live.perform(application.invalidations)
         if case .apply = outcome, let touch = application.touch {
             _ = echo.run { echo.perform(touch) }
         }
@@ -104,7 +104,7 @@ extension SyncFileSystem {
     /// kernel can see as such; nil for changes applied directly (content, attributes, a name taken
     /// by another local entry, a directory that keeps local entries, a location that cannot be
     /// named below the mount). Under the lock.
-    private func throughStep(for entry: RemoteEntry, in tree: Namespace) -> EchoStep? {
+    private func throughStep(for entry: RemoteEntry, in tree: TreeTransaction) -> EchoStep? {
         let node = tree.node(withID: entry.id).flatMap { $0.isUnlinked ? nil : $0 }
         if entry.isDeleted {
             guard let node, node.ino != .root, node.parent != nil else { return nil }
@@ -126,7 +126,7 @@ extension SyncFileSystem {
 
     /// The location of `node` below the mount point (the names from the root down), or nil if
     /// it is not attached to the root or a name is not one path component. Under the lock.
-    func location(of node: Node, in tree: Namespace) -> EchoLocation? {
+    func location(of node: Node, in tree: TreeTransaction) -> EchoLocation? {
         guard node.ino != .root else { return EchoLocation(directories: [], name: nil) }
         var names: [FileName] = []
         var current: Node? = node
@@ -141,7 +141,7 @@ extension SyncFileSystem {
 
     /// What to touch after `node`'s remote update, if the echo is on (nil: it cannot be named
     /// below the mount). Under the lock.
-    func echoTouch(for node: Node, contentChanged: Bool, in tree: Namespace) -> EchoTouch? {
+    func echoTouch(for node: Node, contentChanged: Bool, in tree: TreeTransaction) -> EchoTouch? {
         guard let location = location(of: node, in: tree) else { return nil }
         if contentChanged && node.kind == .file {
             return .content(location, size: node.size.load(ordering: .relaxed))
@@ -157,7 +157,7 @@ extension SyncFileSystem {
     /// it did not (the kernel then keeps its view; invalidations follow after the call).
     public func applyEchoed(_ operation: EchoOperation) throws(FSError) -> EntryReply? {
         guard let echo = inotifyEcho.withLock({ $0 }) else { throw .io(EAGAIN) }
-        return try namespace.withLock { tree throws(FSError) -> EntryReply? in
+        return try live.transact { tree throws(FSError) -> EntryReply? in
             try echo.pending.withLock { slot throws(FSError) -> EntryReply? in
                 guard case .waiting(let change) = slot, matches(operation, change, in: tree) else {
                     throw .io(EAGAIN)
@@ -166,13 +166,15 @@ extension SyncFileSystem {
                 let plan = applyRemoteLocked(
                     change.entry, contentFile: change.contentFile, force: change.force, tree: &tree,
                     into: &application)
+                // Sent by the follower once the echo's request is answered, not from this handler.
+                application.invalidations = tree.takeInvalidations()
                 slot = .done(plan, application)
                 let node = tree.node(withID: change.entry.id).flatMap { $0.isUnlinked ? nil : $0 }
                 switch operation {
                 case .create(let parent, let name, let kind):
                     guard case .apply = plan, let node, node.parent == parent, node.name == name, node.kind == kind
                     else { throw .io(EAGAIN) }
-                    return entryReply(for: node, in: &tree)
+                    return tree.entryReply(for: node)
                 case .remove:
                     guard node == nil else { throw .notEmpty }
                     return nil
@@ -185,7 +187,7 @@ extension SyncFileSystem {
     }
 
     /// True if the echo thread's request is the pending change's step. Under the lock.
-    private func matches(_ operation: EchoOperation, _ change: PendingRemoteChange, in tree: Namespace) -> Bool {
+    private func matches(_ operation: EchoOperation, _ change: PendingRemoteChange, in tree: TreeTransaction) -> Bool {
         let entry = change.entry
         let parentIno = entry.state.parent.flatMap { tree.node(withID: $0)?.ino }
         switch (operation, change.step) {
@@ -214,19 +216,19 @@ extension SyncFileSystem {
     /// since). The kernel holds the inode lock for the whole truncate, so no write can start
     /// between this check and the cut.
     public func echoSetattr(_ ino: InodeNumber, size: Int64?) throws(FSError) -> FileAttributes {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             if let size, node.openWriters > 0 || node.size.load(ordering: .relaxed) != size {
                 throw .io(EBUSY)
             }
-            return attributes(of: node)
+            return tree.attributes(of: node)
         }
     }
 
     /// `open` by the echo thread: a handle on the cache file of a local file that counts as
     /// neither open nor writing and records nothing; nil for a placeholder (nothing downloads).
     public func openForEcho(_ ino: InodeNumber) -> OpenFile? {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let node = tree.nodes[ino], node.kind == .file, !node.isPlaceholder,
                 let descriptor = try? cache.open(node.fileID)
             else { return nil }

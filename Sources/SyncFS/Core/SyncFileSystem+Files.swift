@@ -15,7 +15,7 @@ extension SyncFileSystem {
     private func createOrOpen(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> Opening<(EntryReply, OpenFile)>
     {
-        try namespace.withLock { tree throws(FSError) -> Opening<(EntryReply, OpenFile)> in
+        try live.transact { tree throws(FSError) -> Opening<(EntryReply, OpenFile)> in
             let directory = try tree.directory(parent)
             if let existing = tree.child(of: directory, named: name) {
                 // The kernel checks first, but a concurrent create may have won the race.
@@ -29,7 +29,7 @@ extension SyncFileSystem {
                     return .needsContent(reserved)
                 }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
-                return .opened((entryReply(for: existing, in: &tree), handle))
+                return .opened((tree.entryReply(for: existing), handle))
             }
             if tree.child(of: directory, named: name) != nil { throw .exists }
             let (fileID, descriptor): (FileID, Int32)
@@ -51,7 +51,7 @@ extension SyncFileSystem {
             node.openCount += 1
             if handle.writable { node.openWriters += 1 }
             node.lastUsed = Clock.nowNanoseconds()
-            return .opened((entryReply(for: node, in: &tree), handle))
+            return .opened((tree.entryReply(for: node), handle))
         }
     }
 
@@ -67,11 +67,11 @@ extension SyncFileSystem {
     {
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else { throw .notPermitted }
         let name = try name.validated()
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             let node = try makeNode(.file, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
             try cache.create(node.fileID)
-            return entryReply(for: node, in: &tree)
+            return tree.entryReply(for: node)
         }
     }
 
@@ -89,7 +89,7 @@ extension SyncFileSystem {
     /// the name up again.
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         try openingWithDownloads { () throws(FSError) in
-            try namespace.withLock { tree throws(FSError) -> Opening<OpenFile> in
+            try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {
                 case .directory: throw .isDirectory
@@ -111,7 +111,7 @@ extension SyncFileSystem {
                 if let reserved = try placeholderNeedingContent(node, flags: flags) { return .needsContent(reserved) }
                 if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
                     node.mode = Node.killingPrivileges(node.mode)
-                    if !node.isUnlinked { recordLocalChange(node) }
+                    if !node.isUnlinked { tree.recordLocalChange(node) }
                 }
                 return .opened(try openHandle(node, flags: flags, tree: &tree))
             }
@@ -120,16 +120,16 @@ extension SyncFileSystem {
 
     /// Clears setuid/setgid after a write by an unprivileged caller.
     private func killPrivileges(_ node: Node) {
-        namespace.withLock { _ in
+        live.transact { tree in
             node.mode = Node.killingPrivileges(node.mode)
             node.ctime = Clock.nowNanoseconds()
-            if !node.isUnlinked { recordLocalChange(node) }
+            if !node.isUnlinked { tree.recordLocalChange(node) }
         }
         kernelAttributesChanged(node.ino)
     }
 
     /// Opens the node's cache file; honours `O_TRUNC`. Under the lock.
-    private func openHandle(_ node: Node, flags: Int32, tree: inout Namespace) throws(FSError) -> OpenFile {
+    private func openHandle(_ node: Node, flags: Int32, tree: inout TreeTransaction) throws(FSError) -> OpenFile {
         let descriptor = try cache.open(node.fileID)
         node.openCount += 1
         node.lastUsed = Clock.nowNanoseconds()
@@ -151,7 +151,7 @@ extension SyncFileSystem {
             node.mtime.store(now, ordering: .relaxed)
             node.ctime = now
             node.changedSinceEvent.store(true, ordering: .relaxed)
-            if !node.isUnlinked { recordLocalChange(node) }
+            if !node.isUnlinked { tree.recordLocalChange(node) }
         }
         return handle
     }
@@ -199,8 +199,8 @@ extension SyncFileSystem {
     /// Records what was written through `handle` (size and mtime go to the store). On `close`.
     public func flush(_ handle: OpenFile) {
         guard handle.wrote.exchange(false, ordering: .relaxed) else { return }
-        namespace.withLock { _ in
-            if !handle.node.isUnlinked { recordLocalChange(handle.node) }
+        live.transact { tree in
+            if !handle.node.isUnlinked { tree.recordLocalChange(handle.node) }
         }
     }
 
@@ -211,13 +211,13 @@ extension SyncFileSystem {
         // The echo thread's handle was never counted (the kernel may still have written back
         // another program's pages through it: `flush` recorded those).
         if handle.isEcho { return }
-        namespace.withLock { tree in
+        live.transact { tree in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
             stopUnneededHydration(of: handle.node)
             if handle.writable { handle.node.openWriters -= 1 }
-            if handle.node.openWriters == 0 { noteContentChangeEnded(handle.node, in: tree) }
-            releaseIfUnused(handle.node.ino, in: &tree)
+            if handle.node.openWriters == 0 { tree.noteContentChangeEnded(handle.node) }
+            tree.releaseIfUnused(handle.node.ino)
         }
     }
 
@@ -227,7 +227,7 @@ extension SyncFileSystem {
         if synced != 0 { throw .fromErrno() }
         flush(handle)
         if changeEvents.isObserved && handle.node.changedSinceEvent.load(ordering: .relaxed) {
-            namespace.withLock { tree in noteContentChangeEnded(handle.node, in: tree) }
+            live.transact { tree in tree.noteContentChangeEnded(handle.node) }
         }
         if !handle.node.cacheEntryDurable.load(ordering: .relaxed) {
             try cache.syncDirectory(of: handle.node.fileID)
@@ -264,7 +264,7 @@ extension SyncFileSystem {
             guard offset < size else { throw .beyondData }
             return whence == Self.seekHole ? size : offset
         }
-        let writers = namespace.withLock { _ in handle.node.openWriters }
+        let writers = live.transact { _ in handle.node.openWriters }
         if writers > 0 { kernelWriteBackPages(handle.node.ino) }
         let result = Glibc.lseek(handle.descriptor, off_t(offset), whence)
         if result < 0 { throw errno == ENXIO ? .beyondData : .fromErrno() }

@@ -27,7 +27,7 @@ extension SyncFileSystem {
     public func getxattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         guard name.hasPrefix("user.") else { throw .noAttribute }
         if name.hasPrefix(Self.virtualPrefix) { return try virtualXattr(ino, name: name) }
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             guard let value = try tree.node(ino).xattrs[name] else { throw .noAttribute }
             return value
         }
@@ -46,7 +46,7 @@ extension SyncFileSystem {
             return
         }
         guard value.count <= Self.maxXattrValue else { throw .noSpace }
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             if node.kind == .symlink { throw .notPermitted }
             let exists = node.xattrs[name] != nil
@@ -58,9 +58,9 @@ extension SyncFileSystem {
             node.xattrs[name] = value
             node.ctime = Clock.nowNanoseconds()
             if !node.isUnlinked {
-                store.xattrSet(node.ino, name: name, value: value)
-                recordLocalChange(node)
-                noteChange(.modified, node, origin: .local, in: tree)
+                tree.record(.setXattr(node.ino, name: name, value: value))
+                tree.recordLocalChange(node)
+                tree.noteChange(.modified, node, origin: .local)
             }
         }
     }
@@ -69,7 +69,7 @@ extension SyncFileSystem {
     public func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
         // The virtual `user.syncfs.*` attributes are not listed, so copying tools never copy them.
         // Nor is the stored conflict mark (`user.syncfs.conflict`), read through `getxattr`.
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             try tree.node(ino).xattrs.keys.filter { !$0.hasPrefix(Self.virtualPrefix) }.sorted()
         }
     }
@@ -80,14 +80,14 @@ extension SyncFileSystem {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
             return try setPinned(ino, false)
         }
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.xattrs.removeValue(forKey: name) != nil else { throw .noAttribute }
             node.ctime = Clock.nowNanoseconds()
             if !node.isUnlinked {
-                store.xattrRemoved(node.ino, name: name)
-                recordLocalChange(node)
-                noteChange(.modified, node, origin: .local, in: tree)
+                tree.record(.removeXattr(node.ino, name: name))
+                tree.recordLocalChange(node)
+                tree.noteChange(.modified, node, origin: .local)
             }
         }
     }
@@ -98,7 +98,7 @@ extension SyncFileSystem {
     /// the tree, the outbox and the transfer board; never stored, never synced.
     func virtualXattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         let key = name.dropFirst(Self.virtualPrefix.count)
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             switch key {
             case "state": return Array(contentState(of: node, in: tree).rawValue.utf8)

@@ -15,7 +15,7 @@ struct ControlCommands {
                 engine.expedite()
                 return ControlReply(status: engine.status())
             case .pathStatus:
-                return ControlReply(path: try fileSystem.pathStatus(try target(request)))
+                return ControlReply(path: PathStatus(try fileSystem.pathStatus(try target(request))))
             case .pin, .unpin:
                 let ino = try target(request)
                 do throws(FSError) {

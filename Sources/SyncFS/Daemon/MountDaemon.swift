@@ -52,8 +52,11 @@ public struct MountConfiguration: Sendable {
 /// down in order — stop intake (the session ends), commit and close the database, release the
 /// state lock.
 public enum MountDaemon {
-    /// Runs the mount in the calling thread. `ready` is called once the mount is live.
-    public static func run(_ configuration: MountConfiguration, logger: Logger, ready: () -> Void) throws(MountError) {
+    /// Runs the mount in the calling thread. `openContainer` opens the container once the state
+    /// directory is locked; `ready` is called once the mount is live.
+    public static func run(
+        _ configuration: MountConfiguration, openContainer: ContainerOpener, logger: Logger, ready: () -> Void
+    ) throws(MountError) {
         let systemd = SystemdNotifier.fromEnvironment()
         try checkFuseAvailable()
         try prepareMountpoint(configuration.mountpoint, logger: logger)
@@ -71,11 +74,8 @@ public enum MountDaemon {
             let store = try MetadataStore(path: state.databasePath)
             let facts = try store.load().facts
             // Created only by a state directory's first mount; later ones may start offline.
-            container = try MountContainer.open(
-                configuration.container, recordedID: facts[.containerID], recordedPath: facts[.container],
-                stateDirectory: state.path, create: configuration.createContainer, tokenFile: configuration.tokenFile,
-                caFile: configuration.caFile,
-                testOutageFile: configuration.testOutageFile, logger: logger)
+            container = try openContainer(
+                RecordedContainer(id: facts[.containerID], location: facts[.container], stateDirectory: state.path))
             store.factSet(.containerID, container.containerID)
             store.factSet(.container, configuration.container)
             // Every mount records its mount point, and a server's token and CA files (cleared when

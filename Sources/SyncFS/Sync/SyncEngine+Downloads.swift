@@ -7,7 +7,7 @@ extension SyncEngine: ChunkSource {
         guard isRunning else { throw .unreachable("the mount is stopping") }
         var totals = ContentTransfer.Totals()
         defer { addTotals(totals) }
-        do throws(ContainerProtocolError) {
+        do throws(SyncFailure) {
             let plain = try transfer.plainChunk(ref, totals: &totals)
             noteFailure(nil)
             return plain

@@ -10,7 +10,6 @@ extension SyncEngine {
     func runFollower() {
         var cursor = fileSystem.storedFacts[.feedCursor] ?? .beginning
         var deferred = fileSystem.storedFacts[.deferredIDs] ?? []
-        let container = self.container
         // What the store holds: a round that changed neither is not written again, so an idle
         // mount writes nothing to its database (each wait used to cost a WAL frame).
         var recorded = FollowerProgress(cursor: cursor.token, deferred: deferred)
@@ -22,15 +21,7 @@ extension SyncEngine {
         }
         while isRunning {
             do throws(SyncFailure) {
-                let batch: ChangeBatch
-                do throws(ContainerProtocolError) {
-                    let after = cursor
-                    batch = try Blocking.run { () async throws(ContainerProtocolError) in
-                        try await container.changes(after: after, limit: 256)
-                    }
-                } catch {
-                    throw .container(error)
-                }
+                let batch = try container.changes(after: cursor, limit: 256)
                 for entry in batch.entries where isRunning {
                     if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
                 }
@@ -49,15 +40,8 @@ extension SyncEngine {
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 logFollowerSucceeded()
-                let after = cursor
                 let wait = deferred.isEmpty ? options.feedWait : .milliseconds(500)
-                do throws(ContainerProtocolError) {
-                    _ = try Blocking.run(cancellable: stopWaiting) { () async throws(ContainerProtocolError) in
-                        try await container.waitForChanges(after: after, timeout: wait)
-                    }
-                } catch {
-                    throw .container(error)
-                }
+                try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
             } catch {
                 noteFailure(error.description)
                 // Catching up again: what changed meanwhile is not known until the feed is read.
@@ -73,14 +57,7 @@ extension SyncEngine {
     private func retryDeferred(_ ids: Set<FileID>) throws(SyncFailure) -> Set<FileID> {
         var still = Set<FileID>()
         for id in ids {
-            let container = self.container
-            let current: RemoteEntry?
-            do throws(ContainerProtocolError) {
-                current = try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
-            } catch {
-                throw .container(error)
-            }
-            guard let current else { continue }
+            guard let current = try container.entry(id) else { continue }
             if try !apply(current, force: false) { still.insert(id) }
         }
         return still
@@ -108,15 +85,7 @@ extension SyncEngine {
                     refuse(entry, "its parents form a cycle (\(parentID) is below it)")
                     return true
                 }
-                let container = self.container
-                let parent: RemoteEntry?
-                do throws(ContainerProtocolError) {
-                    parent = try Blocking.run { () async throws(ContainerProtocolError) in
-                        try await container.entry(parentID)
-                    }
-                } catch {
-                    throw .container(error)
-                }
+                let parent = try container.entry(parentID)
                 // A child of a refused parent is refused too: waiting for the parent would keep it
                 // deferred, and the follower polling for it, for as long as the container lies.
                 guard !refusals.isRefused(parentID) else {

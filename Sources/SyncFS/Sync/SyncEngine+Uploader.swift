@@ -35,21 +35,11 @@ extension SyncEngine {
     }
 
     func commit(_ request: CommitRequest) throws(SyncFailure) -> CommitOutcome {
-        let container = self.container
-        do throws(ContainerProtocolError) {
-            return try Blocking.run { () async throws(ContainerProtocolError) in try await container.commit(request) }
-        } catch {
-            throw .container(error)
-        }
+        try container.commit(request)
     }
 
     func remoteEntry(_ id: FileID) throws(SyncFailure) -> RemoteEntry? {
-        let container = self.container
-        do throws(ContainerProtocolError) {
-            return try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
-        } catch {
-            throw .container(error)
-        }
+        try container.entry(id)
     }
 
     private func attempt(_ item: OutboxItem, depth: Int) throws(SyncFailure) {

@@ -7,7 +7,7 @@ import Synchronization
 /// follower that applies the container's change feed to the folder.
 ///
 /// Both run on threads of their own and call Core synchronously; container calls go through
-/// `Blocking`. Nothing here holds Core's lock across a container call.
+/// `BlockingContainer`. Nothing here holds Core's lock across a container call.
 public final class SyncEngine: Sendable {
     public struct Options: Sendable {
         /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
@@ -22,7 +22,8 @@ public final class SyncEngine: Sendable {
     }
 
     let fileSystem: SyncFileSystem
-    let container: any Container
+    /// The container as the engine's threads call it (synchronous, one error mapping).
+    let container: BlockingContainer
     let options: Options
     let logger: Logger
     let transfer: ContentTransfer
@@ -74,7 +75,8 @@ public final class SyncEngine: Sendable {
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
-        let container = AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
+        let container = BlockingContainer(
+            base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
         self.container = container
         self.refusals = refusals
         mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
@@ -177,88 +179,23 @@ public final class SyncEngine: Sendable {
 
     func addTotals(_ totals: ContentTransfer.Totals) { state.withLock { $0.totals.add(totals) } }
 
-    /// What `syncfs-mount status` and `sync` show.
-    public func status() -> SyncStatus {
-        let items = fileSystem.outbox.items
-        let (failure, totals, caughtUp) = state.withLock { ($0.lastFailure, $0.totals, $0.feedCaughtUp) }
-        let usage = fileSystem.cacheUsage()
-        let offlineSince = reachability.offlineSince
-        var status = SyncStatus(
-            pendingEntries: items.count, pendingBytes: fileSystem.pendingBytes(items.map(\.fileID)),
-            failing: items.filter { $0.lastError != nil }.map {
-                FailingEntry(
-                    fileID: $0.fileID.hex, path: fileSystem.displayPath(of: $0.fileID), reason: $0.lastError!,
-                    attempts: $0.attempts)
-            },
-            lastContainerError: failure, bytesUploaded: totals.plainBytesUploaded,
-            encodedBytesUploaded: totals.encodedBytesUploaded, bytesDownloaded: totals.bytesDownloaded,
-            online: offlineSince == nil, feedCaughtUp: caughtUp, files: usage.files, cachedBytes: usage.localBytes,
-            cacheBudget: options.cacheBudget,
-            transfers: fileSystem.transfers.active.map { id, transfer in
-                TransferStatus(
-                    path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
-                    total: transfer.total)
-            }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
-            refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
-        status.offlineSince = offlineSince.map { Self.timestamp($0) }
-        status.changesWaiting = status.pendingEntries
-        status.upToDate = status.online && caughtUp && status.pendingEntries == 0
-        status.uploadBytesLeft = max(
-            0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
-        return status
+    /// The engine's own part of `status` (the daemon builds `SyncStatus` from it and Core's values).
+    struct Progress {
+        /// The last container failure seen by either thread, cleared by a success.
+        var lastFailure: String?
+        var totals: ContentTransfer.Totals
+        /// The follower applied everything the feed had at its last look.
+        var feedCaughtUp: Bool
+        /// When the current outage began; nil while online.
+        var offlineSince: Date?
     }
 
-    /// RFC 3339 in UTC, to the second (`2026-11-24T15:02:11Z`).
-    static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
+    var progress: Progress {
+        let (failure, totals, caughtUp) = state.withLock { ($0.lastFailure, $0.totals, $0.feedCaughtUp) }
+        return Progress(
+            lastFailure: failure, totals: totals, feedCaughtUp: caughtUp, offlineSince: reachability.offlineSince)
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
     public func expedite() { fileSystem.outbox.expediteAll() }
-}
-
-/// The engine's state as the CLI reports it.
-public struct SyncStatus: Codable, Sendable {
-    public var pendingEntries: Int
-    public var pendingBytes: Int64
-    public var failing: [FailingEntry]
-    public var lastContainerError: String?
-    public var bytesUploaded: Int64
-    public var encodedBytesUploaded: Int64
-    public var bytesDownloaded: Int64
-    /// The container answers: no call failed as unreachable since the last answer.
-    public var online: Bool
-    /// When the current outage began (RFC 3339, UTC); nil while online.
-    public var offlineSince: String?
-    // The fields below are optional only so that a newer client can read an older daemon's
-    // answer; a daemon always sets them.
-    /// Online, the feed applied and the queue empty: safe to close the laptop.
-    public var upToDate: Bool?
-    /// Local changes not yet committed by the container (= `pendingEntries`), failing or not.
-    public var changesWaiting: Int?
-    /// Bytes of queued content still to upload: `pendingBytes` less what uploads in progress
-    /// have already sent.
-    public var uploadBytesLeft: Int64?
-    /// The follower applied everything the container had at its last look.
-    public var feedCaughtUp: Bool
-    public var files: FileCounts
-    /// Lengths of the files whose content is here.
-    public var cachedBytes: Int64
-    public var cacheBudget: Int64?
-    public var transfers: [TransferStatus]
-    /// Unresolved conflicts (conflict copies and files with conflict markers).
-    public var conflicts: Int
-    /// Remote entries this mount refused to apply (see `RemoteEntryValidation`).
-    public var refusedRemoteEntries: [RefusedRemoteEntry]
-    /// Rules files with an error now (`RulesWatch`).
-    public var rulesErrors: [RulesFileError]
-}
-
-public struct FailingEntry: Codable, Sendable {
-    public var fileID: String
-    public var path: String?
-    public var reason: String
-    public var attempts: Int
 }

@@ -1,4 +1,3 @@
-import SQLiteSupport
 import SyncBackend
 
 /// One entry as stored: a value snapshot, independent of the live in-memory node.
@@ -49,19 +48,6 @@ public struct EntryRecord: Equatable, Sendable {
     }
 }
 
-/// Everything the store holds, read once at mount.
-public struct StoredState: Sendable {
-    public var entries: [EntryRecord]
-    /// Extended attributes by inode, name → value.
-    public var xattrs: [InodeNumber: [String: [UInt8]]]
-    /// Key/value facts (`container`, `next_ino`, `mount_count`, …).
-    public var meta: [String: String]
-    /// The container version (and its manifest) each synced entry reflects.
-    public var syncBases: [FileID: SyncBase] = [:]
-    /// Entries with local changes the container has not committed yet.
-    public var outbox: [OutboxItem] = []
-}
-
 /// What the local copy of an entry last agreed with the container: that version and its chunks.
 public struct SyncBase: Equatable, Sendable {
     public var version: EntryVersion
@@ -72,22 +58,3 @@ public struct SyncBase: Equatable, Sendable {
         self.manifest = manifest
     }
 }
-
-/// One change to the stored state, in the order the folder made it.
-enum MetadataChange: Sendable {
-    case upsert(EntryRecord)
-    case delete(InodeNumber)
-    case setXattr(InodeNumber, name: String, value: [UInt8])
-    case removeXattr(InodeNumber, name: String)
-    case setMeta(key: String, value: String)
-    /// Inserts or replaces the entry's outbox row.
-    case outboxPut(OutboxItem)
-    case outboxRemove(FileID)
-    /// The base and, when known, the entry state of that version (kept in the database only:
-    /// read back by `MetadataStore.baseState` when a commit conflicts).
-    case syncBaseSet(FileID, SyncBase, state: EntryState? = nil)
-    case syncBaseRemove(FileID)
-}
-
-/// A failure of the state database.
-public typealias MetadataError = SQLiteError

@@ -1,6 +1,7 @@
 import Logging
 import SyncBackend
 import SyncClient
+import SyncFS
 
 /// Which container a mount syncs with (doc/SEMANTICS.md, "Offline").
 ///
@@ -16,6 +17,17 @@ import SyncClient
 /// - With `testOutageFile` (tests only), the container is wrapped in an `OutageFileContainer`: it
 ///   is unreachable while that file exists.
 enum MountContainer {
+    /// The daemon's container opener for `configuration` (`MountDaemon.run`).
+    static func opener(_ configuration: MountConfiguration, logger: Logger) -> ContainerOpener {
+        { recorded throws(MountError) in
+            try open(
+                configuration.container, recordedID: recorded.id, recordedPath: recorded.location,
+                stateDirectory: recorded.stateDirectory, create: configuration.createContainer,
+                tokenFile: configuration.tokenFile, caFile: configuration.caFile,
+                testOutageFile: configuration.testOutageFile, logger: logger)
+        }
+    }
+
     static func open(
         _ path: String, recordedID: String?, recordedPath: String?, stateDirectory: String, create: Bool = false,
         tokenFile: String? = nil, caFile: String? = nil, testOutageFile: String? = nil, logger: Logger

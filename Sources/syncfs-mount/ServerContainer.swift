@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SyncBackend
 import SyncClient
+import SyncFS
 
 /// Opening a container on a sync server for a mount (`syncfs-mount mount https://HOST:PORT/NAME
 /// MOUNTPOINT --token-file FILE`; doc/SEMANTICS.md, "Offline").

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncClient
+import SyncFS
 
 /// A new local container is made only on request (doc/CLI.md, "`syncfs-mount init PATH`"):
 /// `syncfs-mount init PATH`, or `mount --create`. Everything else refuses a path that is not a
@@ -51,7 +52,8 @@ public enum ContainerCreation {
     /// removable disk is away: the daemon decides, and never creates).
     public static func checkBeforeMount(_ path: String, create: Bool, stateDirectory: String) throws(MountError) {
         guard !create, !ServerAddress.looksLikeURL(path), !LocalContainer.isContainer(at: path) else { return }
-        if StateDatabaseReader.recordedFacts(stateDirectory: stateDirectory)?[.containerID] != nil {
+        let databasePath = StateDirectory(path: stateDirectory).databasePath
+        if StateDatabaseReader.summary(databasePath: databasePath)?.fact(.containerID) != nil {
             return
         }
         throw notAContainer(path)

@@ -1,0 +1,103 @@
+import Foundation
+import SyncBackend
+
+extension SyncEngine {
+    /// What `syncfs-mount status` and `sync` show: built here, in the daemon, from the engine's
+    /// `progress` and Core's values (the engine and Core know no status type).
+    public func status() -> SyncStatus {
+        let items = fileSystem.outbox.items
+        let progress = self.progress
+        let usage = fileSystem.cacheUsage()
+        var status = SyncStatus(
+            pendingEntries: items.count, pendingBytes: fileSystem.pendingBytes(items.map(\.fileID)),
+            failing: items.filter { $0.lastError != nil }.map {
+                FailingEntry(
+                    fileID: $0.fileID.hex, path: fileSystem.displayPath(of: $0.fileID), reason: $0.lastError!,
+                    attempts: $0.attempts)
+            },
+            lastContainerError: progress.lastFailure, bytesUploaded: progress.totals.plainBytesUploaded,
+            encodedBytesUploaded: progress.totals.encodedBytesUploaded,
+            bytesDownloaded: progress.totals.bytesDownloaded, online: progress.offlineSince == nil,
+            feedCaughtUp: progress.feedCaughtUp, files: usage.files, cachedBytes: usage.localBytes,
+            cacheBudget: options.cacheBudget,
+            transfers: fileSystem.transfers.active.map { id, transfer in
+                TransferStatus(
+                    path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
+                    total: transfer.total)
+            }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
+            refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
+        status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
+        status.changesWaiting = status.pendingEntries
+        status.upToDate = status.online && progress.feedCaughtUp && status.pendingEntries == 0
+        status.uploadBytesLeft = max(
+            0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
+        return status
+    }
+
+    /// RFC 3339 in UTC, to the second (`2026-11-24T15:02:11Z`).
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}
+
+/// The engine's state as the CLI reports it.
+public struct SyncStatus: Codable, Sendable {
+    public var pendingEntries: Int
+    public var pendingBytes: Int64
+    public var failing: [FailingEntry]
+    public var lastContainerError: String?
+    public var bytesUploaded: Int64
+    public var encodedBytesUploaded: Int64
+    public var bytesDownloaded: Int64
+    /// The container answers: no call failed as unreachable since the last answer.
+    public var online: Bool
+    /// When the current outage began (RFC 3339, UTC); nil while online.
+    public var offlineSince: String?
+    // The fields below are optional only so that a newer client can read an older daemon's
+    // answer; a daemon always sets them.
+    /// Online, the feed applied and the queue empty: safe to close the laptop.
+    public var upToDate: Bool?
+    /// Local changes not yet committed by the container (= `pendingEntries`), failing or not.
+    public var changesWaiting: Int?
+    /// Bytes of queued content still to upload: `pendingBytes` less what uploads in progress
+    /// have already sent.
+    public var uploadBytesLeft: Int64?
+    /// The follower applied everything the container had at its last look.
+    public var feedCaughtUp: Bool
+    public var files: FileCounts
+    /// Lengths of the files whose content is here.
+    public var cachedBytes: Int64
+    public var cacheBudget: Int64?
+    public var transfers: [TransferStatus]
+    /// Unresolved conflicts (conflict copies and files with conflict markers).
+    public var conflicts: Int
+    /// Remote entries this mount refused to apply (see `RemoteEntryValidation`).
+    public var refusedRemoteEntries: [RefusedRemoteEntry]
+    /// Rules files with an error now (`RulesWatch`).
+    public var rulesErrors: [RulesFileError]
+}
+
+public struct FailingEntry: Codable, Sendable {
+    public var fileID: String
+    public var path: String?
+    public var reason: String
+    public var attempts: Int
+}
+
+extension PathStatus {
+    /// The `status PATH` answer for Core's state of the entry.
+    init(_ entry: EntryStatus) {
+        let kind: String
+        switch entry.kind {
+        case .file: kind = "file"
+        case .directory: kind = "directory"
+        case .symlink: kind = "symlink"
+        }
+        self.init(
+            path: entry.path, kind: kind, state: entry.state, pinned: entry.pinned, size: entry.size,
+            localBytes: entry.localBytes, progress: entry.progress.map { Progress(done: $0.done, total: $0.total) },
+            error: entry.error, files: entry.files, totalBytes: entry.totalBytes)
+    }
+}
