@@ -37,9 +37,4 @@ public enum StateDatabaseReader {
         }
         return StateDatabaseSummary(facts: StateFacts(recorded), queued: queued)
     }
-
-    /// The facts of the state directory at `stateDirectory` (a path the user named), or nil.
-    static func recordedFacts(stateDirectory: String) -> StateFacts? {
-        summary(databasePath: StateDirectory(path: stateDirectory).databasePath)?.facts
-    }
 }
