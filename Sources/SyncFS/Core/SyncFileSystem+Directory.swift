@@ -21,7 +21,7 @@ extension SyncFileSystem {
         let node = Node(record: record, xattrs: [:])
         node.cacheEntryDurable.store(kind != .file, ordering: .relaxed)
         tree.attach(node, to: directory, as: name)
-        tree.record([.upsert(record), outbox.changed(fileID), .setMeta(key: "next_ino", value: String(tree.nextIno))])
+        tree.record([.upsert(record), outbox.changed(fileID), .fact(.nextIno, tree.nextIno)])
         tree.touchDirectory(directory, now: now)
         tree.noteChange(.created, node, origin: .local)
         return node

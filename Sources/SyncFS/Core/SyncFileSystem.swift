@@ -31,7 +31,7 @@ public final class SyncFileSystem: Sendable {
     /// This mount's name in conflict copies (the `device_name` fact; `DeviceName`).
     public let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
-    public let storedFacts: [String: String]
+    public let storedFacts: StateFacts
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
     public let changeEvents = ChangeEvents()
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
@@ -72,19 +72,19 @@ public final class SyncFileSystem: Sendable {
         self.logger = logger
         var stored = try store.load()
         outbox = Outbox(policy: uploadPolicy, restoring: stored.outbox, clock: clock)
-        storedFacts = stored.meta
-        if let device = stored.meta["device_id"] {
+        storedFacts = stored.facts
+        if let device = storedFacts[.deviceID] {
             deviceIdentity = device
         } else {
             deviceIdentity = FileID.random().hex
-            store.factSet("device_id", deviceIdentity)
+            store.factSet(.deviceID, deviceIdentity)
         }
         deviceName =
-            requestedName ?? stored.meta["device_name"].flatMap(DeviceName.init(validating:))
+            requestedName ?? storedFacts[.deviceName]
             ?? DeviceName.standard(hostName: ConflictNames.hostName, deviceID: deviceIdentity)
-        if stored.meta["device_name"] != deviceName.text { store.factSet("device_name", deviceName.text) }
-        let generation = UInt64(stored.meta["mount_count"].flatMap { UInt64($0) } ?? 0) + 1
-        store.factSet("mount_count", String(generation))
+        if storedFacts[.deviceName] != deviceName { store.factSet(.deviceName, deviceName) }
+        let generation = (storedFacts[.mountCount] ?? 0) + 1
+        store.factSet(.mountCount, generation)
 
         if !stored.entries.contains(where: { $0.ino == .root }) {
             let now = Clock.nowNanoseconds()
@@ -95,7 +95,7 @@ public final class SyncFileSystem: Sendable {
             store.entryCreated(root)
         }
         let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
-        let recordedNext = stored.meta["next_ino"].flatMap { UInt64($0) } ?? 0
+        let recordedNext = storedFacts[.nextIno] ?? 0
         var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
         for record in stored.entries {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])

@@ -154,7 +154,7 @@ extension Conflicts {
                 of: node.fileID, host: deviceName, reason: reason, now: now)
             let copy = Node(record: record, xattrs: xattrs)
             tree.attach(copy, to: parent, as: name)
-            tree.record([.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))])
+            tree.record([.upsert(record), .fact(.nextIno, tree.nextIno)])
             for (key, value) in xattrs { tree.record(.setXattr(copy.ino, name: key, value: value)) }
             tree.record(outbox.changed(copyID))
             tree.conflictCopies[copyID] = node.fileID

@@ -274,7 +274,7 @@ extension RemoteChanges {
         tree.record(.delete(old.ino))
         tree.attach(fresh, to: parent, as: name)
         tree.record(.upsert(fresh.record))
-        tree.record(.setMeta(key: "next_ino", value: String(tree.nextIno)))
+        tree.record(.fact(.nextIno, tree.nextIno))
         for (key, value) in fresh.xattrs { tree.record(.setXattr(fresh.ino, name: key, value: value)) }
         tree.releaseIfUnused(old.ino)
         return fresh
@@ -314,7 +314,7 @@ extension RemoteChanges {
         place(
             node, in: parent, as: record.name, tree: &tree)
         tree.record(.upsert(node.record))
-        tree.record(.setMeta(key: "next_ino", value: String(tree.nextIno)))
+        tree.record(.fact(.nextIno, tree.nextIno))
         applyXattrs(state.xattrs, to: node, tree: &tree)
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
@@ -368,8 +368,8 @@ extension RemoteChanges {
     /// Stores the follower's position and the changes it must retry, behind what it applied.
     public func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
         store.record([
-            .setMeta(key: "feed_cursor", value: cursor),
-            .setMeta(key: "deferred_ids", value: deferred.map(\.hex).sorted().joined(separator: ",")),
+            .fact(.feedCursor, FeedCursor(token: cursor)),
+            .fact(.deferredIDs, deferred),
         ])
     }
 }

@@ -8,9 +8,8 @@ extension SyncEngine {
     /// crash re-applies at most a batch, and applying is idempotent (bases skip what is known).
     /// Changes that cannot be applied yet are kept in the `deferred_ids` fact and retried.
     func runFollower() {
-        var cursor = fileSystem.storedFacts["feed_cursor"].map(FeedCursor.init(token:)) ?? .beginning
-        var deferred = Set(
-            (fileSystem.storedFacts["deferred_ids"] ?? "").split(separator: ",").compactMap { FileID(hex: String($0)) })
+        var cursor = fileSystem.storedFacts[.feedCursor] ?? .beginning
+        var deferred = fileSystem.storedFacts[.deferredIDs] ?? []
         // What the store holds: a round that changed neither is not written again, so an idle
         // mount writes nothing to its database (each wait used to cost a WAL frame).
         var recorded = FollowerProgress(cursor: cursor.token, deferred: deferred)
