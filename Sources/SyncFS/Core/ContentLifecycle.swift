@@ -130,6 +130,12 @@ enum ContentLifecycle {
         /// The container's content changed while the kernel holds the inode (open handles or a
         /// cached lookup: `update` → `replaceInode`).
         case remoteContentChangedWhileHeld
+        /// A merge was adopted for the file taken for upload (`adoptMerged` → `update`): its
+        /// content became the merged file (or the container's), it stays queued on top of the
+        /// container's version. No one in the kernel holds the inode.
+        case mergeAdopted
+        /// The same while the kernel holds the inode (`update` → `replaceInode`).
+        case mergeAdoptedWhileHeld
         /// A download was asked for: a read of a missing range, a pin, `download`
         /// (`hydrationLocked`).
         case hydrationStarted
@@ -220,6 +226,8 @@ enum ContentLifecycle {
         case .uploadRefused: return uploadRefused(state)
         case .remoteContentChanged: return remoteContentChanged(state, held: false)
         case .remoteContentChangedWhileHeld: return remoteContentChanged(state, held: true)
+        case .mergeAdopted: return mergeAdopted(state, held: false)
+        case .mergeAdoptedWhileHeld: return mergeAdopted(state, held: true)
         case .hydrationStarted: return hydrationStarted(state)
         case .hydrationFinished: return hydrationFinished(state)
         case .hydrationFailed: return hydrationFailed(state)
