@@ -133,6 +133,25 @@ struct ContentLifecycleTests {
             .to(localWriteFailed, [.deferRemoteChange]),
             .to(lost, [.deferRemoteChange]),
         ],
+        .mergeAdopted: [
+            .impossible, .to(placeholderDirty, []),
+            .to(placeholderDirty, [.dropCacheFile, .invalidateKernelCache]),
+            .impossible, .to(hydratingDirty, []),
+            .to(placeholderDirty, [.cancelHydration, .dropCacheFile, .invalidateKernelCache]),
+            .impossible, .to(localDirty, []), .to(localDirty, [.replaceCacheFile, .invalidateKernelCache]),
+            .to(localWriteFailed, []),
+            .to(lost, []),
+        ],
+        .mergeAdoptedWhileHeld: [
+            .impossible, .to(placeholderDirty, []),
+            .to(placeholderDirty, [.keepOldContentForOpenHandles, .invalidateKernelCache]),
+            .impossible, .to(hydratingDirty, []),
+            .to(placeholderDirty, [.keepOldContentForOpenHandles, .invalidateKernelCache]),
+            .impossible, .to(localDirty, []),
+            .to(localDirty, [.replaceCacheFile, .keepOldContentForOpenHandles, .invalidateKernelCache]),
+            .to(localWriteFailed, []),
+            .to(lost, []),
+        ],
         .hydrationStarted: [
             .to(hydratingClean, [.hydrate]), .to(hydratingDirty, [.hydrate]), .to(hydratingUploading, [.hydrate]),
             .to(hydratingClean, [.hydrate]), .to(hydratingDirty, [.hydrate]), .to(hydratingUploading, [.hydrate]),
@@ -259,6 +278,30 @@ struct ContentLifecycleTests {
             default: #expect(permit == nil, "\(state)")
             }
         }
+    }
+
+    @Test func theNodesFlagsMapToStates() {
+        typealias S = ContentLifecycle.State
+        #expect(S(downloadRunning: false, isPlaceholder: true, hasLocalChanges: false) == Self.placeholderClean)
+        #expect(S(downloadRunning: true, isPlaceholder: true, hasLocalChanges: true) == Self.hydratingDirty)
+        #expect(S(downloadRunning: false, isPlaceholder: false, hasLocalChanges: false) == Self.localClean)
+        #expect(S(downloadRunning: false, isPlaceholder: false, hasLocalChanges: true) == Self.localDirty)
+        #expect(
+            S(downloadRunning: false, isPlaceholder: false, hasLocalChanges: true, uploadInFlight: true)
+                == Self.localUploading)
+        // No local change, nothing in flight, whatever the caller thinks.
+        #expect(
+            S(downloadRunning: false, isPlaceholder: false, hasLocalChanges: false, uploadInFlight: true)
+                == Self.localClean)
+    }
+
+    @Test func aLookAtTheCacheFileGivesItsEvent() {
+        #expect(ContentLifecycle.cacheFileCheck(recorded: 10, onDisk: nil) == .cacheFileMissing)
+        #expect(ContentLifecycle.cacheFileCheck(recorded: 10, onDisk: 0) == .cacheFileShort)
+        #expect(ContentLifecycle.cacheFileCheck(recorded: 10, onDisk: 9) == .cacheFileShort)
+        #expect(ContentLifecycle.cacheFileCheck(recorded: 10, onDisk: 11) == .cacheFileLonger)
+        #expect(ContentLifecycle.cacheFileCheck(recorded: 10, onDisk: 10) == nil)
+        #expect(ContentLifecycle.cacheFileCheck(recorded: 0, onDisk: nil) == .cacheFileMissing)
     }
 
     /// The write path of issue #14 item 1, as a sequence: ENOSPC in the middle of a copy, the

@@ -140,6 +140,35 @@ extension ContentLifecycle {
         }
     }
 
+    /// Mirrors `adoptMerged`: only an entry unchanged since its item was taken (`uploading`) adopts
+    /// a merge; the content is replaced like a remote change's (`update`), and the entry stays
+    /// queued (`dirty`) to be committed on top of the container's version. A placeholder (only
+    /// metadata was queued) takes the container's content, so its partial download goes. An
+    /// entry changed since, or whose write failed or content was lost, refuses the merge
+    /// (`adoptableNode`, `contentUnchanged`): unchanged, no action; the next upload decides.
+    static func mergeAdopted(_ state: State, held: Bool) -> Transition {
+        let event: Event = held ? .mergeAdoptedWhileHeld : .mergeAdopted
+        switch (state.residency, state.modification) {
+        case (_, .clean): return impossible(state, event, "nothing was taken")
+        case (_, .dirty), (_, .writeFailed): return .to(state)
+        case (.placeholder, .uploading), (.hydrating, .uploading):
+            if held {
+                return .to(State(.placeholder, .dirty), .keepOldContentForOpenHandles, .invalidateKernelCache)
+            }
+            if state.residency == .hydrating {
+                return .to(State(.placeholder, .dirty), .cancelHydration, .dropCacheFile, .invalidateKernelCache)
+            }
+            return .to(State(.placeholder, .dirty), .dropCacheFile, .invalidateKernelCache)
+        case (.local, .uploading):
+            if held {
+                return .to(
+                    State(.local, .dirty), .replaceCacheFile, .keepOldContentForOpenHandles, .invalidateKernelCache)
+            }
+            return .to(State(.local, .dirty), .replaceCacheFile, .invalidateKernelCache)
+        case (.lost, .uploading): return impossible(state, event, "a lost file is never taken for upload")
+        }
+    }
+
     /// Mirrors `hydrationLocked`: starts the download of a placeholder, or returns the running
     /// one; a local file needs none (`ensureContent` returns at once).
     ///

@@ -72,6 +72,16 @@ enum ContentLifecycle {
             }
         }
 
+        /// The state today's node flags describe (the mapping `contentState` uses): a download
+        /// runs while `Node.hydration` is set and has not ended; local changes are an outbox row
+        /// or writes not yet recorded (`Node.hasUnrecordedWrites`); `uploading` when the caller
+        /// knows the item is in flight and unchanged since taken. Flags cannot say `lost` or
+        /// `writeFailed` (no flag holds them yet).
+        init(downloadRunning: Bool, isPlaceholder: Bool, hasLocalChanges: Bool, uploadInFlight: Bool = false) {
+            residency = downloadRunning ? .hydrating : isPlaceholder ? .placeholder : .local
+            modification = !hasLocalChanges ? .clean : uploadInFlight ? .uploading : .dirty
+        }
+
         /// Every reachable state, in table order.
         static let reachable: [State] = Residency.allCases.flatMap { residency in
             Modification.allCases.map { State(residency, $0) }
@@ -88,6 +98,16 @@ enum ContentLifecycle {
             case .lost: return nil
             }
         }
+    }
+
+    /// The event a look at the cache file gives (at mount, or before an upload reads it): its
+    /// size on disk (nil: missing) against the size recorded for the node. Nil when they agree.
+    /// Only meaningful for `local` content (a placeholder's cache file is absent or partial).
+    static func cacheFileCheck(recorded: Int64, onDisk: Int64?) -> Event? {
+        guard let onDisk else { return .cacheFileMissing }
+        if onDisk < recorded { return .cacheFileShort }
+        if onDisk > recorded { return .cacheFileLonger }
+        return nil
     }
 
     /// What the uploader may send for a file; made only from a state that may upload.
@@ -130,6 +150,12 @@ enum ContentLifecycle {
         /// The container's content changed while the kernel holds the inode (open handles or a
         /// cached lookup: `update` → `replaceInode`).
         case remoteContentChangedWhileHeld
+        /// A merge was adopted for the file taken for upload (`adoptMerged` → `update`): its
+        /// content became the merged file (or the container's), it stays queued on top of the
+        /// container's version. No one in the kernel holds the inode.
+        case mergeAdopted
+        /// The same while the kernel holds the inode (`update` → `replaceInode`).
+        case mergeAdoptedWhileHeld
         /// A download was asked for: a read of a missing range, a pin, `download`
         /// (`hydrationLocked`).
         case hydrationStarted
@@ -220,6 +246,8 @@ enum ContentLifecycle {
         case .uploadRefused: return uploadRefused(state)
         case .remoteContentChanged: return remoteContentChanged(state, held: false)
         case .remoteContentChangedWhileHeld: return remoteContentChanged(state, held: true)
+        case .mergeAdopted: return mergeAdopted(state, held: false)
+        case .mergeAdoptedWhileHeld: return mergeAdopted(state, held: true)
         case .hydrationStarted: return hydrationStarted(state)
         case .hydrationFinished: return hydrationFinished(state)
         case .hydrationFailed: return hydrationFailed(state)

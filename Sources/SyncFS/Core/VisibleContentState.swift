@@ -26,9 +26,9 @@ struct VisibleContentState {
     init(
         runningDownloadComplete: Bool?, isPlaceholder: Bool, hasLocalChanges: Bool, transfer: TransferBoard.Direction?
     ) {
-        let residency: ContentLifecycle.Residency =
-            runningDownloadComplete != nil ? .hydrating : isPlaceholder ? .placeholder : .local
-        content = ContentLifecycle.State(residency, hasLocalChanges ? .dirty : .clean)
+        content = ContentLifecycle.State(
+            downloadRunning: runningDownloadComplete != nil, isPlaceholder: isPlaceholder,
+            hasLocalChanges: hasLocalChanges)
         downloadComplete = runningDownloadComplete ?? false
         self.transfer = transfer
     }

@@ -75,22 +75,16 @@ extension ContentResidency {
     /// passes over the whole tree.
     func contentState(of node: Node, in tree: TreeTransaction?, conflicted: Set<FileID>? = nil) -> ContentState {
         let id = node.fileID
-        if let hydration = node.hydration, !hydration.hasEnded {
-            // Every byte is here; only the final sync is left.
-            return hydration.isComplete ? .local : .downloading
-        }
-        if let transfer = transfers.transfer(id) { return transfer.direction == .download ? .downloading : .uploading }
-        if outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
-            return outbox.lastError(id) != nil ? .error : .modified
-        }
-        // A failed download matters only while the file is still a placeholder.
-        if node.isPlaceholder && transfers.error(id) != nil { return .error }
-        if let conflicted {
-            if conflicted.contains(id) { return .conflict }
-        } else if let tree, !tree.conflictCopies.isEmpty, tree.isInConflict(node) {
-            return .conflict
-        }
-        return node.isPlaceholder ? .online : .local
+        // A download that failed or was cancelled but whose driver has not yet cleared it is over.
+        let running = node.hydration.flatMap { $0.hasEnded ? nil : $0 }
+        let visible = VisibleContentState(
+            runningDownloadComplete: running.map(\.isComplete), isPlaceholder: node.isPlaceholder,
+            hasLocalChanges: outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed),
+            transfer: running == nil ? transfers.transfer(id)?.direction : nil)
+        return visible.value(
+            outboxError: outbox.lastError(id) != nil, downloadFailed: transfers.error(id) != nil,
+            inConflict: conflicted.map { $0.contains(id) }
+                ?? tree.map { !$0.conflictCopies.isEmpty && $0.isInConflict(node) } ?? false)
     }
 
     /// Whether `node` is kept downloaded. Under the lock.
