@@ -110,13 +110,13 @@ struct InotifyEchoTests {
 
     @Test func requestsFromOtherThreadsAreNeverTakenForTheEcho() throws {
         let fixture = try FileSystemFixture()
-        #expect(!fixture.fs.isEchoRequest(pid: 0))
-        #expect(!fixture.fs.isEchoRequest(pid: getpid()))
+        #expect(!fixture.fs.echo.isEchoRequest(pid: 0))
+        #expect(!fixture.fs.echo.isEchoRequest(pid: getpid()))
         fixture.fs.startInotifyEcho(mountpoint: "/nonexistent")
         defer { fixture.fs.stopInotifyEcho() }
         #expect(waitUntil(timeout: 5) { fixture.fs.echo.echoThreadID != 0 })
-        #expect(!fixture.fs.isEchoRequest(pid: 0) && !fixture.fs.isEchoRequest(pid: getpid()))
-        #expect(fixture.fs.isEchoRequest(pid: fixture.fs.echo.echoThreadID))
+        #expect(!fixture.fs.echo.isEchoRequest(pid: 0) && !fixture.fs.echo.isEchoRequest(pid: getpid()))
+        #expect(fixture.fs.echo.isEchoRequest(pid: fixture.fs.echo.echoThreadID))
     }
 }
 

@@ -43,9 +43,13 @@ extension SyncFileSystem {
 
     /// Changes mode, owner, size or times. `handle` is the open file of an `ftruncate`, if any.
     /// Permission checks are the kernel's (`default_permissions`).
-    public func setattr(_ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?) throws(FSError)
-        -> FileAttributes
-    {
+    ///
+    /// From the echo thread (a content or attribute touch, `InotifyEcho`) it changes nothing
+    /// (`echoSetattr`).
+    public func setattr(
+        _ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?, caller: Caller = .thisProcess
+    ) throws(FSError) -> FileAttributes {
+        if echo.isEchoRequest(pid: caller.pid) { return try echoSetattr(ino, size: changes.size) }
         if let size = changes.size {
             guard size >= 0 else { throw .invalidArgument }
             try truncateContent(ino, to: size, handle: handle)

@@ -30,6 +30,9 @@ extension SyncFileSystem {
     public func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoedEntry(.create(parent: parent, name: name, kind: .directory))
+        }
         let name = try name.validated()
         return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
@@ -38,7 +41,8 @@ extension SyncFileSystem {
         }
     }
 
-    public func rmdir(parent: InodeNumber, name: FileName) throws(FSError) {
+    public func rmdir(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
+        if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }

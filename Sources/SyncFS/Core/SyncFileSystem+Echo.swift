@@ -22,9 +22,15 @@ extension SyncFileSystem {
     /// Stops the echo (the session is ending).
     public func stopInotifyEcho() { echo.stop() }
 
-    /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
-    @inline(__always)
-    public func isEchoRequest(pid: Int32) -> Bool { echo.isEchoRequest(pid: pid) }
+    /// The echo thread's create: the pending remote change applied, and the entry the kernel
+    /// takes as created (counting its reference).
+    func echoedEntry(_ operation: EchoOperation) throws(FSError) -> EntryReply {
+        guard let entry = try applyEchoed(operation) else { throw .io(EAGAIN) }
+        return entry
+    }
+
+    /// The echo thread's unlink, rmdir or rename: the pending remote change applied.
+    func echoed(_ operation: EchoOperation) throws(FSError) { _ = try applyEchoed(operation) }
 
     // MARK: The FUSE handlers' side
 
@@ -32,7 +38,7 @@ extension SyncFileSystem {
     /// change it carries, under the lock, and says whether the call did what the kernel will
     /// believe it did. Creates return the new entry (counting the kernel's reference). Throws if
     /// it did not (the kernel then keeps its view; invalidations follow after the call).
-    public func applyEchoed(_ operation: EchoOperation) throws(FSError) -> EntryReply? {
+    func applyEchoed(_ operation: EchoOperation) throws(FSError) -> EntryReply? {
         guard let echo = echo.current else { throw .io(EAGAIN) }
         return try live.transact { tree throws(FSError) -> EntryReply? in
             try echo.pending.withLock { slot throws(FSError) -> EntryReply? in
@@ -90,7 +96,7 @@ extension SyncFileSystem {
     /// while the file is open for writing, or when it no longer has that size (written and closed
     /// since). The kernel holds the inode lock for the whole truncate, so no write can start
     /// between this check and the cut.
-    public func echoSetattr(_ ino: InodeNumber, size: Int64?) throws(FSError) -> FileAttributes {
+    func echoSetattr(_ ino: InodeNumber, size: Int64?) throws(FSError) -> FileAttributes {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             if let size, node.openWriters > 0 || node.size.load(ordering: .relaxed) != size {
@@ -101,12 +107,13 @@ extension SyncFileSystem {
     }
 
     /// `open` by the echo thread: a handle on the cache file of a local file that counts as
-    /// neither open nor writing and records nothing; nil for a placeholder (nothing downloads).
-    public func openForEcho(_ ino: InodeNumber) -> OpenFile? {
-        live.transact { tree in
-            guard let node = tree.nodes[ino], node.kind == .file, !node.isPlaceholder,
-                let descriptor = try? cache.open(node.fileID)
-            else { return nil }
+    /// neither open nor writing and records nothing; for a placeholder, a handle without a
+    /// descriptor (nothing downloads; a placeholder has no dirty pages to write back through it).
+    func openForEcho(_ ino: InodeNumber) throws(FSError) -> OpenFile {
+        try live.transact { tree throws(FSError) in
+            let node = try tree.node(ino)
+            guard node.kind == .file else { throw .isDirectory }
+            let descriptor = node.isPlaceholder ? -1 : ((try? cache.open(node.fileID)) ?? -1)
             return OpenFile(node: node, descriptor: descriptor, writable: true, isEcho: true)
         }
     }

@@ -69,6 +69,9 @@ extension SyncFileSystem {
     public func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoedEntry(.create(parent: parent, name: name, kind: .file))
+        }
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else { throw .notPermitted }
         let name = try name.validated()
         return try live.transact { tree throws(FSError) in
@@ -91,8 +94,12 @@ extension SyncFileSystem {
     /// fails with `ESTALE`: the kernel can still resolve a name to a node a remote change just
     /// replaced or deleted (its cached name is dropped a moment after the change), and then looks
     /// the name up again.
+    ///
+    /// The echo thread's open (a content touch, `InotifyEcho`) downloads nothing and counts as
+    /// neither open nor writing (`openForEcho`).
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        try residency.openingWithDownloads { () throws(FSError) in
+        if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
+        return try residency.openingWithDownloads { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {
@@ -162,37 +169,68 @@ extension SyncFileSystem {
         return handle
     }
 
-    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
+    /// The write path, the adapter's one call: refuses a placeholder's handle (`ESTALE`: opening
+    /// for writing downloads first, so this is a guard, not a path), slows the writer while
+    /// modified content exceeds the cache budget, brackets the change of the cache file (so an
+    /// upload reading it without a lock knows), and records it (`noteWritten`). `copy` moves the
+    /// bytes into the cache file's descriptor — `pwrite`, or a splice from the kernel's pipe —
+    /// and returns how many it wrote, or a negative errno. No lock is taken.
+    public func write(
+        _ handle: OpenFile, offset: Int64, fromPageCache: Bool = false, caller: () -> Caller,
+        copy: (_ descriptor: Int32) -> Int
+    ) throws(FSError) -> Int {
+        guard handle.node.contentIsLocal.load(ordering: .acquiring) else { throw .stale }
+        residency.throttleWriteIfOverBudget()
+        handle.node.beginContentChange()
+        defer { handle.node.endContentChange() }
+        let copied = copy(handle.descriptor)
+        guard copied >= 0 else { throw .fromErrno(Int32(-copied)) }
+        noteWritten(handle, offset: offset, count: copied, fromPageCache: fromPageCache, caller: caller)
+        return copied
+    }
+
+    /// Writes `count` bytes at `offset` (`write` with `pwrite`).
     public func write(
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
         caller: () -> Caller
     ) throws(FSError) -> Int {
-        beginWrite(handle)
-        defer { endWrite(handle) }
-        var done = 0
-        while done < count {
-            let written = pwrite(handle.descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .fromErrno()
+        try write(handle, offset: offset, fromPageCache: fromPageCache, caller: caller) { descriptor in
+            var done = 0
+            while done < count {
+                let written = pwrite(descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return -Int(errno)
+                }
+                done += written
             }
-            done += written
+            return count
         }
-        noteWritten(handle, offset: offset, count: count, fromPageCache: fromPageCache, caller: caller)
-        return count
     }
 
-    /// Brackets a change of the handle's cache file (so an upload reading it knows); the FUSE
-    /// adapter calls these around a splice into the descriptor.
-    public func beginWrite(_ handle: OpenFile) { handle.node.beginContentChange() }
-    public func endWrite(_ handle: OpenFile) { handle.node.endContentChange() }
+    /// The read path's one question, asked before the adapter replies straight from the handle's
+    /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
+    /// atomic load). A placeholder: they are downloaded (the read waits for the chunks holding
+    /// them), unless the reader is a process that must not start downloads
+    /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
+    /// `EACCES` for bytes not here yet.
+    public func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
+        throws(FSError)
+    {
+        if handle.node.contentIsLocal.load(ordering: .acquiring) { return }
+        if residency.downloadsExcluded(for: processName)
+            && !residency.contentPresent(handle, offset: offset, count: count)
+        {
+            throw .accessDenied
+        }
+        try residency.ensureContent(handle, offset: offset, count: count)
+    }
 
-    /// Records that `count` bytes were written at `offset` into the handle's descriptor (by
-    /// `write`, or by the FUSE adapter splicing straight into it). A write by an unprivileged
+    /// Records that `count` bytes were written at `offset` into the handle's descriptor. A write by an unprivileged
     /// caller clears setuid/setgid; `caller` is asked only when such bits are set.
     /// `fromPageCache`: the kernel's write-back of cached pages (possibly long after the program's
     /// write); the kernel owns mtime for those and sends it with `setattr`, so it is not touched.
-    public func noteWritten(
+    private func noteWritten(
         _ handle: OpenFile, offset: Int64, count: Int, fromPageCache: Bool = false, caller: () -> Caller
     ) {
         if !fromPageCache && handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
@@ -213,7 +251,7 @@ extension SyncFileSystem {
     /// The last close of a handle: records, closes the descriptor, drops an unlinked node.
     public func release(_ handle: OpenFile) {
         flush(handle)
-        close(handle.descriptor)
+        if handle.descriptor >= 0 { close(handle.descriptor) }
         // The echo thread's handle was never counted (the kernel may still have written back
         // another program's pages through it: `flush` recorded those).
         if handle.isEcho { return }

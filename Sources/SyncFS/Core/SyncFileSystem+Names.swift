@@ -9,7 +9,8 @@ public struct RenameFlags: OptionSet, Sendable {
 }
 
 extension SyncFileSystem {
-    public func unlink(parent: InodeNumber, name: FileName) throws(FSError) {
+    public func unlink(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
+        if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
@@ -21,6 +22,9 @@ extension SyncFileSystem {
     public func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
         -> EntryReply
     {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoedEntry(.create(parent: parent, name: name, kind: .symlink))
+        }
         let name = try name.validated()
         guard !target.isEmpty else { throw .notFound }
         guard target.count < Int(PATH_MAX) else { throw .nameTooLong }
@@ -47,8 +51,12 @@ extension SyncFileSystem {
     /// compatible target atomically; `RENAME_NOREPLACE` refuses an existing target and
     /// `RENAME_EXCHANGE` swaps two existing entries. The moved node keeps its file ID.
     public func rename(
-        parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags
+        parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags,
+        caller: Caller = .thisProcess
     ) throws(FSError) {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoed(.move(parent: parent, name: name, newParent: newParent, newName: newName))
+        }
         let newName = try newName.validated()
         if flags.contains(.noReplace) && flags.contains(.exchange) { throw .invalidArgument }
         if !flags.isSubset(of: [.noReplace, .exchange]) { throw .invalidArgument }
