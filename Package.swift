@@ -136,6 +136,13 @@ let package = Package(
             dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport"],
             swiftSettings: strict
         ),
+        // The SQLite plumbing every database shares (migrations, the manifest codec) and
+        // doc/FORMATS.md kept true against the schemas and facts.
+        .testTarget(
+            name: "SQLiteSupportTests",
+            dependencies: ["SQLiteSupport", "SyncFS", "SyncBackend", "SyncServer"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SyncBackendTests",
             // The conformance suite runs against the HTTP container too, through a real server,

@@ -51,4 +51,8 @@ fi
 if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
     echo "lint: no try! in the SyncFS, SyncServer, SyncClient, SyncS3 and SyncPostgres libraries" >&2; fail=1
 fi
+# Every exit status is one of ExitStatus (SyncBackend), never a bare number.
+if grep -rnE "ExitCode\([0-9]|[^a-zA-Z_.]_?exit\([0-9]" Sources/syncfs-mount Sources/SyncServer Sources/SyncFS; then
+    echo "lint: name an ExitStatus case instead of a bare exit code" >&2; fail=1
+fi
 exit "$fail"

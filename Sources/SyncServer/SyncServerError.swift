@@ -1,3 +1,5 @@
+import SyncBackend
+
 /// Why the server, or a token command, cannot do what it was asked; each kind has the exit code
 /// `syncfs-mount` documents for it (doc/CLI.md, sysexits.h values).
 public struct SyncServerError: Error, CustomStringConvertible, Sendable {
@@ -22,14 +24,14 @@ public struct SyncServerError: Error, CustomStringConvertible, Sendable {
         self.description = description
     }
 
-    /// The exit code of `syncfs-mount` for this error.
-    public var exitCode: Int32 {
+    /// How `syncfs-mount` exits for this error.
+    public var exitStatus: ExitStatus {
         switch kind {
-        case .badInput: return 65
-        case .cannotCreate: return 73
-        case .busy: return 75
-        case .permissionDenied: return 77
-        case .failed: return 1
+        case .badInput: return .badInput
+        case .cannotCreate: return .cannotCreate
+        case .busy: return .temporaryFailure
+        case .permissionDenied: return .permissionDenied
+        case .failed: return .failure
         }
     }
 }

@@ -62,10 +62,10 @@ public final class TokenStore: Sendable {
         do {
             let connection = try SQLiteConnection(path: path, create: false)
             try connection.execute("PRAGMA journal_mode = WAL")
-            try TokenStoreSchema.migrate(connection)
+            try TokenStoreSchema.migrations.migrate(connection)
             self.connection = Mutex(connection)
-        } catch let error as TokenStoreSchema.NewerSchema {
-            throw SyncServerError(.badInput, "\(path) has schema \(error.found), newer than this syncfs-mount reads")
+        } catch let error as SQLiteSchemaTooNew {
+            throw SyncServerError(.badInput, "\(path): \(error)")
         } catch {
             throw SyncServerError(.cannotCreate, "cannot open \(path): \(error)")
         }

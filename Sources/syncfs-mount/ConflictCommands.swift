@@ -70,6 +70,6 @@ struct ResolveCommand: ParsableCommand {
         } catch {
             throw fail(error)
         }
-        if withoutConflict { throw ExitCode(1) }
+        if withoutConflict { throw ExitCode(.failure) }
     }
 }

@@ -53,7 +53,7 @@ public enum ContainerCreation {
     public static func checkBeforeMount(_ path: String, create: Bool, stateDirectory: String) throws(MountError) {
         guard !create, !ServerAddress.looksLikeURL(path), !LocalContainer.isContainer(at: path) else { return }
         let databasePath = StateDirectory(path: stateDirectory).databasePath
-        if StateDatabaseReader.summary(databasePath: databasePath)?.facts[StateFact.containerID.rawValue] != nil {
+        if StateDatabaseReader.summary(databasePath: databasePath)?.fact(.containerID) != nil {
             return
         }
         throw notAContainer(path)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import SyncBackend
 import SyncFS
 
 /// `events MOUNTPOINT [PATH] [--count N] [--timeout S]`: one JSON line per change.
@@ -40,8 +41,8 @@ struct EventsCommand: ParsableCommand {
 
     func run() throws {
         // Scripts stop a watcher with a signal or by closing the pipe: both are a normal end.
-        signal(SIGINT) { _ in _exit(0) }
-        signal(SIGTERM) { _ in _exit(0) }
+        signal(SIGINT) { _ in _exit(ExitStatus.success.rawValue) }
+        signal(SIGTERM) { _ in _exit(ExitStatus.success.rawValue) }
         signal(SIGPIPE, SIG_IGN)
         let mount: MountedPath
         let watched: String?
@@ -83,7 +84,7 @@ struct EventsCommand: ParsableCommand {
             case .line(let line):
                 var output = line
                 output.append(10)
-                guard Self.writeOut(output) else { throw ExitCode.success }
+                guard Self.writeOut(output) else { throw ExitCode(.success) }
                 if String(decoding: line, as: UTF8.self).contains("\"kind\":\"overflow\"") {
                     throw fail(
                         MountError(.busy, "more than 10,000 events behind: later events were dropped; watch again"))

@@ -100,7 +100,7 @@ struct UnpinCommand: ParsableCommand {
                 throw fail(error)
             }
         }
-        if refused { throw ExitCode(1) }
+        if refused { throw ExitCode(.failure) }
     }
 }
 
@@ -140,7 +140,7 @@ struct EvictCommand: ParsableCommand {
         print(
             "evicted \(HumanUnits.count(files, "file")), \(HumanUnits.bytes(bytes)) freed"
                 + (refused > 0 ? "; \(refused) kept" : ""))
-        if refused > 0 { throw ExitCode(1) }
+        if refused > 0 { throw ExitCode(.failure) }
     }
 }
 

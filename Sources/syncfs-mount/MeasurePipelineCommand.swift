@@ -146,7 +146,7 @@ struct MeasurePipelineCommand: ParsableCommand {
 
     private func failure(_ message: String) -> ExitCode {
         printError("syncfs-mount measure-pipeline: \(message)")
-        return ExitCode(1)
+        return ExitCode(.failure)
     }
 
     private func median(_ values: [Double]) -> Double {

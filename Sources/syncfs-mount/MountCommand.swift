@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Glibc
 import Logging
+import SyncBackend
 import SyncClient
 import SyncFS
 
@@ -263,6 +264,6 @@ struct MountCommand: ParsableCommand {
         for line in tail.split(separator: "\n") where !(tokenWarning.map(line.contains) ?? false) {
             printError(String(line))
         }
-        throw ExitCode(status == 0 ? 1 : status)
+        throw ExitCode(status == 0 ? ExitStatus.failure.rawValue : status)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import SyncBackend
 
 /// `mount.fuse.syncfs` (or `mount.syncfs`): this executable called by mount(8) as its helper for
 /// the type `fuse.syncfs`, with mount's calling convention:
@@ -170,7 +171,7 @@ struct MountHelperInvocation {
             invocation = try MountHelperInvocation(helperArguments: Array(argv.dropFirst()))
         } catch {
             printError("\(name): \(error.description)")
-            Glibc.exit(64)
+            Glibc.exit(ExitStatus.usage.rawValue)
         }
         if invocation.verbose { print("syncfs-mount " + invocation.arguments.joined(separator: " ")) }
         // The options are checked by the command's own parser before anything happens.
@@ -184,10 +185,10 @@ struct MountHelperInvocation {
             } else {
                 printError("\(name): " + helperMessage(SyncFSCommand.message(for: error)))
             }
-            Glibc.exit(64)
+            Glibc.exit(ExitStatus.usage.rawValue)
         }
-        if invocation.fake { Glibc.exit(0) }
+        if invocation.fake { Glibc.exit(ExitStatus.success.rawValue) }
         SyncFSCommand.main(invocation.arguments)
-        Glibc.exit(0)
+        Glibc.exit(ExitStatus.success.rawValue)
     }
 }

@@ -242,6 +242,6 @@ struct SeedContainerCommand: ParsableCommand {
 
     private func failure(_ message: String) -> ExitCode {
         printError("syncfs-mount seed-container: \(message)")
-        return ExitCode(1)
+        return ExitCode(.failure)
     }
 }

@@ -66,7 +66,7 @@ struct ServeCommand: ParsableCommand {
             handler.logLevel = level
             return handler
         }
-        guard let address = ListenAddress(parsing: listen) else { throw ExitCode(64) }
+        guard let address = ListenAddress(parsing: listen) else { throw ExitCode(.usage) }
         var tls: TLSFiles?
         if let tlsCert, let tlsKey {
             tls = TLSFiles(certificatePath: absolutePath(tlsCert), keyPath: absolutePath(tlsKey))
@@ -136,5 +136,5 @@ struct ServeCommand: ParsableCommand {
 /// Prints `error` on standard error and exits with its documented code.
 func fail(_ error: SyncServerError) -> ExitCode {
     printError("syncfs-mount: \(error.description)")
-    return ExitCode(error.exitCode)
+    return ExitCode(error.exitStatus)
 }

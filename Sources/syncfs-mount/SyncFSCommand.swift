@@ -32,14 +32,14 @@ struct SyncFSCommand: ParsableCommand {
     /// subcommand must not read as success).
     func run() throws {
         printError(Self.helpMessage())
-        throw ExitCode(64)
+        throw ExitCode(.usage)
     }
 }
 
 /// Prints `error` on standard error and exits with its documented code.
 func fail(_ error: MountError) -> ExitCode {
     printError("syncfs-mount: \(error.description)")
-    return ExitCode(error.exitCode)
+    return ExitCode(error.exitStatus)
 }
 
 func printError(_ message: String) {

@@ -35,7 +35,7 @@ extension SyncEngineTests {
         try pair.b.write(handle, bytes("B1\n"), at: 5)
         pair.b.fs.release(handle)
         pair.b.fs.outbox.expediteAll()
-        let deviceB = pair.b.fs.deviceID
+        let deviceB = pair.b.fs.deviceIdentity
         let deadline = ContinuousClock.now + .seconds(20)
         while try await base.entry(id)?.device != deviceB && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
@@ -324,7 +324,7 @@ extension SyncEngineTests {
 
 /// Whether the walk up from `ino` reaches the root (within 64 steps: a cycle never does).
 private func reachesRoot(_ fixture: FileSystemFixture, _ ino: InodeNumber) -> Bool {
-    fixture.fs.namespace.withLock { tree in
+    fixture.fs.live.transact { tree in
         var current = tree.nodes[ino]
         for _ in 0..<64 {
             guard let node = current, !node.isUnlinked else { return false }

@@ -80,8 +80,10 @@ import Testing
                         manifest: [ChunkRef(hash: chunk.hash, length: Int64(content.count))])),
                 device: "good"))
         guard case .committed = outcome else { throw HostileTestFailure("commit: \(outcome)") }
-        try await fixture.eventually("the conflict is listed") { fixture.folder.fs.conflicts().count == 1 }
-        let listed = try #require(fixture.folder.fs.conflicts().first)
+        try await fixture.eventually("the conflict is listed") {
+            fixture.folder.fs.conflictsView.unresolved().count == 1
+        }
+        let listed = try #require(fixture.folder.fs.conflictsView.unresolved().first)
         for text in [listed.host, listed.time, listed.reason] {
             #expect(
                 !text.contains("\u{1b}") && !text.contains("\n") && !text.contains("\u{07}"), "\(text.debugDescription)"

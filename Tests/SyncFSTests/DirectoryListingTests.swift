@@ -62,7 +62,7 @@ struct DirectoryListingTests {
         let entry = try #require(try fixture.fs.readdir(handle, offset: 0).first { $0.ino == file })
         let reply = try #require(fixture.fs.readdirPlusEntry(entry))
         #expect(reply.attributes.ino == file)
-        #expect(fixture.fs.namespace.withLock { $0.inodes.lookupCount(file) } == 1)
+        #expect(fixture.fs.live.transact { $0.inodes.lookupCount(file) } == 1)
     }
 
     @Test func fsyncMakesTheWrittenSizeDurable() throws {

@@ -100,9 +100,9 @@ struct FileSystemTests {
         let ino = try fixture.mkdir("d")  // mkdir's reply counts once
         _ = try fixture.fs.lookup(parent: .root, name: FileName("d"))
         _ = try fixture.fs.lookup(parent: .root, name: FileName("d"))
-        #expect(fixture.fs.namespace.withLock { $0.inodes.lookupCount(ino) } == 3)
+        #expect(fixture.fs.live.transact { $0.inodes.lookupCount(ino) } == 3)
         fixture.fs.forget(ino, count: 3)
-        #expect(fixture.fs.namespace.withLock { $0.inodes.lookupCount(ino) } == 0)
+        #expect(fixture.fs.live.transact { $0.inodes.lookupCount(ino) } == 0)
         #expect(try fixture.fs.getattr(ino).kind == .directory, "a linked node stays when forgotten")
     }
 

@@ -161,7 +161,7 @@ struct HostileContentTests {
         defer { fixture.folder.fs.release(handle) }
         let size = Int(try fixture.folder.fs.getattr(ino).size)
         let outcome = try await fixture.offThePool { [fs = Unchecked(fixture.folder.fs), handle = Unchecked(handle)] in
-            Result { () throws(FSError) in try fs.value.ensureContent(handle.value, offset: 0, count: size) }
+            Result { () throws(FSError) in try fs.value.residency.ensureContent(handle.value, offset: 0, count: size) }
         }
         switch outcome {
         case .success:

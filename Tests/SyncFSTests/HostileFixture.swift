@@ -125,7 +125,7 @@ final class HostileFixture {
 
     /// Whether the folder holds a live node for `id` (whatever its name, `..` included).
     func isLocal(_ id: FileID) -> Bool {
-        folder.fs.namespace.withLock { tree in tree.node(withID: id).map { !$0.isUnlinked } ?? false }
+        folder.fs.live.transact { tree in tree.node(withID: id).map { !$0.isUnlinked } ?? false }
     }
 
     /// The folder's names, recursively ("d/f"), through readdir.

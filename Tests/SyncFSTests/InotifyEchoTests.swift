@@ -104,19 +104,19 @@ struct InotifyEchoTests {
         }
         #expect(kinds == ["created d", "created d/f", "renamed g <- d/f", "deleted g"])
         #expect(pair.b.fs.outbox.items.isEmpty)
-        #expect((pair.b.fs.echoStatistics?.completed ?? 0) >= 4, "the echo was tried")
+        #expect((pair.b.fs.echo.statistics?.completed ?? 0) >= 4, "the echo was tried")
         _ = ino
     }
 
     @Test func requestsFromOtherThreadsAreNeverTakenForTheEcho() throws {
         let fixture = try FileSystemFixture()
-        #expect(!fixture.fs.isEchoRequest(pid: 0))
-        #expect(!fixture.fs.isEchoRequest(pid: getpid()))
+        #expect(!fixture.fs.echo.isEchoRequest(pid: 0))
+        #expect(!fixture.fs.echo.isEchoRequest(pid: getpid()))
         fixture.fs.startInotifyEcho(mountpoint: "/nonexistent")
         defer { fixture.fs.stopInotifyEcho() }
-        #expect(waitUntil(timeout: 5) { fixture.fs.echoThreadID.load(ordering: .relaxed) != 0 })
-        #expect(!fixture.fs.isEchoRequest(pid: 0) && !fixture.fs.isEchoRequest(pid: getpid()))
-        #expect(fixture.fs.isEchoRequest(pid: fixture.fs.echoThreadID.load(ordering: .relaxed)))
+        #expect(waitUntil(timeout: 5) { fixture.fs.echo.echoThreadID != 0 })
+        #expect(!fixture.fs.echo.isEchoRequest(pid: 0) && !fixture.fs.echo.isEchoRequest(pid: getpid()))
+        #expect(fixture.fs.echo.isEchoRequest(pid: fixture.fs.echo.echoThreadID))
     }
 }
 

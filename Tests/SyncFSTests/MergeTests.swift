@@ -85,7 +85,7 @@ extension SyncEngineTests {
         #expect(tree == ["notes.txt": "ONE\ntwo\nthree\nfour\nFIVE\n"], "merged, no conflict copy")
         #expect(try state(pair.a, "notes.txt") == "local")
         #expect(try state(pair.b, "notes.txt") == "local")
-        #expect(pair.a.fs.conflicts().isEmpty && pair.b.fs.conflicts().isEmpty)
+        #expect(pair.a.fs.conflictsView.unresolved().isEmpty && pair.b.fs.conflictsView.unresolved().isEmpty)
     }
 
     @Test func overlappingEditsKeepBothAndTheConflictIsVisibleUntilResolved() async throws {
@@ -105,20 +105,20 @@ extension SyncEngineTests {
             try await pair.eventually("conflict state on both copies") {
                 try state(fixture, "notes.txt") == "conflict" && state(fixture, copy) == "conflict"
             }
-            let listed = fixture.fs.conflicts()
+            let listed = fixture.fs.conflictsView.unresolved()
             #expect(listed.map(\.path) == [copy])
             #expect(listed.first?.originalPath == "notes.txt")
-            #expect(fixture.fs.conflictCount() == 1)
+            #expect(fixture.fs.conflictsView.unresolvedCount() == 1)
         }
         let note = try pair.a.fs.getxattr(try pair.a.lookupIno(copy), name: "user.syncfs.conflict")
         #expect(
             String(decoding: note, as: UTF8.self).contains(pair.a.fileID(of: try pair.a.lookupIno("notes.txt"))!.hex))
         #expect(!(try pair.a.fs.listxattr(try pair.a.lookupIno(copy))).contains("user.syncfs.conflict"))
         // Resolving on A clears it on both.
-        #expect(try pair.a.fs.resolveConflict(try pair.a.lookupIno("notes.txt")) == 1)
+        #expect(try pair.a.fs.conflictsView.resolve(try pair.a.lookupIno("notes.txt")) == 1)
         try await pair.eventually("resolved on B too") {
             pair.a.fs.outbox.expediteAll()
-            return try pair.b.fs.conflicts().isEmpty && state(pair.b, copy) == "local"
+            return try pair.b.fs.conflictsView.unresolved().isEmpty && state(pair.b, copy) == "local"
         }
         #expect(try state(pair.a, "notes.txt") == "local")
         #expect(try pair.a.childNames().count == 2, "resolving keeps both files")

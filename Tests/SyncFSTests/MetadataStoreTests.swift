@@ -32,8 +32,8 @@ struct MetadataStoreTests {
         let store = try MetadataStore(path: path)
         try store.close()
         let connection = try SQLiteConnection(path: path)
-        #expect(try connection.userVersion == Migrations.all.count)
-        #expect(Migrations.all.count >= 1)
+        #expect(try connection.userVersion == StateDatabaseSchema.migrations.latestVersion)
+        #expect(StateDatabaseSchema.migrations.latestVersion >= 1)
     }
 
     @Test func migrationsAreAppliedOnlyOnce() throws {
@@ -47,15 +47,16 @@ struct MetadataStoreTests {
         let state = try second.load()
         try second.close()
         #expect(state.entry(2)?.name == FileName("kept"))
-        #expect(try SQLiteConnection(path: path).userVersion == Migrations.all.count)
+        #expect(try SQLiteConnection(path: path).userVersion == StateDatabaseSchema.migrations.latestVersion)
     }
 
     @Test func aDatabaseFromANewerBuildIsRefused() throws {
         let directory = TemporaryDirectory()
         let path = directory.path + "/state.db"
         try MetadataStore(path: path).close()
-        try SQLiteConnection(path: path).execute("PRAGMA user_version = \(Migrations.all.count + 1)")
-        #expect(throws: MetadataError.self) { try MetadataStore(path: path) }
+        let latest = StateDatabaseSchema.migrations.latestVersion
+        try SQLiteConnection(path: path).execute("PRAGMA user_version = \(latest + 1)")
+        #expect(throws: SQLiteSchemaTooNew(found: latest + 1, supported: latest)) { try MetadataStore(path: path) }
     }
 
     @Test func reopeningAFileDatabaseKeepsEverything() throws {
@@ -65,7 +66,7 @@ struct MetadataStoreTests {
         let first = try MetadataStore(path: path)
         first.entryCreated(record)
         first.xattrSet(record.ino, name: "user.k", value: [1, 2, 3])
-        first.factSet("container", "/some/where")
+        first.factSet(.container, "/some/where")
         try first.close()
 
         let second = try MetadataStore(path: path)
@@ -173,9 +174,9 @@ struct MetadataStoreTests {
     @Test func factSetRoundTripsAndReplaces() throws {
         let store = try MetadataStore(path: ":memory:")
         defer { try? store.close() }
-        store.factSet("mount_count", "1")
-        store.factSet("container", "/a")
-        store.factSet("mount_count", "2")
+        store.factSet(.mountCount, 1)
+        store.factSet(.container, "/a")
+        store.factSet(.mountCount, 2)
         try store.commit(durable: true)
         let meta = try store.load().meta
         #expect(meta["mount_count"] == "2")
@@ -189,14 +190,14 @@ struct MetadataStoreTests {
         let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)
         defer { try? store.close() }
         store.entryCreated(sampleRecord(2, name: "seen"))
-        store.factSet("k", "v")
+        store.factSet(.container, "v")
         try store.commit(durable: true)
         // Not `load()` (which commits itself): a second store on the same file reads what is on disk.
         let reader = try MetadataStore(path: path)
         defer { try? reader.close() }
         let state = try reader.load()
         #expect(state.entry(2)?.name == FileName("seen"))
-        #expect(state.meta["k"] == "v")
+        #expect(state.meta["container"] == "v")
     }
 
     // MARK: Ordering within a batch
@@ -259,7 +260,7 @@ struct SyncBaseEncodingTests {
     @Test func everyLengthRoundTripsWithoutTrapping() throws {
         let hash = try #require(ChunkHash(bytes: Array(repeating: 9, count: 32)))
         let manifest = [-10, 0, 1, Int64.max, Int64.min].map { ChunkRef(hash: hash, length: $0) }
-        #expect(SyncBase.decode(SyncBase.encode(manifest)) == manifest)
+        #expect(ManifestEncoding.decode(ManifestEncoding.encode(manifest)) == manifest)
     }
 }
 
@@ -275,7 +276,7 @@ struct MetadataStoreCoalescingTests {
         let changes: [MetadataChange] = [
             .upsert(record(5, name: "a", size: 1)), .upsert(record(6, name: "b")),
             .upsert(record(5, name: "a", size: 2)),
-            .delete(InodeNumber(6)), .setMeta(key: "next_ino", value: "7"), .setMeta(key: "next_ino", value: "8"),
+            .delete(InodeNumber(6)), .fact(.nextIno, 7), .fact(.nextIno, 8),
         ]
         let result = MetadataStore.coalesced(changes)
         #expect(result.count == 3)

@@ -96,7 +96,7 @@ struct PersistenceTests {
         let third = try fixture.fs.lookup(parent: .root, name: FileName("d")).generation
         #expect(second == first + 1)
         #expect(third == second + 1)
-        #expect(fixture.fs.namespace.withLock { $0.inodes.generation } == third)
+        #expect(fixture.fs.live.transact { $0.inodes.generation } == third)
         #expect(try fixture.lookupIno("d") == ino)
     }
 

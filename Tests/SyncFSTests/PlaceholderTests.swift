@@ -42,7 +42,7 @@ extension SyncEngineTests {
         let ino = try pair.b.lookupIno("big.bin")
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         defer { pair.b.fs.release(handle) }
-        try pair.b.fs.ensureContent(handle, offset: 3 << 20, count: 4096)
+        try pair.b.fs.residency.ensureContent(handle, offset: 3 << 20, count: 4096)
         #expect(readBytes(handle.descriptor, count: 4096, at: 3 << 20) == Array(big[(3 << 20)..<((3 << 20) + 4096)]))
         #expect(try contents(pair.b, "big.bin") == big)
         try await pair.eventually("local") { try xattr(pair.b, "big.bin", "state") == "local" }
@@ -101,12 +101,13 @@ extension SyncEngineTests {
         try await pair.eventually("on B") { try pair.b.childNames().count == 6 }
         try await pair.settle()
         for index in 0..<6 { _ = try contents(pair.b, "f\(index)") }
-        try await pair.eventually("all local") { pair.b.fs.cacheUsage().localBytes == 6 << 20 }
+        try await pair.eventually("all local") { pair.b.fs.residency.cacheUsage().localBytes == 6 << 20 }
 
         // A modified file is kept; a clean one goes and reads back right.
         let edited = try pair.b.fs.open(try pair.b.lookupIno("f0"), flags: O_WRONLY, caller: testCaller)
         try pair.b.write(edited, Array("changed".utf8), at: 0)
-        let outcomes = Dictionary(uniqueKeysWithValues: try pair.b.fs.evict(below: .root).map { ($0.path, $0.outcome) })
+        let outcomes = Dictionary(
+            uniqueKeysWithValues: try pair.b.fs.residency.evict(below: .root).map { ($0.path, $0.outcome) })
         #expect(outcomes["f0"] == .refused("has changes not yet uploaded"))
         #expect(outcomes["f1"] == .evicted(bytes: 1 << 20))
         pair.b.fs.release(edited)
@@ -116,13 +117,13 @@ extension SyncEngineTests {
         // Budget of 4 MiB with 5 MiB local: the least recently used clean files go until under
         // 90% of it; pinned and recently used ones stay.
         try await pair.settle()
-        try pair.b.fs.setPinned(try pair.b.lookupIno("f5"), true)
+        try pair.b.fs.residency.setPinned(try pair.b.lookupIno("f5"), true)
         try await pair.eventually("the pin downloads f5") { try xattr(pair.b, "f5", "state") == "local" }
         for name in ["f1", "f2", "f3"] { _ = try contents(pair.b, name) }
         // A download is marked local just after its last byte is served.
-        try await pair.eventually("5 MiB local") { pair.b.fs.cacheUsage().localBytes == 5 << 20 }
-        #expect(pair.b.fs.enforceBudget(4 << 20) == 2)
-        #expect(pair.b.fs.cacheUsage().localBytes == 3 << 20)
+        try await pair.eventually("5 MiB local") { pair.b.fs.residency.cacheUsage().localBytes == 5 << 20 }
+        #expect(pair.b.fs.residency.enforceBudget(4 << 20) == 2)
+        #expect(pair.b.fs.residency.cacheUsage().localBytes == 3 << 20)
         #expect(try xattr(pair.b, "f0", "state") == "online", "least recently used")
         #expect(try xattr(pair.b, "f1", "state") == "online")
         #expect(try xattr(pair.b, "f2", "state") == "local")
@@ -164,7 +165,7 @@ extension SyncEngineTests {
         slow.delay(.chunk, by: .milliseconds(150))
         let ino = try pair.b.lookupIno("movie.bin")
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        try pair.b.fs.ensureContent(handle, offset: 0, count: 4096)
+        try pair.b.fs.residency.ensureContent(handle, offset: 0, count: 4096)
         #expect(readBytes(handle.descriptor, count: 4096, at: 0) == Array(data.prefix(4096)))
         pair.b.fs.release(handle)
         try await pair.eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
@@ -186,18 +187,18 @@ extension SyncEngineTests {
         try await pair.eventually("on B") { try pair.b.childNames() == ["doc.txt"] }
         try await pair.settle()
         _ = try contents(pair.b, "doc.txt")
-        try await pair.eventually("local") { pair.b.fs.cacheUsage().localBytes == 6 }
+        try await pair.eventually("local") { pair.b.fs.residency.cacheUsage().localBytes == 6 }
         let ino = try pair.b.lookupIno("doc.txt")
         // A content change in progress (a write or truncate between its bracket) keeps the file.
-        let node = try #require(pair.b.fs.namespace.withLock { tree in tree.nodes[ino] })
+        let node = try #require(pair.b.fs.live.transact { tree in tree.nodes[ino] })
         node.beginContentChange()
-        let during = try pair.b.fs.evict(below: ino).first?.outcome
+        let during = try pair.b.fs.residency.evict(below: ino).first?.outcome
         #expect(during == .refused("is being written"), "\(String(describing: during))")
         node.endContentChange()
         // So does an open handle.
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        #expect(try pair.b.fs.evict(below: ino).first?.outcome == .refused("is open"))
+        #expect(try pair.b.fs.residency.evict(below: ino).first?.outcome == .refused("is open"))
         pair.b.fs.release(handle)
-        #expect(try pair.b.fs.evict(below: ino).first?.outcome == .evicted(bytes: 6))
+        #expect(try pair.b.fs.residency.evict(below: ino).first?.outcome == .evicted(bytes: 6))
     }
 }

@@ -79,7 +79,7 @@ func contents(_ fixture: FileSystemFixture, _ path: String) throws -> [UInt8] {
     defer { fixture.fs.release(handle) }
     let size = try fixture.fs.getattr(ino).size
     // A placeholder is downloaded by the read, as the FUSE read path does.
-    try fixture.fs.ensureContent(handle, offset: 0, count: Int(size))
+    try fixture.fs.residency.ensureContent(handle, offset: 0, count: Int(size))
     return readBytes(handle.descriptor, count: Int(size), at: 0)
 }
 
@@ -184,7 +184,7 @@ struct SyncEngineTests {
         try pair.a.write(writer, Array("three".utf8), at: 6)
         pair.a.fs.release(writer)
         try await pair.eventually("second edit on B") {
-            pair.b.fs.namespace.withLock { tree in tree.nodes[second]?.size.load(ordering: .relaxed) == 11 }
+            pair.b.fs.live.transact { tree in tree.nodes[second]?.size.load(ordering: .relaxed) == 11 }
         }
         #expect(try pair.b.lookupIno("log.txt") == second)
     }

@@ -98,12 +98,12 @@ final class FileSystemFixture {
 
     /// The stable file ID of a live node (internal state).
     func fileID(of ino: InodeNumber) -> FileID? {
-        fs.namespace.withLock { $0.nodes[ino]?.fileID }
+        fs.live.transact { $0.nodes[ino]?.fileID }
     }
 
     /// Whether the node is still held in memory (linked or not).
     func isLoaded(_ ino: InodeNumber) -> Bool {
-        fs.namespace.withLock { $0.nodes[ino] != nil }
+        fs.live.transact { $0.nodes[ino] != nil }
     }
 
     func cacheFilePath(of ino: InodeNumber) -> String? {
@@ -156,4 +156,11 @@ func waiting<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread.detachNewThread { continuation.resume(returning: body()) }
     }
+}
+
+extension SyncFileSystem {
+    /// The follower's side of this tree, made on demand (it holds only references).
+    var remoteChanges: RemoteChanges { RemoteChanges(fileSystem: self) }
+    /// The conflicts of this tree, made on demand as the engine makes them.
+    var conflictsView: Conflicts { Conflicts(fileSystem: self, remote: remoteChanges) }
 }

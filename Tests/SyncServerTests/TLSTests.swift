@@ -71,7 +71,7 @@ import Testing
                 Issue.record("\(what): accepted")
             } catch {
                 #expect(error.kind == .badInput, "\(what): \(error)")
-                #expect(error.exitCode == 65)
+                #expect(error.exitStatus == .badInput)
             }
         }
         #expect(throws: Never.self) { _ = try SyncServer(.init(root: directory.path, tls: first)) }

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteSupport
 
 extension LocalContainer {
     /// The marker file's content (JSON): `{"format": 2, "id": "<uuid>"}`.
@@ -96,9 +97,8 @@ extension LocalContainer {
         _ = PrivateFiles.createFile(layout.signalPath, [0])
         do {
             return try LocalEntryStore(layout: layout, create: createDatabase)
-        } catch let error as LocalContainerSchema.NewerSchema {
-            throw ContainerOpenError.unsupportedFormat(
-                "\(layout.databasePath) has schema \(error.found), newer than this syncfs-mount reads")
+        } catch let error as SQLiteSchemaTooNew {
+            throw ContainerOpenError.unsupportedFormat("\(layout.databasePath): \(error)")
         }
     }
 

@@ -1,13 +1,13 @@
 import SQLiteSupport
 
-/// The schema of `container.db`, as an append-only list of migrations.
+/// The schema of `container.db`, as an append-only list of migrations applied by the shared
+/// runner (`SQLiteMigrations`). Several processes may open the container at once: each step
+/// re-reads `user_version` inside its own `BEGIN IMMEDIATE` transaction and applies only what
+/// nobody applied yet.
 ///
 /// Invariant: a migration, once released, is never edited; a schema change is a new entry.
-/// `PRAGMA user_version` records how many have been applied. Several processes may open the
-/// container at once, so each step re-reads `user_version` inside its own `BEGIN IMMEDIATE`
-/// transaction and applies only what nobody applied yet.
-enum LocalContainerSchema {
-    static let migrations: [String] = [
+package enum LocalContainerSchema {
+    package static let migrations = SQLiteMigrations([
         // 1: entries (one row per entry: its newest version, live or tombstone) and the counter.
         """
         CREATE TABLE counters (
@@ -33,28 +33,5 @@ enum LocalContainerSchema {
         -- A backstop for the name check the commit makes: live names are unique per directory.
         CREATE UNIQUE INDEX entries_live_names ON entries (parent, name) WHERE deleted = 0;
         """
-    ]
-
-    /// Brings the database up to date. Throws `unsupportedFormat` (via the caller) when the
-    /// database is newer than this build.
-    static func migrate(_ connection: SQLiteConnection) throws {
-        // The usual case, without taking the write lock: already up to date.
-        if try connection.userVersion == migrations.count { return }
-        while true {
-            let done = try connection.transaction { () throws -> Bool in
-                let applied = try connection.userVersion
-                guard applied <= migrations.count else { throw NewerSchema(found: applied) }
-                guard applied < migrations.count else { return true }
-                try connection.execute(migrations[applied])
-                try connection.execute("PRAGMA user_version = \(applied + 1)")
-                return false
-            }
-            if done { return }
-        }
-    }
-
-    /// The database was made by a newer SyncFS.
-    struct NewerSchema: Error {
-        let found: Int
-    }
+    ])
 }

@@ -1,35 +1,22 @@
 /// The compact BLOB encodings of `container.db`'s `manifest` and `xattrs` columns.
 ///
-/// - manifest: one 40-byte record per chunk, in file order: the 32 hash bytes, then the plain
-///   length as an unsigned 64-bit little-endian integer. NULL when the manifest is empty.
+/// - manifest: `ManifestEncoding` (shared with the state database's `sync_base`); NULL when the
+///   manifest is empty.
 /// - xattrs: for each attribute, in ascending byte order of names: the name's UTF-8 length
 ///   (u32 LE), the name, the value's length (u32 LE), the value. NULL when there are none.
 ///
 /// Decoding is strict: anything that does not parse whole is reported as a storage failure
 /// (a damaged database), never half-read.
 package enum LocalEntryEncoding {
+    /// `ManifestEncoding`'s bytes, or NULL for an empty manifest.
     package static func encodeManifest(_ manifest: [ChunkRef]) -> [UInt8]? {
-        guard !manifest.isEmpty else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(manifest.count * 40)
-        for piece in manifest {
-            bytes.append(contentsOf: piece.hash.bytes)
-            appendInteger(UInt64(bitPattern: piece.length), bytes: 8, to: &bytes)
-        }
-        return bytes
+        manifest.isEmpty ? nil : ManifestEncoding.encode(manifest)
     }
 
     package static func decodeManifest(_ bytes: [UInt8]?) throws(ContainerProtocolError) -> [ChunkRef] {
         guard let bytes else { return [] }
-        guard bytes.count % 40 == 0 else { throw .storageFailure("a stored manifest is damaged") }
-        var manifest: [ChunkRef] = []
-        manifest.reserveCapacity(bytes.count / 40)
-        for start in stride(from: 0, to: bytes.count, by: 40) {
-            guard let hash = ChunkHash(bytes: Array(bytes[start..<start + 32])) else {
-                throw .storageFailure("a stored manifest is damaged")
-            }
-            let length = Int64(bitPattern: readInteger(bytes, at: start + 32, bytes: 8))
-            manifest.append(ChunkRef(hash: hash, length: length))
+        guard let manifest = ManifestEncoding.decode(bytes) else {
+            throw .storageFailure("a stored manifest is damaged")
         }
         return manifest
     }

@@ -28,7 +28,7 @@ final class LocalEntryStore: Sendable {
         try connection.execute("PRAGMA journal_mode = WAL")
         // A commit the container acknowledged must survive a power loss: the client forgets it.
         try connection.execute("PRAGMA synchronous = FULL")
-        try LocalContainerSchema.migrate(connection)
+        try LocalContainerSchema.migrations.migrate(connection)
         return connection
     }
 

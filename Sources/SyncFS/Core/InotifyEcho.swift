@@ -13,7 +13,8 @@ import Synchronization
 /// - **Structural changes go through the mount** (`EchoStep.create`, `.remove`, `.move`): the
 ///   echo thread calls mknod/mkdir/symlink, unlink/rmdir or renameat2(RENAME_NOREPLACE) on the
 ///   mount; the FUSE handler, seeing the echo thread's id as the request's pid, applies the
-///   pending remote change (`SyncFileSystem.applyEchoed`, the same code under the same lock) and
+///   pending remote change (`SyncFileSystem.applyEchoed`, the same code under the same lock as
+///   `RemoteChanges.applyRemote`) and
 ///   replies as if the call had done it, so the kernel updates its dentries and emits IN_CREATE,
 ///   IN_DELETE, IN_MOVED_FROM/IN_MOVED_TO. Invalidations are sent after the call returns (the
 ///   kernel holds the directory locks during it).
@@ -183,9 +184,10 @@ enum PendingSlot {
 
 struct PendingRemoteChange {
     let entry: RemoteEntry
-    let contentFile: String?
-    let force: Bool
     let step: EchoStep
+    /// Applies the change inside the FUSE handler's transaction (`RemoteChanges.applyRemoteLocked`,
+    /// given by the follower, so the kernel's side of the echo needs no sync type).
+    let apply: @Sendable (inout TreeTransaction, inout RemoteApplication) -> RemotePlan
 }
 
 /// What applying one remote change produced besides the tree change itself.

@@ -173,10 +173,17 @@ public struct FileAttributes: Equatable, Sendable {
 public struct Caller: Sendable {
     public var uid: UInt32
     public var gid: UInt32
-    public init(uid: UInt32, gid: UInt32) {
+    /// The calling thread's id as the kernel gave it (0 when unknown): how the daemon's own echo
+    /// thread is told apart (`EchoChannel.isEchoRequest`).
+    public var pid: Int32
+    public init(uid: UInt32, gid: UInt32, pid: Int32 = 0) {
         self.uid = uid
         self.gid = gid
+        self.pid = pid
     }
+
+    /// This process, for calls that do not come from the kernel (tests, the daemon's own work).
+    public static var thisProcess: Caller { Caller(uid: getuid(), gid: getgid()) }
 }
 
 /// An entry handed to the kernel: its attributes and the generation of its inode number.

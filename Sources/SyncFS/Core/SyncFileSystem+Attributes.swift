@@ -23,34 +23,38 @@ extension SyncFileSystem {
     /// Looks `name` up in `parent`; counts a kernel reference on success.
     public func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
         if name.bytes.count > FileName.maxLength { throw .nameTooLong }
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
-            return entryReply(for: node, in: &tree)
+            return tree.entryReply(for: node)
         }
     }
 
     /// The kernel dropped `count` references to `ino`.
     public func forget(_ ino: InodeNumber, count: UInt64) {
-        namespace.withLock { tree in
-            if tree.inodes.forget(ino, count: count) { releaseIfUnused(ino, in: &tree) }
+        live.transact { tree in
+            if tree.inodes.forget(ino, count: count) { tree.releaseIfUnused(ino) }
         }
     }
 
     public func getattr(_ ino: InodeNumber) throws(FSError) -> FileAttributes {
-        try namespace.withLock { tree throws(FSError) in attributes(of: try tree.node(ino)) }
+        try live.transact { tree throws(FSError) in tree.attributes(of: try tree.node(ino)) }
     }
 
     /// Changes mode, owner, size or times. `handle` is the open file of an `ftruncate`, if any.
     /// Permission checks are the kernel's (`default_permissions`).
-    public func setattr(_ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?) throws(FSError)
-        -> FileAttributes
-    {
+    ///
+    /// From the echo thread (a content or attribute touch, `InotifyEcho`) it changes nothing
+    /// (`echoSetattr`).
+    public func setattr(
+        _ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?, caller: Caller = .thisProcess
+    ) throws(FSError) -> FileAttributes {
+        if echo.isEchoRequest(pid: caller.pid) { return try echoSetattr(ino, size: changes.size) }
         if let size = changes.size {
             guard size >= 0 else { throw .invalidArgument }
             try truncateContent(ino, to: size, handle: handle)
         }
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             let now = Clock.nowNanoseconds()
             let modeBefore = node.mode
@@ -86,7 +90,7 @@ extension SyncFileSystem {
             let syncs =
                 node.mode != modeBefore || changes.size != nil || node.mtime.load(ordering: .relaxed) != mtimeBefore
             if !node.isUnlinked {
-                if syncs { recordLocalChange(node) } else { recordChange(node) }
+                if syncs { tree.recordLocalChange(node) } else { tree.recordChange(node) }
                 let ownerChanged = node.mode != modeBefore || node.uid != uidBefore || node.gid != gidBefore
                 let timesChanged = node.atime != atimeBefore || node.mtime.load(ordering: .relaxed) != mtimeBefore
                 if node.openWriters > 0 && !ownerChanged && (handle != nil || changes.size == nil) {
@@ -94,21 +98,21 @@ extension SyncFileSystem {
                     // the last writer closes.
                     if changes.size != nil || timesChanged { node.changedSinceEvent.store(true, ordering: .relaxed) }
                 } else if changes.size != nil || ownerChanged || timesChanged {
-                    noteChange(.modified, node, origin: .local, in: tree)
+                    tree.noteChange(.modified, node, origin: .local)
                 }
             }
-            return attributes(of: node)
+            return tree.attributes(of: node)
         }
     }
 
     private func truncateContent(_ ino: InodeNumber, to size: Int64, handle: OpenFile?) throws(FSError) {
-        let node = try namespace.withLock { tree throws(FSError) in try tree.node(ino) }
+        let node = try live.transact { tree throws(FSError) in try tree.node(ino) }
         switch node.kind {
         case .directory: throw .isDirectory
         case .symlink: throw .invalidArgument
         case .file: break
         }
-        try prepareForWriting(node, truncatingTo: size)
+        try residency.prepareForWriting(node, truncatingTo: size)
         node.beginContentChange()
         defer { node.endContentChange() }
         if let handle {

@@ -7,7 +7,7 @@ extension SyncFileSystem {
     /// directories inherit the setgid bit), as on local filesystems.
     func makeNode(
         _ kind: NodeKind, in directory: Node, name: FileName, mode: UInt32, caller: Caller,
-        symlinkTarget: [UInt8]? = nil, fileID: FileID = .random(), tree: inout Namespace
+        symlinkTarget: [UInt8]? = nil, fileID: FileID = .random(), tree: inout TreeTransaction
     ) throws(FSError) -> Node {
         if tree.child(of: directory, named: name) != nil { throw .exists }
         let now = Clock.nowNanoseconds()
@@ -21,25 +21,29 @@ extension SyncFileSystem {
         let node = Node(record: record, xattrs: [:])
         node.cacheEntryDurable.store(kind != .file, ordering: .relaxed)
         tree.attach(node, to: directory, as: name)
-        store.record([.upsert(record), outbox.changed(fileID), .setMeta(key: "next_ino", value: String(tree.nextIno))])
-        touchDirectory(directory, now: now)
-        noteChange(.created, node, origin: .local, in: tree)
+        tree.record([.upsert(record), outbox.changed(fileID), .fact(.nextIno, tree.nextIno)])
+        tree.touchDirectory(directory, now: now)
+        tree.noteChange(.created, node, origin: .local)
         return node
     }
 
     public func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoedEntry(.create(parent: parent, name: name, kind: .directory))
+        }
         let name = try name.validated()
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             let node = try makeNode(.directory, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
-            return entryReply(for: node, in: &tree)
+            return tree.entryReply(for: node)
         }
     }
 
-    public func rmdir(parent: InodeNumber, name: FileName) throws(FSError) {
-        try namespace.withLock { tree throws(FSError) in
+    public func rmdir(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
+        if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
+        try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             guard node.kind == .directory else { throw .notDirectory }
@@ -50,21 +54,21 @@ extension SyncFileSystem {
 
     /// Removes `node` from the tree and its entry from the store; the node lives on while the
     /// kernel or a handle refers to it. Publishes `deleted` unless `publishing` is false. Under the lock.
-    func unlinkNode(_ node: Node, from directory: Node, in tree: inout Namespace, publishing: Bool = true)
+    func unlinkNode(_ node: Node, from directory: Node, in tree: inout TreeTransaction, publishing: Bool = true)
         throws(FSError)
     {
         let now = Clock.nowNanoseconds()
-        if publishing { noteChange(.deleted, node, origin: .local, in: tree) }
+        if publishing { tree.noteChange(.deleted, node, origin: .local) }
         tree.detach(node)
         node.isUnlinked = true
         node.ctime = now
-        store.record([.delete(node.ino), outbox.changed(node.fileID)])
-        touchDirectory(directory, now: now)
-        releaseIfUnused(node.ino, in: &tree)
+        tree.record([.delete(node.ino), outbox.changed(node.fileID)])
+        tree.touchDirectory(directory, now: now)
+        tree.releaseIfUnused(node.ino)
     }
 
     public func opendir(_ ino: InodeNumber) throws(FSError) -> OpenDirectory {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.kind == .directory else { throw .notDirectory }
             node.openCount += 1
@@ -76,7 +80,7 @@ extension SyncFileSystem {
     /// takes a fresh snapshot (`.` and `..` first, then the children sorted by name).
     public func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
         if offset == 0 || !handle.hasSnapshot {
-            let entries = try namespace.withLock { tree throws(FSError) in
+            let entries = try live.transact { tree throws(FSError) in
                 let node = try tree.node(handle.ino)
                 let parentIno = node.parent ?? node.ino
                 var entries: [OpenDirectory.Entry] = [
@@ -98,17 +102,17 @@ extension SyncFileSystem {
     /// Returns nil if the child has gone since the snapshot. Undo with `forget(ino, count: 1)`
     /// if the entry did not fit in the reply.
     public func readdirPlusEntry(_ entry: OpenDirectory.Entry) -> EntryReply? {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let node = tree.nodes[entry.ino] else { return nil }
-            return entryReply(for: node, in: &tree)
+            return tree.entryReply(for: node)
         }
     }
 
     public func releasedir(_ handle: OpenDirectory) {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let node = tree.nodes[handle.ino] else { return }
             node.openCount -= 1
-            releaseIfUnused(node.ino, in: &tree)
+            tree.releaseIfUnused(node.ino)
         }
     }
 

@@ -2,12 +2,16 @@ import Glibc
 import SyncBackend
 
 extension SyncFileSystem {
+    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (the Glibc module does not import them).
+    static let seekData: Int32 = 3
+    static let seekHole: Int32 = 4
+
     /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).
     public func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
-        return try openingWithDownloads { () throws(FSError) in
+        return try residency.openingWithDownloads { () throws(FSError) in
             try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
         }
     }
@@ -15,7 +19,7 @@ extension SyncFileSystem {
     private func createOrOpen(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> Opening<(EntryReply, OpenFile)>
     {
-        try namespace.withLock { tree throws(FSError) -> Opening<(EntryReply, OpenFile)> in
+        try live.transact { tree throws(FSError) -> Opening<(EntryReply, OpenFile)> in
             let directory = try tree.directory(parent)
             if let existing = tree.child(of: directory, named: name) {
                 // The kernel checks first, but a concurrent create may have won the race.
@@ -25,11 +29,11 @@ extension SyncFileSystem {
                 case .symlink: throw .exists
                 case .file: break
                 }
-                if let reserved = try placeholderNeedingContent(existing, flags: flags) {
+                if let reserved = try residency.placeholderNeedingContent(existing, flags: flags) {
                     return .needsContent(reserved)
                 }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
-                return .opened((entryReply(for: existing, in: &tree), handle))
+                return .opened((tree.entryReply(for: existing), handle))
             }
             if tree.child(of: directory, named: name) != nil { throw .exists }
             let (fileID, descriptor): (FileID, Int32)
@@ -51,7 +55,7 @@ extension SyncFileSystem {
             node.openCount += 1
             if handle.writable { node.openWriters += 1 }
             node.lastUsed = Clock.nowNanoseconds()
-            return .opened((entryReply(for: node, in: &tree), handle))
+            return .opened((tree.entryReply(for: node), handle))
         }
     }
 
@@ -65,13 +69,16 @@ extension SyncFileSystem {
     public func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoedEntry(.create(parent: parent, name: name, kind: .file))
+        }
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else { throw .notPermitted }
         let name = try name.validated()
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             let node = try makeNode(.file, in: directory, name: name, mode: mode, caller: caller, tree: &tree)
             try cache.create(node.fileID)
-            return entryReply(for: node, in: &tree)
+            return tree.entryReply(for: node)
         }
     }
 
@@ -87,9 +94,13 @@ extension SyncFileSystem {
     /// fails with `ESTALE`: the kernel can still resolve a name to a node a remote change just
     /// replaced or deleted (its cached name is dropped a moment after the change), and then looks
     /// the name up again.
+    ///
+    /// The echo thread's open (a content touch, `InotifyEcho`) downloads nothing and counts as
+    /// neither open nor writing (`openForEcho`).
     public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        try openingWithDownloads { () throws(FSError) in
-            try namespace.withLock { tree throws(FSError) -> Opening<OpenFile> in
+        if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
+        return try residency.openingWithDownloads { () throws(FSError) in
+            try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {
                 case .directory: throw .isDirectory
@@ -108,10 +119,12 @@ extension SyncFileSystem {
                 {
                     throw .stale
                 }
-                if let reserved = try placeholderNeedingContent(node, flags: flags) { return .needsContent(reserved) }
+                if let reserved = try residency.placeholderNeedingContent(node, flags: flags) {
+                    return .needsContent(reserved)
+                }
                 if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
                     node.mode = Node.killingPrivileges(node.mode)
-                    if !node.isUnlinked { recordLocalChange(node) }
+                    if !node.isUnlinked { tree.recordLocalChange(node) }
                 }
                 return .opened(try openHandle(node, flags: flags, tree: &tree))
             }
@@ -120,16 +133,16 @@ extension SyncFileSystem {
 
     /// Clears setuid/setgid after a write by an unprivileged caller.
     private func killPrivileges(_ node: Node) {
-        namespace.withLock { _ in
+        live.transact { tree in
             node.mode = Node.killingPrivileges(node.mode)
             node.ctime = Clock.nowNanoseconds()
-            if !node.isUnlinked { recordLocalChange(node) }
+            if !node.isUnlinked { tree.recordLocalChange(node) }
         }
         kernelAttributesChanged(node.ino)
     }
 
     /// Opens the node's cache file; honours `O_TRUNC`. Under the lock.
-    private func openHandle(_ node: Node, flags: Int32, tree: inout Namespace) throws(FSError) -> OpenFile {
+    private func openHandle(_ node: Node, flags: Int32, tree: inout TreeTransaction) throws(FSError) -> OpenFile {
         let descriptor = try cache.open(node.fileID)
         node.openCount += 1
         node.lastUsed = Clock.nowNanoseconds()
@@ -151,42 +164,73 @@ extension SyncFileSystem {
             node.mtime.store(now, ordering: .relaxed)
             node.ctime = now
             node.changedSinceEvent.store(true, ordering: .relaxed)
-            if !node.isUnlinked { recordLocalChange(node) }
+            if !node.isUnlinked { tree.recordLocalChange(node) }
         }
         return handle
     }
 
-    /// Writes `count` bytes at `offset`. The data path: no lock, one `pwrite`.
+    /// The write path, the adapter's one call: refuses a placeholder's handle (`ESTALE`: opening
+    /// for writing downloads first, so this is a guard, not a path), slows the writer while
+    /// modified content exceeds the cache budget, brackets the change of the cache file (so an
+    /// upload reading it without a lock knows), and records it (`noteWritten`). `copy` moves the
+    /// bytes into the cache file's descriptor — `pwrite`, or a splice from the kernel's pipe —
+    /// and returns how many it wrote, or a negative errno. No lock is taken.
+    public func write(
+        _ handle: OpenFile, offset: Int64, fromPageCache: Bool = false, caller: () -> Caller,
+        copy: (_ descriptor: Int32) -> Int
+    ) throws(FSError) -> Int {
+        guard handle.node.contentIsLocal.load(ordering: .acquiring) else { throw .stale }
+        residency.throttleWriteIfOverBudget()
+        handle.node.beginContentChange()
+        defer { handle.node.endContentChange() }
+        let copied = copy(handle.descriptor)
+        guard copied >= 0 else { throw .fromErrno(Int32(-copied)) }
+        noteWritten(handle, offset: offset, count: copied, fromPageCache: fromPageCache, caller: caller)
+        return copied
+    }
+
+    /// Writes `count` bytes at `offset` (`write` with `pwrite`).
     public func write(
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
         caller: () -> Caller
     ) throws(FSError) -> Int {
-        beginWrite(handle)
-        defer { endWrite(handle) }
-        var done = 0
-        while done < count {
-            let written = pwrite(handle.descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw .fromErrno()
+        try write(handle, offset: offset, fromPageCache: fromPageCache, caller: caller) { descriptor in
+            var done = 0
+            while done < count {
+                let written = pwrite(descriptor, bytes + done, count - done, off_t(offset) + off_t(done))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return -Int(errno)
+                }
+                done += written
             }
-            done += written
+            return count
         }
-        noteWritten(handle, offset: offset, count: count, fromPageCache: fromPageCache, caller: caller)
-        return count
     }
 
-    /// Brackets a change of the handle's cache file (so an upload reading it knows); the FUSE
-    /// adapter calls these around a splice into the descriptor.
-    public func beginWrite(_ handle: OpenFile) { handle.node.beginContentChange() }
-    public func endWrite(_ handle: OpenFile) { handle.node.endContentChange() }
+    /// The read path's one question, asked before the adapter replies straight from the handle's
+    /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
+    /// atomic load). A placeholder: they are downloaded (the read waits for the chunks holding
+    /// them), unless the reader is a process that must not start downloads
+    /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
+    /// `EACCES` for bytes not here yet.
+    public func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
+        throws(FSError)
+    {
+        if handle.node.contentIsLocal.load(ordering: .acquiring) { return }
+        if residency.downloadsExcluded(for: processName)
+            && !residency.contentPresent(handle, offset: offset, count: count)
+        {
+            throw .accessDenied
+        }
+        try residency.ensureContent(handle, offset: offset, count: count)
+    }
 
-    /// Records that `count` bytes were written at `offset` into the handle's descriptor (by
-    /// `write`, or by the FUSE adapter splicing straight into it). A write by an unprivileged
+    /// Records that `count` bytes were written at `offset` into the handle's descriptor. A write by an unprivileged
     /// caller clears setuid/setgid; `caller` is asked only when such bits are set.
     /// `fromPageCache`: the kernel's write-back of cached pages (possibly long after the program's
     /// write); the kernel owns mtime for those and sends it with `setattr`, so it is not touched.
-    public func noteWritten(
+    private func noteWritten(
         _ handle: OpenFile, offset: Int64, count: Int, fromPageCache: Bool = false, caller: () -> Caller
     ) {
         if !fromPageCache && handle.node.hasSetIDBits.load(ordering: .relaxed) && caller().uid != 0 {
@@ -199,25 +243,25 @@ extension SyncFileSystem {
     /// Records what was written through `handle` (size and mtime go to the store). On `close`.
     public func flush(_ handle: OpenFile) {
         guard handle.wrote.exchange(false, ordering: .relaxed) else { return }
-        namespace.withLock { _ in
-            if !handle.node.isUnlinked { recordLocalChange(handle.node) }
+        live.transact { tree in
+            if !handle.node.isUnlinked { tree.recordLocalChange(handle.node) }
         }
     }
 
     /// The last close of a handle: records, closes the descriptor, drops an unlinked node.
     public func release(_ handle: OpenFile) {
         flush(handle)
-        close(handle.descriptor)
+        if handle.descriptor >= 0 { close(handle.descriptor) }
         // The echo thread's handle was never counted (the kernel may still have written back
         // another program's pages through it: `flush` recorded those).
         if handle.isEcho { return }
-        namespace.withLock { tree in
+        live.transact { tree in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
-            stopUnneededHydration(of: handle.node)
+            residency.stopUnneededHydration(of: handle.node)
             if handle.writable { handle.node.openWriters -= 1 }
-            if handle.node.openWriters == 0 { noteContentChangeEnded(handle.node, in: tree) }
-            releaseIfUnused(handle.node.ino, in: &tree)
+            if handle.node.openWriters == 0 { tree.noteContentChangeEnded(handle.node) }
+            tree.releaseIfUnused(handle.node.ino)
         }
     }
 
@@ -227,7 +271,7 @@ extension SyncFileSystem {
         if synced != 0 { throw .fromErrno() }
         flush(handle)
         if changeEvents.isObserved && handle.node.changedSinceEvent.load(ordering: .relaxed) {
-            namespace.withLock { tree in noteContentChangeEnded(handle.node, in: tree) }
+            live.transact { tree in tree.noteContentChangeEnded(handle.node) }
         }
         if !handle.node.cacheEntryDurable.load(ordering: .relaxed) {
             try cache.syncDirectory(of: handle.node.fileID)
@@ -264,7 +308,7 @@ extension SyncFileSystem {
             guard offset < size else { throw .beyondData }
             return whence == Self.seekHole ? size : offset
         }
-        let writers = namespace.withLock { _ in handle.node.openWriters }
+        let writers = live.transact { _ in handle.node.openWriters }
         if writers > 0 { kernelWriteBackPages(handle.node.ino) }
         let result = Glibc.lseek(handle.descriptor, off_t(offset), whence)
         if result < 0 { throw errno == ENXIO ? .beyondData : .fromErrno() }

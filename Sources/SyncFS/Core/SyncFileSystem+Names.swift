@@ -9,8 +9,9 @@ public struct RenameFlags: OptionSet, Sendable {
 }
 
 extension SyncFileSystem {
-    public func unlink(parent: InodeNumber, name: FileName) throws(FSError) {
-        try namespace.withLock { tree throws(FSError) in
+    public func unlink(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
+        if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
+        try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             if node.kind == .directory { throw .isDirectory }
@@ -21,19 +22,22 @@ extension SyncFileSystem {
     public func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
         -> EntryReply
     {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoedEntry(.create(parent: parent, name: name, kind: .symlink))
+        }
         let name = try name.validated()
         guard !target.isEmpty else { throw .notFound }
         guard target.count < Int(PATH_MAX) else { throw .nameTooLong }
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             let node = try makeNode(
                 .symlink, in: directory, name: name, mode: 0o777, caller: caller, symlinkTarget: target, tree: &tree)
-            return entryReply(for: node, in: &tree)
+            return tree.entryReply(for: node)
         }
     }
 
     public func readlink(_ ino: InodeNumber) throws(FSError) -> [UInt8] {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.kind == .symlink, let target = node.symlinkTarget else { throw .invalidArgument }
             return target
@@ -47,12 +51,16 @@ extension SyncFileSystem {
     /// compatible target atomically; `RENAME_NOREPLACE` refuses an existing target and
     /// `RENAME_EXCHANGE` swaps two existing entries. The moved node keeps its file ID.
     public func rename(
-        parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags
+        parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags,
+        caller: Caller = .thisProcess
     ) throws(FSError) {
+        if echo.isEchoRequest(pid: caller.pid) {
+            return try echoed(.move(parent: parent, name: name, newParent: newParent, newName: newName))
+        }
         let newName = try newName.validated()
         if flags.contains(.noReplace) && flags.contains(.exchange) { throw .invalidArgument }
         if !flags.isSubset(of: [.noReplace, .exchange]) { throw .invalidArgument }
-        let movedUnderAPin = try namespace.withLock { tree throws(FSError) -> Bool in
+        let movedUnderAPin = try live.transact { tree throws(FSError) -> Bool in
             let source = try tree.directory(parent)
             let destination = try tree.directory(newParent)
             guard let node = tree.child(of: source, named: name) else { throw .notFound }
@@ -61,7 +69,7 @@ extension SyncFileSystem {
                 throw .invalidArgument
             }
             let now = Clock.nowNanoseconds()
-            let oldPath = pathIfObserved(node, in: tree)
+            let oldPath = tree.pathIfObserved(node)
             if flags.contains(.exchange) {
                 guard let target else { throw .notFound }
                 if target.kind == .directory && tree.isSameOrBelow(source, target) { throw .invalidArgument }
@@ -86,14 +94,14 @@ extension SyncFileSystem {
             tree.detach(node)
             tree.attach(node, to: destination, as: newName)
             node.ctime = now
-            recordLocalChange(node)
-            touchDirectory(source, now: now)
-            if destination.ino != source.ino { touchDirectory(destination, now: now) }
-            noteChange(.renamed, node, origin: .local, oldPath: oldPath, in: tree)
-            return destination.ino != source.ino && pinState(of: node, in: tree) != .none
+            tree.recordLocalChange(node)
+            tree.touchDirectory(source, now: now)
+            if destination.ino != source.ino { tree.touchDirectory(destination, now: now) }
+            tree.noteChange(.renamed, node, origin: .local, oldPath: oldPath)
+            return destination.ino != source.ino && residency.pinState(of: node, in: tree) != .none
         }
         // Placeholders moved under a pin are downloaded like those that arrive there.
-        if movedUnderAPin { pinsChanged() }
+        if movedUnderAPin { residency.pinsChanged() }
     }
 
     /// Save-by-rename: a file never synced (an editor's temporary file) replaces a file, so it
@@ -107,7 +115,7 @@ extension SyncFileSystem {
     /// temporary name and an atomic rename), not moved, so until the batch recording the swap is
     /// committed, the replacement's own path still holds its bytes (a crash shows the old tree
     /// with every fsync'd byte); the old path goes with the replaced node, after that commit.
-    private func takeIdentity(of target: Node, into node: Node, in tree: inout Namespace) -> Bool {
+    private func takeIdentity(of target: Node, into node: Node, in tree: inout TreeTransaction) -> Bool {
         let kept = target.fileID
         let abandoned = node.fileID
         guard cache.linkContent(of: abandoned, as: kept) else { return false }
@@ -121,12 +129,12 @@ extension SyncFileSystem {
 
     /// `RENAME_EXCHANGE`: both names stay, pointing at each other's node. Both records change in
     /// one batch, so a crash shows either the old or the new pair.
-    private func exchange(_ first: Node, _ second: Node, in tree: inout Namespace, now: Int64) throws(FSError) {
+    private func exchange(_ first: Node, _ second: Node, in tree: inout TreeTransaction, now: Int64) throws(FSError) {
         guard let firstParentIno = first.parent, let secondParentIno = second.parent,
             let firstParent = tree.nodes[firstParentIno], let secondParent = tree.nodes[secondParentIno]
         else { throw .notFound }
         if first.ino == second.ino { return }
-        let (firstPath, secondPath) = (pathIfObserved(first, in: tree), pathIfObserved(second, in: tree))
+        let (firstPath, secondPath) = (tree.pathIfObserved(first), tree.pathIfObserved(second))
         let firstName = first.name
         let secondName = second.name
         tree.detach(first)
@@ -137,12 +145,12 @@ extension SyncFileSystem {
         second.ctime = now
         first.hasUnrecordedWrites.store(false, ordering: .relaxed)
         second.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        store.record([
+        tree.record([
             .upsert(first.record), outbox.changed(first.fileID), .upsert(second.record), outbox.changed(second.fileID),
         ])
-        touchDirectory(firstParent, now: now)
-        if secondParent.ino != firstParent.ino { touchDirectory(secondParent, now: now) }
-        noteChange(.renamed, first, origin: .local, oldPath: firstPath, path: secondPath, in: tree)
-        noteChange(.renamed, second, origin: .local, oldPath: secondPath, path: firstPath, in: tree)
+        tree.touchDirectory(firstParent, now: now)
+        if secondParent.ino != firstParent.ino { tree.touchDirectory(secondParent, now: now) }
+        tree.noteChange(.renamed, first, origin: .local, oldPath: firstPath, path: secondPath)
+        tree.noteChange(.renamed, second, origin: .local, oldPath: secondPath, path: firstPath)
     }
 }

@@ -15,7 +15,7 @@ extension SyncFileSystem {
     public func statfs() throws(FSError) -> FileSystemStatistics {
         var info = statvfs()
         guard statvfs(statePath, &info) == 0 else { throw .fromErrno() }
-        let count = namespace.withLock { UInt64($0.nodes.count) }
+        let count = live.transact { UInt64($0.nodes.count) }
         return FileSystemStatistics(
             blockSize: UInt64(info.f_frsize), blocks: UInt64(info.f_blocks), blocksFree: UInt64(info.f_bfree),
             blocksAvailable: UInt64(info.f_bavail), files: count + UInt64(info.f_ffree),

@@ -27,7 +27,7 @@ extension SyncFileSystem {
     public func getxattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         guard name.hasPrefix("user.") else { throw .noAttribute }
         if name.hasPrefix(Self.virtualPrefix) { return try virtualXattr(ino, name: name) }
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             guard let value = try tree.node(ino).xattrs[name] else { throw .noAttribute }
             return value
         }
@@ -39,14 +39,14 @@ extension SyncFileSystem {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
             let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             switch text.lowercased() {
-            case "1", "true", "yes": try setPinned(ino, true)
-            case "0", "false", "no": try setPinned(ino, false)
+            case "1", "true", "yes": try residency.setPinned(ino, true)
+            case "0", "false", "no": try residency.setPinned(ino, false)
             default: throw .invalidArgument
             }
             return
         }
         guard value.count <= Self.maxXattrValue else { throw .noSpace }
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             if node.kind == .symlink { throw .notPermitted }
             let exists = node.xattrs[name] != nil
@@ -58,9 +58,9 @@ extension SyncFileSystem {
             node.xattrs[name] = value
             node.ctime = Clock.nowNanoseconds()
             if !node.isUnlinked {
-                store.xattrSet(node.ino, name: name, value: value)
-                recordLocalChange(node)
-                noteChange(.modified, node, origin: .local, in: tree)
+                tree.record(.setXattr(node.ino, name: name, value: value))
+                tree.recordLocalChange(node)
+                tree.noteChange(.modified, node, origin: .local)
             }
         }
     }
@@ -69,7 +69,7 @@ extension SyncFileSystem {
     public func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
         // The virtual `user.syncfs.*` attributes are not listed, so copying tools never copy them.
         // Nor is the stored conflict mark (`user.syncfs.conflict`), read through `getxattr`.
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             try tree.node(ino).xattrs.keys.filter { !$0.hasPrefix(Self.virtualPrefix) }.sorted()
         }
     }
@@ -78,16 +78,16 @@ extension SyncFileSystem {
         guard name.hasPrefix("user.") else { throw .notSupported }
         if name.hasPrefix(Self.virtualPrefix) {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
-            return try setPinned(ino, false)
+            return try residency.setPinned(ino, false)
         }
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.xattrs.removeValue(forKey: name) != nil else { throw .noAttribute }
             node.ctime = Clock.nowNanoseconds()
             if !node.isUnlinked {
-                store.xattrRemoved(node.ino, name: name)
-                recordLocalChange(node)
-                noteChange(.modified, node, origin: .local, in: tree)
+                tree.record(.removeXattr(node.ino, name: name))
+                tree.recordLocalChange(node)
+                tree.noteChange(.modified, node, origin: .local)
             }
         }
     }
@@ -98,13 +98,13 @@ extension SyncFileSystem {
     /// the tree, the outbox and the transfer board; never stored, never synced.
     func virtualXattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         let key = name.dropFirst(Self.virtualPrefix.count)
-        return try namespace.withLock { tree throws(FSError) in
+        return try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             switch key {
-            case "state": return Array(contentState(of: node, in: tree).rawValue.utf8)
+            case "state": return Array(residency.contentState(of: node, in: tree).rawValue.utf8)
             // The stable file ID: the same on every mount and across renames (`ChangeEvent.fileID`).
             case "id": return Array(node.fileID.hex.utf8)
-            case "pinned": return Array(pinState(of: node, in: tree).rawValue.utf8)
+            case "pinned": return Array(residency.pinState(of: node, in: tree).rawValue.utf8)
             case "progress":
                 if let transfer = transfers.transfer(node.fileID) {
                     return Array("\(transfer.done)/\(transfer.total)".utf8)
@@ -115,11 +115,11 @@ extension SyncFileSystem {
                 }
                 throw .noAttribute
             case "error":
-                guard let message = lastError(of: node) else { throw .noAttribute }
+                guard let message = residency.lastError(of: node) else { throw .noAttribute }
                 return Array(message.utf8)
             case "conflict":
                 // Stored and synced (a `ConflictNote`), but only the folder writes it.
-                guard let note = node.xattrs[Self.conflictAttribute] else { throw .noAttribute }
+                guard let note = node.xattrs[ConflictNote.attribute] else { throw .noAttribute }
                 return note
             default: throw .noAttribute
             }

@@ -10,14 +10,15 @@ import Synchronization
 /// `SyncFileSystem+*.swift`.
 ///
 /// Concurrency: FUSE worker threads call in synchronously. All tree state sits behind one lock
-/// (`namespace`); no lock is held across disk I/O on content (reads and writes go straight to the
-/// handle's cache file descriptor without taking it). Lock order: namespace → store.
+/// (`live`, a `LiveTree`: its header has the whole lock hierarchy); no lock is held across disk I/O
+/// on content (reads and writes go straight to the handle's cache file descriptor).
 /// Durability: metadata changes go to `MetadataStore` (written behind, in order); content goes
 /// to the cache file. `fsync` makes both durable.
 public final class SyncFileSystem: Sendable {
+    /// The tree and its lock; every read and change of it goes through `live.transact`.
+    let live: LiveTree
     let store: MetadataStore
     let cache: ContentCache
-    let namespace: Mutex<Namespace>
     let logger: Logger
     /// Where the cache lives, for `statfs`.
     let statePath: String
@@ -26,73 +27,36 @@ public final class SyncFileSystem: Sendable {
     /// Local changes waiting for upload.
     public let outbox: Outbox
     /// This state directory's device ID (the `device_id` fact), stamped on its commits.
-    let deviceIdentity: String
+    public let deviceIdentity: String
     /// This mount's name in conflict copies (the `device_name` fact; `DeviceName`).
     public let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
-    public let storedFacts: [String: String]
-    /// Where placeholders' content comes from; nil until the sync engine starts.
-    let chunkSource = Mutex<(any ChunkSource)?>(nil)
-    /// Transfers in progress and transfer failures, per entry.
-    public let transfers = TransferBoard()
-    /// Download driver threads running.
-    let activeDownloads = Atomic<Int>(0)
-    /// See `setDownloadExclusions`.
-    let downloadExclusions = Mutex<Set<String>>([])
-    /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
-    let lastUnreachableDownload = Atomic<Int64>(0)
-    /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
-    let writesThrottled = Atomic<Bool>(false)
-    /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
-    let contentActivity = ContentActivity()
+    public let storedFacts: StateFacts
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
     public let changeEvents = ChangeEvents()
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
     public let rulesWatch = RulesWatch()
-    /// Makes the kernel emit inotify events for remote changes (see `InotifyEcho`); nil when off.
-    let inotifyEcho = Mutex<InotifyEcho?>(nil)
-    /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
-    let echoThreadID = Atomic<Int32>(0)
+    /// Where content lives: placeholders, downloads, pins, eviction, visible states.
+    public let residency: ContentResidency
+    /// The inotify echo of remote changes (`InotifyEcho`), shared with the follower.
+    public let echo = EchoChannel()
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
-    /// default: see `appliedMode`.
-    let allowsRemoteSetuid = Atomic<Bool>(false)
+    /// default: see `RemoteChanges.appliedMode`.
+    let remoteSetuid = SharedFlag()
 
-    public func allowRemoteSetuid(_ allowed: Bool) { allowsRemoteSetuid.store(allowed, ordering: .relaxed) }
+    public func allowRemoteSetuid(_ allowed: Bool) { remoteSetuid.set(allowed) }
 
-    /// Wakes the background downloader when pins change (set by the sync engine).
-    let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Transfers in progress and transfer failures, per entry.
+    public var transfers: TransferBoard { residency.transfers }
 
-    public func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
-
-    func pinsChanged() { pinObserver.withLock { $0 }?() }
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
-    private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
+    public func setInvalidator(_ value: any KernelCacheInvalidating) { live.setInvalidator(value) }
 
-    public func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }
+    /// Tells the kernel the inode's attributes changed. Never inside a transaction.
+    func kernelAttributesChanged(_ ino: InodeNumber) { live.perform([.attributes(ino)]) }
 
-    /// Forwards to the kernel invalidator. Never call with the namespace lock held.
-    func kernelAttributesChanged(_ ino: InodeNumber) {
-        invalidator.withLock { $0 }?.attributesChanged(ino)
-    }
-
-    /// Sends invalidations collected under the lock. Never call with the namespace lock held.
-    func perform(_ invalidations: [KernelInvalidation]) {
-        guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
-        for invalidation in invalidations {
-            switch invalidation {
-            case .entry(let parent, let name): kernel.entryChanged(parent: parent, name: name)
-            case .attributes(let ino): kernel.attributesChanged(ino)
-            case .content(let ino): kernel.writeBackPages(ino)
-            case .deleted(let parent, let child, let name):
-                kernel.entryDeleted(parent: parent, child: child, name: name)
-            }
-        }
-    }
-
-    /// Forwards to the kernel invalidator. Never call with the namespace lock held.
-    func kernelWriteBackPages(_ ino: InodeNumber) {
-        invalidator.withLock { $0 }?.writeBackPages(ino)
-    }
+    /// Makes the kernel write back the inode's dirty pages. Never inside a transaction.
+    func kernelWriteBackPages(_ ino: InodeNumber) { live.perform([.content(ino)]) }
 
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
@@ -108,19 +72,19 @@ public final class SyncFileSystem: Sendable {
         self.logger = logger
         var stored = try store.load()
         outbox = Outbox(policy: uploadPolicy, restoring: stored.outbox, clock: clock)
-        storedFacts = stored.meta
-        if let device = stored.meta["device_id"] {
+        storedFacts = stored.facts
+        if let device = storedFacts[.deviceID] {
             deviceIdentity = device
         } else {
             deviceIdentity = FileID.random().hex
-            store.factSet("device_id", deviceIdentity)
+            store.factSet(.deviceID, deviceIdentity)
         }
         deviceName =
-            requestedName ?? stored.meta["device_name"].flatMap(DeviceName.init(validating:))
+            requestedName ?? storedFacts[.deviceName]
             ?? DeviceName.standard(hostName: ConflictNames.hostName, deviceID: deviceIdentity)
-        if stored.meta["device_name"] != deviceName.text { store.factSet("device_name", deviceName.text) }
-        let generation = UInt64(stored.meta["mount_count"].flatMap { UInt64($0) } ?? 0) + 1
-        store.factSet("mount_count", String(generation))
+        if storedFacts[.deviceName] != deviceName { store.factSet(.deviceName, deviceName) }
+        let generation = (storedFacts[.mountCount] ?? 0) + 1
+        store.factSet(.mountCount, generation)
 
         if !stored.entries.contains(where: { $0.ino == .root }) {
             let now = Clock.nowNanoseconds()
@@ -131,14 +95,14 @@ public final class SyncFileSystem: Sendable {
             store.entryCreated(root)
         }
         let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
-        let recordedNext = stored.meta["next_ino"].flatMap { UInt64($0) } ?? 0
+        let recordedNext = storedFacts[.nextIno] ?? 0
         var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
         for record in stored.entries {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
             tree.byFileID[record.fileID] = record.ino
         }
-        for (ino, xattrs) in stored.xattrs where xattrs[Self.conflictAttribute] != nil {
-            if let node = tree.nodes[ino], let original = Self.conflictOriginal(in: xattrs) {
+        for (ino, xattrs) in stored.xattrs where xattrs[ConflictNote.attribute] != nil {
+            if let node = tree.nodes[ino], let original = ConflictNote.original(in: xattrs) {
                 tree.conflictCopies[node.fileID] = original
             }
         }
@@ -150,7 +114,9 @@ public final class SyncFileSystem: Sendable {
         }
         cache.removeTemporaryFiles()
         Self.reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
-        namespace = Mutex(tree)
+        live = LiveTree(
+            tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch)
+        residency = ContentResidency(live: live, cache: cache, logger: logger)
         spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)
     }
@@ -219,78 +185,14 @@ public final class SyncFileSystem: Sendable {
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
     public func shutDown() throws {
         // The engine is stopped: running downloads fail fast; let them record before closing.
-        waitForDownloads(seconds: 10)
+        residency.waitForDownloads(seconds: 10)
         spares.close()
-        namespace.withLock { tree in
+        live.transact { tree in
             for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {
-                if !node.isUnlinked { recordLocalChange(node) }
+                if !node.isUnlinked { tree.recordLocalChange(node) }
             }
         }
         try store.close()
-    }
-
-    // MARK: Attributes
-
-    /// Attributes of `node`. Call under the namespace lock.
-    func attributes(of node: Node) -> FileAttributes {
-        let size: Int64
-        var blocks: Int64 = 0
-        switch node.kind {
-        case .file:
-            size = node.size.load(ordering: .relaxed)
-            blocks = cache.allocatedBytes(of: node.fileID) / 512
-            // A placeholder shows at least one block: `tar --sparse` takes a file with none for
-            // all holes and would not read it.
-            if size > 0 && blocks == 0 && node.isPlaceholder { blocks = 1 }
-        case .directory:
-            size = 4096
-            blocks = 8
-        case .symlink:
-            size = Int64(node.symlinkTarget?.count ?? 0)
-        }
-        let nlink: UInt32
-        switch node.kind {
-        case .directory: nlink = node.isUnlinked ? 0 : UInt32(2 + node.subdirectoryCount)
-        case .file, .symlink: nlink = node.isUnlinked ? 0 : 1
-        }
-        return FileAttributes(
-            ino: node.ino, kind: node.kind, mode: node.mode, nlink: nlink, uid: node.uid, gid: node.gid, size: size,
-            blocks: blocks, atime: node.atime, mtime: node.mtime.load(ordering: .relaxed), ctime: node.ctime)
-    }
-
-    /// The reply for an inode just handed to the kernel; counts the reference. Under the lock.
-    func entryReply(for node: Node, in tree: inout Namespace) -> EntryReply {
-        tree.inodes.remember(node.ino)
-        return EntryReply(attributes: attributes(of: node), generation: tree.inodes.generation)
-    }
-
-    /// Hands the store the node's current record and queues it for upload, in one batch. For
-    /// local changes that sync (not for remote changes being applied). Under the lock.
-    func recordLocalChange(_ node: Node) {
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        store.record([.upsert(node.record), outbox.changed(node.fileID)])
-    }
-
-    /// Hands the store the node's current record (a change that does not sync). Under the lock.
-    func recordChange(_ node: Node) {
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        store.entryChanged(node.record)
-    }
-
-    /// Stamps a directory's mtime and ctime after its children changed. Under the lock.
-    func touchDirectory(_ directory: Node, now: Int64) {
-        directory.mtime.store(now, ordering: .relaxed)
-        directory.ctime = now
-        recordChange(directory)
-    }
-
-    /// Drops `ino` if it is unlinked and unreferenced; its cache file goes once the removal of
-    /// its entry is committed. Under the lock.
-    func releaseIfUnused(_ ino: InodeNumber, in tree: inout Namespace) {
-        guard let node = tree.releaseIfUnused(ino), node.kind == .file else { return }
-        let cache = self.cache
-        let id = node.fileID
-        store.afterCommit { cache.remove(id) }
     }
 }
 

@@ -5,6 +5,7 @@ struct ControlCommands {
     let engine: SyncEngine
 
     var fileSystem: SyncFileSystem { engine.fileSystem }
+    var conflicts: Conflicts { engine.conflicts }
 
     func answer(_ request: ControlRequest) -> ControlReply {
         do throws(FSError) {
@@ -15,20 +16,22 @@ struct ControlCommands {
                 engine.expedite()
                 return ControlReply(status: engine.status())
             case .pathStatus:
-                return ControlReply(path: PathStatus(try fileSystem.pathStatus(try target(request))))
+                return ControlReply(path: PathStatus(try fileSystem.residency.pathStatus(try target(request))))
             case .pin, .unpin:
                 let ino = try target(request)
                 do throws(FSError) {
-                    try fileSystem.setPinned(ino, request.command == .pin)
+                    try fileSystem.residency.setPinned(ino, request.command == .pin)
                 } catch .notPermitted {
-                    let folder = fileSystem.pinningAncestor(of: ino).map { $0.isEmpty ? "the mount's root" : $0 }
+                    let folder = fileSystem.residency.pinningAncestor(of: ino).map {
+                        $0.isEmpty ? "the mount's root" : $0
+                    }
                     return ControlReply(
                         error: "it is pinned through the folder \(folder ?? "above it"); unpin that folder")
                 }
                 return ControlReply(action: ActionReport())
             case .evict:
                 var report = ActionReport()
-                for (path, outcome) in try fileSystem.evict(below: try target(request)) {
+                for (path, outcome) in try fileSystem.residency.evict(below: try target(request)) {
                     switch outcome {
                     case .evicted(let bytes):
                         report.files += 1
@@ -41,16 +44,16 @@ struct ControlCommands {
             case .events:
                 return ControlReply(error: "events is a stream (ControlServer answers it)")
             case .download:
-                let ids = try fileSystem.placeholders(below: try target(request))
+                let ids = try fileSystem.residency.placeholders(below: try target(request))
                 engine.requestDownloads(ids)
                 var report = ActionReport()
                 report.files = ids.count
                 return ControlReply(action: report)
             case .conflicts:
-                return ControlReply(conflicts: fileSystem.conflicts())
+                return ControlReply(conflicts: conflicts.unresolved())
             case .resolve:
                 var report = ActionReport()
-                report.files = try fileSystem.resolveConflict(try target(request))
+                report.files = try conflicts.resolve(try target(request))
                 return ControlReply(action: report)
             }
         } catch {

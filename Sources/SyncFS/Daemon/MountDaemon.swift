@@ -72,13 +72,17 @@ public enum MountDaemon {
         let container: any Container
         do {
             let store = try MetadataStore(path: state.databasePath)
-            let facts = try store.load().meta
+            let facts = try store.load().facts
             // Created only by a state directory's first mount; later ones may start offline.
             container = try openContainer(
-                RecordedContainer(id: facts["container_id"], location: facts["container"], stateDirectory: state.path))
-            store.factSet("container_id", container.containerID)
-            store.factSet("container", configuration.container)
-            StateFact.record(configuration, in: store)
+                RecordedContainer(id: facts[.containerID], location: facts[.container], stateDirectory: state.path))
+            store.factSet(.containerID, container.containerID)
+            store.factSet(.container, configuration.container)
+            // Every mount records its mount point, and a server's token and CA files (cleared when
+            // this mount gives none).
+            store.factSet(.mountpoint, configuration.mountpoint)
+            store.factSet(.tokenFile, configuration.tokenFile)
+            store.factSet(.caFile, configuration.caFile)
             fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
                 logger: logger,
@@ -101,7 +105,7 @@ public enum MountDaemon {
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
         session.installSignalHandlers()
-        fileSystem.setDownloadExclusions(configuration.noDownloadProcesses)
+        fileSystem.residency.setDownloadExclusions(configuration.noDownloadProcesses)
         fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel

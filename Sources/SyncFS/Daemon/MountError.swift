@@ -1,3 +1,5 @@
+import SyncBackend
+
 /// Why a mount or unmount could not be done; each kind has its documented exit code (doc/CLI.md).
 public struct MountError: Error, CustomStringConvertible, Sendable {
     public enum Kind: Sendable {
@@ -16,15 +18,15 @@ public struct MountError: Error, CustomStringConvertible, Sendable {
         self.description = description
     }
 
-    /// The exit code of `syncfs-mount` for this error (sysexits.h values).
-    public var exitCode: Int32 {
+    /// How `syncfs-mount` exits for this error.
+    public var exitStatus: ExitStatus {
         switch kind {
-        case .badInput: return 65
-        case .fuseUnavailable: return 69
-        case .cannotCreate: return 73
-        case .busy: return 75
-        case .permissionDenied: return 77
-        case .failed: return 1
+        case .badInput: return .badInput
+        case .fuseUnavailable: return .unavailable
+        case .cannotCreate: return .cannotCreate
+        case .busy: return .temporaryFailure
+        case .permissionDenied: return .permissionDenied
+        case .failed: return .failure
         }
     }
 }

@@ -7,9 +7,9 @@ extension SyncEngine {
     public func status() -> SyncStatus {
         let items = fileSystem.outbox.items
         let progress = self.progress
-        let usage = fileSystem.cacheUsage()
+        let usage = fileSystem.residency.cacheUsage()
         var status = SyncStatus(
-            pendingEntries: items.count, pendingBytes: fileSystem.pendingBytes(items.map(\.fileID)),
+            pendingEntries: items.count, pendingBytes: uploads.pendingBytes(items.map(\.fileID)),
             failing: items.filter { $0.lastError != nil }.map {
                 FailingEntry(
                     fileID: $0.fileID.hex, path: fileSystem.displayPath(of: $0.fileID), reason: $0.lastError!,
@@ -24,7 +24,7 @@ extension SyncEngine {
                 TransferStatus(
                     path: fileSystem.displayPath(of: id) ?? id.hex, direction: transfer.direction, done: transfer.done,
                     total: transfer.total)
-            }.sorted { $0.path < $1.path }, conflicts: fileSystem.conflictCount(),
+            }.sorted { $0.path < $1.path }, conflicts: conflicts.unresolvedCount(),
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
         status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
         status.changesWaiting = status.pendingEntries

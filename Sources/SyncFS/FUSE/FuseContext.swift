@@ -94,31 +94,10 @@ func fileName(_ name: UnsafePointer<CChar>?) -> FileName {
 
 func caller(_ req: fuse_req_t?) -> Caller {
     guard let context = fuse_req_ctx(req) else { return Caller(uid: getuid(), gid: getgid()) }
-    return Caller(uid: context.pointee.uid, gid: context.pointee.gid)
+    return Caller(uid: context.pointee.uid, gid: context.pointee.gid, pid: context.pointee.pid)
 }
 
 func inode(_ ino: fuse_ino_t) -> InodeNumber { InodeNumber(UInt64(ino)) }
-
-/// True if the request comes from the daemon's inotify echo thread (`InotifyEcho`): the kernel
-/// puts the calling *thread's* id in the request header, which the echo thread recorded.
-func isEcho(_ req: fuse_req_t?, _ context: FuseContext) -> Bool {
-    guard let header = fuse_req_ctx(req) else { return false }
-    return context.fileSystem.isEchoRequest(pid: header.pointee.pid)
-}
-
-/// Replies to a create, unlink/rmdir or rename of the echo thread: the pending remote change
-/// applied (`SyncFileSystem.applyEchoed`), or an error that leaves the kernel's view as it is.
-func replyEcho(_ req: fuse_req_t?, _ operation: EchoOperation, _ context: FuseContext) {
-    do {
-        if let entry = try context.fileSystem.applyEchoed(operation) {
-            replyEntry(req, entry, context)
-        } else {
-            fuse_reply_err(req, 0)
-        }
-    } catch {
-        replyError(req, error)
-    }
-}
 
 // MARK: Handles in fi->fh
 

@@ -46,15 +46,6 @@ func fuseSetattr(
 ) {
     let context = FuseContext.of(req)
     guard let attr = attr?.pointee else { return replyError(req, .invalidArgument) }
-    if isEcho(req, context) {
-        // The echo of a remote change (truncate to the same size, chmod to the same mode) or the
-        // kernel's own time update after one: nothing changes (a truncate may be refused, see
-        // `echoSetattr`).
-        let size = toSet & FUSE_SET_ATTR_SIZE != 0 ? Int64(attr.st_size) : nil
-        do { return replyAttributes(req, try context.fileSystem.echoSetattr(inode(ino), size: size), context) } catch {
-            return replyError(req, error)
-        }
-    }
     var changes = AttributeChanges()
     if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = UInt32(attr.st_mode) }
     if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
@@ -74,7 +65,8 @@ func fuseSetattr(
     if toSet & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID) != 0 { changes.killPrivileges = true }
     do {
         let handle = peekHandle(info, as: OpenFile.self)
-        replyAttributes(req, try context.fileSystem.setattr(inode(ino), changes, handle: handle), context)
+        replyAttributes(
+            req, try context.fileSystem.setattr(inode(ino), changes, handle: handle, caller: caller(req)), context)
     } catch {
         replyError(req, error)
     }
@@ -96,9 +88,6 @@ func fuseReadlink(_ req: fuse_req_t?, _ ino: fuse_ino_t) {
 
 func fuseMknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t, _ rdev: dev_t) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) {
-        return replyEcho(req, .create(parent: inode(parent), name: fileName(name), kind: .file), context)
-    }
     do {
         let entry = try context.fileSystem.mknod(
             parent: inode(parent), name: fileName(name), mode: UInt32(mode), caller: caller(req))
@@ -110,9 +99,6 @@ func fuseMknod(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<C
 
 func fuseMkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ mode: mode_t) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) {
-        return replyEcho(req, .create(parent: inode(parent), name: fileName(name), kind: .directory), context)
-    }
     do {
         let entry = try context.fileSystem.mkdir(
             parent: inode(parent), name: fileName(name), mode: UInt32(mode), caller: caller(req))
@@ -124,9 +110,8 @@ func fuseMkdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<C
 
 func fuseUnlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) { return replyEcho(req, .remove(parent: inode(parent), name: fileName(name)), context) }
     do {
-        try FuseContext.of(req).fileSystem.unlink(parent: inode(parent), name: fileName(name))
+        try context.fileSystem.unlink(parent: inode(parent), name: fileName(name), caller: caller(req))
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)
@@ -135,9 +120,8 @@ func fuseUnlink(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<
 
 func fuseRmdir(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) { return replyEcho(req, .remove(parent: inode(parent), name: fileName(name)), context) }
     do {
-        try FuseContext.of(req).fileSystem.rmdir(parent: inode(parent), name: fileName(name))
+        try context.fileSystem.rmdir(parent: inode(parent), name: fileName(name), caller: caller(req))
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)
@@ -148,9 +132,6 @@ func fuseSymlink(
     _ req: fuse_req_t?, _ link: UnsafePointer<CChar>?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?
 ) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) {
-        return replyEcho(req, .create(parent: inode(parent), name: fileName(name), kind: .symlink), context)
-    }
     let target = link.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? []
     do {
         let entry = try context.fileSystem.symlink(
@@ -166,15 +147,10 @@ func fuseRename(
     _ newName: UnsafePointer<CChar>?, _ flags: UInt32
 ) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) {
-        let move = EchoOperation.move(
-            parent: inode(parent), name: fileName(name), newParent: inode(newParent), newName: fileName(newName))
-        return replyEcho(req, move, context)
-    }
     do {
-        try FuseContext.of(req).fileSystem.rename(
+        try context.fileSystem.rename(
             parent: inode(parent), name: fileName(name), newParent: inode(newParent), newName: fileName(newName),
-            flags: RenameFlags(rawValue: flags))
+            flags: RenameFlags(rawValue: flags), caller: caller(req))
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)

@@ -29,17 +29,6 @@ func fuseCreate(
 
 func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let context = FuseContext.of(req)
-    if isEcho(req, context) {
-        // The echo of a remote content change: no download, not counted as a writer. A local file
-        // gets a real handle (the kernel may write back another program's pages through any
-        // writable handle of the inode); a placeholder none (it has no dirty pages).
-        if let handle = context.fileSystem.openForEcho(inode(ino)) { storeHandle(handle, in: info) }
-        info?.pointee.keep_cache = 1
-        if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenFile.self) {
-            context.fileSystem.release(handle)
-        }
-        return
-    }
     do {
         let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0, caller: caller(req))
         storeHandle(handle, in: info)
@@ -57,20 +46,11 @@ func fuseRead(
     _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
-    if !handle.node.contentIsLocal.load(ordering: .acquiring) {
-        // A placeholder: wait for the chunks holding these bytes (unless the reader is a process
-        // that must not start downloads).
-        let fileSystem = FuseContext.of(req).fileSystem
-        if fileSystem.downloadsExcluded(for: { processName(req) })
-            && !fileSystem.contentPresent(handle, offset: Int64(offset), count: size)
-        {
-            return replyError(req, .accessDenied)
-        }
-        do {
-            try fileSystem.ensureContent(handle, offset: Int64(offset), count: size)
-        } catch {
-            return replyError(req, error)
-        }
+    do {
+        try FuseContext.of(req).fileSystem.prepareRead(
+            handle, offset: Int64(offset), count: size, processName: { processName(req) })
+    } catch {
+        return replyError(req, error)
     }
     // Reply straight from the cache file: libfuse splices or reads it without a Swift buffer.
     var buffer = fuse_bufvec()
@@ -87,9 +67,6 @@ func fuseWrite(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
-    // Never reached for a placeholder (opening for writing downloads first); a guard, not a path.
-    guard handle.node.contentIsLocal.load(ordering: .acquiring) else { return replyError(req, .stale) }
-    FuseContext.of(req).fileSystem.throttleWriteIfOverBudget()
     do {
         let written = try FuseContext.of(req).fileSystem.write(
             handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset),
@@ -107,23 +84,22 @@ func fuseWriteBuf(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let source else { return replyError(req, .badHandle) }
-    guard handle.node.contentIsLocal.load(ordering: .acquiring) else { return replyError(req, .stale) }
-    var destination = fuse_bufvec()
-    destination.count = 1
-    destination.buf.size = fuse_buf_size(source)
-    destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
-    destination.buf.fd = handle.descriptor
-    destination.buf.pos = offset
-    let fileSystem = FuseContext.of(req).fileSystem
-    fileSystem.throttleWriteIfOverBudget()
-    fileSystem.beginWrite(handle)
-    defer { fileSystem.endWrite(handle) }
-    let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
-    guard copied >= 0 else { return replyError(req, .fromErrno(Int32(-copied))) }
-    fileSystem.noteWritten(
-        handle, offset: Int64(offset), count: copied, fromPageCache: info?.pointee.writepage != 0,
-        caller: { caller(req) })
-    fuse_reply_write(req, copied)
+    do {
+        let written = try FuseContext.of(req).fileSystem.write(
+            handle, offset: Int64(offset), fromPageCache: info?.pointee.writepage != 0, caller: { caller(req) }
+        ) { descriptor in
+            var destination = fuse_bufvec()
+            destination.count = 1
+            destination.buf.size = fuse_buf_size(source)
+            destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+            destination.buf.fd = descriptor
+            destination.buf.pos = offset
+            return fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
+        }
+        fuse_reply_write(req, written)
+    } catch {
+        replyError(req, error)
+    }
 }
 
 func fuseRelease(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {

@@ -46,7 +46,7 @@ public final class MetadataStore: Sendable {
             try connection.execute("PRAGMA journal_mode = WAL")
         }
         try connection.execute("PRAGMA synchronous = NORMAL")
-        try Migrations.migrate(connection)
+        try StateDatabaseSchema.migrations.migrate(connection)
         self.connection = Mutex(connection)
         self.batchDelay = batchDelay
         let thread = Thread { [self] in runFlusher() }
@@ -65,7 +65,8 @@ public final class MetadataStore: Sendable {
         enqueue(.setXattr(ino, name: name, value: value))
     }
     public func xattrRemoved(_ ino: InodeNumber, name: String) { enqueue(.removeXattr(ino, name: name)) }
-    public func factSet(_ key: String, _ value: String) { enqueue(.setMeta(key: key, value: value)) }
+    /// Records `fact` (nil clears it).
+    public func factSet<Value>(_ fact: StateFact<Value>, _ value: Value?) { enqueue(.fact(fact, value)) }
 
     /// Several changes that must be committed together (an entry change and its outbox row, a
     /// remote change applied with its new sync base and feed cursor): always in one batch.
@@ -113,7 +114,7 @@ public final class MetadataStore: Sendable {
                     if changes.isEmpty {
                         // Nothing new, but earlier commits are not yet synced: a tiny write makes
                         // SQLite sync the WAL, which carries them all.
-                        try apply(.setMeta(key: "last_sync", value: "\(Date().timeIntervalSince1970)"), on: connection)
+                        try apply(.fact(.lastSync, Date()), on: connection)
                     }
                 }
             } catch {
@@ -238,7 +239,7 @@ public final class MetadataStore: Sendable {
                 "INSERT OR REPLACE INTO sync_base (file_id, version, manifest, state) VALUES (?, ?, ?, ?)")
             statement.bind(1, id.hex)
             statement.bind(2, Int64(bitPattern: base.version))
-            statement.bind(3, bytes: SyncBase.encode(base.manifest))
+            statement.bind(3, bytes: ManifestEncoding.encode(base.manifest))
             if let state { statement.bind(4, bytes: BaseStateEncoding.encode(state)) } else { statement.bindNull(4) }
             try statement.run()
         case .syncBaseRemove(let id):
@@ -335,7 +336,8 @@ public final class MetadataStore: Sendable {
             var bases: [FileID: SyncBase] = [:]
             let baseRows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
             while try baseRows.step() {
-                guard let id = FileID(hex: baseRows.text(0)), let manifest = SyncBase.decode(baseRows.bytes(2) ?? [])
+                guard let id = FileID(hex: baseRows.text(0)),
+                    let manifest = ManifestEncoding.decode(baseRows.bytes(2) ?? [])
                 else { throw MetadataError(code: 0, message: "malformed sync_base row \(baseRows.text(0))") }
                 bases[id] = SyncBase(version: UInt64(bitPattern: baseRows.int64(1)), manifest: manifest)
             }

@@ -1,30 +1,16 @@
 import Glibc
 import SQLiteSupport
 
-/// The facts a state directory's `state.db` records in its `meta` table that other commands read
-/// (doc/FORMATS.md, "`state.db`").
-public enum StateFact: String, Sendable {
-    /// The ID of the container this state belongs to (set by the first mount).
-    case containerID = "container_id"
-    /// The container as the last mount named it: an absolute path or a normalised server URL.
-    case container
-    /// The absolute mount point of the last mount (written by every mount).
-    case mountpoint
-    /// For a server URL: the `--token-file` and `--ca-file` of the last mount (absolute paths;
-    /// absent when not given), so the command that resumes it can name them.
-    case tokenFile = "token_file"
-    case caFile = "ca_file"
-}
-
 /// What a state directory holds, read without opening it for writing (`SQLiteReadOnly`): no
 /// lock a live daemon needs is taken, nothing is created or changed.
 public struct StateDatabaseSummary: Sendable, Equatable {
-    public var facts: [String: String]
+    /// Its `meta` table (doc/FORMATS.md, "`state.db`"), typed.
+    public var facts: StateFacts
     /// Changes queued for upload (rows of the `outbox`).
     public var queued: Int
 
     /// The recorded value; an empty one (a fact cleared) reads as absent.
-    public func fact(_ fact: StateFact) -> String? { facts[fact.rawValue].flatMap { $0.isEmpty ? nil : $0 } }
+    public func fact<Value>(_ fact: StateFact<Value>) -> Value? { facts[fact] }
 }
 
 public enum StateDatabaseReader {
@@ -49,21 +35,6 @@ public enum StateDatabaseReader {
         for row in facts where row.count == 2 {
             if let key = row[0], let value = row[1] { recorded[key] = value }
         }
-        return StateDatabaseSummary(facts: recorded, queued: queued)
-    }
-
-    /// The facts of the state directory at `stateDirectory` (a path the user named), or nil.
-    static func recordedFacts(stateDirectory: String) -> [String: String]? {
-        summary(databasePath: StateDirectory(path: stateDirectory).databasePath)?.facts
-    }
-}
-
-extension StateFact {
-    /// Records what every mount writes: the mount point, and a server's token and CA files
-    /// (cleared when this mount gives none).
-    static func record(_ configuration: MountConfiguration, in store: MetadataStore) {
-        store.factSet(StateFact.mountpoint.rawValue, configuration.mountpoint)
-        store.factSet(StateFact.tokenFile.rawValue, configuration.tokenFile ?? "")
-        store.factSet(StateFact.caFile.rawValue, configuration.caFile ?? "")
+        return StateDatabaseSummary(facts: StateFacts(recorded), queued: queued)
     }
 }

@@ -57,30 +57,4 @@ public struct SyncBase: Equatable, Sendable {
         self.version = version
         self.manifest = manifest
     }
-
-    /// The stored form of a manifest: per chunk, the 32 hash bytes and the length (8 bytes, LE).
-    static func encode(_ manifest: [ChunkRef]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(manifest.count * 40)
-        for ref in manifest {
-            bytes.append(contentsOf: ref.hash.bytes)
-            // Bit patterns both ways: lossless, and a length that is not positive (validation refuses
-            // such manifests before they get here) can never trap the daemon.
-            withUnsafeBytes(of: UInt64(bitPattern: ref.length).littleEndian) { bytes.append(contentsOf: $0) }
-        }
-        return bytes
-    }
-
-    static func decode(_ bytes: [UInt8]) -> [ChunkRef]? {
-        guard bytes.count % 40 == 0 else { return nil }
-        var refs: [ChunkRef] = []
-        refs.reserveCapacity(bytes.count / 40)
-        for start in stride(from: 0, to: bytes.count, by: 40) {
-            guard let hash = ChunkHash(bytes: Array(bytes[start..<start + 32])) else { return nil }
-            var length: UInt64 = 0
-            for index in 0..<8 { length |= UInt64(bytes[start + 32 + index]) << (8 * UInt64(index)) }
-            refs.append(ChunkRef(hash: hash, length: Int64(bitPattern: length)))
-        }
-        return refs
-    }
 }

@@ -5,8 +5,9 @@ import Synchronization
 /// Runs an async container call from one of the engine's own threads and waits for it.
 ///
 /// The engine's uploader and follower are plain threads (they call Core synchronously and may
-/// block on disk); this bridge lets them use the async container protocol (so do command-line
-/// tools working on a container or a server from plain threads). Never call it from a Swift
+/// block on disk); this bridge lets them use the async container protocol — through
+/// `BlockingContainer`, which adds the one error mapping — (so do command-line tools working on
+/// a container or a server from plain threads). Never call it from a Swift
 /// concurrency task. The error type is the body's own (`ContainerProtocolError` for container
 /// calls).
 ///

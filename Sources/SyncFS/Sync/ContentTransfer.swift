@@ -8,7 +8,7 @@ import SyncBackend
 /// Download: every chunk is verified against its hash; chunks the local copy already holds (by
 /// the base manifest) are read locally instead of downloaded.
 struct ContentTransfer: Sendable {
-    let container: any Container
+    let container: BlockingContainer
     /// zlib level for uploads.
     let compressionLevel: Int32
     /// Chunks checked and sent per round trip.
@@ -44,21 +44,13 @@ struct ContentTransfer: Sendable {
             guard !batch.isEmpty else { return }
             let pending = batch
             batch = []
-            let container = self.container
-            do throws(ContainerProtocolError) {
-                let missing = Set(
-                    try Blocking.run { () async throws(ContainerProtocolError) in
-                        try await container.missingChunks(pending.map(\.hash))
-                    })
-                var sent = Set<ChunkHash>()
-                for chunk in pending where missing.contains(chunk.hash) && sent.insert(chunk.hash).inserted {
-                    try Blocking.run { () async throws(ContainerProtocolError) in try await container.putChunk(chunk) }
-                    totals.chunksUploaded += 1
-                    totals.plainBytesUploaded += Int64(chunk.plainLength)
-                    totals.encodedBytesUploaded += Int64(chunk.payload.count)
-                }
-            } catch {
-                throw .container(error)
+            let missing = Set(try container.missingChunks(pending.map(\.hash)))
+            var sent = Set<ChunkHash>()
+            for chunk in pending where missing.contains(chunk.hash) && sent.insert(chunk.hash).inserted {
+                try container.putChunk(chunk)
+                totals.chunksUploaded += 1
+                totals.plainBytesUploaded += Int64(chunk.plainLength)
+                totals.encodedBytesUploaded += Int64(chunk.payload.count)
             }
             progress(done)
         }
@@ -85,12 +77,13 @@ struct ContentTransfer: Sendable {
     }
 
     /// Fetches the chunk `ref` names, checks it is that chunk (hash, decoded length) and counts it.
-    func plainChunk(_ ref: ChunkRef, totals: inout Totals) throws(ContainerProtocolError) -> [UInt8] {
-        let container = self.container
-        let chunk = try Blocking.run { () async throws(ContainerProtocolError) in try await container.chunk(ref.hash) }
-        guard chunk.hash == ref.hash else { throw .corruptChunk(ref.hash) }
-        let plain = try ChunkCodec.decode(chunk)
-        guard plain.count == Int(ref.length) else { throw .corruptChunk(ref.hash) }
+    /// Every failure is the container's (`SyncFailure.container`), a bad chunk `corruptChunk`.
+    func plainChunk(_ ref: ChunkRef, totals: inout Totals) throws(SyncFailure) -> [UInt8] {
+        let chunk = try container.chunk(ref.hash)
+        guard chunk.hash == ref.hash else { throw .container(.corruptChunk(ref.hash)) }
+        let plain: [UInt8]
+        do throws(ContainerProtocolError) { plain = try ChunkCodec.decode(chunk) } catch { throw .container(error) }
+        guard plain.count == Int(ref.length) else { throw .container(.corruptChunk(ref.hash)) }
         totals.chunksDownloaded += 1
         totals.bytesDownloaded += Int64(chunk.payload.count)
         return plain
@@ -122,13 +115,7 @@ struct ContentTransfer: Sendable {
                     bytes = local
                 }
             }
-            if bytes == nil {
-                do throws(ContainerProtocolError) {
-                    bytes = try plainChunk(ref, totals: &totals)
-                } catch {
-                    throw .container(error)
-                }
-            }
+            if bytes == nil { bytes = try plainChunk(ref, totals: &totals) }
             let written = bytes!.withUnsafeBytes { pwrite(output, $0.baseAddress, $0.count, off_t(position)) }
             guard written == Int(ref.length) else {
                 throw .local("cannot write \(path): \(String(cString: strerror(errno)))")

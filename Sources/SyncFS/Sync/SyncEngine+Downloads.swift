@@ -7,7 +7,7 @@ extension SyncEngine: ChunkSource {
         guard isRunning else { throw .unreachable("the mount is stopping") }
         var totals = ContentTransfer.Totals()
         defer { addTotals(totals) }
-        do throws(ContainerProtocolError) {
+        do throws(SyncFailure) {
             let plain = try transfer.plainChunk(ref, totals: &totals)
             noteFailure(nil)
             return plain
@@ -26,14 +26,14 @@ extension SyncEngine: ChunkSource {
     func runDownloader() {
         while isRunning {
             if let id = downloads.next() {
-                if !fileSystem.hydrateCompletely(id) {
+                if !fileSystem.residency.hydrateCompletely(id) {
                     downloads.failed(id)
                     // Most likely the container is unreachable: do not churn through the queue.
                     downloads.wait(seconds: 5, untilQueued: false)
                 }
                 continue
             }
-            let pinned = fileSystem.pinnedPlaceholders()
+            let pinned = fileSystem.residency.pinnedPlaceholders()
             if !pinned.isEmpty && downloads.enqueue(pinned, retrying: false) > 0 { continue }
             downloads.wait(seconds: 30)
         }
@@ -47,9 +47,9 @@ extension SyncEngine: ChunkSource {
     /// an idle mount's keeper wakes once every `idleBudgetCheck`, not every second.
     func runBudgetKeeper(_ budget: Int64) {
         while isRunning {
-            _ = fileSystem.enforceBudget(budget)
+            _ = fileSystem.residency.enforceBudget(budget)
             sleepWhileRunning(.seconds(1))
-            _ = fileSystem.contentActivity.waitForActivity(timeout: Self.idleBudgetCheck)
+            _ = fileSystem.residency.contentActivity.waitForActivity(timeout: Self.idleBudgetCheck)
         }
     }
 

@@ -8,30 +8,20 @@ extension SyncEngine {
     /// crash re-applies at most a batch, and applying is idempotent (bases skip what is known).
     /// Changes that cannot be applied yet are kept in the `deferred_ids` fact and retried.
     func runFollower() {
-        var cursor = fileSystem.storedFacts["feed_cursor"].map(FeedCursor.init(token:)) ?? .beginning
-        var deferred = Set(
-            (fileSystem.storedFacts["deferred_ids"] ?? "").split(separator: ",").compactMap { FileID(hex: String($0)) })
-        let container = self.container
+        var cursor = fileSystem.storedFacts[.feedCursor] ?? .beginning
+        var deferred = fileSystem.storedFacts[.deferredIDs] ?? []
         // What the store holds: a round that changed neither is not written again, so an idle
         // mount writes nothing to its database (each wait used to cost a WAL frame).
         var recorded = FollowerProgress(cursor: cursor.token, deferred: deferred)
         func record() {
             let progress = FollowerProgress(cursor: cursor.token, deferred: deferred)
             guard progress != recorded else { return }
-            fileSystem.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
+            remote.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
             recorded = progress
         }
         while isRunning {
             do throws(SyncFailure) {
-                let batch: ChangeBatch
-                do throws(ContainerProtocolError) {
-                    let after = cursor
-                    batch = try Blocking.run { () async throws(ContainerProtocolError) in
-                        try await container.changes(after: after, limit: 256)
-                    }
-                } catch {
-                    throw .container(error)
-                }
+                let batch = try container.changes(after: cursor, limit: 256)
                 for entry in batch.entries where isRunning {
                     if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
                 }
@@ -50,15 +40,8 @@ extension SyncEngine {
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 logFollowerSucceeded()
-                let after = cursor
                 let wait = deferred.isEmpty ? options.feedWait : .milliseconds(500)
-                do throws(ContainerProtocolError) {
-                    _ = try Blocking.run(cancellable: stopWaiting) { () async throws(ContainerProtocolError) in
-                        try await container.waitForChanges(after: after, timeout: wait)
-                    }
-                } catch {
-                    throw .container(error)
-                }
+                try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
             } catch {
                 noteFailure(error.description)
                 // Catching up again: what changed meanwhile is not known until the feed is read.
@@ -74,14 +57,7 @@ extension SyncEngine {
     private func retryDeferred(_ ids: Set<FileID>) throws(SyncFailure) -> Set<FileID> {
         var still = Set<FileID>()
         for id in ids {
-            let container = self.container
-            let current: RemoteEntry?
-            do throws(ContainerProtocolError) {
-                current = try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
-            } catch {
-                throw .container(error)
-            }
-            guard let current else { continue }
+            guard let current = try container.entry(id) else { continue }
             if try !apply(current, force: false) { still.insert(id) }
         }
         return still
@@ -95,7 +71,7 @@ extension SyncEngine {
         _ entry: RemoteEntry, force: Bool, giving item: OutboxItem? = nil, depth: Int = 0, children: Set<FileID> = []
     ) throws(SyncFailure) -> Bool {
         for _ in 0..<3 {
-            switch fileSystem.planRemote(entry, force: force) {
+            switch remote.planRemote(entry, force: force) {
             case .skip, .localChangesPending:
                 return true
             case .refused(let reason):
@@ -109,15 +85,7 @@ extension SyncEngine {
                     refuse(entry, "its parents form a cycle (\(parentID) is below it)")
                     return true
                 }
-                let container = self.container
-                let parent: RemoteEntry?
-                do throws(ContainerProtocolError) {
-                    parent = try Blocking.run { () async throws(ContainerProtocolError) in
-                        try await container.entry(parentID)
-                    }
-                } catch {
-                    throw .container(error)
-                }
+                let parent = try container.entry(parentID)
                 // A child of a refused parent is refused too: waiting for the parent would keep it
                 // deferred, and the follower polling for it, for as long as the container lies.
                 guard !refusals.isRefused(parentID) else {
@@ -136,13 +104,13 @@ extension SyncEngine {
             case .apply(let needsContent):
                 var contentFile: String?
                 if needsContent {
-                    let path = fileSystem.temporaryContentPath()
-                    let base = fileSystem.syncBase(of: entry.id)
+                    let path = remote.temporaryContentPath()
+                    let base = uploads.syncBase(of: entry.id)
                     var totals = ContentTransfer.Totals()
                     defer { addTotals(totals) }
                     do {
                         try transfer.download(
-                            entry.state.manifest, to: path, local: fileSystem.reusableContentPath(entry.id),
+                            entry.state.manifest, to: path, local: remote.reusableContentPath(entry.id),
                             localManifest: base?.manifest ?? [], totals: &totals)
                     } catch {
                         unlink(path)
@@ -150,8 +118,8 @@ extension SyncEngine {
                     }
                     contentFile = path
                 }
-                let outcome = fileSystem.applyRemote(entry, contentFile: contentFile, force: force, giving: item)
-                if contentFile != nil { fileSystem.contentActivity.note() }
+                let outcome = remote.applyRemote(entry, contentFile: contentFile, force: force, giving: item)
+                if contentFile != nil { fileSystem.residency.contentActivity.note() }
                 // An installed content file was renamed away; one the change no longer needed
                 // (the file became a placeholder meanwhile) is removed here.
                 if let contentFile { unlink(contentFile) }

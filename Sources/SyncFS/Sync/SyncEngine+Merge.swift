@@ -36,11 +36,11 @@ extension SyncEngine {
         defer { if let downloaded { unlink(downloaded) } }
         var local = local
         if contentFile == nil, merged.kind == .file, merged.manifest != oursManifest,
-            !fileSystem.isPlaceholder(item.fileID)
+            !conflicts.isPlaceholder(item.fileID)
         {
             // The file's content is here and must become the container's (never adopt the
             // merged metadata over the old bytes: the next commit would revert the remote edit).
-            guard let holder = local ?? fileSystem.localContentForMerge(item.fileID) else {
+            guard let holder = local ?? conflicts.localContentForMerge(item.fileID) else {
                 fileSystem.outbox.postpone(item, by: 200_000_000)
                 return true
             }
@@ -49,7 +49,7 @@ extension SyncEngine {
             contentFile = downloaded
         }
         guard
-            fileSystem.adoptMerged(
+            conflicts.adoptMerged(
                 item.fileID, state: merged, onto: current, contentFile: contentFile, local: local, item: item,
                 event: event)
         else {
@@ -65,7 +65,7 @@ extension SyncEngine {
     func mergeContent(
         item: OutboxItem, ours: EntryState, merged: EntryState, current: RemoteEntry, baseManifest: [ChunkRef]?
     ) throws(SyncFailure) -> Bool {
-        guard let local = fileSystem.localContentForMerge(item.fileID) else {
+        guard let local = conflicts.localContentForMerge(item.fileID) else {
             fileSystem.outbox.postpone(item, by: 200_000_000)
             return true
         }
@@ -93,8 +93,9 @@ extension SyncEngine {
             logger.notice("conflict on \(path): merged both versions\(markers ? " with conflict markers" : "")")
             if markers {
                 // The mark goes with the merged content, in the same commit.
-                state.xattrs[SyncFileSystem.conflictAttribute] = fileSystem.encodeNote(
-                    of: item.fileID, reason: "both changed the same lines; conflict markers written",
+                state.xattrs[ConflictNote.attribute] = ConflictNote.encoded(
+                    of: item.fileID, host: fileSystem.deviceName,
+                    reason: "both changed the same lines; conflict markers written",
                     now: Clock.nowNanoseconds())
             }
             return try adopt(
@@ -110,14 +111,14 @@ extension SyncEngine {
             theirs.size = current.state.size
             let theirsFile = try download(current.state.manifest, reusing: local, manifest: ours.manifest)
             temporaries.append(theirsFile)
-            guard fileSystem.canAdopt(item.fileID, state: theirs, item: item),
-                let copy = fileSystem.forkConflictCopy(item.fileID, local: local, reason: reason)
+            guard conflicts.canAdopt(item.fileID, state: theirs, item: item),
+                let copy = conflicts.forkConflictCopy(item.fileID, local: local, reason: reason)
             else {
                 fileSystem.outbox.postpone(item, by: 200_000_000)
                 return true
             }
             // The copy must be on disk before the file's own bytes are replaced.
-            fileSystem.persistNow()
+            conflicts.persistNow()
             logger.notice("conflict on \(path): \(reason); the local version was kept as \(copy)")
             return try adopt(
                 theirs, for: item, current: current, local: nil, oursManifest: ours.manifest, contentFile: theirsFile)
@@ -128,7 +129,7 @@ extension SyncEngine {
     /// container because of this very entry) brings the folder back: the delete loses, as a
     /// directory delete does against entries added to it on the other side.
     func restoreParent(of state: EntryState) throws(SyncFailure) {
-        guard let parent = state.parent, !fileSystem.hasLiveDirectory(parent),
+        guard let parent = state.parent, !conflicts.hasLiveDirectory(parent),
             let remote = try remoteEntry(parent), !remote.isDeleted
         else { return }
         logger.notice("the folder \(parent) deleted here holds a changed entry in the container; it comes back")
@@ -174,7 +175,7 @@ extension SyncEngine {
             sides = read
         }
         func written(_ bytes: [UInt8], markers: Bool = false) throws(SyncFailure) -> ContentResolution {
-            let file = fileSystem.temporaryContentPath()
+            let file = remote.temporaryContentPath()
             temporaries.append(file)
             try Self.writeSynced(bytes, to: file)
             return .merged(path: file, markers: markers)
@@ -220,7 +221,7 @@ extension SyncEngine {
         sides: (base: [UInt8], local: [UInt8], remote: [UInt8]), identity: MergeIdentity,
         temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
-        let daemonTemporary = fileSystem.temporaryContentPath()
+        let daemonTemporary = remote.temporaryContentPath()
         // A command of another user cannot reach the state directory (0700): it works below /tmp.
         let parent =
             identity.switchTo == nil
@@ -279,7 +280,7 @@ extension SyncEngine {
     func download(_ manifest: [ChunkRef], reusing local: MergeLocalContent?, manifest localManifest: [ChunkRef])
         throws(SyncFailure) -> String
     {
-        let file = fileSystem.temporaryContentPath()
+        let file = remote.temporaryContentPath()
         var totals = ContentTransfer.Totals()
         defer { addTotals(totals) }
         do {
@@ -298,7 +299,7 @@ extension SyncEngine {
     /// fails the merge (it is retried), so a merge never ignores the user's rules.
     func mergeRules() throws(SyncFailure) -> MergeRules {
         guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else { return .defaults }
-        guard let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile) else {
+        guard let text = fileSystem.residency.readSmallFile(ino, limit: Self.largestRulesFile) else {
             // Never merge by the defaults what the user's rules may say otherwise: wait.
             throw .local(
                 "\(MergeRules.fileName) cannot be read (not downloaded, or larger than 1 MiB); the merge waits for it")

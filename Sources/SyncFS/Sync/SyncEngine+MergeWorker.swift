@@ -36,7 +36,7 @@ extension SyncEngine {
         case .idle: break
         }
         let sides = try readSides(local: local, ours: ours, theirs: current.state, baseManifest: baseManifest)
-        let owner = fileSystem.namespace.withLock { _ in local.node.uid }
+        let owner = fileSystem.live.transact { _ in local.node.uid }
         let identity = MergeIdentity.forMerging(fileOwner: owner)
         logger.debug("the merge command \(definition.name) for \(path) starts on the merge worker")
         mergeWorker.start(item.fileID, inputs: inputs, park: park) { [self] in

@@ -22,9 +22,9 @@ extension SyncEngine {
             noteRules(problems: [])
             return
         }
-        let placeholder = fileSystem.namespace.withLock { tree in tree.nodes[ino]?.isPlaceholder ?? false }
+        let placeholder = fileSystem.live.transact { tree in tree.nodes[ino]?.isPlaceholder ?? false }
         if placeholder && !isOnline { return }
-        guard let text = fileSystem.readSmallFile(ino, limit: Self.largestRulesFile) else { return }
+        guard let text = fileSystem.residency.readSmallFile(ino, limit: Self.largestRulesFile) else { return }
         noteRules(problems: MergeRules(parsing: String(decoding: text, as: UTF8.self)).problems)
     }
 

@@ -29,43 +29,33 @@ extension SyncEngine {
             logUploadFailure(item, error)
             // Waiting for the container is not failing: no reason is recorded (`status` shows the
             // outage once, not a failing change per file).
-            fileSystem.uploadFailed(
+            uploads.uploadFailed(
                 item, reason: error.isWaiting ? nil : error.description, waitsForContainer: error.waitsForContainer)
         }
     }
 
     func commit(_ request: CommitRequest) throws(SyncFailure) -> CommitOutcome {
-        let container = self.container
-        do throws(ContainerProtocolError) {
-            return try Blocking.run { () async throws(ContainerProtocolError) in try await container.commit(request) }
-        } catch {
-            throw .container(error)
-        }
+        try container.commit(request)
     }
 
     func remoteEntry(_ id: FileID) throws(SyncFailure) -> RemoteEntry? {
-        let container = self.container
-        do throws(ContainerProtocolError) {
-            return try Blocking.run { () async throws(ContainerProtocolError) in try await container.entry(id) }
-        } catch {
-            throw .container(error)
-        }
+        try container.entry(id)
     }
 
     private func attempt(_ item: OutboxItem, depth: Int) throws(SyncFailure) {
         // A few rounds: a conflict answer may ask for a retry on a new base.
         var context = ResolveContext(depth: depth)
         for _ in 0..<6 {
-            switch fileSystem.prepareUpload(item.fileID) {
+            switch uploads.prepareUpload(item.fileID) {
             case .busy:
                 fileSystem.outbox.postpone(item, by: 200_000_000)
                 return
             case .nothing:
-                fileSystem.uploadUnneeded(item)
+                uploads.uploadUnneeded(item)
                 return
             case .delete(let base):
                 let request = CommitRequest(
-                    id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceID)
+                    id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceIdentity)
                 let outcome: CommitOutcome
                 do throws(SyncFailure) {
                     outcome = try commit(request)
@@ -75,7 +65,7 @@ extension SyncEngine {
                     guard let current = try remoteEntry(item.fileID), current.isDeleted else {
                         throw .container(.invalidRequest(reason))
                     }
-                    fileSystem.uploadCommitted(item, entry: current)
+                    uploads.uploadCommitted(item, entry: current)
                     return
                 }
                 if try resolve(outcome, for: item, request: request, snapshot: nil, context: &context) {
@@ -101,7 +91,7 @@ extension SyncEngine {
                     logUploadTransfer(
                         item.fileID, bytes: content.length, chunks: snapshot.state.manifest.count,
                         sent: totals.chunksUploaded, sentBytes: totals.encodedBytesUploaded, started: started)
-                    guard fileSystem.contentUnchanged(content) else {
+                    guard uploads.contentUnchanged(content) else {
                         // Written while it was read: upload the new content after the quiet delay.
                         fileSystem.outbox.postpone(item, by: 100_000_000)
                         return
@@ -109,7 +99,7 @@ extension SyncEngine {
                 }
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: snapshot.base?.version ?? 0, change: .put(snapshot.state),
-                    device: fileSystem.deviceID)
+                    device: fileSystem.deviceIdentity)
                 if try resolve(
                     try commit(request), for: item, request: request, snapshot: snapshot, context: &context)
                 {
@@ -133,7 +123,7 @@ extension SyncEngine {
         var missingParent: (id: FileID, tombstone: RemoteEntry?)?
         switch outcome {
         case .committed(let entry):
-            fileSystem.uploadCommitted(item, entry: entry)
+            uploads.uploadCommitted(item, entry: entry)
             waitsForOthers.withLock { $0[item.fileID] = nil }
             return true
         case .versionConflict(let entry):
@@ -159,14 +149,14 @@ extension SyncEngine {
         var local = ConflictDecision.Local.delete
         if case .put(let state) = request.change { local = .put(state) }
         var situation = ConflictDecision.Situation(
-            local: local, refusal: refusal, base: nil, localDevice: fileSystem.deviceID,
+            local: local, refusal: refusal, base: nil, localDevice: fileSystem.deviceIdentity,
             othersTried: context.uploadedOthers || context.depth >= 8,
             othersQueued: fileSystem.outbox.items.contains { $0.fileID != item.fileID },
             roundsWaited: waitsForOthers.withLock { $0[item.fileID] ?? 0 })
-        if case .changed(let entry?) = refusal, case .put = local, entry.device != fileSystem.deviceID {
+        if case .changed(let entry?) = refusal, case .put = local, entry.device != fileSystem.deviceIdentity {
             let baseManifest = snapshot?.base.map(\.manifest)
             do {
-                situation.base = try fileSystem.baseState(of: item.fileID).map { state in
+                situation.base = try uploads.baseState(of: item.fileID).map { state in
                     var state = state
                     state.manifest = baseManifest ?? []
                     return state
@@ -179,13 +169,13 @@ extension SyncEngine {
         switch ConflictDecision.decide(situation) {
         case .finished:
             if let current {
-                fileSystem.uploadCommitted(item, entry: current)
+                uploads.uploadCommitted(item, entry: current)
             } else {
-                fileSystem.uploadUnneeded(item)
+                uploads.uploadUnneeded(item)
             }
             return true
         case .commitOnTop:
-            fileSystem.rebase(item.fileID, onto: current)
+            uploads.rebase(item.fileID, onto: current)
             return false
         case .adopt(let merged):
             guard let current else { return false }
@@ -201,7 +191,7 @@ extension SyncEngine {
             var entry = current
             if entry == nil { entry = try remoteEntry(item.fileID) }
             guard let entry else {
-                fileSystem.uploadUnneeded(item)
+                uploads.uploadUnneeded(item)
                 return true
             }
             try takeRemote(entry, item: item)
@@ -210,7 +200,7 @@ extension SyncEngine {
             logger.notice(
                 "the name of \(logName(item.fileID)) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both"
             )
-            fileSystem.renameAside(item.fileID, holder: nameHolder?.id, unlessChangedSince: item)
+            uploads.renameAside(item.fileID, holder: nameHolder?.id, unlessChangedSince: item)
             fileSystem.outbox.postpone(item, by: 0)
             return true
         case .letNameHolderGoFirst:
@@ -224,7 +214,7 @@ extension SyncEngine {
                 let parkRequest = CommitRequest(
                     id: item.fileID, baseVersion: request.baseVersion, change: .put(parked), device: request.device)
                 if case .committed(let entry) = try commit(parkRequest) {
-                    fileSystem.recordIntermediateCommit(entry)
+                    uploads.recordIntermediateCommit(entry)
                 }
             }
             guard let otherItem = fileSystem.outbox.take(other.id) else {
@@ -237,12 +227,12 @@ extension SyncEngine {
         case .recreateParent:
             if let missingParent {
                 // The parent was deleted remotely while we added to it: it comes back.
-                fileSystem.rebase(missingParent.id, onto: missingParent.tombstone)
-                fileSystem.requeue(missingParent.id)
+                uploads.rebase(missingParent.id, onto: missingParent.tombstone)
+                uploads.requeue(missingParent.id)
             }
             throw .local("the parent directory was deleted in the container; re-creating it first")
         case .waitForParent:
-            if let missingParent { fileSystem.requeue(missingParent.id) }
+            if let missingParent { uploads.requeue(missingParent.id) }
             throw .local("the parent directory is not in the container yet")
         case .uploadOthersFirst:
             // Perhaps our own queued changes (entries moved out of the directory, the other half

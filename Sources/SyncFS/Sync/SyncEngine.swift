@@ -7,7 +7,7 @@ import Synchronization
 /// follower that applies the container's change feed to the folder.
 ///
 /// Both run on threads of their own and call Core synchronously; container calls go through
-/// `Blocking`. Nothing here holds Core's lock across a container call.
+/// `BlockingContainer`. Nothing here holds Core's lock across a container call.
 public final class SyncEngine: Sendable {
     public struct Options: Sendable {
         /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
@@ -22,7 +22,14 @@ public final class SyncEngine: Sendable {
     }
 
     let fileSystem: SyncFileSystem
-    let container: any Container
+    /// The container's changes applied to the tree (the follower's side).
+    let remote: RemoteChanges
+    /// Queued entries taken for upload and the container's answers recorded (the uploader's side).
+    let uploads: UploadRecords
+    /// Merges adopted, conflict copies kept, unresolved conflicts listed.
+    public let conflicts: Conflicts
+    /// The container as the engine's threads call it (synchronous, one error mapping).
+    let container: BlockingContainer
     let options: Options
     let logger: Logger
     let transfer: ContentTransfer
@@ -61,6 +68,10 @@ public final class SyncEngine: Sendable {
 
     public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
         self.fileSystem = fileSystem
+        let remote = RemoteChanges(fileSystem: fileSystem)
+        self.remote = remote
+        uploads = UploadRecords(fileSystem: fileSystem)
+        conflicts = Conflicts(fileSystem: fileSystem, remote: remote)
         // Every entry the container sends is checked before anything is done with it; refusals
         // are shown by `status` and logged once per entry.
         let refusals = RemoteEntryRefusals()
@@ -74,7 +85,8 @@ public final class SyncEngine: Sendable {
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
-        let container = AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() }
+        let container = BlockingContainer(
+            base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
         self.container = container
         self.refusals = refusals
         mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
@@ -86,9 +98,9 @@ public final class SyncEngine: Sendable {
     /// Starts the uploader, the follower, the background downloader and the budget keeper, and
     /// becomes the file system's source of placeholder content.
     public func start() {
-        fileSystem.setChunkSource(self)
+        fileSystem.residency.setChunkSource(self)
         let downloads = self.downloads
-        fileSystem.setPinObserver { [activity = fileSystem.contentActivity] in
+        fileSystem.residency.setPinObserver { [activity = fileSystem.residency.contentActivity] in
             downloads.poke()
             activity.note()  // an unpinned file may now be evicted
         }
@@ -130,13 +142,13 @@ public final class SyncEngine: Sendable {
     /// Stops both threads (an upload in progress finishes its current call) and waits for them.
     public func stop() {
         state.withLock { $0.running = false }
-        fileSystem.setChunkSource(nil)
-        fileSystem.setPinObserver(nil)
+        fileSystem.residency.setChunkSource(nil)
+        fileSystem.residency.setPinObserver(nil)
         downloads.stop()
         mergeWorker.stop()
         stopWaiting.cancel()
         stopSleeping.stop()
-        fileSystem.contentActivity.note()
+        fileSystem.residency.contentActivity.note()
         fileSystem.rulesWatch.poke()
         fileSystem.outbox.poke()
         let deadline = Date().addingTimeInterval(10)

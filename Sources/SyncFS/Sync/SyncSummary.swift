@@ -36,6 +36,6 @@ extension SyncEngine {
         let caughtUp = state.withLock { $0.feedCaughtUp }
         return SyncSummary(
             online: reachability.isOnline, changesWaiting: fileSystem.outbox.count, caughtUp: caughtUp,
-            conflicts: fileSystem.conflictCount())
+            conflicts: conflicts.unresolvedCount())
     }
 }

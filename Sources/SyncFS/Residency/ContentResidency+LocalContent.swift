@@ -67,34 +67,28 @@ public struct CacheUsage: Sendable {
     public var files = FileCounts()
 }
 
-extension SyncFileSystem {
+extension ContentResidency {
     // MARK: State
 
     /// The state of `node`. Under the lock; without `tree`, conflicts are not looked at.
     /// `conflicted` (from `conflictedEntries`) saves a look at the conflict index per node in
     /// passes over the whole tree.
-    func contentState(of node: Node, in tree: Namespace?, conflicted: Set<FileID>? = nil) -> ContentState {
+    func contentState(of node: Node, in tree: TreeTransaction?, conflicted: Set<FileID>? = nil) -> ContentState {
         let id = node.fileID
-        if let hydration = node.hydration, !hydration.hasEnded {
-            // Every byte is here; only the final sync is left.
-            return hydration.isComplete ? .local : .downloading
-        }
-        if let transfer = transfers.transfer(id) { return transfer.direction == .download ? .downloading : .uploading }
-        if outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
-            return outbox.lastError(id) != nil ? .error : .modified
-        }
-        // A failed download matters only while the file is still a placeholder.
-        if node.isPlaceholder && transfers.error(id) != nil { return .error }
-        if let conflicted {
-            if conflicted.contains(id) { return .conflict }
-        } else if let tree, !tree.conflictCopies.isEmpty, isInConflict(node, in: tree) {
-            return .conflict
-        }
-        return node.isPlaceholder ? .online : .local
+        // A download that failed or was cancelled but whose driver has not yet cleared it is over.
+        let running = node.hydration.flatMap { $0.hasEnded ? nil : $0 }
+        let visible = VisibleContentState(
+            runningDownloadComplete: running.map(\.isComplete), isPlaceholder: node.isPlaceholder,
+            hasLocalChanges: outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed),
+            transfer: running == nil ? transfers.transfer(id)?.direction : nil)
+        return visible.value(
+            outboxError: outbox.lastError(id) != nil, downloadFailed: transfers.error(id) != nil,
+            inConflict: conflicted.map { $0.contains(id) }
+                ?? tree.map { !$0.conflictCopies.isEmpty && $0.isInConflict(node) } ?? false)
     }
 
     /// Whether `node` is kept downloaded. Under the lock.
-    func pinState(of node: Node, in tree: Namespace) -> PinState {
+    func pinState(of node: Node, in tree: TreeTransaction) -> PinState {
         if node.isPinned { return .pinned }
         var current = node.parent.flatMap { tree.nodes[$0] }
         while let ancestor = current {
@@ -113,22 +107,22 @@ extension SyncFileSystem {
 
     /// Pins or unpins `ino`. Unpinning what a directory above pins fails with `.notPermitted`.
     public func setPinned(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             if !pinned && !node.isPinned && pinState(of: node, in: tree) == .inherited { throw .notPermitted }
             guard node.isPinned != pinned else { return }
             node.isPinned = pinned
-            if !node.isUnlinked { recordChange(node) }
+            if !node.isUnlinked { tree.recordChange(node) }
         }
         if pinned { pinsChanged() }
     }
 
     /// The path of the nearest directory above `ino` that is pinned, if any.
     public func pinningAncestor(of ino: InodeNumber) -> String? {
-        namespace.withLock { tree in
+        live.transact { tree in
             var current = tree.nodes[ino]?.parent.flatMap { tree.nodes[$0] }
             while let ancestor = current {
-                if ancestor.isPinned { return displayPath(of: ancestor, in: tree) }
+                if ancestor.isPinned { return tree.displayPath(of: ancestor) }
                 current = ancestor.parent.flatMap { tree.nodes[$0] }
             }
             return nil
@@ -137,7 +131,7 @@ extension SyncFileSystem {
 
     /// Placeholders a pin covers (to download in the background).
     public func pinnedPlaceholders() -> [FileID] {
-        namespace.withLock { tree in
+        live.transact { tree in
             var result: [FileID] = []
             for node in tree.nodes.values where node.isPinned && !node.isUnlinked {
                 if pinState(of: node, in: tree) == .inherited { continue }
@@ -150,7 +144,7 @@ extension SyncFileSystem {
     }
 
     /// Calls `body` for every file at or below `node`. Under the lock.
-    func collectFiles(below node: Node, in tree: Namespace, _ body: (Node) -> Void) {
+    func collectFiles(below node: Node, in tree: TreeTransaction, _ body: (Node) -> Void) {
         var stack = [node]
         while let current = stack.popLast() {
             if current.kind == .file { body(current) }
@@ -160,7 +154,7 @@ extension SyncFileSystem {
 
     /// Placeholders at or below `ino` (for `download`).
     public func placeholders(below ino: InodeNumber) throws(FSError) -> [FileID] {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             var result: [FileID] = []
             collectFiles(below: try tree.node(ino), in: tree) { if $0.isPlaceholder { result.append($0.fileID) } }
             return result
@@ -172,24 +166,23 @@ extension SyncFileSystem {
     /// Frees the local content of every file at or below `ino`; returns each file's outcome by path.
     /// The kernel's cached pages of evicted files are dropped too (a later read downloads).
     public func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
-        var dropped: [KernelInvalidation] = []
-        let results = try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
+            var files: [Node] = []
+            collectFiles(below: try tree.node(ino), in: tree) { files.append($0) }
             var results: [(String, EvictOutcome)] = []
-            collectFiles(below: try tree.node(ino), in: tree) { file in
-                let outcome = evictLocked(file, tree: tree)
-                if case .evicted = outcome { dropped.append(.content(file.ino)) }
-                results.append((displayPath(of: file, in: tree), outcome))
+            for file in files {
+                let outcome = evictLocked(file, tree: &tree)
+                if case .evicted = outcome { tree.invalidate(.content(file.ino)) }
+                results.append((tree.displayPath(of: file), outcome))
             }
             return results
         }
-        perform(dropped)
-        return results
     }
 
     /// Evicts one file if it is clean, closed and not pinned. The store is handed the placeholder
     /// state before the cache file goes; a crash before it commits leaves a local node without a
     /// cache file, which the sweep at mount turns back into a placeholder. Under the lock.
-    private func evictLocked(_ node: Node, tree: Namespace) -> EvictOutcome {
+    private func evictLocked(_ node: Node, tree: inout TreeTransaction) -> EvictOutcome {
         guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
         if node.isPlaceholder {
             guard node.hydration == nil else { return .refused("is being downloaded") }
@@ -207,7 +200,7 @@ extension SyncFileSystem {
         guard node.contentToken() != nil, cache.size(of: id) == size else { return .refused("is being written") }
         guard pinState(of: node, in: tree) == .none else { return .refused("is pinned") }
         node.contentIsLocal.store(false, ordering: .releasing)
-        recordChange(node)
+        tree.recordChange(node)
         cache.remove(id)
         return .evicted(bytes: size)
     }
@@ -216,12 +209,12 @@ extension SyncFileSystem {
 
     /// What the cache holds now (one pass over the tree).
     public func cacheUsage() -> CacheUsage {
-        namespace.withLock { tree in usageLocked(tree) }
+        live.transact { tree in usageLocked(tree) }
     }
 
-    private func usageLocked(_ tree: Namespace) -> CacheUsage {
+    private func usageLocked(_ tree: TreeTransaction) -> CacheUsage {
         var usage = CacheUsage()
-        let conflicted = conflictedEntries(in: tree)
+        let conflicted = tree.conflictedEntries()
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
             let state = contentState(of: node, in: tree, conflicted: conflicted)
             usage.files.add(state, pinned: pinState(of: node, in: tree) != .none)
@@ -242,8 +235,7 @@ extension SyncFileSystem {
     @discardableResult
     public func enforceBudget(_ budget: Int64) -> Int {
         let pending = Set(outbox.items.map(\.fileID))
-        var dropped: [KernelInvalidation] = []
-        let evicted = namespace.withLock { tree -> Int in
+        let evicted = live.transact { tree -> Int in
             var localBytes: Int64 = 0
             var modifiedBytes: Int64 = 0
             for node in tree.nodes.values where node.kind == .file && !node.isUnlinked && !node.isPlaceholder {
@@ -261,15 +253,14 @@ extension SyncFileSystem {
             }.sorted { $0.lastUsed < $1.lastUsed }
             var count = 0
             for node in candidates where excess > 0 {
-                if case .evicted(let bytes) = evictLocked(node, tree: tree) {
+                if case .evicted(let bytes) = evictLocked(node, tree: &tree) {
                     excess -= bytes
                     count += 1
-                    dropped.append(.content(node.ino))
+                    tree.invalidate(.content(node.ino))
                 }
             }
             return count
         }
-        perform(dropped)
         if evicted > 0 { logger.info("cache budget: evicted \(evicted) files") }
         return evicted
     }
@@ -283,37 +274,15 @@ extension SyncFileSystem {
 
     // MARK: Paths
 
-    /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
-    public func lookup(path: String) throws(FSError) -> InodeNumber {
-        try namespace.withLock { tree throws(FSError) in
-            var node = try tree.node(.root)
-            for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-                if component == "." { continue }
-                if component == ".." {
-                    node = node.parent.flatMap { tree.nodes[$0] } ?? node
-                    continue
-                }
-                guard node.kind == .directory,
-                    let child = tree.child(of: node, named: FileName(bytes: Array(component.utf8)))
-                else { throw .notFound }
-                node = child
-            }
-            return node.ino
-        }
-    }
 }
 
-extension SyncFileSystem {
-    /// The path of the entry with `id` below the mount point, if it is in the tree.
-    public func displayPath(of id: FileID) -> String? {
-        namespace.withLock { tree in tree.node(withID: id).map { displayPath(of: $0, in: tree) } }
-    }
+extension ContentResidency {
 
     /// The state of one entry, for `status PATH` (the daemon makes its `PathStatus` of it).
     func pathStatus(_ ino: InodeNumber) throws(FSError) -> EntryStatus {
-        try namespace.withLock { tree throws(FSError) in
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
-            let attributes = attributes(of: node)
+            let attributes = tree.attributes(of: node)
             var progress: (done: Int64, total: Int64)?
             if let transfer = transfers.transfer(node.fileID) {
                 progress = (transfer.done, transfer.total)
@@ -345,7 +314,7 @@ extension SyncFileSystem {
             case .symlink: break
             }
             return EntryStatus(
-                path: displayPath(of: node, in: tree), kind: node.kind, state: contentState(of: node, in: tree),
+                path: tree.displayPath(of: node), kind: node.kind, state: contentState(of: node, in: tree),
                 pinned: pinState(of: node, in: tree), size: attributes.size, localBytes: localBytes,
                 progress: progress, error: lastError(of: node), files: files, totalBytes: totalBytes)
         }

@@ -34,13 +34,28 @@ public struct ContentSnapshot: @unchecked Sendable {
     let token: UInt64
 }
 
-extension SyncFileSystem {
-    /// The device ID stamped on this state directory's commits.
-    public var deviceID: String { deviceIdentity }
+/// The uploader's side of the tree: what to commit for a queued entry (`prepareUpload`), and
+/// recording what the container answered (new bases, outbox rows done or failed, names moved
+/// aside), each in one transaction.
+public final class UploadRecords: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    /// This mount's name in conflict copies.
+    let deviceName: DeviceName
+    var outbox: Outbox { live.outbox }
+    var store: MetadataStore { live.store }
 
+    public init(fileSystem: SyncFileSystem) {
+        live = fileSystem.live
+        cache = fileSystem.cache
+        deviceName = fileSystem.deviceName
+    }
+}
+
+extension UploadRecords {
     /// Takes what the uploader needs for `id`, under the lock.
     public func prepareUpload(_ id: FileID) -> UploadWork {
-        namespace.withLock { tree -> UploadWork in
+        live.transact { tree -> UploadWork in
             let base = tree.bases[id]
             guard let node = tree.node(withID: id), !node.isUnlinked else {
                 guard let base, base.version > 0 else { return .nothing }
@@ -87,65 +102,35 @@ extension SyncFileSystem {
     /// The container committed `item` as `entry` (with `manifest` for files): records the new
     /// base and drops the outbox row unless the entry changed meanwhile, in one batch.
     public func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
-        namespace.withLock { tree in
-            var changes: [MetadataChange] = []
+        live.transact { tree in
             if entry.isDeleted {
                 tree.bases[item.fileID] = nil
-                changes.append(.syncBaseRemove(item.fileID))
+                tree.record(.syncBaseRemove(item.fileID))
             } else {
                 let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
                 tree.bases[item.fileID] = base
-                changes.append(.syncBaseSet(item.fileID, base, state: entry.state))
+                tree.record(.syncBaseSet(item.fileID, base, state: entry.state))
             }
-            if let done = outbox.succeeded(item) { changes.append(done) }
-            store.record(changes)
+            if let done = outbox.succeeded(item) { tree.record(done) }
         }
     }
 
     /// The container committed an intermediate state of the entry (e.g. under a temporary
     /// name); the entry stays queued for its real state.
     public func recordIntermediateCommit(_ entry: RemoteEntry) {
-        namespace.withLock { tree in
+        live.transact { tree in
             let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
             tree.bases[entry.id] = base
-            store.record([.syncBaseSet(entry.id, base, state: entry.state)])
+            tree.record([.syncBaseSet(entry.id, base, state: entry.state)])
         }
-    }
-
-    /// Gives `node` a free conflict name in `parent` (keep both:
-    /// `NAME (conflict from HOST DATE TIME)`), marks it as a conflict copy of `original` (the
-    /// entry that took its name) and queues it: its record, mark and outbox row go to `changes`.
-    /// Under the lock.
-    func moveToConflictName(
-        _ node: Node, in parent: Node, of original: FileID?, tree: inout Namespace, changes: inout [MetadataChange],
-        invalidations: inout [KernelInvalidation]
-    ) -> FileName {
-        let now = Clock.nowNanoseconds()
-        let newName = ConflictNames.free(for: node.name, in: parent, host: deviceName.text, time: now)
-        invalidations.append(.entry(parent: parent.ino, name: node.name))
-        invalidations.append(.entry(parent: parent.ino, name: newName))
-        tree.detach(node)
-        tree.attach(node, to: parent, as: newName)
-        node.ctime = now
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        if let original {
-            let value = encodeNote(of: original, reason: "another entry took the name", now: now)
-            node.xattrs[Self.conflictAttribute] = value
-            tree.conflictCopies[node.fileID] = original
-            changes.append(.setXattr(node.ino, name: Self.conflictAttribute, value: value))
-        }
-        changes.append(.upsert(node.record))
-        changes.append(outbox.changed(node.fileID))
-        return newName
     }
 
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
     public func uploadUnneeded(_ item: OutboxItem) {
-        namespace.withLock { tree in
+        live.transact { tree in
             tree.bases[item.fileID] = nil
-            var changes: [MetadataChange] = [.syncBaseRemove(item.fileID)]
-            if let done = outbox.succeeded(item) { changes.append(done) }
-            store.record(changes)
+            tree.record(.syncBaseRemove(item.fileID))
+            if let done = outbox.succeeded(item) { tree.record(done) }
         }
     }
 
@@ -161,11 +146,11 @@ extension SyncFileSystem {
     /// replaces that version (the local change goes on top of it, or re-creates a remotely
     /// deleted entry); nil: the container has no such entry, the next commit creates it.
     public func rebase(_ id: FileID, onto entry: RemoteEntry?) {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let entry else {
                 let base = SyncBase(version: 0, manifest: tree.bases[id]?.manifest ?? [])
                 tree.bases[id] = base
-                store.record([.syncBaseSet(id, base)])
+                tree.record([.syncBaseSet(id, base)])
                 return
             }
             // A placeholder's content *is* its base manifest (it has no bytes of its own): it keeps
@@ -174,7 +159,7 @@ extension SyncFileSystem {
             let manifest = keepsContent ? (tree.bases[id]?.manifest ?? entry.state.manifest) : entry.state.manifest
             let base = SyncBase(version: entry.version, manifest: manifest)
             tree.bases[id] = base
-            store.record([.syncBaseSet(id, base, state: entry.state)])
+            tree.record([.syncBaseSet(id, base, state: entry.state)])
         }
     }
 
@@ -185,12 +170,12 @@ extension SyncFileSystem {
 
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
     public func requeue(_ id: FileID) {
-        namespace.withLock { _ in store.record([outbox.changed(id)]) }
+        live.transact { tree in tree.record(outbox.changed(id)) }
     }
 
     /// The base the local copy of `id` reflects.
     public func syncBase(of id: FileID) -> SyncBase? {
-        namespace.withLock { $0.bases[id] }
+        live.transact { $0.bases[id] }
     }
 
     /// Gives the local entry `id` a free conflict name in its directory, as a local change (its
@@ -198,31 +183,25 @@ extension SyncFileSystem {
     /// nothing was renamed (gone, or changed since `item` was taken).
     @discardableResult
     public func renameAside(_ id: FileID, holder: FileID?, unlessChangedSince item: OutboxItem? = nil) -> FileName? {
-        var invalidations: [KernelInvalidation] = []
-        let result = namespace.withLock { tree -> FileName? in
+        live.transact { tree -> FileName? in
             // Renamed (or otherwise changed) here since the upload was taken: that newer change
             // goes to the container instead, and meets the name question anew.
             if let item, !outbox.isUnchanged(since: item) { return nil }
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
                 let parent = tree.nodes[parentIno]
             else { return nil }
-            var changes: [MetadataChange] = []
-            let oldPath = pathIfObserved(node, in: tree)
-            let newName = moveToConflictName(
-                node, in: parent, of: holder, tree: &tree, changes: &changes, invalidations: &invalidations)
-            store.record(changes)
-            noteChange(.conflict, node, origin: .local, oldPath: oldPath, in: tree)
+            let oldPath = tree.pathIfObserved(node)
+            let newName = tree.moveToConflictName(node, in: parent, of: holder, host: deviceName)
+            tree.noteChange(.conflict, node, origin: .local, oldPath: oldPath)
             return newName
         }
-        perform(invalidations)
-        return result
     }
 }
 
-extension SyncFileSystem {
+extension UploadRecords {
     /// Bytes of content waiting in the queued files (for progress lines).
     public func pendingBytes(_ ids: [FileID]) -> Int64 {
-        namespace.withLock { tree in
+        live.transact { tree in
             ids.reduce(0) { total, id in
                 guard let node = tree.node(withID: id), node.kind == .file, !node.isUnlinked else { return total }
                 return total + node.size.load(ordering: .relaxed)

@@ -1,32 +1,7 @@
 import Foundation
 import Glibc
+import Logging
 import SyncBackend
-
-/// What a conflict copy records about its conflict, as the synced extended attribute
-/// `user.syncfs.conflict` (JSON), so every mount knows it and lists it. A file merged with
-/// conflict markers carries one too, naming itself.
-public struct ConflictNote: Codable, Equatable, Sendable {
-    /// File ID (hex) of the entry this copy was split from (the file itself for markers).
-    public var of: String
-    /// The device name (`DeviceName`) of the mount that kept the copy. Written by any machine:
-    /// shown only through `DeviceName.sanitised`.
-    public var host: String
-    /// When, ISO-8601 UTC.
-    public var time: String
-    /// Why, in words (`status`, `conflicts` and the log show it).
-    public var reason: String
-}
-
-/// One unresolved conflict, for `syncfs-mount conflicts`.
-public struct ConflictListing: Codable, Sendable, Equatable {
-    /// The copy (or the file with markers), relative to the mount point.
-    public var path: String
-    /// The entry it was split from, if it still exists.
-    public var originalPath: String?
-    public var host: String
-    public var time: String
-    public var reason: String
-}
 
 /// The local content of a file taken for a merge: read `path` without a lock, and use what was
 /// read only if `SyncFileSystem.adoptMerged`/`forkConflictCopy` still find the same `token`.
@@ -37,13 +12,35 @@ public struct MergeLocalContent: @unchecked Sendable {
     let token: UInt64
 }
 
-extension SyncFileSystem {
-    /// The synced attribute that marks a conflict copy (see `ConflictNote`).
-    static let conflictAttribute = "user.syncfs.conflict"
+/// Conflicts in the tree: adopting a merge's result (`adoptMerged`), keeping local content as a
+/// conflict copy (`forkConflictCopy`), and the list of unresolved conflicts (`conflicts`,
+/// `resolveConflict`).
+public final class Conflicts: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    let logger: Logger
+    let remote: RemoteChanges
+    /// This state directory's device ID, stamped on adopted merges.
+    let deviceIdentity: String
+    /// This mount's name in conflict copies.
+    let deviceName: DeviceName
+    var outbox: Outbox { live.outbox }
+    var store: MetadataStore { live.store }
 
+    public init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
+        live = fileSystem.live
+        cache = fileSystem.cache
+        logger = fileSystem.logger
+        self.remote = remote
+        deviceIdentity = fileSystem.deviceIdentity
+        deviceName = fileSystem.deviceName
+    }
+}
+
+extension Conflicts {
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
     public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let node = tree.node(withID: id), !node.isUnlinked, node.kind == .file, !node.isPlaceholder,
                 node.openWriters == 0, let token = node.contentToken()
             else { return nil }
@@ -64,7 +61,7 @@ extension SyncFileSystem {
         item: OutboxItem, event: ChangeEvent.Kind? = nil
     ) -> Bool {
         var application = RemoteApplication()
-        let adopted = namespace.withLock { tree -> Bool in
+        return live.transact { tree -> Bool in
             guard let node = adoptableNode(id, state: state, item: item, in: tree) else { return false }
             if let local, local.node !== node || !node.contentUnchanged(since: local.token) { return false }
             var state = state
@@ -73,29 +70,25 @@ extension SyncFileSystem {
                 guard stat(contentFile, &info) == 0 else { return false }
                 state.size = Int64(info.st_size)
             }
-            var changes: [MetadataChange] = []
             let entry = RemoteEntry(
                 id: id, version: current.version, isDeleted: false, device: deviceIdentity, state: state)
             guard
-                update(
-                    node, to: entry, contentFile: contentFile, tree: &tree, changes: &changes,
+                remote.update(
+                    node, to: entry, contentFile: contentFile, tree: &tree,
                     application: &application)
             else { return false }
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
             tree.bases[id] = base
-            changes.append(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
-            noteConflictAttribute(of: tree.node(withID: id), in: &tree)
-            store.record(changes)
-            if let event, let adopted = tree.node(withID: id) { noteChange(event, adopted, origin: .local, in: tree) }
+            tree.record(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
+            tree.noteConflictAttribute(of: tree.node(withID: id))
+            if let event, let adopted = tree.node(withID: id) { tree.noteChange(event, adopted, origin: .local) }
             return true
         }
-        perform(application.invalidations)
-        return adopted
     }
 
     /// Whether `adoptMerged` of `state` would find what it needs now (see `adoptableNode`).
     public func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
-        namespace.withLock { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
+        live.transact { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
     }
 
     /// The entry, if a merged `state` can be adopted now: no local change since `item` was taken
@@ -108,7 +101,7 @@ extension SyncFileSystem {
     /// cycle). Adopting it would make a cycle cut off from the root, on which every walk up the
     /// tree runs forever; the merge waits instead, until the cycle rule has made the queued move
     /// give way (`ConflictDecision`: `wouldCreateCycle`).
-    private func adoptableNode(_ id: FileID, state: EntryState, item: OutboxItem, in tree: Namespace) -> Node? {
+    private func adoptableNode(_ id: FileID, state: EntryState, item: OutboxItem, in tree: TreeTransaction) -> Node? {
         guard outbox.isUnchanged(since: item), let node = tree.node(withID: id), !node.isUnlinked,
             node.openWriters == 0, node.kind == state.kind
         else { return nil }
@@ -121,7 +114,7 @@ extension SyncFileSystem {
 
     /// Whether `id` is a placeholder (its content is not here).
     public func isPlaceholder(_ id: FileID) -> Bool {
-        namespace.withLock { tree in tree.node(withID: id)?.isPlaceholder ?? false }
+        live.transact { tree in tree.node(withID: id)?.isPlaceholder ?? false }
     }
 
     /// Commits every recorded change durably now (before an irreversible step that depends on them).
@@ -131,7 +124,7 @@ extension SyncFileSystem {
 
     /// Whether the directory `id` is here (linked).
     public func hasLiveDirectory(_ id: FileID) -> Bool {
-        namespace.withLock { tree in tree.liveDirectory(withID: id) != nil }
+        live.transact { tree in tree.liveDirectory(withID: id) != nil }
     }
 
     /// Keeps the local content of `id` as a new entry beside it, named
@@ -145,8 +138,7 @@ extension SyncFileSystem {
             cache.remove(copyID)
             return nil
         }
-        var invalidations: [KernelInvalidation] = []
-        let name = namespace.withLock { tree -> FileName? in
+        let name = live.transact { tree -> FileName? in
             let node = local.node
             guard node.contentUnchanged(since: local.token), node.openWriters == 0, !node.isUnlinked,
                 let parentIno = node.parent, let parent = tree.nodes[parentIno]
@@ -158,40 +150,39 @@ extension SyncFileSystem {
                 uid: node.uid, gid: node.gid, size: local.length, atime: now,
                 mtime: node.mtime.load(ordering: .relaxed), ctime: now, symlinkTarget: nil)
             var xattrs = node.xattrs
-            xattrs[Self.conflictAttribute] = encodeNote(of: node.fileID, reason: reason, now: now)
+            xattrs[ConflictNote.attribute] = ConflictNote.encoded(
+                of: node.fileID, host: deviceName, reason: reason, now: now)
             let copy = Node(record: record, xattrs: xattrs)
             tree.attach(copy, to: parent, as: name)
-            var changes: [MetadataChange] = [.upsert(record), .setMeta(key: "next_ino", value: String(tree.nextIno))]
-            for (key, value) in xattrs { changes.append(.setXattr(copy.ino, name: key, value: value)) }
-            changes.append(outbox.changed(copyID))
+            tree.record([.upsert(record), .fact(.nextIno, tree.nextIno)])
+            for (key, value) in xattrs { tree.record(.setXattr(copy.ino, name: key, value: value)) }
+            tree.record(outbox.changed(copyID))
             tree.conflictCopies[copyID] = node.fileID
-            store.record(changes)
-            noteChange(.conflict, copy, origin: .local, in: tree)
-            touchDirectory(parent, now: now)
-            invalidations.append(.entry(parent: parent.ino, name: name))
+            tree.noteChange(.conflict, copy, origin: .local)
+            tree.touchDirectory(parent, now: now)
+            tree.invalidate(.entry(parent: parent.ino, name: name))
             return name
         }
         if name == nil { cache.remove(copyID) }
-        perform(invalidations)
         return name
     }
 
     /// Forgets the conflict of `ino` (a conflict copy, a file with markers, or an original: then
     /// all its copies): the mark is removed as a local change, so every mount forgets it; the
     /// files stay. Returns how many marks were removed.
-    public func resolveConflict(_ ino: InodeNumber) throws(FSError) -> Int {
-        try namespace.withLock { tree throws(FSError) in
+    public func resolve(_ ino: InodeNumber) throws(FSError) -> Int {
+        try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
-            if node.xattrs[Self.conflictAttribute] != nil { marked.append(node.fileID) }
+            if node.xattrs[ConflictNote.attribute] != nil { marked.append(node.fileID) }
             var removed = 0
             for id in Set(marked) {
                 tree.conflictCopies[id] = nil
                 guard let copy = tree.node(withID: id), !copy.isUnlinked,
-                    copy.xattrs.removeValue(forKey: Self.conflictAttribute) != nil
+                    copy.xattrs.removeValue(forKey: ConflictNote.attribute) != nil
                 else { continue }
                 copy.ctime = Clock.nowNanoseconds()
-                store.record([.removeXattr(copy.ino, name: Self.conflictAttribute), outbox.changed(id)])
+                tree.record([.removeXattr(copy.ino, name: ConflictNote.attribute), outbox.changed(id)])
                 removed += 1
             }
             return removed
@@ -199,16 +190,16 @@ extension SyncFileSystem {
     }
 
     /// Every unresolved conflict, by path.
-    public func conflicts() -> [ConflictListing] {
-        namespace.withLock { tree in
+    public func unresolved() -> [ConflictListing] {
+        live.transact { tree in
             tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
-                guard let copy = liveConflictCopy(id, in: tree), let value = copy.xattrs[Self.conflictAttribute]
+                guard let copy = tree.liveConflictCopy(id), let value = copy.xattrs[ConflictNote.attribute]
                 else { return nil }
                 let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
                 let original = note.flatMap { FileID(hex: $0.of) }.flatMap { tree.node(withID: $0) }
                 return ConflictListing(
-                    path: displayPath(of: copy, in: tree),
-                    originalPath: original.flatMap { $0.isUnlinked ? nil : displayPath(of: $0, in: tree) },
+                    path: tree.displayPath(of: copy),
+                    originalPath: original.flatMap { $0.isUnlinked ? nil : tree.displayPath(of: $0) },
                     // The note may come from another machine: remote data, shown on a terminal.
                     host: DeviceName.sanitised(note?.host ?? ""), time: DeviceName.sanitised(note?.time ?? ""),
                     reason: DeviceName.printable(note?.reason ?? "", maxBytes: 1024))
@@ -217,68 +208,16 @@ extension SyncFileSystem {
     }
 
     /// How many conflicts are unresolved.
-    public func conflictCount() -> Int {
-        namespace.withLock { tree in
+    public func unresolvedCount() -> Int {
+        live.transact { tree in
             // Copies that are gone (or no longer marked) leave the index here.
-            for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[Self.conflictAttribute] == nil {
+            for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[ConflictNote.attribute] == nil {
                 tree.conflictCopies[id] = nil
             }
-            return tree.conflictCopies.keys.filter { liveConflictCopy($0, in: tree) != nil }.count
+            return tree.conflictCopies.keys.filter { tree.liveConflictCopy($0) != nil }.count
         }
     }
 
-    /// Whether `node` is a conflict copy (or has markers) or the original of one. Under the lock.
-    func isInConflict(_ node: Node, in tree: Namespace) -> Bool {
-        if node.xattrs[Self.conflictAttribute] != nil { return liveConflictCopy(node.fileID, in: tree) != nil }
-        return tree.conflictCopies.contains { copy, original in
-            original == node.fileID && liveConflictCopy(copy, in: tree) != nil
-        }
-    }
-
-    /// Keeps `tree.conflictCopies` true for `node` after its xattrs changed (remote changes).
-    func noteConflictAttribute(of node: Node?, in tree: inout Namespace) {
-        guard let node else { return }
-        tree.conflictCopies[node.fileID] = Self.conflictOriginal(in: node.xattrs)
-    }
-
-    /// The entry a conflict copy with these xattrs was split from, if it is one.
-    static func conflictOriginal(in xattrs: [String: [UInt8]]) -> FileID? {
-        guard let value = xattrs[conflictAttribute],
-            let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
-        else { return nil }
-        return FileID(hex: note.of)
-    }
-
-    /// The conflict copy `id` if its conflict is unresolved: it is here, marked, and the entry
-    /// it was split from is here too (deleting either resolves the conflict).
-    private func liveConflictCopy(_ id: FileID, in tree: Namespace) -> Node? {
-        guard let node = tree.node(withID: id), !node.isUnlinked, node.xattrs[Self.conflictAttribute] != nil,
-            let original = tree.conflictCopies[id]
-        else { return nil }
-        if original != id {
-            guard let originalNode = tree.node(withID: original), !originalNode.isUnlinked else { return nil }
-        }
-        return node
-    }
-
-    /// Every entry in an unresolved conflict (copies and originals), for passes over the tree.
-    func conflictedEntries(in tree: Namespace) -> Set<FileID> {
-        var entries = Set<FileID>()
-        for (copy, original) in tree.conflictCopies where liveConflictCopy(copy, in: tree) != nil {
-            entries.insert(copy)
-            entries.insert(original)
-        }
-        return entries
-    }
-
-    func encodeNote(of original: FileID, reason: String, now: Int64) -> [UInt8] {
-        let seconds = Double(now) / 1e9
-        let formatter = ISO8601DateFormatter()
-        let note = ConflictNote(
-            of: original.hex, host: deviceName.text,
-            time: formatter.string(from: Date(timeIntervalSince1970: seconds)), reason: reason)
-        return Array((try? JSONEncoder().encode(note)) ?? Data())
-    }
 }
 
 /// Copies a cache file's bytes and syncs the copy.
@@ -313,12 +252,12 @@ enum CacheCopy {
     }
 }
 
-extension SyncFileSystem {
+extension ContentResidency {
     /// The whole content of a small file (downloading it first if it is a placeholder), or nil
     /// if it is not a regular file, larger than `limit`, or cannot be read.
     public func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
         guard
-            let node = namespace.withLock({ tree -> Node? in
+            let node = live.transact({ tree -> Node? in
                 guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked,
                     node.size.load(ordering: .relaxed) <= Int64(limit)
                 else { return nil }

@@ -1,11 +1,12 @@
 import SQLiteSupport
 
-/// The state database's schema, as an append-only list of migrations.
+/// The state database's schema, as an append-only list of migrations applied by the shared
+/// runner (`SQLiteMigrations`: `PRAGMA user_version` counts the applied ones, each step in its own
+/// transaction, a newer database refused). doc/FORMATS.md, "`state.db`", lists them.
 ///
 /// Invariant: a migration, once released, is never edited; a schema change is a new entry.
-/// `PRAGMA user_version` records how many have been applied.
-enum Migrations {
-    static let all: [String] = [
+package enum StateDatabaseSchema {
+    package static let migrations = SQLiteMigrations([
         // 1: entries, extended attributes, key/value facts about this state directory.
         """
         CREATE TABLE meta (
@@ -61,21 +62,5 @@ enum Migrations {
         """
         ALTER TABLE sync_base ADD COLUMN state BLOB;
         """,
-    ]
-
-    /// Applies the migrations the database has not seen yet, each in its own transaction.
-    static func migrate(_ connection: SQLiteConnection) throws {
-        let applied = try connection.userVersion
-        guard applied <= all.count else {
-            throw MetadataError(
-                code: 0,
-                message: "the state database has schema \(applied), newer than this build (\(all.count))")
-        }
-        for (index, sql) in all.enumerated() where index >= applied {
-            try connection.transaction {
-                try connection.execute(sql)
-                try connection.execute("PRAGMA user_version = \(index + 1)")
-            }
-        }
-    }
+    ])
 }

@@ -9,13 +9,10 @@ enum Opening<Opened> {
     case needsContent(Node)
 }
 
-extension SyncFileSystem {
+extension ContentResidency {
     /// How long a download keeps retrying an unreachable container while a reader waits, before
     /// the read fails with `ENETDOWN`.
     static let unreachableGiveUp: Double = 3
-    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (the Glibc module does not import them).
-    static let seekData: Int32 = 3
-    static let seekHole: Int32 = 4
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
@@ -49,13 +46,13 @@ extension SyncFileSystem {
             defer { hydration.releaseRetain() }
             try hydration.waitUntilFinished()
         }
-        if namespace.withLock({ _ in node.isPlaceholder }) { throw .stale }
+        if live.transact({ _ in node.isPlaceholder }) { throw .stale }
     }
 
     /// Downloads the file with `id` if it is a placeholder (background downloads of pinned files).
     /// Returns false if it could not be completed.
     public func hydrateCompletely(_ id: FileID) -> Bool {
-        guard let node = namespace.withLock({ tree in tree.node(withID: id) }) else { return true }
+        guard let node = live.transact({ tree in tree.node(withID: id) }) else { return true }
         do { try hydrateCompletely(node) } catch { return false }
         return true
     }
@@ -83,7 +80,7 @@ extension SyncFileSystem {
             switch try attempt() {
             case .opened(let value): return value
             case .needsContent(let node):
-                defer { namespace.withLock { _ in node.openWriters -= 1 } }
+                defer { live.transact { _ in node.openWriters -= 1 } }
                 try hydrateCompletely(node)
             }
         }
@@ -95,7 +92,7 @@ extension SyncFileSystem {
     func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         if size == 0 {
-            let done = namespace.withLock { _ in
+            let done = live.transact { _ in
                 guard node.isPlaceholder else { return true }
                 return makeLocalWithoutContent(node)
             }
@@ -119,11 +116,11 @@ extension SyncFileSystem {
 
     /// The running download of `node`, started if needed; nil if the content is local.
     func hydration(of node: Node) throws(FSError) -> Hydration? {
-        try namespace.withLock { tree throws(FSError) in try hydrationLocked(node, tree: &tree) }
+        try live.transact { tree throws(FSError) in try hydrationLocked(node, tree: &tree) }
     }
 
     /// See `hydration(of:)`. Under the lock.
-    func hydrationLocked(_ node: Node, tree: inout Namespace) throws(FSError) -> Hydration? {
+    func hydrationLocked(_ node: Node, tree: inout TreeTransaction) throws(FSError) -> Hydration? {
         guard node.isPlaceholder else { return nil }
         if let running = node.hydration { return running }
         guard let manifest = node.retiredManifest ?? tree.bases[node.fileID]?.manifest else { throw .stale }
@@ -137,7 +134,7 @@ extension SyncFileSystem {
             throw error
         }
         node.hydration = hydration
-        let path = displayPath(of: node, in: tree)
+        let path = tree.displayPath(of: node)
         let id = node.fileID
         activeDownloads.add(1, ordering: .relaxed)
         let thread = Thread { [self] in
@@ -181,7 +178,7 @@ extension SyncFileSystem {
             complete = false
         }
         close(hydration.descriptor)
-        namespace.withLock { tree in
+        live.transact { tree in
             guard node.hydration === hydration else { return }
             node.hydration = nil
             if complete {
@@ -189,8 +186,8 @@ extension SyncFileSystem {
                 node.retiredManifest = nil
                 node.lastUsed = Clock.nowNanoseconds()
                 if !node.isUnlinked {
-                    recordChange(node)
-                    noteChange(.downloaded, node, origin: nil, in: tree)
+                    tree.recordChange(node)
+                    tree.noteChange(.downloaded, node, origin: nil)
                 }
             }
         }
@@ -260,7 +257,7 @@ extension SyncFileSystem {
     /// True if the chunk `ref` at `offset` is already in the file (a resumed download).
     private func chunkOnDisk(_ ref: ChunkRef, at offset: Int64, in descriptor: Int32) -> Bool {
         // A hole where the chunk starts: never written.
-        guard Glibc.lseek(descriptor, off_t(offset), Self.seekData) == off_t(offset) else { return false }
+        guard Glibc.lseek(descriptor, off_t(offset), SyncFileSystem.seekData) == off_t(offset) else { return false }
         var bytes = [UInt8](repeating: 0, count: Int(ref.length))
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
         return count == Int(ref.length) && bytes.withUnsafeBytes { ChunkCodec.hash($0) } == ref.hash
@@ -276,7 +273,7 @@ extension SyncFileSystem {
     /// True if a read of a placeholder by a process that must not download can be served from
     /// what is already on disk.
     public func contentPresent(_ handle: OpenFile, offset: Int64, count: Int) -> Bool {
-        guard let running = namespace.withLock({ _ in handle.node.hydration }) else { return false }
+        guard let running = live.transact({ _ in handle.node.hydration }) else { return false }
         return running.isPresent(offset: offset, count: count)
     }
 
@@ -291,17 +288,5 @@ extension SyncFileSystem {
         guard let running = node.hydration else { return }
         running.cancel()
         node.hydration = nil
-    }
-
-    /// The path of `node` below the mount point, for messages. Under the lock.
-    func displayPath(of node: Node, in tree: Namespace) -> String {
-        var parts: [String] = []
-        var current: Node? = node
-        while let this = current, this.ino != .root {
-            parts.append(String(decoding: this.name.bytes, as: UTF8.self))
-            current = this.parent.flatMap { tree.nodes[$0] }
-            if parts.count > 4096 { break }
-        }
-        return parts.reversed().joined(separator: "/")
     }
 }

@@ -3,11 +3,11 @@ import SyncBackend
 /// The folder's log lines about downloads (doc/SEMANTICS.md, "Logs"): one debug line per
 /// finished download, and a download that fails because the container is unreachable logged
 /// once per outage episode (`RepeatedFailureLog`, shared with the uploader), not once per read.
-extension SyncFileSystem {
+extension ContentResidency {
     /// The debug line for a finished download of `id`.
     func logDownload(_ hydration: Hydration, id: FileID, started: Int64) {
         guard logger.logLevel <= .debug else { return }
-        let path = displayPath(of: id).map(LogText.line) ?? "(no longer in the tree)"
+        let path = live.displayPath(of: id).map(LogText.line) ?? "(no longer in the tree)"
         let local = hydration.foundOnDisk
         let seconds = Double(Clock.nowNanoseconds() - started) / 1e9
         logger.debug(

@@ -1,32 +1,44 @@
 import Glibc
+import Logging
 import SyncBackend
 
-/// How the follower should treat one remote change (see `SyncFileSystem.planRemote`).
-public enum RemotePlan: Equatable, Sendable {
-    /// Already reflected locally (our own change coming back, or an older version).
-    case skip
-    /// The local entry has changes of its own not yet committed: the upload resolves it.
-    case localChangesPending
-    /// Cannot be applied yet (open for writing, parent missing locally, would make a cycle,
-    /// directory still holds local entries): try again later.
-    case later
-    /// The parent is not known locally: fetch and apply it first.
-    case needsParent(FileID)
-    /// Apply it; download the content first if `needsContent`.
-    case apply(needsContent: Bool)
-    /// Never apply it: the entry breaks a rule (`RemoteEntryValidation`) or would change what an
-    /// existing entry is (its kind). Nothing local changes; the reason is shown in `status`.
-    case refused(String)
+/// The container's changes applied to the tree (the follower's side): each remote entry is
+/// planned against the local state (`planRemote`), then applied — created, updated, moved or
+/// deleted, with its new sync base, in one transaction, without queueing an upload — and, with
+/// the inotify echo on, made visible to inotify watchers (`RemoteChanges+Echo`).
+public final class RemoteChanges: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    let logger: Logger
+    let residency: ContentResidency
+    /// The inotify echo, shared with the kernel's side (`SyncFileSystem`).
+    let echoChannel: EchoChannel
+    /// `mount --allow-remote-setuid` (see `appliedMode`).
+    let remoteSetuid: SharedFlag
+    /// This mount's name in conflict copies (a local entry moved aside for a remote one).
+    let deviceName: DeviceName
+    var outbox: Outbox { live.outbox }
+    var store: MetadataStore { live.store }
+
+    public init(fileSystem: SyncFileSystem) {
+        live = fileSystem.live
+        cache = fileSystem.cache
+        logger = fileSystem.logger
+        residency = fileSystem.residency
+        echoChannel = fileSystem.echo
+        remoteSetuid = fileSystem.remoteSetuid
+        deviceName = fileSystem.deviceName
+    }
 }
 
-extension SyncFileSystem {
+extension RemoteChanges {
     /// Decides what to do with a remote entry, under the lock. `force` ignores local changes
     /// (the local side gave way after a conflict).
     public func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
-        namespace.withLock { tree in plan(entry, force: force, tree: &tree) }
+        live.transact { tree in plan(entry, force: force, tree: &tree) }
     }
 
-    func plan(_ entry: RemoteEntry, force: Bool, tree: inout Namespace) -> RemotePlan {
+    func plan(_ entry: RemoteEntry, force: Bool, tree: inout TreeTransaction) -> RemotePlan {
         // Checked where the entry entered (the engine's container) and again here, where it is
         // used: every path that applies a remote entry plans it first.
         if let problem = RemoteEntryValidation.problem(with: entry) { return .refused(problem) }
@@ -74,111 +86,102 @@ extension SyncFileSystem {
     public func applyRemote(
         _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
     ) -> RemotePlan {
-        if item == nil, let echo = inotifyEcho.withLock({ $0 }) {
+        if item == nil, let echo = echoChannel.current {
             return applyRemoteEchoed(entry, contentFile: contentFile, force: force, echo: echo)
         }
         var application = RemoteApplication()
-        let result = namespace.withLock { tree -> RemotePlan in
+        return live.transact { tree -> RemotePlan in
             if force, let item, item.fileID == entry.id, !outbox.isUnchanged(since: item) {
                 return .localChangesPending
             }
             return applyRemoteLocked(entry, contentFile: contentFile, force: force, tree: &tree, into: &application)
         }
-        perform(application.invalidations)
-        return result
     }
 
-    /// `applyRemote` under the lock: re-plans, applies, records, publishes the change events;
-    /// the kernel invalidations (and the echo's touch) go to `application`.
+    /// `applyRemote` inside a transaction: re-plans, applies, records, publishes the change events
+    /// and collects the kernel invalidations in `tree`; the echo's touch goes to `application`.
     func applyRemoteLocked(
-        _ entry: RemoteEntry, contentFile: String?, force: Bool, tree: inout Namespace,
+        _ entry: RemoteEntry, contentFile: String?, force: Bool, tree: inout TreeTransaction,
         into application: inout RemoteApplication
     ) -> RemotePlan {
         let decision = plan(entry, force: force, tree: &tree)
         guard case .apply(let needsContent) = decision else { return decision }
         if needsContent && contentFile == nil { return decision }
-        var changes: [MetadataChange] = []
-        if force { changes.append(outbox.remove(entry.id)) }
+        if force { tree.record(outbox.remove(entry.id)) }
         if entry.isDeleted {
-            guard applyDeletion(entry, tree: &tree, changes: &changes, invalidations: &application.invalidations)
-            else { return .later }
+            guard applyDeletion(entry, tree: &tree) else { return .later }
         } else if let node = tree.node(withID: entry.id), !node.isUnlinked {
             guard
                 update(
-                    node, to: entry, contentFile: needsContent ? contentFile : nil, tree: &tree, changes: &changes,
+                    node, to: entry, contentFile: needsContent ? contentFile : nil, tree: &tree,
                     application: &application)
             else { return .later }
         } else {
-            guard create(entry, contentFile: contentFile, tree: &tree, changes: &changes, application: &application)
-            else { return .later }
+            guard create(entry, contentFile: contentFile, tree: &tree, application: &application) else { return .later }
         }
-        store.record(changes)
         return decision
     }
 
-    private func applyDeletion(
-        _ entry: RemoteEntry, tree: inout Namespace, changes: inout [MetadataChange],
-        invalidations: inout [KernelInvalidation]
-    ) -> Bool {
-        tree.bases[entry.id] = nil
-        changes.append(.syncBaseRemove(entry.id))
+    private func applyDeletion(_ entry: RemoteEntry, tree: inout TreeTransaction) -> Bool {
         guard let node = tree.node(withID: entry.id), !node.isUnlinked, let parentIno = node.parent,
             let parent = tree.nodes[parentIno]
-        else { return true }
+        else {
+            tree.bases[entry.id] = nil
+            tree.record(.syncBaseRemove(entry.id))
+            return true
+        }
         if node.kind == .directory && !node.children.isEmpty {
             // Local entries the container does not know live in it: keep the directory and
             // re-create it in the container (a put on the tombstone).
             let base = SyncBase(version: entry.version, manifest: [])
             tree.bases[entry.id] = base
-            changes.removeLast()
-            changes.append(.syncBaseSet(entry.id, base, state: entry.state))
-            changes.append(outbox.changed(entry.id))
+            tree.record([.syncBaseSet(entry.id, base, state: entry.state), outbox.changed(entry.id)])
             return true
         }
-        invalidations.append(.deleted(parent: parentIno, child: node.ino, name: node.name))
-        noteChange(.deleted, node, origin: .remote, in: tree)
+        tree.bases[entry.id] = nil
+        tree.record(.syncBaseRemove(entry.id))
+        tree.invalidate(.deleted(parent: parentIno, child: node.ino, name: node.name))
+        tree.noteChange(.deleted, node, origin: .remote)
         let now = Clock.nowNanoseconds()
         tree.detach(node)
         node.isUnlinked = true
         node.removedRemotely = true
         node.ctime = now
-        changes.append(.delete(node.ino))
-        touchDirectory(parent, now: now)
-        releaseIfUnused(node.ino, in: &tree)
+        tree.record(.delete(node.ino))
+        tree.touchDirectory(parent, now: now)
+        tree.releaseIfUnused(node.ino)
         return true
     }
 
     /// Puts `node` at `name` in `parent`, moving a different local entry there aside. Under the lock.
     private func place(
-        _ node: Node, in parent: Node, as name: FileName, tree: inout Namespace, changes: inout [MetadataChange],
-        invalidations: inout [KernelInvalidation]
+        _ node: Node, in parent: Node, as name: FileName, tree: inout TreeTransaction
     ) {
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
-            let occupantPath = pathIfObserved(occupant, in: tree)
-            _ = moveToConflictName(
-                occupant, in: parent, of: node.fileID, tree: &tree, changes: &changes, invalidations: &invalidations)
-            noteChange(.conflict, occupant, origin: .remote, oldPath: occupantPath, in: tree)
+            let occupantPath = tree.pathIfObserved(occupant)
+            _ = tree.moveToConflictName(occupant, in: parent, of: node.fileID, host: deviceName)
+            tree.noteChange(.conflict, occupant, origin: .remote, oldPath: occupantPath)
         }
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
-            invalidations.append(.entry(parent: oldParentIno, name: node.name))
+            tree.invalidate(.entry(parent: oldParentIno, name: node.name))
             tree.detach(node)
-            touchDirectory(oldParent, now: Clock.nowNanoseconds())
+            tree.touchDirectory(oldParent, now: Clock.nowNanoseconds())
         }
         tree.attach(node, to: parent, as: name)
-        invalidations.append(.entry(parent: parent.ino, name: name))
-        touchDirectory(parent, now: Clock.nowNanoseconds())
+        tree.invalidate(.entry(parent: parent.ino, name: name))
+        tree.touchDirectory(parent, now: Clock.nowNanoseconds())
     }
 
     func update(
-        _ existing: Node, to entry: RemoteEntry, contentFile: String?, tree: inout Namespace,
-        changes: inout [MetadataChange], application: inout RemoteApplication
+        _ existing: Node, to entry: RemoteEntry, contentFile: String?, tree: inout TreeTransaction,
+        application: inout RemoteApplication
     ) -> Bool {
         let state = entry.state
         guard existing.kind == state.kind else { return false }
         var node = existing
         var contentFile = contentFile
-        let oldPath = pathIfObserved(existing, in: tree)
+        let oldPath = tree.pathIfObserved(existing)
         let placeholderChanged = existing.isPlaceholder && tree.bases[entry.id]?.manifest != state.manifest
         let contentChanged = contentFile != nil || placeholderChanged
         let metadataChanged =
@@ -188,7 +191,7 @@ extension SyncFileSystem {
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
         if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
             // Nobody reads it: the part already downloaded is simply dropped.
-            cancelHydration(of: existing)
+            residency.cancelHydration(of: existing)
             cache.remove(existing.fileID)
         }
         if existing.kind == .file && timesOrContentChanged
@@ -199,12 +202,12 @@ extension SyncFileSystem {
             // open must keep reading the old content. So the name now leads to a new inode with
             // the new content and times (as after a local replace-by-rename); the old inode
             // keeps the old content for its open handles and goes when the kernel forgets it.
-            guard let fresh = replaceInode(existing, content: contentFile, tree: &tree, changes: &changes) else {
+            guard let fresh = replaceInode(existing, content: contentFile, tree: &tree) else {
                 return false
             }
             node = fresh
             contentFile = nil
-            application.invalidations.append(
+            tree.invalidate(
                 .deleted(parent: fresh.parent ?? .root, child: existing.ino, name: fresh.name))
         }
         var moved = false
@@ -212,8 +215,7 @@ extension SyncFileSystem {
             let name = FileName(bytes: state.name)
             if node.parent != parent.ino || node.name != name {
                 place(
-                    node, in: parent, as: name, tree: &tree, changes: &changes,
-                    invalidations: &application.invalidations)
+                    node, in: parent, as: name, tree: &tree)
                 moved = true
             }
         }
@@ -221,24 +223,24 @@ extension SyncFileSystem {
         node.mtime.store(state.mtime, ordering: .relaxed)
         node.ctime = Clock.nowNanoseconds()
         node.symlinkTarget = state.symlinkTarget ?? node.symlinkTarget
-        applyXattrs(state.xattrs, to: node, tree: &tree, changes: &changes)
+        applyXattrs(state.xattrs, to: node, tree: &tree)
         if let contentFile {
             node.beginContentChange()
             defer { node.endContentChange() }
             guard (try? cache.install(contentFile, as: node.fileID)) != nil else { return false }
             node.size.store(state.size, ordering: .relaxed)
-            application.invalidations.append(.content(node.ino))
+            tree.invalidate(.content(node.ino))
         } else {
-            application.invalidations.append(.attributes(node.ino))
+            tree.invalidate(.attributes(node.ino))
         }
         if node !== existing || node.isPlaceholder { node.size.store(state.size, ordering: .relaxed) }
-        changes.append(.upsert(node.record))
+        tree.record(.upsert(node.record))
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
-        changes.append(.syncBaseSet(entry.id, base, state: state))
-        if moved { noteChange(.renamed, node, origin: .remote, oldPath: oldPath, in: tree) }
+        tree.record(.syncBaseSet(entry.id, base, state: state))
+        if moved { tree.noteChange(.renamed, node, origin: .remote, oldPath: oldPath) }
         if contentChanged || metadataChanged {
-            noteChange(.modified, node, origin: .remote, in: tree)
+            tree.noteChange(.modified, node, origin: .remote)
             if application.wantsTouch {
                 application.touch = echoTouch(for: node, contentChanged: contentChanged, in: tree)
             }
@@ -250,7 +252,7 @@ extension SyncFileSystem {
     /// `content` (or the current one); `old` is unlinked, keeps its open handles, and takes a throwaway identity with
     /// no cache file, so releasing it removes nothing. Under the lock.
     private func replaceInode(
-        _ old: Node, content: String?, tree: inout Namespace, changes: inout [MetadataChange]
+        _ old: Node, content: String?, tree: inout TreeTransaction
     ) -> Node? {
         guard let parentIno = old.parent, let parent = tree.nodes[parentIno] else { return nil }
         let id = old.fileID
@@ -269,17 +271,17 @@ extension SyncFileSystem {
         // A placeholder's partial download goes with the old node (its handles and download keep
         // using it); the new node starts without one.
         if retiring && !cache.move(id, to: old.fileID) { cache.remove(id) }
-        changes.append(.delete(old.ino))
+        tree.record(.delete(old.ino))
         tree.attach(fresh, to: parent, as: name)
-        changes.append(.upsert(fresh.record))
-        changes.append(.setMeta(key: "next_ino", value: String(tree.nextIno)))
-        for (key, value) in fresh.xattrs { changes.append(.setXattr(fresh.ino, name: key, value: value)) }
-        releaseIfUnused(old.ino, in: &tree)
+        tree.record(.upsert(fresh.record))
+        tree.record(.fact(.nextIno, tree.nextIno))
+        for (key, value) in fresh.xattrs { tree.record(.setXattr(fresh.ino, name: key, value: value)) }
+        tree.releaseIfUnused(old.ino)
         return fresh
     }
 
     private func create(
-        _ entry: RemoteEntry, contentFile: String?, tree: inout Namespace, changes: inout [MetadataChange],
+        _ entry: RemoteEntry, contentFile: String?, tree: inout TreeTransaction,
         application: inout RemoteApplication
     ) -> Bool {
         let state = entry.state
@@ -310,15 +312,14 @@ extension SyncFileSystem {
             mtime: state.mtime, ctime: now, symlinkTarget: state.symlinkTarget, isPlaceholder: isPlaceholder)
         let node = Node(record: record, xattrs: [:])
         place(
-            node, in: parent, as: record.name, tree: &tree, changes: &changes,
-            invalidations: &application.invalidations)
-        changes.append(.upsert(node.record))
-        changes.append(.setMeta(key: "next_ino", value: String(tree.nextIno)))
-        applyXattrs(state.xattrs, to: node, tree: &tree, changes: &changes)
+            node, in: parent, as: record.name, tree: &tree)
+        tree.record(.upsert(node.record))
+        tree.record(.fact(.nextIno, tree.nextIno))
+        applyXattrs(state.xattrs, to: node, tree: &tree)
         let base = SyncBase(version: entry.version, manifest: state.manifest)
         tree.bases[entry.id] = base
-        changes.append(.syncBaseSet(entry.id, base, state: state))
-        noteChange(.created, node, origin: .remote, in: tree)
+        tree.record(.syncBaseSet(entry.id, base, state: state))
+        tree.noteChange(.created, node, origin: .remote)
         // A new file is echoed as written and closed too, as a local copy would be seen.
         if application.wantsTouch && node.kind == .file {
             application.touch = echoTouch(for: node, contentChanged: true, in: tree)
@@ -329,20 +330,20 @@ extension SyncFileSystem {
     /// The mode a remote entry gets here: the container's, without setuid and setgid unless the
     /// mount allows them (`allowRemoteSetuid`), so a container cannot hand out privileges.
     func appliedMode(_ remote: UInt32) -> UInt32 {
-        allowsRemoteSetuid.load(ordering: .relaxed) ? remote : remote & ~UInt32(S_ISUID | S_ISGID)
+        remoteSetuid.isSet ? remote : remote & ~UInt32(S_ISUID | S_ISGID)
     }
 
     private func applyXattrs(
-        _ wanted: [String: [UInt8]], to node: Node, tree: inout Namespace, changes: inout [MetadataChange]
+        _ wanted: [String: [UInt8]], to node: Node, tree: inout TreeTransaction
     ) {
         for name in node.xattrs.keys where wanted[name] == nil {
-            changes.append(.removeXattr(node.ino, name: name))
+            tree.record(.removeXattr(node.ino, name: name))
         }
         for (name, value) in wanted where node.xattrs[name] != value {
-            changes.append(.setXattr(node.ino, name: name, value: value))
+            tree.record(.setXattr(node.ino, name: name, value: value))
         }
         node.xattrs = wanted
-        noteConflictAttribute(of: node, in: &tree)
+        tree.noteConflictAttribute(of: node)
     }
 
     /// A fresh path for downloading content next to the cache (same filesystem, so the final
@@ -354,7 +355,7 @@ extension SyncFileSystem {
     /// The cache file's path of a clean local file whose content is `base` (for reusing chunks
     /// it already holds), or nil.
     public func reusableContentPath(_ id: FileID) -> String? {
-        namespace.withLock { tree in
+        live.transact { tree in
             guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
                 !outbox.isPending(id), !node.isPlaceholder
             else { return nil }
@@ -363,12 +364,12 @@ extension SyncFileSystem {
     }
 }
 
-extension SyncFileSystem {
+extension RemoteChanges {
     /// Stores the follower's position and the changes it must retry, behind what it applied.
     public func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
         store.record([
-            .setMeta(key: "feed_cursor", value: cursor),
-            .setMeta(key: "deferred_ids", value: deferred.map(\.hex).sorted().joined(separator: ",")),
+            .fact(.feedCursor, FeedCursor(token: cursor)),
+            .fact(.deferredIDs, deferred),
         ])
     }
 }

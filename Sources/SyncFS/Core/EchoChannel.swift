@@ -1,0 +1,51 @@
+import Synchronization
+
+/// The inotify echo as both of its sides see it: the follower (`RemoteChanges`), which hands
+/// structural changes to the echo thread, and the kernel's operations (`SyncFileSystem`), which
+/// recognise the echo thread's requests and apply the change they carry. See `InotifyEcho`.
+public final class EchoChannel: Sendable {
+    /// The running echo; nil when off.
+    private let running = Mutex<InotifyEcho?>(nil)
+    /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
+    private let threadID = Atomic<Int32>(0)
+
+    /// Starts echoing remote changes through `mountpoint` (the session must be mounted).
+    /// `prepareThread` runs first on the echo thread (the daemon isolates it from `/dev/fuse`);
+    /// if it fails, there is no echo.
+    public func start(
+        mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
+    ) {
+        let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, prepare: prepareThread) {
+            [weak self] tid in
+            self?.threadID.store(tid, ordering: .relaxed)
+        }
+        running.withLock { $0 = echo }
+    }
+
+    /// Stops the echo (the session is ending): remote changes are applied directly from now on.
+    public func stop() {
+        running.withLock { echo in
+            echo?.stop()
+            echo = nil
+        }
+        threadID.store(0, ordering: .relaxed)
+    }
+
+    /// The running echo, if any.
+    var current: InotifyEcho? { running.withLock { $0 } }
+
+    /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
+    @inline(__always)
+    public func isEchoRequest(pid: Int32) -> Bool {
+        let tid = threadID.load(ordering: .relaxed)
+        return tid != 0 && pid == tid
+    }
+
+    /// The echo thread's kernel thread id, 0 when there is none (tests).
+    var echoThreadID: Int32 { threadID.load(ordering: .relaxed) }
+
+    /// Steps the echo completed and steps that timed out since the mount (tests, log).
+    public var statistics: (completed: Int, timedOut: Int)? {
+        running.withLock { echo in echo.map { ($0.completedSteps, $0.timedOutSteps) } }
+    }
+}

@@ -1,0 +1,112 @@
+import SyncBackend
+import Synchronization
+
+/// The folder's tree as it runs: the one lock over it, and the only way to read or change it
+/// (`transact`).
+///
+/// `LiveTree` owns the namespace lock, the metadata store, the kernel invalidator and the events
+/// hub. Every reader and writer of the tree — the kernel's operations (`SyncFileSystem`), the
+/// follower (`RemoteChanges`), the uploader (`UploadRecords`), merges (`ConflictAdoption`) and
+/// residency (`ContentResidency`) — holds this one object and goes through `transact`, which hands
+/// it an `inout TreeTransaction`. What must happen "under the lock" is a method of
+/// `TreeTransaction`, so the compiler, not a comment, checks that the lock is held.
+///
+/// A transaction collects what it changed and publishes it in one place, in this order:
+/// 1. under the lock, at its end: its metadata changes are handed to the store as ONE batch (so
+///    the store's order is the tree's order, and a crash shows all or none of them), then its
+///    after-commit actions are registered (so they run only once that batch is committed), then
+///    its change events go to the hub (in the tree's order: every watcher sees them as they
+///    happened; the hub only enqueues);
+/// 2. after unlocking: its kernel invalidations are sent (the kernel may answer one with requests
+///    of its own, which need the lock).
+/// Effects are published even when the body throws: whatever it changed in the tree before
+/// throwing stays changed, and the store must agree with the tree.
+///
+/// # Lock hierarchy (the whole of it; every other description points here)
+/// Locks are taken only in this order, never the reverse:
+/// 1. `InotifyEcho.turn` — the follower's echo turn (one remote change through the mount at a
+///    time). Held across calls into the mount, so nothing below may be held when taking it.
+/// 2. The namespace lock (this type's `state`) — the tree, its nodes' `var`s, the kernel's
+///    references (`InodeTable`), the sync bases, the conflict index.
+/// 3. Short leaf locks, taken inside the namespace lock or alone, never holding another:
+///    `InotifyEcho.pending` (the echo's pending change), `Outbox`'s queue lock, `TransferBoard`,
+///    `Hydration`'s state lock, `Node.identity`, `ChangeEvents`' subscriber list and each
+///    `ChangeSubscription`'s buffer, `SpareCacheFiles`, `RulesWatch`.
+/// 4. The metadata store: `MetadataStore.pending` (a leaf, taken by `record` inside the
+///    namespace lock) and `MetadataStore.connection` (the SQLite connection; taken by the
+///    flusher and `commit` *without* the namespace lock, and it takes `pending` briefly inside).
+///    So: namespace → store.pending, and store.connection → store.pending; never
+///    store.connection → namespace.
+/// Never held across a call into the kernel (`KernelCacheInvalidating`, a path below the mount):
+/// the namespace lock and every lock of level 3 and 4. Content I/O (reads and writes of cache
+/// files) takes no lock at all; it is ordered by each node's content seqlock
+/// (`Node.beginContentChange`).
+final class LiveTree: Sendable {
+    let store: MetadataStore
+    let cache: ContentCache
+    /// Local changes waiting for upload (rows recorded in the same batch as the change).
+    let outbox: Outbox
+    /// Observers of every change (`syncfs-mount events`).
+    let changeEvents: ChangeEvents
+    /// The rules files' errors, checked again when one changes.
+    let rulesWatch: RulesWatch
+    private let state: Mutex<TreeTransaction>
+    /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
+    private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
+
+    init(
+        _ namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,
+        changeEvents: ChangeEvents, rulesWatch: RulesWatch
+    ) {
+        self.store = store
+        self.cache = cache
+        self.outbox = outbox
+        self.changeEvents = changeEvents
+        self.rulesWatch = rulesWatch
+        state = Mutex(
+            TreeTransaction(
+                namespace: namespace, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents,
+                rulesWatch: rulesWatch))
+    }
+
+    /// Runs `body` under the namespace lock with the tree, then publishes what it collected
+    /// (see the type's documentation for the order). Do not call from inside another
+    /// transaction (the lock is not recursive) or with a lock of level 3 or 4 held.
+    @discardableResult
+    func transact<Result, Failure: Error>(
+        _ body: (inout TreeTransaction) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        let (outcome, invalidations) = state.withLock { transaction in
+            let outcome: Swift.Result<Result, Failure>
+            do throws(Failure) {
+                outcome = .success(try body(&transaction))
+            } catch {
+                outcome = .failure(error)
+            }
+            return (outcome, transaction.publishCollected())
+        }
+        perform(invalidations)
+        return try outcome.get()
+    }
+
+    /// The path of the entry with `id` below the mount point, if it is in the tree.
+    func displayPath(of id: FileID) -> String? {
+        transact { tree in tree.node(withID: id).map { tree.displayPath(of: $0) } }
+    }
+
+    func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }
+
+    /// Sends invalidations to the kernel. Never call inside a transaction.
+    func perform(_ invalidations: [KernelInvalidation]) {
+        guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
+        for invalidation in invalidations {
+            switch invalidation {
+            case .entry(let parent, let name): kernel.entryChanged(parent: parent, name: name)
+            case .attributes(let ino): kernel.attributesChanged(ino)
+            case .content(let ino): kernel.writeBackPages(ino)
+            case .deleted(let parent, let child, let name):
+                kernel.entryDeleted(parent: parent, child: child, name: name)
+            }
+        }
+    }
+}

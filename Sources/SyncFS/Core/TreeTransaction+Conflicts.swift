@@ -1,0 +1,68 @@
+import Foundation
+import SyncBackend
+
+/// The conflict index (`Namespace.conflictCopies`) and conflict names: which entries are in an
+/// unresolved conflict, and moving an entry aside to a conflict name. Read and kept by every
+/// transaction that changes an entry's xattrs or name.
+extension TreeTransaction {
+    /// Whether `node` is a conflict copy (or has markers) or the original of one.
+    func isInConflict(_ node: Node) -> Bool {
+        if node.xattrs[ConflictNote.attribute] != nil { return liveConflictCopy(node.fileID) != nil }
+        return conflictCopies.contains { copy, original in
+            original == node.fileID && liveConflictCopy(copy) != nil
+        }
+    }
+
+    /// Keeps `conflictCopies` true for `node` after its xattrs changed (remote changes).
+    mutating func noteConflictAttribute(of node: Node?) {
+        guard let node else { return }
+        conflictCopies[node.fileID] = ConflictNote.original(in: node.xattrs)
+    }
+
+    /// The conflict copy `id` if its conflict is unresolved: it is here, marked, and the entry
+    /// it was split from is here too (deleting either resolves the conflict).
+    func liveConflictCopy(_ id: FileID) -> Node? {
+        guard let node = node(withID: id), !node.isUnlinked, node.xattrs[ConflictNote.attribute] != nil,
+            let original = conflictCopies[id]
+        else { return nil }
+        if original != id {
+            guard let originalNode = self.node(withID: original), !originalNode.isUnlinked else { return nil }
+        }
+        return node
+    }
+
+    /// Every entry in an unresolved conflict (copies and originals), for passes over the tree.
+    func conflictedEntries() -> Set<FileID> {
+        var entries = Set<FileID>()
+        for (copy, original) in conflictCopies where liveConflictCopy(copy) != nil {
+            entries.insert(copy)
+            entries.insert(original)
+        }
+        return entries
+    }
+
+    /// Gives `node` a free conflict name in `parent` (keep both:
+    /// `NAME (conflict from HOST DATE TIME)`), marks it as a conflict copy of `original` (the
+    /// entry that took its name) and queues it: its record, mark and outbox row are recorded.
+    mutating func moveToConflictName(_ node: Node, in parent: Node, of original: FileID?, host: DeviceName)
+        -> FileName
+    {
+        let now = Clock.nowNanoseconds()
+        let newName = ConflictNames.free(for: node.name, in: parent, host: host.text, time: now)
+        invalidate(.entry(parent: parent.ino, name: node.name))
+        invalidate(.entry(parent: parent.ino, name: newName))
+        detach(node)
+        attach(node, to: parent, as: newName)
+        node.ctime = now
+        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        if let original {
+            let value = ConflictNote.encoded(of: original, host: host, reason: "another entry took the name", now: now)
+            node.xattrs[ConflictNote.attribute] = value
+            conflictCopies[node.fileID] = original
+            record(.setXattr(node.ino, name: ConflictNote.attribute, value: value))
+        }
+        record(.upsert(node.record))
+        record(outbox.changed(node.fileID))
+        return newName
+    }
+}

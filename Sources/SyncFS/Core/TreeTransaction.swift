@@ -1,0 +1,113 @@
+import SyncBackend
+
+/// The tree inside `LiveTree.transact`: the `Namespace` itself plus what this transaction has
+/// changed so far (metadata changes, after-commit actions, change events, kernel invalidations).
+///
+/// Only `LiveTree` makes one, and only inside its lock; so a function that takes an
+/// `inout TreeTransaction` (or is a method of it) runs under the namespace lock by construction.
+/// The namespace's own members are forwarded (`tree.nodes`, `tree.node(withID:)`, …); the
+/// helpers that used to say "under the lock" are its methods (see `TreeTransaction+Records`).
+struct TreeTransaction {
+    private(set) var namespace: Namespace
+    let store: MetadataStore
+    let cache: ContentCache
+    let outbox: Outbox
+    let changeEvents: ChangeEvents
+    let rulesWatch: RulesWatch
+    private var changes: [MetadataChange] = []
+    private var afterCommitActions: [@Sendable () -> Void] = []
+    private var events: [ChangeEvent] = []
+    private var invalidations: [KernelInvalidation] = []
+
+    init(
+        namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,
+        changeEvents: ChangeEvents, rulesWatch: RulesWatch
+    ) {
+        self.namespace = namespace
+        self.store = store
+        self.cache = cache
+        self.outbox = outbox
+        self.changeEvents = changeEvents
+        self.rulesWatch = rulesWatch
+    }
+
+    // MARK: Collecting
+
+    /// Records metadata changes; they reach the store in one batch with the transaction's others.
+    mutating func record(_ change: MetadataChange) { changes.append(change) }
+    mutating func record(_ more: [MetadataChange]) { changes.append(contentsOf: more) }
+
+    /// Runs `action` once every change recorded so far (this transaction's included) is committed.
+    mutating func afterCommit(_ action: @escaping @Sendable () -> Void) { afterCommitActions.append(action) }
+
+    /// Publishes `event` when the transaction ends (still in the tree's order).
+    mutating func publish(_ event: ChangeEvent) { events.append(event) }
+
+    /// Tells the kernel, after unlocking, that what it cached is stale.
+    mutating func invalidate(_ invalidation: KernelInvalidation) { invalidations.append(invalidation) }
+
+    /// Hands the invalidations collected so far to the caller instead of sending them at the end
+    /// (the echo: a FUSE handler applying a change for the follower must not send invalidations
+    /// while the kernel serves the echo's request; the follower sends them afterwards).
+    mutating func takeInvalidations() -> [KernelInvalidation] {
+        defer { invalidations = [] }
+        return invalidations
+    }
+
+    /// Ends the transaction: records, registers and publishes (see `LiveTree`), and returns the
+    /// invalidations to send once unlocked. Only `LiveTree.transact` calls it.
+    mutating func publishCollected() -> [KernelInvalidation] {
+        if !changes.isEmpty {
+            store.record(changes)
+            changes = []
+        }
+        if !afterCommitActions.isEmpty {
+            for action in afterCommitActions { store.afterCommit(action) }
+            afterCommitActions = []
+        }
+        if !events.isEmpty {
+            for event in events { changeEvents.publish(event) }
+            events = []
+        }
+        return takeInvalidations()
+    }
+
+    // MARK: The namespace, forwarded
+
+    var nodes: [InodeNumber: Node] {
+        _read { yield namespace.nodes }
+        _modify { yield &namespace.nodes }
+    }
+    var byFileID: [FileID: InodeNumber] {
+        _read { yield namespace.byFileID }
+        _modify { yield &namespace.byFileID }
+    }
+    var inodes: InodeTable {
+        _read { yield namespace.inodes }
+        _modify { yield &namespace.inodes }
+    }
+    var nextIno: UInt64 { namespace.nextIno }
+    var bases: [FileID: SyncBase] {
+        _read { yield namespace.bases }
+        _modify { yield &namespace.bases }
+    }
+    var conflictCopies: [FileID: FileID] {
+        _read { yield namespace.conflictCopies }
+        _modify { yield &namespace.conflictCopies }
+    }
+
+    mutating func allocateIno() -> InodeNumber { namespace.allocateIno() }
+    func node(_ ino: InodeNumber) throws(FSError) -> Node { try namespace.node(ino) }
+    func directory(_ ino: InodeNumber) throws(FSError) -> Node { try namespace.directory(ino) }
+    func child(of parent: Node, named name: FileName) -> Node? { namespace.child(of: parent, named: name) }
+    mutating func attach(_ node: Node, to parent: Node, as name: FileName) {
+        namespace.attach(node, to: parent, as: name)
+    }
+    func liveDirectory(withID id: FileID) -> Node? { namespace.liveDirectory(withID: id) }
+    func node(withID id: FileID) -> Node? { namespace.node(withID: id) }
+    mutating func detach(_ node: Node) { namespace.detach(node) }
+    /// Takes an unlinked, unreferenced node out of the tree (`Namespace.releaseIfUnused`); use
+    /// `releaseIfUnused(_:)`, which also removes its cache file once that is committed.
+    mutating func dropIfUnused(_ ino: InodeNumber) -> Node? { namespace.releaseIfUnused(ino) }
+    func isSameOrBelow(_ candidate: Node, _ ancestor: Node) -> Bool { namespace.isSameOrBelow(candidate, ancestor) }
+}

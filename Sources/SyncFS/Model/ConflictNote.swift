@@ -1,0 +1,47 @@
+import Foundation
+import SyncBackend
+
+/// What a conflict copy records about its conflict, as the synced extended attribute
+/// `user.syncfs.conflict` (JSON), so every mount knows it and lists it. A file merged with
+/// conflict markers carries one too, naming itself.
+public struct ConflictNote: Codable, Equatable, Sendable {
+    /// File ID (hex) of the entry this copy was split from (the file itself for markers).
+    public var of: String
+    /// The device name (`DeviceName`) of the mount that kept the copy. Written by any machine:
+    /// shown only through `DeviceName.sanitised`.
+    public var host: String
+    /// When, ISO-8601 UTC.
+    public var time: String
+    /// Why, in words (`status`, `conflicts` and the log show it).
+    public var reason: String
+
+    /// The synced attribute that marks a conflict copy.
+    static let attribute = "user.syncfs.conflict"
+
+    /// The note for a copy split from `original` on the device `host`, as the attribute's value.
+    static func encoded(of original: FileID, host: DeviceName, reason: String, now: Int64) -> [UInt8] {
+        let seconds = Double(now) / 1e9
+        let note = ConflictNote(
+            of: original.hex, host: host.text,
+            time: ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds)), reason: reason)
+        return Array((try? JSONEncoder().encode(note)) ?? Data())
+    }
+
+    /// The entry a conflict copy with these xattrs was split from, if it is one.
+    static func original(in xattrs: [String: [UInt8]]) -> FileID? {
+        guard let value = xattrs[attribute], let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value))
+        else { return nil }
+        return FileID(hex: note.of)
+    }
+}
+
+/// One unresolved conflict, for `syncfs-mount conflicts`.
+public struct ConflictListing: Codable, Sendable, Equatable {
+    /// The copy (or the file with markers), relative to the mount point.
+    public var path: String
+    /// The entry it was split from, if it still exists.
+    public var originalPath: String?
+    public var host: String
+    public var time: String
+    public var reason: String
+}

@@ -1,0 +1,43 @@
+import Logging
+import SyncBackend
+import Synchronization
+
+/// Where each file's content lives on this machine, and getting it here: placeholders downloaded
+/// when read (hydration), pins kept downloaded, clean files evicted to keep the cache within its
+/// budget, and the visible state of each entry (`user.syncfs.state`, `status PATH`).
+///
+/// Holds the tree (`LiveTree`) and the cache; the kernel's operations (`SyncFileSystem`) call it
+/// to open placeholders for reading or writing, the sync engine to download pinned files and
+/// keep the budget, the daemon for status. Grouped by concern in `ContentResidency+*.swift`.
+public final class ContentResidency: Sendable {
+    let live: LiveTree
+    let cache: ContentCache
+    let logger: Logger
+    var outbox: Outbox { live.outbox }
+    /// Transfers in progress and transfer failures, per entry.
+    public let transfers = TransferBoard()
+    /// Where placeholders' content comes from; nil until the sync engine starts.
+    let chunkSource = Mutex<(any ChunkSource)?>(nil)
+    /// Download driver threads running.
+    let activeDownloads = Atomic<Int>(0)
+    /// See `setDownloadExclusions`.
+    let downloadExclusions = Mutex<Set<String>>([])
+    /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
+    let lastUnreachableDownload = Atomic<Int64>(0)
+    /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
+    let writesThrottled = Atomic<Bool>(false)
+    /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
+    let contentActivity = ContentActivity()
+    /// Wakes the background downloader when pins change (set by the sync engine).
+    private let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(live: LiveTree, cache: ContentCache, logger: Logger) {
+        self.live = live
+        self.cache = cache
+        self.logger = logger
+    }
+
+    public func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
+
+    func pinsChanged() { pinObserver.withLock { $0 }?() }
+}
