@@ -43,6 +43,7 @@ ORDER = [
     "Cache",
     "Handles",
     "Core",
+    "Residency",
     "Sync",
     "FUSE",
     "Daemon",
