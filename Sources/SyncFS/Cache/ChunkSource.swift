@@ -1,7 +1,7 @@
 import SyncBackend
 
 /// Why a chunk of a placeholder could not be had.
-public enum ChunkFetchError: Error, Sendable {
+enum ChunkFetchError: Error, Sendable {
     /// The container cannot be reached now; a later try may work.
     case unreachable(String)
     /// The container answered, but lacks the chunk or sent one that fails verification.
@@ -9,7 +9,7 @@ public enum ChunkFetchError: Error, Sendable {
 }
 
 /// Where placeholders' content comes from (the sync engine, once it runs).
-public protocol ChunkSource: Sendable {
+protocol ChunkSource: Sendable {
     /// The plain bytes of `ref`, verified against its hash and length. Blocks the caller.
     func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8]
 }

@@ -7,11 +7,11 @@ import SyncBackend
 /// A cache file's length is the file's length; holes stay holes (sparse files cost no space).
 /// Paths are built from the state directory and the ID only, never from the mount's paths, so
 /// they stay short whatever the depth of the tree.
-public struct ContentCache: Sendable {
-    public let directory: String
+struct ContentCache: Sendable {
+    let directory: String
 
     /// Creates the cache directory if needed; shards are made when first used.
-    public init(directory: String) throws(FSError) {
+    init(directory: String) throws(FSError) {
         self.directory = directory
         try Self.makeDirectory(directory)
     }
@@ -47,17 +47,17 @@ public struct ContentCache: Sendable {
     }
 
     /// Where downloads are assembled before they are renamed into place (emptied at mount).
-    public var temporaryDirectory: String { directory + "/tmp" }
+    var temporaryDirectory: String { directory + "/tmp" }
 
     /// A fresh path in the temporary directory (created on first use).
-    public func temporaryPath() -> String {
+    func temporaryPath() -> String {
         _ = mkdir(temporaryDirectory, 0o700)
         return temporaryDirectory + "/" + FileID.random().hex
     }
 
     /// Moves a complete temporary file into place as `id`'s cache file, atomically replacing
     /// any previous one (open descriptors of the old one keep its content).
-    public func install(_ temporary: String, as id: FileID) throws(FSError) {
+    func install(_ temporary: String, as id: FileID) throws(FSError) {
         if rename(temporary, path(for: id)) == 0 { return }
         guard errno == ENOENT else { throw .fromErrno() }
         try makeShard(of: id)
@@ -66,7 +66,7 @@ public struct ContentCache: Sendable {
 
     /// Makes `id`'s cache path a second name of `source`'s cache file, atomically replacing what
     /// was there (open descriptors of the old file keep its content). Returns false on failure.
-    public func linkContent(of source: FileID, as id: FileID) -> Bool {
+    func linkContent(of source: FileID, as id: FileID) -> Bool {
         let temporary = temporaryPath()
         guard link(path(for: source), temporary) == 0 else { return false }
         guard (try? install(temporary, as: id)) != nil else {
@@ -77,7 +77,7 @@ public struct ContentCache: Sendable {
     }
 
     /// Deletes every temporary file (left by a download a crash interrupted).
-    public func removeTemporaryFiles() {
+    func removeTemporaryFiles() {
         guard let dir = opendir(temporaryDirectory) else { return }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
@@ -86,34 +86,34 @@ public struct ContentCache: Sendable {
         }
     }
 
-    public func path(for id: FileID) -> String {
+    func path(for id: FileID) -> String {
         directory + "/" + id.hex.prefix(2) + "/" + id.hex
     }
 
     /// Opens the cache file read-write, creating an empty one if it does not exist.
     /// The caller owns the returned descriptor.
-    public func open(_ id: FileID) throws(FSError) -> Int32 {
+    func open(_ id: FileID) throws(FSError) -> Int32 {
         try openCreating(id, flags: O_RDWR)
     }
 
     /// Creates an empty cache file (replacing any left-over of the same ID) and returns it open
     /// read-write; the caller owns the descriptor.
-    public func createAndOpen(_ id: FileID) throws(FSError) -> Int32 {
+    func createAndOpen(_ id: FileID) throws(FSError) -> Int32 {
         try openCreating(id, flags: O_RDWR | O_TRUNC)
     }
 
     /// Creates an empty cache file, replacing any left-over of the same ID.
-    public func create(_ id: FileID) throws(FSError) {
+    func create(_ id: FileID) throws(FSError) {
         close(try createAndOpen(id))
     }
 
-    public func remove(_ id: FileID) {
+    func remove(_ id: FileID) {
         unlink(path(for: id))
     }
 
     /// Renames `id`'s cache file (if any) to `other`'s path; open descriptors follow it.
     /// False if it exists and could not be moved.
-    public func move(_ id: FileID, to other: FileID) -> Bool {
+    func move(_ id: FileID, to other: FileID) -> Bool {
         if rename(path(for: id), path(for: other)) == 0 { return true }
         if access(path(for: id), F_OK) != 0 { return true }
         guard (try? makeShard(of: other)) != nil else { return false }
@@ -121,21 +121,21 @@ public struct ContentCache: Sendable {
     }
 
     /// Bytes the cache file occupies on disk (0 if it does not exist).
-    public func allocatedBytes(of id: FileID) -> Int64 {
+    func allocatedBytes(of id: FileID) -> Int64 {
         var info = stat()
         guard stat(path(for: id), &info) == 0 else { return 0 }
         return Int64(info.st_blocks) * 512
     }
 
     /// Length of the cache file, or nil if it does not exist.
-    public func size(of id: FileID) -> Int64? {
+    func size(of id: FileID) -> Int64? {
         var info = stat()
         guard stat(path(for: id), &info) == 0 else { return nil }
         return Int64(info.st_size)
     }
 
     /// Makes the creation of `id`'s cache file durable (fsync of its shard directory).
-    public func syncDirectory(of id: FileID) throws(FSError) {
+    func syncDirectory(of id: FileID) throws(FSError) {
         let fd = Glibc.open(directory + "/" + id.hex.prefix(2), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0 { throw .fromErrno() }
         defer { close(fd) }
@@ -143,7 +143,7 @@ public struct ContentCache: Sendable {
     }
 
     /// Every file ID that has a cache file (for the consistency sweep at mount).
-    public func allIDs() -> [FileID] {
+    func allIDs() -> [FileID] {
         var ids: [FileID] = []
         for shard in 0..<256 {
             guard let dir = opendir(directory + "/" + Self.hex2(shard)) else { continue }

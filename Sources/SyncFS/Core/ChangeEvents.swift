@@ -12,8 +12,8 @@ import Synchronization
 /// (doc/CLI.md, "events"): `online`/`offline` (path "", once per transition, delivered to every
 /// subscriber whatever its filter), `downloaded` (a file's content is now all here) and
 /// `rules-error` (a rules file has an error; `message` says which, once per distinct error).
-public struct ChangeEvent: Codable, Sendable, Equatable {
-    public enum Kind: String, Codable, Sendable {
+struct ChangeEvent: Codable, Sendable, Equatable {
+    enum Kind: String, Codable, Sendable {
         case created, modified, deleted, renamed, merged, conflict
         /// The container answers again (after `offline`). Path "".
         case online
@@ -27,14 +27,14 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
         case overflow
     }
 
-    public enum Origin: String, Codable, Sendable {
+    enum Origin: String, Codable, Sendable {
         /// A program on this machine changed the folder.
         case local
         /// The change came from the container (another mount) and was applied here.
         case remote
     }
 
-    public enum EntryType: String, Codable, Sendable {
+    enum EntryType: String, Codable, Sendable {
         case file, directory, symlink
 
         init(_ kind: NodeKind) {
@@ -47,19 +47,19 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// ISO 8601, UTC, milliseconds: `2026-11-21T15:45:02.123Z`.
-    public var time: String
-    public var path: String
+    var time: String
+    var path: String
     /// Renames only: where the entry was.
-    public var oldPath: String?
-    public var kind: Kind
-    public var origin: Origin?
+    var oldPath: String?
+    var kind: Kind
+    var origin: Origin?
     /// The entry's stable file ID (32 hex digits); the same across renames and on every mount.
-    public var fileID: String?
-    public var type: EntryType?
+    var fileID: String?
+    var type: EntryType?
     /// `offline` and `rules-error`: what is wrong, one line.
-    public var message: String?
+    var message: String?
 
-    public init(
+    init(
         kind: Kind, path: String, oldPath: String? = nil, origin: Origin?, fileID: FileID?, type: EntryType?,
         message: String? = nil, time: String = ChangeEvent.timestamp()
     ) {
@@ -74,11 +74,11 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// Events about the whole mount, not one entry: every subscriber gets them.
-    public var isMountLevel: Bool { kind == .online || kind == .offline }
+    var isMountLevel: Bool { kind == .online || kind == .offline }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
     /// oldPath, origin, fileID, type, message; absent ones left out).
-    public var jsonLine: [UInt8] {
+    var jsonLine: [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(160 + path.utf8.count + (oldPath?.utf8.count ?? 0))
         func field(_ key: String, _ value: String?) {
@@ -122,12 +122,12 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// The line that ends a stream whose subscriber fell behind.
-    public static func overflow() -> ChangeEvent {
+    static func overflow() -> ChangeEvent {
         ChangeEvent(kind: .overflow, path: "", origin: nil, fileID: nil, type: nil)
     }
 
     /// Now, as `time` shows it.
-    public static func timestamp(nanoseconds: Int64 = Clock.nowNanoseconds()) -> String {
+    static func timestamp(nanoseconds: Int64 = Clock.nowNanoseconds()) -> String {
         var seconds = time_t(nanoseconds / 1_000_000_000)
         let milliseconds = Int((nanoseconds % 1_000_000_000) / 1_000_000)
         var parts = tm()
@@ -142,7 +142,7 @@ public struct ChangeEvent: Codable, Sendable, Equatable {
 }
 
 /// Which events a subscriber wants (`syncfs-mount events MOUNTPOINT [PATH]`).
-public enum ChangeFilter: Sendable, Equatable {
+enum ChangeFilter: Sendable, Equatable {
     /// Every event.
     case everything
     /// Events whose `path` or `oldPath` is exactly this path (and `online`/`offline`).
@@ -153,7 +153,7 @@ public enum ChangeFilter: Sendable, Equatable {
 
     /// The filter for a request path: a trailing `/` watches the folder below; "" or "/" is
     /// everything. Leading slashes and `.` components are dropped.
-    public init(requestPath: String?) {
+    init(requestPath: String?) {
         guard let requestPath else {
             self = .everything
             return
@@ -196,18 +196,18 @@ public enum ChangeFilter: Sendable, Equatable {
 /// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too;
 /// a finished download publishes `downloaded`; the engine publishes `online`/`offline` when its
 /// view of the container changes (`SyncEngine.noteFailure`) and `rules-error` (`RulesWatch`).
-public final class ChangeEvents: Sendable {
+final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])
 
-    public init() {}
+    init() {}
 
     /// True if anybody subscribes: build an event only then.
     @inline(__always)
-    public var isObserved: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
+    var isObserved: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
 
     /// Hands `event` to every subscriber whose filter matches. Never blocks on a subscriber.
-    public func publish(_ event: ChangeEvent) {
+    func publish(_ event: ChangeEvent) {
         guard isObserved else { return }
         subscribers.withLock { all in
             for subscription in all.values where subscription.filter.matches(event) {
@@ -217,7 +217,7 @@ public final class ChangeEvents: Sendable {
     }
 
     /// A new subscription; end it with `cancel()`.
-    public func subscribe(_ filter: ChangeFilter, limit: Int = 10_000) -> ChangeSubscription {
+    func subscribe(_ filter: ChangeFilter, limit: Int = 10_000) -> ChangeSubscription {
         let subscription = ChangeSubscription(filter: filter, limit: limit, hub: self)
         subscribers.withLock { $0[ObjectIdentifier(subscription)] = subscription }
         subscriberCount.add(1, ordering: .relaxed)
@@ -225,7 +225,7 @@ public final class ChangeEvents: Sendable {
     }
 
     /// Ends every subscription (the daemon is stopping): their `next` returns `.closed`.
-    public func closeAll() {
+    func closeAll() {
         let all = subscribers.withLock { all in
             defer { all.removeAll() }
             return Array(all.values)
@@ -241,9 +241,9 @@ public final class ChangeEvents: Sendable {
 }
 
 /// One subscriber's bounded queue of events.
-public final class ChangeSubscription: @unchecked Sendable {
+final class ChangeSubscription: @unchecked Sendable {
     /// What `next` found.
-    public enum Next: Sendable, Equatable {
+    enum Next: Sendable, Equatable {
         case event(ChangeEvent)
         /// The subscriber fell behind; this is the last thing it gets.
         case overflow
@@ -282,7 +282,7 @@ public final class ChangeSubscription: @unchecked Sendable {
     }
 
     /// The next event, waiting at most `timeout` seconds.
-    public func next(timeout: Double) -> Next {
+    func next(timeout: Double) -> Next {
         condition.lock()
         defer { condition.unlock() }
         let deadline = Date().addingTimeInterval(timeout)
@@ -308,14 +308,14 @@ public final class ChangeSubscription: @unchecked Sendable {
     }
 
     /// Events queued and not yet taken.
-    public var backlog: Int {
+    var backlog: Int {
         condition.lock()
         defer { condition.unlock() }
         return queue.count - head
     }
 
     /// Stops the subscription; `next` returns `.closed` once the queue is empty.
-    public func cancel() {
+    func cancel() {
         hub?.remove(self)
         close()
     }

@@ -3,7 +3,7 @@ import Synchronization
 /// The inotify echo as both of its sides see it: the follower (`RemoteChanges`), which hands
 /// structural changes to the echo thread, and the kernel's operations (`SyncFileSystem`), which
 /// recognise the echo thread's requests and apply the change they carry. See `InotifyEcho`.
-public final class EchoChannel: Sendable {
+final class EchoChannel: Sendable {
     /// The running echo; nil when off.
     private let running = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
@@ -12,7 +12,7 @@ public final class EchoChannel: Sendable {
     /// Starts echoing remote changes through `mountpoint` (the session must be mounted).
     /// `prepareThread` runs first on the echo thread (the daemon isolates it from `/dev/fuse`);
     /// if it fails, there is no echo.
-    public func start(
+    func start(
         mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
     ) {
         let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, prepare: prepareThread) {
@@ -23,7 +23,7 @@ public final class EchoChannel: Sendable {
     }
 
     /// Stops the echo (the session is ending): remote changes are applied directly from now on.
-    public func stop() {
+    func stop() {
         running.withLock { echo in
             echo?.stop()
             echo = nil
@@ -36,7 +36,7 @@ public final class EchoChannel: Sendable {
 
     /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
     @inline(__always)
-    public func isEchoRequest(pid: Int32) -> Bool {
+    func isEchoRequest(pid: Int32) -> Bool {
         let tid = threadID.load(ordering: .relaxed)
         return tid != 0 && pid == tid
     }
@@ -45,7 +45,7 @@ public final class EchoChannel: Sendable {
     var echoThreadID: Int32 { threadID.load(ordering: .relaxed) }
 
     /// Steps the echo completed and steps that timed out since the mount (tests, log).
-    public var statistics: (completed: Int, timedOut: Int)? {
+    var statistics: (completed: Int, timedOut: Int)? {
         running.withLock { echo in echo.map { ($0.completedSteps, $0.timedOutSteps) } }
     }
 }

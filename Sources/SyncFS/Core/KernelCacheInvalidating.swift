@@ -3,7 +3,7 @@
 /// Injected into `SyncFileSystem` by the FUSE adapter once the session exists (Core does not know
 /// FUSE). Contract: never call it while holding the namespace lock — the kernel may answer an
 /// invalidation with requests of its own.
-public protocol KernelCacheInvalidating: Sendable {
+protocol KernelCacheInvalidating: Sendable {
     /// The inode's attributes changed without a request that returned them (e.g. setuid cleared
     /// by a write).
     func attributesChanged(_ ino: InodeNumber)
@@ -22,7 +22,7 @@ public protocol KernelCacheInvalidating: Sendable {
 }
 
 extension KernelCacheInvalidating {
-    public func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
+    func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
         entryChanged(parent: parent, name: name)
     }
 }

@@ -153,41 +153,41 @@ final class Node: @unchecked Sendable {
 }
 
 /// What `stat` shows of a node.
-public struct FileAttributes: Equatable, Sendable {
-    public var ino: InodeNumber
-    public var kind: NodeKind
+struct FileAttributes: Equatable, Sendable {
+    var ino: InodeNumber
+    var kind: NodeKind
     /// Permission bits only (`0o7777`).
-    public var mode: UInt32
-    public var nlink: UInt32
-    public var uid: UInt32
-    public var gid: UInt32
-    public var size: Int64
+    var mode: UInt32
+    var nlink: UInt32
+    var uid: UInt32
+    var gid: UInt32
+    var size: Int64
     /// 512-byte blocks allocated in the local cache.
-    public var blocks: Int64
-    public var atime: Int64
-    public var mtime: Int64
-    public var ctime: Int64
+    var blocks: Int64
+    var atime: Int64
+    var mtime: Int64
+    var ctime: Int64
 }
 
 /// Who makes a request (from the kernel's request header).
-public struct Caller: Sendable {
-    public var uid: UInt32
-    public var gid: UInt32
+struct Caller: Sendable {
+    var uid: UInt32
+    var gid: UInt32
     /// The calling thread's id as the kernel gave it (0 when unknown): how the daemon's own echo
     /// thread is told apart (`EchoChannel.isEchoRequest`).
-    public var pid: Int32
-    public init(uid: UInt32, gid: UInt32, pid: Int32 = 0) {
+    var pid: Int32
+    init(uid: UInt32, gid: UInt32, pid: Int32 = 0) {
         self.uid = uid
         self.gid = gid
         self.pid = pid
     }
 
     /// This process, for calls that do not come from the kernel (tests, the daemon's own work).
-    public static var thisProcess: Caller { Caller(uid: getuid(), gid: getgid()) }
+    static var thisProcess: Caller { Caller(uid: getuid(), gid: getgid()) }
 }
 
 /// An entry handed to the kernel: its attributes and the generation of its inode number.
-public struct EntryReply: Sendable {
-    public var attributes: FileAttributes
-    public var generation: UInt64
+struct EntryReply: Sendable {
+    var attributes: FileAttributes
+    var generation: UInt64
 }

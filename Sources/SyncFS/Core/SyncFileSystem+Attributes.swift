@@ -1,27 +1,27 @@
 import Glibc
 
 /// Attribute changes requested by `setattr`; `nil` fields stay as they are.
-public struct AttributeChanges: Sendable {
-    public enum Time: Sendable, Equatable {
+struct AttributeChanges: Sendable {
+    enum Time: Sendable, Equatable {
         case now
         case at(Int64)
     }
-    public var mode: UInt32?
-    public var uid: UInt32?
-    public var gid: UInt32?
-    public var size: Int64?
-    public var atime: Time?
-    public var mtime: Time?
-    public var ctime: Int64?
+    var mode: UInt32?
+    var uid: UInt32?
+    var gid: UInt32?
+    var size: Int64?
+    var atime: Time?
+    var mtime: Time?
+    var ctime: Int64?
     /// Clear setuid, and setgid if group-executable (the kernel asks on truncate and chown by
     /// unprivileged callers, under killpriv v2).
-    public var killPrivileges = false
-    public init() {}
+    var killPrivileges = false
+    init() {}
 }
 
 extension SyncFileSystem {
     /// Looks `name` up in `parent`; counts a kernel reference on success.
-    public func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
+    func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
         if name.bytes.count > FileName.maxLength { throw .nameTooLong }
         return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
@@ -31,13 +31,13 @@ extension SyncFileSystem {
     }
 
     /// The kernel dropped `count` references to `ino`.
-    public func forget(_ ino: InodeNumber, count: UInt64) {
+    func forget(_ ino: InodeNumber, count: UInt64) {
         live.transact { tree in
             if tree.inodes.forget(ino, count: count) { tree.releaseIfUnused(ino) }
         }
     }
 
-    public func getattr(_ ino: InodeNumber) throws(FSError) -> FileAttributes {
+    func getattr(_ ino: InodeNumber) throws(FSError) -> FileAttributes {
         try live.transact { tree throws(FSError) in tree.attributes(of: try tree.node(ino)) }
     }
 
@@ -46,7 +46,7 @@ extension SyncFileSystem {
     ///
     /// From the echo thread (a content or attribute touch, `InotifyEcho`) it changes nothing
     /// (`echoSetattr`).
-    public func setattr(
+    func setattr(
         _ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?, caller: Caller = .thisProcess
     ) throws(FSError) -> FileAttributes {
         if echo.isEchoRequest(pid: caller.pid) { return try echoSetattr(ino, size: changes.size) }

@@ -27,7 +27,7 @@ extension SyncFileSystem {
         return node
     }
 
-    public func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
+    func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
         if echo.isEchoRequest(pid: caller.pid) {
@@ -41,7 +41,7 @@ extension SyncFileSystem {
         }
     }
 
-    public func rmdir(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
+    func rmdir(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
         if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
@@ -67,7 +67,7 @@ extension SyncFileSystem {
         tree.releaseIfUnused(node.ino)
     }
 
-    public func opendir(_ ino: InodeNumber) throws(FSError) -> OpenDirectory {
+    func opendir(_ ino: InodeNumber) throws(FSError) -> OpenDirectory {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.kind == .directory else { throw .notDirectory }
@@ -78,7 +78,7 @@ extension SyncFileSystem {
 
     /// Entries of an open directory from `offset` on; offset 0 (or the first read of this handle)
     /// takes a fresh snapshot (`.` and `..` first, then the children sorted by name).
-    public func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
+    func readdir(_ handle: OpenDirectory, offset: Int) throws(FSError) -> ArraySlice<OpenDirectory.Entry> {
         if offset == 0 || !handle.hasSnapshot {
             let entries = try live.transact { tree throws(FSError) in
                 let node = try tree.node(handle.ino)
@@ -101,14 +101,14 @@ extension SyncFileSystem {
     /// For readdirplus: the entry reply of a listed child, counting the kernel reference.
     /// Returns nil if the child has gone since the snapshot. Undo with `forget(ino, count: 1)`
     /// if the entry did not fit in the reply.
-    public func readdirPlusEntry(_ entry: OpenDirectory.Entry) -> EntryReply? {
+    func readdirPlusEntry(_ entry: OpenDirectory.Entry) -> EntryReply? {
         live.transact { tree in
             guard let node = tree.nodes[entry.ino] else { return nil }
             return tree.entryReply(for: node)
         }
     }
 
-    public func releasedir(_ handle: OpenDirectory) {
+    func releasedir(_ handle: OpenDirectory) {
         live.transact { tree in
             guard let node = tree.nodes[handle.ino] else { return }
             node.openCount -= 1
@@ -117,7 +117,7 @@ extension SyncFileSystem {
     }
 
     /// Makes every metadata change so far durable (the tree is one database).
-    public func fsyncdir() throws(FSError) {
+    func fsyncdir() throws(FSError) {
         do { try store.commit(durable: true) } catch { throw .io(EIO) }
     }
 }

@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 /// A request the echo thread made through the mount, as the FUSE adapter hands it over.
-public enum EchoOperation: Sendable {
+enum EchoOperation: Sendable {
     case create(parent: InodeNumber, name: FileName, kind: NodeKind)
     case remove(parent: InodeNumber, name: FileName)
     case move(parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName)
@@ -13,14 +13,14 @@ public enum EchoOperation: Sendable {
 /// `RemoteChanges+Echo`).
 extension SyncFileSystem {
     /// Starts echoing remote changes through `mountpoint` (see `EchoChannel.start`).
-    public func startInotifyEcho(
+    func startInotifyEcho(
         mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
     ) {
         echo.start(mountpoint: mountpoint, timeout: timeout, prepareThread: prepareThread)
     }
 
     /// Stops the echo (the session is ending).
-    public func stopInotifyEcho() { echo.stop() }
+    func stopInotifyEcho() { echo.stop() }
 
     /// The echo thread's create: the pending remote change applied, and the entry the kernel
     /// takes as created (counting its reference).

@@ -7,7 +7,7 @@ extension SyncFileSystem {
     static let seekHole: Int32 = 4
 
     /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).
-    public func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
+    func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
@@ -66,7 +66,7 @@ extension SyncFileSystem {
     }
 
     /// `mknod`: regular files are made; devices, FIFOs and sockets cannot be synced → EPERM.
-    public func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
+    func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
         if echo.isEchoRequest(pid: caller.pid) {
@@ -97,7 +97,7 @@ extension SyncFileSystem {
     ///
     /// The echo thread's open (a content touch, `InotifyEcho`) downloads nothing and counts as
     /// neither open nor writing (`openForEcho`).
-    public func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
+    func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
         return try residency.openingWithDownloads { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
@@ -175,7 +175,7 @@ extension SyncFileSystem {
     /// upload reading it without a lock knows), and records it (`noteWritten`). `copy` moves the
     /// bytes into the cache file's descriptor — `pwrite`, or a splice from the kernel's pipe —
     /// and returns how many it wrote, or a negative errno. No lock is taken.
-    public func write(
+    func write(
         _ handle: OpenFile, offset: Int64, fromPageCache: Bool = false, caller: () -> Caller,
         copy: (_ descriptor: Int32) -> Int
     ) throws(FSError) -> Int {
@@ -190,7 +190,7 @@ extension SyncFileSystem {
     }
 
     /// Writes `count` bytes at `offset` (`write` with `pwrite`).
-    public func write(
+    func write(
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
         caller: () -> Caller
     ) throws(FSError) -> Int {
@@ -214,7 +214,7 @@ extension SyncFileSystem {
     /// them), unless the reader is a process that must not start downloads
     /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
     /// `EACCES` for bytes not here yet.
-    public func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
+    func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
         throws(FSError)
     {
         if handle.node.contentIsLocal.load(ordering: .acquiring) { return }
@@ -241,7 +241,7 @@ extension SyncFileSystem {
     }
 
     /// Records what was written through `handle` (size and mtime go to the store). On `close`.
-    public func flush(_ handle: OpenFile) {
+    func flush(_ handle: OpenFile) {
         guard handle.wrote.exchange(false, ordering: .relaxed) else { return }
         live.transact { tree in
             if !handle.node.isUnlinked { tree.recordLocalChange(handle.node) }
@@ -249,7 +249,7 @@ extension SyncFileSystem {
     }
 
     /// The last close of a handle: records, closes the descriptor, drops an unlinked node.
-    public func release(_ handle: OpenFile) {
+    func release(_ handle: OpenFile) {
         flush(handle)
         if handle.descriptor >= 0 { close(handle.descriptor) }
         // The echo thread's handle was never counted (the kernel may still have written back
@@ -266,7 +266,7 @@ extension SyncFileSystem {
     }
 
     /// Makes the file's content and all metadata recorded so far durable.
-    public func fsync(_ handle: OpenFile, dataOnly: Bool) throws(FSError) {
+    func fsync(_ handle: OpenFile, dataOnly: Bool) throws(FSError) {
         let synced = dataOnly ? fdatasync(handle.descriptor) : Glibc.fsync(handle.descriptor)
         if synced != 0 { throw .fromErrno() }
         flush(handle)
@@ -281,7 +281,7 @@ extension SyncFileSystem {
     }
 
     /// `fallocate` mode 0: reserves space and grows the file if needed. Other modes: EOPNOTSUPP.
-    public func fallocate(_ handle: OpenFile, mode: Int32, offset: Int64, length: Int64) throws(FSError) {
+    func fallocate(_ handle: OpenFile, mode: Int32, offset: Int64, length: Int64) throws(FSError) {
         guard mode == 0 else { throw .notSupported }
         guard offset >= 0, length > 0 else { throw .invalidArgument }
         handle.node.beginContentChange()
@@ -301,7 +301,7 @@ extension SyncFileSystem {
     ///
     /// A placeholder is all data (its holes are not known until it is downloaded): `SEEK_DATA`
     /// returns `offset`, `SEEK_HOLE` the file's end, so copying tools read every byte.
-    public func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
+    func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
         if !handle.node.contentIsLocal.load(ordering: .acquiring) {
             let size = handle.node.size.load(ordering: .relaxed)
             guard offset >= 0 else { throw .invalidArgument }

@@ -1,15 +1,14 @@
 import Glibc
 
 /// `renameat2` flags the folder honours.
-public struct RenameFlags: OptionSet, Sendable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public static let noReplace = RenameFlags(rawValue: 1)  // RENAME_NOREPLACE
-    public static let exchange = RenameFlags(rawValue: 2)  // RENAME_EXCHANGE
+struct RenameFlags: OptionSet, Sendable {
+    let rawValue: UInt32
+    static let noReplace = RenameFlags(rawValue: 1)  // RENAME_NOREPLACE
+    static let exchange = RenameFlags(rawValue: 2)  // RENAME_EXCHANGE
 }
 
 extension SyncFileSystem {
-    public func unlink(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
+    func unlink(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
         if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
@@ -19,7 +18,7 @@ extension SyncFileSystem {
         }
     }
 
-    public func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
+    func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
         -> EntryReply
     {
         if echo.isEchoRequest(pid: caller.pid) {
@@ -36,7 +35,7 @@ extension SyncFileSystem {
         }
     }
 
-    public func readlink(_ ino: InodeNumber) throws(FSError) -> [UInt8] {
+    func readlink(_ ino: InodeNumber) throws(FSError) -> [UInt8] {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             guard node.kind == .symlink, let target = node.symlinkTarget else { throw .invalidArgument }
@@ -45,12 +44,12 @@ extension SyncFileSystem {
     }
 
     /// Hard links cannot be synced as links: refused with EPERM (see doc/SEMANTICS.md).
-    public func link() throws(FSError) { throw .notPermitted }
+    func link() throws(FSError) { throw .notPermitted }
 
     /// `rename`/`renameat2`: moves `name` in `parent` to `newName` in `newParent`, replacing a
     /// compatible target atomically; `RENAME_NOREPLACE` refuses an existing target and
     /// `RENAME_EXCHANGE` swaps two existing entries. The moved node keeps its file ID.
-    public func rename(
+    func rename(
         parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags,
         caller: Caller = .thisProcess
     ) throws(FSError) {

@@ -3,7 +3,7 @@ import SyncBackend
 /// Paths below the mount point, for the daemon's commands and messages.
 extension SyncFileSystem {
     /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
-    public func lookup(path: String) throws(FSError) -> InodeNumber {
+    func lookup(path: String) throws(FSError) -> InodeNumber {
         try live.transact { tree throws(FSError) in
             var node = try tree.node(.root)
             for component in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -22,5 +22,5 @@ extension SyncFileSystem {
     }
 
     /// The path of the entry with `id` below the mount point, if it is in the tree.
-    public func displayPath(of id: FileID) -> String? { live.displayPath(of: id) }
+    func displayPath(of id: FileID) -> String? { live.displayPath(of: id) }
 }

@@ -1,18 +1,18 @@
 import Glibc
 
 /// What `statfs` shows: the space of the disk that holds the cache.
-public struct FileSystemStatistics: Sendable {
-    public var blockSize: UInt64
-    public var blocks: UInt64
-    public var blocksFree: UInt64
-    public var blocksAvailable: UInt64
-    public var files: UInt64
-    public var filesFree: UInt64
-    public var nameMax: UInt64
+struct FileSystemStatistics: Sendable {
+    var blockSize: UInt64
+    var blocks: UInt64
+    var blocksFree: UInt64
+    var blocksAvailable: UInt64
+    var files: UInt64
+    var filesFree: UInt64
+    var nameMax: UInt64
 }
 
 extension SyncFileSystem {
-    public func statfs() throws(FSError) -> FileSystemStatistics {
+    func statfs() throws(FSError) -> FileSystemStatistics {
         var info = statvfs()
         guard statvfs(statePath, &info) == 0 else { throw .fromErrno() }
         let count = live.transact { UInt64($0.nodes.count) }

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// Flags of `setxattr`.
-public enum XattrSetMode: Sendable {
+enum XattrSetMode: Sendable {
     case any
     /// XATTR_CREATE: fail with EEXIST if present.
     case create
@@ -12,7 +12,7 @@ public enum XattrSetMode: Sendable {
 
 extension SyncFileSystem {
     /// The largest value Linux allows (XATTR_SIZE_MAX).
-    public static let maxXattrValue = 65536
+    static let maxXattrValue = 65536
 
     /// Only the `user.` namespace is stored and synced; other namespaces (security, trusted,
     /// system) are not supported on the folder.
@@ -24,7 +24,7 @@ extension SyncFileSystem {
     /// Names under this prefix are the folder's own, virtual attributes (see `virtualXattr`).
     static let virtualPrefix = "user.syncfs."
 
-    public func getxattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
+    func getxattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         guard name.hasPrefix("user.") else { throw .noAttribute }
         if name.hasPrefix(Self.virtualPrefix) { return try virtualXattr(ino, name: name) }
         return try live.transact { tree throws(FSError) in
@@ -33,7 +33,7 @@ extension SyncFileSystem {
         }
     }
 
-    public func setxattr(_ ino: InodeNumber, name: String, value: [UInt8], mode: XattrSetMode) throws(FSError) {
+    func setxattr(_ ino: InodeNumber, name: String, value: [UInt8], mode: XattrSetMode) throws(FSError) {
         try Self.checkName(name)
         if name.hasPrefix(Self.virtualPrefix) {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
@@ -66,7 +66,7 @@ extension SyncFileSystem {
     }
 
     /// Names of the node's extended attributes, in a stable order.
-    public func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
+    func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
         // The virtual `user.syncfs.*` attributes are not listed, so copying tools never copy them.
         // Nor is the stored conflict mark (`user.syncfs.conflict`), read through `getxattr`.
         try live.transact { tree throws(FSError) in
@@ -74,7 +74,7 @@ extension SyncFileSystem {
         }
     }
 
-    public func removexattr(_ ino: InodeNumber, name: String) throws(FSError) {
+    func removexattr(_ ino: InodeNumber, name: String) throws(FSError) {
         guard name.hasPrefix("user.") else { throw .notSupported }
         if name.hasPrefix(Self.virtualPrefix) {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }

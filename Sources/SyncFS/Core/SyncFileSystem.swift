@@ -14,7 +14,7 @@ import Synchronization
 /// on content (reads and writes go straight to the handle's cache file descriptor).
 /// Durability: metadata changes go to `MetadataStore` (written behind, in order); content goes
 /// to the cache file. `fsync` makes both durable.
-public final class SyncFileSystem: Sendable {
+final class SyncFileSystem: Sendable {
     /// The tree and its lock; every read and change of it goes through `live.transact`.
     let live: LiveTree
     let store: MetadataStore
@@ -25,32 +25,32 @@ public final class SyncFileSystem: Sendable {
     /// Empty cache files made ahead of time for `create`.
     let spares: SpareCacheFiles
     /// Local changes waiting for upload.
-    public let outbox: Outbox
+    let outbox: Outbox
     /// This state directory's device ID (the `device_id` fact), stamped on its commits.
-    public let deviceIdentity: String
+    let deviceIdentity: String
     /// This mount's name in conflict copies (the `device_name` fact; `DeviceName`).
-    public let deviceName: DeviceName
+    let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
-    public let storedFacts: StateFacts
+    let storedFacts: StateFacts
     /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
-    public let changeEvents = ChangeEvents()
+    let changeEvents = ChangeEvents()
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
-    public let rulesWatch = RulesWatch()
+    let rulesWatch = RulesWatch()
     /// Where content lives: placeholders, downloads, pins, eviction, visible states.
-    public let residency: ContentResidency
+    let residency: ContentResidency
     /// The inotify echo of remote changes (`InotifyEcho`), shared with the follower.
-    public let echo = EchoChannel()
+    let echo = EchoChannel()
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
     /// default: see `RemoteChanges.appliedMode`.
     let remoteSetuid = SharedFlag()
 
-    public func allowRemoteSetuid(_ allowed: Bool) { remoteSetuid.set(allowed) }
+    func allowRemoteSetuid(_ allowed: Bool) { remoteSetuid.set(allowed) }
 
     /// Transfers in progress and transfer failures, per entry.
-    public var transfers: TransferBoard { residency.transfers }
+    var transfers: TransferBoard { residency.transfers }
 
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
-    public func setInvalidator(_ value: any KernelCacheInvalidating) { live.setInvalidator(value) }
+    func setInvalidator(_ value: any KernelCacheInvalidating) { live.setInvalidator(value) }
 
     /// Tells the kernel the inode's attributes changed. Never inside a transaction.
     func kernelAttributesChanged(_ ino: InodeNumber) { live.perform([.attributes(ino)]) }
@@ -61,7 +61,7 @@ public final class SyncFileSystem: Sendable {
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
     /// taken from their cache files (which hold every byte written before the crash).
-    public init(
+    init(
         store: MetadataStore, cache: ContentCache, statePath: String, logger: Logger,
         uploadPolicy: UploadQueue.Policy = .standard, clock: @escaping @Sendable () -> Int64 = Clock.nowNanoseconds,
         deviceName requestedName: DeviceName? = nil
@@ -183,7 +183,7 @@ public final class SyncFileSystem: Sendable {
     }
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
-    public func shutDown() throws {
+    func shutDown() throws {
         // The engine is stopped: running downloads fail fast; let them record before closing.
         residency.waitForDownloads(seconds: 10)
         spares.close()
@@ -197,8 +197,8 @@ public final class SyncFileSystem: Sendable {
 }
 
 /// Wall-clock time in nanoseconds since the Unix epoch.
-public enum Clock {
-    @Sendable public static func nowNanoseconds() -> Int64 {
+enum Clock {
+    @Sendable static func nowNanoseconds() -> Int64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)

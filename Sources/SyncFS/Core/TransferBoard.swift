@@ -9,10 +9,10 @@ public final class TransferBoard: Sendable {
         case upload
     }
 
-    public struct Transfer: Sendable {
-        public var direction: Direction
-        public var done: Int64
-        public var total: Int64
+    struct Transfer: Sendable {
+        var direction: Direction
+        var done: Int64
+        var total: Int64
     }
 
     private struct State {

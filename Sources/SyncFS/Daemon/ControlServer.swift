@@ -21,11 +21,11 @@ import Synchronization
 ///   paused pipeline is not cut off); its subscription's bound ends one that falls behind.
 public final class ControlServer: @unchecked Sendable {
     /// Connections served at once (requests and event streams together).
-    public static let maximumConnections = 64
+    static let maximumConnections = 64
     /// Of these, event streams (the rest stay for requests).
-    public static let maximumStreams = 48
+    static let maximumStreams = 48
     /// Seconds a client has to send its request line before it is closed.
-    public static let requestDeadline: Double = 5
+    static let requestDeadline: Double = 5
     /// Seconds a reply may wait for a client that does not read it.
     static let writeDeadline: Double = 30
 
@@ -37,7 +37,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Binds the socket for `mountpoint` (replacing a stale one) and starts answering. The
     /// registry must have been prepared (`MountRegistry.prepare`).
-    public init(mountpoint: String, engine: SyncEngine) throws {
+    init(mountpoint: String, engine: SyncEngine) throws {
         path = MountRegistry.socketPath(for: mountpoint)
         self.engine = engine
         unlink(path)

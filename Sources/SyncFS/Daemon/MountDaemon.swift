@@ -11,7 +11,7 @@ public struct MountConfiguration: Sendable {
     /// Unmount when standard input reaches end-of-file (a test runner's lifeline).
     public var lifeline: Bool
     /// How long the kernel may cache names and attributes, in seconds.
-    public var cacheTimeout: Double = 10
+    var cacheTimeout: Double = 10
     /// How long a changed file must stay closed and unchanged before it is uploaded, in ms.
     public var uploadDelayMilliseconds: Int = 100
     /// zlib level for uploaded chunks (0–9).

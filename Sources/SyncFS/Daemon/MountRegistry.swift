@@ -31,7 +31,7 @@ public enum MountRegistry {
 
     /// The daemon's side: creates RUNTIME and RUNTIME/mounts 0700 or makes existing ones private;
     /// throws if either is a symlink, not a directory, or another user's.
-    public static func prepare() throws(MountError) {
+    static func prepare() throws(MountError) {
         do throws(PrivateFiles.Refusal) {
             for path in [runtimeDirectory, directory] {
                 try PrivateFiles.directory(path, ownership: .mine, followSymlink: false)
@@ -84,7 +84,7 @@ public enum MountRegistry {
     }
 
     /// Writes this daemon's pid file (0600, replaced atomically). Call after `prepare`.
-    public static func register(mountpoint: String) {
+    static func register(mountpoint: String) {
         let target = file(for: mountpoint)
         let temporary = target + ".tmp-\(getpid())"
         unlink(temporary)
@@ -95,7 +95,7 @@ public enum MountRegistry {
         }
     }
 
-    public static func unregister(mountpoint: String) {
+    static func unregister(mountpoint: String) {
         unlink(file(for: mountpoint))
     }
 

@@ -9,7 +9,7 @@ import SyncBackend
 public struct StateDirectory: Sendable {
     public let path: String
     public var databasePath: String { path + "/state.db" }
-    public var cachePath: String { path + "/cache" }
+    var cachePath: String { path + "/cache" }
     public var logPath: String { path + "/syncfs.log" }
 
     public init(path: String) { self.path = path }

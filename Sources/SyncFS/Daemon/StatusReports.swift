@@ -4,7 +4,7 @@ import SyncBackend
 extension SyncEngine {
     /// What `syncfs-mount status` and `sync` show: built here, in the daemon, from the engine's
     /// `progress` and Core's values (the engine and Core know no status type).
-    public func status() -> SyncStatus {
+    func status() -> SyncStatus {
         let items = fileSystem.outbox.items
         let progress = self.progress
         let usage = fileSystem.residency.cacheUsage()
@@ -48,9 +48,9 @@ public struct SyncStatus: Codable, Sendable {
     public var pendingBytes: Int64
     public var failing: [FailingEntry]
     public var lastContainerError: String?
-    public var bytesUploaded: Int64
-    public var encodedBytesUploaded: Int64
-    public var bytesDownloaded: Int64
+    var bytesUploaded: Int64
+    var encodedBytesUploaded: Int64
+    var bytesDownloaded: Int64
     /// The container answers: no call failed as unreachable since the last answer.
     public var online: Bool
     /// When the current outage began (RFC 3339, UTC); nil while online.
@@ -60,7 +60,7 @@ public struct SyncStatus: Codable, Sendable {
     /// Online, the feed applied and the queue empty: safe to close the laptop.
     public var upToDate: Bool?
     /// Local changes not yet committed by the container (= `pendingEntries`), failing or not.
-    public var changesWaiting: Int?
+    var changesWaiting: Int?
     /// Bytes of queued content still to upload: `pendingBytes` less what uploads in progress
     /// have already sent.
     public var uploadBytesLeft: Int64?

@@ -15,7 +15,7 @@ import Glibc
 /// The environment is read once (`fromEnvironment`) and `NOTIFY_SOCKET`, `WATCHDOG_USEC` and
 /// `WATCHDOG_PID` are removed from it, so processes the daemon starts (merge commands) do not
 /// inherit them. Without `NOTIFY_SOCKET` nothing is sent.
-public final class SystemdNotifier: @unchecked Sendable {
+final class SystemdNotifier: @unchecked Sendable {
     /// The socket address (`@…` is the abstract namespace).
     private let socketPath: String
     /// Seconds between watchdog pings, nil without `WATCHDOG_USEC` (or when it names another pid).
@@ -37,7 +37,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     }
 
     /// The notifier systemd asked for, or nil; either way the variables leave the environment.
-    public static func fromEnvironment() -> SystemdNotifier? {
+    static func fromEnvironment() -> SystemdNotifier? {
         let names = ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"]
         let values = names.map { getenv($0).map { String(cString: $0) } }
         for name in names { unsetenv(name) }
@@ -46,7 +46,7 @@ public final class SystemdNotifier: @unchecked Sendable {
 
     /// Sends one datagram (`KEY=VALUE` lines). False if it could not be sent.
     @discardableResult
-    public func send(_ message: String) -> Bool {
+    func send(_ message: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -72,12 +72,12 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// `isolate` (it makes calls on the daemon's own mount: see
     /// `FuseSession.isolateCallingThreadFromDevice`); `status` runs on the reporting thread, which
     /// keeps the process's descriptor table (the engine reads the database and the cache).
-    public struct Probes: Sendable {
-        public var isolate: @Sendable () -> Void
-        public var fuseAnswers: @Sendable () -> Bool
-        public var status: @Sendable () -> String
+    struct Probes: Sendable {
+        var isolate: @Sendable () -> Void
+        var fuseAnswers: @Sendable () -> Bool
+        var status: @Sendable () -> String
 
-        public init(
+        init(
             isolate: @escaping @Sendable () -> Void, fuseAnswers: @escaping @Sendable () -> Bool,
             status: @escaping @Sendable () -> String
         ) {
@@ -100,7 +100,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// when it changes and `WATCHDOG=1` when due, if the FUSE check came back within the last
     /// watchdog interval (at least 3 s) and `status` itself returned. Nothing runs on the calling
     /// thread (the daemon's main thread, which has not started the FUSE loop yet).
-    public func mountIsLive(status first: String, probes: Probes) {
+    func mountIsLive(status first: String, probes: Probes) {
         send("READY=1\nSTATUS=\(first)")
         // The FUSE check only feeds the watchdog: without one, nothing probes the mount.
         if let probePeriod {
@@ -142,7 +142,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     }
 
     /// The session ended: `STOPPING=1`, and the reporting thread stops.
-    public func stopping() {
+    func stopping() {
         stopped.withLock { isStopped = true }
         send("STOPPING=1\nSTATUS=unmounting")
     }
@@ -151,7 +151,7 @@ public final class SystemdNotifier: @unchecked Sendable {
 extension SystemdNotifier {
     /// `mountIsLive` for a daemon: the FUSE check is a `statvfs` of the mount point (a request
     /// through the kernel to the workers, never answered from a cache), the status the engine's.
-    public func mountIsLive(session: FuseSession, engine: SyncEngine, mountpoint: String) {
+    func mountIsLive(session: FuseSession, engine: SyncEngine, mountpoint: String) {
         let probes = Probes(
             isolate: { _ = session.isolateCallingThreadFromDevice() },
             fuseAnswers: {
@@ -165,7 +165,7 @@ extension SystemdNotifier {
 
 extension SyncStatus {
     /// The same line as `SyncSummary.line`, from a full status.
-    public var summaryLine: String {
+    var summaryLine: String {
         SyncSummary(online: online, changesWaiting: pendingEntries, caughtUp: feedCaughtUp, conflicts: conflicts).line
     }
 }

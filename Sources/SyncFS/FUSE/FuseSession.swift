@@ -3,25 +3,25 @@ import Glibc
 import Logging
 
 /// A failure to set up or run the FUSE session.
-public struct FuseSessionError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+struct FuseSessionError: Error, CustomStringConvertible, Sendable {
+    let description: String
 }
 
 /// One libfuse low-level session: the operation table, the kernel mount, the multithreaded loop.
 ///
 /// Lifecycle: `init` creates and mounts; `run` serves requests until the mount goes away (an
 /// unmount, `exit()`, or a signal); `unmount` removes the kernel mount if it is still there.
-public final class FuseSession: @unchecked Sendable {
+final class FuseSession: @unchecked Sendable {
     private let session: OpaquePointer
     private let context: Unmanaged<FuseContext>
-    public let mountpoint: String
+    let mountpoint: String
 
     /// Mount options: the kernel checks permissions (`default_permissions`); as root the folder
     /// is shared with every user (`allow_other`), each new file belonging to its creator. Unless
     /// `honoursSetuid`, the folder is `nosuid,nodev`: what other machines put in it cannot hand
     /// out privileges or reach devices here, whatever its mode bits say. `flags` adds `ro`,
     /// `allow_other` and `noexec` on request (`MountKernelFlags`).
-    public init(
+    init(
         fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double,
         honoursSetuid: Bool = false, flags: MountKernelFlags = MountKernelFlags(), logger: Logger
     ) throws {
@@ -71,7 +71,7 @@ public final class FuseSession: @unchecked Sendable {
     /// Installs libfuse's SIGINT/SIGTERM/SIGHUP handlers (they end `run` cleanly). The daemon
     /// resets these signals to their defaults first: a process started in the background
     /// inherits them ignored or blocked, and libfuse only installs over the default.
-    public func installSignalHandlers() {
+    func installSignalHandlers() {
         var all = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_UNBLOCK, &all, nil)
@@ -81,7 +81,7 @@ public final class FuseSession: @unchecked Sendable {
     }
 
     /// Serves requests on several threads until the session ends. Returns 0 on a clean end.
-    public func run(maxThreads: UInt32 = 16) -> Int32 {
+    func run(maxThreads: UInt32 = 16) -> Int32 {
         let result = syncfs_session_loop_mt(session, maxThreads)
         fuse_remove_signal_handlers(session)
         return result
@@ -89,7 +89,7 @@ public final class FuseSession: @unchecked Sendable {
 
     /// Ends the session from another thread: marks it exited and detaches the kernel mount,
     /// which wakes the workers (reads of `/dev/fuse` fail once the mount is gone).
-    public func exit() {
+    func exit() {
         fuse_session_exit(session)
         Unmounter.detach(mountpoint)
     }
@@ -99,7 +99,7 @@ public final class FuseSession: @unchecked Sendable {
     /// call waits for a worker that will never answer, the kernel releases `/dev/fuse` once the
     /// other threads are gone, which aborts the connection and ends the call; if this thread held
     /// the device too, the process could never finish dying. False if it could not be done.
-    public func isolateCallingThreadFromDevice() -> Bool {
+    func isolateCallingThreadFromDevice() -> Bool {
         Self.isolateCallingThread()
     }
 
@@ -115,7 +115,7 @@ public final class FuseSession: @unchecked Sendable {
     }
 
     /// Removes the kernel mount if it is still there (after `run` returned).
-    public func unmount() {
+    func unmount() {
         fuse_session_unmount(session)
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 /// Removes kernel mounts: directly as root, through `fusermount3` otherwise.
 public enum Unmounter {
     /// Lazy unmount: the mount disappears at once; open files keep working until closed.
-    public static func detach(_ mountpoint: String) {
+    static func detach(_ mountpoint: String) {
         if geteuid() == 0 && umount2(mountpoint, Int32(MNT_DETACH)) == 0 { return }
         _ = runFusermount(["-u", "-z", mountpoint])
     }
@@ -26,7 +26,7 @@ public enum Unmounter {
     }
 
     /// True if `path` is listed as a mount point in /proc/self/mounts.
-    public static func isMounted(_ path: String) -> Bool {
+    static func isMounted(_ path: String) -> Bool {
         guard let file = fopen("/proc/self/mounts", "r") else { return false }
         defer { fclose(file) }
         var line: UnsafeMutablePointer<CChar>?

@@ -8,11 +8,11 @@ import Synchronization
 /// back on every read and write, so the data path finds its descriptor without any table or lock.
 /// `descriptor` is the cache file, opened read-write (the writeback cache may read through a
 /// write-only handle); it is closed exactly once, by `SyncFileSystem.release`.
-public final class OpenFile: Sendable {
+final class OpenFile: Sendable {
     let node: Node
-    public let descriptor: Int32
+    let descriptor: Int32
     /// Opened for writing (O_WRONLY or O_RDWR).
-    public let writable: Bool
+    let writable: Bool
     /// Set by the first write: the handle has content to record on flush/release.
     let wrote = Atomic<Bool>(false)
     /// Opened by the inotify echo thread (`SyncFileSystem.openForEcho`): not counted as open.
@@ -25,16 +25,16 @@ public final class OpenFile: Sendable {
         self.isEcho = isEcho
     }
 
-    public var ino: InodeNumber { node.ino }
+    var ino: InodeNumber { node.ino }
 }
 
 /// An open directory: a snapshot of its entries, taken when reading starts at offset 0, so a
 /// listing is complete and stable (each name once) while the directory changes underneath.
-public final class OpenDirectory: Sendable {
-    public struct Entry: Sendable {
-        public let name: FileName
-        public let ino: InodeNumber
-        public let kind: NodeKind
+final class OpenDirectory: Sendable {
+    struct Entry: Sendable {
+        let name: FileName
+        let ino: InodeNumber
+        let kind: NodeKind
     }
 
     let ino: InodeNumber

@@ -12,14 +12,14 @@
 /// the mount count, so even a number reused after a lost counter update differs in generation.
 ///
 /// Not thread-safe: it lives inside the file system's namespace lock.
-public struct InodeTable: Sendable {
+struct InodeTable: Sendable {
     private var counts: [InodeNumber: UInt64] = [:]
-    public let generation: UInt64
+    let generation: UInt64
 
-    public init(generation: UInt64) { self.generation = generation }
+    init(generation: UInt64) { self.generation = generation }
 
     /// Records that a reply handed `ino` to the kernel once more.
-    public mutating func remember(_ ino: InodeNumber) {
+    mutating func remember(_ ino: InodeNumber) {
         guard ino != .root else { return }
         counts[ino, default: 0] += 1
     }
@@ -28,7 +28,7 @@ public struct InodeTable: Sendable {
     /// any more (the caller may then release an unlinked inode). Forgetting more than was looked
     /// up clamps at zero: the kernel never does it, and a clamp is safer than a trap.
     @discardableResult
-    public mutating func forget(_ ino: InodeNumber, count: UInt64) -> Bool {
+    mutating func forget(_ ino: InodeNumber, count: UInt64) -> Bool {
         guard ino != .root, let current = counts[ino] else { return ino != .root }
         if current <= count {
             counts[ino] = nil
@@ -39,12 +39,12 @@ public struct InodeTable: Sendable {
     }
 
     /// How many references the kernel holds (0 for unknown inodes; 1 for the root).
-    public func lookupCount(_ ino: InodeNumber) -> UInt64 {
+    func lookupCount(_ ino: InodeNumber) -> UInt64 {
         ino == .root ? 1 : counts[ino] ?? 0
     }
 
-    public func isReferenced(_ ino: InodeNumber) -> Bool { lookupCount(ino) > 0 }
+    func isReferenced(_ ino: InodeNumber) -> Bool { lookupCount(ino) > 0 }
 
     /// Number of inodes the kernel currently references (root excluded).
-    public var referencedCount: Int { counts.count }
+    var referencedCount: Int { counts.count }
 }

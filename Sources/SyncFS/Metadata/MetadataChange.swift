@@ -2,16 +2,16 @@ import SQLiteSupport
 import SyncBackend
 
 /// Everything the store holds, read once at mount.
-public struct StoredState: Sendable {
-    public var entries: [EntryRecord]
+struct StoredState: Sendable {
+    var entries: [EntryRecord]
     /// Extended attributes by inode, name → value.
-    public var xattrs: [InodeNumber: [String: [UInt8]]]
+    var xattrs: [InodeNumber: [String: [UInt8]]]
     /// Key/value facts (`container`, `next_ino`, `mount_count`, …).
-    public var meta: [String: String]
+    var meta: [String: String]
     /// The container version (and its manifest) each synced entry reflects.
-    public var syncBases: [FileID: SyncBase] = [:]
+    var syncBases: [FileID: SyncBase] = [:]
     /// Entries with local changes the container has not committed yet.
-    public var outbox: [OutboxItem] = []
+    var outbox: [OutboxItem] = []
 }
 
 /// One change to the stored state, in the order the folder made it.
@@ -31,4 +31,4 @@ enum MetadataChange: Sendable {
 }
 
 /// A failure of the state database.
-public typealias MetadataError = SQLiteError
+typealias MetadataError = SQLiteError

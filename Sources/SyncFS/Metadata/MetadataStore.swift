@@ -20,7 +20,7 @@ import Synchronization
 /// - Actions registered with `afterCommit` (removing a deleted file's cache file) run only after
 ///   the changes recorded before them are committed, so a crash never leaves an entry whose
 ///   content was already removed.
-public final class MetadataStore: Sendable {
+final class MetadataStore: Sendable {
     private struct Pending {
         var changes: [MetadataChange] = []
         var afterCommit: [@Sendable () -> Void] = []
@@ -40,7 +40,7 @@ public final class MetadataStore: Sendable {
 
     /// Opens (creating and migrating as needed) the database at `path`, or a private in-memory
     /// database for `":memory:"`. `batchDelay` is how long the flusher waits to gather a batch.
-    public init(path: String, batchDelay: Duration = .milliseconds(5)) throws {
+    init(path: String, batchDelay: Duration = .milliseconds(5)) throws {
         let connection = try SQLiteConnection(path: path)
         if path != ":memory:" {
             try connection.execute("PRAGMA journal_mode = WAL")
@@ -56,24 +56,24 @@ public final class MetadataStore: Sendable {
 
     // MARK: Intention-named changes (queued, committed behind)
 
-    public func entryCreated(_ record: EntryRecord) { enqueue(.upsert(record)) }
-    public func entryChanged(_ record: EntryRecord) { enqueue(.upsert(record)) }
+    func entryCreated(_ record: EntryRecord) { enqueue(.upsert(record)) }
+    func entryChanged(_ record: EntryRecord) { enqueue(.upsert(record)) }
     /// Several entries changed together (a rename exchange): committed in the same batch.
-    public func entriesChanged(_ records: [EntryRecord]) { enqueue(records.map { .upsert($0) }) }
-    public func entryRemoved(_ ino: InodeNumber) { enqueue(.delete(ino)) }
-    public func xattrSet(_ ino: InodeNumber, name: String, value: [UInt8]) {
+    func entriesChanged(_ records: [EntryRecord]) { enqueue(records.map { .upsert($0) }) }
+    func entryRemoved(_ ino: InodeNumber) { enqueue(.delete(ino)) }
+    func xattrSet(_ ino: InodeNumber, name: String, value: [UInt8]) {
         enqueue(.setXattr(ino, name: name, value: value))
     }
-    public func xattrRemoved(_ ino: InodeNumber, name: String) { enqueue(.removeXattr(ino, name: name)) }
+    func xattrRemoved(_ ino: InodeNumber, name: String) { enqueue(.removeXattr(ino, name: name)) }
     /// Records `fact` (nil clears it).
-    public func factSet<Value>(_ fact: StateFact<Value>, _ value: Value?) { enqueue(.fact(fact, value)) }
+    func factSet<Value>(_ fact: StateFact<Value>, _ value: Value?) { enqueue(.fact(fact, value)) }
 
     /// Several changes that must be committed together (an entry change and its outbox row, a
     /// remote change applied with its new sync base and feed cursor): always in one batch.
     func record(_ changes: [MetadataChange]) { enqueue(changes) }
 
     /// Runs `action` once every change recorded so far is committed.
-    public func afterCommit(_ action: @escaping @Sendable () -> Void) {
+    func afterCommit(_ action: @escaping @Sendable () -> Void) {
         pending.withLock { $0.afterCommit.append(action) }
         wakeFlusher.signal()
     }
@@ -93,7 +93,7 @@ public final class MetadataStore: Sendable {
 
     /// Commits every change recorded so far now. With `durable`, also makes it (and every earlier
     /// commit) survive a power loss before returning.
-    public func commit(durable: Bool) throws {
+    func commit(durable: Bool) throws {
         try connection.withLock { connection in
             let (changes, actions, needsSync) = pending.withLock { state in
                 defer {
@@ -263,7 +263,7 @@ public final class MetadataStore: Sendable {
     }
 
     /// Commits everything durably and stops the flusher. The store must not be used afterwards.
-    public func close() throws {
+    func close() throws {
         defer {
             pending.withLock { $0.closed = true }
             wakeFlusher.signal()
@@ -277,14 +277,14 @@ public final class MetadataStore: Sendable {
     }
 
     /// The most recent commit failure, if any.
-    public var lastCommitError: MetadataError? { lastError.withLock { $0 } }
+    var lastCommitError: MetadataError? { lastError.withLock { $0 } }
 
     // MARK: Reading
 
     /// The entry state of `id`'s sync base (manifest empty), if it is recorded: what the local
     /// copy and the container last agreed on. Commits pending changes first. Used when a commit
     /// conflicts (rare), so it reads the database rather than keeping states in memory.
-    public func baseState(of id: FileID) throws -> EntryState? {
+    func baseState(of id: FileID) throws -> EntryState? {
         try commit(durable: false)
         return try connection.withLock { connection in
             let row = try connection.statement("SELECT state FROM sync_base WHERE file_id = ?")
@@ -298,7 +298,7 @@ public final class MetadataStore: Sendable {
     // MARK: Reading (once, at mount)
 
     /// Reads every entry, extended attribute and fact. Commits pending changes first.
-    public func load() throws -> StoredState {
+    func load() throws -> StoredState {
         try commit(durable: false)
         return try connection.withLock { connection in
             var entries: [EntryRecord] = []
@@ -363,7 +363,7 @@ public final class MetadataStore: Sendable {
     /// Removes rows that no longer belong to the tree: entries whose parent is gone (and their
     /// descendants) and xattrs of missing entries. Returns how many entries were removed.
     /// Used at mount as a consistency check; with the ordering invariant it finds nothing.
-    public func removeOrphans(_ inos: [InodeNumber]) throws {
+    func removeOrphans(_ inos: [InodeNumber]) throws {
         guard !inos.isEmpty else { return }
         for ino in inos { entryRemoved(ino) }
         try commit(durable: true)

@@ -5,7 +5,7 @@ import SQLiteSupport
 /// lock a live daemon needs is taken, nothing is created or changed.
 public struct StateDatabaseSummary: Sendable, Equatable {
     /// Its `meta` table (doc/FORMATS.md, "`state.db`"), typed.
-    public var facts: StateFacts
+    var facts: StateFacts
     /// Changes queued for upload (rows of the `outbox`).
     public var queued: Int
 

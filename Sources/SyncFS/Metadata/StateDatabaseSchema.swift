@@ -5,8 +5,8 @@ import SQLiteSupport
 /// transaction, a newer database refused). doc/FORMATS.md, "`state.db`", lists them.
 ///
 /// Invariant: a migration, once released, is never edited; a schema change is a new entry.
-package enum StateDatabaseSchema {
-    package static let migrations = SQLiteMigrations([
+enum StateDatabaseSchema {
+    static let migrations = SQLiteMigrations([
         // 1: entries, extended attributes, key/value facts about this state directory.
         """
         CREATE TABLE meta (

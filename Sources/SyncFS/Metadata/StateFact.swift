@@ -3,7 +3,7 @@ import SyncBackend
 
 /// The key of every fact the state database's `meta` table holds. doc/FORMATS.md, "`state.db`",
 /// has one row per case (`StateFormatDocumentTests` keeps the two equal).
-public enum StateFactKey: String, CaseIterable, Sendable {
+enum StateFactKey: String, CaseIterable, Sendable {
     case containerID = "container_id"
     case container
     case mountpoint
@@ -24,7 +24,7 @@ public enum StateFactKey: String, CaseIterable, Sendable {
 ///
 /// For every fact an empty text reads as absent: a cleared fact (`factSet(_, nil)`).
 public struct StateFact<Value>: Sendable {
-    public let key: StateFactKey
+    let key: StateFactKey
     let encode: @Sendable (Value) -> String
     let decode: @Sendable (String) -> Value?
 
@@ -95,14 +95,14 @@ extension StateFact where Value == Date {
 }
 
 /// The facts a state database holds, read typed: `facts[.nextIno]` is a `UInt64?`.
-public struct StateFacts: Sendable, Equatable {
+struct StateFacts: Sendable, Equatable {
     /// The `meta` table as stored, key → text.
     let stored: [String: String]
 
     init(_ stored: [String: String]) { self.stored = stored }
 
     /// The recorded value; absent, cleared (empty) or unreadable is nil.
-    public subscript<Value>(_ fact: StateFact<Value>) -> Value? {
+    subscript<Value>(_ fact: StateFact<Value>) -> Value? {
         guard let text = stored[fact.key.rawValue], !text.isEmpty else { return nil }
         return fact.decode(text)
     }
@@ -117,5 +117,5 @@ extension MetadataChange {
 
 extension StoredState {
     /// The `meta` table, typed.
-    public var facts: StateFacts { StateFacts(meta) }
+    var facts: StateFacts { StateFacts(meta) }
 }

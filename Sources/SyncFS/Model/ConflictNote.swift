@@ -4,16 +4,16 @@ import SyncBackend
 /// What a conflict copy records about its conflict, as the synced extended attribute
 /// `user.syncfs.conflict` (JSON), so every mount knows it and lists it. A file merged with
 /// conflict markers carries one too, naming itself.
-public struct ConflictNote: Codable, Equatable, Sendable {
+struct ConflictNote: Codable, Equatable, Sendable {
     /// File ID (hex) of the entry this copy was split from (the file itself for markers).
-    public var of: String
+    var of: String
     /// The device name (`DeviceName`) of the mount that kept the copy. Written by any machine:
     /// shown only through `DeviceName.sanitised`.
-    public var host: String
+    var host: String
     /// When, ISO-8601 UTC.
-    public var time: String
+    var time: String
     /// Why, in words (`status`, `conflicts` and the log show it).
-    public var reason: String
+    var reason: String
 
     /// The synced attribute that marks a conflict copy.
     static let attribute = "user.syncfs.conflict"

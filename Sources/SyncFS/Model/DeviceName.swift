@@ -15,7 +15,7 @@
 public struct DeviceName: Sendable, Equatable, CustomStringConvertible {
     public let text: String
     /// The longest name, in bytes.
-    public static let maxLength = 64
+    static let maxLength = 64
 
     public var description: String { text }
 
@@ -52,7 +52,7 @@ public struct DeviceName: Sendable, Equatable, CustomStringConvertible {
     /// `text` (remote data: a conflict note, a stored fact) made fit to show or to put in a file
     /// name: unprintable characters and `/` become `_`, white space at either end is dropped, and
     /// it is cut to `maxBytes` on a character boundary; `fallback` if nothing is left.
-    public static func sanitised(_ text: String, maxBytes: Int = maxLength, fallback: String = "unknown")
+    static func sanitised(_ text: String, maxBytes: Int = maxLength, fallback: String = "unknown")
         -> String
     {
         let trimmed = printable(text, maxBytes: maxBytes).replacingSlashes().trimmingWhiteSpace()

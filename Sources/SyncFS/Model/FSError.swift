@@ -4,7 +4,7 @@ import Glibc
 ///
 /// Each case maps to exactly one errno in `errno` — the one place where errors become numbers
 /// (an exhaustive switch: adding a case forces a decision here).
-public enum FSError: Error, Equatable, Sendable {
+enum FSError: Error, Equatable, Sendable {
     case notFound
     case exists
     case notEmpty
@@ -38,7 +38,7 @@ public enum FSError: Error, Equatable, Sendable {
     case stale
 
     /// The errno the kernel is told.
-    public var errno: Int32 {
+    var errno: Int32 {
         switch self {
         case .notFound: return ENOENT
         case .exists: return EEXIST
@@ -66,7 +66,7 @@ public enum FSError: Error, Equatable, Sendable {
     }
 
     /// Wraps the current `errno` of a failed system call on the local disk.
-    public static func fromErrno(_ code: Int32 = Glibc.errno) -> FSError {
+    static func fromErrno(_ code: Int32 = Glibc.errno) -> FSError {
         switch code {
         case ENOENT: return .notFound
         case ENOSPC, EDQUOT: return .noSpace

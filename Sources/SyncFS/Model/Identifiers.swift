@@ -4,29 +4,29 @@ import Foundation
 ///
 /// Inode numbers are local to one state directory: each entry is given one when it first appears
 /// and keeps it for life (it is stored with the entry), so `st_ino` is stable across remounts.
-public struct InodeNumber: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt64
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
-    public init(_ value: UInt64) { self.rawValue = value }
-    public static let root = InodeNumber(1)
-    public static func < (a: InodeNumber, b: InodeNumber) -> Bool { a.rawValue < b.rawValue }
-    public var description: String { "ino \(rawValue)" }
+struct InodeNumber: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    let rawValue: UInt64
+    init(rawValue: UInt64) { self.rawValue = rawValue }
+    init(_ value: UInt64) { self.rawValue = value }
+    static let root = InodeNumber(1)
+    static func < (a: InodeNumber, b: InodeNumber) -> Bool { a.rawValue < b.rawValue }
+    var description: String { "ino \(rawValue)" }
 }
 
 /// A directory entry name: the raw bytes the kernel gave (Linux names need not be UTF-8).
 ///
 /// Invariant (checked by `validated`): 1...255 bytes, no `/`, no NUL, not `.` or `..`.
-public struct FileName: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let bytes: [UInt8]
+struct FileName: Hashable, Comparable, Sendable, CustomStringConvertible {
+    let bytes: [UInt8]
 
-    public init(bytes: [UInt8]) { self.bytes = bytes }
-    public init(_ string: String) { self.bytes = Array(string.utf8) }
+    init(bytes: [UInt8]) { self.bytes = bytes }
+    init(_ string: String) { self.bytes = Array(string.utf8) }
 
     /// The longest name Linux allows (NAME_MAX).
-    public static let maxLength = 255
+    static let maxLength = 255
 
     /// Checks the name for use as a new entry.
-    public func validated() throws(FSError) -> FileName {
+    func validated() throws(FSError) -> FileName {
         if bytes.count > FileName.maxLength { throw .nameTooLong }
         if bytes.isEmpty || bytes == [46] || bytes == [46, 46] || bytes.contains(47) || bytes.contains(0) {
             throw .invalidArgument
@@ -34,7 +34,7 @@ public struct FileName: Hashable, Comparable, Sendable, CustomStringConvertible 
         return self
     }
 
-    public static func < (a: FileName, b: FileName) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
+    static func < (a: FileName, b: FileName) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 
-    public var description: String { String(decoding: bytes, as: UTF8.self) }
+    var description: String { String(decoding: bytes, as: UTF8.self) }
 }

@@ -1,19 +1,19 @@
 import SyncBackend
 
 /// One entry with local changes the container has not committed yet (a row of the outbox).
-public struct OutboxItem: Equatable, Sendable {
-    public var fileID: FileID
+struct OutboxItem: Equatable, Sendable {
+    var fileID: FileID
     /// Order of the entry's first pending change: uploads go oldest first, which is an order the
     /// container accepts (a directory is made before what is put in it).
-    public var seq: UInt64
+    var seq: UInt64
     /// Bumped by every change after the first; an upload removes the item only if it did not
     /// change while the upload ran (re-dirtied during upload → uploaded again).
-    public var generation: UInt64
+    var generation: UInt64
     /// Not before this time (ns): the quiet delay after the last change, or the backoff after a
     /// failure. Not stored: after a restart every item is ready once the quiet delay passed.
-    public var readyAt: Int64
+    var readyAt: Int64
     /// Failed attempts since the item was queued or last succeeded.
-    public var attempts: Int
+    var attempts: Int
     /// Why the last attempt failed, for `syncfs-mount status`.
-    public var lastError: String?
+    var lastError: String?
 }

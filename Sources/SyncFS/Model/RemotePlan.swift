@@ -1,7 +1,7 @@
 import SyncBackend
 
 /// How the follower should treat one remote change (see `RemoteChanges.planRemote`).
-public enum RemotePlan: Equatable, Sendable {
+enum RemotePlan: Equatable, Sendable {
     /// Already reflected locally (our own change coming back, or an older version).
     case skip
     /// The local entry has changes of its own not yet committed: the upload resolves it.

@@ -39,10 +39,10 @@ public final class ProgressLine {
     }
 
     public let style: Style
-    public var lineInterval: Double = 1
-    public var redrawInterval: Double = 0.1
+    var lineInterval: Double = 1
+    var redrawInterval: Double = 0.1
     /// Rate window: the rate is measured over the samples of the last this many seconds.
-    public var rateWindow: Double = 10
+    var rateWindow: Double = 10
     private let clock: () -> Double
     private let write: (String) -> Void
     private var samples: [(time: Double, done: Int64)] = []

@@ -16,22 +16,22 @@ extension ContentResidency {
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
-    public func setDownloadExclusions(_ names: Set<String>) { downloadExclusions.withLock { $0 = names } }
+    func setDownloadExclusions(_ names: Set<String>) { downloadExclusions.withLock { $0 = names } }
 
     /// True if a read of a placeholder by the process `name` must not download.
-    public func downloadsExcluded(for name: () -> String?) -> Bool {
+    func downloadsExcluded(for name: () -> String?) -> Bool {
         let excluded = downloadExclusions.withLock { $0 }
         guard !excluded.isEmpty, let name = name() else { return false }
         return excluded.contains(name)
     }
 
     /// Sets where placeholders' content comes from (the sync engine, once started).
-    public func setChunkSource(_ source: (any ChunkSource)?) { chunkSource.withLock { $0 = source } }
+    func setChunkSource(_ source: (any ChunkSource)?) { chunkSource.withLock { $0 = source } }
 
     /// The read path: makes sure bytes `offset ..< offset + count` of the handle's file are in its
     /// cache file, downloading them if the file is a placeholder. A local file returns at once
     /// (one atomic load).
-    public func ensureContent(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) {
+    func ensureContent(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) {
         let node = handle.node
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         guard let hydration = try hydration(of: node) else { return }
@@ -51,7 +51,7 @@ extension ContentResidency {
 
     /// Downloads the file with `id` if it is a placeholder (background downloads of pinned files).
     /// Returns false if it could not be completed.
-    public func hydrateCompletely(_ id: FileID) -> Bool {
+    func hydrateCompletely(_ id: FileID) -> Bool {
         guard let node = live.transact({ tree in tree.node(withID: id) }) else { return true }
         do { try hydrateCompletely(node) } catch { return false }
         return true
@@ -272,13 +272,13 @@ extension ContentResidency {
 
     /// True if a read of a placeholder by a process that must not download can be served from
     /// what is already on disk.
-    public func contentPresent(_ handle: OpenFile, offset: Int64, count: Int) -> Bool {
+    func contentPresent(_ handle: OpenFile, offset: Int64, count: Int) -> Bool {
         guard let running = live.transact({ _ in handle.node.hydration }) else { return false }
         return running.isPresent(offset: offset, count: count)
     }
 
     /// Waits (at most `seconds`) for downloads still running to end (at shutdown).
-    public func waitForDownloads(seconds: Double) {
+    func waitForDownloads(seconds: Double) {
         let deadline = Date().addingTimeInterval(seconds)
         while activeDownloads.load(ordering: .relaxed) > 0 && Date() < deadline { usleep(10_000) }
     }

@@ -27,7 +27,7 @@ public enum PinState: String, Codable, Sendable {
 }
 
 /// Why `evict` kept a file.
-public enum EvictOutcome: Sendable, Equatable {
+enum EvictOutcome: Sendable, Equatable {
     case evicted(bytes: Int64)
     case alreadyOnline
     case refused(String)
@@ -59,12 +59,12 @@ public struct FileCounts: Codable, Sendable, Equatable {
 }
 
 /// How much content the cache holds.
-public struct CacheUsage: Sendable {
+struct CacheUsage: Sendable {
     /// Lengths of the files whose content is here (downloaded or modified).
-    public var localBytes: Int64 = 0
+    var localBytes: Int64 = 0
     /// Lengths of the files with changes not yet uploaded.
-    public var modifiedBytes: Int64 = 0
-    public var files = FileCounts()
+    var modifiedBytes: Int64 = 0
+    var files = FileCounts()
 }
 
 extension ContentResidency {
@@ -106,7 +106,7 @@ extension ContentResidency {
     // MARK: Pins
 
     /// Pins or unpins `ino`. Unpinning what a directory above pins fails with `.notPermitted`.
-    public func setPinned(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) {
+    func setPinned(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             if !pinned && !node.isPinned && pinState(of: node, in: tree) == .inherited { throw .notPermitted }
@@ -118,7 +118,7 @@ extension ContentResidency {
     }
 
     /// The path of the nearest directory above `ino` that is pinned, if any.
-    public func pinningAncestor(of ino: InodeNumber) -> String? {
+    func pinningAncestor(of ino: InodeNumber) -> String? {
         live.transact { tree in
             var current = tree.nodes[ino]?.parent.flatMap { tree.nodes[$0] }
             while let ancestor = current {
@@ -130,7 +130,7 @@ extension ContentResidency {
     }
 
     /// Placeholders a pin covers (to download in the background).
-    public func pinnedPlaceholders() -> [FileID] {
+    func pinnedPlaceholders() -> [FileID] {
         live.transact { tree in
             var result: [FileID] = []
             for node in tree.nodes.values where node.isPinned && !node.isUnlinked {
@@ -153,7 +153,7 @@ extension ContentResidency {
     }
 
     /// Placeholders at or below `ino` (for `download`).
-    public func placeholders(below ino: InodeNumber) throws(FSError) -> [FileID] {
+    func placeholders(below ino: InodeNumber) throws(FSError) -> [FileID] {
         try live.transact { tree throws(FSError) in
             var result: [FileID] = []
             collectFiles(below: try tree.node(ino), in: tree) { if $0.isPlaceholder { result.append($0.fileID) } }
@@ -165,7 +165,7 @@ extension ContentResidency {
 
     /// Frees the local content of every file at or below `ino`; returns each file's outcome by path.
     /// The kernel's cached pages of evicted files are dropped too (a later read downloads).
-    public func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
+    func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
         try live.transact { tree throws(FSError) in
             var files: [Node] = []
             collectFiles(below: try tree.node(ino), in: tree) { files.append($0) }
@@ -208,7 +208,7 @@ extension ContentResidency {
     // MARK: Budget
 
     /// What the cache holds now (one pass over the tree).
-    public func cacheUsage() -> CacheUsage {
+    func cacheUsage() -> CacheUsage {
         live.transact { tree in usageLocked(tree) }
     }
 
@@ -233,7 +233,7 @@ extension ContentResidency {
     /// Cost: one pass over the tree under the lock, without other locks (the pending set is taken
     /// before), so the once-a-second check does not stall file operations.
     @discardableResult
-    public func enforceBudget(_ budget: Int64) -> Int {
+    func enforceBudget(_ budget: Int64) -> Int {
         let pending = Set(outbox.items.map(\.fileID))
         let evicted = live.transact { tree -> Int in
             var localBytes: Int64 = 0
@@ -267,7 +267,7 @@ extension ContentResidency {
 
     /// The write path: while modified content exceeds the cache budget, each write waits a little
     /// so uploads can catch up (writers slow down; they never fail). Also wakes the budget keeper.
-    public func throttleWriteIfOverBudget() {
+    func throttleWriteIfOverBudget() {
         contentActivity.note()
         if writesThrottled.load(ordering: .relaxed) { usleep(50_000) }
     }

@@ -9,13 +9,13 @@ import Synchronization
 /// Holds the tree (`LiveTree`) and the cache; the kernel's operations (`SyncFileSystem`) call it
 /// to open placeholders for reading or writing, the sync engine to download pinned files and
 /// keep the budget, the daemon for status. Grouped by concern in `ContentResidency+*.swift`.
-public final class ContentResidency: Sendable {
+final class ContentResidency: Sendable {
     let live: LiveTree
     let cache: ContentCache
     let logger: Logger
     var outbox: Outbox { live.outbox }
     /// Transfers in progress and transfer failures, per entry.
-    public let transfers = TransferBoard()
+    let transfers = TransferBoard()
     /// Where placeholders' content comes from; nil until the sync engine starts.
     let chunkSource = Mutex<(any ChunkSource)?>(nil)
     /// Download driver threads running.
@@ -37,7 +37,7 @@ public final class ContentResidency: Sendable {
         self.logger = logger
     }
 
-    public func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
+    func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
 
     func pinsChanged() { pinObserver.withLock { $0 }?() }
 }

@@ -5,9 +5,9 @@ import SyncBackend
 
 /// The local content of a file taken for a merge: read `path` without a lock, and use what was
 /// read only if `SyncFileSystem.adoptMerged`/`forkConflictCopy` still find the same `token`.
-public struct MergeLocalContent: @unchecked Sendable {
-    public var path: String
-    public var length: Int64
+struct MergeLocalContent: @unchecked Sendable {
+    var path: String
+    var length: Int64
     let node: Node
     let token: UInt64
 }
@@ -15,7 +15,7 @@ public struct MergeLocalContent: @unchecked Sendable {
 /// Conflicts in the tree: adopting a merge's result (`adoptMerged`), keeping local content as a
 /// conflict copy (`forkConflictCopy`), and the list of unresolved conflicts (`conflicts`,
 /// `resolveConflict`).
-public final class Conflicts: Sendable {
+final class Conflicts: Sendable {
     let live: LiveTree
     let cache: ContentCache
     let logger: Logger
@@ -27,7 +27,7 @@ public final class Conflicts: Sendable {
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
-    public init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
+    init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
         live = fileSystem.live
         cache = fileSystem.cache
         logger = fileSystem.logger
@@ -39,7 +39,7 @@ public final class Conflicts: Sendable {
 
 extension Conflicts {
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
-    public func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
+    func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
         live.transact { tree in
             guard let node = tree.node(withID: id), !node.isUnlinked, node.kind == .file, !node.isPlaceholder,
                 node.openWriters == 0, let token = node.contentToken()
@@ -56,7 +56,7 @@ extension Conflicts {
     /// Returns false (nothing changed) if the entry changed locally since `item` was taken, the
     /// file was written since `local` was taken, is open for writing, or the merged parent is not
     /// here yet: try again later. `event` (e.g. `merged`) is published for the entry once adopted.
-    public func adoptMerged(
+    func adoptMerged(
         _ id: FileID, state: EntryState, onto current: RemoteEntry, contentFile: String?, local: MergeLocalContent?,
         item: OutboxItem, event: ChangeEvent.Kind? = nil
     ) -> Bool {
@@ -87,7 +87,7 @@ extension Conflicts {
     }
 
     /// Whether `adoptMerged` of `state` would find what it needs now (see `adoptableNode`).
-    public func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
+    func canAdopt(_ id: FileID, state: EntryState, item: OutboxItem) -> Bool {
         live.transact { tree in adoptableNode(id, state: state, item: item, in: tree) != nil }
     }
 
@@ -113,17 +113,17 @@ extension Conflicts {
     }
 
     /// Whether `id` is a placeholder (its content is not here).
-    public func isPlaceholder(_ id: FileID) -> Bool {
+    func isPlaceholder(_ id: FileID) -> Bool {
         live.transact { tree in tree.node(withID: id)?.isPlaceholder ?? false }
     }
 
     /// Commits every recorded change durably now (before an irreversible step that depends on them).
-    public func persistNow() {
+    func persistNow() {
         do { try store.commit(durable: true) } catch { logger.error("cannot commit the state database: \(error)") }
     }
 
     /// Whether the directory `id` is here (linked).
-    public func hasLiveDirectory(_ id: FileID) -> Bool {
+    func hasLiveDirectory(_ id: FileID) -> Bool {
         live.transact { tree in tree.liveDirectory(withID: id) != nil }
     }
 
@@ -131,7 +131,7 @@ extension Conflicts {
     /// `NAME (conflict from HOST DATE TIME).EXT`, marked as a conflict copy (`ConflictNote`) and
     /// queued for upload, so the original can take another version. Returns the copy's name, or
     /// nil if the file was written since `local` was taken or is being written (try again later).
-    public func forkConflictCopy(_ id: FileID, local: MergeLocalContent, reason: String) -> FileName? {
+    func forkConflictCopy(_ id: FileID, local: MergeLocalContent, reason: String) -> FileName? {
         let copyID = FileID.random()
         let copyPath = cache.path(for: copyID)
         guard (try? cache.create(copyID)) != nil, CacheCopy.copy(from: local.path, to: copyPath) else {
@@ -170,7 +170,7 @@ extension Conflicts {
     /// Forgets the conflict of `ino` (a conflict copy, a file with markers, or an original: then
     /// all its copies): the mark is removed as a local change, so every mount forgets it; the
     /// files stay. Returns how many marks were removed.
-    public func resolve(_ ino: InodeNumber) throws(FSError) -> Int {
+    func resolve(_ ino: InodeNumber) throws(FSError) -> Int {
         try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             var marked = tree.conflictCopies.filter { $0.value == node.fileID }.map(\.key)
@@ -190,7 +190,7 @@ extension Conflicts {
     }
 
     /// Every unresolved conflict, by path.
-    public func unresolved() -> [ConflictListing] {
+    func unresolved() -> [ConflictListing] {
         live.transact { tree in
             tree.conflictCopies.keys.compactMap { id -> ConflictListing? in
                 guard let copy = tree.liveConflictCopy(id), let value = copy.xattrs[ConflictNote.attribute]
@@ -208,7 +208,7 @@ extension Conflicts {
     }
 
     /// How many conflicts are unresolved.
-    public func unresolvedCount() -> Int {
+    func unresolvedCount() -> Int {
         live.transact { tree in
             // Copies that are gone (or no longer marked) leave the index here.
             for id in tree.conflictCopies.keys where tree.node(withID: id)?.xattrs[ConflictNote.attribute] == nil {
@@ -255,7 +255,7 @@ enum CacheCopy {
 extension ContentResidency {
     /// The whole content of a small file (downloading it first if it is a placeholder), or nil
     /// if it is not a regular file, larger than `limit`, or cannot be read.
-    public func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
+    func readSmallFile(_ ino: InodeNumber, limit: Int) -> [UInt8]? {
         guard
             let node = live.transact({ tree -> Node? in
                 guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked,

@@ -8,7 +8,7 @@ import Synchronization
 /// the returned row in the same store batch as the entry change (one transaction). The uploader
 /// takes items, and reports how they ended; each report returns the store change that mirrors it.
 /// Lock order: namespace → outbox → store.
-public final class Outbox: Sendable {
+final class Outbox: Sendable {
     private let queue: Mutex<UploadQueue>
     /// Signalled when an item may have become ready (a change, a `sync` request).
     private let wake = DispatchSemaphore(value: 0)
@@ -21,7 +21,7 @@ public final class Outbox: Sendable {
     /// line per attempt; shared by the uploader, the follower and downloads).
     let failureLog = RepeatedFailureLog()
 
-    public init(policy: UploadQueue.Policy, restoring stored: [OutboxItem], clock: @escaping @Sendable () -> Int64) {
+    init(policy: UploadQueue.Policy, restoring stored: [OutboxItem], clock: @escaping @Sendable () -> Int64) {
         self.clock = clock
         queue = Mutex(UploadQueue(policy: policy, restoring: stored, now: clock()))
     }
@@ -92,7 +92,7 @@ public final class Outbox: Sendable {
     }
 
     /// Every waiting item becomes ready now.
-    public func expediteAll() {
+    func expediteAll() {
         let now = clock()
         queue.withLock { $0.expediteAll(now: now) }
         wake.signal()
@@ -121,10 +121,10 @@ public final class Outbox: Sendable {
     func poke() { wake.signal() }
 
     /// A snapshot for status reports.
-    public var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
-    public var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
+    var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
+    var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
     /// How many changes are queued (without copying them).
-    public var count: Int { queue.withLock { $0.items.count } }
+    var count: Int { queue.withLock { $0.items.count } }
 }
 
 extension SyncFailure {

@@ -9,7 +9,7 @@ import Synchronization
 /// (`unavailable`) until the next call that got any answer (a refusal, `busy` and a storage
 /// failure are answers: the container is there). A mount starts online until a call says
 /// otherwise.
-public final class Reachability: Sendable {
+final class Reachability: Sendable {
     private struct State {
         var since: Date?
         var observer: (@Sendable (_ online: Bool, _ reason: String?) -> Void)?
@@ -17,12 +17,12 @@ public final class Reachability: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    init() {}
 
     /// When the current outage began; nil while online.
-    public var offlineSince: Date? { state.withLock { $0.since } }
+    var offlineSince: Date? { state.withLock { $0.since } }
 
-    public var isOnline: Bool { offlineSince == nil }
+    var isOnline: Bool { offlineSince == nil }
 
     /// Calls `observer` at each change between online and offline (with the failure that made it
     /// offline), under this object's lock so that observers see the changes in order; it must

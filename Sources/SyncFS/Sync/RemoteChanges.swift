@@ -6,7 +6,7 @@ import SyncBackend
 /// planned against the local state (`planRemote`), then applied — created, updated, moved or
 /// deleted, with its new sync base, in one transaction, without queueing an upload — and, with
 /// the inotify echo on, made visible to inotify watchers (`RemoteChanges+Echo`).
-public final class RemoteChanges: Sendable {
+final class RemoteChanges: Sendable {
     let live: LiveTree
     let cache: ContentCache
     let logger: Logger
@@ -20,7 +20,7 @@ public final class RemoteChanges: Sendable {
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
-    public init(fileSystem: SyncFileSystem) {
+    init(fileSystem: SyncFileSystem) {
         live = fileSystem.live
         cache = fileSystem.cache
         logger = fileSystem.logger
@@ -34,7 +34,7 @@ public final class RemoteChanges: Sendable {
 extension RemoteChanges {
     /// Decides what to do with a remote entry, under the lock. `force` ignores local changes
     /// (the local side gave way after a conflict).
-    public func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
+    func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
         live.transact { tree in plan(entry, force: force, tree: &tree) }
     }
 
@@ -83,7 +83,7 @@ extension RemoteChanges {
     /// With `giving` (the local change that gives way, forced), nothing happens if that entry
     /// changed locally since the item was taken (`.localChangesPending`: its next upload decides);
     /// such a change is applied directly, without the echo.
-    public func applyRemote(
+    func applyRemote(
         _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
     ) -> RemotePlan {
         if item == nil, let echo = echoChannel.current {
@@ -348,13 +348,13 @@ extension RemoteChanges {
 
     /// A fresh path for downloading content next to the cache (same filesystem, so the final
     /// rename is atomic).
-    public func temporaryContentPath() -> String {
+    func temporaryContentPath() -> String {
         cache.temporaryPath()
     }
 
     /// The cache file's path of a clean local file whose content is `base` (for reusing chunks
     /// it already holds), or nil.
-    public func reusableContentPath(_ id: FileID) -> String? {
+    func reusableContentPath(_ id: FileID) -> String? {
         live.transact { tree in
             guard let node = tree.node(withID: id), node.kind == .file, node.openWriters == 0,
                 !outbox.isPending(id), !node.isPlaceholder
@@ -366,7 +366,7 @@ extension RemoteChanges {
 
 extension RemoteChanges {
     /// Stores the follower's position and the changes it must retry, behind what it applied.
-    public func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
+    func recordFollowerProgress(cursor: String, deferred: Set<FileID>) {
         store.record([
             .fact(.feedCursor, FeedCursor(token: cursor)),
             .fact(.deferredIDs, deferred),

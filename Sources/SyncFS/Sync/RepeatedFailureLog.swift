@@ -12,8 +12,8 @@ import Synchronization
 /// An offline mount with a queue thus logs one line when the outage starts, one every
 /// `interval` while it lasts and one when it ends, whatever the retry rate and queue length
 /// (161 lines in 2 minutes before), while `status` still shows each item's last error.
-public final class RepeatedFailureLog: Sendable {
-    public let interval: Int64
+final class RepeatedFailureLog: Sendable {
+    let interval: Int64
     private struct Episode {
         var startedAt: Int64
         var loggedAt: Int64
@@ -24,11 +24,11 @@ public final class RepeatedFailureLog: Sendable {
     private let state = Mutex<[String: Episode]>([:])
 
     /// `interval`: nanoseconds between two lines of the same kind (default 5 minutes).
-    public init(interval: Int64 = 300_000_000_000) { self.interval = interval }
+    init(interval: Int64 = 300_000_000_000) { self.interval = interval }
 
     /// Whether a failure of `kind` at `now` (ns) is logged; if so, how many of its kind were not
     /// logged since the last line (0 for the first).
-    public func admit(_ kind: String, now: Int64) -> (logged: Bool, suppressed: Int) {
+    func admit(_ kind: String, now: Int64) -> (logged: Bool, suppressed: Int) {
         state.withLock { kinds in
             if var episode = kinds[kind] {
                 episode.failures += 1
@@ -54,7 +54,7 @@ public final class RepeatedFailureLog: Sendable {
     /// had failures, the kind, how many failures and how long since the first (ns), for one line.
     /// With `failedBefore`, only kinds whose last failure came before it end (the proof that
     /// things work came after the last failure, not before it).
-    public func end(now: Int64, failedBefore: Int64 = .max, matching: (String) -> Bool) -> [(
+    func end(now: Int64, failedBefore: Int64 = .max, matching: (String) -> Bool) -> [(
         kind: String, failures: Int, lasted: Int64
     )] {
         state.withLock { kinds in
@@ -65,12 +65,12 @@ public final class RepeatedFailureLog: Sendable {
     }
 
     /// Whether failures of a kind `matching` are going on (cheap check before `end`).
-    public func isFailing(matching: (String) -> Bool) -> Bool {
+    func isFailing(matching: (String) -> Bool) -> Bool {
         state.withLock { kinds in kinds.keys.contains(where: matching) }
     }
 
     /// `nanoseconds` for a log line: `45 s`, `3 min 5 s`, `2 h 10 min`.
-    public static func duration(_ nanoseconds: Int64) -> String {
+    static func duration(_ nanoseconds: Int64) -> String {
         let seconds = max(0, nanoseconds / 1_000_000_000)
         if seconds < 60 { return "\(seconds) s" }
         if seconds < 3600 { return "\(seconds / 60) min \(seconds % 60) s" }

@@ -10,7 +10,7 @@ import Synchronization
 /// then reads and parses the file and hands the result to `record`, which says whether the error
 /// is new (so it is logged and published once per distinct error, not once per merge round).
 /// `status` shows `errors`; an error clears when the file parses again or is gone.
-public final class RulesWatch: Sendable {
+final class RulesWatch: Sendable {
     private struct State {
         var touched = true
         var errors: [String: String] = [:]
@@ -19,7 +19,7 @@ public final class RulesWatch: Sendable {
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
 
-    public init() {}
+    init() {}
 
     /// An entry with a rules file's name changed: check the rules again soon. Cheap, never blocks.
     func touched() {
@@ -50,7 +50,7 @@ public final class RulesWatch: Sendable {
     }
 
     /// The rules files that have an error now, by path.
-    public var errors: [RulesFileError] {
+    var errors: [RulesFileError] {
         state.withLock {
             $0.errors.map { RulesFileError(path: $0.key, message: $0.value) }.sorted { $0.path < $1.path }
         }

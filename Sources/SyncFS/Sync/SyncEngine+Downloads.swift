@@ -3,7 +3,7 @@ import SyncBackend
 
 extension SyncEngine: ChunkSource {
     /// Fetches one chunk for a placeholder's download and verifies it.
-    public func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8] {
+    func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8] {
         guard isRunning else { throw .unreachable("the mount is stopping") }
         var totals = ContentTransfer.Totals()
         defer { addTotals(totals) }
@@ -40,7 +40,7 @@ extension SyncEngine: ChunkSource {
     }
 
     /// `download`: queues files for the background downloader.
-    public func requestDownloads(_ ids: [FileID]) { _ = downloads.enqueue(ids, retrying: true, first: true) }
+    func requestDownloads(_ ids: [FileID]) { _ = downloads.enqueue(ids, retrying: true, first: true) }
 
     /// Keeps the cache within the budget: checks at most once a second while content grows
     /// (writes, downloads, unpins wake it through `ContentActivity`), and otherwise sleeps —

@@ -8,17 +8,17 @@ import Synchronization
 ///
 /// Both run on threads of their own and call Core synchronously; container calls go through
 /// `BlockingContainer`. Nothing here holds Core's lock across a container call.
-public final class SyncEngine: Sendable {
-    public struct Options: Sendable {
+final class SyncEngine: Sendable {
+    struct Options: Sendable {
         /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
-        public var compressionLevel: Int32 = 1
+        var compressionLevel: Int32 = 1
         /// How long the follower waits on the feed before checking again anyway.
-        public var feedWait: Duration = .seconds(30)
+        var feedWait: Duration = .seconds(30)
         /// Bytes of local content to keep at most (nil: no limit); see `enforceBudget`.
-        public var cacheBudget: Int64?
+        var cacheBudget: Int64?
         /// The merge commands this machine allows (`merge=command:NAME`); default: none.
-        public var mergeCommands = LocalMergeCommands.none
-        public init() {}
+        var mergeCommands = LocalMergeCommands.none
+        init() {}
     }
 
     let fileSystem: SyncFileSystem
@@ -27,7 +27,7 @@ public final class SyncEngine: Sendable {
     /// Queued entries taken for upload and the container's answers recorded (the uploader's side).
     let uploads: UploadRecords
     /// Merges adopted, conflict copies kept, unresolved conflicts listed.
-    public let conflicts: Conflicts
+    let conflicts: Conflicts
     /// The container as the engine's threads call it (synchronous, one error mapping).
     let container: BlockingContainer
     let options: Options
@@ -66,7 +66,7 @@ public final class SyncEngine: Sendable {
         var rulesCheckerDone = false
     }
 
-    public init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
+    init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
         self.fileSystem = fileSystem
         let remote = RemoteChanges(fileSystem: fileSystem)
         self.remote = remote
@@ -97,7 +97,7 @@ public final class SyncEngine: Sendable {
 
     /// Starts the uploader, the follower, the background downloader and the budget keeper, and
     /// becomes the file system's source of placeholder content.
-    public func start() {
+    func start() {
         fileSystem.residency.setChunkSource(self)
         let downloads = self.downloads
         fileSystem.residency.setPinObserver { [activity = fileSystem.residency.contentActivity] in
@@ -140,7 +140,7 @@ public final class SyncEngine: Sendable {
     }
 
     /// Stops both threads (an upload in progress finishes its current call) and waits for them.
-    public func stop() {
+    func stop() {
         state.withLock { $0.running = false }
         fileSystem.residency.setChunkSource(nil)
         fileSystem.residency.setPinObserver(nil)
@@ -207,5 +207,5 @@ public final class SyncEngine: Sendable {
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
-    public func expedite() { fileSystem.outbox.expediteAll() }
+    func expedite() { fileSystem.outbox.expediteAll() }
 }

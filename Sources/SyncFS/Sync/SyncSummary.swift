@@ -1,20 +1,20 @@
 /// The mount in one line — systemd's `STATUS=` (and `systemctl status`): online or offline, then
 /// what the queue holds, e.g. "online, up to date", "offline, 3 changes waiting". Cheap to make
 /// (`SyncEngine.summary()` reads counters, never walks the tree), so it can be asked every second.
-public struct SyncSummary: Sendable, Equatable {
-    public var online: Bool
-    public var changesWaiting: Int
-    public var caughtUp: Bool
-    public var conflicts: Int
+struct SyncSummary: Sendable, Equatable {
+    var online: Bool
+    var changesWaiting: Int
+    var caughtUp: Bool
+    var conflicts: Int
 
-    public init(online: Bool, changesWaiting: Int, caughtUp: Bool, conflicts: Int) {
+    init(online: Bool, changesWaiting: Int, caughtUp: Bool, conflicts: Int) {
         self.online = online
         self.changesWaiting = changesWaiting
         self.caughtUp = caughtUp
         self.conflicts = conflicts
     }
 
-    public var line: String {
+    var line: String {
         let connection = online ? "online" : "offline"
         var line: String
         if changesWaiting > 0 {
@@ -32,7 +32,7 @@ public struct SyncSummary: Sendable, Equatable {
 extension SyncEngine {
     /// `SyncSummary` now: the queue's length, whether the container answers, whether the feed
     /// was caught up at the last look, and the unresolved conflict copies (from their index).
-    public func summary() -> SyncSummary {
+    func summary() -> SyncSummary {
         let caughtUp = state.withLock { $0.feedCaughtUp }
         return SyncSummary(
             online: reachability.isOnline, changesWaiting: fileSystem.outbox.count, caughtUp: caughtUp,

@@ -8,22 +8,22 @@ import SyncBackend
 /// Invariants: at most one item per file ID; `seq` values are unique and increasing; an item
 /// handed out by `takeNext` is *in flight* and is not handed out again until it is finished,
 /// failed or postponed.
-public struct UploadQueue: Sendable {
-    public struct Policy: Sendable {
+struct UploadQueue: Sendable {
+    struct Policy: Sendable {
         /// How long an entry must stay unchanged before it is uploaded (lets a copy finish).
-        public var quietDelay: Int64
+        var quietDelay: Int64
         /// First retry delay after a failure; doubled per failure up to `maximumBackoff`.
-        public var initialBackoff: Int64
-        public var maximumBackoff: Int64
+        var initialBackoff: Int64
+        var maximumBackoff: Int64
 
         /// A burst: at least `burstChanges` local changes within `burstWindow` (an untar, a
         /// build, a `git checkout`). While one lasts, uploads wait — the folder keeps the disk
         /// and the CPUs — but never longer than `maximumBurstWait` past an item's ready time.
-        public var burstChanges: Int
-        public var burstWindow: Int64
-        public var maximumBurstWait: Int64
+        var burstChanges: Int
+        var burstWindow: Int64
+        var maximumBurstWait: Int64
 
-        public init(
+        init(
             quietDelay: Int64, initialBackoff: Int64, maximumBackoff: Int64, burstChanges: Int = 32,
             burstWindow: Int64 = 100_000_000, maximumBurstWait: Int64 = 5_000_000_000
         ) {
@@ -35,19 +35,19 @@ public struct UploadQueue: Sendable {
             self.maximumBurstWait = maximumBurstWait
         }
 
-        public static let standard = Policy(
+        static let standard = Policy(
             quietDelay: 100_000_000, initialBackoff: 1_000_000_000, maximumBackoff: 300_000_000_000)
     }
 
-    public private(set) var items: [FileID: OutboxItem] = [:]
-    public private(set) var inFlight: Set<FileID> = []
+    private(set) var items: [FileID: OutboxItem] = [:]
+    private(set) var inFlight: Set<FileID> = []
     /// Every item's (seq, ID) in seq order, with stale pairs (item gone) dropped lazily: the
     /// scans of `takeNext` and `nextReadyTime` start from the oldest and stop early, so a queue
     /// of 100,000 items costs about as much per upload as a queue of ten.
     private var order: [(seq: UInt64, id: FileID)] = []
     private var orderStart = 0
     private var nextSeq: UInt64
-    public var policy: Policy
+    var policy: Policy
     /// Times of the latest local changes (at most `policy.burstChanges`), oldest first.
     private var recentChanges: [Int64] = []
     /// `sync` asked for everything now: bursts do not hold uploads back until the queue drains.
@@ -58,7 +58,7 @@ public struct UploadQueue: Sendable {
     /// every item is ready once its quiet delay passed anyway).
     private var waitingForContainer: [FileID: Int64] = [:]
 
-    public init(policy: Policy, restoring stored: [OutboxItem] = [], now: Int64 = 0) {
+    init(policy: Policy, restoring stored: [OutboxItem] = [], now: Int64 = 0) {
         self.policy = policy
         var highest: UInt64 = 0
         for var item in stored {
@@ -70,15 +70,15 @@ public struct UploadQueue: Sendable {
         order = items.values.map { ($0.seq, $0.fileID) }.sorted { $0.seq < $1.seq }
     }
 
-    public var count: Int { items.count }
+    var count: Int { items.count }
 
-    public func contains(_ id: FileID) -> Bool { items[id] != nil }
+    func contains(_ id: FileID) -> Bool { items[id] != nil }
 
     /// Records a local change of `id`; returns the item to store. A new item takes the next
     /// `seq`; a waiting item keeps its `seq`, takes a new generation and waits the quiet delay
     /// again (a file still being written keeps moving its upload back). A failing item keeps its
     /// backoff if that ends later.
-    public mutating func changed(_ id: FileID, now: Int64) -> OutboxItem {
+    mutating func changed(_ id: FileID, now: Int64) -> OutboxItem {
         recentChanges.append(now)
         if recentChanges.count > policy.burstChanges {
             recentChanges.removeFirst(recentChanges.count - policy.burstChanges)
@@ -100,7 +100,7 @@ public struct UploadQueue: Sendable {
     }
 
     /// True while local changes come in a burst (see `Policy.burstChanges`).
-    public func isBursting(now: Int64) -> Bool {
+    func isBursting(now: Int64) -> Bool {
         guard !expedited, recentChanges.count >= policy.burstChanges, let oldest = recentChanges.first else {
             return false
         }
@@ -109,7 +109,7 @@ public struct UploadQueue: Sendable {
 
     /// The ready item with the lowest `seq` that is not in flight; marks it in flight. During a
     /// burst only items that have waited `maximumBurstWait` past their ready time go.
-    public mutating func takeNext(now: Int64) -> OutboxItem? {
+    mutating func takeNext(now: Int64) -> OutboxItem? {
         let bursting = isBursting(now: now)
         compactOrder()
         var index = orderStart
@@ -137,7 +137,7 @@ public struct UploadQueue: Sendable {
 
     /// Takes `id` now, whatever its ready time (a parent that must be committed before its
     /// child). Nil if it is not queued or already in flight.
-    public mutating func take(_ id: FileID) -> OutboxItem? {
+    mutating func take(_ id: FileID) -> OutboxItem? {
         guard let item = items[id], !inFlight.contains(id) else { return nil }
         inFlight.insert(id)
         return item
@@ -145,7 +145,7 @@ public struct UploadQueue: Sendable {
 
     /// The earliest time an item not in flight may become ready (during a burst: when to look
     /// again), if any.
-    public func nextReadyTime(now: Int64) -> Int64? {
+    func nextReadyTime(now: Int64) -> Int64? {
         // The oldest items are nearly always the first ready; a bounded look suffices (a change
         // wakes the uploader anyway).
         var earliest: Int64?
@@ -167,7 +167,7 @@ public struct UploadQueue: Sendable {
     /// The upload of `item` succeeded. Removes it unless it changed meanwhile; returns whether it
     /// was removed.
     @discardableResult
-    public mutating func succeeded(_ item: OutboxItem) -> Bool {
+    mutating func succeeded(_ item: OutboxItem) -> Bool {
         inFlight.remove(item.fileID)
         waitingForContainer[item.fileID] = nil
         defer { if items.isEmpty { drained() } }
@@ -189,7 +189,7 @@ public struct UploadQueue: Sendable {
     /// `waitsForContainer`: it failed only because the container could not be reached, so it goes
     /// again as soon as the container answers (`containerAnswered`), whatever its backoff.
     /// Returns the item to store.
-    public mutating func failed(
+    mutating func failed(
         _ item: OutboxItem, reason: String?, now: Int64, waitsForContainer: Bool = false
     ) -> OutboxItem? {
         inFlight.remove(item.fileID)
@@ -205,7 +205,7 @@ public struct UploadQueue: Sendable {
     }
 
     /// The item is not ready after all (still open for writing): try again after `delay`.
-    public mutating func postpone(_ item: OutboxItem, until readyAt: Int64) {
+    mutating func postpone(_ item: OutboxItem, until readyAt: Int64) {
         inFlight.remove(item.fileID)
         guard var current = items[item.fileID] else { return }
         current.readyAt = max(current.readyAt, readyAt)
@@ -213,14 +213,14 @@ public struct UploadQueue: Sendable {
     }
 
     /// `id` is ready now, whatever its wait (its merge command ended: `MergeCommandWorker`).
-    public mutating func expedite(_ id: FileID, now: Int64) {
+    mutating func expedite(_ id: FileID, now: Int64) {
         guard var item = items[id] else { return }
         item.readyAt = min(item.readyAt, now)
         items[id] = item
     }
 
     /// Drops `id` whatever its state (the change was abandoned, e.g. taken over by a remote one).
-    public mutating func remove(_ id: FileID) {
+    mutating func remove(_ id: FileID) {
         items[id] = nil
         inFlight.remove(id)
         waitingForContainer[id] = nil
@@ -237,7 +237,7 @@ public struct UploadQueue: Sendable {
     }
 
     /// `sync`: every waiting item is ready now (quiet delays and backoffs end).
-    public mutating func expediteAll(now: Int64) {
+    mutating func expediteAll(now: Int64) {
         for id in items.keys { items[id]!.readyAt = min(items[id]!.readyAt, now) }
         expedited = !items.isEmpty
     }
@@ -247,7 +247,7 @@ public struct UploadQueue: Sendable {
     /// backoff — a container that comes back gets the queue within seconds, not minutes. Attempt
     /// counts stay, so an item that fails again backs off further. Returns how many items became
     /// ready sooner.
-    public mutating func containerAnswered(now: Int64) -> Int {
+    mutating func containerAnswered(now: Int64) -> Int {
         guard !waitingForContainer.isEmpty else { return 0 }
         var sooner = 0
         for (id, earliest) in waitingForContainer {
@@ -265,7 +265,7 @@ public struct UploadQueue: Sendable {
     }
 
     /// The delay before attempt `attempts + 1`.
-    public func backoff(afterAttempts attempts: Int) -> Int64 {
+    func backoff(afterAttempts attempts: Int) -> Int64 {
         guard attempts > 0 else { return 0 }
         var delay = policy.initialBackoff
         for _ in 1..<attempts {

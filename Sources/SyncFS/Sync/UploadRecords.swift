@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 /// What the uploader must do for one queued entry (see `SyncFileSystem.prepareUpload`).
-public enum UploadWork: Sendable {
+enum UploadWork: Sendable {
     /// Commit the entry's current state.
     case put(UploadSnapshot)
     /// The entry is gone locally: commit a delete against `base`.
@@ -16,20 +16,20 @@ public enum UploadWork: Sendable {
 /// An entry's state taken for upload. For files, `content` is an open descriptor of the cache
 /// file; the uploader reads it without a lock and keeps what it read only if
 /// `SyncFileSystem.contentUnchanged` says no write began meanwhile.
-public struct UploadSnapshot: @unchecked Sendable {
-    public var id: FileID
+struct UploadSnapshot: @unchecked Sendable {
+    var id: FileID
     /// The state to commit; `manifest` is filled in by the uploader from `content`.
-    public var state: EntryState
-    public var base: SyncBase?
+    var state: EntryState
+    var base: SyncBase?
     /// The parent, if it has never been committed (commit it first).
-    public var uncommittedParent: FileID?
-    public var content: ContentSnapshot?
+    var uncommittedParent: FileID?
+    var content: ContentSnapshot?
 }
 
 /// The cache file of a file being uploaded. The uploader closes `descriptor`.
-public struct ContentSnapshot: @unchecked Sendable {
-    public var descriptor: Int32
-    public var length: Int64
+struct ContentSnapshot: @unchecked Sendable {
+    var descriptor: Int32
+    var length: Int64
     let node: Node
     let token: UInt64
 }
@@ -37,7 +37,7 @@ public struct ContentSnapshot: @unchecked Sendable {
 /// The uploader's side of the tree: what to commit for a queued entry (`prepareUpload`), and
 /// recording what the container answered (new bases, outbox rows done or failed, names moved
 /// aside), each in one transaction.
-public final class UploadRecords: Sendable {
+final class UploadRecords: Sendable {
     let live: LiveTree
     let cache: ContentCache
     /// This mount's name in conflict copies.
@@ -45,7 +45,7 @@ public final class UploadRecords: Sendable {
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
-    public init(fileSystem: SyncFileSystem) {
+    init(fileSystem: SyncFileSystem) {
         live = fileSystem.live
         cache = fileSystem.cache
         deviceName = fileSystem.deviceName
@@ -54,7 +54,7 @@ public final class UploadRecords: Sendable {
 
 extension UploadRecords {
     /// Takes what the uploader needs for `id`, under the lock.
-    public func prepareUpload(_ id: FileID) -> UploadWork {
+    func prepareUpload(_ id: FileID) -> UploadWork {
         live.transact { tree -> UploadWork in
             let base = tree.bases[id]
             guard let node = tree.node(withID: id), !node.isUnlinked else {
@@ -94,14 +94,14 @@ extension UploadRecords {
     }
 
     /// True if the file was not written since `content` was taken (what was read is the file).
-    public func contentUnchanged(_ content: ContentSnapshot) -> Bool {
+    func contentUnchanged(_ content: ContentSnapshot) -> Bool {
         content.node.contentUnchanged(since: content.token)
             && content.node.size.load(ordering: .relaxed) == content.length
     }
 
     /// The container committed `item` as `entry` (with `manifest` for files): records the new
     /// base and drops the outbox row unless the entry changed meanwhile, in one batch.
-    public func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
+    func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
         live.transact { tree in
             if entry.isDeleted {
                 tree.bases[item.fileID] = nil
@@ -117,7 +117,7 @@ extension UploadRecords {
 
     /// The container committed an intermediate state of the entry (e.g. under a temporary
     /// name); the entry stays queued for its real state.
-    public func recordIntermediateCommit(_ entry: RemoteEntry) {
+    func recordIntermediateCommit(_ entry: RemoteEntry) {
         live.transact { tree in
             let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
             tree.bases[entry.id] = base
@@ -126,7 +126,7 @@ extension UploadRecords {
     }
 
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
-    public func uploadUnneeded(_ item: OutboxItem) {
+    func uploadUnneeded(_ item: OutboxItem) {
         live.transact { tree in
             tree.bases[item.fileID] = nil
             tree.record(.syncBaseRemove(item.fileID))
@@ -136,7 +136,7 @@ extension UploadRecords {
 
     /// The upload of `item` failed; it waits its backoff (or, `waitsForContainer`, until the
     /// container answers again). The reason is kept for `status`.
-    public func uploadFailed(_ item: OutboxItem, reason: String?, waitsForContainer: Bool = false) {
+    func uploadFailed(_ item: OutboxItem, reason: String?, waitsForContainer: Bool = false) {
         if let change = outbox.failed(item, reason: reason, waitsForContainer: waitsForContainer) {
             store.record([change])
         }
@@ -145,7 +145,7 @@ extension UploadRecords {
     /// Makes the container's `entry` (live or a tombstone) the base of `id`, so the next commit
     /// replaces that version (the local change goes on top of it, or re-creates a remotely
     /// deleted entry); nil: the container has no such entry, the next commit creates it.
-    public func rebase(_ id: FileID, onto entry: RemoteEntry?) {
+    func rebase(_ id: FileID, onto entry: RemoteEntry?) {
         live.transact { tree in
             guard let entry else {
                 let base = SyncBase(version: 0, manifest: tree.bases[id]?.manifest ?? [])
@@ -164,17 +164,17 @@ extension UploadRecords {
     }
 
     /// The entry state of `id`'s base version, if recorded (see `MetadataStore.baseState`).
-    public func baseState(of id: FileID) throws -> EntryState? {
+    func baseState(of id: FileID) throws -> EntryState? {
         try store.baseState(of: id)
     }
 
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
-    public func requeue(_ id: FileID) {
+    func requeue(_ id: FileID) {
         live.transact { tree in tree.record(outbox.changed(id)) }
     }
 
     /// The base the local copy of `id` reflects.
-    public func syncBase(of id: FileID) -> SyncBase? {
+    func syncBase(of id: FileID) -> SyncBase? {
         live.transact { $0.bases[id] }
     }
 
@@ -182,7 +182,7 @@ extension UploadRecords {
     /// name was taken in the container by the entry `holder`). Returns the new name, or nil if
     /// nothing was renamed (gone, or changed since `item` was taken).
     @discardableResult
-    public func renameAside(_ id: FileID, holder: FileID?, unlessChangedSince item: OutboxItem? = nil) -> FileName? {
+    func renameAside(_ id: FileID, holder: FileID?, unlessChangedSince item: OutboxItem? = nil) -> FileName? {
         live.transact { tree -> FileName? in
             // Renamed (or otherwise changed) here since the upload was taken: that newer change
             // goes to the container instead, and meets the name question anew.
@@ -200,7 +200,7 @@ extension UploadRecords {
 
 extension UploadRecords {
     /// Bytes of content waiting in the queued files (for progress lines).
-    public func pendingBytes(_ ids: [FileID]) -> Int64 {
+    func pendingBytes(_ ids: [FileID]) -> Int64 {
         live.transact { tree in
             ids.reduce(0) { total, id in
                 guard let node = tree.node(withID: id), node.kind == .file, !node.isUnlinked else { return total }
