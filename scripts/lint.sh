@@ -47,6 +47,10 @@ fi
 if ! python3 scripts/folder-order.py --self-test || ! python3 scripts/folder-order.py; then
     echo "lint: a file in Sources/SyncFS uses a type of a folder above its own (see above)" >&2; fail=1
 fi
+# SyncFS's public API is what the command line uses (the tests use @testable import).
+if ! python3 scripts/public-api.py; then
+    echo "lint: a public declaration of SyncFS that syncfs-mount does not use (see above)" >&2; fail=1
+fi
 # No try! on request paths.
 if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
     echo "lint: no try! in the SyncFS, SyncServer, SyncClient, SyncS3 and SyncPostgres libraries" >&2; fail=1
