@@ -1,0 +1,48 @@
+/// What this device holds of an entry, as `user.syncfs.state` and `status` name it.
+public enum ContentState: String, Codable, Sendable, CaseIterable {
+    /// A placeholder: the content is only in the container.
+    case online
+    case downloading
+    /// Here and in sync.
+    case local
+    /// Local changes wait for upload.
+    case modified
+    case uploading
+    /// The last transfer failed (see `user.syncfs.error`).
+    case error
+    /// In sync, but an unresolved conflict copy of it exists, or it is one (`syncfs-mount conflicts`).
+    case conflict
+}
+
+/// Whether an entry is kept downloaded.
+public enum PinState: String, Codable, Sendable {
+    case pinned = "1"
+    /// A directory above is pinned.
+    case inherited
+    case none = "0"
+}
+
+/// Counts of the files below a directory (or of the whole mount) by state.
+public struct FileCounts: Codable, Sendable, Equatable {
+    public var local = 0
+    public var online = 0
+    public var downloading = 0
+    public var modified = 0
+    public var uploading = 0
+    public var error = 0
+    public var conflict = 0
+    public var pinned = 0
+
+    mutating func add(_ state: ContentState, pinned isPinned: Bool) {
+        switch state {
+        case .online: online += 1
+        case .downloading: downloading += 1
+        case .local: local += 1
+        case .modified: modified += 1
+        case .uploading: uploading += 1
+        case .error: error += 1
+        case .conflict: conflict += 1
+        }
+        if isPinned { pinned += 1 }
+    }
+}
