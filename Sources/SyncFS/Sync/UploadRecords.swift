@@ -53,7 +53,7 @@ public final class UploadRecords: Sendable {
 }
 
 extension UploadRecords {
-    /// Takes what the uploader needs for `id`, under the lock.
+    /// Takes what the uploader needs for `id`, in one transaction.
     public func prepareUpload(_ id: FileID) -> UploadWork {
         live.transact { tree -> UploadWork in
             let base = tree.bases[id]
