@@ -3,7 +3,7 @@ import Synchronization
 /// The inotify echo as both of its sides see it: the follower (`RemoteChanges`), which hands
 /// structural changes to the echo thread, and the kernel's operations (`SyncFileSystem`), which
 /// recognise the echo thread's requests and apply the change they carry. See `InotifyEcho`.
-public final class EchoChannel: Sendable {
+final class EchoChannel: Sendable {
     /// The running echo; nil when off.
     private let running = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.

@@ -37,9 +37,9 @@ public final class SyncFileSystem: Sendable {
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
     public let rulesWatch = RulesWatch()
     /// Where content lives: placeholders, downloads, pins, eviction, visible states.
-    public let residency: ContentResidency
+    let residency: ContentResidency
     /// The inotify echo of remote changes (`InotifyEcho`), shared with the follower.
-    public let echo = EchoChannel()
+    let echo = EchoChannel()
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
     /// default: see `RemoteChanges.appliedMode`.
     let remoteSetuid = SharedFlag()

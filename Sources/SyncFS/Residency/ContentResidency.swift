@@ -9,7 +9,7 @@ import Synchronization
 /// Holds the tree (`LiveTree`) and the cache; the kernel's operations (`SyncFileSystem`) call it
 /// to open placeholders for reading or writing, the sync engine to download pinned files and
 /// keep the budget, the daemon for status. Grouped by concern in `ContentResidency+*.swift`.
-public final class ContentResidency: Sendable {
+final class ContentResidency: Sendable {
     let live: LiveTree
     let cache: ContentCache
     let logger: Logger

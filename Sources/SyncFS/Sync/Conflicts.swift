@@ -15,7 +15,7 @@ public struct MergeLocalContent: @unchecked Sendable {
 /// Conflicts in the tree: adopting a merge's result (`adoptMerged`), keeping local content as a
 /// conflict copy (`forkConflictCopy`), and the list of unresolved conflicts (`conflicts`,
 /// `resolveConflict`).
-public final class Conflicts: Sendable {
+final class Conflicts: Sendable {
     let live: LiveTree
     let cache: ContentCache
     let logger: Logger
@@ -27,7 +27,7 @@ public final class Conflicts: Sendable {
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
-    public init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
+    init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
         live = fileSystem.live
         cache = fileSystem.cache
         logger = fileSystem.logger

@@ -6,7 +6,7 @@ import SyncBackend
 /// planned against the local state (`planRemote`), then applied — created, updated, moved or
 /// deleted, with its new sync base, in one transaction, without queueing an upload — and, with
 /// the inotify echo on, made visible to inotify watchers (`RemoteChanges+Echo`).
-public final class RemoteChanges: Sendable {
+final class RemoteChanges: Sendable {
     let live: LiveTree
     let cache: ContentCache
     let logger: Logger
@@ -20,7 +20,7 @@ public final class RemoteChanges: Sendable {
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
-    public init(fileSystem: SyncFileSystem) {
+    init(fileSystem: SyncFileSystem) {
         live = fileSystem.live
         cache = fileSystem.cache
         logger = fileSystem.logger

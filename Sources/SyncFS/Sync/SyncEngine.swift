@@ -27,7 +27,7 @@ public final class SyncEngine: Sendable {
     /// Queued entries taken for upload and the container's answers recorded (the uploader's side).
     let uploads: UploadRecords
     /// Merges adopted, conflict copies kept, unresolved conflicts listed.
-    public let conflicts: Conflicts
+    let conflicts: Conflicts
     /// The container as the engine's threads call it (synchronous, one error mapping).
     let container: BlockingContainer
     let options: Options

@@ -37,7 +37,7 @@ public struct ContentSnapshot: @unchecked Sendable {
 /// The uploader's side of the tree: what to commit for a queued entry (`prepareUpload`), and
 /// recording what the container answered (new bases, outbox rows done or failed, names moved
 /// aside), each in one transaction.
-public final class UploadRecords: Sendable {
+final class UploadRecords: Sendable {
     let live: LiveTree
     let cache: ContentCache
     /// This mount's name in conflict copies.
@@ -45,7 +45,7 @@ public final class UploadRecords: Sendable {
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
-    public init(fileSystem: SyncFileSystem) {
+    init(fileSystem: SyncFileSystem) {
         live = fileSystem.live
         cache = fileSystem.cache
         deviceName = fileSystem.deviceName
