@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 extension SyncFileSystem {
-    /// Makes a new node under `parent` (the caller has validated the name). Under the lock.
+    /// Makes a new node under `parent` (the caller has validated the name).
     /// New entries belong to the caller; in a setgid directory they take its group (and new
     /// directories inherit the setgid bit), as on local filesystems.
     func makeNode(
@@ -53,7 +53,7 @@ extension SyncFileSystem {
     }
 
     /// Removes `node` from the tree and its entry from the store; the node lives on while the
-    /// kernel or a handle refers to it. Publishes `deleted` unless `publishing` is false. Under the lock.
+    /// kernel or a handle refers to it. Publishes `deleted` unless `publishing` is false.
     func unlinkNode(_ node: Node, from directory: Node, in tree: inout TreeTransaction, publishing: Bool = true)
         throws(FSError)
     {

@@ -35,7 +35,7 @@ extension SyncFileSystem {
     // MARK: The FUSE handlers' side
 
     /// A create, unlink/rmdir or rename made by the echo thread: applies the pending remote
-    /// change it carries, under the lock, and says whether the call did what the kernel will
+    /// change it carries, in one transaction, and says whether the call did what the kernel will
     /// believe it did. Creates return the new entry (counting the kernel's reference). Throws if
     /// it did not (the kernel then keeps its view; invalidations follow after the call).
     func applyEchoed(_ operation: EchoOperation) throws(FSError) -> EntryReply? {
@@ -67,7 +67,7 @@ extension SyncFileSystem {
         }
     }
 
-    /// True if the echo thread's request is the pending change's step. Under the lock.
+    /// True if the echo thread's request is the pending change's step.
     private func matches(_ operation: EchoOperation, _ change: PendingRemoteChange, in tree: TreeTransaction) -> Bool {
         let entry = change.entry
         let parentIno = entry.state.parent.flatMap { tree.node(withID: $0)?.ino }

@@ -29,7 +29,7 @@ extension SyncFileSystem {
                 case .symlink: throw .exists
                 case .file: break
                 }
-                if let reserved = try residency.placeholderNeedingContent(existing, flags: flags) {
+                if let reserved = try residency.placeholderNeedingContent(existing, flags: flags, in: &tree) {
                     return .needsContent(reserved)
                 }
                 let handle = try openHandle(existing, flags: flags, tree: &tree)
@@ -87,7 +87,7 @@ extension SyncFileSystem {
     /// `O_TRUNC` it becomes an empty local file at once. Opening for reading downloads nothing.
     ///
     /// While a placeholder is downloaded for writing, it counts as open for writing (remote
-    /// changes wait, uploads wait); the open re-checks under the lock, so a file evicted or
+    /// changes wait, uploads wait); the open re-checks in its transaction, so a file evicted or
     /// replaced meanwhile is downloaded again rather than written as a placeholder.
     ///
     /// Opening an unlinked node for writing (or with `O_TRUNC`), or one whose content is gone,
@@ -119,7 +119,7 @@ extension SyncFileSystem {
                 {
                     throw .stale
                 }
-                if let reserved = try residency.placeholderNeedingContent(node, flags: flags) {
+                if let reserved = try residency.placeholderNeedingContent(node, flags: flags, in: &tree) {
                     return .needsContent(reserved)
                 }
                 if flags & O_TRUNC != 0 && caller.uid != 0 && Node.hasSetID(node.mode) {
@@ -141,7 +141,7 @@ extension SyncFileSystem {
         kernelAttributesChanged(node.ino)
     }
 
-    /// Opens the node's cache file; honours `O_TRUNC`. Under the lock.
+    /// Opens the node's cache file; honours `O_TRUNC`.
     private func openHandle(_ node: Node, flags: Int32, tree: inout TreeTransaction) throws(FSError) -> OpenFile {
         let descriptor = try cache.open(node.fileID)
         node.openCount += 1
@@ -258,7 +258,7 @@ extension SyncFileSystem {
         live.transact { tree in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
-            residency.stopUnneededHydration(of: handle.node)
+            residency.stopUnneededHydration(of: handle.node, in: &tree)
             if handle.writable { handle.node.openWriters -= 1 }
             if handle.node.openWriters == 0 { tree.noteContentChangeEnded(handle.node) }
             tree.releaseIfUnused(handle.node.ino)

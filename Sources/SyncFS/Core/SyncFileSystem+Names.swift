@@ -108,7 +108,7 @@ extension SyncFileSystem {
     /// file, not a delete and a create. The replacement's cache file moves to the identity's
     /// path (atomically replacing the old content, which open handles keep reading); the
     /// replaced node, about to be unlinked, takes the replacement's old, now unused, identity.
-    /// Under the lock.
+    ///
     ///
     /// Crash safety: the replacement's cache file is *hard-linked* to the identity's path (via a
     /// temporary name and an atomic rename), not moved, so until the batch recording the swap is

@@ -115,7 +115,7 @@ extension SyncFileSystem {
                 }
                 throw .noAttribute
             case "error":
-                guard let message = residency.lastError(of: node) else { throw .noAttribute }
+                guard let message = residency.lastError(of: node, in: tree) else { throw .noAttribute }
                 return Array(message.utf8)
             case "conflict":
                 // Stored and synced (a `ConflictNote`), but only the folder writes it.

@@ -84,18 +84,20 @@ func fuseWriteBuf(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let source else { return replyError(req, .badHandle) }
+    // Moves the kernel's pipe (or buffer) into the cache file's descriptor: bytes or -errno.
+    let splice = { (descriptor: Int32) -> Int in
+        var destination = fuse_bufvec()
+        destination.count = 1
+        destination.buf.size = fuse_buf_size(source)
+        destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+        destination.buf.fd = descriptor
+        destination.buf.pos = offset
+        return fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
+    }
     do {
         let written = try FuseContext.of(req).fileSystem.write(
-            handle, offset: Int64(offset), fromPageCache: info?.pointee.writepage != 0, caller: { caller(req) }
-        ) { descriptor in
-            var destination = fuse_bufvec()
-            destination.count = 1
-            destination.buf.size = fuse_buf_size(source)
-            destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
-            destination.buf.fd = descriptor
-            destination.buf.pos = offset
-            return fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
-        }
+            handle, offset: Int64(offset), fromPageCache: info?.pointee.writepage != 0, caller: { caller(req) },
+            copy: splice)
         fuse_reply_write(req, written)
     } catch {
         replyError(req, error)

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 
-/// What an open under the lock came to: done, or a placeholder to download first.
+/// What an open (a transaction) came to: done, or a placeholder to download first.
 enum Opening<Opened> {
     case opened(Opened)
     /// Reserved as a writer by `placeholderNeedingContent`.
@@ -57,14 +57,16 @@ extension ContentResidency {
         return true
     }
 
-    /// Under the lock, for an open with `flags`: `O_TRUNC` makes a placeholder an empty local
+    /// For an open with `flags`: `O_TRUNC` makes a placeholder an empty local
     /// file; opening it for writing without `O_TRUNC` needs its content first — the node is
     /// returned, reserved as a writer (remote changes and eviction wait) until the caller's
     /// download (`openingWithDownloads`) ends. Nil when the open can go ahead.
-    func placeholderNeedingContent(_ node: Node, flags: Int32) throws(FSError) -> Node? {
+    func placeholderNeedingContent(_ node: Node, flags: Int32, in tree: inout TreeTransaction) throws(FSError)
+        -> Node?
+    {
         guard node.isPlaceholder else { return nil }
         if flags & O_TRUNC != 0 {
-            guard makeLocalWithoutContent(node) else { throw .io(EIO) }
+            guard makeLocalWithoutContent(node, in: &tree) else { throw .io(EIO) }
             return nil
         }
         guard flags & O_ACCMODE != O_RDONLY else { return nil }
@@ -72,8 +74,8 @@ extension ContentResidency {
         return node
     }
 
-    /// Runs `attempt` (an open under the lock) and, each time it asks for a placeholder's content,
-    /// downloads it, drops the reservation and tries again; the open re-checks under the lock, so
+    /// Runs `attempt` (an open, in a transaction) and, each time it asks for a placeholder's content,
+    /// downloads it, drops the reservation and tries again; the open re-checks in its transaction, so
     /// a file evicted or replaced meanwhile is downloaded again, never written as a placeholder.
     func openingWithDownloads<Opened>(_ attempt: () throws(FSError) -> Opening<Opened>) throws(FSError) -> Opened {
         for _ in 0..<4 {
@@ -92,9 +94,9 @@ extension ContentResidency {
     func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         if size == 0 {
-            let done = live.transact { _ in
+            let done = live.transact { tree in
                 guard node.isPlaceholder else { return true }
-                return makeLocalWithoutContent(node)
+                return makeLocalWithoutContent(node, in: &tree)
             }
             if done { return }
         }
@@ -102,9 +104,9 @@ extension ContentResidency {
     }
 
     /// A placeholder whose content is about to be discarded (truncated to 0, `O_TRUNC`) becomes
-    /// an empty local file: the download stops, the cache file is emptied. Under the lock.
-    func makeLocalWithoutContent(_ node: Node) -> Bool {
-        cancelHydration(of: node)
+    /// an empty local file: the download stops, the cache file is emptied.
+    func makeLocalWithoutContent(_ node: Node, in tree: inout TreeTransaction) -> Bool {
+        cancelHydration(of: node, in: &tree)
         guard let descriptor = try? cache.open(node.fileID) else { return false }
         defer { close(descriptor) }
         guard ftruncate(descriptor, 0) == 0 else { return false }
@@ -119,7 +121,7 @@ extension ContentResidency {
         try live.transact { tree throws(FSError) in try hydrationLocked(node, tree: &tree) }
     }
 
-    /// See `hydration(of:)`. Under the lock.
+    /// See `hydration(of:)`.
     func hydrationLocked(_ node: Node, tree: inout TreeTransaction) throws(FSError) -> Hydration? {
         guard node.isPlaceholder else { return nil }
         if let running = node.hydration { return running }
@@ -264,10 +266,10 @@ extension ContentResidency {
     }
 
     /// After the last handle of `node` closed: a download nobody waits for (no reader, no
-    /// `download`/pin) stops; what it fetched stays on disk for a later one. Under the lock.
-    func stopUnneededHydration(of node: Node) {
+    /// `download`/pin) stops; what it fetched stays on disk for a later one.
+    func stopUnneededHydration(of node: Node, in tree: inout TreeTransaction) {
         guard node.openCount == 0, let running = node.hydration, !running.isWanted, !running.isComplete else { return }
-        cancelHydration(of: node)
+        cancelHydration(of: node, in: &tree)
     }
 
     /// True if a read of a placeholder by a process that must not download can be served from
@@ -283,8 +285,8 @@ extension ContentResidency {
         while activeDownloads.load(ordering: .relaxed) > 0 && Date() < deadline { usleep(10_000) }
     }
 
-    /// Stops the download of `node` (its content is being replaced or truncated). Under the lock.
-    func cancelHydration(of node: Node) {
+    /// Stops the download of `node` (its content is being replaced or truncated).
+    func cancelHydration(of node: Node, in tree: inout TreeTransaction) {
         guard let running = node.hydration else { return }
         running.cancel()
         node.hydration = nil

@@ -21,10 +21,10 @@ struct CacheUsage: Sendable {
 extension ContentResidency {
     // MARK: State
 
-    /// The state of `node`. Under the lock; without `tree`, conflicts are not looked at.
+    /// The visible state of `node` (`user.syncfs.state`; `VisibleContentState`).
     /// `conflicted` (from `conflictedEntries`) saves a look at the conflict index per node in
     /// passes over the whole tree.
-    func contentState(of node: Node, in tree: TreeTransaction?, conflicted: Set<FileID>? = nil) -> ContentState {
+    func contentState(of node: Node, in tree: TreeTransaction, conflicted: Set<FileID>? = nil) -> ContentState {
         let id = node.fileID
         // A download that failed or was cancelled but whose driver has not yet cleared it is over.
         let running = node.hydration.flatMap { $0.hasEnded ? nil : $0 }
@@ -35,10 +35,10 @@ extension ContentResidency {
         return visible.value(
             outboxError: outbox.lastError(id) != nil, downloadFailed: transfers.error(id) != nil,
             inConflict: conflicted.map { $0.contains(id) }
-                ?? tree.map { !$0.conflictCopies.isEmpty && $0.isInConflict(node) } ?? false)
+                ?? (!tree.conflictCopies.isEmpty && tree.isInConflict(node)))
     }
 
-    /// Whether `node` is kept downloaded. Under the lock.
+    /// Whether `node` is kept downloaded.
     func pinState(of node: Node, in tree: TreeTransaction) -> PinState {
         if node.isPinned { return .pinned }
         var current = node.parent.flatMap { tree.nodes[$0] }
@@ -49,8 +49,8 @@ extension ContentResidency {
         return .none
     }
 
-    /// The last transfer error of `node`, if any. Under the lock.
-    func lastError(of node: Node) -> String? {
+    /// The last transfer error of `node`, if any.
+    func lastError(of node: Node, in tree: TreeTransaction) -> String? {
         outbox.lastError(node.fileID) ?? (node.isPlaceholder ? transfers.error(node.fileID) : nil)
     }
 
@@ -94,7 +94,7 @@ extension ContentResidency {
         }
     }
 
-    /// Calls `body` for every file at or below `node`. Under the lock.
+    /// Calls `body` for every file at or below `node`.
     func collectFiles(below node: Node, in tree: TreeTransaction, _ body: (Node) -> Void) {
         var stack = [node]
         while let current = stack.popLast() {
@@ -132,7 +132,7 @@ extension ContentResidency {
 
     /// Evicts one file if it is clean, closed and not pinned. The store is handed the placeholder
     /// state before the cache file goes; a crash before it commits leaves a local node without a
-    /// cache file, which the sweep at mount turns back into a placeholder. Under the lock.
+    /// cache file, which the sweep at mount turns back into a placeholder.
     private func evictLocked(_ node: Node, tree: inout TreeTransaction) -> EvictOutcome {
         guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
         if node.isPlaceholder {
@@ -181,7 +181,7 @@ extension ContentResidency {
     /// closed, unpinned files until under 90% of it; slows writers down while modified content
     /// alone exceeds it. Returns the number of files evicted.
     ///
-    /// Cost: one pass over the tree under the lock, without other locks (the pending set is taken
+    /// Cost: one pass over the tree in one transaction, without other locks (the pending set is taken
     /// before), so the once-a-second check does not stall file operations.
     @discardableResult
     func enforceBudget(_ budget: Int64) -> Int {
@@ -267,7 +267,7 @@ extension ContentResidency {
             return EntryStatus(
                 path: tree.displayPath(of: node), kind: node.kind, state: contentState(of: node, in: tree),
                 pinned: pinState(of: node, in: tree), size: attributes.size, localBytes: localBytes,
-                progress: progress, error: lastError(of: node), files: files, totalBytes: totalBytes)
+                progress: progress, error: lastError(of: node, in: tree), files: files, totalBytes: totalBytes)
         }
     }
 }

@@ -94,7 +94,7 @@ extension Conflicts {
     /// The entry, if a merged `state` can be adopted now: no local change since `item` was taken
     /// (a rename or chmod made meanwhile is newer than the merge), here, of the same kind, not
     /// open for writing, and the merged parent a live directory here that is not the entry
-    /// itself or below it. Under the lock.
+    /// itself or below it.
     ///
     /// A folder's merged placement can lie below the folder here: the container moved it into a
     /// folder that a move queued here put inside it (the container refuses that move, as a

@@ -67,7 +67,7 @@ extension RemoteChanges {
     /// The VFS call that applies `entry` through the mount, if it is a create, delete or move the
     /// kernel can see as such; nil for changes applied directly (content, attributes, a name taken
     /// by another local entry, a directory that keeps local entries, a location that cannot be
-    /// named below the mount). Under the lock.
+    /// named below the mount).
     private func throughStep(for entry: RemoteEntry, in tree: TreeTransaction) -> EchoStep? {
         let node = tree.node(withID: entry.id).flatMap { $0.isUnlinked ? nil : $0 }
         if entry.isDeleted {
@@ -89,7 +89,7 @@ extension RemoteChanges {
     }
 
     /// The location of `node` below the mount point (the names from the root down), or nil if
-    /// it is not attached to the root or a name is not one path component. Under the lock.
+    /// it is not attached to the root or a name is not one path component.
     func location(of node: Node, in tree: TreeTransaction) -> EchoLocation? {
         guard node.ino != .root else { return EchoLocation(directories: [], name: nil) }
         var names: [FileName] = []
@@ -104,7 +104,7 @@ extension RemoteChanges {
     }
 
     /// What to touch after `node`'s remote update, if the echo is on (nil: it cannot be named
-    /// below the mount). Under the lock.
+    /// below the mount).
     func echoTouch(for node: Node, contentChanged: Bool, in tree: TreeTransaction) -> EchoTouch? {
         guard let location = location(of: node, in: tree) else { return nil }
         if contentChanged && node.kind == .file {

@@ -32,7 +32,7 @@ final class RemoteChanges: Sendable {
 }
 
 extension RemoteChanges {
-    /// Decides what to do with a remote entry, under the lock. `force` ignores local changes
+    /// Decides what to do with a remote entry. `force` ignores local changes
     /// (the local side gave way after a conflict).
     func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
         live.transact { tree in plan(entry, force: force, tree: &tree) }
@@ -73,7 +73,7 @@ extension RemoteChanges {
     /// the new base, in one batch, without queueing an upload; then drops the kernel's stale
     /// caches. `contentFile` (files whose content changed) is a complete, synced temporary file
     /// that replaces the cache file atomically: a reader that has the file open keeps reading the
-    /// old content. Re-plans under the lock and returns the plan if it is no longer `apply`
+    /// old content. Re-plans in its transaction and returns the plan if it is no longer `apply`
     /// (the caller then deletes `contentFile`).
     ///
     /// With the inotify echo on (`startInotifyEcho`), creates, deletes and moves are applied
@@ -153,7 +153,7 @@ extension RemoteChanges {
         return true
     }
 
-    /// Puts `node` at `name` in `parent`, moving a different local entry there aside. Under the lock.
+    /// Puts `node` at `name` in `parent`, moving a different local entry there aside.
     private func place(
         _ node: Node, in parent: Node, as name: FileName, tree: inout TreeTransaction
     ) {
@@ -191,7 +191,7 @@ extension RemoteChanges {
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
         if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
             // Nobody reads it: the part already downloaded is simply dropped.
-            residency.cancelHydration(of: existing)
+            residency.cancelHydration(of: existing, in: &tree)
             cache.remove(existing.fileID)
         }
         if existing.kind == .file && timesOrContentChanged
@@ -250,7 +250,7 @@ extension RemoteChanges {
 
     /// Gives `old`'s place and identity to a new node (new inode number) whose cache file is
     /// `content` (or the current one); `old` is unlinked, keeps its open handles, and takes a throwaway identity with
-    /// no cache file, so releasing it removes nothing. Under the lock.
+    /// no cache file, so releasing it removes nothing.
     private func replaceInode(
         _ old: Node, content: String?, tree: inout TreeTransaction
     ) -> Node? {

@@ -53,6 +53,9 @@ extension SyncEngine {
             case .nothing:
                 uploads.uploadUnneeded(item)
                 return
+            case .refused(let reason):
+                uploads.uploadFailed(item, reason: reason)
+                return
             case .delete(let base):
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceIdentity)

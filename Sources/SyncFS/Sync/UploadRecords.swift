@@ -11,6 +11,9 @@ enum UploadWork: Sendable {
     case nothing
     /// Open for writing or being written: try again after the quiet delay.
     case busy
+    /// The content state gives no upload permit (`ContentLifecycle`: lost content, a failed
+    /// write): the change stays queued, shown as an error with this reason; nothing is sent.
+    case refused(String)
 }
 
 /// An entry's state taken for upload. For files, `content` is an open descriptor of the cache
@@ -53,7 +56,7 @@ final class UploadRecords: Sendable {
 }
 
 extension UploadRecords {
-    /// Takes what the uploader needs for `id`, under the lock.
+    /// Takes what the uploader needs for `id`, in one transaction.
     func prepareUpload(_ id: FileID) -> UploadWork {
         live.transact { tree -> UploadWork in
             let base = tree.bases[id]
@@ -69,16 +72,28 @@ extension UploadRecords {
             var content: ContentSnapshot?
             let size = node.size.load(ordering: .relaxed)
             var knownManifest: [ChunkRef] = []
-            if node.isPlaceholder {
-                // Only metadata changed (content cannot change without a download): the
-                // container's content stays.
-                guard let manifest = node.retiredManifest ?? base?.manifest else { return .nothing }
-                knownManifest = manifest
-            } else if node.kind == .file {
-                guard node.openWriters == 0, let token = node.contentToken() else { return .busy }
-                let descriptor = Glibc.open(cache.path(for: id), O_RDONLY | O_CLOEXEC)
-                guard descriptor >= 0 else { return .busy }
-                content = ContentSnapshot(descriptor: descriptor, length: size, node: node, token: token)
+            if node.kind == .file {
+                // What may be sent is the content state machine's answer: only a state that may
+                // upload gives a permit (never lost content or a failed write).
+                let lifecycle = ContentLifecycle.State(
+                    downloadRunning: node.isPlaceholder && node.hydration.map { !$0.hasEnded } == true,
+                    isPlaceholder: node.isPlaceholder, hasLocalChanges: true)
+                guard let permit = lifecycle.uploadPermit else {
+                    return .refused(
+                        "its content cannot be vouched for (\(lifecycle.residency), \(lifecycle.modification))")
+                }
+                switch permit.content {
+                case .knownManifest:
+                    // Only metadata changed (content cannot change without a download): the
+                    // container's content stays.
+                    guard let manifest = node.retiredManifest ?? base?.manifest else { return .nothing }
+                    knownManifest = manifest
+                case .cacheFile:
+                    guard node.openWriters == 0, let token = node.contentToken() else { return .busy }
+                    let descriptor = Glibc.open(cache.path(for: id), O_RDONLY | O_CLOEXEC)
+                    guard descriptor >= 0 else { return .busy }
+                    content = ContentSnapshot(descriptor: descriptor, length: size, node: node, token: token)
+                }
             }
             var state = EntryState(
                 parent: parentID, name: node.ino == .root ? [] : node.name.bytes, kind: node.kind, mode: node.mode,
