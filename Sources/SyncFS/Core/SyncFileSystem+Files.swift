@@ -2,10 +2,6 @@ import Glibc
 import SyncBackend
 
 extension SyncFileSystem {
-    /// Linux's `SEEK_DATA` and `SEEK_HOLE` (the Glibc module does not import them).
-    static let seekData: Int32 = 3
-    static let seekHole: Int32 = 4
-
     /// Creates and opens a regular file (`O_CREAT`; `O_EXCL` is the kernel's, which looked first).
     func create(parent: InodeNumber, name: FileName, mode: UInt32, flags: Int32, caller: Caller)
         throws(FSError) -> (EntryReply, OpenFile)
@@ -306,7 +302,7 @@ extension SyncFileSystem {
             let size = handle.node.size.load(ordering: .relaxed)
             guard offset >= 0 else { throw .invalidArgument }
             guard offset < size else { throw .beyondData }
-            return whence == Self.seekHole ? size : offset
+            return whence == SeekWhence.hole ? size : offset
         }
         let writers = live.transact { _ in handle.node.openWriters }
         if writers > 0 { kernelWriteBackPages(handle.node.ino) }

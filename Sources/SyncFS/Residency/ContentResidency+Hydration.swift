@@ -259,7 +259,7 @@ extension ContentResidency {
     /// True if the chunk `ref` at `offset` is already in the file (a resumed download).
     private func chunkOnDisk(_ ref: ChunkRef, at offset: Int64, in descriptor: Int32) -> Bool {
         // A hole where the chunk starts: never written.
-        guard Glibc.lseek(descriptor, off_t(offset), SyncFileSystem.seekData) == off_t(offset) else { return false }
+        guard Glibc.lseek(descriptor, off_t(offset), SeekWhence.data) == off_t(offset) else { return false }
         var bytes = [UInt8](repeating: 0, count: Int(ref.length))
         let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
         return count == Int(ref.length) && bytes.withUnsafeBytes { ChunkCodec.hash($0) } == ref.hash
