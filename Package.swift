@@ -131,6 +131,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What several test targets share: the one `syncfs-mount serve` launcher and the one seeded
+        // generator. Foundation and Glibc only, so MountTests still depends on no library of ours.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SyncFSTests",
             dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport"],
@@ -146,7 +153,7 @@ let package = Package(
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "SyncClient", "SyncBackend",
+                "SyncServer", "SyncClient", "SyncBackend", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -174,12 +181,12 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncMergeTests",
-            dependencies: ["SyncMerge"],
+            dependencies: ["SyncMerge", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "MountTests",
-            dependencies: [],
+            dependencies: ["TestSupport"],
             exclude: ["Support/hostile_server.py"],
             swiftSettings: strict
         ),
