@@ -131,7 +131,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // What several test targets share: the one `syncfs-mount serve` launcher and the one seeded
+        // What the test targets share: the one `syncfs-mount serve` launcher and the one seeded
         // generator. Foundation and Glibc only, so MountTests still depends on no library of ours.
         .target(
             name: "TestSupport",
@@ -140,14 +140,14 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncFSTests",
-            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport"],
+            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SyncBackendTests",
             // The conformance suite runs against the HTTP container too, through a real server,
             // and against PostgreSQL (#16).
-            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres"],
+            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -164,7 +164,7 @@ let package = Package(
         .testTarget(
             name: "SyncS3Tests",
             dependencies: [
-                "SyncS3", "SyncBackend",
+                "SyncS3", "SyncBackend", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             exclude: ["Fixtures"],

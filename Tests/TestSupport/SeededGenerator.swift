@@ -39,18 +39,27 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return weights.count - 1
     }
 
+    /// `n` bytes: each `next()` gives eight, least significant first.
     public mutating func bytes(_ n: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: n)
-        var i = 0
-        while i < n {
-            var w = next()
-            for _ in 0..<8 where i < n {
-                out[i] = UInt8(truncatingIfNeeded: w)
-                w >>= 8
-                i += 1
+        [UInt8](unsafeUninitializedCapacity: n) { buffer, initialized in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            var offset = 0
+            while offset < n {
+                let word = next().littleEndian
+                let take = min(8, n - offset)
+                withUnsafeBytes(of: word) { bytes in
+                    raw.baseAddress!.advanced(by: offset).copyMemory(from: bytes.baseAddress!, byteCount: take)
+                }
+                offset += take
             }
+            initialized = n
         }
-        return out
+    }
+
+    /// `count` bytes that do not compress, the same for the same seed and different for another.
+    public static func bytes(count: Int, seed: UInt64) -> [UInt8] {
+        var generator = SeededGenerator(seed: seed)
+        return generator.bytes(count)
     }
 
     /// Seed from an environment variable (decimal or 0x-hex), else the given default.
