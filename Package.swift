@@ -131,9 +131,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What the test targets share: the one `syncfs-mount serve` launcher and the one seeded
+        // generator. Foundation and Glibc only, so MountTests still depends on no library of ours.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "SyncFSTests",
-            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport"],
+            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport", "TestSupport"],
             swiftSettings: strict
         ),
         // The SQLite plumbing every database shares (migrations, the manifest codec) and
@@ -147,13 +154,13 @@ let package = Package(
             name: "SyncBackendTests",
             // The conformance suite runs against the HTTP container too, through a real server,
             // and against PostgreSQL (#16).
-            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres"],
+            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "SyncClient", "SyncBackend",
+                "SyncServer", "SyncClient", "SyncBackend", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -164,7 +171,7 @@ let package = Package(
         .testTarget(
             name: "SyncS3Tests",
             dependencies: [
-                "SyncS3", "SyncBackend",
+                "SyncS3", "SyncBackend", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             exclude: ["Fixtures"],
@@ -181,12 +188,12 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncMergeTests",
-            dependencies: ["SyncMerge"],
+            dependencies: ["SyncMerge", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "MountTests",
-            dependencies: [],
+            dependencies: ["TestSupport"],
             exclude: ["Support/hostile_server.py"],
             swiftSettings: strict
         ),

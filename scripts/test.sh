@@ -9,6 +9,12 @@ scripts/lint.sh
 swift build --build-tests
 export SYNCFS_MOUNT_BINARY="$PWD/.build/debug/syncfs-mount"
 status=0
+# The build uses the committed pins (Package.resolved): one it rewrote means Package.swift and the
+# pins disagree. The tests still run; commit the new pins with the change that needs them.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && ! git diff --quiet -- Package.resolved; then
+    echo "test.sh: the build changed Package.resolved: commit the new pins (git diff Package.resolved)" >&2
+    status=1
+fi
 trap 'scripts/services.sh stop' EXIT
 # If they do not start, the tests that need them fail and say so; the others still run.
 if services_env=$(scripts/services.sh start); then

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Crash test: writer threads modify files on the folder and fsync some of them, journaling (outside
@@ -27,7 +28,7 @@ struct CrashTest {
             ModelSys.removeTree(journalDir)
             #expect(!ModelMounts.isMounted(folder.root), "mount left behind at \(folder.root)")
         }
-        let seed = ModelRandom.seed(env: "SYNCFS_CRASH_SEED", default: 0xC8A5_4001)
+        let seed = SeededGenerator.seed(env: "SYNCFS_CRASH_SEED", default: 0xC8A5_4001)
         let state = CrashState(root: folder.root, journalPath: journalDir + "/journal.log", threads: 3, seed: seed)
         try #require(state.setUp(), "setting up the initial files failed: \(state.errors)")
         state.clearErrors()
@@ -116,7 +117,7 @@ struct CrashTest {
         }
         // The folder still takes new files.
         let probe = state.root + "/probe-\(UInt32.random(in: 0...UInt32.max))"
-        var rng = ModelRandom(seed: UInt64(getpid()))
+        var rng = SeededGenerator(seed: UInt64(getpid()))
         let data = rng.bytes(150_000)
         let fd = open(probe, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o644)
         guard fd >= 0 else {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Seeded randomized model test: thousands of random operations applied identically to the folder
@@ -12,7 +13,7 @@ import Testing
 @Suite(.serialized)
 struct ModelTest {
     static let seeds: [UInt64] = {
-        let env = ModelRandom.seed(env: "SYNCFS_MODEL_SEED", default: 0)
+        let env = SeededGenerator.seed(env: "SYNCFS_MODEL_SEED", default: 0)
         return env != 0 ? [env] : [1, 2, 3, 8]
     }()
 
@@ -65,7 +66,7 @@ struct ModelRun {
     var subFDs: [Int: Int32] = [:]
     var slotPaths: [Int: String?] = [:]
     var mtimeChecks = 0
-    var stampRng: ModelRandom
+    var stampRng: SeededGenerator
 
     var seedText: String { "SYNCFS_MODEL_SEED=0x" + String(seed, radix: 16) }
 
@@ -75,7 +76,7 @@ struct ModelRun {
         self.reference = reference
         self.subject = subject
         gen = ModelGenerator(seed: seed)
-        stampRng = ModelRandom(seed: seed ^ 0xA5A5_A5A5_A5A5_A5A5)
+        stampRng = SeededGenerator(seed: seed ^ 0xA5A5_A5A5_A5A5_A5A5)
     }
 
     /// With SYNCFS_MODEL_LOG=<file>, every op and its results are written to <file>.<kind>.

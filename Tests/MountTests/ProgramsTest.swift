@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Real programs on the folder, each on a plain directory and on the mount: git, tar, SQLite in WAL
@@ -86,7 +87,7 @@ struct ProgramsTest {
         git(["rm", "-q", tracked[2], tracked[10], tracked[20]], in: repo, "rm")
         git(["commit", "-q", "-m", "four: deletions"], in: repo, "commit 4")
         // 5: a large binary file and a tag, then gc (packs, prunes, renames files into place).
-        var rng = ModelRandom(seed: 5)
+        var rng = SeededGenerator(seed: 5)
         let big = rng.bytes(3_000_000)
         try #require(FileManager.default.createFile(atPath: repo + "/big.bin", contents: Data(big)), "create big.bin")
         git(["add", "big.bin"], in: repo, "add big.bin")

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import SyncBackend
@@ -11,7 +12,7 @@ struct ChunkCodecTests {
         }
         return Array(lines.joined(separator: "\n").utf8)
     }()
-    static let random = seededBytes(count: 200_000, seed: 42)
+    static let random = SeededGenerator.bytes(count: 200_000, seed: 42)
 
     @Test func knownHash() {
         let hash = Array("abc".utf8).withUnsafeBytes { ChunkCodec.hash($0) }

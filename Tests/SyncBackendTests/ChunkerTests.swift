@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncBackend
@@ -10,7 +11,7 @@ struct ChunkerTests {
 
     @Test func boundariesSurviveAnInsert() {
         let chunker = Self.small
-        let original = seededBytes(count: 16 << 20, seed: 1)
+        let original = SeededGenerator.bytes(count: 16 << 20, seed: 1)
         var edited = original
         edited.insert(0x5A, at: original.count / 2)
 
@@ -25,7 +26,7 @@ struct ChunkerTests {
 
     @Test func chunksCoverTheDataWithinBounds() {
         for chunker in [Self.small, .standard] {
-            let data = seededBytes(count: 9 << 20 + 12_345, seed: 2)
+            let data = SeededGenerator.bytes(count: 9 << 20 + 12_345, seed: 2)
             let lengths = cutLengths(data, chunker)
             #expect(lengths.reduce(0, +) == data.count)
             for length in lengths.dropLast() {
@@ -37,7 +38,7 @@ struct ChunkerTests {
 
     @Test func averageIsNearTheTarget() {
         let chunker = Self.small
-        let lengths = cutLengths(seededBytes(count: 16 << 20, seed: 3), chunker)
+        let lengths = cutLengths(SeededGenerator.bytes(count: 16 << 20, seed: 3), chunker)
         let mean = Double(lengths.reduce(0, +)) / Double(lengths.count)
         #expect(mean > Double(chunker.averageSize) * 0.75 && mean < Double(chunker.averageSize) * 1.5, "mean \(mean)")
     }
@@ -45,7 +46,7 @@ struct ChunkerTests {
     @Test func dataUpToMinSizeIsOneChunk() {
         let chunker = Self.small
         for count in [0, 1, 1000, chunker.minSize] {
-            let data = seededBytes(count: count, seed: 4)
+            let data = SeededGenerator.bytes(count: count, seed: 4)
             #expect(cutLengths(data, chunker) == (count == 0 ? [] : [count]))
         }
     }
@@ -59,7 +60,7 @@ struct ChunkerTests {
 
     @Test func cutDependsOnlyOnTheFirstMaxSizeBytes() {
         let chunker = Self.small
-        let data = seededBytes(count: 3 * chunker.maxSize, seed: 5)
+        let data = SeededGenerator.bytes(count: 3 * chunker.maxSize, seed: 5)
         data.withUnsafeBytes { all in
             let whole = chunker.cutPoint(in: all)
             let window = chunker.cutPoint(in: UnsafeRawBufferPointer(rebasing: all.prefix(chunker.maxSize)))
@@ -73,7 +74,7 @@ struct ChunkerTests {
             (Self.small, 2 * FileChunker.bufferSize + 12_345), (.standard, 3 * FileChunker.bufferSize / 2 + 777),
         ]
         for (chunker, count) in cases {
-            let data = seededBytes(count: count, seed: UInt64(count))
+            let data = SeededGenerator.bytes(count: count, seed: UInt64(count))
             try withTemporaryFile(data) { descriptor in
                 var fromFile: [ChunkHash] = []
                 var covered = 0
@@ -89,7 +90,7 @@ struct ChunkerTests {
     }
 
     @Test func fileChunkerStopsAtTheGivenLength() throws {
-        let data = seededBytes(count: 300 << 10, seed: 6)
+        let data = SeededGenerator.bytes(count: 300 << 10, seed: 6)
         let length = 200 << 10 + 3
         try withTemporaryFile(data) { descriptor in
             var fromFile: [ChunkHash] = []
@@ -101,7 +102,7 @@ struct ChunkerTests {
     }
 
     @Test func shortFileThrows() throws {
-        let data = seededBytes(count: 100_000, seed: 7)
+        let data = SeededGenerator.bytes(count: 100_000, seed: 7)
         try withTemporaryFile(data) { descriptor in
             #expect(throws: FileChunkerError.shortRead) {
                 try FileChunker.forEachChunk(of: descriptor, length: 100_001, chunker: Self.small) { _ in }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -10,17 +11,6 @@ import Testing
 /// hydration shared by readers, O_TRUNC without download, eviction rules, the budget, and a
 /// read during an outage. In the engine suite (serialized: engines are stopped one at a time).
 extension SyncEngineTests {
-    /// Bytes that do not compress, so downloaded byte counts mean something.
-    static func noise(_ count: Int, seed: UInt64) -> [UInt8] {
-        var state = seed | 1
-        return (0..<count).map { _ in
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return UInt8(truncatingIfNeeded: state)
-        }
-    }
-
     private func xattr(_ fixture: FileSystemFixture, _ name: String, _ key: String) throws -> String {
         let ino = try fixture.lookupIno(name)
         return String(decoding: try fixture.fs.getxattr(ino, name: "user.syncfs." + key), as: UTF8.self)
@@ -28,7 +18,7 @@ extension SyncEngineTests {
 
     @Test func remoteFilesArriveAsPlaceholdersAndAReadDownloadsThem() async throws {
         let pair = try SyncedPair()
-        let big = Self.noise(6 << 20, seed: 7)
+        let big = SeededGenerator.bytes(count: 6 << 20, seed: 7)
         _ = try pair.a.makeFile("big.bin", contents: big)
         _ = try pair.a.makeFile("small.txt", contents: Array("small".utf8))
         try await pair.eventually("both names on B") { try pair.b.childNames() == ["big.bin", "small.txt"] }
@@ -56,7 +46,7 @@ extension SyncEngineTests {
 
     @Test func concurrentReadersShareOneDownload() async throws {
         let pair = try SyncedPair()
-        let data = Self.noise(12 << 20, seed: 11)
+        let data = SeededGenerator.bytes(count: 12 << 20, seed: 11)
         _ = try pair.a.makeFile("shared.bin", contents: data)
         try await pair.eventually("on B") { try pair.b.childNames() == ["shared.bin"] }
         try await pair.settle()
@@ -74,7 +64,7 @@ extension SyncEngineTests {
 
     @Test func truncatingOpenNeedsNoDownloadAndWritingOpenDownloadsFirst() async throws {
         let pair = try SyncedPair()
-        _ = try pair.a.makeFile("replace.txt", contents: Self.noise(1 << 20, seed: 3))
+        _ = try pair.a.makeFile("replace.txt", contents: SeededGenerator.bytes(count: 1 << 20, seed: 3))
         _ = try pair.a.makeFile("append.txt", contents: Array("old".utf8))
         try await pair.eventually("on B") { try pair.b.childNames() == ["append.txt", "replace.txt"] }
         try await pair.settle()
@@ -96,7 +86,8 @@ extension SyncEngineTests {
     @Test func evictionFreesCleanFilesOnlyAndTheBudgetEvictsLeastRecentlyUsed() async throws {
         let pair = try SyncedPair()
         for index in 0..<6 {
-            _ = try pair.a.makeFile("f\(index)", contents: Self.noise(1 << 20, seed: UInt64(index + 1)))
+            _ = try pair.a.makeFile(
+                "f\(index)", contents: SeededGenerator.bytes(count: 1 << 20, seed: UInt64(index + 1)))
         }
         try await pair.eventually("on B") { try pair.b.childNames().count == 6 }
         try await pair.settle()
@@ -112,7 +103,7 @@ extension SyncEngineTests {
         #expect(outcomes["f1"] == .evicted(bytes: 1 << 20))
         pair.b.fs.release(edited)
         #expect(try xattr(pair.b, "f1", "state") == "online")
-        #expect(try contents(pair.b, "f1") == Self.noise(1 << 20, seed: 2))
+        #expect(try contents(pair.b, "f1") == SeededGenerator.bytes(count: 1 << 20, seed: 2))
 
         // Budget of 4 MiB with 5 MiB local: the least recently used clean files go until under
         // 90% of it; pinned and recently used ones stay.
@@ -137,7 +128,7 @@ extension SyncEngineTests {
         let base = InMemoryContainer()
         let faulty = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: faulty)
-        _ = try pair.a.makeFile("far.bin", contents: Self.noise(1 << 20, seed: 5))
+        _ = try pair.a.makeFile("far.bin", contents: SeededGenerator.bytes(count: 1 << 20, seed: 5))
         try await pair.eventually("on B") { try pair.b.childNames() == ["far.bin"] }
         try await pair.settle()
         faulty.startOutage()
@@ -150,7 +141,7 @@ extension SyncEngineTests {
         #expect(try xattr(pair.b, "far.bin", "state") == "online")
         #expect(!pair.engineB.status().online)
         faulty.endOutage()
-        #expect(try contents(pair.b, "far.bin") == Self.noise(1 << 20, seed: 5))
+        #expect(try contents(pair.b, "far.bin") == SeededGenerator.bytes(count: 1 << 20, seed: 5))
         #expect(try xattr(pair.b, "far.bin", "state") == "local")
     }
 
@@ -158,7 +149,7 @@ extension SyncEngineTests {
         let base = InMemoryContainer()
         let slow = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: slow)
-        let data = Self.noise(16 << 20, seed: 13)
+        let data = SeededGenerator.bytes(count: 16 << 20, seed: 13)
         _ = try pair.a.makeFile("movie.bin", contents: data)
         try await pair.eventually("on B") { try pair.b.childNames() == ["movie.bin"] }
         try await pair.settle()

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncMerge
@@ -11,7 +12,7 @@ struct LargeMergeTests {
 
     /// `count` distinct lines of about 51 bytes.
     static func generatedLines(count: Int, seed: UInt64) -> [[UInt8]] {
-        var random = SeededRandom(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let letters = Array("abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
         return (0..<count).map { index in
             var line = Array("\(index): ".utf8)

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import SyncMerge
@@ -28,7 +29,7 @@ struct MyersDiffTests {
     }
 
     @Test func randomDiffsAreValidAndMinimal() {
-        var random = SeededRandom(seed: 42)
+        var random = SeededGenerator(seed: 42)
         for round in 0..<600 {
             let alphabet = UInt64.random(in: 1...(round % 3 == 0 ? 2 : 6), using: &random)
             let a = (0..<Int.random(in: 0...30, using: &random)).map { _ in
@@ -67,7 +68,7 @@ struct MyersDiffTests {
         let b: [UInt64] = [0] + Array(301...500) + [0]
         #expect(MyersDiff.diff(a, b, budget: 100) == [Hunk(old: 1..<201, new: 1..<201)])
         // Still a correct diff when the budget runs out below the top level.
-        var random = SeededRandom(seed: 7)
+        var random = SeededGenerator(seed: 7)
         let c = (0..<400).map { _ in UInt64.random(in: 0..<4, using: &random) }
         let d = (0..<400).map { _ in UInt64.random(in: 0..<4, using: &random) }
         for budget in [0, 50, 500, 5000] {

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncS3
@@ -81,14 +82,8 @@ import Testing
 
     /// Bytes from a seeded generator: `compressible` ones repeat a short pattern.
     static func bytes(_ count: Int, seed: UInt64, compressible: Bool = false) -> [UInt8] {
-        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        return (0..<count).map { index in
-            if compressible { return UInt8(truncatingIfNeeded: (index / 7) % 13 + Int(seed)) }
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return UInt8(truncatingIfNeeded: state)
-        }
+        guard compressible else { return SeededGenerator.bytes(count: count, seed: seed) }
+        return (0..<count).map { index in UInt8(truncatingIfNeeded: (index / 7) % 13 + Int(seed)) }
     }
 
     static func encode(_ bytes: [UInt8]) -> EncodedChunk { bytes.withUnsafeBytes { ChunkCodec.encode($0) } }

@@ -38,7 +38,7 @@ import Testing
         defer { root.remove() }
         let server = try ServeProcess.start(root: root.path)  // standard input: /dev/null
         usleep(500_000)
-        #expect(server.process.isRunning, "serve without --lifeline stopped at end-of-file on standard input")
+        #expect(server.isRunning, "serve without --lifeline stopped at end-of-file on standard input")
         #expect(server.stop() == 0)
     }
 }

@@ -1,25 +1,12 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The built `syncfs-mount` binary (`$SYNCFS_MOUNT_BINARY`, else `<package>/.build/debug/syncfs-mount`)
 /// run as a child process.
 enum Binary {
-    static func path() throws -> String {
-        let path: String
-        if let configured = ProcessInfo.processInfo.environment["SYNCFS_MOUNT_BINARY"], !configured.isEmpty {
-            path = configured
-        } else {
-            // #filePath is <package>/Tests/SyncServerTests/ServeProcess.swift.
-            var root = URL(fileURLWithPath: #filePath)
-            for _ in 0..<3 { root.deleteLastPathComponent() }
-            path = root.path + "/.build/debug/syncfs-mount"
-        }
-        guard access(path, X_OK) == 0 else {
-            throw TestFailure("no syncfs-mount binary at \(path): build it (swift build) or set SYNCFS_MOUNT_BINARY")
-        }
-        return path
-    }
+    static func path() throws -> String { try SyncfsBinary.path() }
 
     /// `process` set up to run `syncfs-mount ARGUMENTS`; with `umask`, started with that umask
     /// (through `/bin/sh`, which `exec`s the binary: the process ID stays the binary's).
@@ -54,44 +41,40 @@ enum Binary {
     }
 }
 
-/// `syncfs-mount serve` as a child process; `stop()` (SIGTERM) in every test's teardown.
+/// `syncfs-mount serve` as a child process (`ServeLauncher`, standard input /dev/null); `stop()`
+/// (SIGTERM) in every test's teardown.
 final class ServeProcess: @unchecked Sendable {
-    let process: Process
+    let pid: pid_t
     /// The line the server printed once bound.
     let listeningLine: String
     let port: Int
     let logPath: String
+    /// The exit code once it has exited and been reaped (see `isRunning`).
+    private var exitCode: Int32?
 
-    private init(process: Process, listeningLine: String, port: Int, logPath: String) {
-        self.process = process
-        self.listeningLine = listeningLine
-        self.port = port
+    private init(_ launched: ServeLauncher.Launched, logPath: String) {
+        pid = launched.pid
+        listeningLine = launched.listeningLine
+        port = launched.port
         self.logPath = logPath
     }
 
     /// Starts `serve --root ROOT --listen 127.0.0.1:0 EXTRA` (with `umask`, if given) and waits
     /// for its `listening on` line.
     static func start(root: String, extra: [String] = [], umask: String? = nil) throws -> ServeProcess {
-        let process = Process()
-        try Binary.configure(process, ["serve", "--root", root, "--listen", "127.0.0.1:0"] + extra, umask: umask)
-        let output = Pipe()
         let logPath = root + "/.serve-\(UUID().uuidString).log"  // hidden: never a container name
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let line = readLine(output.fileHandleForReading.fileDescriptor, timeout: 30)
-        guard let line, let colon = line.lastIndex(of: ":"), let port = Int(line[line.index(after: colon)...]) else {
-            process.terminate()
-            process.waitUntilExit()
-            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            throw TestFailure("serve printed no `listening on` line (\(line ?? "nothing")); log:\n\(log)")
-        }
-        return ServeProcess(process: process, listeningLine: line, port: port, logPath: logPath)
+        let launched = try ServeLauncher.launch(
+            root: root, extra: extra, lifeline: false, shellPrelude: umask.map { "umask \($0)" }, logPath: logPath)
+        return ServeProcess(launched, logPath: logPath)
     }
 
-    var pid: pid_t { process.processIdentifier }
+    /// Whether the server has not exited yet.
+    var isRunning: Bool {
+        guard exitCode == nil else { return false }
+        guard let status = ChildProcess.waitForExit(pid, timeout: 0) else { return true }
+        exitCode = ChildProcess.exitCode(status)
+        return false
+    }
 
     /// The resident memory of the server, from /proc/PID/status.
     func residentKiB() -> Int? {
@@ -126,35 +109,11 @@ final class ServeProcess: @unchecked Sendable {
     /// exit status, nil if it had to be killed.
     @discardableResult
     func stop(timeout: Double = 10) -> Int32? {
-        guard process.isRunning else { return process.terminationStatus }
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(pid, SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        process.waitUntilExit()
-        return process.terminationStatus
+        guard isRunning else { return exitCode }
+        guard let status = ServeLauncher.stop(pid, timeout: timeout) else { return nil }
+        exitCode = ChildProcess.exitCode(status)
+        return exitCode
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-
-    /// The first line on `fd`, or nil at end-of-file or after `timeout` seconds.
-    private static func readLine(_ fd: Int32, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while !output.contains(10) {
-            let remaining = deadline.timeIntervalSinceNow
-            if remaining <= 0 { return nil }
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, Int32(remaining * 1000)) > 0 else { continue }
-            let count = read(fd, &buffer, buffer.count)
-            if count <= 0 { return nil }
-            output += buffer[0..<count]
-        }
-        return String(decoding: output.prefix { $0 != 10 }, as: UTF8.self)
-    }
 }

@@ -61,7 +61,7 @@ public enum MountDaemon {
         try checkFuseAvailable()
         try prepareMountpoint(configuration.mountpoint, logger: logger)
         var policy = UploadQueue.Policy.standard
-        policy.quietDelay = Int64(configuration.uploadDelayMilliseconds) * 1_000_000
+        policy.quietDelay = Duration.milliseconds(configuration.uploadDelayMilliseconds).inNanoseconds
         let state = StateDirectory(path: configuration.stateDirectory)
         try state.create()
         let lock = try state.lock()

@@ -74,9 +74,10 @@ final class Outbox: Sendable {
         if queue.withLock({ $0.containerAnswered(now: now) }) > 0 { wake.signal() }
     }
 
-    func postpone(_ item: OutboxItem, by delay: Int64) {
+    /// `item` is not ready before `delay` from now (see `EngineDelay` for the engine's delays).
+    func postpone(_ item: OutboxItem, by delay: Duration) {
         let now = clock()
-        queue.withLock { $0.postpone(item, until: now + delay) }
+        queue.withLock { $0.postpone(item, until: now + delay.inNanoseconds) }
     }
 
     /// `id` is ready now (see `UploadQueue.expedite`).
@@ -98,15 +99,15 @@ final class Outbox: Sendable {
         wake.signal()
     }
 
-    /// Blocks until something may be ready or `timeout` (ns) passed; returns at once if an
-    /// item is ready. For the uploader thread.
-    func waitForWork(maximum timeout: Int64) {
+    /// Blocks until something may be ready or `timeout` passed; returns at once if an item is
+    /// ready. For the uploader thread.
+    func waitForWork(maximum timeout: Duration) {
         // "About to sleep": a change from now on signals, so none is missed between the look at
         // the queue and the wait.
         uploaderWakesAt.store(.max, ordering: .sequentiallyConsistent)
         let now = clock()
         let next = queue.withLock { $0.nextReadyTime(now: now) }
-        var delay = timeout
+        var delay = timeout.inNanoseconds
         if let next { delay = min(delay, max(0, next - now)) }
         if delay == 0 {
             uploaderWakesAt.store(0, ordering: .relaxed)

@@ -23,8 +23,12 @@ final class RepeatedFailureLog: Sendable {
     }
     private let state = Mutex<[String: Episode]>([:])
 
-    /// `interval`: nanoseconds between two lines of the same kind (default 5 minutes).
-    init(interval: Int64 = 300_000_000_000) { self.interval = interval }
+    /// `interval`: nanoseconds between two lines of the same kind (default `summaryInterval`).
+    init(interval: Int64 = RepeatedFailureLog.summaryInterval.inNanoseconds) { self.interval = interval }
+
+    /// 5 minutes between two lines about the same lasting failure: an outage of a day logs ~300
+    /// lines, not one per attempt, and `status` shows the latest error meanwhile.
+    @usableFromInline static let summaryInterval: Duration = .seconds(300)
 
     /// Whether a failure of `kind` at `now` (ns) is logged; if so, how many of its kind were not
     /// logged since the last line (0 for the first).

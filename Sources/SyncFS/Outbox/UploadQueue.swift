@@ -25,7 +25,8 @@ struct UploadQueue: Sendable {
 
         init(
             quietDelay: Int64, initialBackoff: Int64, maximumBackoff: Int64, burstChanges: Int = 32,
-            burstWindow: Int64 = 100_000_000, maximumBurstWait: Int64 = 5_000_000_000
+            burstWindow: Int64 = Policy.standardBurstWindow.inNanoseconds,
+            maximumBurstWait: Int64 = Policy.standardMaximumBurstWait.inNanoseconds
         ) {
             self.quietDelay = quietDelay
             self.initialBackoff = initialBackoff
@@ -36,7 +37,23 @@ struct UploadQueue: Sendable {
         }
 
         static let standard = Policy(
-            quietDelay: 100_000_000, initialBackoff: 1_000_000_000, maximumBackoff: 300_000_000_000)
+            quietDelay: standardQuietDelay.inNanoseconds, initialBackoff: standardInitialBackoff.inNanoseconds,
+            maximumBackoff: standardMaximumBackoff.inNanoseconds)
+
+        /// 0.1 s unchanged before an upload: a `cp` or an editor's save of one file ends well
+        /// within it, while a human sees the change leave at once.
+        @usableFromInline static let standardQuietDelay: Duration = .milliseconds(100)
+        /// 1 s after a first failure, doubled per failure: a blip costs a second, an outage is
+        /// not hammered.
+        @usableFromInline static let standardInitialBackoff: Duration = .seconds(1)
+        /// At most 5 minutes between retries of a failing item, however long it fails (the
+        /// container's return wakes items waiting for it at once: `containerAnswered`).
+        @usableFromInline static let standardMaximumBackoff: Duration = .seconds(300)
+        /// 32 changes within 0.1 s is a burst (an untar, a build), not a person saving files.
+        @usableFromInline static let standardBurstWindow: Duration = .milliseconds(100)
+        /// A burst delays an item by at most 5 s past its ready time: the folder's work goes
+        /// first, but a steady stream of changes never starves uploads.
+        @usableFromInline static let standardMaximumBurstWait: Duration = .seconds(5)
     }
 
     private(set) var items: [FileID: OutboxItem] = [:]

@@ -13,6 +13,10 @@ extension ContentResidency {
     /// How long a download keeps retrying an unreachable container while a reader waits, before
     /// the read fails with `ENETDOWN`.
     static let unreachableGiveUp: Double = 3
+    /// How long a download that gave up on an unreachable container makes the next ones fail at
+    /// once (10 s): the kernel retries a failed readahead with smaller reads, each of which would
+    /// otherwise wait `unreachableGiveUp` again.
+    static let unreachableRemembered: Duration = .seconds(10)
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
@@ -233,7 +237,8 @@ extension ContentResidency {
                     // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
                     // with a smaller read): fail at once instead of waiting again.
                     let knownDown =
-                        Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed) < 10_000_000_000
+                        Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed)
+                        < Self.unreachableRemembered.inNanoseconds
                     if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
                         lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
                         // Logged before readers are woken with the error (they may look for it).

@@ -29,13 +29,13 @@ extension SyncEngine: ChunkSource {
                 if !fileSystem.residency.hydrateCompletely(id) {
                     downloads.failed(id)
                     // Most likely the container is unreachable: do not churn through the queue.
-                    downloads.wait(seconds: 5, untilQueued: false)
+                    downloads.wait(EngineDelay.downloadFailurePause, untilQueued: false)
                 }
                 continue
             }
             let pinned = fileSystem.residency.pinnedPlaceholders()
             if !pinned.isEmpty && downloads.enqueue(pinned, retrying: false) > 0 { continue }
-            downloads.wait(seconds: 30)
+            downloads.wait(EngineDelay.pinnedPlaceholderScan)
         }
     }
 
@@ -48,7 +48,7 @@ extension SyncEngine: ChunkSource {
     func runBudgetKeeper(_ budget: Int64) {
         while isRunning {
             _ = fileSystem.residency.enforceBudget(budget)
-            sleepWhileRunning(.seconds(1))
+            sleepWhileRunning(EngineDelay.budgetCheckPause)
             _ = fileSystem.residency.contentActivity.waitForActivity(timeout: Self.idleBudgetCheck)
         }
     }
@@ -102,12 +102,14 @@ final class DownloadQueue: @unchecked Sendable {
         failedAt[id] = Date()
     }
 
-    /// Waits until `poke`, `stop`, or `seconds` pass (returns at once if something is queued and
+    /// Waits until `poke`, `stop`, or `timeout` passes (returns at once if something is queued and
     /// `untilQueued`).
-    func wait(seconds: Double, untilQueued: Bool = true) {
+    func wait(_ timeout: Duration, untilQueued: Bool = true) {
         condition.lock()
         defer { condition.unlock() }
-        if (!untilQueued || order.isEmpty) && !stopped { _ = condition.wait(until: Date().addingTimeInterval(seconds)) }
+        if (!untilQueued || order.isEmpty) && !stopped {
+            _ = condition.wait(until: Date().addingTimeInterval(timeout / .seconds(1)))
+        }
     }
 
     func poke() {

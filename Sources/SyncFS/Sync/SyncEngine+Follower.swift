@@ -40,7 +40,7 @@ extension SyncEngine {
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 logFollowerSucceeded()
-                let wait = deferred.isEmpty ? options.feedWait : .milliseconds(500)
+                let wait = deferred.isEmpty ? options.feedWait : EngineDelay.deferredRetry
                 try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
             } catch {
                 noteFailure(error.description)
@@ -49,7 +49,7 @@ extension SyncEngine {
                 // The first, then a summary per interval while it lasts (an outage, a container
                 // refusing the cursor), not once a second; `status` shows the last error meanwhile.
                 logFollowerFailure(error)
-                sleepWhileRunning(.seconds(1))
+                sleepWhileRunning(EngineDelay.followerFailurePause)
             }
         }
     }

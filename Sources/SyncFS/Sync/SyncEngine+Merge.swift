@@ -41,7 +41,7 @@ extension SyncEngine {
             // The file's content is here and must become the container's (never adopt the
             // merged metadata over the old bytes: the next commit would revert the remote edit).
             guard let holder = local ?? conflicts.localContentForMerge(item.fileID) else {
-                fileSystem.outbox.postpone(item, by: 200_000_000)
+                fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
                 return true
             }
             local = holder
@@ -53,7 +53,7 @@ extension SyncEngine {
                 item.fileID, state: merged, onto: current, contentFile: contentFile, local: local, item: item,
                 event: event)
         else {
-            fileSystem.outbox.postpone(item, by: 200_000_000)
+            fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
             return true
         }
         return false
@@ -66,7 +66,7 @@ extension SyncEngine {
         item: OutboxItem, ours: EntryState, merged: EntryState, current: RemoteEntry, baseManifest: [ChunkRef]?
     ) throws(SyncFailure) -> Bool {
         guard let local = conflicts.localContentForMerge(item.fileID) else {
-            fileSystem.outbox.postpone(item, by: 200_000_000)
+            fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
             return true
         }
         let path = fileSystem.displayPath(of: item.fileID) ?? item.fileID.hex
@@ -114,7 +114,7 @@ extension SyncEngine {
             guard conflicts.canAdopt(item.fileID, state: theirs, item: item),
                 let copy = conflicts.forkConflictCopy(item.fileID, local: local, reason: reason)
             else {
-                fileSystem.outbox.postpone(item, by: 200_000_000)
+                fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
                 return true
             }
             // The copy must be on disk before the file's own bytes are replaced.

@@ -26,7 +26,7 @@ extension SyncEngine {
             theirsVersion: current.version, ours: ours.manifest, theirs: current.state.manifest, base: baseManifest)
         // Parked for longer than the command may run: its end wakes the item (`Outbox.expedite`).
         let outbox = fileSystem.outbox
-        let park = { outbox.postpone(item, by: Int64(timeout + 30) * 1_000_000_000) }
+        let park = { outbox.postpone(item, by: .seconds(timeout) + EngineDelay.mergeCommandGrace) }
         switch mergeWorker.answer(for: item.fileID, inputs: inputs, park: park) {
         case .waiting: return .waiting
         case .done(.success(let resolution)):

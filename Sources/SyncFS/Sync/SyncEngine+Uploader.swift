@@ -8,7 +8,7 @@ extension SyncEngine {
             guard let item = fileSystem.outbox.takeNext() else {
                 // The outbox wakes the uploader for every change and computes when a waiting
                 // item is due; this bound is only a backstop (an idle mount wakes once a minute).
-                fileSystem.outbox.waitForWork(maximum: 60_000_000_000)
+                fileSystem.outbox.waitForWork(maximum: EngineDelay.uploaderBackstop)
                 continue
             }
             upload(item, depth: 0)
@@ -48,7 +48,7 @@ extension SyncEngine {
         for _ in 0..<6 {
             switch uploads.prepareUpload(item.fileID) {
             case .busy:
-                fileSystem.outbox.postpone(item, by: 200_000_000)
+                fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
                 return
             case .nothing:
                 uploads.uploadUnneeded(item)
@@ -96,7 +96,7 @@ extension SyncEngine {
                         sent: totals.chunksUploaded, sentBytes: totals.encodedBytesUploaded, started: started)
                     guard uploads.contentUnchanged(content) else {
                         // Written while it was read: upload the new content after the quiet delay.
-                        fileSystem.outbox.postpone(item, by: 100_000_000)
+                        fileSystem.outbox.postpone(item, by: EngineDelay.changedWhileUploading)
                         return
                     }
                 }
@@ -204,7 +204,7 @@ extension SyncEngine {
                 "the name of \(logName(item.fileID)) is taken by \(nameHolder?.id.hex ?? "another entry") in the container; keeping both"
             )
             uploads.renameAside(item.fileID, holder: nameHolder?.id, unlessChangedSince: item)
-            fileSystem.outbox.postpone(item, by: 0)
+            fileSystem.outbox.postpone(item, by: .zero)
             return true
         case .letNameHolderGoFirst:
             guard let other = nameHolder else { return false }
@@ -222,7 +222,7 @@ extension SyncEngine {
             }
             guard let otherItem = fileSystem.outbox.take(other.id) else {
                 // The other change is being uploaded further up this call chain: come back after it.
-                fileSystem.outbox.postpone(item, by: 50_000_000)
+                fileSystem.outbox.postpone(item, by: EngineDelay.otherUploadUnderway)
                 return true
             }
             upload(otherItem, depth: context.depth + 1)
@@ -247,7 +247,7 @@ extension SyncEngine {
             waitsForOthers.withLock { $0[item.fileID, default: 0] += 1 }
             // Other local changes are still queued (a file still open, say) and may be what the
             // container waits for: try again after them, never give up our change yet.
-            fileSystem.outbox.postpone(item, by: 500_000_000)
+            fileSystem.outbox.postpone(item, by: EngineDelay.waitingForOthers)
             return true
         }
     }
@@ -265,10 +265,10 @@ extension SyncEngine {
     /// changed locally since the item was taken, nothing is dropped and the item goes again.
     func takeRemote(_ entry: RemoteEntry, item: OutboxItem) throws(SyncFailure) {
         if try !apply(entry, force: true, giving: item) {
-            fileSystem.outbox.postpone(item, by: 500_000_000)
+            fileSystem.outbox.postpone(item, by: EngineDelay.remoteNotAppliedYet)
         } else if fileSystem.outbox.isPending(item.fileID) {
             // Written again meanwhile: the newer local change is uploaded (and merged) instead.
-            fileSystem.outbox.postpone(item, by: 0)
+            fileSystem.outbox.postpone(item, by: .zero)
         }
     }
 }

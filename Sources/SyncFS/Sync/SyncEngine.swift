@@ -159,7 +159,7 @@ final class SyncEngine: Sendable {
                 return
             }
             fileSystem.outbox.poke()
-            Thread.sleep(forTimeInterval: 0.01)
+            Thread.sleep(forTimeInterval: EngineDelay.stopPoll / .seconds(1))
         }
         logger.warning("the sync engine did not stop within 10 s")
     }

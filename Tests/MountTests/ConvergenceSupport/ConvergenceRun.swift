@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// Cuts mounts off their container at random times while the workers run: one or two mounts at a
 /// time, for about a second to a few seconds each, with pauses in between.
@@ -13,7 +14,7 @@ final class OutageSchedule: @unchecked Sendable {
 
     private let group: MountGroup
     private let start: ContinuousClock.Instant
-    private var random: ModelRandom
+    private var random: SeededGenerator
     private let stopped = NSLock()
     private var stopRequested = false
     private(set) var outages: [Outage] = []
@@ -21,7 +22,7 @@ final class OutageSchedule: @unchecked Sendable {
     init(group: MountGroup, seed: UInt64, start: ContinuousClock.Instant) {
         self.group = group
         self.start = start
-        random = ModelRandom(seed: seed ^ 0x0DD5_EED5_0DD5_EED5)
+        random = SeededGenerator(seed: seed ^ 0x0DD5_EED5_0DD5_EED5)
     }
 
     func stop() { stopped.withLock { stopRequested = true } }

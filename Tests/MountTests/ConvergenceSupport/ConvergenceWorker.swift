@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// One thing a mount's worker did to a token: wrote it, read it (saw it), or removed it.
 struct TokenEvent: Sendable, CustomStringConvertible {
@@ -77,7 +78,7 @@ final class ConvergenceWorker: @unchecked Sendable {
     let seed: UInt64
     let opCount: Int
     let start: ContinuousClock.Instant
-    private var random: ModelRandom
+    private var random: SeededGenerator
     private let seedTag: String
 
     /// Tokens whose writing operation succeeded, with where they were written.
@@ -106,7 +107,7 @@ final class ConvergenceWorker: @unchecked Sendable {
         self.seed = seed
         self.opCount = opCount
         self.start = start
-        random = ModelRandom(seed: seed &* 0x2545_F491_4F6C_DD1D &+ UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15)
+        random = SeededGenerator(seed: seed &* 0x2545_F491_4F6C_DD1D &+ UInt64(index + 1) &* 0x9E37_79B9_7F4A_7C15)
         seedTag = String(seed, radix: 16)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Everything the writers did, and what each acknowledged fsync covered.
@@ -139,7 +140,7 @@ final class CrashState: @unchecked Sendable {
 
     /// Creates each thread's directories and files, all fsync'd (files and directories).
     func setUp() -> Bool {
-        var rng = ModelRandom(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         for t in 0..<threads {
             for d in ["t\(t)", "t\(t)/sub"] {
                 guard mkdir(path(d), 0o755) == 0 else {

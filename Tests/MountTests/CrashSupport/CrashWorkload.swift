@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Writer threads for one cycle.
@@ -43,7 +44,7 @@ final class CrashWorkload: @unchecked Sendable {
     }
 
     private func run(thread t: Int) {
-        var rng = ModelRandom(seed: state.seed &+ UInt64(cycle * 100 + t + 1) &* 0x9E37_79B9)
+        var rng = SeededGenerator(seed: state.seed &+ UInt64(cycle * 100 + t + 1) &* 0x9E37_79B9)
         let files = state.filesOf(thread: t)
         while !shouldStop() {
             let rel = rng.pick(files)
@@ -68,7 +69,7 @@ final class CrashWorkload: @unchecked Sendable {
     }
 
     /// One write inside one page (so each write reaches the daemon whole), fsync'd with some probability.
-    private func pageWrite(_ rel: String, _ rng: inout ModelRandom, fsyncChance: Double) -> Bool {
+    private func pageWrite(_ rel: String, _ rng: inout SeededGenerator, fsyncChance: Double) -> Bool {
         guard var content = state.current(rel) else { return deleteOrCreate(rel, &rng) }
         let page = rng.below(CrashState.maxPages)
         let inPage = rng.below(CrashState.page)
@@ -91,7 +92,7 @@ final class CrashWorkload: @unchecked Sendable {
         return !rng.chance(fsyncChance) || state.fsyncAndAcknowledge(fd, rel, what: "file")
     }
 
-    private func append(_ rel: String, _ rng: inout ModelRandom, fsyncChance: Double) -> Bool {
+    private func append(_ rel: String, _ rng: inout SeededGenerator, fsyncChance: Double) -> Bool {
         guard var content = state.current(rel) else { return deleteOrCreate(rel, &rng) }
         if content.count >= CrashState.page * CrashState.maxPages {
             return truncate(rel, &rng, fsyncChance: fsyncChance)
@@ -113,7 +114,7 @@ final class CrashWorkload: @unchecked Sendable {
         return !rng.chance(fsyncChance) || state.fsyncAndAcknowledge(fd, rel, what: "file")
     }
 
-    private func truncate(_ rel: String, _ rng: inout ModelRandom, fsyncChance: Double) -> Bool {
+    private func truncate(_ rel: String, _ rng: inout SeededGenerator, fsyncChance: Double) -> Bool {
         guard var content = state.current(rel) else { return deleteOrCreate(rel, &rng) }
         let size = rng.int(0...(CrashState.page * CrashState.maxPages))
         if size < content.count {
@@ -136,7 +137,7 @@ final class CrashWorkload: @unchecked Sendable {
     }
 
     /// Save-by-rename as editors do it: write a temporary file, fsync it, rename it over, fsync the directory.
-    private func save(_ rel: String, _ rng: inout ModelRandom) -> Bool {
+    private func save(_ rel: String, _ rng: inout SeededGenerator) -> Bool {
         let content = rng.bytes(rng.int(0...(CrashState.page * CrashState.maxPages)))
         let tmp = rel + ".tmp\(cycle)"
         let fd = open(state.path(tmp), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
@@ -163,7 +164,7 @@ final class CrashWorkload: @unchecked Sendable {
     }
 
     /// Deletes an existing file or creates a missing one; either way the directory is fsync'd.
-    private func deleteOrCreate(_ rel: String, _ rng: inout ModelRandom) -> Bool {
+    private func deleteOrCreate(_ rel: String, _ rng: inout SeededGenerator) -> Bool {
         if state.current(rel) != nil {
             state.intend(rel, nil, "unlink")
             guard unlink(state.path(rel)) == 0 else {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// The names present in the reference tree, used to aim operations at existing entries.
 struct ModelListing {
@@ -32,7 +33,7 @@ struct ModelListing {
 
 /// Draws random operations from a seeded generator, aimed mostly at existing entries.
 struct ModelGenerator {
-    var rng: ModelRandom
+    var rng: SeededGenerator
 
     static let longName = String(repeating: "n", count: 255)
     static let tooLongName = String(repeating: "m", count: 256)
@@ -47,7 +48,7 @@ struct ModelGenerator {
     static let chmodModes: [mode_t] = [0o644, 0o600, 0o755, 0o700, 0o444, 0o000, 0o777, 0o4755, 0o2755, 0o1777, 0o640]
     static let dirModes: [mode_t] = [0o755, 0o777, 0o700, 0o555, 0o1777]
 
-    init(seed: UInt64) { rng = ModelRandom(seed: seed) }
+    init(seed: UInt64) { rng = SeededGenerator(seed: seed) }
 
     mutating func name() -> String {
         let r = rng.below(200)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// Constants the Glibc module does not import.
 enum ModelConst {
@@ -43,7 +44,7 @@ struct ModelData: CustomStringConvertible, Sendable {
     var seed: UInt64
     var count: Int
     var bytes: [UInt8] {
-        var r = ModelRandom(seed: seed)
+        var r = SeededGenerator(seed: seed)
         return r.bytes(count)
     }
     var description: String { "\(count)B#\(String(seed & 0xFFFF, radix: 16))" }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 struct ProgramsError: Error, CustomStringConvertible {
     let description: String
@@ -26,7 +27,7 @@ enum ProgramsTreeGen {
         at root: String, seed: UInt64, files fileCount: Int = 300, symlinks linkCount: Int = 30,
         xattrs: Bool = true, times: Bool = true
     ) throws -> Stats {
-        var rng = ModelRandom(seed: seed)
+        var rng = SeededGenerator(seed: seed)
         var stats = Stats()
         var dirs: [String] = [""]
         // Directories: up to depth 4.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 // Small syscall helpers for the mount suites. Everything here works on any directory; a failing
@@ -332,18 +333,8 @@ func removeXattr(_ path: String, _ name: String) throws {
 
 // MARK: - Data
 
-/// Deterministic pseudo-random bytes (xorshift), different for each seed.
-func patternBytes(count: Int, seed: UInt64 = 1) -> [UInt8] {
-    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    var bytes = [UInt8](repeating: 0, count: count)
-    for index in 0..<count {
-        state ^= state << 13
-        state ^= state >> 7
-        state ^= state << 17
-        bytes[index] = UInt8(truncatingIfNeeded: state)
-    }
-    return bytes
-}
+/// Deterministic pseudo-random bytes (`SeededGenerator`), different for each seed.
+func patternBytes(count: Int, seed: UInt64 = 1) -> [UInt8] { SeededGenerator.bytes(count: count, seed: seed) }
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 

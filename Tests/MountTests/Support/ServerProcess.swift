@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A `syncfs-mount serve` child process of the built binary on 127.0.0.1, serving the containers
@@ -159,69 +160,13 @@ final class ServerProcess: @unchecked Sendable {
     private static func launch(root: String, port: Int, logPath: String, tls: (certificate: String, key: String)?)
         throws -> Launched
     {
-        var arguments = [
-            try TestFolder.binaryPath(), "serve", "--root", root, "--listen", "127.0.0.1:\(port)", "--lifeline",
-        ]
-        if let tls { arguments += ["--tls-cert", tls.certificate, "--tls-key", tls.key] }
-        var stdoutPipe: [Int32] = [0, 0]
-        guard pipe(&stdoutPipe) == 0 else { throw TestFolderError(message: "pipe failed: \(errnoName(errno))") }
-        // Close-on-exec: no other child (a mount daemon) may inherit the write end and keep the
-        // lifeline alive; the spawn's dup2 onto the server's stdin clears the flag there.
-        var stdinPipe: [Int32] = [0, 0]
-        guard pipe(&stdinPipe) == 0, fcntl(stdinPipe[0], F_SETFD, FD_CLOEXEC) == 0,
-            fcntl(stdinPipe[1], F_SETFD, FD_CLOEXEC) == 0
-        else {
-            close(stdoutPipe[0])
-            close(stdoutPipe[1])
-            throw TestFolderError(message: "pipe failed: \(errnoName(errno))")
-        }
-        let logFD = open(logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        defer {
-            close(logFD)
-            close(stdinPipe[0])
-            close(stdoutPipe[0])
-        }
-        let pid: pid_t
+        let extra = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
+        let launched: ServeLauncher.Launched
         do {
-            pid = try TestFolder.spawn(arguments, stdin: stdinPipe[0], stdout: stdoutPipe[1], stderr: logFD)
+            launched = try ServeLauncher.launch(root: root, port: port, extra: extra, lifeline: true, logPath: logPath)
         } catch {
-            close(stdoutPipe[1])
-            close(stdinPipe[1])
-            throw error
+            throw TestFolderError(message: "\(error)")
         }
-        close(stdoutPipe[1])
-        guard let line = readLine(stdoutPipe[0], timeout: 30), let bound = boundPort(line) else {
-            kill(pid, SIGKILL)
-            close(stdinPipe[1])
-            let status = TestFolder.waitForExit(pid, timeout: 10)
-            throw TestFolderError(
-                message:
-                    "the server did not print `listening on …` (exit \(status.map(TestFolder.describe) ?? "?")); log:\n"
-                    + TestFolder.tail(of: logPath, limit: 3000))
-        }
-        return Launched(pid: pid, port: bound, lifeline: stdinPipe[1])
-    }
-
-    /// The port in `listening on http://HOST:PORT`.
-    private static func boundPort(_ line: String) -> Int? {
-        guard line.hasPrefix("listening on "), let colon = line.lastIndex(of: ":") else { return nil }
-        return Int(line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-    }
-
-    /// The first line on `fd`, or nil at end-of-file or after `timeout` seconds.
-    private static func readLine(_ fd: Int32, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        var output: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 512)
-        while !output.contains(10) {
-            let remaining = deadline.timeIntervalSinceNow
-            if remaining <= 0 { return nil }
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, Int32(remaining * 1000)) > 0 else { continue }
-            let count = read(fd, &buffer, buffer.count)
-            if count <= 0 { return nil }
-            output += buffer[0..<count]
-        }
-        return String(decoding: output.prefix { $0 != 10 }, as: UTF8.self)
+        return Launched(pid: launched.pid, port: launched.port, lifeline: launched.lifeline ?? -1)
     }
 }

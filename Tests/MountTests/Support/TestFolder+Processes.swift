@@ -1,28 +1,14 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// Child processes and the mount table, for `TestFolder`.
 extension TestFolder {
     /// Waits for `pid` to exit; returns its wait status, or nil on timeout.
-    static func waitForExit(_ pid: pid_t, timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        var status: Int32 = 0
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { return status }
-            if result == -1 && errno != EINTR { return -1 }
-            if Date() >= deadline { return nil }
-            usleep(10_000)
-        }
-    }
+    static func waitForExit(_ pid: pid_t, timeout: Double) -> Int32? { ChildProcess.waitForExit(pid, timeout: timeout) }
 
-    /// "exit status N" / "signal N" for a wait status.
-    static func describe(_ status: Int32) -> String {
-        if status == -1 { return "unknown status (already reaped)" }
-        let signal = status & 0x7f
-        if signal == 0 { return "exit status \((status >> 8) & 0xff)" }
-        return "killed by signal \(signal)"
-    }
+    /// "exit status N" / "killed by signal N" for a wait status.
+    static func describe(_ status: Int32) -> String { ChildProcess.describe(status) }
 
     /// Whether `path` is a mount point in /proc/mounts.
     static func isMounted(_ path: String) -> Bool {

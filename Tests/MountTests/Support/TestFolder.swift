@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Why the harness could not set up or stop a folder (daemon failures carry the daemon's stderr).
@@ -208,21 +209,11 @@ final class TestFolder: @unchecked Sendable {
 
     /// The daemon binary: `$SYNCFS_MOUNT_BINARY`, else `<package root>/.build/debug/syncfs-mount`.
     static func binaryPath() throws -> String {
-        let path: String
-        if let configured = ProcessInfo.processInfo.environment["SYNCFS_MOUNT_BINARY"], !configured.isEmpty {
-            path = configured
-        } else {
-            // #filePath is <package>/Tests/MountTests/Support/TestFolder.swift.
-            var packageRoot = URL(fileURLWithPath: #filePath)
-            for _ in 0..<4 { packageRoot.deleteLastPathComponent() }
-            path = packageRoot.path + "/.build/debug/syncfs-mount"
+        do throws(TestSupportError) {
+            return try SyncfsBinary.path()
+        } catch {
+            throw TestFolderError(message: error.message + "; mount tests cannot run without it")
         }
-        guard access(path, X_OK) == 0 else {
-            throw TestFolderError(
-                message: "the syncfs-mount binary is missing or not executable at \(path) "
-                    + "(build it with `swift build`, or set SYNCFS_MOUNT_BINARY); mount tests cannot run without it")
-        }
-        return path
     }
 
     private func start() throws {
@@ -310,34 +301,13 @@ final class TestFolder: @unchecked Sendable {
     }
 
     /// posix_spawn with the three standard descriptors replaced, every signal unblocked and every
-    /// handler at its default (the test runner ignores SIGPIPE, for instance).
+    /// handler at its default (`ChildProcess.spawn`).
     static func spawn(_ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        posix_spawn_file_actions_adddup2(&actions, stderr, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var allSignals = sigset_t()
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
-        guard result == 0 else {
-            throw TestFolderError(message: "posix_spawn(\(arguments[0])) failed: \(errnoName(result))")
+        do throws(TestSupportError) {
+            return try ChildProcess.spawn(arguments, stdin: stdin, stdout: stdout, stderr: stderr)
+        } catch {
+            throw TestFolderError(message: error.message)
         }
-        return pid
     }
 
     private enum ReadyOutcome {

@@ -1,0 +1,25 @@
+import Foundation
+import Glibc
+
+/// The built `syncfs-mount` the tests run: `$SYNCFS_MOUNT_BINARY`, else
+/// `<package>/.build/debug/syncfs-mount`.
+public enum SyncfsBinary {
+    /// Its path; throws if nothing executable is there (build it, or set the variable).
+    public static func path() throws(TestSupportError) -> String {
+        let path: String
+        if let configured = ProcessInfo.processInfo.environment["SYNCFS_MOUNT_BINARY"], !configured.isEmpty {
+            path = configured
+        } else {
+            // #filePath is <package>/Tests/TestSupport/SyncfsBinary.swift.
+            var root = URL(fileURLWithPath: #filePath)
+            for _ in 0..<3 { root.deleteLastPathComponent() }
+            path = root.path + "/.build/debug/syncfs-mount"
+        }
+        guard access(path, X_OK) == 0 else {
+            throw TestSupportError(
+                "the syncfs-mount binary is missing or not executable at \(path) "
+                    + "(build it with `swift build`, or set SYNCFS_MOUNT_BINARY)")
+        }
+        return path
+    }
+}
