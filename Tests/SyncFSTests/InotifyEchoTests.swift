@@ -84,6 +84,34 @@ struct InotifyEchoTests {
         #expect(fixture.cacheContents(of: ino) == bytes("one\ntwo\n"))
     }
 
+    /// The adapter passes the echo thread's requests through like any other: Core tells them
+    /// apart by the caller's thread id. Without a pending remote change, a structural request of
+    /// the echo thread changes nothing (EAGAIN: the kernel keeps its view); its setattr answers
+    /// without changing anything; its open of a file counts as neither open nor writing. The
+    /// same calls from anybody else change the tree.
+    @Test func theEchoThreadsRequestsAreToldApartInCore() throws {
+        let fixture = try FileSystemFixture()
+        let ino = try fixture.makeFile("f", contents: bytes("one\n"))
+        fixture.fs.startInotifyEcho(mountpoint: "/nonexistent")
+        defer { fixture.fs.stopInotifyEcho() }
+        #expect(waitUntil(timeout: 5) { fixture.fs.echo.echoThreadID != 0 })
+        let echo = Caller(uid: 0, gid: 0, pid: fixture.fs.echo.echoThreadID)
+        #expect(throws: FSError.io(EAGAIN)) { try fixture.fs.unlink(parent: .root, name: FileName("f"), caller: echo) }
+        #expect(throws: FSError.io(EAGAIN)) {
+            try fixture.fs.mkdir(parent: .root, name: FileName("d"), mode: 0o755, caller: echo)
+        }
+        var chmod = AttributeChanges()
+        chmod.mode = 0o600
+        #expect(try fixture.fs.setattr(ino, chmod, handle: nil, caller: echo).mode & 0o777 == 0o644)
+        let handle = try fixture.fs.open(ino, flags: O_WRONLY, caller: echo)
+        #expect(fixture.fs.live.transact { _ in handle.node.openCount == 0 && handle.node.openWriters == 0 })
+        fixture.fs.release(handle)
+        #expect(try fixture.childNames() == ["f"])
+        #expect(try fixture.fs.setattr(ino, chmod, handle: nil, caller: testCaller).mode & 0o777 == 0o600)
+        try fixture.fs.unlink(parent: .root, name: FileName("f"), caller: testCaller)
+        #expect(try fixture.childNames().isEmpty)
+    }
+
     @Test func remoteChangesTheEchoCannotCarryAreAppliedDirectly() async throws {
         let pair = try SyncedPair()
         // No mount answers there: every echo call fails at once, and B applies directly.

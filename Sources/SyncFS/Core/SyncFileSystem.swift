@@ -70,7 +70,7 @@ final class SyncFileSystem: Sendable {
         self.cache = cache
         self.statePath = statePath
         self.logger = logger
-        var stored = try store.load()
+        let stored = try store.load()
         outbox = Outbox(policy: uploadPolicy, restoring: stored.outbox, clock: clock)
         storedFacts = stored.facts
         if let device = storedFacts[.deviceID] {
@@ -86,100 +86,13 @@ final class SyncFileSystem: Sendable {
         let generation = (storedFacts[.mountCount] ?? 0) + 1
         store.factSet(.mountCount, generation)
 
-        if !stored.entries.contains(where: { $0.ino == .root }) {
-            let now = Clock.nowNanoseconds()
-            let root = EntryRecord(
-                ino: .root, fileID: .root, parent: nil, name: FileName(bytes: []), kind: .directory, mode: 0o755,
-                uid: getuid(), gid: getgid(), size: 0, atime: now, mtime: now, ctime: now, symlinkTarget: nil)
-            stored.entries.append(root)
-            store.entryCreated(root)
-        }
-        let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
-        let recordedNext = storedFacts[.nextIno] ?? 0
-        var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
-        for record in stored.entries {
-            tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
-            tree.byFileID[record.fileID] = record.ino
-        }
-        for (ino, xattrs) in stored.xattrs where xattrs[ConflictNote.attribute] != nil {
-            if let node = tree.nodes[ino], let original = ConflictNote.original(in: xattrs) {
-                tree.conflictCopies[node.fileID] = original
-            }
-        }
-        tree.bases = stored.syncBases
-        let orphans = Self.linkChildren(&tree)
-        if !orphans.isEmpty {
-            logger.warning("removing \(orphans.count) entries that are not in the tree")
-            try store.removeOrphans(orphans)
-        }
-        cache.removeTemporaryFiles()
-        Self.reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
+        let tree = try Namespace.load(
+            stored, generation: generation, store: store, cache: cache, outbox: outbox, logger: logger)
         live = LiveTree(
             tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch)
         residency = ContentResidency(live: live, cache: cache, logger: logger)
         spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)
-    }
-
-    /// Fills each directory's children; returns entries that cannot be reached from the root.
-    private static func linkChildren(_ tree: inout Namespace) -> [InodeNumber] {
-        for node in tree.nodes.values where node.ino != .root {
-            guard let parentIno = node.parent, let parent = tree.nodes[parentIno], parent.kind == .directory,
-                parent.children[node.name] == nil
-            else { continue }
-            parent.children[node.name] = node.ino
-            if node.kind == .directory { parent.subdirectoryCount += 1 }
-        }
-        var reachable: Set<InodeNumber> = [.root]
-        var stack: [InodeNumber] = [.root]
-        while let ino = stack.popLast() {
-            for child in tree.nodes[ino]?.children.values ?? [:].values where reachable.insert(child).inserted {
-                stack.append(child)
-            }
-        }
-        let orphans = tree.nodes.keys.filter { !reachable.contains($0) }
-        for ino in orphans {
-            if let node = tree.nodes[ino] { tree.byFileID[node.fileID] = nil }
-            tree.nodes[ino] = nil
-        }
-        return orphans
-    }
-
-    private static func reconcileCache(
-        _ tree: inout Namespace, cache: ContentCache, store: MetadataStore, outbox: Outbox, logger: Logger
-    ) {
-        var files: [FileID: Node] = [:]
-        for node in tree.nodes.values where node.kind == .file { files[node.fileID] = node }
-        for id in cache.allIDs() where files[id] == nil {
-            cache.remove(id)
-        }
-        for node in files.values {
-            if node.isPlaceholder {
-                // Its cache file, if any, holds part of a download: not content of ours.
-                continue
-            }
-            if let actual = cache.size(of: node.fileID) {
-                if actual != node.size.load(ordering: .relaxed) {
-                    // Writes the crash kept from being recorded: they are local changes to upload.
-                    node.size.store(actual, ordering: .relaxed)
-                    store.record([.upsert(node.record), outbox.changed(node.fileID)])
-                }
-            } else if let base = tree.bases[node.fileID], base.version > 0, !outbox.isPending(node.fileID),
-                base.manifest.reduce(0, { $0 + $1.length }) == node.size.load(ordering: .relaxed)
-            {
-                // Synced, so the container has it: it becomes a placeholder again.
-                logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
-                node.contentIsLocal.store(false, ordering: .relaxed)
-                store.entryChanged(node.record)
-            } else {
-                logger.warning(
-                    "content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
-                // Not queued: an empty file must not replace the container's copy of it.
-                try? cache.create(node.fileID)
-                node.size.store(0, ordering: .relaxed)
-                store.entryChanged(node.record)
-            }
-        }
     }
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.

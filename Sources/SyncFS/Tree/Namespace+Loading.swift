@@ -1,0 +1,108 @@
+import Glibc
+import Logging
+import SyncBackend
+
+/// The tree as the state database holds it, checked against the cache at mount.
+extension Namespace {
+    /// Builds the tree from `stored` and repairs what a crash left: the root is made if missing,
+    /// entries outside the tree are removed, cache files without an entry deleted, file sizes
+    /// taken from their cache files (which hold every byte written before the crash), and lost
+    /// content handled (a synced file becomes a placeholder again; an unsynced one empty, never
+    /// queued). The repairs are recorded in `store`.
+    static func load(
+        _ stored: StoredState, generation: UInt64, store: MetadataStore, cache: ContentCache, outbox: Outbox,
+        logger: Logger
+    ) throws -> Namespace {
+        var stored = stored
+        if !stored.entries.contains(where: { $0.ino == .root }) {
+            let now = Clock.nowNanoseconds()
+            let root = EntryRecord(
+                ino: .root, fileID: .root, parent: nil, name: FileName(bytes: []), kind: .directory, mode: 0o755,
+                uid: getuid(), gid: getgid(), size: 0, atime: now, mtime: now, ctime: now, symlinkTarget: nil)
+            stored.entries.append(root)
+            store.entryCreated(root)
+        }
+        let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
+        let recordedNext = stored.facts[.nextIno] ?? 0
+        var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
+        for record in stored.entries {
+            tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
+            tree.byFileID[record.fileID] = record.ino
+        }
+        for (ino, xattrs) in stored.xattrs where xattrs[ConflictNote.attribute] != nil {
+            if let node = tree.nodes[ino], let original = ConflictNote.original(in: xattrs) {
+                tree.conflictCopies[node.fileID] = original
+            }
+        }
+        tree.bases = stored.syncBases
+        let orphans = linkChildren(&tree)
+        if !orphans.isEmpty {
+            logger.warning("removing \(orphans.count) entries that are not in the tree")
+            try store.removeOrphans(orphans)
+        }
+        cache.removeTemporaryFiles()
+        reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
+        return tree
+    }
+
+    /// Fills each directory's children; returns entries that cannot be reached from the root.
+    private static func linkChildren(_ tree: inout Namespace) -> [InodeNumber] {
+        for node in tree.nodes.values where node.ino != .root {
+            guard let parentIno = node.parent, let parent = tree.nodes[parentIno], parent.kind == .directory,
+                parent.children[node.name] == nil
+            else { continue }
+            parent.children[node.name] = node.ino
+            if node.kind == .directory { parent.subdirectoryCount += 1 }
+        }
+        var reachable: Set<InodeNumber> = [.root]
+        var stack: [InodeNumber] = [.root]
+        while let ino = stack.popLast() {
+            for child in tree.nodes[ino]?.children.values ?? [:].values where reachable.insert(child).inserted {
+                stack.append(child)
+            }
+        }
+        let orphans = tree.nodes.keys.filter { !reachable.contains($0) }
+        for ino in orphans {
+            if let node = tree.nodes[ino] { tree.byFileID[node.fileID] = nil }
+            tree.nodes[ino] = nil
+        }
+        return orphans
+    }
+
+    private static func reconcileCache(
+        _ tree: inout Namespace, cache: ContentCache, store: MetadataStore, outbox: Outbox, logger: Logger
+    ) {
+        var files: [FileID: Node] = [:]
+        for node in tree.nodes.values where node.kind == .file { files[node.fileID] = node }
+        for id in cache.allIDs() where files[id] == nil {
+            cache.remove(id)
+        }
+        for node in files.values {
+            if node.isPlaceholder {
+                // Its cache file, if any, holds part of a download: not content of ours.
+                continue
+            }
+            if let actual = cache.size(of: node.fileID) {
+                if actual != node.size.load(ordering: .relaxed) {
+                    // Writes the crash kept from being recorded: they are local changes to upload.
+                    node.size.store(actual, ordering: .relaxed)
+                    store.record([.upsert(node.record), outbox.changed(node.fileID)])
+                }
+            } else if let base = tree.bases[node.fileID], base.version > 0, !outbox.isPending(node.fileID),
+                base.manifest.reduce(0, { $0 + $1.length }) == node.size.load(ordering: .relaxed)
+            {
+                // Synced, so the container has it: it becomes a placeholder again.
+                logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
+                node.contentIsLocal.store(false, ordering: .relaxed)
+                store.entryChanged(node.record)
+            } else {
+                logger.warning(
+                    "content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
+                // Not queued: an empty file must not replace the container's copy of it.
+                try? cache.create(node.fileID)
+                node.size.store(0, ordering: .relaxed)
+                store.entryChanged(node.record)
+            }
+        }
+    }
+}
