@@ -84,6 +84,36 @@ struct InotifyEchoTests {
         #expect(fixture.cacheContents(of: ino) == bytes("one\ntwo\n"))
     }
 
+    /// An entry invalidation takes the directory's lock in the kernel, which a call of the echo
+    /// thread may hold while it waits for the daemon's answer; were the daemon killed then, the
+    /// notifying thread could never leave the kernel (an unkillable daemon, seen under load). So
+    /// invalidations wait while an echo step is in the kernel, and go out, in order, once it
+    /// returned.
+    @Test func invalidationsWaitWhileAnEchoCallIsInTheKernel() throws {
+        let fixture = try FileSystemFixture()
+        let log = InvalidationLog()
+        fixture.fs.setInvalidator(log)
+        fixture.fs.startInotifyEcho(mountpoint: "/nonexistent", timeout: 0.05)
+        defer { fixture.fs.stopInotifyEcho() }
+        #expect(waitUntil(timeout: 5) { fixture.fs.echo.current?.isAvailable == true })
+        let release = DispatchSemaphore(value: 0)
+        // A step stuck in the kernel: the caller's wait ends (timeout), the step goes on.
+        #expect(
+            fixture.fs.echo.current?.run {
+                release.wait()
+                return 0
+            } == nil)
+        #expect(fixture.fs.echo.stepInKernel)
+        fixture.fs.live.perform([.attributes(InodeNumber(7)), .attributes(InodeNumber(8))])
+        #expect(log.inodes.isEmpty, "nothing is sent while the echo's call is in the kernel")
+        #expect(!fixture.fs.live.flushHeldInvalidations())
+        release.signal()
+        #expect(waitUntil(timeout: 5) { !fixture.fs.echo.stepInKernel })
+        fixture.fs.live.perform([.attributes(InodeNumber(9))])
+        #expect(log.inodes == [InodeNumber(7), InodeNumber(8), InodeNumber(9)], "held ones first, in order")
+        #expect(fixture.fs.live.flushHeldInvalidations())
+    }
+
     /// The adapter passes the echo thread's requests through like any other: Core tells them
     /// apart by the caller's thread id. Without a pending remote change, a structural request of
     /// the echo thread changes nothing (EAGAIN: the kernel keeps its view); its setattr answers

@@ -89,7 +89,8 @@ final class SyncFileSystem: Sendable {
         let tree = try Namespace.load(
             stored, generation: generation, store: store, cache: cache, outbox: outbox, logger: logger)
         live = LiveTree(
-            tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch)
+            tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch,
+            echo: echo)
         residency = ContentResidency(live: live, cache: cache, logger: logger)
         spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)

@@ -34,6 +34,10 @@ final class EchoChannel: Sendable {
     /// The running echo, if any.
     var current: InotifyEcho? { running.withLock { $0 } }
 
+    /// True while a call of the echo thread on the mount may be in the kernel (see
+    /// `LiveTree.perform`, which holds kernel invalidations back meanwhile).
+    var stepInKernel: Bool { current?.isStepRunning ?? false }
+
     /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
     @inline(__always)
     func isEchoRequest(pid: Int32) -> Bool {

@@ -74,6 +74,14 @@ final class InotifyEcho: @unchecked Sendable {
         thread.start()
     }
 
+    /// True while a step has been handed to the echo thread and has not returned: its call may
+    /// hold directory locks in the kernel while it waits for the daemon's answer.
+    var isStepRunning: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return running || job != nil
+    }
+
     /// False while stopped or while a step is still running (stuck): callers apply directly.
     var isAvailable: Bool {
         condition.lock()
