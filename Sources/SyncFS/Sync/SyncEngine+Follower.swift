@@ -40,10 +40,7 @@ extension SyncEngine {
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 logFollowerSucceeded()
-                // Invalidations held back while the echo was stuck go out now; while it still is,
-                // look again soon rather than after a whole feed wait.
-                let invalidationsSent = fileSystem.live.flushHeldInvalidations()
-                let wait = deferred.isEmpty && invalidationsSent ? options.feedWait : EngineDelay.deferredRetry
+                let wait = deferred.isEmpty ? options.feedWait : EngineDelay.deferredRetry
                 try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
             } catch {
                 noteFailure(error.description)

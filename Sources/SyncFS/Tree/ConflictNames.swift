@@ -58,4 +58,12 @@ enum KernelInvalidation {
     /// the kernel also drops the inode's link count, so inotify watchers of the file itself get
     /// IN_DELETE_SELF, as after a local unlink or replace-by-rename.
     case deleted(parent: InodeNumber, child: InodeNumber, name: FileName)
+
+    /// The kernel takes the parent directory's lock to carry it out (see `LiveTree.perform`).
+    var takesDirectoryLock: Bool {
+        switch self {
+        case .entry, .deleted: return true
+        case .attributes, .content: return false
+        }
+    }
 }

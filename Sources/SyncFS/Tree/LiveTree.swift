@@ -1,3 +1,4 @@
+import Glibc
 import SyncBackend
 import Synchronization
 
@@ -32,16 +33,17 @@ import Synchronization
 ///    `InotifyEcho.pending` (the echo's pending change), `Outbox`'s queue lock, `TransferBoard`,
 ///    `Hydration`'s state lock, `Node.identity`, `ChangeEvents`' subscriber list and each
 ///    `ChangeSubscription`'s buffer, `SpareCacheFiles`, `RulesWatch`; and, taken by `perform`
-///    without the namespace lock, the invalidator slot, the held invalidations, `EchoChannel`'s
-///    slot and `InotifyEcho`'s condition.
+///    without the namespace lock, the invalidator slot, `EchoChannel`'s slot and `InotifyEcho`'s
+///    condition.
 /// 4. The metadata store: `MetadataStore.pending` (a leaf, taken by `record` inside the
 ///    namespace lock) and `MetadataStore.connection` (the SQLite connection; taken by the
 ///    flusher and `commit` *without* the namespace lock, and it takes `pending` briefly inside).
 ///    So: namespace → store.pending, and store.connection → store.pending; never
 ///    store.connection → namespace.
 /// Never held across a call into the kernel (`KernelCacheInvalidating`, a path below the mount):
-/// the namespace lock and every lock of level 3 and 4. And no invalidation is sent while a call of
-/// the echo thread is in the kernel (`perform`): it could wait for a directory lock that call holds. Content I/O (reads and writes of cache
+/// the namespace lock and every lock of level 3 and 4. And no entry invalidation is sent while a call
+/// of the echo thread is in the kernel (`perform` waits in user space): it would wait in the kernel
+/// for a directory lock that call holds. Content I/O (reads and writes of cache
 /// files) takes no lock at all; it is ordered by each node's content seqlock
 /// (`Node.beginContentChange`).
 final class LiveTree: Sendable {
@@ -56,10 +58,8 @@ final class LiveTree: Sendable {
     private let state: Mutex<TreeTransaction>
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
-    /// The inotify echo, whose calls on the mount hold invalidations back (`perform`).
+    /// The inotify echo, whose calls on the mount entry invalidations wait for (`perform`).
     private let echo: EchoChannel
-    /// Invalidations held back while an echo call was in the kernel, oldest first.
-    private let held = Mutex<[KernelInvalidation]>([])
 
     init(
         _ namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,
@@ -104,37 +104,26 @@ final class LiveTree: Sendable {
 
     func setInvalidator(_ value: any KernelCacheInvalidating) { invalidator.withLock { $0 = value } }
 
-    /// Sends invalidations to the kernel (with any held back before them, in order). Never call
-    /// inside a transaction.
+    /// Sends invalidations to the kernel. Never call inside a transaction.
     ///
-    /// While a call of the echo thread is in the kernel (`EchoChannel.stepInKernel`), they are
-    /// held back instead, and sent by the next `perform` or `flushHeldInvalidations` after it
-    /// returned: an entry invalidation takes the directory's lock in the kernel, which the echo's
-    /// call may hold while it waits for this daemon's answer. Sent then, the notifying thread
-    /// waits in the kernel until that answer comes; were the daemon killed meanwhile (SIGKILL),
-    /// the answer would never come, the thread would never leave the kernel, the process would
-    /// never release `/dev/fuse`, and the connection would never be aborted: an unkillable
-    /// daemon. Held back, nothing of ours waits on the echo's call.
+    /// An entry invalidation (a name added, removed or now elsewhere) takes its directory's lock in
+    /// the kernel, which a call of the echo thread may hold while it waits for this daemon's
+    /// answer: sent then, the notifying thread would wait *in the kernel* until that answer came,
+    /// and were the daemon killed meanwhile (SIGKILL) the answer would never come, the thread
+    /// would never leave the kernel, `/dev/fuse` would never be released and the connection never
+    /// aborted — an unkillable daemon (seen under load: a zombie with one thread in
+    /// `fuse_reverse_inval_entry`, the echo thread in `request_wait_answer`). So while an echo
+    /// call is in the kernel (`EchoChannel.stepInKernel`), entry invalidations wait for it here,
+    /// in user space, where a kill ends the wait — the same wait as before, at the same point, so
+    /// the kernel's names are as fresh as before. Only engine threads send entry invalidations
+    /// (the echo's own, applied by a FUSE handler, are sent by the follower after its call).
+    /// Attribute and content invalidations take no directory lock and go at once.
     func perform(_ invalidations: [KernelInvalidation]) {
-        guard let kernel = invalidator.withLock({ $0 }) else { return }
-        if echo.stepInKernel {
-            if !invalidations.isEmpty { held.withLock { $0.append(contentsOf: invalidations) } }
-            return
+        guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
+        if invalidations.contains(where: \.takesDirectoryLock) {
+            while echo.stepInKernel { usleep(1_000) }
         }
-        var all = held.withLock { held in
-            defer { held = [] }
-            return held
-        }
-        all += invalidations
-        send(all, to: kernel)
-    }
-
-    /// Sends the invalidations held back while an echo call was in the kernel, if it returned.
-    /// Returns true if none are left held.
-    @discardableResult
-    func flushHeldInvalidations() -> Bool {
-        perform([])
-        return held.withLock { $0.isEmpty }
+        send(invalidations, to: kernel)
     }
 
     private func send(_ invalidations: [KernelInvalidation], to kernel: any KernelCacheInvalidating) {
