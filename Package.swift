@@ -125,8 +125,9 @@ let package = Package(
         .executableTarget(
             name: "syncfs-mount",
             dependencies: [
-                "SyncFS", "SyncBackend", "SyncServer", "SyncClient",
+                "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

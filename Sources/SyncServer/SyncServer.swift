@@ -36,6 +36,9 @@ public struct SyncServer: Sendable {
         /// What one client may take of the server (`ServerLimits`; doc/PROTOCOL.md documents the
         /// defaults).
         public var limits = ServerLimits.standard()
+        /// Where the containers come from instead of the directories under `root` (then `root`
+        /// only holds the token database): `syncfs-mount serve --database`. Nil: `root`'s.
+        public var containers: (any ContainerSource)?
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -64,7 +67,7 @@ public struct SyncServer: Sendable {
 
     public let configuration: Configuration
     let tokens: TokenStore
-    let registry: ContainerRegistry
+    let containers: any ContainerSource
     let tlsConfiguration: TLSConfiguration?
 
     /// Eight per core, at least 16: verifying a chunk is CPU work, but storing it is mostly
@@ -89,7 +92,7 @@ public struct SyncServer: Sendable {
         self.configuration = configuration
         self.tlsConfiguration = try configuration.tls?.serverConfiguration()
         self.tokens = try TokenStore(root: configuration.root)
-        self.registry = ContainerRegistry(root: configuration.root)
+        self.containers = configuration.containers ?? LocalContainerSource(registry: ContainerRegistry(root: configuration.root))
     }
 
     /// `http` or `https`.
@@ -121,7 +124,7 @@ public struct SyncServer: Sendable {
         let shutdown = ShutdownSignal()
         let limits = configuration.limits
         let responder = SyncResponder(
-            tokens: tokens, registry: registry, shutdown: shutdown, bodies: BodyBudget(limits: limits),
+            tokens: tokens, containers: containers, shutdown: shutdown, bodies: BodyBudget(limits: limits),
             decoding: MemoryBudget(capacity: limits.decodingMemory))
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(

@@ -24,7 +24,22 @@ struct ServeCommand: ParsableCommand {
     )
 
     @Option(help: ArgumentHelp("The directory holding the containers (must exist).", valueName: "dir"))
-    var root: String
+    var root: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Serve the containers of this PostgreSQL database instead (made by server-init).", valueName: "url"))
+    var database: String?
+
+    @Option(
+        name: .customLong("chunk-store"),
+        help: ArgumentHelp(
+            "With --database: s3://BUCKET[/PREFIX]?endpoint=URL&region=R, or a chunk directory.",
+            valueName: "location"))
+    var chunkStore: String?
+
+    @Option(help: ArgumentHelp("With --database: the directory of the token database.", valueName: "dir"))
+    var tokens: String?
 
     @Option(
         help: ArgumentHelp(
@@ -44,6 +59,11 @@ struct ServeCommand: ParsableCommand {
     var lifeline = false
 
     func validate() throws {
+        if let problem = ServeBackendChoice.problem(
+            root: root, database: database, chunkStore: chunkStore, tokens: tokens)
+        {
+            throw ValidationError(problem)
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
@@ -71,10 +91,22 @@ struct ServeCommand: ParsableCommand {
         if let tlsCert, let tlsKey {
             tls = TLSFiles(certificatePath: absolutePath(tlsCert), keyPath: absolutePath(tlsKey))
         }
+        var configuration = SyncServer.Configuration(
+            root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls, logger: Logger(label: "syncfs-server"))
+        var backend: DatabaseBackend.Opened?
+        if let database, let chunkStore {
+            do throws(BackendFailure) {
+                let opened = try DatabaseBackend.open(try DatabaseBackend.settings(database), chunkStore: chunkStore)
+                configuration.containers = PostgresContainerSource(store: opened.store)
+                backend = opened
+            } catch {
+                throw fail(error)
+            }
+        }
+        defer { backend?.shutdown() }
         let server: SyncServer
         do {
-            server = try SyncServer(
-                .init(root: absolutePath(root), address: address, tls: tls, logger: Logger(label: "syncfs-server")))
+            server = try SyncServer(configuration)
         } catch {
             throw fail(error)
         }
