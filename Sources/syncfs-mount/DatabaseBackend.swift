@@ -104,8 +104,9 @@ enum DatabaseBackend {
         }
     }
 
-    /// The chunk store `location` names, checked reachable (a `HEAD` of a key that need not
-    /// exist, for S3: it proves the endpoint answers and the credentials sign).
+    /// The chunk store `location` names, checked usable (for S3, a one-key list: it proves the
+    /// endpoint answers, the bucket exists and the credentials sign). `createDirectory`: make the
+    /// directory, or the bucket (`server-init`).
     private static func openBlobs(
         _ location: String, createDirectory: Bool
     ) throws(BackendFailure) -> (any ChunkBlobStore, HTTPClientBox?) {
@@ -139,16 +140,23 @@ enum DatabaseBackend {
         }
         let probe = blockOn { () async -> S3Error? in
             do throws(S3Error) {
-                _ = try await store.client.head("syncfs-probe")
-                return nil
-            } catch .notFound {
+                if createDirectory {
+                    do throws(S3Error) {
+                        try await store.client.createBucket()
+                    } catch .refused(_, let code) where code == "BucketAlreadyOwnedByYou" {
+                        // Made before: fine.
+                    }
+                }
+                // A list, not a HEAD: a HEAD in a missing bucket is a 404 like a missing key.
+                _ = try await store.client.list(prefix: "chunks/", maxKeys: 1)
                 return nil
             } catch { return error }
         }
         if let probe {
             http.shutdown()
-            throw BackendFailure(
-                .temporaryFailure, "the chunk store \(store.client.location) cannot be used: \(probe)")
+            let status: ExitStatus
+            if case .transient = probe { status = .temporaryFailure } else { status = .badInput }
+            throw BackendFailure(status, "the chunk store \(store.client.location) cannot be used: \(probe)")
         }
         return (store, http)
     }
