@@ -33,6 +33,9 @@ struct DatabaseServerMountTest {
         try posix("unlink") { unlink(a.path("papers/large.bin")) }
         #expect(waitUntil(timeout: 40) { !pathExists(b.path("papers/large.bin")) }, "\(logs())")
         #expect(try readText(b.path("papers/note.txt")) == "from A")
+        // The container is the database's: its entries and chunk records are rows there.
+        #expect(try Int(backend.value("SELECT count(*) FROM syncfs_chunks")) ?? 0 >= 2)
+        #expect(try backend.value("SELECT count(*) FROM syncfs_containers WHERE name = 'box'") == "1")
         // Nothing of the container is on the server's disk: only the token database.
         let served = try FileManager.default.contentsOfDirectory(atPath: backend.tokensDir)
         #expect(served == [".syncfs-server"], "\(served)")
@@ -54,8 +57,11 @@ struct DatabaseServerMountTest {
         let logs = { "\(a.daemonLog())\n\(b.daemonLog())\n\(backend.logs())" }
 
         let payload = try randomBytes(1 << 20)
+        let written = Date()
         try writeFile(a.path("via-first.bin"), payload)
         #expect(waitUntil(timeout: 40) { try readFile(b.path("via-first.bin")) == payload }, "\(logs())")
+        // For the report only (a loaded machine may be slow): the backstop recheck is 5 s.
+        print("propagation across two serve processes: \(Int(Date().timeIntervalSince(written) * 1000)) ms")
         try writeFile(b.path("via-second.txt"), "from B")
         #expect(waitUntil(timeout: 40) { try readText(a.path("via-second.txt")) == "from B" }, "\(logs())")
 

@@ -84,6 +84,13 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         guard result.ok else { throw TestFolderError(message: "psql failed: \(result)") }
     }
 
+    /// The one value `sql` selects in the scratch database.
+    func value(_ sql: String) throws -> String {
+        let result = ModelProcess.run(["psql", databaseURL, "-v", "ON_ERROR_STOP=1", "-tAc", sql], timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "psql failed: \(result)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// `syncfs-mount ARGS` with this test's environment.
     func syncfs(_ arguments: [String], timeout: Double = 120) throws -> ModelProcessResult {
         ModelProcess.run([try TestFolder.binaryPath()] + arguments, timeout: timeout)
