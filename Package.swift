@@ -127,7 +127,6 @@ let package = Package(
             dependencies: [
                 "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -92,7 +92,8 @@ public struct SyncServer: Sendable {
         self.configuration = configuration
         self.tlsConfiguration = try configuration.tls?.serverConfiguration()
         self.tokens = try TokenStore(root: configuration.root)
-        self.containers = configuration.containers ?? LocalContainerSource(registry: ContainerRegistry(root: configuration.root))
+        self.containers =
+            configuration.containers ?? LocalContainerSource(registry: ContainerRegistry(root: configuration.root))
     }
 
     /// `http` or `https`.

@@ -1,5 +1,4 @@
 import ArgumentParser
-import AsyncHTTPClient
 import Dispatch
 import Foundation
 import SyncBackend
@@ -124,12 +123,13 @@ enum DatabaseBackend {
                 )
             }
         }
-        let http = HTTPClientBox(AsyncHTTPClientTransport.makeHTTPClient())
+        let (transport, shutdown) = AsyncHTTPClientTransport.makeOwned()
+        let http = HTTPClientBox(shutdown)
         let store: S3ChunkBlobStore
         do {
             store = try S3ChunkBlobStore.make(
                 url: location, environment: ProcessInfo.processInfo.environment,
-                transport: AsyncHTTPClientTransport(client: http.client),
+                transport: transport,
                 retryPolicy: S3RetryPolicy())
         } catch let error as S3Location.ParseError {
             http.shutdown()
@@ -193,14 +193,14 @@ struct PostgresContainerSource: ContainerSource {
 
 /// The HTTP client of the S3 transport, shut down once.
 final class HTTPClientBox: Sendable {
-    let client: HTTPClient
+    private let shutdownClient: @Sendable () -> Void
     private let done = Atomic<Bool>(false)
 
-    init(_ client: HTTPClient) { self.client = client }
+    init(_ shutdown: @escaping @Sendable () -> Void) { self.shutdownClient = shutdown }
 
     func shutdown() {
         guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        try? client.syncShutdown()
+        shutdownClient()
     }
 }
 
@@ -247,7 +247,9 @@ enum ServeBackendChoice {
             if tokens != nil { return "--tokens goes with --database (with --root the tokens are in ROOT)" }
             return nil
         case (nil, _?):
-            if chunkStore == nil { return "--database needs --chunk-store (s3://BUCKET?endpoint=URL&region=R or a directory)" }
+            if chunkStore == nil {
+                return "--database needs --chunk-store (s3://BUCKET?endpoint=URL&region=R or a directory)"
+            }
             if tokens == nil { return "--database needs --tokens DIR (where the token database is)" }
             return nil
         }

@@ -92,7 +92,8 @@ struct ServeCommand: ParsableCommand {
             tls = TLSFiles(certificatePath: absolutePath(tlsCert), keyPath: absolutePath(tlsKey))
         }
         var configuration = SyncServer.Configuration(
-            root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls, logger: Logger(label: "syncfs-server"))
+            root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls,
+            logger: Logger(label: "syncfs-server"))
         var backend: DatabaseBackend.Opened?
         if let database, let chunkStore {
             do throws(BackendFailure) {

@@ -28,7 +28,8 @@ struct DatabaseServeInputTest {
         let backend = try DatabaseBackendFixture.make()
         defer { backend.tearDown() }
         let secret = "hunter2-secret"
-        let withPassword = backend.databaseURL.replacingOccurrences(of: "postgres://postgres@", with: "postgres://postgres:\(secret)@")
+        let withPassword = backend.databaseURL.replacingOccurrences(
+            of: "postgres://postgres@", with: "postgres://postgres:\(secret)@")
         #expect(withPassword.contains(secret))
         for arguments in [
             ["--database", withPassword, "--chunk-store", backend.baseDir, "--tokens", backend.tokensDir],
@@ -54,7 +55,8 @@ struct DatabaseServeInputTest {
         let deadS3 = try serve(
             backend,
             [
-                "--database", backend.databaseURL, "--chunk-store", "s3://bucket-name?endpoint=http://127.0.0.1:1&region=r",
+                "--database", backend.databaseURL, "--chunk-store",
+                "s3://bucket-name?endpoint=http://127.0.0.1:1&region=r",
                 "--tokens", backend.tokensDir,
             ])
         #expect(deadS3.status == 75, "\(deadS3)")

@@ -104,7 +104,9 @@ final class DatabaseBackendFixture: @unchecked Sendable {
             tokensDir,
         ])
         let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard result.ok, token.hasPrefix("sfs_") else { throw TestFolderError(message: "server-init failed: \(result)") }
+        guard result.ok, token.hasPrefix("sfs_") else {
+            throw TestFolderError(message: "server-init failed: \(result)")
+        }
         let path = baseDir + "/token-\(container)"
         guard
             FileManager.default.createFile(
@@ -134,8 +136,10 @@ final class DatabaseBackendFixture: @unchecked Sendable {
 
     /// The servers' logs, for failure messages.
     func logs(limit: Int = 3000) -> String {
-        (0..<servers.count).map { "---- server \($0) log:\n" + TestFolder.tail(of: baseDir + "/server-\($0).log", limit: limit) }
-            .joined(separator: "\n")
+        (0..<servers.count).map {
+            "---- server \($0) log:\n" + TestFolder.tail(of: baseDir + "/server-\($0).log", limit: limit)
+        }
+        .joined(separator: "\n")
     }
 
     /// Stops every server, drops the database, removes the files (the scratch bucket stays in
