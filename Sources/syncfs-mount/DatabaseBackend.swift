@@ -163,7 +163,11 @@ enum DatabaseBackend {
 
     private static func failure(_ error: PostgresStoreError) -> BackendFailure {
         switch error {
-        case .unavailable: return BackendFailure(.temporaryFailure, error.description)
+        case .unavailable:
+            // The pool retries a refused login or a missing database silently until the deadline.
+            return BackendFailure(
+                .temporaryFailure,
+                "\(error.description) (is the server up, does the database exist, may this user log in?)")
         case .notInitialized, .schemaTooOld:
             return BackendFailure(
                 .badInput, "\(error.description); run `syncfs-mount server-init --database URL` first")

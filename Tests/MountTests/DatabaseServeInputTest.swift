@@ -77,6 +77,7 @@ struct DatabaseServeInputTest {
             ])
         #expect(noDatabase.status != 0, "\(noDatabase)")
         #expect(noDatabase.stderr.contains("_none"), "\(noDatabase)")
+        #expect(noDatabase.stderr.contains("does the database exist"), "\(noDatabase)")
         #expect(!noDatabase.stdout.contains("listening on"), "\(noDatabase)")
     }
 
