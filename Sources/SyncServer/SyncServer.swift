@@ -14,6 +14,8 @@ import UnixSignals
 /// - `ROOT/NAME` is a local container (`LocalContainer`) if it holds a container marker; the
 ///   server never creates one (`syncfs-mount token create` does). A container directory replaced
 ///   while the server runs is reopened from the next request on (`ContainerRegistry`).
+///   With `Configuration.containers` set, the containers come from that source instead (a
+///   PostgreSQL store: `syncfs-mount serve --database`), and `root` holds only the tokens.
 /// - Fair and bounded (`ServerLimits`): request bodies and chunk uploads are budgeted per token,
 ///   per container and for the server (`BodyBudget`: `429`/`503` beyond), decoding JSON against a
 ///   memory budget (`MemoryBudget`), slow requests and idle connections without a token cut off

@@ -8,6 +8,8 @@ import Synchronization
 
 /// `syncfs-mount serve --root DIR --listen HOST:PORT`: serves the containers under DIR over HTTP
 /// (or HTTPS with `--tls-cert`/`--tls-key`) until SIGINT or SIGTERM (doc/CLI.md, doc/PROTOCOL.md).
+/// With `--database URL --chunk-store LOCATION --tokens DIR` instead of `--root`, the containers
+/// are a PostgreSQL store's (`DatabaseBackend`, doc/DEPLOY.md).
 ///
 /// Readiness signal for scripts: the one line `listening on http(s)://HOST:PORT` on standard
 /// output (unbuffered; the real port when 0 was asked). Logs go to standard error. Runs with umask
@@ -19,7 +21,9 @@ struct ServeCommand: ParsableCommand {
         discussion: """
             Every directory ROOT/NAME holding a container is served as https://HOST:PORT/NAME to \
             clients with a token for it (see `syncfs-mount token`). Prints `listening on URL` \
-            once bound; stops gracefully on SIGINT or SIGTERM.
+            once bound; stops gracefully on SIGINT or SIGTERM. With --database URL --chunk-store \
+            LOCATION --tokens DIR instead of --root, the containers are in PostgreSQL (made by \
+            server-init) and their chunks in an S3 bucket or a directory (see doc/DEPLOY.md).
             """
     )
 
