@@ -125,7 +125,7 @@ let package = Package(
         .executableTarget(
             name: "syncfs-mount",
             dependencies: [
-                "SyncFS", "SyncBackend", "SyncServer", "SyncClient",
+                "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -107,3 +107,13 @@ public struct AsyncHTTPClientTransport: S3Transport {
         return String(describing: error).prefix(200).description
     }
 }
+
+extension AsyncHTTPClientTransport {
+    /// A transport over a client of its own (`makeHTTPClient()`), and the one way to shut that
+    /// client down (call it once, when no request is in flight any more): for callers that do
+    /// not import AsyncHTTPClient (`syncfs-mount serve --database`).
+    public static func makeOwned() -> (transport: AsyncHTTPClientTransport, shutdown: @Sendable () -> Void) {
+        let client = makeHTTPClient()
+        return (AsyncHTTPClientTransport(client: client), { try? client.syncShutdown() })
+    }
+}

@@ -25,7 +25,7 @@ struct SyncResponder: HTTPResponder {
     typealias Context = BasicRequestContext
 
     let tokens: TokenStore
-    let registry: ContainerRegistry
+    let containers: any ContainerSource
     let shutdown: ShutdownSignal
     /// Request bodies in flight per token, container and server, and chunk upload slots
     /// (`ServerLimits`): beyond a token's or container's share `429`, beyond the server's `503`.
@@ -47,7 +47,7 @@ struct SyncResponder: HTTPResponder {
         let captures: [String: String]
         /// The query parameters, already checked against the endpoint's list.
         let query: [String: String]
-        let container: LocalContainer
+        let container: any Container
     }
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -162,12 +162,11 @@ struct SyncResponder: HTTPResponder {
         return (container, token)
     }
 
-    /// The container `name` as it is on disk now (off the cooperative pool: the registry stats
-    /// the directory on every lookup, and opens SQLite on the first).
-    private func container(named name: String) async throws(WireFailure) -> LocalContainer? {
-        let registry = registry
+    /// The container `name` as its source has it now (`ContainerSource`).
+    private func container(named name: String) async throws(WireFailure) -> (any Container)? {
+        let containers = containers
         return try await WireFailure.translating { () async throws(ContainerProtocolError) in
-            try await Offload.run { () throws(ContainerProtocolError) in try registry.container(named: name) }
+            try await containers.container(named: name)
         }
     }
 

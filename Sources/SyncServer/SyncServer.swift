@@ -14,6 +14,8 @@ import UnixSignals
 /// - `ROOT/NAME` is a local container (`LocalContainer`) if it holds a container marker; the
 ///   server never creates one (`syncfs-mount token create` does). A container directory replaced
 ///   while the server runs is reopened from the next request on (`ContainerRegistry`).
+///   With `Configuration.containers` set, the containers come from that source instead (a
+///   PostgreSQL store: `syncfs-mount serve --database`), and `root` holds only the tokens.
 /// - Fair and bounded (`ServerLimits`): request bodies and chunk uploads are budgeted per token,
 ///   per container and for the server (`BodyBudget`: `429`/`503` beyond), decoding JSON against a
 ///   memory budget (`MemoryBudget`), slow requests and idle connections without a token cut off
@@ -36,6 +38,9 @@ public struct SyncServer: Sendable {
         /// What one client may take of the server (`ServerLimits`; doc/PROTOCOL.md documents the
         /// defaults).
         public var limits = ServerLimits.standard()
+        /// Where the containers come from instead of the directories under `root` (then `root`
+        /// only holds the token database): `syncfs-mount serve --database`. Nil: `root`'s.
+        public var containers: (any ContainerSource)?
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -64,7 +69,7 @@ public struct SyncServer: Sendable {
 
     public let configuration: Configuration
     let tokens: TokenStore
-    let registry: ContainerRegistry
+    let containers: any ContainerSource
     let tlsConfiguration: TLSConfiguration?
 
     /// Eight per core, at least 16: verifying a chunk is CPU work, but storing it is mostly
@@ -89,7 +94,8 @@ public struct SyncServer: Sendable {
         self.configuration = configuration
         self.tlsConfiguration = try configuration.tls?.serverConfiguration()
         self.tokens = try TokenStore(root: configuration.root)
-        self.registry = ContainerRegistry(root: configuration.root)
+        self.containers =
+            configuration.containers ?? LocalContainerSource(registry: ContainerRegistry(root: configuration.root))
     }
 
     /// `http` or `https`.
@@ -121,7 +127,7 @@ public struct SyncServer: Sendable {
         let shutdown = ShutdownSignal()
         let limits = configuration.limits
         let responder = SyncResponder(
-            tokens: tokens, registry: registry, shutdown: shutdown, bodies: BodyBudget(limits: limits),
+            tokens: tokens, containers: containers, shutdown: shutdown, bodies: BodyBudget(limits: limits),
             decoding: MemoryBudget(capacity: limits.decodingMemory))
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(

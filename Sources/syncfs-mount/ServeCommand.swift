@@ -8,6 +8,8 @@ import Synchronization
 
 /// `syncfs-mount serve --root DIR --listen HOST:PORT`: serves the containers under DIR over HTTP
 /// (or HTTPS with `--tls-cert`/`--tls-key`) until SIGINT or SIGTERM (doc/CLI.md, doc/PROTOCOL.md).
+/// With `--database URL --chunk-store LOCATION --tokens DIR` instead of `--root`, the containers
+/// are a PostgreSQL store's (`DatabaseBackend`, doc/DEPLOY.md).
 ///
 /// Readiness signal for scripts: the one line `listening on http(s)://HOST:PORT` on standard
 /// output (unbuffered; the real port when 0 was asked). Logs go to standard error. Runs with umask
@@ -19,12 +21,29 @@ struct ServeCommand: ParsableCommand {
         discussion: """
             Every directory ROOT/NAME holding a container is served as https://HOST:PORT/NAME to \
             clients with a token for it (see `syncfs-mount token`). Prints `listening on URL` \
-            once bound; stops gracefully on SIGINT or SIGTERM.
+            once bound; stops gracefully on SIGINT or SIGTERM. With --database URL --chunk-store \
+            LOCATION --tokens DIR instead of --root, the containers are in PostgreSQL (made by \
+            server-init) and their chunks in an S3 bucket or a directory (see doc/DEPLOY.md).
             """
     )
 
     @Option(help: ArgumentHelp("The directory holding the containers (must exist).", valueName: "dir"))
-    var root: String
+    var root: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Serve the containers of this PostgreSQL database instead (made by server-init).", valueName: "url"))
+    var database: String?
+
+    @Option(
+        name: .customLong("chunk-store"),
+        help: ArgumentHelp(
+            "With --database: s3://BUCKET[/PREFIX]?endpoint=URL&region=R, or a chunk directory.",
+            valueName: "location"))
+    var chunkStore: String?
+
+    @Option(help: ArgumentHelp("With --database: the directory of the token database.", valueName: "dir"))
+    var tokens: String?
 
     @Option(
         help: ArgumentHelp(
@@ -44,6 +63,11 @@ struct ServeCommand: ParsableCommand {
     var lifeline = false
 
     func validate() throws {
+        if let problem = ServeBackendChoice.problem(
+            root: root, database: database, chunkStore: chunkStore, tokens: tokens)
+        {
+            throw ValidationError(problem)
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
@@ -71,10 +95,23 @@ struct ServeCommand: ParsableCommand {
         if let tlsCert, let tlsKey {
             tls = TLSFiles(certificatePath: absolutePath(tlsCert), keyPath: absolutePath(tlsKey))
         }
+        var configuration = SyncServer.Configuration(
+            root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls,
+            logger: Logger(label: "syncfs-server"))
+        var backend: DatabaseBackend.Opened?
+        if let database, let chunkStore {
+            do throws(BackendFailure) {
+                let opened = try DatabaseBackend.open(try DatabaseBackend.settings(database), chunkStore: chunkStore)
+                configuration.containers = PostgresContainerSource(store: opened.store)
+                backend = opened
+            } catch {
+                throw fail(error)
+            }
+        }
+        defer { backend?.shutdown() }
         let server: SyncServer
         do {
-            server = try SyncServer(
-                .init(root: absolutePath(root), address: address, tls: tls, logger: Logger(label: "syncfs-server")))
+            server = try SyncServer(configuration)
         } catch {
             throw fail(error)
         }

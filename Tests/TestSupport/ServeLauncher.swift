@@ -27,8 +27,19 @@ public enum ServeLauncher {
         root: String, port: Int = 0, extra: [String] = [], lifeline: Bool, shellPrelude: String? = nil,
         logPath: String
     ) throws(TestSupportError) -> Launched {
+        try launch(
+            backend: ["--root", root], port: port, extra: extra, lifeline: lifeline, shellPrelude: shellPrelude,
+            logPath: logPath)
+    }
+
+    /// The same with the containers from `backend` (`["--root", DIR]`, or `["--database", URL,
+    /// "--chunk-store", LOCATION, "--tokens", DIR]`).
+    public static func launch(
+        backend: [String], port: Int = 0, extra: [String] = [], lifeline: Bool, shellPrelude: String? = nil,
+        logPath: String
+    ) throws(TestSupportError) -> Launched {
         let binary = try SyncfsBinary.path()
-        var arguments = ["serve", "--root", root, "--listen", "127.0.0.1:\(port)"]
+        var arguments = ["serve"] + backend + ["--listen", "127.0.0.1:\(port)"]
         if lifeline { arguments.append("--lifeline") }
         arguments += extra
         let argv =

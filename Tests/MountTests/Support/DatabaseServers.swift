@@ -1,0 +1,160 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `syncfs-mount serve --database … --chunk-store s3://…` processes on a scratch PostgreSQL
+/// database and a scratch RGW bucket (the services `scripts/services.sh` starts; their
+/// environment is `SYNCFS_TEST_PG_URL` and `SYNCFS_TEST_S3_*`). Without that environment the
+/// tests that need it FAIL, saying so: they never skip.
+///
+///     let backend = try DatabaseBackendFixture.make()      // a database and a bucket of its own
+///     defer { backend.tearDown() }
+///     let token = try backend.initialize(container: "box")  // server-init: schema, container, token
+///     let server = try backend.startServer()               // one serve process; start more at will
+///
+/// The S3 keys reach the processes as `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` in this test
+/// process's environment, never on a command line.
+final class DatabaseBackendFixture: @unchecked Sendable {
+    let baseDir: String
+    /// The scratch database's URL (no password: the test cluster trusts local connections).
+    let databaseURL: String
+    let chunkStore: String
+    let tokensDir: String
+    private let adminURL: String
+    private let databaseName: String
+    private var servers: [(pid: pid_t, lifeline: Int32?)] = []
+
+    struct Server {
+        let pid: pid_t
+        let port: Int
+        func url(_ container: String) -> String { "http://127.0.0.1:\(port)/\(container)" }
+    }
+
+    private init(baseDir: String, adminURL: String, databaseName: String, chunkStore: String) {
+        self.baseDir = baseDir
+        self.adminURL = adminURL
+        self.databaseName = databaseName
+        let server = adminURL.range(of: "/", options: .backwards).map { String(adminURL[..<$0.lowerBound]) }
+        self.databaseURL = (server ?? adminURL) + "/" + databaseName
+        self.chunkStore = chunkStore
+        self.tokensDir = baseDir + "/tokens"
+    }
+
+    /// The services' environment, or a failure naming what is missing.
+    static func environment() throws -> [String: String] {
+        let environment = ProcessInfo.processInfo.environment
+        let names = [
+            "SYNCFS_TEST_PG_URL", "SYNCFS_TEST_S3_ENDPOINT", "SYNCFS_TEST_S3_REGION", "SYNCFS_TEST_S3_ACCESS_KEY_ID",
+            "SYNCFS_TEST_S3_SECRET_ACCESS_KEY",
+        ]
+        let missing = names.filter { (environment[$0] ?? "").isEmpty }
+        guard missing.isEmpty else {
+            throw TestFolderError(
+                message: "\(missing.joined(separator: ", ")) not set: start the services with "
+                    + "`scripts/services.sh start` and source what it prints (scripts/test.sh does)")
+        }
+        return environment
+    }
+
+    /// A fresh database (not initialised) and the URL of a fresh bucket (not made yet).
+    static func make() throws -> DatabaseBackendFixture {
+        let environment = try environment()
+        setenv("AWS_ACCESS_KEY_ID", environment["SYNCFS_TEST_S3_ACCESS_KEY_ID"]!, 1)
+        setenv("AWS_SECRET_ACCESS_KEY", environment["SYNCFS_TEST_S3_SECRET_ACCESS_KEY"]!, 1)
+        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
+        guard let created = mkdtemp(&template) else {
+            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
+        }
+        let suffix = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+        let bucket = "syncfs-mount-\(suffix)"
+        let store =
+            "s3://\(bucket)/prefix?endpoint=\(environment["SYNCFS_TEST_S3_ENDPOINT"]!)"
+            + "&region=\(environment["SYNCFS_TEST_S3_REGION"]!)"
+        let fixture = DatabaseBackendFixture(
+            baseDir: String(cString: created), adminURL: environment["SYNCFS_TEST_PG_URL"]!,
+            databaseName: "syncfs_mount_\(suffix)", chunkStore: store)
+        try fixture.psql("CREATE DATABASE \(fixture.databaseName)")
+        return fixture
+    }
+
+    /// Runs SQL as the services' administrator.
+    func psql(_ sql: String) throws {
+        let result = ModelProcess.run(["psql", adminURL, "-v", "ON_ERROR_STOP=1", "-qc", sql], timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "psql failed: \(result)") }
+    }
+
+    /// The one value `sql` selects in the scratch database.
+    func value(_ sql: String) throws -> String {
+        let result = ModelProcess.run(["psql", databaseURL, "-v", "ON_ERROR_STOP=1", "-tAc", sql], timeout: 60)
+        guard result.ok else { throw TestFolderError(message: "psql failed: \(result)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `syncfs-mount ARGS` with this test's environment.
+    func syncfs(_ arguments: [String], timeout: Double = 120) throws -> ModelProcessResult {
+        ModelProcess.run([try TestFolder.binaryPath()] + arguments, timeout: timeout)
+    }
+
+    /// `server-init` with `--create container --tokens`: returns the path of a file (0600)
+    /// holding the token it printed.
+    func initialize(container: String) throws -> String {
+        let result = try syncfs([
+            "server-init", "--database", databaseURL, "--chunk-store", chunkStore, "--create", container, "--tokens",
+            tokensDir,
+        ])
+        let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard result.ok, token.hasPrefix("sfs_") else {
+            throw TestFolderError(message: "server-init failed: \(result)")
+        }
+        let path = baseDir + "/token-\(container)"
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        else { throw TestFolderError(message: "cannot write \(path)") }
+        return path
+    }
+
+    /// The `serve` arguments naming this backend.
+    var backendArguments: [String] {
+        ["--database", databaseURL, "--chunk-store", chunkStore, "--tokens", tokensDir]
+    }
+
+    /// Starts one more `serve` process on this database and bucket.
+    func startServer() throws -> Server {
+        let index = servers.count
+        let launched: ServeLauncher.Launched
+        do {
+            launched = try ServeLauncher.launch(
+                backend: backendArguments, lifeline: true, logPath: baseDir + "/server-\(index).log")
+        } catch {
+            throw TestFolderError(message: "\(error)")
+        }
+        servers.append((launched.pid, launched.lifeline))
+        return Server(pid: launched.pid, port: launched.port)
+    }
+
+    /// The servers' logs, for failure messages.
+    func logs(limit: Int = 3000) -> String {
+        (0..<servers.count).map {
+            "---- server \($0) log:\n" + TestFolder.tail(of: baseDir + "/server-\($0).log", limit: limit)
+        }
+        .joined(separator: "\n")
+    }
+
+    /// Stops every server, drops the database, removes the files (the scratch bucket stays in
+    /// the throwaway RGW).
+    func tearDown() {
+        for server in servers {
+            if let lifeline = server.lifeline { close(lifeline) }
+            kill(server.pid, SIGTERM)
+            if TestFolder.waitForExit(server.pid, timeout: 10) == nil {
+                kill(server.pid, SIGKILL)
+                _ = TestFolder.waitForExit(server.pid, timeout: 10)
+            }
+        }
+        servers = []
+        try? psql("DROP DATABASE IF EXISTS \(databaseName) WITH (FORCE)")
+        try? FileManager.default.removeItem(atPath: baseDir)
+    }
+}
