@@ -159,21 +159,29 @@ struct PersistenceTests {
         #expect(try fixture.fs.store.load().entries.first { $0.ino == ino }?.size == 13, "the repair is stored")
     }
 
-    @Test func aShorterCacheFileGivesTheEntryItsSize() throws {
+    /// A shorter cache file of an unsynced file is not taken as its new size (and queued, which
+    /// replaced the container's version with the remains): the file is `lost` (issue #14 item 2).
+    @Test func aShorterCacheFileMakesAModifiedFileLost() throws {
         let fixture = try FileSystemFixture()
         let ino = try fixture.makeFile("f", contents: bytes("0123456789"))
         let path = try #require(fixture.cacheFilePath(of: ino))
         try fixture.reopen { #expect(truncate(path, 3) == 0) }
-        #expect(try fixture.fs.getattr(ino).size == 3)
+        #expect(try fixture.fs.getattr(ino).size == 10, "the recorded size is kept")
+        #expect(try fixture.fs.getxattr(ino, name: "user.syncfs.state") == bytes("error"))
     }
 
-    @Test func aMissingCacheFileLeavesAnEmptyFile() throws {
+    /// A missing cache file of an unsynced file no longer leaves an empty file (which then
+    /// uploaded if queued): the file is `lost`, its size kept, reads fail (issue #14 item 2).
+    @Test func aMissingCacheFileMakesAModifiedFileLost() throws {
         let fixture = try FileSystemFixture()
         let ino = try fixture.makeFile("f", contents: bytes("lost"))
         let path = try #require(fixture.cacheFilePath(of: ino))
         try fixture.reopen { #expect(unlink(path) == 0) }
-        #expect(try fixture.fs.getattr(ino).size == 0)
-        #expect(fixture.cacheContents(of: ino) == [])
+        #expect(try fixture.fs.getattr(ino).size == 4)
+        #expect(try fixture.fs.getxattr(ino, name: "user.syncfs.state") == bytes("error"))
+        let handle = try fixture.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        defer { fixture.fs.release(handle) }
+        #expect(throws: FSError.io(EIO)) { try fixture.fs.residency.ensureContent(handle, offset: 0, count: 4) }
     }
 
     @Test func entriesOutsideTheTreeAreRemovedAtLoad() throws {

@@ -139,6 +139,13 @@ extension SyncFileSystem {
 
     /// Opens the node's cache file; honours `O_TRUNC`.
     private func openHandle(_ node: Node, flags: Int32, tree: inout TreeTransaction) throws(FSError) -> OpenFile {
+        // Lost content (`ContentLifecycle.openedForWriting` / `openedTruncating`): only `O_TRUNC`
+        // may write again (every byte afterwards is one a program wrote); reads fail in
+        // `ensureContent`.
+        let truncatesLost = node.contentLost.load(ordering: .acquiring) && flags & O_TRUNC != 0
+        if node.contentLost.load(ordering: .acquiring) && !truncatesLost && flags & O_ACCMODE != O_RDONLY {
+            throw .io(EIO)
+        }
         let descriptor = try cache.open(node.fileID)
         node.openCount += 1
         node.lastUsed = Clock.nowNanoseconds()
@@ -146,7 +153,8 @@ extension SyncFileSystem {
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
         if handle.writable { node.openWriters += 1 }
         // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
-        if flags & O_TRUNC != 0 && node.size.load(ordering: .relaxed) != 0 {
+        if truncatesLost { node.contentLost.store(false, ordering: .releasing) }
+        if flags & O_TRUNC != 0 && (node.size.load(ordering: .relaxed) != 0 || truncatesLost) {
             node.beginContentChange()
             defer { node.endContentChange() }
             if ftruncate(descriptor, 0) != 0 {
