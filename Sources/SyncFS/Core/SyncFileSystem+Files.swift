@@ -214,14 +214,18 @@ extension SyncFileSystem {
 
     /// The read path's one question, asked before the adapter replies straight from the handle's
     /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
-    /// atomic load). A placeholder: they are downloaded (the read waits for the chunks holding
+    /// atomic load), unless its content was lost (EIO). A placeholder: they are downloaded (the read waits for the chunks holding
     /// them), unless the reader is a process that must not start downloads
     /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
     /// `EACCES` for bytes not here yet.
     func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
         throws(FSError)
     {
-        if handle.node.contentIsLocal.load(ordering: .acquiring) { return }
+        if handle.node.contentIsLocal.load(ordering: .acquiring) {
+            // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
+            if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            return
+        }
         if residency.downloadsExcluded(for: processName)
             && !residency.contentPresent(handle, offset: offset, count: count)
         {
