@@ -54,6 +54,10 @@ import Testing
             close(fd)
             #expect(expectErrno(EIO, "open for writing without O_TRUNC") { open(b.path("doc.txt"), O_WRONLY) })
             #expect(b.daemonLog().contains("the local edit is lost"), "logged")
+            // `sync` makes the queue ready at once (before the fix it uploaded the remains here);
+            // the lost change never drains, so it reports no progress.
+            let sync = try b.runSync(timeout: 5)
+            #expect(sync.status == 75, "\(sync)")
             #expect(a.expectSync())
             #expect(try readFile(a.path("doc.txt")) == good, "the container's good version is kept")
             // The way out: overwrite it; what is written then is the program's and uploads.
