@@ -74,7 +74,7 @@ final class SyncFileSystem: Sendable {
         outbox = Outbox(policy: uploadPolicy, restoring: stored.outbox, clock: clock)
         storedFacts = stored.facts
         // Before anything is recorded or the cache reconciled: a lost database is not a new one.
-        try UsedStateGuard.check(storedFacts, cache: cache, statePath: statePath)
+        try UsedStateGuard.check(stored, cache: cache, statePath: statePath)
         if let device = storedFacts[.deviceID] {
             deviceIdentity = device
         } else {

@@ -12,10 +12,11 @@ enum UsedStateGuard {
         let description: String
     }
 
-    /// Throws unless a database that says "never mounted" (no mount count: a new or emptied
-    /// database) goes with an empty cache. Call before anything reconciles the cache.
-    static func check(_ facts: StateFacts, cache: ContentCache, statePath: String) throws(Refusal) {
-        guard facts[.mountCount] == nil else { return }
+    /// Throws unless a database that says "never mounted" (no mount count and no entry but the
+    /// root: a new or emptied database) goes with an empty cache. Call before anything
+    /// reconciles the cache.
+    static func check(_ stored: StoredState, cache: ContentCache, statePath: String) throws(Refusal) {
+        guard stored.facts[.mountCount] == nil, !stored.entries.contains(where: { $0.ino != .root }) else { return }
         let cached = cache.allIDs().count
         guard cached > 0 else { return }
         throw Refusal(
