@@ -72,24 +72,4 @@ extension SyncEngineTests {
     @Test func aQueuedEditWhoseCacheFileVanishedBeforeTheMountIsNotUploaded() async throws {
         try await editThenDamage(.removed, atRestart: true)
     }
-
-    @Test func aQueuedEditWhoseCacheFileWasTruncatedBeforeTheMountIsNotUploaded() async throws {
-        try await editThenDamage(.truncated, atRestart: true)
-    }
-
-    /// A clean, synced file whose cache file is short becomes a placeholder again (the container
-    /// has it); before, the short file was queued as a local change and replaced the good version.
-    @Test func aCleanFileWithAShortCacheFileIsDownloadedAgainNotUploaded() async throws {
-        let pair = try SyncedPair()
-        let good = bytes(String(repeating: "clean and synced\n", count: 100))
-        try pair.a.makeFile("clean.txt", contents: good)
-        try await pair.eventually("clean.txt on B") { try contents(pair.b, "clean.txt") == good }
-        try await pair.settle()
-        let cacheFile = try #require(pair.b.cacheFilePath(of: try pair.b.lookupIno("clean.txt")))
-        try pair.restartB { #expect(truncate(cacheFile, 10) == 0) }
-        #expect(pair.b.fs.outbox.items.isEmpty, "nothing queued")
-        #expect(try contents(pair.b, "clean.txt") == good, "downloaded again")
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try contents(pair.a, "clean.txt") == good)
-    }
 }
