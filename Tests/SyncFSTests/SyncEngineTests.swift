@@ -43,9 +43,9 @@ final class SyncedPair {
     }
 
     /// Stops B's engine, reopens B's state (as a restart would) and starts a new engine.
-    func restartB() throws {
+    func restartB(afterShutDown body: () throws -> Void = {}) throws {
         engineB.stop()
-        try b.reopen()
+        try b.reopen(afterShutDown: body)
         engineB = Self.engine(b, viewOfB)
         engineB.start()
     }

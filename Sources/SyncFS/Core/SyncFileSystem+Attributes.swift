@@ -117,10 +117,13 @@ extension SyncFileSystem {
         defer { node.endContentChange() }
         if let handle {
             if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
-            return
+        } else {
+            let descriptor = try cache.open(node.fileID)
+            defer { close(descriptor) }
+            if ftruncate(descriptor, off_t(size)) != 0 { throw .fromErrno() }
         }
-        let descriptor = try cache.open(node.fileID)
-        defer { close(descriptor) }
-        if ftruncate(descriptor, off_t(size)) != 0 { throw .fromErrno() }
+        // The size goes with the cache file before the change ends: an upload taken in between
+        // must never see a cache file shorter than the recorded size (it would be taken for lost).
+        node.size.store(size, ordering: .relaxed)
     }
 }

@@ -139,6 +139,13 @@ extension SyncFileSystem {
 
     /// Opens the node's cache file; honours `O_TRUNC`.
     private func openHandle(_ node: Node, flags: Int32, tree: inout TreeTransaction) throws(FSError) -> OpenFile {
+        // Lost content (`ContentLifecycle.openedForWriting` / `openedTruncating`): only `O_TRUNC`
+        // may write again (every byte afterwards is one a program wrote); reads fail in
+        // `ensureContent`.
+        let truncatesLost = node.contentLost.load(ordering: .acquiring) && flags & O_TRUNC != 0
+        if node.contentLost.load(ordering: .acquiring) && !truncatesLost && flags & O_ACCMODE != O_RDONLY {
+            throw .io(EIO)
+        }
         let descriptor = try cache.open(node.fileID)
         node.openCount += 1
         node.lastUsed = Clock.nowNanoseconds()
@@ -146,7 +153,8 @@ extension SyncFileSystem {
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
         if handle.writable { node.openWriters += 1 }
         // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
-        if flags & O_TRUNC != 0 && node.size.load(ordering: .relaxed) != 0 {
+        if truncatesLost { node.contentLost.store(false, ordering: .releasing) }
+        if flags & O_TRUNC != 0 && (node.size.load(ordering: .relaxed) != 0 || truncatesLost) {
             node.beginContentChange()
             defer { node.endContentChange() }
             if ftruncate(descriptor, 0) != 0 {
@@ -206,14 +214,18 @@ extension SyncFileSystem {
 
     /// The read path's one question, asked before the adapter replies straight from the handle's
     /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
-    /// atomic load). A placeholder: they are downloaded (the read waits for the chunks holding
+    /// atomic load), unless its content was lost (EIO). A placeholder: they are downloaded (the read waits for the chunks holding
     /// them), unless the reader is a process that must not start downloads
     /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
     /// `EACCES` for bytes not here yet.
     func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
         throws(FSError)
     {
-        if handle.node.contentIsLocal.load(ordering: .acquiring) { return }
+        if handle.node.contentIsLocal.load(ordering: .acquiring) {
+            // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
+            if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            return
+        }
         if residency.downloadsExcluded(for: processName)
             && !residency.contentPresent(handle, offset: offset, count: count)
         {

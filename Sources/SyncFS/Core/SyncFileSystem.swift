@@ -73,6 +73,8 @@ final class SyncFileSystem: Sendable {
         let stored = try store.load()
         outbox = Outbox(policy: uploadPolicy, restoring: stored.outbox, clock: clock)
         storedFacts = stored.facts
+        // Before anything is recorded or the cache reconciled: a lost database is not a new one.
+        try UsedStateGuard.check(stored, cache: cache, statePath: statePath)
         if let device = storedFacts[.deviceID] {
             deviceIdentity = device
         } else {

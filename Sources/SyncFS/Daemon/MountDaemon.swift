@@ -89,6 +89,8 @@ public enum MountDaemon {
                 uploadPolicy: policy, deviceName: configuration.deviceName)
         } catch let error as MountError {
             throw error
+        } catch let refusal as UsedStateGuard.Refusal {
+            throw MountError(.badInput, refusal.description)
         } catch {
             throw MountError(.cannotCreate, "cannot open the state in \(state.path): \(error)")
         }

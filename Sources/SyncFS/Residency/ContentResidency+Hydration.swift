@@ -37,7 +37,11 @@ extension ContentResidency {
     /// (one atomic load).
     func ensureContent(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) {
         let node = handle.node
-        if node.contentIsLocal.load(ordering: .acquiring) { return }
+        if node.contentIsLocal.load(ordering: .acquiring) {
+            // Lost content (`ContentLifecycle.hydrationStarted`): no bytes to give.
+            if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            return
+        }
         guard let hydration = try hydration(of: node) else { return }
         try hydration.waitFor(offset: offset, count: count)
     }
@@ -96,6 +100,7 @@ extension ContentResidency {
     /// Before content changes: a placeholder truncated to 0 becomes an empty local file without a
     /// download (`truncatingTo: 0`); any other change needs the whole content first.
     func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
+        if node.contentLost.load(ordering: .acquiring) { try leaveLostContent(node, truncatingTo: size) }
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         if size == 0 {
             let done = live.transact { tree in

@@ -31,7 +31,8 @@ extension ContentResidency {
         let visible = VisibleContentState(
             runningDownloadComplete: running.map(\.isComplete), isPlaceholder: node.isPlaceholder,
             hasLocalChanges: outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed),
-            transfer: running == nil ? transfers.transfer(id)?.direction : nil)
+            transfer: running == nil ? transfers.transfer(id)?.direction : nil,
+            contentLost: node.contentLost.load(ordering: .acquiring))
         return visible.value(
             outboxError: outbox.lastError(id) != nil, downloadFailed: transfers.error(id) != nil,
             inConflict: conflicted.map { $0.contains(id) }

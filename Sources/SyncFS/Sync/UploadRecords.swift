@@ -1,4 +1,5 @@
 import Glibc
+import Logging
 import SyncBackend
 
 /// What the uploader must do for one queued entry (see `SyncFileSystem.prepareUpload`).
@@ -45,6 +46,7 @@ final class UploadRecords: Sendable {
     let cache: ContentCache
     /// This mount's name in conflict copies.
     let deviceName: DeviceName
+    let logger: Logger
     var outbox: Outbox { live.outbox }
     var store: MetadataStore { live.store }
 
@@ -52,6 +54,7 @@ final class UploadRecords: Sendable {
         live = fileSystem.live
         cache = fileSystem.cache
         deviceName = fileSystem.deviceName
+        logger = fileSystem.logger
     }
 }
 
@@ -77,8 +80,10 @@ extension UploadRecords {
                 // upload gives a permit (never lost content or a failed write).
                 let lifecycle = ContentLifecycle.State(
                     downloadRunning: node.isPlaceholder && node.hydration.map { !$0.hasEnded } == true,
-                    isPlaceholder: node.isPlaceholder, hasLocalChanges: true)
+                    isPlaceholder: node.isPlaceholder, hasLocalChanges: true,
+                    contentLost: node.contentLost.load(ordering: .acquiring))
                 guard let permit = lifecycle.uploadPermit else {
+                    if lifecycle.residency == .lost { return .refused(CacheFileCheck.lostReason) }
                     return .refused(
                         "its content cannot be vouched for (\(lifecycle.residency), \(lifecycle.modification))")
                 }
@@ -91,6 +96,12 @@ extension UploadRecords {
                 case .cacheFile:
                     guard node.openWriters == 0, let token = node.contentToken() else { return .busy }
                     let descriptor = Glibc.open(cache.path(for: id), O_RDONLY | O_CLOEXEC)
+                    // Never upload what cannot be vouched for: a missing or short cache file
+                    // makes the file `lost` (`ContentLifecycle.cacheFileDamaged`).
+                    if let reason = lostContent(node, descriptor: descriptor, recorded: size) {
+                        if descriptor >= 0 { close(descriptor) }
+                        return .refused(reason)
+                    }
                     guard descriptor >= 0 else { return .busy }
                     content = ContentSnapshot(descriptor: descriptor, length: size, node: node, token: token)
                 }

@@ -75,11 +75,15 @@ enum ContentLifecycle {
         /// The state today's node flags describe (the mapping `contentState` uses): a download
         /// runs while `Node.hydration` is set and has not ended; local changes are an outbox row
         /// or writes not yet recorded (`Node.hasUnrecordedWrites`); `uploading` when the caller
-        /// knows the item is in flight and unchanged since taken. Flags cannot say `lost` or
-        /// `writeFailed` (no flag holds them yet).
-        init(downloadRunning: Bool, isPlaceholder: Bool, hasLocalChanges: Bool, uploadInFlight: Bool = false) {
-            residency = downloadRunning ? .hydrating : isPlaceholder ? .placeholder : .local
+        /// knows the item is in flight and unchanged since taken; `lost` when `Node.contentLost` is
+        /// set (a lost file is always modified). No flag holds `writeFailed` yet.
+        init(
+            downloadRunning: Bool, isPlaceholder: Bool, hasLocalChanges: Bool, uploadInFlight: Bool = false,
+            contentLost: Bool = false
+        ) {
+            residency = downloadRunning ? .hydrating : isPlaceholder ? .placeholder : contentLost ? .lost : .local
             modification = !hasLocalChanges ? .clean : uploadInFlight ? .uploading : .dirty
+            if residency == .lost { modification = .dirty }
         }
 
         /// Every reachable state, in table order.

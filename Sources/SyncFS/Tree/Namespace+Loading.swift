@@ -6,9 +6,9 @@ import SyncBackend
 extension Namespace {
     /// Builds the tree from `stored` and repairs what a crash left: the root is made if missing,
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
-    /// taken from their cache files (which hold every byte written before the crash), and lost
-    /// content handled (a synced file becomes a placeholder again; an unsynced one empty, never
-    /// queued). The repairs are recorded in `store`.
+    /// longer cache files (which hold every byte written before the crash), and lost
+    /// content handled (a synced, unmodified file becomes a placeholder again; a modified one
+    /// `lost`: an error, its edit never uploaded). The repairs are recorded in `store`.
     static func load(
         _ stored: StoredState, generation: UInt64, store: MetadataStore, cache: ContentCache, outbox: Outbox,
         logger: Logger
@@ -77,32 +77,53 @@ extension Namespace {
         for id in cache.allIDs() where files[id] == nil {
             cache.remove(id)
         }
-        for node in files.values {
-            if node.isPlaceholder {
-                // Its cache file, if any, holds part of a download: not content of ours.
-                continue
-            }
-            if let actual = cache.size(of: node.fileID) {
-                if actual != node.size.load(ordering: .relaxed) {
-                    // Writes the crash kept from being recorded: they are local changes to upload.
-                    node.size.store(actual, ordering: .relaxed)
-                    store.record([.upsert(node.record), outbox.changed(node.fileID)])
-                }
-            } else if let base = tree.bases[node.fileID], base.version > 0, !outbox.isPending(node.fileID),
-                base.manifest.reduce(0, { $0 + $1.length }) == node.size.load(ordering: .relaxed)
-            {
-                // Synced, so the container has it: it becomes a placeholder again.
-                logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
-                node.contentIsLocal.store(false, ordering: .relaxed)
-                store.entryChanged(node.record)
-            } else {
-                logger.warning(
-                    "content of \(node.name) (file \(node.fileID)) was lost before it was synced; it is now empty")
-                // Not queued: an empty file must not replace the container's copy of it.
-                try? cache.create(node.fileID)
-                node.size.store(0, ordering: .relaxed)
-                store.entryChanged(node.record)
+        for node in files.values where !node.isPlaceholder {
+            // A placeholder's cache file, if any, holds part of a download: not content of ours.
+            let recorded = node.size.load(ordering: .relaxed)
+            let actual = cache.size(of: node.fileID)
+            switch ContentLifecycle.cacheFileCheck(recorded: recorded, onDisk: actual) {
+            case nil: continue
+            case .cacheFileLonger, .cacheFileShort:
+                // Writes or a truncation (`O_TRUNC`, `ftruncate`) the crash kept from being
+                // recorded (the records are committed in batches; a cache file is the newer
+                // truth after kill -9): local changes to upload. A short cache file cannot be
+                // told from a damaged one here, so it is taken, as before (issue #14 item 2's
+                // short case is caught while mounted, before an upload reads the file).
+                // `ContentLifecycle.cacheFileDamaged` would make it `lost`: that needs the new
+                // size recorded before a shrink, not yet done.
+                node.size.store(actual ?? recorded, ordering: .relaxed)
+                store.record([.upsert(node.record), outbox.changed(node.fileID)])
+            case let event?:
+                cacheFileDamaged(
+                    node, event: event, onDisk: actual, tree: tree, cache: cache, store: store,
+                    outbox: outbox, logger: logger)
             }
         }
+    }
+
+    /// A local file's cache file is missing or shorter than recorded (`ContentLifecycle.cacheFileDamaged`):
+    /// a synced, unmodified file becomes a placeholder again (the container has it); a modified
+    /// one becomes `lost` — its size kept, queued so that the refused upload names it in `status`,
+    /// never uploaded (issue #14 item 2).
+    private static func cacheFileDamaged(
+        _ node: Node, event: ContentLifecycle.Event, onDisk: Int64?, tree: Namespace, cache: ContentCache,
+        store: MetadataStore, outbox: Outbox, logger: Logger
+    ) {
+        let recorded = node.size.load(ordering: .relaxed)
+        if let base = tree.bases[node.fileID], base.version > 0, !outbox.isPending(node.fileID),
+            base.manifest.reduce(0, { $0 + $1.length }) == recorded
+        {
+            logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
+            if event == .cacheFileShort { cache.remove(node.fileID) }
+            node.contentIsLocal.store(false, ordering: .relaxed)
+            store.entryChanged(node.record)
+            return
+        }
+        let reason = CacheFileCheck.lostReason(event, recorded: recorded, onDisk: onDisk)
+        logger.error("\(node.name) (file \(node.fileID)): \(reason)")
+        node.contentLost.store(true, ordering: .releasing)
+        if !outbox.isPending(node.fileID) { store.record([outbox.changed(node.fileID)]) }
+        // Taken at once, so the refusal (and its reason in `status`) comes without the upload delay.
+        outbox.expedite(node.fileID)
     }
 }

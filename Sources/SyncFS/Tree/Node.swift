@@ -60,6 +60,12 @@ final class Node: @unchecked Sendable {
     /// missing or partly filled by a download). Set under the namespace lock; the read path
     /// checks it without one. Always true for directories and symlinks.
     let contentIsLocal: Atomic<Bool>
+    /// The cache file of this modified file vanished or is shorter than recorded
+    /// (`ContentLifecycle.Residency.lost`): the local edit is gone, reads and writes fail with
+    /// EIO, nothing is uploaded (the container's version is kept) until a truncation to 0
+    /// (`O_TRUNC`) gives it content a program wrote. Set under the namespace lock; re-derived at
+    /// every mount from the cache file (`Namespace.reconcileCache`).
+    let contentLost = Atomic<Bool>(false)
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)

@@ -24,11 +24,12 @@ struct VisibleContentState {
     /// neither `lost` nor `writeFailed`. `runningDownloadComplete`: nil without a running
     /// download, else whether it has every chunk (`Hydration.isComplete`).
     init(
-        runningDownloadComplete: Bool?, isPlaceholder: Bool, hasLocalChanges: Bool, transfer: TransferBoard.Direction?
+        runningDownloadComplete: Bool?, isPlaceholder: Bool, hasLocalChanges: Bool, transfer: TransferBoard.Direction?,
+        contentLost: Bool = false
     ) {
         content = ContentLifecycle.State(
             downloadRunning: runningDownloadComplete != nil, isPlaceholder: isPlaceholder,
-            hasLocalChanges: hasLocalChanges)
+            hasLocalChanges: hasLocalChanges, contentLost: contentLost)
         downloadComplete = runningDownloadComplete ?? false
         self.transfer = transfer
     }
