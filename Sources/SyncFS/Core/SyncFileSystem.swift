@@ -38,6 +38,8 @@ final class SyncFileSystem: Sendable {
     let rulesWatch = RulesWatch()
     /// Where content lives: placeholders, downloads, pins, eviction, visible states.
     let residency: ContentResidency
+    /// What the types that hold the tree share (`HoldsTheTree`).
+    let parts: FolderParts
     /// The inotify echo of remote changes (`InotifyEcho`), shared with the follower.
     let echo = EchoChannel()
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
@@ -93,7 +95,9 @@ final class SyncFileSystem: Sendable {
         live = LiveTree(
             tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch,
             echo: echo)
-        residency = ContentResidency(live: live, cache: cache, logger: logger)
+        parts = FolderParts(
+            live: live, cache: cache, logger: logger, deviceIdentity: deviceIdentity, deviceName: deviceName)
+        residency = ContentResidency(parts: parts)
         spares = SpareCacheFiles(cache: cache)
         try store.commit(durable: true)
     }

@@ -9,11 +9,8 @@ import Synchronization
 /// Holds the tree (`LiveTree`) and the cache; the kernel's operations (`SyncFileSystem`) call it
 /// to open placeholders for reading or writing, the sync engine to download pinned files and
 /// keep the budget, the daemon for status. Grouped by concern in `ContentResidency+*.swift`.
-final class ContentResidency: Sendable {
-    let live: LiveTree
-    let cache: ContentCache
-    let logger: Logger
-    var outbox: Outbox { live.outbox }
+final class ContentResidency: Sendable, HoldsTheTree {
+    let parts: FolderParts
     /// Transfers in progress and transfer failures, per entry.
     let transfers = TransferBoard()
     /// Where placeholders' content comes from; nil until the sync engine starts.
@@ -31,11 +28,7 @@ final class ContentResidency: Sendable {
     /// Wakes the background downloader when pins change (set by the sync engine).
     private let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(live: LiveTree, cache: ContentCache, logger: Logger) {
-        self.live = live
-        self.cache = cache
-        self.logger = logger
-    }
+    init(parts: FolderParts) { self.parts = parts }
 
     func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
 

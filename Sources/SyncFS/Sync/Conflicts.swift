@@ -15,25 +15,13 @@ struct MergeLocalContent: @unchecked Sendable {
 /// Conflicts in the tree: adopting a merge's result (`adoptMerged`), keeping local content as a
 /// conflict copy (`forkConflictCopy`), and the list of unresolved conflicts (`conflicts`,
 /// `resolveConflict`).
-final class Conflicts: Sendable {
-    let live: LiveTree
-    let cache: ContentCache
-    let logger: Logger
+final class Conflicts: Sendable, HoldsTheTree {
+    let parts: FolderParts
     let remote: RemoteChanges
-    /// This state directory's device ID, stamped on adopted merges.
-    let deviceIdentity: String
-    /// This mount's name in conflict copies.
-    let deviceName: DeviceName
-    var outbox: Outbox { live.outbox }
-    var store: MetadataStore { live.store }
 
     init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
-        live = fileSystem.live
-        cache = fileSystem.cache
-        logger = fileSystem.logger
+        parts = fileSystem.parts
         self.remote = remote
-        deviceIdentity = fileSystem.deviceIdentity
-        deviceName = fileSystem.deviceName
     }
 }
 

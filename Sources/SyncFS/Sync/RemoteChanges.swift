@@ -6,28 +6,19 @@ import SyncBackend
 /// planned against the local state (`planRemote`), then applied — created, updated, moved or
 /// deleted, with its new sync base, in one transaction, without queueing an upload — and, with
 /// the inotify echo on, made visible to inotify watchers (`RemoteChanges+Echo`).
-final class RemoteChanges: Sendable {
-    let live: LiveTree
-    let cache: ContentCache
-    let logger: Logger
+final class RemoteChanges: Sendable, HoldsTheTree {
+    let parts: FolderParts
     let residency: ContentResidency
     /// The inotify echo, shared with the kernel's side (`SyncFileSystem`).
     let echoChannel: EchoChannel
     /// `mount --allow-remote-setuid` (see `appliedMode`).
     let remoteSetuid: SharedFlag
-    /// This mount's name in conflict copies (a local entry moved aside for a remote one).
-    let deviceName: DeviceName
-    var outbox: Outbox { live.outbox }
-    var store: MetadataStore { live.store }
 
     init(fileSystem: SyncFileSystem) {
-        live = fileSystem.live
-        cache = fileSystem.cache
-        logger = fileSystem.logger
+        parts = fileSystem.parts
         residency = fileSystem.residency
         echoChannel = fileSystem.echo
         remoteSetuid = fileSystem.remoteSetuid
-        deviceName = fileSystem.deviceName
     }
 }
 

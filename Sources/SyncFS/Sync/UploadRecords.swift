@@ -41,21 +41,10 @@ struct ContentSnapshot: @unchecked Sendable {
 /// The uploader's side of the tree: what to commit for a queued entry (`prepareUpload`), and
 /// recording what the container answered (new bases, outbox rows done or failed, names moved
 /// aside), each in one transaction.
-final class UploadRecords: Sendable {
-    let live: LiveTree
-    let cache: ContentCache
-    /// This mount's name in conflict copies.
-    let deviceName: DeviceName
-    let logger: Logger
-    var outbox: Outbox { live.outbox }
-    var store: MetadataStore { live.store }
+final class UploadRecords: Sendable, HoldsTheTree {
+    let parts: FolderParts
 
-    init(fileSystem: SyncFileSystem) {
-        live = fileSystem.live
-        cache = fileSystem.cache
-        deviceName = fileSystem.deviceName
-        logger = fileSystem.logger
-    }
+    init(fileSystem: SyncFileSystem) { parts = fileSystem.parts }
 }
 
 extension UploadRecords {
