@@ -26,3 +26,25 @@ extension KernelCacheInvalidating {
         entryChanged(parent: parent, name: name)
     }
 }
+
+/// A kernel cache entry to drop after a change the kernel did not make itself.
+enum KernelInvalidation {
+    /// The name in the directory (added, removed or pointing elsewhere).
+    case entry(parent: InodeNumber, name: FileName)
+    /// Attributes only.
+    case attributes(InodeNumber)
+    /// Attributes and cached pages (the content was replaced).
+    case content(InodeNumber)
+    /// The name no longer leads to `child`, which is gone (deleted, or replaced by a new inode):
+    /// the kernel also drops the inode's link count, so inotify watchers of the file itself get
+    /// IN_DELETE_SELF, as after a local unlink or replace-by-rename.
+    case deleted(parent: InodeNumber, child: InodeNumber, name: FileName)
+
+    /// The kernel takes the parent directory's lock to carry it out (see `LiveTree.perform`).
+    var takesDirectoryLock: Bool {
+        switch self {
+        case .entry, .deleted: return true
+        case .attributes, .content: return false
+        }
+    }
+}
