@@ -23,6 +23,12 @@ final class RemoteChanges: Sendable, HoldsTheTree {
 }
 
 extension RemoteChanges {
+    /// The follower begins to apply the feed entry of container version `version` (see
+    /// `LiveTree.feedReached`). Called by the follower thread only, in feed order.
+    func noteFeedReached(_ version: EntryVersion) {
+        if live.feedReached.load(ordering: .relaxed) < version { live.feedReached.store(version, ordering: .releasing) }
+    }
+
     /// Decides what to do with a remote entry. `force` ignores local changes
     /// (the local side gave way after a conflict).
     func planRemote(_ entry: RemoteEntry, force: Bool = false) -> RemotePlan {
@@ -34,8 +40,16 @@ extension RemoteChanges {
         // used: every path that applies a remote entry plans it first.
         if let problem = RemoteEntryValidation.problem(with: entry) { return .refused(problem) }
         let base = tree.bases[entry.id]
-        if !force, let base, base.version >= entry.version { return .skip }
         let node = tree.node(withID: entry.id)
+        if !force, let base, base.version >= entry.version {
+            // This mount's own delete, reached in the feed: the tombstone it kept as the base
+            // (`UploadRecords.uploadCommitted`) has done its work.
+            if entry.isDeleted && entry.version == base.version && node.map(\.isUnlinked) != false {
+                tree.bases[entry.id] = nil
+                tree.record(.syncBaseRemove(entry.id))
+            }
+            return .skip
+        }
         if let node, !node.isUnlinked, !entry.isDeleted, node.kind != entry.state.kind {
             return .refused("it would turn the \(node.kind) \(entry.id) into a \(entry.state.kind)")
         }

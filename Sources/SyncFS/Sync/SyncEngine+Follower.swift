@@ -23,6 +23,7 @@ extension SyncEngine {
             do throws(SyncFailure) {
                 let batch = try container.changes(after: cursor, limit: 256)
                 for entry in batch.entries where isRunning {
+                    remote.noteFeedReached(entry.version)
                     if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
                 }
                 // Stopped in the middle of the batch: its cursor must not be stored, or the rest of

@@ -115,12 +115,22 @@ extension UploadRecords {
     }
 
     /// The container committed `item` as `entry` (with `manifest` for files): records the new
-    /// base and drops the outbox row unless the entry changed meanwhile, in one batch.
+    /// base and drops the outbox row unless the entry changed meanwhile, in one batch. A delete
+    /// keeps its tombstone as the base until the follower has passed it in the feed
+    /// (`LiveTree.feedReached`), so a feed batch read before the delete cannot re-create it.
     func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
         live.transact { tree in
-            if entry.isDeleted {
+            if entry.isDeleted && live.feedReached.load(ordering: .acquiring) >= entry.version {
                 tree.bases[item.fileID] = nil
                 tree.record(.syncBaseRemove(item.fileID))
+            } else if entry.isDeleted {
+                // The follower may be applying a batch it read before this delete: an older
+                // version of the entry in it must not bring the entry back. The tombstone stays
+                // the base (a version nothing older passes) until the follower reaches it in the
+                // feed (`RemoteChanges.plan` drops it then).
+                let tombstone = SyncBase(version: entry.version, manifest: [])
+                tree.bases[item.fileID] = tombstone
+                tree.record(.syncBaseSet(item.fileID, tombstone))
             } else {
                 let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
                 tree.bases[item.fileID] = base

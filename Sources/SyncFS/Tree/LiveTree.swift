@@ -60,6 +60,12 @@ final class LiveTree: Sendable {
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
     /// The inotify echo, whose calls on the mount entry invalidations wait for (`perform`).
     private let echo: EchoChannel
+    /// The container version of the newest change-feed entry the follower has begun to apply
+    /// (0 until it does; in memory only). The feed lists each entry once, at its newest version,
+    /// in version order: once the follower has reached version `v`, no version older than `v` of
+    /// an entry whose newest version was `v` when the follower read its batch can arrive any more
+    /// (`UploadRecords.uploadCommitted` keeps a deleted entry's tombstone as its base until then).
+    let feedReached = Atomic<UInt64>(0)
 
     init(
         _ namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,
