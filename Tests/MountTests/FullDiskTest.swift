@@ -108,6 +108,36 @@ import Testing
         }
     }
 
+    /// A file whose write failed stays failed across mounts (the `write_failures` fact) and is
+    /// never uploaded; written again with `O_TRUNC` once there is room, it uploads.
+    @Test func aWriteFailedFileStaysFailedAcrossMountsUntilWrittenAgain() throws {
+        try Self.withStateOnTmpfs(megabytes: 64) { folder in
+            let path = folder.path("copy.bin")
+            let fd = try openFile(path, O_WRONLY | O_CREAT | O_TRUNC)
+            var failed = false
+            for _ in 0..<100 where !failed {
+                failed = Self.pattern.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) } < 0
+            }
+            if fsync(fd) != 0 { failed = true }
+            if close(fd) != 0 { failed = true }
+            #expect(failed, "the program is told")
+            try folder.unmount()
+            try folder.remount()
+            #expect(try getXattr(path, "user.syncfs.state") == bytes("error"), "still failed after a restart")
+            #expect(try folder.syncStatus().failing.contains { $0.path == "copy.bin" })
+            try Self.mountTmpfs(folder.stateDir, megabytes: 256, remount: true)
+            #expect(try folder.runSync(timeout: 5).status != 0)
+            try writeFile(path, "written again\n")
+            #expect(folder.expectSync())
+            #expect(try getXattr(path, "user.syncfs.state") == bytes("local"))
+            #expect(try folder.syncStatus().failing.isEmpty)
+            let other = try TestFolder.make(.mount, sharedContainer: folder.containerPath)
+            defer { other.tearDown() }
+            #expect(other.expectSync())
+            #expect(try readFile(other.path("copy.bin")) == bytes("written again\n"))
+        }
+    }
+
     /// The disk filled to 100 % by a file outside the mount: the daemon stops cleanly and starts
     /// again on the full disk; unlink, rename and mkdir on the mount succeed and are committed
     /// (`fsync` of the directory), `status` says the disk is full, and after two more restarts
