@@ -71,7 +71,8 @@ import Testing
             }
             if failure == nil && fsync(fd) != 0 { failure = ("fsync", errno) }
             if close(fd) != 0 && failure == nil { failure = ("close", errno) }
-            #expect(failure?.code == ENOSPC, "the program is told: \(String(describing: failure)), \(accepted) accepted")
+            #expect(
+                failure?.code == ENOSPC, "the program is told: \(String(describing: failure)), \(accepted) accepted")
             #expect(try getXattr(path, "user.syncfs.state") == bytes("error"))
             let status = try folder.syncStatus()
             let named = status.failing.first { $0.path == "big.bin" }
