@@ -109,8 +109,8 @@ import Testing
         }
     }
 
-    /// A file whose write failed stays failed across mounts (the `write_failures` fact) and is
-    /// never uploaded; written again with `O_TRUNC` once there is room, it uploads.
+    /// A file whose write failed stays failed across a crash and a mount (the `write_failures`
+    /// fact, committed when the write failed) and is never uploaded; written again with `O_TRUNC` once there is room, it uploads.
     @Test func aWriteFailedFileStaysFailedAcrossMountsUntilWrittenAgain() throws {
         try Self.withStateOnTmpfs(megabytes: 64) { folder in
             let path = folder.path("copy.bin")
@@ -122,9 +122,10 @@ import Testing
             if fsync(fd) != 0 { failed = true }
             if close(fd) != 0 { failed = true }
             #expect(failed, "the program is told")
-            try folder.unmount()
+            // Killed: the mark was committed when the write failed, not only at unmount.
+            try folder.kill9()
             try folder.remount()
-            #expect(try getXattr(path, "user.syncfs.state") == bytes("error"), "still failed after a restart")
+            #expect(try getXattr(path, "user.syncfs.state") == bytes("error"), "still failed after a crash")
             #expect(try folder.syncStatus().failing.contains { $0.path == "copy.bin" })
             try Self.mountTmpfs(folder.stateDir, megabytes: 256, remount: true)
             #expect(try folder.runSync(timeout: 5).status != 0)

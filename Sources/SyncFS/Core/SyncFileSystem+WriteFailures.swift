@@ -11,8 +11,9 @@ extension SyncFileSystem {
     func admitsWrite(_ count: Int) -> Bool { store.reserve?.admits(count) ?? true }
 
     /// A write into `node`'s cache file failed with `code`. If the bytes may not all have landed
-    /// (`WriteFailures.marks`), the file becomes write-failed: logged once, and its queued change
-    /// taken at once so that the refused upload names it with the reason.
+    /// (`WriteFailures.marks`), the file becomes write-failed: committed durably (the reserve
+    /// makes room), logged once, and its queued change taken at once so that the refused upload
+    /// names it with the reason.
     func noteWriteFailed(_ node: Node, code: Int32) {
         guard WriteFailures.marks(code) else { return }
         let message = live.transact { tree -> String? in
@@ -20,6 +21,9 @@ extension SyncFileSystem {
             return "\(node.name) (file \(node.fileID)) \(WriteFailures.reason(code))"
         }
         guard let message else { return }
+        // Committed at once: after a crash the mark must not be missing while the cache file is
+        // longer than recorded (the mount would take the extra bytes, holes and all, as a change).
+        do { try store.commit(durable: true) } catch { logger.error("could not record a failed write: \(error)") }
         logger.error("\(message)")
         outbox.expedite(node.fileID)
     }
