@@ -19,6 +19,8 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     package var isCannotOpen: Bool { primaryCode == SQLITE_CANTOPEN }
     /// The disk failed under SQLite (`SQLITE_IOERR`).
     package var isIOError: Bool { primaryCode == SQLITE_IOERR }
+    /// The disk is full (`SQLITE_FULL`: "database or disk is full").
+    package var isDiskFull: Bool { primaryCode == SQLITE_FULL }
 }
 
 /// One SQLite connection: prepared statements cached by SQL text, explicit transactions.

@@ -271,6 +271,9 @@ enum StatusReport {
                 "\(transfer.direction == .download ? "downloading" : "uploading") \(transfer.path) "
                     + progressText(done: transfer.done, total: transfer.total, bar: terminal))
         }
+        if status.stateDiskFull == true {
+            lines.append("disk full: the disk holding the state directory is full; writes into files fail (ENOSPC)")
+        }
         for failing in status.failing {
             lines.append(
                 "failing: \(failing.path ?? failing.fileID): \(failing.reason) "

@@ -89,6 +89,7 @@ struct FormatsDocumentTests {
         case .feedCursor: return name(StateFact.feedCursor)
         case .deferredIDs: return name(StateFact.deferredIDs)
         case .lastSync: return name(StateFact.lastSync)
+        case .writeFailures: return name(StateFact.writeFailures)
         }
     }
 

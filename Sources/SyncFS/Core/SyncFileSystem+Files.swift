@@ -173,6 +173,8 @@ extension SyncFileSystem {
         if handle.writable { node.openWriters += 1 }
         // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
         if truncatesLost { node.contentLost.store(false, ordering: .releasing) }
+        // `O_TRUNC` is also the way out of a failed write (`WriteFailures`).
+        if flags & O_TRUNC != 0 { tree.clearWriteFailure(node) }
         if flags & O_TRUNC != 0 && (node.size.load(ordering: .relaxed) != 0 || truncatesLost) {
             node.beginContentChange()
             defer { node.endContentChange() }
@@ -201,17 +203,28 @@ extension SyncFileSystem {
     /// modified content exceeds the cache budget, brackets the change of the cache file (so an
     /// upload reading it without a lock knows), and records it (`noteWritten`). `copy` moves the
     /// bytes into the cache file's descriptor — `pwrite`, or a splice from the kernel's pipe —
-    /// and returns how many it wrote, or a negative errno. No lock is taken.
+    /// and returns how many it wrote (all `count`), or a negative errno. No lock is taken.
+    ///
+    /// A full or failing disk (doc/SEMANTICS.md, "Full disk"): a write the reserve of the state
+    /// database does not admit fails with ENOSPC, and a failed copy makes the file write-failed
+    /// (`noteWriteFailed`); either way the error goes to the program.
     func write(
-        _ handle: OpenFile, offset: Int64, fromPageCache: Bool = false, caller: () -> Caller,
+        _ handle: OpenFile, offset: Int64, count: Int, fromPageCache: Bool = false, caller: () -> Caller,
         copy: (_ descriptor: Int32) -> Int
     ) throws(FSError) -> Int {
         guard handle.node.contentIsLocal.load(ordering: .acquiring) else { throw .stale }
         residency.throttleWriteIfOverBudget()
+        guard admitsWrite(count) else {
+            noteWriteFailed(handle.node, code: ENOSPC)
+            throw .fromErrno(ENOSPC)
+        }
         handle.node.beginContentChange()
         defer { handle.node.endContentChange() }
         let copied = copy(handle.descriptor)
-        guard copied >= 0 else { throw .fromErrno(Int32(-copied)) }
+        guard copied >= 0 else {
+            noteWriteFailed(handle.node, code: Int32(-copied))
+            throw .fromErrno(Int32(-copied))
+        }
         noteWritten(handle, offset: offset, count: copied, fromPageCache: fromPageCache, caller: caller)
         return copied
     }
@@ -221,7 +234,7 @@ extension SyncFileSystem {
         _ handle: OpenFile, _ bytes: UnsafeRawPointer, count: Int, offset: Int64, fromPageCache: Bool = false,
         caller: () -> Caller
     ) throws(FSError) -> Int {
-        try write(handle, offset: offset, fromPageCache: fromPageCache, caller: caller) { descriptor in
+        try write(handle, offset: offset, count: count, fromPageCache: fromPageCache, caller: caller) { descriptor in
             var done = 0
             while done < count {
                 let written = pwrite(descriptor, bytes + done, count - done, off_t(offset) + off_t(done))

@@ -92,6 +92,7 @@ final class SyncFileSystem: Sendable {
 
         let tree = try Namespace.load(
             stored, generation: generation, store: store, cache: cache, outbox: outbox, logger: logger)
+        WriteFailures.restore(storedFacts[.writeFailures], in: tree)
         live = LiveTree(
             tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch,
             echo: echo)

@@ -71,7 +71,8 @@ public enum MountDaemon {
         let fileSystem: SyncFileSystem
         let container: any Container
         do {
-            let store = try MetadataStore(path: state.databasePath)
+            let store = try MetadataStore(
+                path: state.databasePath, reserve: SpaceReserve(directory: state.path, logger: logger))
             let facts = try store.load().facts
             // Created only by a state directory's first mount; later ones may start offline.
             container = try openContainer(

@@ -8,13 +8,24 @@ extension SyncEngine {
         let items = fileSystem.outbox.items
         let progress = self.progress
         let usage = fileSystem.residency.cacheUsage()
+        // Files whose write failed are named with that reason, queued or not (`WriteFailures`).
+        let writeFailed = fileSystem.writeFailedFiles()
+        let writeFailedIDs = Set(writeFailed.map { $0.id })
+        var failing: [FailingEntry] = items.filter { $0.lastError != nil && !writeFailedIDs.contains($0.fileID) }.map {
+            FailingEntry(
+                fileID: $0.fileID.hex, path: fileSystem.displayPath(of: $0.fileID), reason: $0.lastError!,
+                attempts: $0.attempts)
+        }
+        for failed in writeFailed {
+            failing.append(
+                FailingEntry(
+                    fileID: failed.id.hex, path: fileSystem.displayPath(of: failed.id),
+                    reason: WriteFailures.reason(failed.code),
+                    attempts: items.first { $0.fileID == failed.id }?.attempts ?? 0))
+        }
         var status = SyncStatus(
             pendingEntries: items.count, pendingBytes: uploads.pendingBytes(items.map(\.fileID)),
-            failing: items.filter { $0.lastError != nil }.map {
-                FailingEntry(
-                    fileID: $0.fileID.hex, path: fileSystem.displayPath(of: $0.fileID), reason: $0.lastError!,
-                    attempts: $0.attempts)
-            },
+            failing: failing,
             lastContainerError: progress.lastFailure, bytesUploaded: progress.totals.plainBytesUploaded,
             encodedBytesUploaded: progress.totals.encodedBytesUploaded,
             bytesDownloaded: progress.totals.bytesDownloaded, online: progress.offlineSince == nil,
@@ -27,6 +38,7 @@ extension SyncEngine {
             }.sorted { $0.path < $1.path }, conflicts: conflicts.unresolvedCount(),
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
         status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
+        status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.upToDate = status.online && progress.feedCaughtUp && status.pendingEntries == 0
         status.uploadBytesLeft = max(
@@ -77,6 +89,9 @@ public struct SyncStatus: Codable, Sendable {
     public var refusedRemoteEntries: [RefusedRemoteEntry]
     /// Rules files with an error now (`RulesWatch`).
     public var rulesErrors: [RulesFileError]
+    /// The disk holding the state directory is full: the state database's reserve is in use
+    /// (`SpaceReserve`) or less than 1 MiB is free. Nil from a daemon without a reserve.
+    public var stateDiskFull: Bool?
 }
 
 public struct FailingEntry: Codable, Sendable {

@@ -84,20 +84,31 @@ func fuseWriteBuf(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let source else { return replyError(req, .badHandle) }
-    // Moves the kernel's pipe (or buffer) into the cache file's descriptor: bytes or -errno.
+    // Moves the kernel's pipe (or buffer) into the cache file's descriptor: all its bytes, or
+    // -errno. `fuse_buf_copy` answers a short count when the disk fills part way (and advances
+    // the source): asked again for the rest, it gives the errno. A short answer to the kernel's
+    // write-back would drop the rest of its pages without an error (issue #14 item 1).
+    let size = fuse_buf_size(source)
     let splice = { (descriptor: Int32) -> Int in
-        var destination = fuse_bufvec()
-        destination.count = 1
-        destination.buf.size = fuse_buf_size(source)
-        destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
-        destination.buf.fd = descriptor
-        destination.buf.pos = offset
-        return fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
+        var done = 0
+        while done < size {
+            var destination = fuse_bufvec()
+            destination.count = 1
+            destination.buf.size = size - done
+            destination.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+            destination.buf.fd = descriptor
+            destination.buf.pos = offset + off_t(done)
+            let copied = fuse_buf_copy(&destination, source, fuse_buf_copy_flags(rawValue: 0))
+            if copied < 0 { return copied }
+            if copied == 0 { return -Int(EIO) }
+            done += copied
+        }
+        return done
     }
     do {
         let written = try FuseContext.of(req).fileSystem.write(
-            handle, offset: Int64(offset), fromPageCache: info?.pointee.writepage != 0, caller: { caller(req) },
-            copy: splice)
+            handle, offset: Int64(offset), count: size, fromPageCache: info?.pointee.writepage != 0,
+            caller: { caller(req) }, copy: splice)
         fuse_reply_write(req, written)
     } catch {
         replyError(req, error)

@@ -37,21 +37,38 @@ final class MetadataStore: Sendable {
     private let lastError = Mutex<MetadataError?>(nil)
     /// How many transactions were written to the database (an idle mount writes none).
     let transactionsWritten = Atomic<Int>(0)
+    /// Room kept for this database on a full disk; nil for none (in-memory stores).
+    let reserve: SpaceReserve?
 
     /// Opens (creating and migrating as needed) the database at `path`, or a private in-memory
     /// database for `":memory:"`. `batchDelay` is how long the flusher waits to gather a batch.
-    init(path: String, batchDelay: Duration = .milliseconds(5)) throws {
+    /// `reserve`: room kept for the database on a full disk (`SpaceReserve`), released when
+    /// opening or a commit fails for want of space (then retried once); nil for none.
+    init(path: String, batchDelay: Duration = .milliseconds(5), reserve: SpaceReserve? = nil) throws {
+        let connection: SQLiteConnection
+        do {
+            connection = try Self.open(path)
+        } catch {
+            // On a full disk SQLite cannot make its WAL index (`-shm`) nor write the WAL.
+            guard reserve?.release() == true else { throw error }
+            connection = try Self.open(path)
+        }
+        self.connection = Mutex(connection)
+        self.batchDelay = batchDelay
+        self.reserve = reserve
+        let thread = Thread { [self] in runFlusher() }
+        thread.name = "syncfs-metadata"
+        thread.start()
+    }
+
+    private static func open(_ path: String) throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path)
         if path != ":memory:" {
             try connection.execute("PRAGMA journal_mode = WAL")
         }
         try connection.execute("PRAGMA synchronous = NORMAL")
         try StateDatabaseSchema.migrations.migrate(connection)
-        self.connection = Mutex(connection)
-        self.batchDelay = batchDelay
-        let thread = Thread { [self] in runFlusher() }
-        thread.name = "syncfs-metadata"
-        thread.start()
+        return connection
     }
 
     // MARK: Intention-named changes (queued, committed behind)
@@ -108,14 +125,24 @@ final class MetadataStore: Sendable {
             }
             if durable { try connection.execute("PRAGMA synchronous = FULL") }
             defer { if durable { try? connection.execute("PRAGMA synchronous = NORMAL") } }
-            do {
+            let coalesced = Self.coalesced(changes)
+            func write(_ connection: SQLiteConnection) throws {
                 try connection.transaction {
-                    for change in Self.coalesced(changes) { try apply(change, on: connection) }
+                    for change in coalesced { try apply(change, on: connection) }
                     if changes.isEmpty {
                         // Nothing new, but earlier commits are not yet synced: a tiny write makes
                         // SQLite sync the WAL, which carries them all.
                         try apply(.fact(.lastSync, Date()), on: connection)
                     }
+                }
+            }
+            do {
+                do {
+                    try write(connection)
+                } catch let error as MetadataError where error.isDiskFull {
+                    // A full disk: the reserve's room is the database's (`SpaceReserve`).
+                    guard reserve?.release() == true else { throw error }
+                    try write(connection)
                 }
             } catch {
                 // Put the batch back in front so nothing recorded is ever dropped.
@@ -128,6 +155,7 @@ final class MetadataStore: Sendable {
                 throw failure
             }
             transactionsWritten.add(1, ordering: .relaxed)
+            reserve?.replenish()
             pending.withLock { $0.hasUnsyncedCommits = !durable }
             for action in actions { action() }
         }
@@ -272,7 +300,13 @@ final class MetadataStore: Sendable {
         try commit(durable: true)
         try connection.withLock { connection in
             connection.resetAll()
-            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            do {
+                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            } catch let error as MetadataError where error.isDiskFull {
+                // Copying the log into the database may need room: the reserve's, else the log
+                // stays (everything is committed in it, durably; the next open carries on).
+                if reserve?.release() == true { try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+            }
         }
     }
 

@@ -16,6 +16,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case feedCursor = "feed_cursor"
     case deferredIDs = "deferred_ids"
     case lastSync = "last_sync"
+    case writeFailures = "write_failures"
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.
@@ -82,6 +83,25 @@ extension StateFact where Value == Set<FileID> {
         .init(
             .deferredIDs, encode: { $0.map(\.hex).sorted().joined(separator: ",") },
             decode: { Set($0.split(separator: ",").compactMap { FileID(hex: String($0)) }) })
+    }
+}
+
+extension StateFact where Value == [FileID: Int32] {
+    /// Files a write into failed (`Node.writeFailure`): `<file ID>:<errno>` pairs, sorted,
+    /// comma-separated (an unreadable pair is skipped).
+    static var writeFailures: Self {
+        .init(
+            .writeFailures, encode: { $0.map { "\($0.key.hex):\($0.value)" }.sorted().joined(separator: ",") },
+            decode: { text in
+                var failures: [FileID: Int32] = [:]
+                for pair in text.split(separator: ",") {
+                    let parts = pair.split(separator: ":")
+                    guard parts.count == 2, let id = FileID(hex: String(parts[0])), let code = Int32(parts[1]), code > 0
+                    else { continue }
+                    failures[id] = code
+                }
+                return failures
+            })
     }
 }
 

@@ -101,6 +101,9 @@ extension ContentResidency {
     /// download (`truncatingTo: 0`); any other change needs the whole content first.
     func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
         if node.contentLost.load(ordering: .acquiring) { try leaveLostContent(node, truncatingTo: size) }
+        if size == 0 && node.writeFailure.load(ordering: .acquiring) != 0 {
+            live.transact { tree in tree.clearWriteFailure(node) }
+        }
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         if size == 0 {
             let done = live.transact { tree in

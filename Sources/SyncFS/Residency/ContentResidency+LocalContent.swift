@@ -32,7 +32,8 @@ extension ContentResidency {
             runningDownloadComplete: running.map(\.isComplete), isPlaceholder: node.isPlaceholder,
             hasLocalChanges: outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed),
             transfer: running == nil ? transfers.transfer(id)?.direction : nil,
-            contentLost: node.contentLost.load(ordering: .acquiring))
+            contentLost: node.contentLost.load(ordering: .acquiring),
+            writeFailed: node.writeFailure.load(ordering: .acquiring) != 0)
         return visible.value(
             outboxError: outbox.lastError(id) != nil, downloadFailed: transfers.error(id) != nil,
             inConflict: conflicted.map { $0.contains(id) }

@@ -70,9 +70,13 @@ extension UploadRecords {
                 let lifecycle = ContentLifecycle.State(
                     downloadRunning: node.isPlaceholder && node.hydration.map { !$0.hasEnded } == true,
                     isPlaceholder: node.isPlaceholder, hasLocalChanges: true,
-                    contentLost: node.contentLost.load(ordering: .acquiring))
+                    contentLost: node.contentLost.load(ordering: .acquiring),
+                    writeFailed: node.writeFailure.load(ordering: .acquiring) != 0)
                 guard let permit = lifecycle.uploadPermit else {
                     if lifecycle.residency == .lost { return .refused(CacheFileCheck.lostReason) }
+                    if lifecycle.modification == .writeFailed {
+                        return .refused(WriteFailures.reason(node.writeFailure.load(ordering: .acquiring)))
+                    }
                     return .refused(
                         "its content cannot be vouched for (\(lifecycle.residency), \(lifecycle.modification))")
                 }

@@ -48,12 +48,11 @@ extension ContentLifecycle {
         }
     }
 
-    /// Today a failed `pwrite` only returns the error: the node keeps its size (grown by the
-    /// kernel's `setattr` or earlier writes) and is uploaded with zeros where the write failed
-    /// (issue #14 item 1).
-    ///
-    /// Safe answer (new): the file becomes `writeFailed` — shown as `error`, never uploaded,
-    /// named in `status` — until it is truncated (`openedTruncating`).
+    /// Mirrors `SyncFileSystem.noteWriteFailed` (a `pwrite` or splice into the cache file failed
+    /// with ENOSPC, EDQUOT or EIO, or the state database's reserve refused it): the file becomes
+    /// `writeFailed` — shown as `error`, never uploaded, named in `status` and the log, kept in
+    /// the `write_failures` fact — until it is truncated (`openedTruncating`) or removed. Before
+    /// issue #14 it was uploaded with zeros where the write failed.
     static func writeFailed(_ state: State) -> Transition {
         switch state.residency {
         case .placeholder, .hydrating:
@@ -69,7 +68,9 @@ extension ContentLifecycle {
     /// change is metadata only (its content cannot change without a download). During an upload
     /// the row's generation moves on, so the upload's success keeps the item (`Outbox.succeeded`).
     ///
-    /// Safe answer (new): nothing is queued for `writeFailed` or `lost` (they never upload).
+    /// Safe answer (new): nothing is queued for `writeFailed` or `lost` (they never upload). The
+    /// daemon keeps their outbox row all the same, so `status` and `sync` count them as changes
+    /// not yet in the container; the uploader's refusal (`uploadTaken`) is what keeps them there.
     static func recorded(_ state: State) -> Transition {
         if state.residency == .lost || state.modification == .writeFailed { return .to(state) }
         return .to(State(state.residency, .dirty), .queueUpload)

@@ -76,14 +76,16 @@ enum ContentLifecycle {
         /// runs while `Node.hydration` is set and has not ended; local changes are an outbox row
         /// or writes not yet recorded (`Node.hasUnrecordedWrites`); `uploading` when the caller
         /// knows the item is in flight and unchanged since taken; `lost` when `Node.contentLost` is
-        /// set (a lost file is always modified). No flag holds `writeFailed` yet.
+        /// set (a lost file is always modified); `writeFailed` when `Node.writeFailure` is set on
+        /// local content (`WriteFailures`).
         init(
             downloadRunning: Bool, isPlaceholder: Bool, hasLocalChanges: Bool, uploadInFlight: Bool = false,
-            contentLost: Bool = false
+            contentLost: Bool = false, writeFailed: Bool = false
         ) {
             residency = downloadRunning ? .hydrating : isPlaceholder ? .placeholder : contentLost ? .lost : .local
             modification = !hasLocalChanges ? .clean : uploadInFlight ? .uploading : .dirty
             if residency == .lost { modification = .dirty }
+            if residency == .local && writeFailed { modification = .writeFailed }
         }
 
         /// Every reachable state, in table order.

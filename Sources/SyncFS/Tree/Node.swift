@@ -66,6 +66,11 @@ final class Node: @unchecked Sendable {
     /// (`O_TRUNC`) gives it content a program wrote. Set under the namespace lock; re-derived at
     /// every mount from the cache file (`Namespace.reconcileCache`).
     let contentLost = Atomic<Bool>(false)
+    /// A write into the cache file failed with this errno (ENOSPC, EDQUOT, EIO); 0: none
+    /// (`ContentLifecycle.Modification.writeFailed`). The program was told; the file may hold
+    /// holes where its bytes did not land, so nothing is uploaded until a truncation to 0
+    /// (`O_TRUNC`) or its removal (`Tree/WriteFailures.swift`). Kept in the `write_failures` fact.
+    let writeFailure = Atomic<Int32>(0)
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)

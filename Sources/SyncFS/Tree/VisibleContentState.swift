@@ -25,11 +25,11 @@ struct VisibleContentState {
     /// download, else whether it has every chunk (`Hydration.isComplete`).
     init(
         runningDownloadComplete: Bool?, isPlaceholder: Bool, hasLocalChanges: Bool, transfer: TransferBoard.Direction?,
-        contentLost: Bool = false
+        contentLost: Bool = false, writeFailed: Bool = false
     ) {
         content = ContentLifecycle.State(
             downloadRunning: runningDownloadComplete != nil, isPlaceholder: isPlaceholder,
-            hasLocalChanges: hasLocalChanges, contentLost: contentLost)
+            hasLocalChanges: hasLocalChanges, contentLost: contentLost, writeFailed: writeFailed)
         downloadComplete = runningDownloadComplete ?? false
         self.transfer = transfer
     }

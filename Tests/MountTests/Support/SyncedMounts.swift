@@ -190,6 +190,10 @@ struct MountSyncStatus: Decodable {
     var online: Bool?
     /// The follower has applied everything the container had at its last look.
     var feedCaughtUp: Bool?
+    /// Online, caught up and nothing queued.
+    var upToDate: Bool?
+    /// The disk holding the state directory is full (doc/SEMANTICS.md, "Full disk").
+    var stateDiskFull: Bool?
     /// Files by state: `local`, `online`, `modified`, `pinned`.
     var files: [String: Int]?
     /// Bytes of downloaded and modified content in the state directory.

@@ -73,8 +73,11 @@ final class TestFolder: @unchecked Sendable {
     /// Makes a fresh folder of the given kind under a new temp dir (/tmp/syncfs-tests-XXXX).
     /// `sharedContainer`: mount this existing container directory instead of a fresh one (it stays
     /// when the folder is torn down). `mountArguments` are appended to every `mount` command.
+    /// `beforeFirstMount` runs once the directories exist, before the daemon starts (e.g. to mount
+    /// a small tmpfs on `stateDir`).
     static func make(
-        _ kind: Kind, sharedContainer: String? = nil, mountArguments: [String] = []
+        _ kind: Kind, sharedContainer: String? = nil, mountArguments: [String] = [],
+        beforeFirstMount: (TestFolder) throws -> Void = { _ in }
     ) throws -> TestFolder {
         // Modes in the suites assume the usual umask.
         umask(0o022)
@@ -96,6 +99,7 @@ final class TestFolder: @unchecked Sendable {
             for directory in ownContainer + [folder.stateDir, folder.root] {
                 try makeDirectory(directory, mode: 0o755)
             }
+            try beforeFirstMount(folder)
             if kind == .mount { try folder.start() }
         } catch {
             folder.tearDown()
