@@ -21,6 +21,9 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     let databaseURL: String
     let chunkStore: String
     let tokensDir: String
+    /// Tokens in the database (`server-init --token`, `serve` without `--tokens`) rather than in
+    /// the token directory `tokensDir`.
+    var tokensInDatabase = false
     private let adminURL: String
     private let databaseName: String
     private var servers: [(pid: pid_t, lifeline: Int32?)] = []
@@ -99,10 +102,9 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     /// `server-init` with `--create container --tokens`: returns the path of a file (0600)
     /// holding the token it printed.
     func initialize(container: String) throws -> String {
-        let result = try syncfs([
-            "server-init", "--database", databaseURL, "--chunk-store", chunkStore, "--create", container, "--tokens",
-            tokensDir,
-        ])
+        let result = try syncfs(
+            ["server-init", "--database", databaseURL, "--chunk-store", chunkStore, "--create", container]
+                + (tokensInDatabase ? ["--token"] : ["--tokens", tokensDir]))
         let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard result.ok, token.hasPrefix("sfs_") else {
             throw TestFolderError(message: "server-init failed: \(result)")
@@ -117,7 +119,7 @@ final class DatabaseBackendFixture: @unchecked Sendable {
 
     /// The `serve` arguments naming this backend.
     var backendArguments: [String] {
-        ["--database", databaseURL, "--chunk-store", chunkStore, "--tokens", tokensDir]
+        ["--database", databaseURL, "--chunk-store", chunkStore] + (tokensInDatabase ? [] : ["--tokens", tokensDir])
     }
 
     /// Starts one more `serve` process on this database and bucket.
@@ -132,6 +134,17 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         }
         servers.append((launched.pid, launched.lifeline))
         return Server(pid: launched.pid, port: launched.port)
+    }
+
+    /// `token create --database` for `container` (made in the database if missing): the token.
+    func createToken(container: String, label: String = "") throws -> String {
+        let result = try syncfs(
+            ["token", "create", "--database", databaseURL, "--container", container, "--label", label])
+        let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard result.ok, token.hasPrefix("sfs_") else {
+            throw TestFolderError(message: "token create failed: \(result)")
+        }
+        return token
     }
 
     /// The servers' logs, for failure messages.
