@@ -45,6 +45,11 @@ struct DatabaseTokensTest {
         #expect(unknown.status == 65, "\(unknown)")
         let both = try backend.syncfs(["token", "list", "--database", backend.databaseURL, "--root", backend.baseDir])
         #expect(both.status == 64, "\(both)")
+
+        // The fixture deletes the bucket server-init made (RGW keeps no leftovers run after run).
+        #expect(backend.bucketExists())
+        backend.removeBucket()
+        #expect(!backend.bucketExists())
     }
 
     @Test func aHostileClientIsRefusedAsByTheEmbeddedServer() throws {
