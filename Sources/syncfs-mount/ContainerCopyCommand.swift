@@ -115,7 +115,7 @@ struct ContainerCopyCommand: ParsableCommand {
         case .failure(let error):
             let status: ExitStatus
             switch error {
-            case .damagedChunk: status = .badInput
+            case .damagedChunk, .damagedEntry: status = .badInput
             case .sourceChanged: status = .temporaryFailure
             case .source(let inner): status = inner.isRetryable ? .temporaryFailure : .badInput
             case .destination(let inner): status = inner.isRetryable ? .temporaryFailure : .cannotCreate

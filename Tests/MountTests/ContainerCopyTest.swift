@@ -134,6 +134,48 @@ struct ContainerCopyTest {
         #expect(try backend.value("SELECT count(*) FROM syncfs_containers") == "1")
     }
 
+    /// A damaged chunk stops the copy before anything is published (the staged copy stays, no
+    /// container of that name appears); once the chunk is whole again, the same command resumes:
+    /// the chunks stored the first time are not sent again.
+    @Test func aDamagedChunkStopsTheCopyAndTheSameCommandResumesIt() throws {
+        let backend = try DatabaseBackendFixture.make()
+        defer { backend.tearDown() }
+        let initialized = try backend.syncfs([
+            "server-init", "--database", backend.databaseURL, "--chunk-store", backend.chunkStore,
+        ])
+        #expect(initialized.ok, "\(initialized)")
+        let tree = backend.baseDir + "/tree"
+        try makeDirectory(tree)
+        for index in 0..<6 { try writeFile(tree + "/file-\(index).bin", try randomBytes(200_000 + index)) }
+        let source = backend.baseDir + "/root/box"
+        try makeDirectory(backend.baseDir + "/root")
+        let seeded = try backend.syncfs(["seed-container", tree, source, "--level", "0"])
+        #expect(seeded.ok, "\(seeded)")
+        // Damage the last chunk file (in name order) of the source: its last byte flipped.
+        let shards = try FileManager.default.contentsOfDirectory(atPath: source + "/chunks").sorted()
+        let shard = source + "/chunks/" + (try #require(shards.last))
+        let chunkPath =
+            shard + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: shard).sorted().last))
+        let whole = try readFile(chunkPath)
+        var damaged = whole
+        damaged[damaged.count - 1] ^= 0xff
+        try writeFile(chunkPath, damaged)
+
+        let database = ["--database", backend.databaseURL, "--chunk-store", backend.chunkStore]
+        let first = try backend.syncfs(["container", "copy", source, "db:box"] + database)
+        #expect(first.status == 65 && first.stderr.contains("damaged"), "\(first)")
+        #expect(try backend.value("SELECT count(*) FROM syncfs_containers WHERE name = 'box'") == "0")
+        #expect(try backend.value("SELECT count(*) FROM syncfs_containers WHERE name = '.syncfs-copy.box'") == "1")
+
+        try writeFile(chunkPath, whole)
+        let second = try backend.syncfs(["container", "copy", source, "db:box"] + database)
+        #expect(second.ok && second.stderr.contains("resuming"), "\(second)")
+        #expect(!second.stderr.contains(" 0 chunks already there"), "\(second)")
+        #expect(try backend.value("SELECT count(*) FROM syncfs_containers") == "1")
+        #expect(
+            try backend.value("SELECT count(*) FROM syncfs_entries WHERE NOT deleted AND parent IS NOT NULL") == "6")
+    }
+
     private func containerID(_ path: String) throws -> String {
         let data = try #require(FileManager.default.contents(atPath: path + "/syncfs-container.json"))
         let marker = try JSONSerialization.jsonObject(with: data) as? [String: Any]

@@ -100,18 +100,55 @@ import Testing
     @Test func aSourceThatChangesDuringTheCopyIsRefused() async throws {
         let (source, _) = try await makeSource()
         let destination = try await makeDestination(.local, id: source.containerID)
+        let committed = Mutex(false)
+        let changing = WrappedSource(base: source) { batch in
+            if !committed.withLock({ done in
+                defer { done = true }
+                return done
+            }) {
+                _ = try await source.commit(
+                    CommitRequest(
+                        id: FileID.random(), baseVersion: 0, change: .put(directoryState("late")), device: "d"))
+            }
+            return batch
+        }
         await #expect(throws: ContainerCopyError.sourceChanged) {
-            _ = try await ContainerCopier.copy(from: CommitsWhileRead(base: source), to: destination)
+            _ = try await ContainerCopier.copy(from: changing, to: destination)
+        }
+    }
+
+    /// A hostile or damaged source: a name with a slash, or versions out of order, is never
+    /// imported (the import bypasses the commit rules).
+    @Test func anEntryBreakingTheRulesIsNeverCopied() async throws {
+        let (source, _) = try await makeSource()
+        let damages: [@Sendable (inout [RemoteEntry]) -> Void] = [
+            { entries in entries[1].state.name = Array("a/b".utf8) },
+            { entries in entries[2].version = entries[1].version },
+        ]
+        for damage in damages {
+            let destination = try await makeDestination(.local, id: source.containerID)
+            let hostile = WrappedSource(base: source) { batch in
+                var damaged = batch
+                if damaged.entries.count > 2 { damage(&damaged.entries) }
+                return damaged
+            }
+            await #expect(throws: ContainerCopyError.self) {
+                _ = try await ContainerCopier.copy(from: hostile, to: destination)
+            }
+            #expect(try await feed(destination).isEmpty)
         }
     }
 }
 
-/// A container that commits one more entry to `base` right after the first page is read: a
-/// mount still writing to the source during a copy.
-private final class CommitsWhileRead: Container {
+/// `base` with each change page passed through `rewrite` (a source that changes during a copy,
+/// or serves damaged entries).
+private final class WrappedSource: Container {
     let base: LocalContainer
-    private let committed = Mutex(false)
-    init(base: LocalContainer) { self.base = base }
+    let rewrite: @Sendable (ChangeBatch) async throws -> ChangeBatch
+    init(base: LocalContainer, rewrite: @escaping @Sendable (ChangeBatch) async throws -> ChangeBatch) {
+        self.base = base
+        self.rewrite = rewrite
+    }
 
     var containerID: String { base.containerID }
     func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
@@ -125,14 +162,7 @@ private final class CommitsWhileRead: Container {
     }
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         let batch = try await base.changes(after: cursor, limit: limit)
-        if !committed.withLock({ done in
-            defer { done = true }
-            return done
-        }) {
-            _ = try await base.commit(
-                CommitRequest(id: FileID.random(), baseVersion: 0, change: .put(directoryState("late")), device: "d"))
-        }
-        return batch
+        do { return try await rewrite(batch) } catch { throw .unavailable("\(error)") }
     }
     func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
         try await base.waitForChanges(after: cursor, timeout: timeout)

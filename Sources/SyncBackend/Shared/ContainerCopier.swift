@@ -36,6 +36,9 @@ public enum ContainerCopyError: Error, Equatable, CustomStringConvertible {
     case damagedChunk(ChunkHash, String)
     /// The source changed while it was copied (a mount or server still writes to it).
     case sourceChanged
+    /// An entry of the source breaks the rules every container keeps (`EntryStateRules`), or
+    /// its feed is out of order: never copied (the copy would store what clients refuse).
+    case damagedEntry(FileID, String)
 
     public var description: String {
         switch self {
@@ -45,6 +48,8 @@ public enum ContainerCopyError: Error, Equatable, CustomStringConvertible {
             return "chunk \(hash) in the source is damaged (\(why)); nothing was published"
         case .sourceChanged:
             return "the source changed during the copy: stop the servers and mounts that write to it, and copy again"
+        case .damagedEntry(let id, let why):
+            return "entry \(id) in the source is damaged (\(why)); nothing was published"
         }
     }
 }
@@ -57,7 +62,9 @@ public enum ContainerCopyError: Error, Equatable, CustomStringConvertible {
 /// - Entries go in feed (version) order, a page at a time; a page's chunks are stored (and
 ///   checked present) before its entries are imported, so the copy never names a chunk it lacks.
 /// - Every chunk read from the source is decoded and its SHA-256 compared with its name before
-///   it is stored; a damaged chunk stops the copy (`damagedChunk`).
+///   it is stored; a damaged chunk stops the copy (`damagedChunk`). Every entry is checked
+///   against `EntryStateRules`, and the versions must rise strictly (`damagedEntry`): the
+///   import bypasses the commit rules, so a hostile or damaged source is refused here.
 /// - Chunks the destination already holds are not read again (`missingChunks`): a second run
 ///   after an interruption resumes where the first stopped.
 /// - At the end the source's feed is read again past the last copied version: anything there
@@ -75,6 +82,7 @@ public enum ContainerCopier {
         while true {
             let batch: ChangeBatch
             do { batch = try await source.changes(after: cursor, limit: pageSize) } catch { throw .source(error) }
+            try check(batch.entries, after: report.version)
             try await copyChunks(of: batch.entries, from: source, to: destination, report: &report)
             if !batch.entries.isEmpty {
                 do { try await destination.importEntries(batch.entries) } catch { throw .destination(error) }
@@ -116,6 +124,20 @@ public enum ContainerCopier {
             do { try await destination.putChunk(chunk) } catch { throw .destination(error) }
             report.chunksCopied += 1
             report.bytesCopied += Int64(chunk.payload.count)
+        }
+    }
+
+    /// Checks each entry's state and that versions rise strictly from `previous`.
+    static func check(_ entries: [RemoteEntry], after previous: EntryVersion) throws(ContainerCopyError) {
+        var last = previous
+        for entry in entries {
+            guard entry.version > last, entry.version <= FeedPosition.newestPossibleVersion else {
+                throw .damagedEntry(entry.id, "version \(entry.version) does not follow \(last)")
+            }
+            last = entry.version
+            do { try EntryStateRules.check(entry.state, of: entry.id) } catch {
+                throw .damagedEntry(entry.id, "\(error)")
+            }
         }
     }
 
