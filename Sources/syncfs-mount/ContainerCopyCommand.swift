@@ -91,7 +91,7 @@ struct ContainerCopyCommand: ParsableCommand {
             let source = try CopyEnd(self.source).openSource(store: opened?.store)
             let staged = try CopyEnd(destination).stage(for: source, store: opened?.store)
             if staged.resumed { printError("resuming an interrupted copy into \(destination)") }
-            let report = try copy(from: source, to: staged.container)
+            let report = try copy(from: source, to: try staged.take())
             try staged.publish()
             printError(
                 "copied \(report.entries) entries (version \(report.version)) and \(report.chunksCopied) chunks "

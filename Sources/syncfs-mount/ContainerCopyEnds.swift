@@ -154,10 +154,30 @@ enum CopyEnd {
 }
 
 /// A destination being filled: `publish` makes it the container the command was asked for.
-struct StagedCopy {
-    let container: any ImportableContainer
+///
+/// `take` hands the container out once, so that the command holds the only reference: a local
+/// container is closed (its SQLite database checkpointed) when the copy lets it go, before
+/// `publish` renames its directory.
+final class StagedCopy {
+    private var container: (any ImportableContainer)?
     let resumed: Bool
-    let publish: () throws(BackendFailure) -> Void
+    private let publishing: () throws(BackendFailure) -> Void
+
+    init(
+        container: any ImportableContainer, resumed: Bool, publish: @escaping () throws(BackendFailure) -> Void
+    ) {
+        self.container = container
+        self.resumed = resumed
+        self.publishing = publish
+    }
+
+    func take() throws(BackendFailure) -> any ImportableContainer {
+        guard let container else { throw BackendFailure(.failure, "the staged copy was taken twice") }
+        self.container = nil
+        return container
+    }
+
+    func publish() throws(BackendFailure) { try publishing() }
 }
 
 /// Runs `work` to its end; its failure as a `BackendFailure` (75 if retryable, else 65).

@@ -77,6 +77,8 @@ struct ContainerCopyTest {
         #expect(back.ok, "\(back)")
         #expect(try containerID(backRoot + "/box") == (try containerID(source)))
         #expect(!FileManager.default.fileExists(atPath: backRoot + "/.box.syncfs-copy"))
+        // Closed before it was renamed: its database was checkpointed, no WAL left behind.
+        #expect(!FileManager.default.fileExists(atPath: backRoot + "/box/container.db-wal"))
         let local = try ServerProcess.start(root: backRoot)
         defer { _ = local.stop() }
         let localToken = try local.createToken(container: "box")
