@@ -65,6 +65,7 @@ public enum ContainerCopyError: Error, Equatable, CustomStringConvertible {
 ///   it is stored; a damaged chunk stops the copy (`damagedChunk`). Every entry is checked
 ///   against `EntryStateRules`, and the versions must rise strictly (`damagedEntry`): the
 ///   import bypasses the commit rules, so a hostile or damaged source is refused here.
+/// - Up to `concurrentChunks` chunks are copied at once; the first failure stops the rest.
 /// - Chunks the destination already holds are not read again (`missingChunks`): a second run
 ///   after an interruption resumes where the first stopped.
 /// - At the end the source's feed is read again past the last copied version: anything there
@@ -72,6 +73,8 @@ public enum ContainerCopyError: Error, Equatable, CustomStringConvertible {
 public enum ContainerCopier {
     /// Entries per page of the source's feed.
     public static let pageSize = 1000
+    /// Chunks read, verified and stored at once (each up to ~32 MiB in memory while it is).
+    public static let concurrentChunks = 4
 
     public static func copy(
         from source: any Container, to destination: any ImportableContainer,
@@ -111,20 +114,46 @@ public enum ContainerCopier {
         let missing: [ChunkHash]
         do { missing = try await destination.missingChunks(hashes) } catch { throw .destination(error) }
         report.chunksPresent += hashes.count - missing.count
-        for hash in missing {
-            let chunk: EncodedChunk
-            do {
-                chunk = try await source.chunk(hash)
-            } catch .corruptChunk {
-                throw .damagedChunk(hash, "the source cannot read it")
-            } catch {
-                throw .source(error)
+        // A few at once: the object store's round trips and the local disk's fsyncs overlap.
+        var failure: ContainerCopyError?
+        await withTaskGroup(of: Result<Int, ContainerCopyError>.self) { group in
+            var pending = missing.makeIterator()
+            for _ in 0..<concurrentChunks {
+                guard let hash = pending.next() else { break }
+                group.addTask { await copyChunk(hash, from: source, to: destination) }
             }
-            try verify(chunk, named: hash)
-            do { try await destination.putChunk(chunk) } catch { throw .destination(error) }
-            report.chunksCopied += 1
-            report.bytesCopied += Int64(chunk.payload.count)
+            while let result = await group.next() {
+                switch result {
+                case .success(let bytes):
+                    report.chunksCopied += 1
+                    report.bytesCopied += Int64(bytes)
+                    if let hash = pending.next() {
+                        group.addTask { await copyChunk(hash, from: source, to: destination) }
+                    }
+                case .failure(let error):
+                    if failure == nil { failure = error }
+                    group.cancelAll()
+                }
+            }
         }
+        if let failure { throw failure }
+    }
+
+    /// Reads, verifies and stores one chunk; its stored size.
+    private static func copyChunk(
+        _ hash: ChunkHash, from source: any Container, to destination: any ImportableContainer
+    ) async -> Result<Int, ContainerCopyError> {
+        let chunk: EncodedChunk
+        do {
+            chunk = try await source.chunk(hash)
+        } catch .corruptChunk {
+            return .failure(.damagedChunk(hash, "the source cannot read it"))
+        } catch {
+            return .failure(.source(error))
+        }
+        do { try verify(chunk, named: hash) } catch { return .failure(error) }
+        do { try await destination.putChunk(chunk) } catch { return .failure(.destination(error)) }
+        return .success(chunk.payload.count)
     }
 
     /// Checks each entry's state and that versions rise strictly from `previous`.
