@@ -146,18 +146,25 @@ struct ContainerCopyTest {
             "server-init", "--database", backend.databaseURL, "--chunk-store", backend.chunkStore,
         ])
         #expect(initialized.ok, "\(initialized)")
-        let tree = backend.baseDir + "/tree"
-        try makeDirectory(tree)
-        for index in 0..<6 { try writeFile(tree + "/file-\(index).bin", try randomBytes(200_000 + index)) }
+        // 39 files, then one more seeded last: its entry ends the feed, so its chunk is the last
+        // one the copy asks for, after (at four at a time) at least 35 others were stored.
         let source = backend.baseDir + "/root/box"
         try makeDirectory(backend.baseDir + "/root")
-        let seeded = try backend.syncfs(["seed-container", tree, source, "--level", "0"])
+        let early = backend.baseDir + "/early"
+        let late = backend.baseDir + "/late"
+        try makeDirectory(early)
+        try makeDirectory(late)
+        for index in 0..<39 { try writeFile(early + "/file-\(index).bin", try randomBytes(20_000 + index)) }
+        try writeFile(late + "/last.bin", try randomBytes(30_000))
+        let seeded = try backend.syncfs(["seed-container", early, source, "--level", "0", "--jobs", "1"])
         #expect(seeded.ok, "\(seeded)")
-        // Damage the last chunk file (in name order) of the source: its last byte flipped.
-        let shards = try FileManager.default.contentsOfDirectory(atPath: source + "/chunks").sorted()
-        let shard = source + "/chunks/" + (try #require(shards.last))
-        let chunkPath =
-            shard + "/" + (try #require(try FileManager.default.contentsOfDirectory(atPath: shard).sorted().last))
+        let before = Set(try chunkFiles(source))
+        let seededLast = try backend.syncfs(["seed-container", late, source, "--level", "0", "--jobs", "1"])
+        #expect(seededLast.ok, "\(seededLast)")
+        let newest = Array(Set(try chunkFiles(source)).subtracting(before))
+        #expect(before.count == 39 && newest.count == 1, "\(before.count) then \(newest)")
+        // Damage the last file's chunk: its last byte flipped.
+        let chunkPath = try #require(newest.first)
         let whole = try readFile(chunkPath)
         var damaged = whole
         damaged[damaged.count - 1] ^= 0xff
@@ -169,13 +176,26 @@ struct ContainerCopyTest {
         #expect(try backend.value("SELECT count(*) FROM syncfs_containers WHERE name = 'box'") == "0")
         #expect(try backend.value("SELECT count(*) FROM syncfs_containers WHERE name = '.syncfs-copy.box'") == "1")
 
+        let kept = try backend.value("SELECT count(*) FROM syncfs_chunks")
+        #expect((Int(kept) ?? 0) >= 35, "\(kept) chunks stored before the damaged one")
+
         try writeFile(chunkPath, whole)
         let second = try backend.syncfs(["container", "copy", source, "db:box"] + database)
         #expect(second.ok && second.stderr.contains("resuming"), "\(second)")
-        #expect(!second.stderr.contains(" 0 chunks already there"), "\(second)")
+        #expect(second.stderr.contains("and \(40 - (Int(kept) ?? 0)) chunks"), "\(second)")
+        #expect(second.stderr.contains(", \(kept) chunks already there"), "\(second)")
         #expect(try backend.value("SELECT count(*) FROM syncfs_containers") == "1")
         #expect(
-            try backend.value("SELECT count(*) FROM syncfs_entries WHERE NOT deleted AND parent IS NOT NULL") == "6")
+            try backend.value("SELECT count(*) FROM syncfs_entries WHERE NOT deleted AND parent IS NOT NULL") == "40")
+    }
+
+    /// The chunk files of the local container at `path`.
+    private func chunkFiles(_ path: String) throws -> [String] {
+        let files = FileManager.default
+        return try files.contentsOfDirectory(atPath: path + "/chunks").flatMap { shard in
+            try files.contentsOfDirectory(atPath: path + "/chunks/" + shard).filter { !$0.hasPrefix(".") }
+                .map { path + "/chunks/" + shard + "/" + $0 }
+        }
     }
 
     private func containerID(_ path: String) throws -> String {
