@@ -102,7 +102,8 @@ import Testing
     @Test(.timeLimit(.minutes(1))) func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered() async throws {
         var limits = ServerLimits.standard()
         limits.unauthenticatedConnections = 16
-        limits.unauthenticatedIdle = .seconds(2)
+        // Long enough that the answers below come well within it, however loaded the machine.
+        limits.unauthenticatedIdle = .seconds(5)
         try await ServerFixture.run(limits: limits) { fixture in
             let server = fixture.server
             let idle = try (0..<40).map { _ in try RawConnection(port: server.port) }
@@ -116,10 +117,17 @@ import Testing
             let started = ContinuousClock.now
             #expect(try await fixture.send(.GET, fixture.path()).status == 200)
             #expect(try await fixture.send(.GET, "/v1/health", auth: .none).status == 200)
-            #expect(ContinuousClock.now - started < .seconds(1))
+            // Answered beside the silent connections the cap let in, not after the idle time cut
+            // them: some are still open now (a wall-clock bound of a second failed at load, 1.7 s,
+            // without proving more).
+            let waiting = idle.filter { !$0.isClosedByServer }.count
+            #expect(waiting > 0, "answered only after every silent connection was closed")
+            print(
+                "token holder and health answered beside \(waiting) silent connections in \(ContinuousClock.now - started)"
+            )
 
             // After the idle time every silent connection is gone; the token holder still works.
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(6))
             let stillOpen = idle.filter { !$0.isClosedByServer }.count
             #expect(stillOpen == 0, "\(stillOpen) still open")
             #expect(server.connections.unauthenticated <= 1, "\(server.connections)")
