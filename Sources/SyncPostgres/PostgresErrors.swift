@@ -13,6 +13,10 @@ public enum PostgresStoreError: Error, Equatable, CustomStringConvertible {
     case schemaTooOld(found: Int, supported: Int)
     /// PostgreSQL refused a statement (permissions, a damaged schema).
     case failed(String)
+    /// The server answered that the database does not exist (SQLSTATE 3D000): create it first.
+    case databaseMissing(String)
+    /// The server refused the login (SQLSTATE class 28: no such user, a wrong password, pg_hba).
+    case loginRefused(String)
 
     public var description: String {
         switch self {
@@ -26,6 +30,9 @@ public enum PostgresStoreError: Error, Equatable, CustomStringConvertible {
             return
                 "the database's SyncFS schema is version \(found), older than \(supported): run server-init to migrate it"
         case .failed(let reason): return "PostgreSQL refused: \(reason)"
+        case .databaseMissing(let where_):
+            return "\(where_): the database does not exist; create it first (createdb, or CREATE DATABASE)"
+        case .loginRefused(let reason): return "PostgreSQL refused the login: \(reason)"
         }
     }
 }
@@ -58,7 +65,8 @@ enum PostgresFailure {
         let reason = "\(info[.message] ?? "an error") (SQLSTATE \(state))"
         // 08: connection exception, 40: transaction rollback (serialization, deadlock),
         // 53: insufficient resources, 57: operator intervention (shutdown), 55P03: lock timeout,
-        // 28: authentication (a password being rotated), 3D000: the database is not there (yet).
+        // 28: authentication (a password being rotated), 3D000: the database is not there (yet):
+        // transient for a running server (`PostgresProbe` reports both at once when opening).
         let transientClasses = ["08", "40", "53", "57", "28"]
         let transient =
             transientClasses.contains(String(state.prefix(2))) || state == "55P03" || state == "3D000"

@@ -11,7 +11,7 @@ import PostgresNIO
 ///   a database without the schema, older (run the initialisation) or newer (upgrade SyncFS).
 enum PostgresSchema {
     /// The version this code reads and writes.
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     /// The advisory lock key every migration takes ("SyncFS" in ASCII).
     static let migrationLock: Int64 = 0x5379_6E63_4653
@@ -58,7 +58,21 @@ enum PostgresSchema {
                 PRIMARY KEY (container, hash)
             )
             """,
-        ]
+        ],
+        // 2: the access tokens, as the embedded token database keeps them (`TokenStore`): only
+        // each token's SHA-256, one container per token, revoked tokens stay listed.
+        [
+            """
+            CREATE TABLE syncfs_tokens (
+                id text PRIMARY KEY CHECK (id ~ '^[0-9a-f]{8}$'),
+                digest text NOT NULL UNIQUE CHECK (digest ~ '^[0-9a-f]{64}$'),
+                container text NOT NULL,
+                label text NOT NULL,
+                created bigint NOT NULL,
+                revoked bigint
+            )
+            """
+        ],
     ]
 
     /// Creates or migrates the schema to `currentVersion`; refuses a newer one.

@@ -79,6 +79,7 @@ public final class PostgresStore: Sendable {
     public static func initialize(settings: PostgresSettings, options: Options = Options())
         async throws(PostgresStoreError)
     {
+        try await PostgresProbe.check(settings, timeout: options.operationTimeout, logger: options.logger)
         let store = PostgresStore(settings: settings, blobs: NoBlobs(), options: options)
         defer { store.stop() }
         do {
@@ -97,6 +98,7 @@ public final class PostgresStore: Sendable {
     public static func open(
         settings: PostgresSettings, blobs: any ChunkBlobStore, options: Options = Options()
     ) async throws(PostgresStoreError) -> PostgresStore {
+        try await PostgresProbe.check(settings, timeout: options.operationTimeout, logger: options.logger)
         let store = PostgresStore(settings: settings, blobs: blobs, options: options)
         do {
             try await withTimeout(options.operationTimeout) { [client = store.client] in
@@ -124,10 +126,13 @@ public final class PostgresStore: Sendable {
     // MARK: Containers
 
     /// Creates an empty container named `name` (`invalidRequest` if one exists, or if the name is
-    /// not 1...255 bytes of printable text).
-    public func createContainer(named name: String) async throws(ContainerProtocolError) -> PostgresContainer {
+    /// not 1...255 bytes of printable text), with the container ID `id` (`container copy` keeps
+    /// the source's) or a new one.
+    public func createContainer(
+        named name: String, id: String? = nil
+    ) async throws(ContainerProtocolError) -> PostgresContainer {
         try Self.checkName(name)
-        let containerID = UUID().uuidString.lowercased()
+        let containerID = id ?? UUID().uuidString.lowercased()
         let rowID = try await run("create container \(name)") { client in
             let rows = try await client.query(
                 """

@@ -107,6 +107,11 @@ public struct S3Client: Sendable {
         _ = try await send("PUT", key: nil)
     }
 
+    /// Deletes the bucket, which must be empty (for tests: the buckets they make do not pile up).
+    public func deleteBucket() async throws(S3Error) {
+        _ = try await send("DELETE", key: nil)
+    }
+
     /// Signs and sends one request, retrying transient failures; a non-2xx answer becomes its
     /// `S3Error`.
     func send(

@@ -24,7 +24,7 @@ import SyncBackend
 struct SyncResponder: HTTPResponder {
     typealias Context = BasicRequestContext
 
-    let tokens: TokenStore
+    let tokens: any TokenAuthority
     let containers: any ContainerSource
     let shutdown: ShutdownSignal
     /// Request bodies in flight per token, container and server, and chunk upload slots
@@ -149,12 +149,9 @@ struct SyncResponder: HTTPResponder {
             throw WireFailure.unauthorized("the Authorization header must be Bearer TOKEN")
         }
         let token = String(header.dropFirst(scheme.count)).trimmingSpaces
-        let tokens = tokens
         let container: String?
         do {
-            container = try await Offload.run { () throws(SyncServerError) -> String? in
-                try tokens.authenticate(token: token)
-            }
+            container = try await tokens.authenticate(token: token)
         } catch {
             throw WireFailure(.unavailable, "the token database cannot be read: \(error)")
         }

@@ -21,7 +21,8 @@ import UnixSignals
 ///   memory budget (`MemoryBudget`), slow requests and idle connections without a token cut off
 ///   (`ConnectionGuard`); change pages hold at most `WireProtocol.maxChangePageBytes` of JSON
 ///   (`ChangePage`). The open-file limit is raised to its hard limit at start (`DescriptorLimit`).
-/// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), read afresh on every request.
+/// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), or in `Configuration.tokens`
+///   (a database's), read afresh on every request.
 /// - Graceful stop (SIGINT/SIGTERM, or the test helper's `stop`): pending change waits answer
 ///   `{"changed":false}` at once, requests in flight finish (within 30 s, then they are
 ///   cancelled), new connections are refused; container writes are atomic in any case.
@@ -41,6 +42,10 @@ public struct SyncServer: Sendable {
         /// Where the containers come from instead of the directories under `root` (then `root`
         /// only holds the token database): `syncfs-mount serve --database`. Nil: `root`'s.
         public var containers: (any ContainerSource)?
+        /// Where tokens are checked instead of `root`'s token database (`TokenAuthority`):
+        /// `syncfs-mount serve --database` without `--tokens`. With both this and `containers`
+        /// set, `root` is not used at all (nothing is read or created there).
+        public var tokens: (any TokenAuthority)?
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -68,7 +73,9 @@ public struct SyncServer: Sendable {
     }
 
     public let configuration: Configuration
-    let tokens: TokenStore
+    /// The embedded token database, when the tokens are `root`'s (`Configuration.tokens` nil).
+    let tokenStore: TokenStore?
+    let tokens: any TokenAuthority
     let containers: any ContainerSource
     let tlsConfiguration: TLSConfiguration?
 
@@ -85,15 +92,25 @@ public struct SyncServer: Sendable {
     /// Checks the configuration and opens the token database (creating it if missing). Throws
     /// `badInput` for a missing root or bad TLS files, `cannotCreate` for the token database.
     public init(_ configuration: Configuration) throws(SyncServerError) {
+        let usesRoot = configuration.tokens == nil || configuration.containers == nil
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: configuration.root, isDirectory: &isDirectory),
-            isDirectory.boolValue
-        else {
-            throw SyncServerError(.badInput, "the root \(configuration.root) is not an existing directory")
+        if usesRoot {
+            guard FileManager.default.fileExists(atPath: configuration.root, isDirectory: &isDirectory),
+                isDirectory.boolValue
+            else {
+                throw SyncServerError(.badInput, "the root \(configuration.root) is not an existing directory")
+            }
         }
         self.configuration = configuration
         self.tlsConfiguration = try configuration.tls?.serverConfiguration()
-        self.tokens = try TokenStore(root: configuration.root)
+        if let authority = configuration.tokens {
+            self.tokenStore = nil
+            self.tokens = authority
+        } else {
+            let store = try TokenStore(root: configuration.root)
+            self.tokenStore = store
+            self.tokens = LocalTokenAuthority(store: store)
+        }
         self.containers =
             configuration.containers ?? LocalContainerSource(registry: ContainerRegistry(root: configuration.root))
     }

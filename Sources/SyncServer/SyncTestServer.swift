@@ -33,12 +33,13 @@ public final class SyncTestServer: Sendable {
     private var responder: SyncResponder { state.responder }
 
     private init(
-        port: Int, server: SyncServer, group: ServiceGroup, state: ServerState, runner: Task<Void, Never>
+        port: Int, server: SyncServer, tokens: TokenStore, group: ServiceGroup, state: ServerState,
+        runner: Task<Void, Never>
     ) {
         self.port = port
         self.scheme = server.scheme
         self.root = server.configuration.root
-        self.tokens = server.tokens
+        self.tokens = tokens
         self.group = group
         self.state = state
         self.runner = runner
@@ -58,6 +59,10 @@ public final class SyncTestServer: Sendable {
         configuration.maxConcurrentChunkUploads = maxConcurrentChunkUploads
         if let limits { configuration.limits = limits }
         let server = try SyncServer(configuration)
+        // The configuration names no other token authority: the tokens are the root's.
+        guard let tokens = server.tokenStore else {
+            throw SyncServerError(.failed, "the test server has no token store")
+        }
         let (ports, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
         let (group, state) = try server.makeServiceGroup(signals: []) { address in
             continuation.yield(address.port)
@@ -73,7 +78,8 @@ public final class SyncTestServer: Sendable {
         }
         do {
             for try await port in ports {
-                return SyncTestServer(port: port, server: server, group: group, state: state, runner: runner)
+                return SyncTestServer(
+                    port: port, server: server, tokens: tokens, group: group, state: state, runner: runner)
             }
         } catch let error as SyncServerError {
             throw error

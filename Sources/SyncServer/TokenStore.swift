@@ -30,6 +30,14 @@ public final class TokenStore: Sendable {
         public var created: Int64
         /// Unix seconds, or nil while the token is valid.
         public var revoked: Int64?
+
+        public init(id: String, container: String, label: String, created: Int64, revoked: Int64?) {
+            self.id = id
+            self.container = container
+            self.label = label
+            self.created = created
+            self.revoked = revoked
+        }
     }
 
     /// The database's directory under a server root.

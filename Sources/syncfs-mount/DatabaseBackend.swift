@@ -172,6 +172,8 @@ enum DatabaseBackend {
             return BackendFailure(
                 .badInput, "\(error.description); run `syncfs-mount server-init --database URL` first")
         case .schemaTooNew: return BackendFailure(.badInput, error.description)
+        case .databaseMissing: return BackendFailure(.badInput, error.description)
+        case .loginRefused: return BackendFailure(.permissionDenied, error.description)
         case .failed: return BackendFailure(.failure, error.description)
         }
     }
@@ -239,7 +241,8 @@ func fail(_ error: BackendFailure) -> ExitCode {
 }
 
 /// `serve`'s choice of backend: `--root DIR` (the embedded default) or `--database URL` with
-/// `--chunk-store LOCATION` and `--tokens DIR`; exactly one of `--root` and `--database`.
+/// `--chunk-store LOCATION` (tokens in the database, or in `--tokens DIR` for setups made before
+/// the database kept them); exactly one of `--root` and `--database`.
 enum ServeBackendChoice {
     /// What is wrong with the combination (exit 64), or nil.
     static func problem(root: String?, database: String?, chunkStore: String?, tokens: String?) -> String? {
@@ -254,7 +257,6 @@ enum ServeBackendChoice {
             if chunkStore == nil {
                 return "--database needs --chunk-store (s3://BUCKET?endpoint=URL&region=R or a directory)"
             }
-            if tokens == nil { return "--database needs --tokens DIR (where the token database is)" }
             return nil
         }
     }

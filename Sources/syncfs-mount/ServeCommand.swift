@@ -8,8 +8,9 @@ import Synchronization
 
 /// `syncfs-mount serve --root DIR --listen HOST:PORT`: serves the containers under DIR over HTTP
 /// (or HTTPS with `--tls-cert`/`--tls-key`) until SIGINT or SIGTERM (doc/CLI.md, doc/PROTOCOL.md).
-/// With `--database URL --chunk-store LOCATION --tokens DIR` instead of `--root`, the containers
-/// are a PostgreSQL store's (`DatabaseBackend`, doc/DEPLOY.md).
+/// With `--database URL --chunk-store LOCATION` instead of `--root`, the containers and tokens
+/// are a PostgreSQL store's (`DatabaseBackend`, `DatabaseTokens`, doc/DEPLOY.md); `--tokens DIR`
+/// keeps reading tokens from a token directory, as before the database held them.
 ///
 /// Readiness signal for scripts: the one line `listening on http(s)://HOST:PORT` on standard
 /// output (unbuffered; the real port when 0 was asked). Logs go to standard error. Runs with umask
@@ -22,7 +23,7 @@ struct ServeCommand: ParsableCommand {
             Every directory ROOT/NAME holding a container is served as https://HOST:PORT/NAME to \
             clients with a token for it (see `syncfs-mount token`). Prints `listening on URL` \
             once bound; stops gracefully on SIGINT or SIGTERM. With --database URL --chunk-store \
-            LOCATION --tokens DIR instead of --root, the containers are in PostgreSQL (made by \
+            LOCATION instead of --root, the containers and tokens are in PostgreSQL (made by \
             server-init) and their chunks in an S3 bucket or a directory (see doc/DEPLOY.md).
             """
     )
@@ -42,7 +43,10 @@ struct ServeCommand: ParsableCommand {
             valueName: "location"))
     var chunkStore: String?
 
-    @Option(help: ArgumentHelp("With --database: the directory of the token database.", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "With --database: read tokens from this directory's token database, not the database's.",
+            valueName: "dir"))
     var tokens: String?
 
     @Option(
@@ -103,6 +107,8 @@ struct ServeCommand: ParsableCommand {
             do throws(BackendFailure) {
                 let opened = try DatabaseBackend.open(try DatabaseBackend.settings(database), chunkStore: chunkStore)
                 configuration.containers = PostgresContainerSource(store: opened.store)
+                // The database's tokens, unless an older setup names its token directory.
+                if tokens == nil { configuration.tokens = DatabaseTokens(store: opened.store) }
                 backend = opened
             } catch {
                 throw fail(error)

@@ -5,7 +5,7 @@ import SyncBackend
 import SyncPostgres
 import SyncServer
 
-/// `syncfs-mount server-init --database URL [--chunk-store LOCATION] [--create NAME --tokens DIR]`:
+/// `syncfs-mount server-init --database URL [--chunk-store LOCATION] [--create NAME [--token | --tokens DIR]]`:
 /// makes or migrates the SyncFS schema in a PostgreSQL database (the only command that does;
 /// `serve` refuses a database without it), and optionally a container and a token for it
 /// (doc/DEPLOY.md).
@@ -20,8 +20,9 @@ struct ServerInitCommand: ParsableCommand {
         discussion: """
             The password comes from PGPASSWORD, PGPASSFILE or ~/.pgpass (never the URL). With \
             --chunk-store, checks that the bucket answers (or makes the local chunk directory). \
-            With --create NAME, makes the container NAME if it is missing; with --tokens DIR too, \
-            prints a new token for it (kept in DIR, as `serve --tokens DIR` reads them).
+            With --create NAME, makes the container NAME if it is missing; with --token too, \
+            prints a new token for it, kept in the database (or, with --tokens DIR, in DIR's token \
+            database, as `serve --tokens DIR` reads them).
             """
     )
 
@@ -40,7 +41,10 @@ struct ServerInitCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The token directory (as `serve --tokens`): print a new token.", valueName: "dir"))
     var tokens: String?
 
-    @Option(help: ArgumentHelp("A note for `token list --root DIR`.", valueName: "text"))
+    @Flag(help: "With --create: print a new token for the container, kept in the database.")
+    var token = false
+
+    @Option(help: ArgumentHelp("A note for `token list`.", valueName: "text"))
     var label: String = ""
 
     func validate() throws {
@@ -48,6 +52,10 @@ struct ServerInitCommand: ParsableCommand {
             throw ValidationError("'\(create)' is not a container name (1-64 bytes of A-Z a-z 0-9 . _ -, no leading .)")
         }
         if tokens != nil, create == nil { throw ValidationError("--tokens goes with --create NAME") }
+        if token, create == nil { throw ValidationError("--token goes with --create NAME") }
+        if token, tokens != nil {
+            throw ValidationError("--token (in the database) and --tokens DIR exclude each other")
+        }
     }
 
     func run() throws {
@@ -67,6 +75,11 @@ struct ServerInitCommand: ParsableCommand {
             defer { opened.shutdown() }
             let made = try DatabaseBackend.ensureContainer(create, in: opened.store)
             printError(made ? "container '\(create)' created" : "container '\(create)' already exists")
+            if token {
+                let (id, made) = try DatabaseTokens(store: opened.store).create(container: create, label: label)
+                print(made)
+                printError("token \(id) for container '\(create)' created; it is shown only this once")
+            }
             if let tokens {
                 let directory = absolutePath(tokens)
                 if mkdir(directory, 0o700) != 0, errno != EEXIST {

@@ -16,7 +16,8 @@ struct SyncFSCommand: ParsableCommand {
             StatusCommand.self, PinCommand.self,
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
-            ServeCommand.self, ServerInitCommand.self, TokenCommand.self, MeasureServerCommand.self, ManualCommand.self,
+            ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
+            MeasureServerCommand.self, ManualCommand.self,
         ]
     )
 

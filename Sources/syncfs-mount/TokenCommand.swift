@@ -4,7 +4,8 @@ import SyncBackend
 import SyncServer
 
 /// `syncfs-mount token create|list|revoke`: the access tokens of a server root
-/// (`ROOT/.syncfs-server/tokens.db`; doc/CLI.md). A running server sees every change at once.
+/// (`ROOT/.syncfs-server/tokens.db`) or, with `--database URL`, of a PostgreSQL store
+/// (`DatabaseTokens`; doc/CLI.md). A running server sees every change at once.
 /// Each runs with umask 0o077 (`makeFilesPrivate`).
 struct TokenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,7 +21,12 @@ struct TokenCommand: ParsableCommand {
             abstract: "Make a token for one container (created if missing); print it once.")
 
         @Option(help: ArgumentHelp("The server root (must exist).", valueName: "dir"))
-        var root: String
+        var root: String?
+
+        @Option(help: ArgumentHelp("Instead of --root: the PostgreSQL store (made by server-init).", valueName: "url"))
+        var database: String?
+
+        func validate() throws { try checkTokenPlace(root: root, database: database) }
 
         @Option(help: ArgumentHelp("The container the token opens: ROOT/NAME.", valueName: "name"))
         var container: String
@@ -30,7 +36,6 @@ struct TokenCommand: ParsableCommand {
 
         func run() throws {
             makeFilesPrivate()
-            let root = try checkedRoot(self.root)
             guard ContainerName.isValid(container) else {
                 throw fail(
                     SyncServerError(
@@ -42,6 +47,8 @@ struct TokenCommand: ParsableCommand {
             else {
                 throw fail(SyncServerError(.badInput, "--label must have at most 200 bytes and no control characters"))
             }
+            if let database { return try createInDatabase(database) }
+            let root = try checkedRoot(self.root ?? "")
             do {
                 _ = try LocalContainer.openOrCreate(at: root + "/" + container)
             } catch {
@@ -65,19 +72,35 @@ struct TokenCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the tokens (IDs, containers, labels).")
 
         @Option(help: ArgumentHelp("The server root (must exist).", valueName: "dir"))
-        var root: String
+        var root: String?
+
+        @Option(help: ArgumentHelp("Instead of --root: the PostgreSQL store (made by server-init).", valueName: "url"))
+        var database: String?
+
+        func validate() throws { try checkTokenPlace(root: root, database: database) }
 
         @Flag(help: "Print one JSON array: id, container, label, created, revoked (Unix seconds or null).")
         var json = false
 
         func run() throws {
             makeFilesPrivate()
-            let root = try checkedRoot(self.root)
             let records: [TokenStore.Record]
-            do {
-                records = try TokenStore.openIfPresent(root: root)?.list() ?? []
-            } catch {
-                throw fail(error)
+            let place: String
+            if let database {
+                do throws(BackendFailure) {
+                    records = try withDatabaseTokens(database) { tokens, _ throws(BackendFailure) in try tokens.list() }
+                } catch {
+                    throw fail(error)
+                }
+                place = "the database"
+            } else {
+                let root = try checkedRoot(self.root ?? "")
+                do {
+                    records = try TokenStore.openIfPresent(root: root)?.list() ?? []
+                } catch {
+                    throw fail(error)
+                }
+                place = root
             }
             if json {
                 let encoder = JSONEncoder()
@@ -86,7 +109,7 @@ struct TokenCommand: ParsableCommand {
                 print(String(decoding: data, as: UTF8.self))
                 return
             }
-            guard !records.isEmpty else { return printError("no tokens in \(root)") }
+            guard !records.isEmpty else { return printError("no tokens in \(place)") }
             print(
                 "ID        CONTAINER                         CREATED               STATUS                        LABEL")
             for record in records {
@@ -109,14 +132,20 @@ struct TokenCommand: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Revoke a token by its ID (see `token list`).")
 
         @Option(help: ArgumentHelp("The server root (must exist).", valueName: "dir"))
-        var root: String
+        var root: String?
+
+        @Option(help: ArgumentHelp("Instead of --root: the PostgreSQL store (made by server-init).", valueName: "url"))
+        var database: String?
+
+        func validate() throws { try checkTokenPlace(root: root, database: database) }
 
         @Argument(help: "The token's ID (8 hex digits).")
         var id: String
 
         func run() throws {
             makeFilesPrivate()
-            let root = try checkedRoot(self.root)
+            if let database { return try revokeInDatabase(database) }
+            let root = try checkedRoot(self.root ?? "")
             do throws(SyncServerError) {
                 guard let store = try TokenStore.openIfPresent(root: root) else {
                     throw SyncServerError(.badInput, "no token with ID '\(id)': \(root) has no tokens")
@@ -137,6 +166,15 @@ struct TokenCommand: ParsableCommand {
 /// token database) is readable by the server's user alone, whatever the caller's umask was.
 func makeFilesPrivate() {
     umask(0o077)
+}
+
+/// Exactly one of `--root` and `--database` (exit 64 otherwise).
+private func checkTokenPlace(root: String?, database: String?) throws {
+    switch (root, database) {
+    case (nil, nil): throw ValidationError("give --root DIR (a server root) or --database URL")
+    case (_?, _?): throw ValidationError("--root and --database exclude each other: give one")
+    default: return
+    }
 }
 
 /// `root` made absolute; exit 65 unless it is an existing directory.

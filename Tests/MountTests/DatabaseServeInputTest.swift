@@ -75,10 +75,19 @@ struct DatabaseServeInputTest {
                 "--database", backend.databaseURL + "_none", "--chunk-store", backend.chunkStore, "--tokens",
                 backend.tokensDir,
             ])
-        #expect(noDatabase.status != 0, "\(noDatabase)")
+        // PostgreSQL's own answer (SQLSTATE 3D000), at once: 65 and "does not exist", not the
+        // pool's retries until its deadline (75, "no answer within 10 s").
+        #expect(noDatabase.status == 65, "\(noDatabase)")
         #expect(noDatabase.stderr.contains("_none"), "\(noDatabase)")
-        #expect(noDatabase.stderr.contains("does the database exist"), "\(noDatabase)")
+        #expect(noDatabase.stderr.contains("does not exist"), "\(noDatabase)")
         #expect(!noDatabase.stdout.contains("listening on"), "\(noDatabase)")
+        for command in [
+            ["server-init", "--database", backend.databaseURL + "_none"],
+            ["token", "list", "--database", backend.databaseURL + "_none"],
+        ] {
+            let result = try backend.syncfs(command)
+            #expect(result.status == 65 && result.stderr.contains("does not exist"), "\(result)")
+        }
     }
 
     @Test func rootAndDatabaseExcludeEachOther() throws {
@@ -87,6 +96,7 @@ struct DatabaseServeInputTest {
         for arguments in [
             ["--root", backend.baseDir, "--database", backend.databaseURL],
             ["--database", backend.databaseURL, "--tokens", backend.tokensDir],
+            ["--database", backend.databaseURL],
             ["--root", backend.baseDir, "--chunk-store", backend.chunkStore],
             [],
         ] {

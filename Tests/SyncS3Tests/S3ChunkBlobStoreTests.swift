@@ -60,7 +60,10 @@ import Testing
             if createBucket { try await stores[0].client.createBucket() }
             transport.reset()
             try await body(stores, transport)
-            if createBucket { try await emptyBucket(stores) }
+            if createBucket {
+                try await emptyBucket(stores)
+                try await stores[0].client.deleteBucket()
+            }
         } catch {
             try await http.shutdown()
             throw error

@@ -53,12 +53,30 @@ import Testing
                 location: location, credentials: credentials ?? server.credentials,
                 transport: AsyncHTTPClientTransport(client: http), retryPolicy: retryPolicy,
                 requestTimeout: requestTimeout)
-            try await body(client, server)
+            do {
+                try await body(client, server)
+            } catch {
+                await removeBucket(client)
+                throw error
+            }
+            await removeBucket(client)
         } catch {
             try await http.shutdown()
             throw error
         }
         try await http.shutdown()
+    }
+
+    /// Deletes what a test left under the client's prefix, then the bucket (if the test made
+    /// one), so the throwaway RGW does not accumulate buckets run after run.
+    static func removeBucket(_ client: S3Client) async {
+        var token: String?
+        repeat {
+            guard let page = try? await client.list(continuationToken: token) else { break }
+            for object in page.objects { try? await client.delete(object.key) }
+            token = page.continuationToken
+        } while token != nil
+        try? await client.deleteBucket()
     }
 
     @Test func putGetHeadListDelete() async throws {
@@ -140,6 +158,7 @@ import Testing
             #expect(try await client.get("k") == Data("virtual".utf8))
             #expect(try await client.list().objects.map(\.key) == ["k"])
             await #expect(throws: S3Error.notFound(key: "absent")) { try await client.head("absent") }
+            await Self.removeBucket(client)
         } catch {
             try await http.shutdown()
             throw error

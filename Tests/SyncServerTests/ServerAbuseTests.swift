@@ -9,7 +9,8 @@ import Testing
 @Suite struct ServerAbuseTests {
     /// 20 slow chunk PUTs of one token (16 MiB declared, a kilobyte sent) take only that token's
     /// share of upload slots (the rest are `429` at once); another container meanwhile uploads,
-    /// commits and sees its commit arrive through a change wait within a second. (Before the
+    /// commits and sees its commit arrive through a change wait while the abuser still holds its
+    /// share (so without waiting for it, whatever the machine's speed). (Before the
     /// budgets, 16 such PUTs held every upload slot of the server and every other container's
     /// uploads got `503`.)
     @Test(.timeLimit(.minutes(1))) func slowUploadsOfOneTokenLeaveOtherContainersWorking() async throws {
@@ -49,7 +50,16 @@ import Testing
             guard case .committed = outcome else { throw TestFailure("the victim's commit was refused: \(outcome)") }
             #expect(try await waiting.value)
             let elapsed = ContinuousClock.now - started
-            #expect(elapsed < .seconds(1), "upload, commit and propagation took \(elapsed)")
+            // What proves the victim never waited for the abuser: the abuser still holds its whole
+            // share now, so the victim's upload, commit and change wait went through beside it, not
+            // after it. (A wall-clock bound of a second failed on a loaded machine, 1.4-2.1 s,
+            // without proving more.) The bound below only catches a victim that waited for the
+            // abuser's uploads to be cut off, which takes at least the progress window.
+            #expect(server.chunkUploadsInProgress == share, "the abuser's uploads ended before the victim's commit")
+            #expect(
+                elapsed < ServerLimits.standard().progressWindow,
+                "upload, commit and propagation took \(elapsed): as long as the abuser's uploads are allowed")
+            print("victim's upload, commit and propagation beside the abuser: \(elapsed)")
         }
     }
 
@@ -92,7 +102,8 @@ import Testing
     @Test(.timeLimit(.minutes(1))) func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered() async throws {
         var limits = ServerLimits.standard()
         limits.unauthenticatedConnections = 16
-        limits.unauthenticatedIdle = .seconds(2)
+        // Long enough that the answers below come well within it, however loaded the machine.
+        limits.unauthenticatedIdle = .seconds(5)
         try await ServerFixture.run(limits: limits) { fixture in
             let server = fixture.server
             let idle = try (0..<40).map { _ in try RawConnection(port: server.port) }
@@ -106,10 +117,17 @@ import Testing
             let started = ContinuousClock.now
             #expect(try await fixture.send(.GET, fixture.path()).status == 200)
             #expect(try await fixture.send(.GET, "/v1/health", auth: .none).status == 200)
-            #expect(ContinuousClock.now - started < .seconds(1))
+            // Answered beside the silent connections the cap let in, not after the idle time cut
+            // them: some are still open now (a wall-clock bound of a second failed at load, 1.7 s,
+            // without proving more).
+            let waiting = idle.filter { !$0.isClosedByServer }.count
+            #expect(waiting > 0, "answered only after every silent connection was closed")
+            print(
+                "token holder and health answered beside \(waiting) silent connections in \(ContinuousClock.now - started)"
+            )
 
             // After the idle time every silent connection is gone; the token holder still works.
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(6))
             let stillOpen = idle.filter { !$0.isClosedByServer }.count
             #expect(stillOpen == 0, "\(stillOpen) still open")
             #expect(server.connections.unauthenticated <= 1, "\(server.connections)")

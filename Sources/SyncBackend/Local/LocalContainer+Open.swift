@@ -17,7 +17,10 @@ extension LocalContainer {
     /// Private (`PrivateFiles`): the directory is created 0700 and everything in it 0600/0700;
     /// an existing one of this user's that others can reach is tightened, and one of another
     /// user's that others can reach is refused.
-    public static func openOrCreate(at path: String) throws(ContainerOpenError) -> LocalContainer {
+    ///
+    /// `id`: the ID a container created here gets (`container copy` keeps its source's); a new
+    /// one if nil. An existing container keeps its own.
+    public static func openOrCreate(at path: String, id: String? = nil) throws(ContainerOpenError) -> LocalContainer {
         let files = FileManager.default
         let layout = LocalLayout(root: path)
         var isDirectory: ObjCBool = false
@@ -40,7 +43,7 @@ extension LocalContainer {
             let entries = try prepare(layout, createDatabase: true)
             // The marker comes last (a directory with a marker always has its database), and only
             // if no other process wrote one meanwhile: then its ID is the container's.
-            let proposed = Marker(format: formatVersion, id: UUID().uuidString.lowercased())
+            let proposed = Marker(format: formatVersion, id: id ?? UUID().uuidString.lowercased())
             guard try writeMarker(proposed, layout: layout, replacing: false) else { return try open(layout) }
             return LocalContainer(layout: layout, id: proposed.id, entries: entries)
         } catch let error as ContainerOpenError {

@@ -82,6 +82,25 @@ final class LocalEntryStore: Sendable {
         }
     }
 
+    // MARK: Import
+
+    /// Writes `entries` as they are (IDs, versions, devices, tombstones), in one transaction,
+    /// and raises the version counter to the newest of them (`ImportableContainer`).
+    func importEntries(_ entries: [RemoteEntry]) throws(ContainerProtocolError) {
+        try withConnection { connection in
+            try connection.transaction { () throws in
+                var newest = try Self.counter(in: connection)
+                for entry in entries {
+                    try LocalEntryRow.upsert(entry, in: connection)
+                    newest = max(newest, entry.version)
+                }
+                let update = try connection.statement("UPDATE counters SET value = ? WHERE name = 'version'")
+                update.bind(1, Int64(newest))
+                try update.run()
+            }
+        }
+    }
+
     // MARK: Connection
 
     /// Runs `body` on the connection (reopening it if an earlier I/O failure dropped it), and

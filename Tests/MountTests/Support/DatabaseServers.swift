@@ -21,8 +21,14 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     let databaseURL: String
     let chunkStore: String
     let tokensDir: String
+    /// Tokens in the database (`server-init --token`, `serve` without `--tokens`) rather than in
+    /// the token directory `tokensDir`.
+    var tokensInDatabase = false
     private let adminURL: String
     private let databaseName: String
+    /// The scratch bucket and the services' S3 endpoint, region and keys (for `removeBucket`).
+    private var bucket = ""
+    private var s3: [String: String] = [:]
     private var servers: [(pid: pid_t, lifeline: Int32?)] = []
 
     struct Server {
@@ -74,6 +80,8 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         let fixture = DatabaseBackendFixture(
             baseDir: String(cString: created), adminURL: environment["SYNCFS_TEST_PG_URL"]!,
             databaseName: "syncfs_mount_\(suffix)", chunkStore: store)
+        fixture.bucket = bucket
+        fixture.s3 = environment.filter { $0.key.hasPrefix("SYNCFS_TEST_S3_") }
         try fixture.psql("CREATE DATABASE \(fixture.databaseName)")
         return fixture
     }
@@ -99,10 +107,9 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     /// `server-init` with `--create container --tokens`: returns the path of a file (0600)
     /// holding the token it printed.
     func initialize(container: String) throws -> String {
-        let result = try syncfs([
-            "server-init", "--database", databaseURL, "--chunk-store", chunkStore, "--create", container, "--tokens",
-            tokensDir,
-        ])
+        let result = try syncfs(
+            ["server-init", "--database", databaseURL, "--chunk-store", chunkStore, "--create", container]
+                + (tokensInDatabase ? ["--token"] : ["--tokens", tokensDir]))
         let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         guard result.ok, token.hasPrefix("sfs_") else {
             throw TestFolderError(message: "server-init failed: \(result)")
@@ -117,7 +124,7 @@ final class DatabaseBackendFixture: @unchecked Sendable {
 
     /// The `serve` arguments naming this backend.
     var backendArguments: [String] {
-        ["--database", databaseURL, "--chunk-store", chunkStore, "--tokens", tokensDir]
+        ["--database", databaseURL, "--chunk-store", chunkStore] + (tokensInDatabase ? [] : ["--tokens", tokensDir])
     }
 
     /// Starts one more `serve` process on this database and bucket.
@@ -134,6 +141,17 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         return Server(pid: launched.pid, port: launched.port)
     }
 
+    /// `token create --database` for `container` (made in the database if missing): the token.
+    func createToken(container: String, label: String = "") throws -> String {
+        let result = try syncfs(
+            ["token", "create", "--database", databaseURL, "--container", container, "--label", label])
+        let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard result.ok, token.hasPrefix("sfs_") else {
+            throw TestFolderError(message: "token create failed: \(result)")
+        }
+        return token
+    }
+
     /// The servers' logs, for failure messages.
     func logs(limit: Int = 3000) -> String {
         (0..<servers.count).map {
@@ -142,8 +160,57 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         .joined(separator: "\n")
     }
 
-    /// Stops every server, drops the database, removes the files (the scratch bucket stays in
-    /// the throwaway RGW).
+    /// Deletes the scratch bucket and every object in it, if the test made it (best effort:
+    /// through `curl --aws-sigv4`, the keys in a private config file, never on a command line),
+    /// so the throwaway RGW does not accumulate buckets run after run.
+    func removeBucket() {
+        guard !bucket.isEmpty, let (endpoint, config) = curlConfig() else { return }
+        defer { unlink(config) }
+        let bucketURL = endpoint + "/" + bucket
+        for _ in 0..<100 {
+            let listed = ModelProcess.run(["curl", "-K", config, bucketURL + "?list-type=2"], timeout: 60)
+            let keys = listed.stdout.components(separatedBy: "<Key>").dropFirst().compactMap {
+                $0.components(separatedBy: "</Key>").first
+            }
+            if keys.isEmpty { break }
+            for key in keys {
+                let path = key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? key
+                _ = ModelProcess.run(["curl", "-K", config, "-X", "DELETE", bucketURL + "/" + path], timeout: 60)
+            }
+        }
+        _ = ModelProcess.run(["curl", "-K", config, "-X", "DELETE", bucketURL], timeout: 60)
+    }
+
+    /// Whether the scratch bucket exists (for the test of `removeBucket`).
+    func bucketExists() -> Bool {
+        guard let (endpoint, config) = curlConfig() else { return false }
+        defer { unlink(config) }
+        let result = ModelProcess.run(
+            ["curl", "-K", config, "-o", "/dev/null", "-w", "%{http_code}", endpoint + "/" + bucket + "?list-type=2"],
+            timeout: 60)
+        return result.stdout == "200"
+    }
+
+    /// The S3 endpoint and a private curl config file (0600) with the keys and SigV4 signing;
+    /// the caller unlinks it.
+    private func curlConfig() -> (endpoint: String, path: String)? {
+        guard let endpoint = s3["SYNCFS_TEST_S3_ENDPOINT"], let region = s3["SYNCFS_TEST_S3_REGION"],
+            let key = s3["SYNCFS_TEST_S3_ACCESS_KEY_ID"], let secret = s3["SYNCFS_TEST_S3_SECRET_ACCESS_KEY"]
+        else { return nil }
+        let path = baseDir + "/s3-curl-\(UUID().uuidString).conf"
+        // S3 wants the body's SHA-256 signed; every request here has an empty body.
+        let emptyBody = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        let text =
+            "user = \"\(key):\(secret)\"\naws-sigv4 = \"aws:amz:\(region):s3\"\n"
+            + "header = \"x-amz-content-sha256: \(emptyBody)\"\nsilent\nmax-time = 30\n"
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        else { return nil }
+        return (endpoint, path)
+    }
+
+    /// Stops every server, drops the database, deletes the scratch bucket, removes the files.
     func tearDown() {
         for server in servers {
             if let lifeline = server.lifeline { close(lifeline) }
@@ -155,6 +222,7 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         }
         servers = []
         try? psql("DROP DATABASE IF EXISTS \(databaseName) WITH (FORCE)")
+        removeBucket()
         try? FileManager.default.removeItem(atPath: baseDir)
     }
 }

@@ -1,0 +1,55 @@
+import PostgresNIO
+import SyncBackend
+
+extension PostgresContainer: ImportableContainer {
+    /// Writes `entries` as they are, in one transaction (`ImportableContainer`): each row with
+    /// its own version, the counter set to each in turn (the entries come in version order).
+    public func importEntries(_ entries: [RemoteEntry]) async throws(ContainerProtocolError) {
+        guard !entries.isEmpty else { return }
+        try await store.run("import entries") { [rowID, store] client in
+            try await client.withTransaction(logger: store.options.logger) { connection in
+                for entry in entries.sorted(by: { $0.version < $1.version }) {
+                    try await connection.query(
+                        PostgresEntryRow.apply(entry, container: rowID), logger: store.options.logger)
+                }
+            }
+        }
+    }
+
+    /// Renames this (staged) container to `name`, making it visible to clients under that name;
+    /// `invalidRequest` if a container of that name exists.
+    public func publish(as name: String) async throws(ContainerProtocolError) {
+        try PostgresStore.checkName(name)
+        let renamed = try await store.run("publish the container as \(name)") { [rowID] client in
+            let rows = try await client.query(
+                """
+                UPDATE syncfs_containers SET name = \(name)
+                WHERE id = \(rowID) AND NOT EXISTS (SELECT 1 FROM syncfs_containers WHERE name = \(name))
+                RETURNING id
+                """)
+            for try await _ in rows.decode(Int64.self) { return true }
+            return false
+        }
+        guard renamed else { throw .invalidRequest("a container named \(name) exists") }
+    }
+}
+
+extension PostgresStore {
+    /// The name of the container whose container ID is `id`, if the database holds one.
+    public func containerName(withID id: String) async throws(ContainerProtocolError) -> String? {
+        try await run("look up container ID \(id)") { client -> String? in
+            let rows = try await client.query("SELECT name FROM syncfs_containers WHERE container_id = \(id)")
+            for try await name in rows.decode(String.self) { return name }
+            return nil
+        }
+    }
+
+    /// Deletes the container named `name` and everything recorded for it (entries, chunk rows;
+    /// the chunk store's bytes stay, content-addressed). Only for a staged copy no client sees.
+    public func dropStagedContainer(named name: String) async throws(ContainerProtocolError) {
+        try Self.checkName(name)
+        _ = try await run("drop the staged container \(name)") { client in
+            _ = try await client.query("DELETE FROM syncfs_containers WHERE name = \(name)")
+        }
+    }
+}
