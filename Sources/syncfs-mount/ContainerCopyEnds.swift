@@ -104,6 +104,9 @@ enum CopyEnd {
             throw BackendFailure(.cannotCreate, "cannot stage the copy at \(staging): \(error.description)")
         }
         return StagedCopy(container: container, resumed: resumed) { () throws(BackendFailure) in
+            // Whoever still holds a reference (a task of the copy finishing), the database is
+            // closed before its directory moves: no log is left behind.
+            container.closeDatabase()
             // An empty directory at the destination is replaced; anything else makes rename fail.
             if files.fileExists(atPath: path) { _ = rmdir(path) }
             guard rename(staging, path) == 0 else {
@@ -155,9 +158,8 @@ enum CopyEnd {
 
 /// A destination being filled: `publish` makes it the container the command was asked for.
 ///
-/// `take` hands the container out once, so that the command holds the only reference: a local
-/// container is closed (its SQLite database checkpointed) when the copy lets it go, before
-/// `publish` renames its directory.
+/// `take` hands the container out once; a local container's database is closed explicitly
+/// (checkpointed, its log removed) by `publish` before its directory is renamed.
 final class StagedCopy {
     private var container: (any ImportableContainer)?
     let resumed: Bool

@@ -76,7 +76,7 @@ extension ContainerConformanceTests {
         let cursor = try await container.currentCursor()
 
         let waiter = Task { () throws -> (Bool, ContinuousClock.Instant) in
-            let changed = try await container.waitForChanges(after: cursor, timeout: .seconds(10))
+            let changed = try await container.waitForChanges(after: cursor, timeout: .seconds(60))
             return (changed, ContinuousClock.now)
         }
         try await Task.sleep(for: .milliseconds(100))
@@ -86,7 +86,9 @@ extension ContainerConformanceTests {
         let latency = woke - committing
         print("\(kind): waitForChanges woke \(latency) after the commit started")
         #expect(changed)
-        #expect(latency < .seconds(2))
+        // Woken by the commit, not by the end of the wait; no tighter bound (a loaded machine
+        // takes seconds; the figure is printed above, and measured in scripts/bench.sh).
+        #expect(latency < .seconds(20))
     }
 
     @Test(arguments: ContainerKind.allCases)
@@ -96,8 +98,8 @@ extension ContainerConformanceTests {
         let container = fixture.container
         try await container.mustPut(.random(), base: 0, directoryState("a"))
         let start = ContinuousClock.now
-        #expect(try await container.waitForChanges(after: .beginning, timeout: .seconds(10)))
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(try await container.waitForChanges(after: .beginning, timeout: .seconds(60)))
+        #expect(ContinuousClock.now - start < .seconds(20), "returned at once, not after the wait")
 
         let cursor = try await container.currentCursor()
         let waitStart = ContinuousClock.now

@@ -70,7 +70,11 @@ struct LocalContainerTests {
         }
         let rounded = latencies.map { ($0 * 10).rounded() / 10 }
         print("cross-instance wake latency (ms, from the start of the commit): \(rounded), max \(rounded.max() ?? 0)")
-        #expect(latencies.allSatisfy { $0 < 500 })
+        // Woken by the signal, not by the re-check: once the signal is reliable the re-check
+        // comes every 15 s, and every later round woke in well under half of that. (No tighter
+        // bound: a loaded machine takes a second or two; the figure is printed above.)
+        #expect(follower.recheckInterval == LocalContainer.reliableRecheck)
+        #expect(latencies.dropFirst().allSatisfy { $0 < 7_500 }, "\(rounded)")
     }
 
     @Test func aLeftoverTemporaryChunkFileIsNotAChunk() async throws {

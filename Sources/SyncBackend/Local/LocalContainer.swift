@@ -53,6 +53,10 @@ public final class LocalContainer: Container {
         self.signal = LocalChangeSignal(path: layout.signalPath)
     }
 
+    /// Closes the container's database now (its log checkpointed and removed), e.g. before its
+    /// directory is renamed; a later call opens it again.
+    public func closeDatabase() { entries.close() }
+
     public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
         try await LocalFileIO.offload { [layout, chunks] () throws(ContainerProtocolError) in
             try layout.checkReachable()

@@ -101,6 +101,10 @@ final class LocalEntryStore: Sendable {
         }
     }
 
+    /// Closes the database now: the last connection's close checkpoints the log and removes it.
+    /// A later call opens it again.
+    func close() { connection.withLock { $0 = nil } }
+
     // MARK: Connection
 
     /// Runs `body` on the connection (reopening it if an earlier I/O failure dropped it), and
