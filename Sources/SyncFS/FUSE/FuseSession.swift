@@ -179,6 +179,8 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
         conn.pointee.want |= UInt32(capability)
     }
     conn.pointee.time_gran = 1
+    FuseBackgroundLimits.apply(to: conn)
+    FuseBackgroundLimits.readInTheReadersRequest(conn)
 }
 
 /// Sends invalidations to the kernel through the session (`fuse_lowlevel_notify_inval_*`).

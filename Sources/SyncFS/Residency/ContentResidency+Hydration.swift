@@ -17,6 +17,10 @@ extension ContentResidency {
     /// once (10 s): the kernel retries a failed readahead with smaller reads, each of which would
     /// otherwise wait `unreachableGiveUp` again.
     static let unreachableRemembered: Duration = .seconds(10)
+    /// How long after a download gave up on an unreachable container the next ones fail without
+    /// asking it at all (2 s): enough for the kernel's retry of the failed read, short enough that
+    /// a program trying again a little later finds a server that is back.
+    static let unreachableJustSeen: Duration = .seconds(2)
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
@@ -44,6 +48,20 @@ extension ContentResidency {
         }
         guard let hydration = try hydration(of: node) else { return }
         try hydration.waitFor(offset: offset, count: count)
+    }
+
+    /// The read path without a thread: as `ensureContent`, but instead of blocking until the bytes
+    /// are in the cache file, returns the reader's `ChunkWait` (nil: they are there, reply now).
+    /// The FUSE adapter replies when the wait ends, so a download from a server that does not
+    /// answer never holds a worker thread, and an interrupted reader is answered at once.
+    func contentWait(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) -> ChunkWait? {
+        let node = handle.node
+        if node.contentIsLocal.load(ordering: .acquiring) {
+            if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            return nil
+        }
+        guard let hydration = try hydration(of: node) else { return nil }
+        return try hydration.wait(offset: offset, count: count)
     }
 
     /// Downloads the whole file if it is a placeholder and waits until it is local.
@@ -223,6 +241,20 @@ extension ContentResidency {
                 hydration.fail(.containerUnreachable)
                 return
             }
+            // Found unreachable a moment ago (the kernel retries a failed read at once, with a
+            // smaller one): fail without asking again, which on a server that does not answer
+            // would cost a whole deadline.
+            if failingSince == nil
+                && Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed)
+                    < Self.unreachableJustSeen.inNanoseconds
+            {
+                transfers.ended(id)
+                hydration.fail(.containerUnreachable)
+                return
+            }
+            // A server that does not answer fails a call only at its deadline: the time to give
+            // up counts from when the failing call began, not from its end.
+            let attemptStarted = Date()
             do throws(ChunkFetchError) {
                 let bytes = try source.plainChunk(ref)
                 if failingSince != nil || lastUnreachableDownload.load(ordering: .relaxed) != 0 {
@@ -237,7 +269,7 @@ extension ContentResidency {
                 hydration.abandon(index)
                 switch error {
                 case .unreachable(let reason):
-                    let since = failingSince ?? Date()
+                    let since = failingSince ?? attemptStarted
                     failingSince = since
                     // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
                     // with a smaller read): fail at once instead of waiting again.

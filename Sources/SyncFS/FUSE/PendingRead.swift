@@ -1,0 +1,71 @@
+import CFuse
+import Dispatch
+import Glibc
+
+/// A READ of a placeholder whose bytes are still downloading, answered when its `ChunkWait` ends —
+/// from whichever thread ends it — instead of by a worker thread blocked until then. So readers
+/// waiting on a server that does not answer hold no worker thread (other requests are served at
+/// once however many wait), and a reader the kernel interrupts (a signal, FUSE INTERRUPT) is
+/// answered EINTR at once; the download goes on for whoever else wants it.
+///
+/// Reply exactly once: the wait ends once (`ChunkWait`), and only its end replies. The interrupt
+/// callback is registered with libfuse before the wait can end (so the request is never used after
+/// its reply), and unregistered by the reply before it answers: `fuse_req_interrupt_func(req, nil)`
+/// takes the request's lock, which libfuse holds while it runs the callback, so after it no
+/// callback runs and the retained pointer libfuse held can be released. The callback itself only
+/// hands the interrupt to another thread: ending the wait there would reply, and the reply's
+/// unregistering would wait for the lock the callback's own thread holds.
+final class PendingRead: @unchecked Sendable {
+    private let request: fuse_req_t
+    private let handle: OpenFile
+    private let size: Int
+    private let offset: off_t
+    let wait: ChunkWait
+
+    private init(request: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait) {
+        self.request = request
+        self.handle = handle
+        self.size = size
+        self.offset = offset
+        self.wait = wait
+    }
+
+    /// Answers `req` (a READ of `size` bytes at `offset` through `handle`) when `wait` ends: with
+    /// the bytes from the cache file, the download's error, or EINTR if the kernel interrupts it.
+    static func start(_ req: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait) {
+        let pending = PendingRead(request: req, handle: handle, size: size, offset: offset, wait: wait)
+        let forCallback = Unmanaged.passRetained(pending)
+        // Runs the callback at once if the kernel interrupted the request already.
+        fuse_req_interrupt_func(req, pendingReadInterrupted, forCallback.toOpaque())
+        wait.onEnd { outcome in pending.reply(outcome, releasing: forCallback) }
+    }
+
+    private func reply(_ outcome: FSError?, releasing forCallback: Unmanaged<PendingRead>) {
+        fuse_req_interrupt_func(request, nil, nil)
+        forCallback.release()
+        if let outcome {
+            replyError(request, outcome)
+        } else {
+            replyFromCacheFile(request, handle, size: size, offset: offset)
+        }
+    }
+}
+
+/// libfuse's interrupt callback for a `PendingRead` (called with the request's lock held).
+private func pendingReadInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
+    guard let data else { return }
+    let pending = Unmanaged<PendingRead>.fromOpaque(data).takeUnretainedValue()
+    DispatchQueue.global().async { pending.wait.end(.io(EINTR)) }
+}
+
+/// Replies to a READ straight from the handle's cache file: libfuse splices or reads it without a
+/// Swift buffer. The bytes must be there (a local file, or chunks a `ChunkWait` waited for).
+func replyFromCacheFile(_ req: fuse_req_t?, _ handle: OpenFile, size: Int, offset: off_t) {
+    var buffer = fuse_bufvec()
+    buffer.count = 1
+    buffer.buf.size = size
+    buffer.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+    buffer.buf.fd = handle.descriptor
+    buffer.buf.pos = offset
+    fuse_reply_data(req, &buffer, FUSE_BUF_SPLICE_MOVE)
+}
