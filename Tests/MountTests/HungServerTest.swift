@@ -112,7 +112,9 @@ struct HungServerTest {
                     let text = try readText(b.path("new-\(round).txt"))
                     #expect(text == "written while hung")
                 }
-                timed("rename") { try posix("rename") { rename(b.path("new-\(round).txt"), b.path("kept-\(round).txt")) } }
+                timed("rename") {
+                    try posix("rename") { rename(b.path("new-\(round).txt"), b.path("kept-\(round).txt")) }
+                }
                 timed("unlink") { try posix("unlink") { unlink(b.path("kept-\(round).txt")) } }
             }
             print("HungServerTest: slowest operation with 40 readers waiting: \(slowest.name) \(slowest.seconds) s")
@@ -156,7 +158,9 @@ struct HungServerTest {
                 Issue.record("the next read on a hung server was still blocked after 30 s")
             }
             server.resume()
-            let readable = waitUntil(timeout: 60) { sameBytes(try readFile(mounts.b.path("one.bin")), files["one.bin"]!) }
+            let readable = waitUntil(timeout: 60) {
+                sameBytes(try readFile(mounts.b.path("one.bin")), files["one.bin"]!)
+            }
             #expect(readable, "the file did not read back within 60 s of the server's return\n\(mounts.logs())")
         }
     }

@@ -17,10 +17,10 @@ extension ContentResidency {
     /// once (10 s): the kernel retries a failed readahead with smaller reads, each of which would
     /// otherwise wait `unreachableGiveUp` again.
     static let unreachableRemembered: Duration = .seconds(10)
-    /// How long after a download gave up on an unreachable container the next ones fail without
-    /// asking it at all (2 s): enough for the kernel's retry of the failed read, short enough that
-    /// a program trying again a little later finds a server that is back.
-    static let unreachableJustSeen: Duration = .seconds(2)
+    /// How long after a download gave up on a container that did not answer (a hung server) the
+    /// next ones fail without asking it at all (2 s): enough for the kernel's retry of the failed
+    /// read, short enough that a program trying again a little later finds a server that is back.
+    static let unansweredJustSeen: Duration = .seconds(2)
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
@@ -241,12 +241,12 @@ extension ContentResidency {
                 hydration.fail(.containerUnreachable)
                 return
             }
-            // Found unreachable a moment ago (the kernel retries a failed read at once, with a
-            // smaller one): fail without asking again, which on a server that does not answer
-            // would cost a whole deadline.
+            // A server that did not answer a moment ago (the kernel retries a failed read at
+            // once, with a smaller one): fail without asking again, which would cost a whole
+            // deadline. (A server that refuses is asked again: that costs nothing.)
             if failingSince == nil
-                && Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed)
-                    < Self.unreachableJustSeen.inNanoseconds
+                && Clock.nowNanoseconds() - lastUnansweredDownload.load(ordering: .relaxed)
+                    < Self.unansweredJustSeen.inNanoseconds
             {
                 transfers.ended(id)
                 hydration.fail(.containerUnreachable)
@@ -262,6 +262,7 @@ extension ContentResidency {
                 }
                 failingSince = nil
                 lastUnreachableDownload.store(0, ordering: .relaxed)
+                lastUnansweredDownload.store(0, ordering: .relaxed)
                 pause = 0.05
                 guard hydration.store(index, bytes) else { return }
                 transfers.progressed(id, done: hydration.progress.done)
@@ -278,6 +279,9 @@ extension ContentResidency {
                         < Self.unreachableRemembered.inNanoseconds
                     if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
                         lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+                        if Date().timeIntervalSince(attemptStarted) >= 1 {
+                            lastUnansweredDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+                        }
                         // Logged before readers are woken with the error (they may look for it).
                         if !hydration.hasEnded { logDownloadUnreachable(path, id: id, reason: reason) }
                         // Not a failure of this file: the mount is offline (`status` says so once)
