@@ -62,6 +62,34 @@ struct HungServerTest {
         }
     }
 
+    /// A signal that only informs (SIGWINCH, like SIGCHLD or Go's SIGURG) does not end a waiting
+    /// read — a local disk never interrupts a read of a file — while a SIGINT that comes after it
+    /// still does (the kernel sends one INTERRUPT per request: the daemon looks again).
+    @Test func aSignalThatOnlyInformsLetsTheReadGoOnAndALaterSIGINTEndsIt() throws {
+        let content = try randomBytes(1 << 20)
+        try Self.withPlaceholders(["waiting.bin": content]) { mounts, server in
+            let reader = try InterruptibleReader.start(mounts.b.path("waiting.bin"))
+            defer {
+                server.resume()
+                reader.finish()
+            }
+            try #require(reader.waitUntilReading(), "the reader did not start: \(reader.output())")
+            usleep(1_500_000)
+            kill(reader.pid, SIGWINCH)
+            usleep(2_000_000)
+            #expect(
+                reader.waitForExit(timeout: 0) == nil,
+                "SIGWINCH ended the read (EINTR from a regular file): \(reader.output())")
+            let sent = Date()
+            kill(reader.pid, SIGINT)
+            let status = reader.waitForExit(timeout: 5)
+            let seconds = Date().timeIntervalSince(sent)
+            #expect(status != nil, "the reader was still blocked 5 s after SIGINT\n\(mounts.b.daemonLog())")
+            #expect(reader.output().contains("interrupted"), "the read must end with EINTR: \(reader.output())")
+            print("HungServerTest: EINTR \(String(format: "%.3f", seconds)) s after a SIGINT that followed a SIGWINCH")
+        }
+    }
+
     /// With 40 readers waiting on a hung server, the mount still answers everything else at once
     /// (creating a file stalled 2.75 s with 20 readers before: the readers held the daemon's
     /// worker threads and the kernel's background slots). After SIGCONT every read succeeds.
@@ -168,7 +196,8 @@ struct HungServerTest {
 
 /// A `python3` child that opens a file, says `reading`, and reads 4 KiB with a SIGINT handler that
 /// raises (as Python's default KeyboardInterrupt does): it prints `interrupted` if the read ended
-/// with EINTR, `read N` if it returned bytes, the error otherwise.
+/// with EINTR, `read N` if it returned bytes, the error otherwise. A SIGWINCH handler raises too
+/// (`informed`), so a read that SIGWINCH ended shows at once.
 private final class InterruptibleReader {
     let pid: pid_t
     private let outputFD: Int32
@@ -184,9 +213,14 @@ private final class InterruptibleReader {
         import os, signal, sys, time
         class Interrupted(Exception):
             pass
+        class Informed(Exception):
+            pass
         def interrupted(number, frame):
             raise Interrupted()
+        def informed(number, frame):
+            raise Informed()
         signal.signal(signal.SIGINT, interrupted)
+        signal.signal(signal.SIGWINCH, informed)
         fd = os.open(sys.argv[1], os.O_RDONLY)
         print("reading", flush=True)
         started = time.monotonic()
@@ -195,6 +229,8 @@ private final class InterruptibleReader {
             print("read", len(data), round(time.monotonic() - started, 3), flush=True)
         except Interrupted:
             print("interrupted", round(time.monotonic() - started, 3), flush=True)
+        except Informed:
+            print("informed", round(time.monotonic() - started, 3), flush=True)
         except OSError as error:
             print("error", error.errno, round(time.monotonic() - started, 3), flush=True)
         """

@@ -5,8 +5,9 @@ import Glibc
 /// A READ of a placeholder whose bytes are still downloading, answered when its `ChunkWait` ends —
 /// from whichever thread ends it — instead of by a worker thread blocked until then. So readers
 /// waiting on a server that does not answer hold no worker thread (other requests are served at
-/// once however many wait), and a reader the kernel interrupts (a signal, FUSE INTERRUPT) is
-/// answered EINTR at once; the download goes on for whoever else wants it.
+/// once however many wait), and a reader the kernel interrupts (FUSE INTERRUPT) for a signal that
+/// asks it to stop (`InterruptingSignals`) is answered EINTR at once; the download goes on for
+/// whoever else wants it.
 ///
 /// Reply exactly once: the wait ends once (`ChunkWait`), and only its end replies. The interrupt
 /// callback is registered with libfuse before the wait can end (so the request is never used after
@@ -21,6 +22,8 @@ final class PendingRead: @unchecked Sendable {
     private let size: Int
     private let offset: off_t
     let wait: ChunkWait
+    /// The reading thread (the request's caller), whose pending signals decide (`InterruptingSignals`).
+    let reader: pid_t
 
     private init(request: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait) {
         self.request = request
@@ -28,6 +31,29 @@ final class PendingRead: @unchecked Sendable {
         self.size = size
         self.offset = offset
         self.wait = wait
+        reader = fuse_req_ctx(request)?.pointee.pid ?? 0
+    }
+
+    /// The kernel interrupted the request: ends the read with EINTR if the signal asks the program
+    /// to stop (`InterruptingSignals`); otherwise the read goes on, and a stopping signal that
+    /// comes later is looked for every 200 ms until the wait ends.
+    func interrupted() {
+        if InterruptingSignals.endsRead(ofThread: reader) {
+            wait.end(.io(EINTR))
+        } else {
+            watchForStoppingSignal()
+        }
+    }
+
+    private func watchForStoppingSignal() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { [self] in
+            if wait.hasEnded { return }
+            if InterruptingSignals.stoppingSignalPending(forThread: reader) {
+                wait.end(.io(EINTR))
+            } else {
+                watchForStoppingSignal()
+            }
+        }
     }
 
     /// Answers `req` (a READ of `size` bytes at `offset` through `handle`) when `wait` ends: with
@@ -55,7 +81,7 @@ final class PendingRead: @unchecked Sendable {
 private func pendingReadInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
     guard let data else { return }
     let pending = Unmanaged<PendingRead>.fromOpaque(data).takeUnretainedValue()
-    DispatchQueue.global().async { pending.wait.end(.io(EINTR)) }
+    DispatchQueue.global().async { pending.interrupted() }
 }
 
 /// Replies to a READ straight from the handle's cache file: libfuse splices or reads it without a
