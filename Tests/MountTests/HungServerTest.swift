@@ -161,6 +161,41 @@ struct HungServerTest {
         }
     }
 
+    /// Unmounting while readers wait on a hung server ends cleanly: the daemon answers the waiting
+    /// reads before its FUSE session goes (a reply after it would use freed memory) and exits 0.
+    @Test func unmountingWhileReadersWaitOnAHungServerEndsCleanly() throws {
+        var files: [String: [UInt8]] = [:]
+        for index in 0..<5 { files["w\(index).bin"] = try randomBytes(64 << 10) }
+        try Self.withPlaceholders(files) { mounts, server in
+            let outcomes = LockedValue<[String]>([])
+            let group = DispatchGroup()
+            for index in 0..<5 {
+                let path = mounts.b.path("w\(index).bin")
+                group.enter()
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    let outcome: String
+                    do {
+                        outcome = "read \(try readFile(path).count) bytes"
+                    } catch {
+                        outcome = "\(error)"
+                    }
+                    outcomes.withLock { $0.append(outcome) }
+                }
+            }
+            usleep(1_500_000)
+            #expect(outcomes.current.isEmpty, "reads returned while the server hangs: \(outcomes.current)")
+            do {
+                try mounts.b.unmount()
+            } catch {
+                Issue.record("unmounting B while readers wait: \(error)")
+            }
+            let ended = group.wait(timeout: .now() + 60) == .success
+            #expect(ended, "readers still blocked 60 s after the unmount")
+            print("HungServerTest: readers after the unmount: \(outcomes.current)")
+        }
+    }
+
     /// A read of a placeholder on a hung server gives up with ENETDOWN within the chunk deadline
     /// (doc/SEMANTICS.md; 180 s before), and the next reads fail at once while it stays hung.
     @Test func aReadFromAHungServerFailsWithENETDOWNWithinItsDeadline() throws {

@@ -46,15 +46,18 @@ func fuseRead(
     _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     guard let req, let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    let context = FuseContext.of(req)
     let wait: ChunkWait?
     do {
-        wait = try FuseContext.of(req).fileSystem.prepareRead(
+        wait = try context.fileSystem.prepareRead(
             handle, offset: Int64(offset), count: size, processName: { processName(req) })
     } catch {
         return replyError(req, error)
     }
     // Bytes still downloading: answered when they are there (no worker thread waits for them).
-    if let wait { return PendingRead.start(req, handle: handle, size: size, offset: offset, wait: wait) }
+    if let wait {
+        return PendingRead.start(req, handle: handle, size: size, offset: offset, wait: wait, in: context.pendingReads)
+    }
     replyFromCacheFile(req, handle, size: size, offset: offset)
 }
 

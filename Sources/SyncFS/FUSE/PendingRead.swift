@@ -1,6 +1,7 @@
 import CFuse
 import Dispatch
 import Glibc
+import Synchronization
 
 /// A READ of a placeholder whose bytes are still downloading, answered when its `ChunkWait` ends —
 /// from whichever thread ends it — instead of by a worker thread blocked until then. So readers
@@ -58,23 +59,48 @@ final class PendingRead: @unchecked Sendable {
 
     /// Answers `req` (a READ of `size` bytes at `offset` through `handle`) when `wait` ends: with
     /// the bytes from the cache file, the download's error, or EINTR if the kernel interrupts it.
-    static func start(_ req: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait) {
+    static func start(
+        _ req: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait, in book: PendingReads
+    ) {
         let pending = PendingRead(request: req, handle: handle, size: size, offset: offset, wait: wait)
+        book.add(pending)
         let forCallback = Unmanaged.passRetained(pending)
         // Runs the callback at once if the kernel interrupted the request already.
         fuse_req_interrupt_func(req, pendingReadInterrupted, forCallback.toOpaque())
-        wait.onEnd { outcome in pending.reply(outcome, releasing: forCallback) }
+        wait.onEnd { outcome in pending.reply(outcome, releasing: forCallback, from: book) }
     }
 
-    private func reply(_ outcome: FSError?, releasing forCallback: Unmanaged<PendingRead>) {
+    private func reply(_ outcome: FSError?, releasing forCallback: Unmanaged<PendingRead>, from book: PendingReads) {
         fuse_req_interrupt_func(request, nil, nil)
         forCallback.release()
+        defer { book.remove(self) }
         if let outcome {
             replyError(request, outcome)
         } else {
             replyFromCacheFile(request, handle, size: size, offset: offset)
         }
     }
+}
+
+/// The reads of one session not answered yet. A request belongs to its session: every one must be
+/// answered before the session is destroyed (`FuseSession.run` ends them all when the loop
+/// returns; a download that ends later finds them answered), or its reply would use freed memory.
+final class PendingReads: Sendable {
+    private let reads = Mutex<[ObjectIdentifier: PendingRead]>([:])
+
+    fileprivate func add(_ read: PendingRead) { reads.withLock { $0[ObjectIdentifier(read)] = read } }
+
+    fileprivate func remove(_ read: PendingRead) {
+        _ = reads.withLock { $0.removeValue(forKey: ObjectIdentifier(read)) }
+    }
+
+    /// Answers every read still waiting with `error` (the session is ending).
+    func endAll(with error: FSError) {
+        let waiting = reads.withLock { Array($0.values) }
+        for read in waiting { read.wait.end(error) }
+    }
+
+    var count: Int { reads.withLock { $0.count } }
 }
 
 /// libfuse's interrupt callback for a `PendingRead` (called with the request's lock held).
