@@ -62,6 +62,29 @@ struct HungServerTest {
         }
     }
 
+    /// An open for writing of a placeholder downloads it whole first, on the request: on a hung
+    /// server a SIGINT ends it with EINTR too (looked for every 200 ms).
+    @Test func anOpenForWritingInterruptedWhileTheServerHangsGetsEINTR() throws {
+        let content = try randomBytes(1 << 20)
+        try Self.withPlaceholders(["edit.bin": content]) { mounts, server in
+            let writer = try InterruptibleReader.start(mounts.b.path("edit.bin"), forWriting: true)
+            defer {
+                server.resume()
+                writer.finish()
+            }
+            try #require(writer.waitUntilReading(), "the writer did not start: \(writer.output())")
+            usleep(1_500_000)
+            #expect(writer.waitForExit(timeout: 0) == nil, "the open ended before the signal: \(writer.output())")
+            let sent = Date()
+            kill(writer.pid, SIGINT)
+            let status = writer.waitForExit(timeout: 5)
+            let seconds = Date().timeIntervalSince(sent)
+            #expect(status != nil, "the open was still blocked 5 s after SIGINT\n\(mounts.b.daemonLog())")
+            #expect(writer.output().contains("interrupted"), "the open must end with EINTR: \(writer.output())")
+            print("HungServerTest: open for writing: EINTR \(String(format: "%.3f", seconds)) s after SIGINT")
+        }
+    }
+
     /// A signal that only informs (SIGWINCH, like SIGCHLD or Go's SIGURG) does not end a waiting
     /// read — a local disk never interrupts a read of a file — while a SIGINT that comes after it
     /// still does (the kernel sends one INTERRUPT per request: the daemon looks again).
@@ -256,12 +279,17 @@ private final class InterruptibleReader {
             raise Informed()
         signal.signal(signal.SIGINT, interrupted)
         signal.signal(signal.SIGWINCH, informed)
-        fd = os.open(sys.argv[1], os.O_RDONLY)
+        writing = len(sys.argv) > 2 and sys.argv[2] == "write"
+        fd = None if writing else os.open(sys.argv[1], os.O_RDONLY)
         print("reading", flush=True)
         started = time.monotonic()
         try:
-            data = os.pread(fd, 4096, 0)
-            print("read", len(data), round(time.monotonic() - started, 3), flush=True)
+            if writing:
+                fd = os.open(sys.argv[1], os.O_WRONLY)
+                print("opened", round(time.monotonic() - started, 3), flush=True)
+            else:
+                data = os.pread(fd, 4096, 0)
+                print("read", len(data), round(time.monotonic() - started, 3), flush=True)
         except Interrupted:
             print("interrupted", round(time.monotonic() - started, 3), flush=True)
         except Informed:
@@ -270,7 +298,9 @@ private final class InterruptibleReader {
             print("error", error.errno, round(time.monotonic() - started, 3), flush=True)
         """
 
-    static func start(_ path: String) throws -> InterruptibleReader {
+    /// `forWriting`: instead of reading, it opens the file `O_WRONLY` (which downloads a placeholder
+    /// whole first) and prints `opened`.
+    static func start(_ path: String, forWriting: Bool = false) throws -> InterruptibleReader {
         var pipeEnds: [Int32] = [0, 0]
         try posix("pipe") { pipe(&pipeEnds) }
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -280,7 +310,8 @@ private final class InterruptibleReader {
             close(pipeEnds[1])
         }
         let pid = try ChildProcess.spawn(
-            [try HostileServerProcess.python(), "-c", script, path], stdin: null, stdout: pipeEnds[1],
+            [try HostileServerProcess.python(), "-c", script, path] + (forWriting ? ["write"] : []), stdin: null,
+            stdout: pipeEnds[1],
             stderr: pipeEnds[1])
         return InterruptibleReader(pid: pid, outputFD: pipeEnds[0])
     }

@@ -296,12 +296,23 @@ final class Hydration: @unchecked Sendable {
 
     /// Blocks until the driver has ended; throws its failure. A cancelled download returns
     /// normally (the caller looks at the node again).
-    func waitUntilFinished() throws(FSError) {
+    /// With `stops`: asked every 200 ms (outside the lock) while waiting; true ends the wait with
+    /// EINTR (the caller got a signal that asks it to stop; the download goes on).
+    func waitUntilFinished(stops: (() -> Bool)? = nil) throws(FSError) {
         condition.lock()
         defer { condition.unlock() }
         while !finished {
             if let failure { throw failure }
-            condition.wait()
+            guard let stops else {
+                condition.wait()
+                continue
+            }
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            if finished { break }
+            condition.unlock()
+            let stop = stops()
+            condition.lock()
+            if stop { throw .io(EINTR) }
         }
         if let failure { throw failure }
     }

@@ -7,7 +7,7 @@ extension SyncFileSystem {
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
-        return try residency.openingWithDownloads { () throws(FSError) in
+        return try residency.openingWithDownloads(for: caller.pid) { () throws(FSError) in
             try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
         }
     }
@@ -95,7 +95,7 @@ extension SyncFileSystem {
     /// neither open nor writing (`openForEcho`).
     func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
-        return try residency.openingWithDownloads { () throws(FSError) in
+        return try residency.openingWithDownloads(for: caller.pid) { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {

@@ -64,13 +64,17 @@ extension ContentResidency {
         return try hydration.wait(offset: offset, count: count)
     }
 
-    /// Downloads the whole file if it is a placeholder and waits until it is local.
-    func hydrateCompletely(_ node: Node) throws(FSError) {
+    /// Downloads the whole file if it is a placeholder and waits until it is local. `caller`: the
+    /// thread that asked (a FUSE request's); a signal that asks it to stop (`InterruptingSignals`)
+    /// ends the wait with EINTR (0: nothing ends it but the download's end).
+    func hydrateCompletely(_ node: Node, for caller: pid_t = 0) throws(FSError) {
+        let stops: (() -> Bool)? =
+            caller > 0 ? { InterruptingSignals.stoppingSignalPending(forThread: caller) } : nil
         for _ in 0..<4 {
             guard let hydration = try hydration(of: node) else { return }
             hydration.retain()
             defer { hydration.releaseRetain() }
-            try hydration.waitUntilFinished()
+            try hydration.waitUntilFinished(stops: stops)
         }
         if live.transact({ _ in node.isPlaceholder }) { throw .stale }
     }
@@ -103,13 +107,17 @@ extension ContentResidency {
     /// Runs `attempt` (an open, in a transaction) and, each time it asks for a placeholder's content,
     /// downloads it, drops the reservation and tries again; the open re-checks in its transaction, so
     /// a file evicted or replaced meanwhile is downloaded again, never written as a placeholder.
-    func openingWithDownloads<Opened>(_ attempt: () throws(FSError) -> Opening<Opened>) throws(FSError) -> Opened {
+    /// `caller`: the thread that opens (a signal that asks it to stop ends a download's wait with
+    /// EINTR; `hydrateCompletely`).
+    func openingWithDownloads<Opened>(for caller: pid_t = 0, _ attempt: () throws(FSError) -> Opening<Opened>)
+        throws(FSError) -> Opened
+    {
         for _ in 0..<4 {
             switch try attempt() {
             case .opened(let value): return value
             case .needsContent(let node):
                 defer { live.transact { _ in node.openWriters -= 1 } }
-                try hydrateCompletely(node)
+                try hydrateCompletely(node, for: caller)
             }
         }
         throw .stale

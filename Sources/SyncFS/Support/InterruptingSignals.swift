@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
 
-/// Which signals end a read waiting for a download with EINTR (`PendingRead`).
+/// Which signals end a wait for a download with EINTR: a READ (`PendingRead`), an open for
+/// writing or a create that downloads first (`ContentResidency.openingWithDownloads`).
 ///
 /// The kernel sends FUSE INTERRUPT for any signal that reaches a task waiting in a request. A local
 /// disk never interrupts a read of a regular file, and many programs treat EINTR from one as an
