@@ -22,8 +22,8 @@ import Synchronization
 ///   to connect; then until the answer's head 30 s per request, 10 s for a chunk read (readers of
 ///   placeholders wait on it: the server answers a chunk at once, its body streams after the
 ///   head), 120 s for a chunk upload (the head comes after the whole body was sent and checked);
-///   a change wait asks the server for at most 30 s and gives it 10 s more. After the head, at most
-///   45 s of silence while the body is read. Waits longer than 30 s are made of several requests.
+///   a change wait asks the server for at most 30 s and gives it 10 s more. At most 45 s of
+///   silence once the request was sent (`HTTPClientPool.readTimeout`; before the head too). Waits longer than 30 s are made of several requests.
 ///   A server that accepts connections but never answers (stopped, hung) fails each call at its
 ///   deadline with `unavailable`.
 /// - **Reconnecting with backoff**: every call is its own request (connections are pooled and
