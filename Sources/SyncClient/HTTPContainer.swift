@@ -18,9 +18,14 @@ import Synchronization
 ///   again after its own backoff (`BusyBackoff`: 0.5 s doubling to 30 s, with jitter, at least
 ///   `Retry-After`), and after 60 s of refusals throws `busy` (retryable; the upload queue keeps
 ///   its own backoff for it, which another call's success does not cut short).
-/// - **Deadlines**: 5 s to connect; 30 s per request until the answer's head (chunks: 120 s; a
-///   change wait asks the server for at most 30 s and gives it 10 s more), then at most 45 s of
-///   silence while the body is read. Waits longer than 30 s are made of several requests.
+/// - **Deadlines** (every call has one; doc/SEMANTICS.md, "A server that does not answer"): 5 s
+///   to connect; then until the answer's head 30 s per request, 10 s for a chunk read (readers of
+///   placeholders wait on it: the server answers a chunk at once, its body streams after the
+///   head), 120 s for a chunk upload (the head comes after the whole body was sent and checked);
+///   a change wait asks the server for at most 30 s and gives it 10 s more. At most 45 s of
+///   silence once the request was sent (`HTTPClientPool.readTimeout`; before the head too). Waits longer than 30 s are made of several requests.
+///   A server that accepts connections but never answers (stopped, hung) fails each call at its
+///   deadline with `unavailable`.
 /// - **Reconnecting with backoff**: every call is its own request (connections are pooled and
 ///   reopened as needed). After calls that got no answer, `waitForChanges` first waits a backoff
 ///   (0.25 s doubling to 5 s, never beyond its timeout) so a follower looping on it does not spin;
@@ -42,7 +47,10 @@ public final class HTTPContainer: Container {
     private let tlsFailure = Mutex<String?>(nil)
 
     static let requestDeadline: TimeAmount = .seconds(30)
+    /// Until the head of a chunk upload's answer: the whole body is sent (up to 16 MiB) first.
     static let chunkDeadline: TimeAmount = .seconds(120)
+    /// Until the head of a chunk read's answer: readers of placeholders wait on it.
+    static let chunkReadDeadline: TimeAmount = .seconds(10)
     static let waitGrace: TimeAmount = .seconds(10)
     /// The largest JSON answer read (a page of the change feed with big manifests fits).
     static let maxJSONAnswer = 256 << 20
@@ -121,7 +129,7 @@ public final class HTTPContainer: Container {
 
     public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         let answer = try await send(
-            .GET, WireProtocol.Path.chunk(address.name, hash), deadline: Self.chunkDeadline,
+            .GET, WireProtocol.Path.chunk(address.name, hash), deadline: Self.chunkReadDeadline,
             limit: WireProtocol.maxChunkBodyBytes)
         guard answer.status == 200 else {
             if answer.status == 404, WireAnswer.refusal(answer).code == .chunkNotFound { throw .chunkNotFound(hash) }

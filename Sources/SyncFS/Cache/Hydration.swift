@@ -35,6 +35,9 @@ final class Hydration: @unchecked Sendable {
     private var finished = false
     /// Callers waiting for the whole file (`download`, pins, an open for writing).
     private var retainers = 0
+    /// Readers waiting without a thread (`wait`), until their chunks are present or the download
+    /// ends; ended ones (interrupted) are dropped as new ones come.
+    private var waits: [ChunkWait] = []
 
     init(manifest: [ChunkRef], descriptor: Int32, resumes: Bool) {
         self.manifest = manifest
@@ -101,6 +104,44 @@ final class Hydration: @unchecked Sendable {
         }
     }
 
+    /// A reader's wait for the chunks holding `offset ..< offset + count`, ended (`ChunkWait.end`)
+    /// once they are in the cache file or the download fails or is cancelled; nil if they are there
+    /// already. Throws the download's failure, or `.stale` if it was cancelled. The chunks go to
+    /// the front of the download, as for `waitFor`.
+    func wait(offset: Int64, count: Int) throws(FSError) -> ChunkWait? {
+        let range = chunks(offset: offset, count: count)
+        condition.lock()
+        defer { condition.unlock() }
+        if range.allSatisfy({ present[$0] }) { return nil }
+        if let failure { throw failure }
+        if cancelled { throw .stale }
+        waits.removeAll { $0.hasEnded }
+        let wait = ChunkWait(chunks: range)
+        waits.append(wait)
+        // Most recent last, and the lowest missing chunk of the range taken first.
+        for index in range.reversed() where !present[index] { wanted.append(index) }
+        condition.broadcast()
+        return wait
+    }
+
+    /// Takes the waits whose chunks are all present (to be ended outside the lock).
+    private func takeSatisfiedWaitsLocked() -> [ChunkWait] {
+        guard !waits.isEmpty else { return [] }
+        var satisfied: [ChunkWait] = []
+        waits.removeAll { wait in
+            guard wait.chunks.allSatisfy({ present[$0] }) else { return false }
+            satisfied.append(wait)
+            return true
+        }
+        return satisfied
+    }
+
+    /// Takes every wait (the download failed or was cancelled).
+    private func takeAllWaitsLocked() -> [ChunkWait] {
+        defer { waits = [] }
+        return waits
+    }
+
     /// The driver's next chunk: a wanted one first, else the next missing in order; nil once
     /// every chunk is present or the download failed or was cancelled.
     ///
@@ -135,30 +176,41 @@ final class Hydration: @unchecked Sendable {
     /// write failed (the download then fails).
     func store(_ index: Int, _ bytes: [UInt8]) -> Bool {
         condition.lock()
-        defer { condition.unlock() }
-        if cancelled { return false }
+        if cancelled {
+            condition.unlock()
+            return false
+        }
         if !present[index] {
             let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offsets[index])) }
             guard written == bytes.count else {
-                failure = .fromErrno()
+                let error = FSError.fromErrno()
+                failure = error
                 condition.broadcast()
+                let failed = takeAllWaitsLocked()
+                condition.unlock()
+                for wait in failed { wait.end(error) }
                 return false
             }
             markPresentLocked(index)
         }
         condition.broadcast()
+        let satisfied = takeSatisfiedWaitsLocked()
+        condition.unlock()
+        for wait in satisfied { wait.end(nil) }
         return true
     }
 
     /// Marks chunk `index` present without writing (found intact on disk).
     func markFoundOnDisk(_ index: Int) {
         condition.lock()
-        defer { condition.unlock() }
         if !present[index] {
             markPresentLocked(index)
             foundOnDiskCount += 1
         }
         condition.broadcast()
+        let satisfied = takeSatisfiedWaitsLocked()
+        condition.unlock()
+        for wait in satisfied { wait.end(nil) }
     }
 
     /// Chunks found in the file already (a resumed download), not fetched: for the log.
@@ -194,7 +246,7 @@ final class Hydration: @unchecked Sendable {
         defer { condition.unlock() }
         // A chunk a reader asked for stays in `wanted` until a fetcher next looks, even once it is
         // present: only chunks still missing mean someone waits.
-        return retainers > 0 || wanted.contains { !present[$0] }
+        return retainers > 0 || wanted.contains { !present[$0] } || waits.contains { !$0.hasEnded }
     }
 
     func retain() {
@@ -222,10 +274,15 @@ final class Hydration: @unchecked Sendable {
     @discardableResult
     func fail(_ error: FSError) -> Bool {
         condition.lock()
-        defer { condition.unlock() }
         condition.broadcast()
-        guard failure == nil, !cancelled else { return false }
+        guard failure == nil, !cancelled else {
+            condition.unlock()
+            return false
+        }
         failure = error
+        let failed = takeAllWaitsLocked()
+        condition.unlock()
+        for wait in failed { wait.end(error) }
         return true
     }
 
@@ -239,22 +296,36 @@ final class Hydration: @unchecked Sendable {
 
     /// Blocks until the driver has ended; throws its failure. A cancelled download returns
     /// normally (the caller looks at the node again).
-    func waitUntilFinished() throws(FSError) {
+    /// With `stops`: asked every 200 ms (outside the lock) while waiting; true ends the wait with
+    /// EINTR (the caller got a signal that asks it to stop; the download goes on).
+    func waitUntilFinished(stops: (() -> Bool)? = nil) throws(FSError) {
         condition.lock()
         defer { condition.unlock() }
         while !finished {
             if let failure { throw failure }
-            condition.wait()
+            guard let stops else {
+                condition.wait()
+                continue
+            }
+            _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            if finished { break }
+            condition.unlock()
+            let stop = stops()
+            condition.lock()
+            if stop { throw .io(EINTR) }
         }
         if let failure { throw failure }
     }
 
     /// Stops the download: the file was truncated or replaced. No chunk is written after this
-    /// returns; waiting readers get `.stale`.
+    /// returns; waiting readers get `.stale`. (Waits end after the lock is dropped: their readers'
+    /// replies never run under it.)
     func cancel() {
         condition.lock()
-        defer { condition.unlock() }
         cancelled = true
         condition.broadcast()
+        let cancelledWaits = takeAllWaitsLocked()
+        condition.unlock()
+        for wait in cancelledWaits { wait.end(.stale) }
     }
 }

@@ -7,7 +7,7 @@ extension SyncFileSystem {
         throws(FSError) -> (EntryReply, OpenFile)
     {
         let name = try name.validated()
-        return try residency.openingWithDownloads { () throws(FSError) in
+        return try residency.openingWithDownloads(for: caller.pid) { () throws(FSError) in
             try createOrOpen(parent: parent, name: name, mode: mode, flags: flags, caller: caller)
         }
     }
@@ -95,7 +95,7 @@ extension SyncFileSystem {
     /// neither open nor writing (`openForEcho`).
     func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
-        return try residency.openingWithDownloads { () throws(FSError) in
+        return try residency.openingWithDownloads(for: caller.pid) { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
                 switch node.kind {
@@ -250,24 +250,25 @@ extension SyncFileSystem {
 
     /// The read path's one question, asked before the adapter replies straight from the handle's
     /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
-    /// atomic load), unless its content was lost (EIO). A placeholder: they are downloaded (the read waits for the chunks holding
-    /// them), unless the reader is a process that must not start downloads
+    /// atomic load; nil), unless its content was lost (EIO). A placeholder: they are downloaded,
+    /// and the answer is the reader's `ChunkWait` (the adapter replies when it ends: no thread
+    /// waits), unless the reader is a process that must not start downloads
     /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
     /// `EACCES` for bytes not here yet.
     func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
-        throws(FSError)
+        throws(FSError) -> ChunkWait?
     {
         if handle.node.contentIsLocal.load(ordering: .acquiring) {
             // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
             if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
-            return
+            return nil
         }
         if residency.downloadsExcluded(for: processName)
             && !residency.contentPresent(handle, offset: offset, count: count)
         {
             throw .accessDenied
         }
-        try residency.ensureContent(handle, offset: offset, count: count)
+        return try residency.contentWait(handle, offset: offset, count: count)
     }
 
     /// Records that `count` bytes were written at `offset` into the handle's descriptor. A write by an unprivileged

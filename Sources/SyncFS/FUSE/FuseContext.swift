@@ -13,6 +13,8 @@ final class FuseContext: Sendable {
     let cacheTimeout: Double
     /// The session's `/dev/fuse` I/O state (killpriv v2 negotiation).
     let deviceIO = FuseDeviceIO()
+    /// Reads waiting for a download, answered before the session goes (`PendingRead`).
+    let pendingReads = PendingReads()
 
     init(fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double) {
         self.fileSystem = fileSystem

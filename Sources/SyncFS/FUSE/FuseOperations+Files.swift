@@ -45,21 +45,20 @@ func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointe
 func fuseRead(
     _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
-    guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    guard let req, let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
+    let context = FuseContext.of(req)
+    let wait: ChunkWait?
     do {
-        try FuseContext.of(req).fileSystem.prepareRead(
+        wait = try context.fileSystem.prepareRead(
             handle, offset: Int64(offset), count: size, processName: { processName(req) })
     } catch {
         return replyError(req, error)
     }
-    // Reply straight from the cache file: libfuse splices or reads it without a Swift buffer.
-    var buffer = fuse_bufvec()
-    buffer.count = 1
-    buffer.buf.size = size
-    buffer.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
-    buffer.buf.fd = handle.descriptor
-    buffer.buf.pos = offset
-    fuse_reply_data(req, &buffer, FUSE_BUF_SPLICE_MOVE)
+    // Bytes still downloading: answered when they are there (no worker thread waits for them).
+    if let wait {
+        return PendingRead.start(req, handle: handle, size: size, offset: offset, wait: wait, in: context.pendingReads)
+    }
+    replyFromCacheFile(req, handle, size: size, offset: offset)
 }
 
 func fuseWrite(

@@ -83,6 +83,10 @@ final class FuseSession: @unchecked Sendable {
     /// Serves requests on several threads until the session ends. Returns 0 on a clean end.
     func run(maxThreads: UInt32 = 16) -> Int32 {
         let result = syncfs_session_loop_mt(session, maxThreads)
+        // Reads still waiting for downloads are answered now, while their session exists. The
+        // kernel has usually aborted them already (the reader got ECONNABORTED; the reply only
+        // frees the request); otherwise the reader gets ENOTCONN, as from a mount that is gone.
+        context.takeUnretainedValue().pendingReads.endAll(with: .io(ENOTCONN))
         fuse_remove_signal_handlers(session)
         return result
     }
@@ -179,6 +183,8 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
         conn.pointee.want |= UInt32(capability)
     }
     conn.pointee.time_gran = 1
+    FuseBackgroundLimits.apply(to: conn)
+    FuseBackgroundLimits.readInTheReadersRequest(conn)
 }
 
 /// Sends invalidations to the kernel through the session (`fuse_lowlevel_notify_inval_*`).

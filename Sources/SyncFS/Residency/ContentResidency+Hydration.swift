@@ -17,6 +17,10 @@ extension ContentResidency {
     /// once (10 s): the kernel retries a failed readahead with smaller reads, each of which would
     /// otherwise wait `unreachableGiveUp` again.
     static let unreachableRemembered: Duration = .seconds(10)
+    /// How long after a download gave up on a container that did not answer (a hung server) the
+    /// next ones fail without asking it at all (2 s): enough for the kernel's retry of the failed
+    /// read, short enough that a program trying again a little later finds a server that is back.
+    static let unansweredJustSeen: Duration = .seconds(2)
 
     /// Process names (as in `/proc/PID/comm`) whose reads never start a download: they get
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
@@ -46,13 +50,31 @@ extension ContentResidency {
         try hydration.waitFor(offset: offset, count: count)
     }
 
-    /// Downloads the whole file if it is a placeholder and waits until it is local.
-    func hydrateCompletely(_ node: Node) throws(FSError) {
+    /// The read path without a thread: as `ensureContent`, but instead of blocking until the bytes
+    /// are in the cache file, returns the reader's `ChunkWait` (nil: they are there, reply now).
+    /// The FUSE adapter replies when the wait ends, so a download from a server that does not
+    /// answer never holds a worker thread, and an interrupted reader is answered at once.
+    func contentWait(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) -> ChunkWait? {
+        let node = handle.node
+        if node.contentIsLocal.load(ordering: .acquiring) {
+            if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            return nil
+        }
+        guard let hydration = try hydration(of: node) else { return nil }
+        return try hydration.wait(offset: offset, count: count)
+    }
+
+    /// Downloads the whole file if it is a placeholder and waits until it is local. `caller`: the
+    /// thread that asked (a FUSE request's); a signal that asks it to stop (`InterruptingSignals`)
+    /// ends the wait with EINTR (0: nothing ends it but the download's end).
+    func hydrateCompletely(_ node: Node, for caller: pid_t = 0) throws(FSError) {
+        let stops: (() -> Bool)? =
+            caller > 0 ? { InterruptingSignals.stoppingSignalPending(forThread: caller) } : nil
         for _ in 0..<4 {
             guard let hydration = try hydration(of: node) else { return }
             hydration.retain()
             defer { hydration.releaseRetain() }
-            try hydration.waitUntilFinished()
+            try hydration.waitUntilFinished(stops: stops)
         }
         if live.transact({ _ in node.isPlaceholder }) { throw .stale }
     }
@@ -85,13 +107,17 @@ extension ContentResidency {
     /// Runs `attempt` (an open, in a transaction) and, each time it asks for a placeholder's content,
     /// downloads it, drops the reservation and tries again; the open re-checks in its transaction, so
     /// a file evicted or replaced meanwhile is downloaded again, never written as a placeholder.
-    func openingWithDownloads<Opened>(_ attempt: () throws(FSError) -> Opening<Opened>) throws(FSError) -> Opened {
+    /// `caller`: the thread that opens (a signal that asks it to stop ends a download's wait with
+    /// EINTR; `hydrateCompletely`).
+    func openingWithDownloads<Opened>(for caller: pid_t = 0, _ attempt: () throws(FSError) -> Opening<Opened>)
+        throws(FSError) -> Opened
+    {
         for _ in 0..<4 {
             switch try attempt() {
             case .opened(let value): return value
             case .needsContent(let node):
                 defer { live.transact { _ in node.openWriters -= 1 } }
-                try hydrateCompletely(node)
+                try hydrateCompletely(node, for: caller)
             }
         }
         throw .stale
@@ -226,6 +252,20 @@ extension ContentResidency {
                 hydration.fail(.containerUnreachable)
                 return
             }
+            // A server that did not answer a moment ago (the kernel retries a failed read at
+            // once, with a smaller one): fail without asking again, which would cost a whole
+            // deadline. (A server that refuses is asked again: that costs nothing.)
+            if failingSince == nil
+                && Clock.nowNanoseconds() - lastUnansweredDownload.load(ordering: .relaxed)
+                    < Self.unansweredJustSeen.inNanoseconds
+            {
+                transfers.ended(id)
+                hydration.fail(.containerUnreachable)
+                return
+            }
+            // A server that does not answer fails a call only at its deadline: the time to give
+            // up counts from when the failing call began, not from its end.
+            let attemptStarted = Date()
             do throws(ChunkFetchError) {
                 let bytes = try source.plainChunk(ref)
                 if failingSince != nil || lastUnreachableDownload.load(ordering: .relaxed) != 0 {
@@ -233,6 +273,7 @@ extension ContentResidency {
                 }
                 failingSince = nil
                 lastUnreachableDownload.store(0, ordering: .relaxed)
+                lastUnansweredDownload.store(0, ordering: .relaxed)
                 pause = 0.05
                 guard hydration.store(index, bytes) else { return }
                 transfers.progressed(id, done: hydration.progress.done)
@@ -240,7 +281,7 @@ extension ContentResidency {
                 hydration.abandon(index)
                 switch error {
                 case .unreachable(let reason):
-                    let since = failingSince ?? Date()
+                    let since = failingSince ?? attemptStarted
                     failingSince = since
                     // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
                     // with a smaller read): fail at once instead of waiting again.
@@ -249,6 +290,9 @@ extension ContentResidency {
                         < Self.unreachableRemembered.inNanoseconds
                     if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
                         lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+                        if Date().timeIntervalSince(attemptStarted) >= 1 {
+                            lastUnansweredDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+                        }
                         // Logged before readers are woken with the error (they may look for it).
                         if !hydration.hasEnded { logDownloadUnreachable(path, id: id, reason: reason) }
                         // Not a failure of this file: the mount is offline (`status` says so once)

@@ -21,6 +21,9 @@ final class ContentResidency: Sendable, HoldsTheTree {
     let downloadExclusions = Mutex<Set<String>>([])
     /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
     let lastUnreachableDownload = Atomic<Int64>(0)
+    /// When a download last gave up on a container that did not answer (its call failed only at
+    /// its deadline: a hung server; ns; 0: since succeeded).
+    let lastUnansweredDownload = Atomic<Int64>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).

@@ -102,12 +102,25 @@ final class ServerProcess: @unchecked Sendable {
         guard let pid else { return nil }
         self.pid = nil
         closeLifeline()
+        kill(pid, SIGCONT)  // a suspended server handles SIGTERM only once it runs again
         kill(pid, SIGTERM)
         if let status = TestFolder.waitForExit(pid, timeout: 10) { return status }
         kill(pid, SIGKILL)
         _ = TestFolder.waitForExit(pid, timeout: 10)
         Issue.record("the server \(pid) did not stop within 10 s of SIGTERM; killed it")
         return nil
+    }
+
+    /// SIGSTOP: the server hangs — it keeps its listening socket, so the kernel still accepts
+    /// connections and takes requests, but nothing answers (a hung machine or process). `resume`
+    /// (and `stop`, which resumes first) ends it.
+    func suspend() {
+        if let pid { kill(pid, SIGSTOP) }
+    }
+
+    /// SIGCONT: a suspended server answers again.
+    func resume() {
+        if let pid { kill(pid, SIGCONT) }
     }
 
     /// SIGKILL: the server dies at once, whatever it was doing (a crash or power cut).

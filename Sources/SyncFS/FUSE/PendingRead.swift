@@ -1,0 +1,123 @@
+import CFuse
+import Dispatch
+import Glibc
+import Synchronization
+
+/// A READ of a placeholder whose bytes are still downloading, answered when its `ChunkWait` ends —
+/// from whichever thread ends it — instead of by a worker thread blocked until then. So readers
+/// waiting on a server that does not answer hold no worker thread (other requests are served at
+/// once however many wait), and a reader the kernel interrupts (FUSE INTERRUPT) for a signal that
+/// asks it to stop (`InterruptingSignals`) is answered EINTR at once; the download goes on for
+/// whoever else wants it.
+///
+/// Reply exactly once: the wait ends once (`ChunkWait`), and only its end replies. The interrupt
+/// callback is registered with libfuse before the wait can end (so the request is never used after
+/// its reply), and unregistered by the reply before it answers: `fuse_req_interrupt_func(req, nil)`
+/// takes the request's lock, which libfuse holds while it runs the callback, so after it no
+/// callback runs and the retained pointer libfuse held can be released. The callback itself only
+/// hands the interrupt to another thread: ending the wait there would reply, and the reply's
+/// unregistering would wait for the lock the callback's own thread holds.
+final class PendingRead: @unchecked Sendable {
+    private let request: fuse_req_t
+    private let handle: OpenFile
+    private let size: Int
+    private let offset: off_t
+    let wait: ChunkWait
+    /// The reading thread (the request's caller), whose pending signals decide (`InterruptingSignals`).
+    let reader: pid_t
+
+    private init(request: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait) {
+        self.request = request
+        self.handle = handle
+        self.size = size
+        self.offset = offset
+        self.wait = wait
+        reader = fuse_req_ctx(request)?.pointee.pid ?? 0
+    }
+
+    /// The kernel interrupted the request: ends the read with EINTR if the signal asks the program
+    /// to stop (`InterruptingSignals`); otherwise the read goes on, and a stopping signal that
+    /// comes later is looked for every 200 ms until the wait ends.
+    func interrupted() {
+        if InterruptingSignals.endsRead(ofThread: reader) {
+            wait.end(.io(EINTR))
+        } else {
+            watchForStoppingSignal()
+        }
+    }
+
+    private func watchForStoppingSignal() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { [self] in
+            if wait.hasEnded { return }
+            if InterruptingSignals.stoppingSignalPending(forThread: reader) {
+                wait.end(.io(EINTR))
+            } else {
+                watchForStoppingSignal()
+            }
+        }
+    }
+
+    /// Answers `req` (a READ of `size` bytes at `offset` through `handle`) when `wait` ends: with
+    /// the bytes from the cache file, the download's error, or EINTR if the kernel interrupts it.
+    static func start(
+        _ req: fuse_req_t, handle: OpenFile, size: Int, offset: off_t, wait: ChunkWait, in book: PendingReads
+    ) {
+        let pending = PendingRead(request: req, handle: handle, size: size, offset: offset, wait: wait)
+        book.add(pending)
+        let forCallback = Unmanaged.passRetained(pending)
+        // Runs the callback at once if the kernel interrupted the request already.
+        fuse_req_interrupt_func(req, pendingReadInterrupted, forCallback.toOpaque())
+        wait.onEnd { outcome in pending.reply(outcome, releasing: forCallback, from: book) }
+    }
+
+    private func reply(_ outcome: FSError?, releasing forCallback: Unmanaged<PendingRead>, from book: PendingReads) {
+        fuse_req_interrupt_func(request, nil, nil)
+        forCallback.release()
+        defer { book.remove(self) }
+        if let outcome {
+            replyError(request, outcome)
+        } else {
+            replyFromCacheFile(request, handle, size: size, offset: offset)
+        }
+    }
+}
+
+/// The reads of one session not answered yet. A request belongs to its session: every one must be
+/// answered before the session is destroyed (`FuseSession.run` ends them all when the loop
+/// returns; a download that ends later finds them answered), or its reply would use freed memory.
+final class PendingReads: Sendable {
+    private let reads = Mutex<[ObjectIdentifier: PendingRead]>([:])
+
+    fileprivate func add(_ read: PendingRead) { reads.withLock { $0[ObjectIdentifier(read)] = read } }
+
+    fileprivate func remove(_ read: PendingRead) {
+        _ = reads.withLock { $0.removeValue(forKey: ObjectIdentifier(read)) }
+    }
+
+    /// Answers every read still waiting with `error` (the session is ending).
+    func endAll(with error: FSError) {
+        let waiting = reads.withLock { Array($0.values) }
+        for read in waiting { read.wait.end(error) }
+    }
+
+    var count: Int { reads.withLock { $0.count } }
+}
+
+/// libfuse's interrupt callback for a `PendingRead` (called with the request's lock held).
+private func pendingReadInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRawPointer?) {
+    guard let data else { return }
+    let pending = Unmanaged<PendingRead>.fromOpaque(data).takeUnretainedValue()
+    DispatchQueue.global().async { pending.interrupted() }
+}
+
+/// Replies to a READ straight from the handle's cache file: libfuse splices or reads it without a
+/// Swift buffer. The bytes must be there (a local file, or chunks a `ChunkWait` waited for).
+func replyFromCacheFile(_ req: fuse_req_t?, _ handle: OpenFile, size: Int, offset: off_t) {
+    var buffer = fuse_bufvec()
+    buffer.count = 1
+    buffer.buf.size = size
+    buffer.buf.flags = fuse_buf_flags(rawValue: FUSE_BUF_IS_FD.rawValue | FUSE_BUF_FD_SEEK.rawValue)
+    buffer.buf.fd = handle.descriptor
+    buffer.buf.pos = offset
+    fuse_reply_data(req, &buffer, FUSE_BUF_SPLICE_MOVE)
+}
