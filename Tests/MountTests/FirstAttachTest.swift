@@ -16,7 +16,8 @@ struct FirstAttachTest {
         let fixture = try AttachFixture.make(directories: 100, filesPerDirectory: 139, onTmpfs: true)
         defer { fixture.tearDown() }
         let started = Date()
-        let b = try TestFolder.make(.mount, sharedContainer: fixture.container, mountArguments: ["--upload-delay", "20"])
+        let b = try TestFolder.make(
+            .mount, sharedContainer: fixture.container, mountArguments: ["--upload-delay", "20"])
         defer { b.tearDown() }
         let toReady = Date().timeIntervalSince(started)
 
@@ -28,7 +29,9 @@ struct FirstAttachTest {
         var info = stat()
         expectSuccess("stat(d099/f100) right after ready") { stat(b.path("d099/f100"), &info) }
         let found = try walkTree(b.root)
-        #expect(found.count == fixture.entries.count, "entries right after ready: \(found.count) of \(fixture.entries.count)")
+        #expect(
+            found.count == fixture.entries.count,
+            "entries right after ready: \(found.count) of \(fixture.entries.count)")
         #expect(found == fixture.entries, "missing: \(Set(fixture.entries).subtracting(found).sorted().prefix(10))")
 
         // Directories show the container's times and modes (item 6).
@@ -70,14 +73,17 @@ struct FirstAttachTest {
         }
         #expect(a.expectSync())
         let expected = try Dictionary(uniqueKeysWithValues: directories.map { ($0, try DirectoryLook(a.path($0))) })
-        #expect(expected["t0"]?.mtimeSeconds == AttachFixture.expectedTime(0).tv_sec, "\(String(describing: expected["t0"]))")
+        #expect(
+            expected["t0"]?.mtimeSeconds == AttachFixture.expectedTime(0).tv_sec,
+            "\(String(describing: expected["t0"]))")
 
         let b = try TestFolder.make(.mount, sharedContainer: a.containerPath, mountArguments: ["--upload-delay", "20"])
         defer { b.tearDown() }
         func differences() throws -> [String] {
             try directories.compactMap { directory in
                 let shown = try DirectoryLook(b.path(directory))
-                return shown == expected[directory] ? nil : "\(directory): \(shown), A \(String(describing: expected[directory]))"
+                return shown == expected[directory]
+                    ? nil : "\(directory): \(shown), A \(String(describing: expected[directory]))"
             }
         }
         let afterAttach = try differences()

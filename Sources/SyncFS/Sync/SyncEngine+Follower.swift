@@ -30,6 +30,7 @@ extension SyncEngine {
                 guard isRunning else { break }
                 cursor = batch.cursor
                 record()
+                followerHandled(batch.entries.count)
                 if !batch.entries.isEmpty { downloads.poke() }
                 if batch.moreComing {
                     markCaughtUp(false)
@@ -37,6 +38,7 @@ extension SyncEngine {
                 }
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
                 record()
+                followerReachedEnd()
                 markCaughtUp(deferred.isEmpty)
                 noteFailure(nil)
                 logFollowerSucceeded()

@@ -19,7 +19,9 @@ final class AttachFixture {
     let directories: [String]
     private let tmpfs: String?
 
-    private init(baseDir: String, source: String, container: String, entries: [String], directories: [String], tmpfs: String?) {
+    private init(
+        baseDir: String, source: String, container: String, entries: [String], directories: [String], tmpfs: String?
+    ) {
         self.baseDir = baseDir
         self.source = source
         self.container = container
