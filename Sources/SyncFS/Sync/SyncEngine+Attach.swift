@@ -43,7 +43,13 @@ extension SyncEngine {
         var lastReport = clock.now
         while true {
             let progress = attach.progress
-            if progress.endReached { return .attached(entries: progress.entries) }
+            if progress.endReached {
+                // `ready` means the attached tree (and `tree_attached` = 1) is on disk: a crash
+                // right after it does not make the next mount attach again (and wait for a
+                // container that may be away by then). A failure here only delays that write.
+                try? fileSystem.store.commit(durable: true)
+                return .attached(entries: progress.entries)
+            }
             let now = clock.now
             let failure = state.withLock { $0.lastFailure }
             if progress.entries != lastEntries || failure == nil {

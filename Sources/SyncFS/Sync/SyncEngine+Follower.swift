@@ -38,8 +38,8 @@ extension SyncEngine {
                 }
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
                 record()
-                followerReachedEnd()
                 markCaughtUp(deferred.isEmpty)
+                followerReachedEnd()
                 noteFailure(nil)
                 logFollowerSucceeded()
                 let wait = deferred.isEmpty ? options.feedWait : EngineDelay.deferredRetry
