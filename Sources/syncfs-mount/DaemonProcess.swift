@@ -47,16 +47,24 @@ struct DaemonProcess {
     }
 
     /// True once the daemon printed `ready`; false if it closed its output first (it failed).
-    func waitUntilReady() -> Bool {
+    /// The `attaching N` lines of a first mount before it (`FirstAttach`) go to `attaching`.
+    func waitUntilReady(attaching: (Int) -> Void = { _ in }) -> Bool {
         defer { close(readiness) }
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64)
+        var buffer = [UInt8](repeating: 0, count: 256)
         while true {
             let count = read(readiness, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return false }
             received += buffer[0..<count]
-            if String(decoding: received, as: UTF8.self).contains("ready\n") { return true }
+            while let end = received.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: received[..<end], as: UTF8.self)
+                received.removeSubrange(...end)
+                if line == "ready" { return true }
+                if let entries = AttachProgressDisplay.entries(inLine: line) { attaching(entries) }
+            }
+            // A daemon never writes long lines: a runaway one is dropped, not kept growing.
+            if received.count > 4096 { received.removeAll() }
         }
     }
 

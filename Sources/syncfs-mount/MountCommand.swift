@@ -67,6 +67,18 @@ struct MountCommand: ParsableCommand {
             valueName: "names"))
     var noDownloadFor: String = ""
 
+    @Option(
+        help: ArgumentHelp(
+            "First mount of a state directory: seconds to wait for a container that does not answer before failing (exit 75).",
+            discussion:
+                "A first mount is live only once the container's tree is attached; a moving attach has no limit.",
+            valueName: "seconds"))
+    var attachTimeout: Double = 30
+
+    /// Set by `startInBackground`: the daemon writes `attaching N` lines before `ready`.
+    @Flag(help: .hidden)
+    var reportAttachProgress = false
+
     /// For tests only (doc/CLI.md): every container call fails as unreachable while PATH exists.
     @Option(help: .hidden)
     var testOutageFile: String?
@@ -140,6 +152,9 @@ struct MountCommand: ParsableCommand {
         guard (0...3_600_000).contains(uploadDelay) else {
             throw ValidationError("--upload-delay must be between 0 and 3600000 milliseconds")
         }
+        guard attachTimeout >= 1 && attachTimeout <= 86_400 else {
+            throw ValidationError("--attach-timeout must be between 1 and 86400 seconds")
+        }
         guard (0...9).contains(compressionLevel) else { throw ValidationError("--compression-level must be 0...9") }
         for name in noDownloadFor.split(separator: ",") where name.trimmingCharacters(in: .whitespaces).count > 15 {
             throw ValidationError(
@@ -185,6 +200,8 @@ struct MountCommand: ParsableCommand {
         configuration.inotifyEcho = !noInotifyEcho
         configuration.deviceName = deviceName.flatMap(DeviceName.init(validating:))
         configuration.allowRemoteSetuid = allowRemoteSetuid
+        configuration.attachTimeout = attachTimeout
+        configuration.reportAttachProgress = reportAttachProgress
         configuration.kernelFlags = MountKernelFlags(readOnly: readOnly, allowOther: allowOther, noExec: noExec)
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
@@ -237,7 +254,7 @@ struct MountCommand: ParsableCommand {
             "mount", configuration.container, configuration.mountpoint, "--state-dir", configuration.stateDirectory,
             "--foreground", "--log-level", logLevel, "--upload-delay", String(uploadDelay),
             "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
-            noDownloadFor,
+            noDownloadFor, "--attach-timeout", String(attachTimeout), "--report-attach-progress",
         ]
         if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
@@ -254,7 +271,10 @@ struct MountCommand: ParsableCommand {
         } catch {
             throw fail(MountError(.failed, "cannot start the daemon: \(error)"))
         }
-        if daemon.waitUntilReady() {
+        let progress = AttachProgressDisplay.onStandardError()
+        let ready = daemon.waitUntilReady { progress?.show(entries: $0) }
+        progress?.finish()
+        if ready {
             print("Mounted \(configuration.container) at \(configuration.mountpoint) (log: \(state.logPath))")
             return
         }

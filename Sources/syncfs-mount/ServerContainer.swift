@@ -10,7 +10,8 @@ import SyncFS
 /// - The token comes from `tokenFile` (its first line, whitespace trimmed). A missing, unreadable
 ///   or empty file is bad input; a file others can read is used with a warning.
 /// - The **first mount** of a state directory asks the server which container the URL names and
-///   records its ID: an unreachable server fails the mount (nothing to work with yet), a refused
+///   records its ID: an unreachable server fails the mount with exit 75 (nothing to work with
+///   yet; `MountError.unreachable`, as a first attach that gets no answer), a refused
 ///   token or unknown name is bad input.
 /// - **Later mounts** start even when the server is unreachable (offline start); a reachable
 ///   server whose container has another ID than the recorded one is refused (the state belongs
@@ -51,7 +52,7 @@ public enum ServerContainer {
             throw MountError(.badInput, "\(address): \(message)")
         case .failure(.noContainer(let message)), .failure(.unreachable(let message)):
             guard let recordedID else {
-                throw MountError(.failed, "cannot reach \(address) for the first mount: \(message)")
+                throw MountError(.unreachable, "cannot reach \(address) for the first mount: \(message)")
             }
             logger.notice("\(address) unreachable; starting offline (\(message))")
             containerID = recordedID

@@ -200,7 +200,7 @@ struct ServerMountTest {
         #expect(badURL.status == 64, "\(badURL)")
 
         let nobody = try mount("http://127.0.0.1:1/box", ["--token-file", token])
-        #expect(nobody.status == 1, "\(nobody)")
+        #expect(nobody.status == 75, "\(nobody)")
         #expect(nobody.stderr.contains("cannot reach"), "\(nobody)")
 
         // The right token mounts.

@@ -88,6 +88,7 @@ struct FormatsDocumentTests {
         case .nextIno: return name(StateFact.nextIno)
         case .feedCursor: return name(StateFact.feedCursor)
         case .deferredIDs: return name(StateFact.deferredIDs)
+        case .treeAttached: return name(StateFact.treeAttached)
         case .lastSync: return name(StateFact.lastSync)
         case .writeFailures: return name(StateFact.writeFailures)
         }

@@ -39,6 +39,12 @@ public struct MountConfiguration: Sendable {
     public var createContainer = false
     /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
     public var deviceName: DeviceName?
+    /// How long a first mount waits for a container that does not answer before it fails, in
+    /// seconds (`--attach-timeout`; `FirstAttach`).
+    public var attachTimeout: Double = 30
+    /// Write `attaching N` lines on standard output before `ready` (set by the command that
+    /// starts the daemon in the background; `FirstAttach`).
+    public var reportAttachProgress = false
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -96,18 +102,6 @@ public enum MountDaemon {
             throw MountError(.cannotCreate, "cannot open the state in \(state.path): \(error)")
         }
 
-        let session: FuseSession
-        do {
-            session = try FuseSession(
-                fileSystem: fileSystem, mountpoint: configuration.mountpoint,
-                fsName: "syncfs:" + configuration.container,
-                cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
-                flags: configuration.kernelFlags, logger: logger)
-        } catch {
-            try? fileSystem.shutDown()
-            throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
-        }
-        session.installSignalHandlers()
         fileSystem.residency.setDownloadExclusions(configuration.noDownloadProcesses)
         fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
         var options = SyncEngine.Options()
@@ -118,8 +112,26 @@ public enum MountDaemon {
         if let budget = options.cacheBudget {
             logger.info("cache budget: \(budget) bytes")
         }
+        // The engine starts before the session: a first mount is served only once its tree is
+        // attached (`FirstAttach`); the kernel learns nothing before it is mounted.
         let engine = SyncEngine(fileSystem: fileSystem, container: container, options: options, logger: logger)
+        engine.prepareAttach()
         engine.start()
+        let session: FuseSession
+        do {
+            try FirstAttach.waitIfNeeded(engine, configuration: configuration, systemd: systemd, logger: logger)
+            session = try FuseSession(
+                fileSystem: fileSystem, mountpoint: configuration.mountpoint,
+                fsName: "syncfs:" + configuration.container,
+                cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
+                flags: configuration.kernelFlags, logger: logger)
+        } catch {
+            engine.stop()
+            try? fileSystem.shutDown()
+            if let error = error as? MountError { throw error }
+            throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
+        }
+        session.installSignalHandlers()
         MountRegistry.register(mountpoint: configuration.mountpoint)
         MountRecord(configuration).publish()
         defer {

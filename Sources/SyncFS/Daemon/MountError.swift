@@ -9,6 +9,8 @@ public struct MountError: Error, CustomStringConvertible, Sendable {
         case busy
         case permissionDenied
         case failed
+        /// The container did not answer for long enough (a first mount that could not attach).
+        case unreachable
     }
     public let kind: Kind
     public let description: String
@@ -27,6 +29,7 @@ public struct MountError: Error, CustomStringConvertible, Sendable {
         case .busy: return .temporaryFailure
         case .permissionDenied: return .permissionDenied
         case .failed: return .failure
+        case .unreachable: return .temporaryFailure
         }
     }
 }

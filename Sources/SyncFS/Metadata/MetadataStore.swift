@@ -95,6 +95,10 @@ final class MetadataStore: Sendable {
         wakeFlusher.signal()
     }
 
+    /// How many recorded changes wait for the flusher (a producer faster than it may commit
+    /// itself: `SyncEngine.followerHandled`).
+    var queuedChanges: Int { pending.withLock { $0.changes.count } }
+
     private func enqueue(_ change: MetadataChange) { enqueue([change]) }
 
     private func enqueue(_ changes: [MetadataChange]) {

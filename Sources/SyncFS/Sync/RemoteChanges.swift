@@ -153,7 +153,7 @@ extension RemoteChanges {
         node.removedRemotely = true
         node.ctime = now
         tree.record(.delete(node.ino))
-        tree.touchDirectory(parent, now: now)
+        entriesChangedRemotely(parent, now: now, tree: &tree)
         tree.releaseIfUnused(node.ino)
         return true
     }
@@ -171,11 +171,24 @@ extension RemoteChanges {
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
             tree.invalidate(.entry(parent: oldParentIno, name: node.name))
             tree.detach(node)
-            tree.touchDirectory(oldParent, now: Clock.nowNanoseconds())
+            entriesChangedRemotely(oldParent, now: Clock.nowNanoseconds(), tree: &tree)
         }
         tree.attach(node, to: parent, as: name)
         tree.invalidate(.entry(parent: parent.ino, name: name))
-        tree.touchDirectory(parent, now: Clock.nowNanoseconds())
+        entriesChangedRemotely(parent, now: Clock.nowNanoseconds(), tree: &tree)
+    }
+
+    /// A remote change added, removed or moved an entry of `directory`. Its mtime stays what the
+    /// container holds (a directory's mtime syncs only when set explicitly, and the one it gets
+    /// from changes to its entries is local to the mount that made them: doc/SEMANTICS.md, "What
+    /// syncs"), so attaching a tree or following changes never turns every directory's time into
+    /// the time they arrived. Its ctime, which is local, moves, so programs that compare a
+    /// directory's stat to notice new entries (git's untracked cache, file managers) still see
+    /// the change. Nothing is queued: this is not a local change.
+    private func entriesChangedRemotely(_ directory: Node, now: Int64, tree: inout TreeTransaction) {
+        directory.ctime = now
+        tree.recordChange(directory)
+        tree.invalidate(.attributes(directory.ino))
     }
 
     func update(

@@ -31,6 +31,7 @@ extension SyncEngine {
                 guard isRunning else { break }
                 cursor = batch.cursor
                 record()
+                followerHandled(batch.entries.count)
                 if !batch.entries.isEmpty { downloads.poke() }
                 if batch.moreComing {
                     markCaughtUp(false)
@@ -39,6 +40,7 @@ extension SyncEngine {
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
                 record()
                 markCaughtUp(deferred.isEmpty)
+                followerReachedEnd()
                 noteFailure(nil)
                 logFollowerSucceeded()
                 let wait = deferred.isEmpty ? options.feedWait : EngineDelay.deferredRetry

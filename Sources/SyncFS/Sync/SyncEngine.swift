@@ -49,6 +49,8 @@ final class SyncEngine: Sendable {
     let waitsForOthers = Mutex<[FileID: Int]>([:])
     /// Runs `merge=command:` merges off the uploader (one slow command delays only its file).
     let mergeWorker: MergeCommandWorker
+    /// Whether this mount's tree is attached, and the first attach's progress (`TreeAttach`).
+    let attach: TreeAttach
 
     struct State {
         var running = true
@@ -90,6 +92,7 @@ final class SyncEngine: Sendable {
         self.container = container
         self.refusals = refusals
         mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
+        attach = TreeAttach(facts: fileSystem.storedFacts)
         self.options = options
         self.logger = logger
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)

@@ -1,0 +1,83 @@
+import Foundation
+
+/// The first attach of a tree (`TreeAttach`): the daemon starts the engine before the FUSE
+/// session and waits here until the follower reached the end of the change feed.
+extension SyncEngine {
+    /// How a wait for the attach ended.
+    enum AttachOutcome: Equatable, Sendable {
+        /// The follower reached the end of the feed: the tree is the container's.
+        case attached(entries: Int)
+        /// The follower failed and made no progress for the whole limit; `reason` is its last
+        /// failure (the container unreachable, or refusing).
+        case stalled(entries: Int, reason: String)
+    }
+
+    /// Records that this mount's tree is not attached yet (`tree_attached` = 0), before the
+    /// follower starts, so that a crash in the middle leaves a directory the next mount attaches
+    /// again. Does nothing on a mount that does not need the attach.
+    func prepareAttach() {
+        guard attach.isNeeded else { return }
+        fileSystem.store.factSet(.treeAttached, false)
+    }
+
+    /// Changes the store may hold for its flusher before the follower commits them itself.
+    static let followerBacklogLimit = 8_192
+
+    /// The follower read a batch of `count` entries and handled them. Applied without the kernel
+    /// or the echo (a first attach), the follower outruns the store's flusher, and the records
+    /// queued behind it raised the daemon's RSS by ~40 MB at 100,000 entries (doc/PERFORMANCE.md):
+    /// past `followerBacklogLimit` queued changes the follower commits them itself, so the
+    /// backlog stays bounded while the flusher still works beside it. A failed commit keeps its
+    /// records queued for the flusher.
+    func followerHandled(_ count: Int) {
+        attach.noteEntries(count)
+        if fileSystem.store.queuedChanges > Self.followerBacklogLimit { try? fileSystem.store.commit(durable: false) }
+    }
+
+    /// The follower reached the end of the feed (and retried what it deferred): a needed attach is
+    /// complete, recorded behind the cursor that reached it.
+    func followerReachedEnd() {
+        guard attach.noteEndReached(), attach.isNeeded else { return }
+        fileSystem.store.record([.fact(.treeAttached, true)])
+    }
+
+    /// Waits until the follower reached the end of the feed once, calling `report` with the
+    /// entries handled so far about every `interval`. Gives up when the follower has been
+    /// failing without handling a single entry for `stallLimit` (a container unreachable since
+    /// the attach began, or one that refuses the feed); a slow but moving attach has no limit.
+    func waitUntilAttached(
+        stallLimit: Duration, interval: Duration = .seconds(1), report: (Int) -> Void
+    ) -> AttachOutcome {
+        let clock = ContinuousClock()
+        var lastEntries = -1
+        var stalledSince: ContinuousClock.Instant?
+        var lastReport = clock.now
+        while true {
+            let progress = attach.progress
+            if progress.endReached {
+                // `ready` means the attached tree (and `tree_attached` = 1) is on disk: a crash
+                // right after it does not make the next mount attach again (and wait for a
+                // container that may be away by then). A failure here only delays that write.
+                try? fileSystem.store.commit(durable: true)
+                return .attached(entries: progress.entries)
+            }
+            let now = clock.now
+            let failure = state.withLock { $0.lastFailure }
+            if progress.entries != lastEntries || failure == nil {
+                lastEntries = progress.entries
+                stalledSince = nil
+            } else if let since = stalledSince {
+                if now - since >= stallLimit, let failure {
+                    return .stalled(entries: progress.entries, reason: failure)
+                }
+            } else {
+                stalledSince = now
+            }
+            if now - lastReport >= interval {
+                lastReport = now
+                report(progress.entries)
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import SyncBackend
+import Testing
+
+@testable import SyncFS
+
+/// Which mounts must attach their tree before they serve, and the engine's wait for it
+/// (`TreeAttach`, `SyncEngine+Attach`; doc/SEMANTICS.md, "The first mount attaches the tree").
+@Suite struct TreeAttachTests {
+    @Test func onlyADirectoryThatNeverReachedTheEndOfTheFeedNeedsTheAttach() {
+        #expect(TreeAttach.isNeeded(StateFacts([:])), "a new state directory")
+        #expect(
+            TreeAttach.isNeeded(StateFacts(["tree_attached": "0", "feed_cursor": "42"])), "a first attach cut short")
+        #expect(!TreeAttach.isNeeded(StateFacts(["tree_attached": "1", "feed_cursor": "42"])))
+        #expect(!TreeAttach.isNeeded(StateFacts(["feed_cursor": "42", "mount_count": "3"])), "older than the fact")
+        #expect(TreeAttach.isNeeded(StateFacts(["mount_count": "1"])), "mounted, but never followed the feed")
+        #expect(TreeAttach.isNeeded(StateFacts(["tree_attached": "yes"])), "an unreadable value is absent")
+    }
+
+    @Test func theEndOfTheFeedIsNotedOnce() {
+        let attach = TreeAttach(facts: StateFacts([:]))
+        attach.noteEntries(256)
+        attach.noteEntries(10)
+        #expect(attach.progress == TreeAttach.Progress(entries: 266, endReached: false))
+        #expect(attach.noteEndReached())
+        #expect(!attach.noteEndReached())
+        #expect(attach.progress.endReached)
+    }
+
+    /// A fresh state directory attaches a container's entries, records `tree_attached` = 1, and
+    /// the next load of the same database no longer needs the attach.
+    @Test func anAttachCompletesAndIsRecorded() throws {
+        let source = InMemoryContainer()
+        let seeding = try FileSystemFixture()
+        let seeder = SyncEngine(fileSystem: seeding.fs, container: source, logger: .init(label: "t"))
+        seeder.start()
+        for index in 0..<20 { try seeding.makeFile("f\(index)", contents: Array("x".utf8)) }
+        let uploaded = waitFor(timeout: 30) { seeding.fs.outbox.items.isEmpty }
+        seeder.stop()
+        try #require(uploaded, "the seeding mount did not upload its files")
+
+        let fixture = try FileSystemFixture()
+        let engine = SyncEngine(fileSystem: fixture.fs, container: source, logger: .init(label: "t"))
+        #expect(engine.attach.isNeeded)
+        engine.prepareAttach()
+        engine.start()
+        defer { engine.stop() }
+        let outcome = engine.waitUntilAttached(stallLimit: .seconds(30)) { _ in }
+        guard case .attached(let entries) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(entries >= 20, "entries handled: \(entries)")
+        #expect(engine.progress.feedCaughtUp, "caught up once attached")
+        let names = fixture.fs.live.transact { tree in tree.nodes[.root].map { $0.children.count } ?? 0 }
+        #expect(names == 20, "every file is in the tree when the wait returns: \(names)")
+        let stored = try fixture.fs.store.load().facts
+        #expect(stored[.treeAttached] == true, "recorded and committed before the wait returns")
+        #expect(!TreeAttach.isNeeded(stored))
+    }
+
+    /// A container that fails every call: the wait gives up after the stall limit with the
+    /// follower's failure, and nothing was attached.
+    @Test func aContainerThatNeverAnswersEndsTheWaitAfterTheStallLimit() throws {
+        let fixture = try FileSystemFixture()
+        let container = FaultInjectingContainer(InMemoryContainer())
+        container.startOutage()
+        let engine = SyncEngine(fileSystem: fixture.fs, container: container, logger: .init(label: "t"))
+        engine.prepareAttach()
+        engine.start()
+        defer { engine.stop() }
+        let started = ContinuousClock.now
+        let outcome = engine.waitUntilAttached(stallLimit: .milliseconds(300)) { _ in }
+        guard case .stalled(let entries, let reason) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
+        #expect(entries == 0)
+        #expect(reason.contains("injected outage"), "\(reason)")
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        #expect(TreeAttach.isNeeded(try fixture.fs.store.load().facts), "still a first mount")
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` seconds pass.
+private func waitFor(timeout: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}
