@@ -95,6 +95,10 @@ extension SyncFileSystem {
     /// neither open nor writing (`openForEcho`).
     func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
+        // Writes never meet an unchecked cached copy (a damaged one is downloaded first).
+        if flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC == 0, let node = try? live.transact({ try $0.node(ino) }) {
+            residency.verifyBeforeWriting(node)
+        }
         return try residency.openingWithDownloads { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
@@ -214,7 +218,8 @@ extension SyncFileSystem {
 
     /// The read path's one question, asked before the adapter replies straight from the handle's
     /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
-    /// atomic load), unless its content was lost (EIO). A placeholder: they are downloaded (the read waits for the chunks holding
+    /// atomic load), unless its content was lost (EIO) or its cached copy is not yet checked
+    /// since the mount (its chunks in the range are checked; a damaged copy is downloaded again). A placeholder: they are downloaded (the read waits for the chunks holding
     /// them), unless the reader is a process that must not start downloads
     /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
     /// `EACCES` for bytes not here yet.
@@ -224,6 +229,9 @@ extension SyncFileSystem {
         if handle.node.contentIsLocal.load(ordering: .acquiring) {
             // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
             if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            // The first reads after a mount check the cached copy (a damaged one is downloaded again).
+            guard handle.node.contentUnverified.load(ordering: .relaxed) else { return }
+            try residency.ensureContent(handle, offset: offset, count: count)
             return
         }
         if residency.downloadsExcluded(for: processName)

@@ -26,6 +26,7 @@ extension SyncEngine {
                     total: transfer.total)
             }.sorted { $0.path < $1.path }, conflicts: conflicts.unresolvedCount(),
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
+        status.damagedCacheCopies = fileSystem.residency.damagedCopiesFound.load(ordering: .relaxed)
         status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
         status.changesWaiting = status.pendingEntries
         status.upToDate = status.online && progress.feedCaughtUp && status.pendingEntries == 0
@@ -77,6 +78,9 @@ public struct SyncStatus: Codable, Sendable {
     public var refusedRemoteEntries: [RefusedRemoteEntry]
     /// Rules files with an error now (`RulesWatch`).
     public var rulesErrors: [RulesFileError]
+    /// Cached copies found damaged (not matching their chunk hashes) since the mount: discarded,
+    /// downloaded again when read (doc/SEMANTICS.md, "Damaged cached content").
+    public var damagedCacheCopies: Int?
 }
 
 public struct FailingEntry: Codable, Sendable {

@@ -40,7 +40,8 @@ extension ContentResidency {
         if node.contentIsLocal.load(ordering: .acquiring) {
             // Lost content (`ContentLifecycle.hydrationStarted`): no bytes to give.
             if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
-            return
+            // A copy found damaged is a placeholder now: downloaded below.
+            if verifyCachedContent(handle, offset: offset, count: count) { return }
         }
         guard let hydration = try hydration(of: node) else { return }
         try hydration.waitFor(offset: offset, count: count)
@@ -101,6 +102,7 @@ extension ContentResidency {
     /// download (`truncatingTo: 0`); any other change needs the whole content first.
     func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
         if node.contentLost.load(ordering: .acquiring) { try leaveLostContent(node, truncatingTo: size) }
+        if size != 0 { verifyBeforeWriting(node) }
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         if size == 0 {
             let done = live.transact { tree in

@@ -21,6 +21,8 @@ final class ContentResidency: Sendable, HoldsTheTree {
     let downloadExclusions = Mutex<Set<String>>([])
     /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
     let lastUnreachableDownload = Atomic<Int64>(0)
+    /// Cached copies found damaged since the mount (discarded and downloaded again; `status`).
+    let damagedCopiesFound = Atomic<Int>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
