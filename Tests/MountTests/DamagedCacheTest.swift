@@ -38,8 +38,11 @@ import Testing
         if when == .whileMounted { try damage() }
         let read = try readFile(folder.path("big.bin"))
         #expect(read.count == good.count)
-        #expect(firstDifference(read, good) == nil, "the good bytes are served (first wrong byte: \(firstDifference(read, good).map(String.init) ?? "none"))")
-        #expect(try readFile(folder.path("small.txt")) == bytes("a small clean file\n"), "an intact copy reads as before")
+        #expect(
+            firstDifference(read, good) == nil,
+            "the good bytes are served (first wrong byte: \(firstDifference(read, good).map(String.init) ?? "none"))")
+        #expect(
+            try readFile(folder.path("small.txt")) == bytes("a small clean file\n"), "an intact copy reads as before")
         #expect(folder.daemonLog().contains("is damaged"), "logged:\n\(folder.daemonLog())")
         #expect(try folder.syncStatus().damagedCacheCopies == 1, "counted in status")
         #expect(try readFile(cacheFile) == good, "the copy was downloaded again")
@@ -62,13 +65,17 @@ import Testing
             let cacheFile = try #require(try LocalFaultsTest.cacheFiles(a.stateDir, holding: good).first)
             try a.unmount()
             try withFile(cacheFile, O_WRONLY) { fd in
-                let written = [UInt8](repeating: 0x5a, count: 100).withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 1000) }
+                let written = [UInt8](repeating: 0x5a, count: 100).withUnsafeBytes {
+                    pwrite(fd, $0.baseAddress, $0.count, 1000)
+                }
                 try #require(written == 100)
             }
             try a.remount()
             try withFile(a.path("doc.bin"), O_WRONLY | O_APPEND) { fd in try writeAll(fd, bytes("appended")) }
             #expect(a.expectSync())
-            #expect(waitUntil(timeout: 30) { try readFile(b.path("doc.bin")) == good + bytes("appended") }, "\(a.daemonLog())")
+            #expect(
+                waitUntil(timeout: 30) { try readFile(b.path("doc.bin")) == good + bytes("appended") },
+                "\(a.daemonLog())")
         }
     }
 }
