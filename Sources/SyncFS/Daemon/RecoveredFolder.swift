@@ -13,7 +13,7 @@ struct RecoveredFolder {
     static func make(in destination: String, now: Date) throws(MountError) -> RecoveredFolder {
         let parent = Glibc.open(destination, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard parent >= 0 else {
-            throw MountError(.badInput, "cannot use \(destination): \(String(cString: strerror(errno)))")
+            throw MountError(.cannotCreate, "cannot use \(destination): \(String(cString: strerror(errno)))")
         }
         defer { close(parent) }
         let formatter = DateFormatter()
