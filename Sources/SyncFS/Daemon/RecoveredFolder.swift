@@ -33,6 +33,13 @@ struct RecoveredFolder {
                 throw MountError(
                     .cannotCreate, "cannot open \(destination)/\(name): \(String(cString: strerror(errno)))")
             }
+            // Another user able to write in DIR could have swapped a directory of theirs in
+            // between mkdirat and openat: the folder must be ours.
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_uid == geteuid() else {
+                close(fd)
+                throw MountError(.cannotCreate, "\(destination)/\(name) was replaced while it was made; not used")
+            }
             // mkdirat applied the umask: the folder is private whatever it is.
             fchmod(fd, 0o700)
             _ = fsync(parent)
