@@ -48,6 +48,25 @@ extension SyncEngineTests {
         #expect(pair.b.cacheContents(of: ino) == good, "the cache file holds the good bytes again")
     }
 
+    /// An intact copy is checked once: after its first complete read the mark is gone, so later
+    /// reads cost one atomic load.
+    @Test func anIntactCopyIsCheckedOnceThenServedWithoutChecks() async throws {
+        let pair = try SyncedPair()
+        let good = bytes(String(repeating: "an intact line\n", count: 200_000))
+        try pair.a.makeFile("doc.txt", contents: good)
+        try await pair.eventually("doc.txt on B") { (try? contents(pair.b, "doc.txt")) == good }
+        try pair.restartB()
+        let ino = try pair.b.lookupIno("doc.txt")
+        let node = try #require(pair.b.fs.live.transact { $0.nodes[ino] })
+        let before = node.contentUnverified.load(ordering: .relaxed)
+        #expect(before, "unchecked after the mount")
+        #expect(try contents(pair.b, "doc.txt") == good)
+        let after = node.contentUnverified.load(ordering: .relaxed)
+        #expect(!after, "checked once")
+        #expect(pair.b.fs.live.transact { _ in node.verification == nil })
+        #expect(pair.b.fs.residency.damagedCopiesFound.load(ordering: .relaxed) == 0)
+    }
+
     /// A file with a local change queued has no manifest to be checked against: never discarded.
     @Test func aModifiedFileIsNeverCheckedAgainstTheOldManifest() async throws {
         let base = InMemoryContainer()

@@ -25,6 +25,8 @@ final class CacheVerification: @unchecked Sendable {
     private let lock = NSLock()
     private var verified: [Bool]
     private var remaining: Int
+    /// Reused for each chunk read (under `lock`): no allocation per chunk.
+    private var buffer: [UInt8] = []
 
     init(manifest: [ChunkRef]) {
         self.manifest = manifest
@@ -47,7 +49,9 @@ final class CacheVerification: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         for index in chunks(offset: offset, count: count) where !verified[index] {
-            guard Self.holds(manifest[index], at: offsets[index], in: descriptor) else { return .damaged(index: index) }
+            guard Self.holds(manifest[index], at: offsets[index], in: descriptor, buffer: &buffer) else {
+                return .damaged(index: index)
+            }
             verified[index] = true
             remaining -= 1
         }
@@ -73,17 +77,18 @@ final class CacheVerification: @unchecked Sendable {
     }
 
     /// True if the file holds exactly `ref`'s bytes at `offset` (a short read or an I/O error: no).
-    static func holds(_ ref: ChunkRef, at offset: Int64, in descriptor: Int32) -> Bool {
-        var bytes = [UInt8](repeating: 0, count: Int(ref.length))
-        var done = 0
-        while done < bytes.count {
-            let count = bytes.withUnsafeMutableBytes {
-                pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done))
+    static func holds(_ ref: ChunkRef, at offset: Int64, in descriptor: Int32, buffer: inout [UInt8]) -> Bool {
+        let length = Int(ref.length)
+        if buffer.count < length { buffer = [UInt8](repeating: 0, count: length) }
+        return buffer.withUnsafeMutableBytes { space in
+            var done = 0
+            while done < length {
+                let count = pread(descriptor, space.baseAddress! + done, length - done, off_t(offset) + off_t(done))
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                done += count
             }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return false }
-            done += count
+            return ChunkCodec.hash(UnsafeRawBufferPointer(rebasing: space[0..<length])) == ref.hash
         }
-        return bytes.withUnsafeBytes { ChunkCodec.hash($0) } == ref.hash
     }
 }

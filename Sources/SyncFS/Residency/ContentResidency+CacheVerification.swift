@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 import Logging
 import SyncBackend
@@ -76,27 +75,18 @@ extension ContentResidency {
 
     /// The copy of `node` failed `check` at chunk `chunk`: unless it changed since (then it is a
     /// program's and nothing is discarded), the file becomes a placeholder (recorded, so a crash
-    /// keeps it one), the kernel's pages of it are dropped, and it is logged and counted. The
-    /// cache file stays: the download that follows checks each chunk on disk and fetches only
-    /// those that fail (`Hydration.resumes`). True if discarded.
+    /// keeps it one), and it is logged and counted. The cache file stays: the download that
+    /// follows checks each chunk on disk and fetches only those that fail (`Hydration.resumes`).
+    /// True if discarded.
     ///
-    /// The kernel's pages: it can only hold bytes of chunks that passed the check (every read
-    /// that reaches the daemon is checked first), and the download restores the same bytes, so
-    /// its pages stay true; they are dropped anyway, from a thread of its own: sent from the read
-    /// request that found the damage, the invalidation would wait for the page that read holds
-    /// locked until it is answered (a deadlock, seen in `DamagedCacheTest`).
+    /// The kernel's cached pages of the file are left as they are, on purpose: every read that
+    /// reaches the daemon is checked before it is answered, so the kernel holds only chunks that
+    /// passed (and the download restores the same bytes). Invalidating them is not only useless
+    /// but harmful here: sent from the read request that found the damage, the invalidation waits
+    /// for the page that request holds locked until it is answered — a deadlock (seen in
+    /// `DamagedCacheTest`); sent from another thread, it waits in the kernel until the download
+    /// ends, and a daemon killed meanwhile could not exit (ARCHITECTURE.md, "Dying").
     private func discardDamagedCopy(_ node: Node, check: CacheVerification, token: UInt64, chunk: Int) -> Bool {
-        let discarded = discardDamagedCopyLocked(node, check: check, token: token, chunk: chunk)
-        if discarded {
-            let ino = node.ino
-            let thread = Thread { [live] in live.transact { tree in tree.invalidate(.content(ino)) } }
-            thread.name = "syncfs-invalidate"
-            thread.start()
-        }
-        return discarded
-    }
-
-    private func discardDamagedCopyLocked(_ node: Node, check: CacheVerification, token: UInt64, chunk: Int) -> Bool {
         live.transact { tree in
             guard node.verification === check, node.contentUnchanged(since: token),
                 cachedContentToVerify(node, in: tree) == check.manifest
