@@ -196,6 +196,9 @@ extension ContentResidency {
             node.hydration = nil
             if complete {
                 node.contentIsLocal.store(true, ordering: .releasing)
+                // Every chunk was checked on its way in (an evicted copy marked at mount is done).
+                node.contentUnverified.store(false, ordering: .releasing)
+                node.verification = nil
                 node.retiredManifest = nil
                 node.lastUsed = Clock.nowNanoseconds()
                 if !node.isUnlinked {
