@@ -22,6 +22,15 @@ import Testing
 
     @Test func theCachedContentIsMovedIntoAPrivateFolderAndTheStateMountsAgain() throws {
         let fixture = try lostState()
+        let id = try #require(
+            FileManager.default.subpathsOfDirectory(atPath: fixture.cachePath).first { $0.count == 35 }
+        )
+        .suffix(32)
+        // The daemon's log named the file when its upload failed: a hint for RECOVERED.txt.
+        let log =
+            "2026-11-18T11:00:00+0000 notice syncfs: [SyncFS] upload of docs/queued.txt (\(id)) failed (attempt 1): refused\n"
+        #expect(
+            FileManager.default.createFile(atPath: fixture.directory.path + "/syncfs.log", contents: Data(log.utf8)))
         let destination = TemporaryDirectory()
         let oldMask = umask(0)
         defer { umask(oldMask) }
@@ -38,7 +47,8 @@ import Testing
         #expect(lstat(folder, &info) == 0 && info.st_mode & 0o7777 == 0o700, "the folder is private whatever the umask")
         #expect(lstat(folder + "/" + file.name, &info) == 0 && info.st_mode & 0o7777 == 0o600)
         let index = try String(contentsOfFile: folder + "/RECOVERED.txt", encoding: .utf8)
-        #expect(index.contains("\(file.name)\t24"))
+        #expect(index.contains("\(file.name)\t24\tdocs/queued.txt\n"), "\(index)")
+        #expect(file.name == String(id))
         // The cache is empty: the state directory starts over.
         _ = try FileSystemFixture.open(fixture.directory.path)
     }

@@ -12,7 +12,8 @@ import SyncBackend
 /// when the destination is on another file system) into a new folder
 /// `DIR/SyncFS recovered YYYY-MM-DD HHMMSS` (0700), named by its file ID, with its
 /// modification time, plus `RECOVERED.txt` listing them. Empty cache files (spare files made
-/// ahead of creates, or empty files) hold nothing and are removed. The cache is then empty, so the
+/// ahead of creates, or empty files) hold nothing and are removed. Where the daemon's log named a
+/// file ID with a path (`RecoveryHints`), `RECOVERED.txt` gives it. The cache is then empty, so the
 /// next mount starts over and attaches the container's tree; nothing the cache held is lost.
 public enum LostStateRecovery {
     /// One recovered file.
@@ -21,6 +22,8 @@ public enum LostStateRecovery {
         /// Its name in the recovered folder.
         public let name: String
         public let bytes: Int64
+        /// The last path the daemon's log gave this file, if any (`RecoveryHints`).
+        let lastLoggedPath: String?
     }
 
     /// What `recover` did.
@@ -73,6 +76,7 @@ public enum LostStateRecovery {
             }
         }
         guard !found.isEmpty else { return Outcome(folder: nil, files: [], emptyRemoved: emptyRemoved) }
+        let hints = RecoveryHints.lastPaths(inLog: state.logPath)
         let folder = try RecoveredFolder.make(in: destination, now: now)
         defer { close(folder.descriptor) }
         var recovered: [Recovered] = []
@@ -85,7 +89,8 @@ public enum LostStateRecovery {
                 try? folder.writeIndex(recovered, statePath: state.path, now: now)
                 throw error
             }
-            recovered.append(Recovered(fileID: file.id.hex, name: name, bytes: file.size))
+            recovered.append(
+                Recovered(fileID: file.id.hex, name: name, bytes: file.size, lastLoggedPath: hints[file.id.hex]))
         }
         try folder.writeIndex(recovered, statePath: state.path, now: now)
         return Outcome(folder: folder.path, files: recovered, emptyRemoved: emptyRemoved)

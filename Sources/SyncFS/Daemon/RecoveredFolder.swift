@@ -109,11 +109,13 @@ struct RecoveredFolder {
             The database held the files' names; without it they are named by their file ID.
             They are every piece of content the cache held: edits and new files not yet uploaded,
             and copies of files that were already synced. Compare them with the mounted folder,
-            keep what is missing there, then delete this folder.
+            keep what is missing there, then delete this folder. "last path in the log" is the
+            last path the daemon's log (syncfs.log) gave the file, when it named it at all (a
+            failed upload, a download, lost or damaged content): a hint, possibly out of date.
 
-            name\tbytes\n
+            name\tbytes\tlast path in the log\n
             """
-        for file in files { text += "\(file.name)\t\(file.bytes)\n" }
+        for file in files { text += "\(file.name)\t\(file.bytes)\t\(file.lastLoggedPath ?? "")\n" }
         let fd = openat(descriptor, "RECOVERED.txt", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw MountError(.cannotCreate, "cannot create \(path)/RECOVERED.txt: \(String(cString: strerror(errno)))")
