@@ -45,6 +45,8 @@ import Testing
             try readFile(folder.path("small.txt")) == bytes("a small clean file\n"), "an intact copy reads as before")
         #expect(folder.daemonLog().contains("is damaged"), "logged:\n\(folder.daemonLog())")
         #expect(try folder.syncStatus().damagedCacheCopies == 1, "counted in status")
+        let human = ModelProcess.run([try TestFolder.binaryPath(), "status", folder.root], timeout: 60)
+        #expect(human.stdout.contains("damaged cached copies: 1 since the mount"), "\(human.stdout)")
         #expect(try readFile(cacheFile) == good, "the copy was downloaded again")
         // The next mount reads the repaired copy (and counts nothing).
         try folder.unmount()
