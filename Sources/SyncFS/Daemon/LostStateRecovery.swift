@@ -49,6 +49,9 @@ public enum LostStateRecovery {
         guard lstat(state.cachePath, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
             throw MountError(.badInput, "\(state.path) has no cache directory: nothing to recover")
         }
+        // The mount's own checks: this user's directory (another user's could plant a link where
+        // the lock or the cache goes), made private.
+        try state.create()
         // Held until done: no daemon starts on the directory meanwhile (nor runs on it now).
         let lock = try state.lock()
         defer { close(lock) }
