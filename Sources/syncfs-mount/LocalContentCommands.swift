@@ -263,6 +263,11 @@ enum StatusReport {
         lines.append(
             "cache: \(HumanUnits.bytes(status.cachedBytes))"
                 + (status.cacheBudget.map { " of \(HumanUnits.bytes($0)) budget" } ?? ""))
+        if let damaged = status.damagedCacheCopies, damaged > 0 {
+            lines.append(
+                "damaged cached copies: \(damaged) since the mount (discarded, downloaded again when read; see the log)"
+            )
+        }
         lines.append(
             "queue: \(HumanUnits.count(status.pendingEntries, "change")), \(HumanUnits.bytes(status.pendingBytes))")
         let terminal = isatty(STDOUT_FILENO) != 0

@@ -112,7 +112,7 @@ import Testing
             message = "\(error)"
         }
         #expect(message.contains("state.db is missing or empty"), "\(message)")
-        #expect(message.contains("move the directory aside"), "says how to recover")
+        #expect(message.contains("syncfs-mount recover"), "says how to recover")
         #expect(message.contains("65"), "exit status 65 (EX_DATAERR): \(message)")
         #expect(
             try Self.cacheFiles(folder.stateDir, holding: bytes("an edit not yet uploaded\n")) == cached,

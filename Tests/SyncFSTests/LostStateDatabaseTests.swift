@@ -33,7 +33,7 @@ import Testing
         }
         let error = try #require(refusal, "a fresh start over a used cache is refused")
         #expect(error.description.contains("state.db is missing or empty"))
-        #expect(error.description.contains("move the directory aside"))
+        #expect(error.description.contains("syncfs-mount recover"))
         #expect(
             FileManager.default.contents(atPath: cacheFile).map(Array.init) == bytes("an edit not yet uploaded"),
             "the cache file holding the edit is left as it was")

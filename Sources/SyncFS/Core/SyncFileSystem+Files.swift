@@ -95,6 +95,10 @@ extension SyncFileSystem {
     /// neither open nor writing (`openForEcho`).
     func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
         if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
+        // Writes never meet an unchecked cached copy (a damaged one is downloaded first).
+        if flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC == 0, let node = try? live.transact({ try $0.node(ino) }) {
+            residency.verifyBeforeWriting(node)
+        }
         return try residency.openingWithDownloads(for: caller.pid) { () throws(FSError) in
             try live.transact { tree throws(FSError) -> Opening<OpenFile> in
                 let node = try tree.node(ino)
@@ -214,13 +218,12 @@ extension SyncFileSystem {
     ) throws(FSError) -> Int {
         guard handle.node.contentIsLocal.load(ordering: .acquiring) else { throw .stale }
         residency.throttleWriteIfOverBudget()
-        guard admitsWrite(count) else {
+        handle.node.beginContentChange()
+        defer { handle.node.endContentChange() }
+        guard let copied = admittedWrite(count, { copy(handle.descriptor) }) else {
             noteWriteFailed(handle.node, code: ENOSPC)
             throw .fromErrno(ENOSPC)
         }
-        handle.node.beginContentChange()
-        defer { handle.node.endContentChange() }
-        let copied = copy(handle.descriptor)
         guard copied >= 0 else {
             noteWriteFailed(handle.node, code: Int32(-copied))
             throw .fromErrno(Int32(-copied))
@@ -250,9 +253,11 @@ extension SyncFileSystem {
 
     /// The read path's one question, asked before the adapter replies straight from the handle's
     /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
-    /// atomic load; nil), unless its content was lost (EIO). A placeholder: they are downloaded,
-    /// and the answer is the reader's `ChunkWait` (the adapter replies when it ends: no thread
-    /// waits), unless the reader is a process that must not start downloads
+    /// atomic load; nil), unless its content was lost (EIO) or its cached copy is not yet checked
+    /// since the mount (the chunks in the range are checked first; a damaged copy becomes a
+    /// placeholder). A placeholder: they are downloaded, and the answer is the reader's
+    /// `ChunkWait` (the adapter replies when it ends: no thread waits), unless the reader is a
+    /// process that must not start downloads
     /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
     /// `EACCES` for bytes not here yet.
     func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
@@ -261,7 +266,10 @@ extension SyncFileSystem {
         if handle.node.contentIsLocal.load(ordering: .acquiring) {
             // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
             if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
-            return nil
+            // The first reads after a mount check the cached copy (a damaged one becomes a
+            // placeholder, downloaded: the reader waits for its chunks like any placeholder's).
+            guard handle.node.contentUnverified.load(ordering: .relaxed) else { return nil }
+            return try residency.contentWait(handle, offset: offset, count: count)
         }
         if residency.downloadsExcluded(for: processName)
             && !residency.contentPresent(handle, offset: offset, count: count)

@@ -4,11 +4,14 @@ import SyncBackend
 /// The write path's side of a full or failing disk (issue #14 item 1; doc/SEMANTICS.md, "Full
 /// disk"): a write that fails is the program's error and makes the file write-failed
 /// (`WriteFailures`); while the state database's reserve is released, writes into files must
-/// leave its room free (`SpaceReserve.admits`).
+/// leave its room free (`SpaceReserve.admitting`).
 extension SyncFileSystem {
-    /// Whether `count` more bytes may go into a cache file without taking the room kept for the
-    /// state database.
-    func admitsWrite(_ count: Int) -> Bool { store.reserve?.admits(count) ?? true }
+    /// Runs `write` (`count` bytes into a cache file) unless that would take the room kept for the
+    /// state database (`SpaceReserve.admitting`); nil if refused.
+    func admittedWrite(_ count: Int, _ write: () -> Int) -> Int? {
+        guard let reserve = store.reserve else { return write() }
+        return reserve.admitting(count, write)
+    }
 
     /// A write into `node`'s cache file failed with `code`. If the bytes may not all have landed
     /// (`WriteFailures.marks`), the file becomes write-failed: committed durably (the reserve

@@ -5,7 +5,8 @@ import SyncBackend
 /// fresh there would silently drop the queue (queued edits and new files) and then delete the
 /// cache files that hold them (`Namespace.reconcileCache` removes cache files without an entry).
 /// The file system refuses to load instead (`Refusal`; the daemon exits with
-/// `ExitStatus.badInput`, doc/CLI.md) and says how to recover; the cache files are left untouched.
+/// `ExitStatus.badInput`, doc/CLI.md) and names `syncfs-mount recover` (`LostStateRecovery`);
+/// the cache files are left untouched.
 enum UsedStateGuard {
     /// Why the state was not loaded, with what to do.
     struct Refusal: Error, CustomStringConvertible, Sendable {
@@ -22,8 +23,8 @@ enum UsedStateGuard {
         throw Refusal(
             description: "the state directory \(statePath) was used before (its cache holds \(cached) file(s)) but its"
                 + " database state.db is missing or empty: starting fresh would drop the changes not yet"
-                + " uploaded. Nothing was changed. To start fresh, move the directory aside"
-                + " (mv \(statePath) \(statePath).lost), which keeps its cache files (named by file ID"
-                + " under cache/) for recovering content by hand, then mount again.")
+                + " uploaded. Nothing was changed. To get the cached content back (named by file ID; the"
+                + " names were in the database) and start over: syncfs-mount recover \(statePath) --into DIR,"
+                + " then mount again (doc/CLI.md, \"recover\").")
     }
 }

@@ -37,6 +37,7 @@ extension SyncEngine {
                     total: transfer.total)
             }.sorted { $0.path < $1.path }, conflicts: conflicts.unresolvedCount(),
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
+        status.damagedCacheCopies = fileSystem.residency.damagedCopiesFound.load(ordering: .relaxed)
         status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
@@ -92,6 +93,9 @@ public struct SyncStatus: Codable, Sendable {
     /// The disk holding the state directory is full: the state database's reserve is in use
     /// (`SpaceReserve`) or less than 1 MiB is free. Nil from a daemon without a reserve.
     public var stateDiskFull: Bool?
+    /// Cached copies found damaged (not matching their chunk hashes) since the mount: discarded,
+    /// downloaded again when read (doc/SEMANTICS.md, "Damaged cached content").
+    public var damagedCacheCopies: Int?
 }
 
 public struct FailingEntry: Codable, Sendable {

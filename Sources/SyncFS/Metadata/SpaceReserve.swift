@@ -16,7 +16,10 @@ import Synchronization
 /// once the disk has room for it and `margin` more (looked at most once a second).
 ///
 /// Thread safety: `release` and `replenish` are called with the store's connection lock held
-/// (one at a time); `isHeld` and `admits` from any thread.
+/// (one at a time); `isHeld` and `admitting` from any thread. A write admitted while the reserve
+/// was held must not land in the room its release frees (the kernel's write-back sends many at
+/// once, far more than the reserve): writes run inside `admitting`, and `release` waits for those
+/// under way before it deletes the file (`gate`); writes after it see the reserve released.
 final class SpaceReserve: Sendable {
     /// 8 MiB: two full WAL cycles of SQLite's default checkpoint (1,000 pages of 4 KiB), so a
     /// full disk still takes thousands of unlinks, renames and mkdirs and a mount
@@ -31,6 +34,8 @@ final class SpaceReserve: Sendable {
     private let held = Atomic<Bool>(false)
     /// When `replenish` last looked at the disk (CLOCK_MONOTONIC seconds).
     private let lastLook = Atomic<Int64>(0)
+    /// Writes into cache files (shared) against `release` (exclusive).
+    private let gate = WriteGate()
 
     /// The reserve in `directory` (the state directory). Made now if the disk has room; a
     /// reserve left by an earlier mount is taken over.
@@ -57,6 +62,16 @@ final class SpaceReserve: Sendable {
         return free >= size + Int64(count)
     }
 
+    /// Runs `write` (which puts `count` bytes into a cache file) if `admits(count)`, so that a
+    /// `release` cannot happen between the decision and the write; nil if not admitted. `write`
+    /// must not commit to the store (the store's commit may `release`, which waits for it).
+    func admitting<T>(_ count: Int, _ write: () throws -> T) rethrows -> T? {
+        try gate.shared { () throws -> T? in
+            guard admits(count) else { return nil }
+            return try write()
+        }
+    }
+
     /// The disk is full: the reserve is not held (released, or never made for want of room), or
     /// less than `margin` is free.
     var diskIsFull: Bool { !isHeld || (freeBytes() ?? .max) < Self.margin }
@@ -64,7 +79,9 @@ final class SpaceReserve: Sendable {
     /// Deletes the reserve file. True if it was held (the caller may retry what failed).
     @discardableResult
     func release() -> Bool {
-        guard held.exchange(false, ordering: .acquiringAndReleasing) else { return false }
+        // Writes admitted while it was held end first; later ones see it released.
+        let released = gate.exclusive { held.exchange(false, ordering: .acquiringAndReleasing) }
+        guard released else { return false }
         unlink(path)
         logger?.warning(
             "the disk holding the state directory is full: released its reserve of \(size) bytes for the state database; writes into files fail until \(size) bytes are free again"

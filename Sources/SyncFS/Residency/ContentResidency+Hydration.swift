@@ -44,7 +44,8 @@ extension ContentResidency {
         if node.contentIsLocal.load(ordering: .acquiring) {
             // Lost content (`ContentLifecycle.hydrationStarted`): no bytes to give.
             if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
-            return
+            // A copy found damaged is a placeholder now: downloaded below.
+            if verifyCachedContent(handle, offset: offset, count: count) { return }
         }
         guard let hydration = try hydration(of: node) else { return }
         try hydration.waitFor(offset: offset, count: count)
@@ -58,7 +59,8 @@ extension ContentResidency {
         let node = handle.node
         if node.contentIsLocal.load(ordering: .acquiring) {
             if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
-            return nil
+            // A copy found damaged is a placeholder now: downloaded below.
+            if verifyCachedContent(handle, offset: offset, count: count) { return nil }
         }
         guard let hydration = try hydration(of: node) else { return nil }
         return try hydration.wait(offset: offset, count: count)
@@ -130,6 +132,7 @@ extension ContentResidency {
         if size == 0 && node.writeFailure.load(ordering: .acquiring) != 0 {
             live.transact { tree in tree.clearWriteFailure(node) }
         }
+        if size != 0 { verifyBeforeWriting(node) }
         if node.contentIsLocal.load(ordering: .acquiring) { return }
         if size == 0 {
             let done = live.transact { tree in
@@ -223,6 +226,9 @@ extension ContentResidency {
             node.hydration = nil
             if complete {
                 node.contentIsLocal.store(true, ordering: .releasing)
+                // Every chunk was checked on its way in (an evicted copy marked at mount is done).
+                node.contentUnverified.store(false, ordering: .releasing)
+                node.verification = nil
                 node.retiredManifest = nil
                 node.lastUsed = Clock.nowNanoseconds()
                 if !node.isUnlinked {

@@ -24,6 +24,8 @@ final class ContentResidency: Sendable, HoldsTheTree {
     /// When a download last gave up on a container that did not answer (its call failed only at
     /// its deadline: a hung server; ns; 0: since succeeded).
     let lastUnansweredDownload = Atomic<Int64>(0)
+    /// Cached copies found damaged since the mount (discarded and downloaded again; `status`).
+    let damagedCopiesFound = Atomic<Int>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).

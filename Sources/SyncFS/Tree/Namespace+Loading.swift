@@ -42,6 +42,7 @@ extension Namespace {
         }
         cache.removeTemporaryFiles()
         reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
+        markCachedContentUnverified(tree, outbox: outbox)
         return tree
     }
 

@@ -50,6 +50,9 @@ final class Node: @unchecked Sendable {
     var lastUsed: Int64
     /// Files: the download of a placeholder in progress, shared by its readers.
     var hydration: Hydration?
+    /// Files: the check of a clean cached copy against its manifest while its first reads after
+    /// the mount run (`contentUnverified`); nil once done or never needed.
+    var verification: CacheVerification?
     /// A placeholder replaced by a remote change while the kernel still knew it: the manifest of
     /// the content its open handles were opened on (its file ID is a throwaway by then).
     var retiredManifest: [ChunkRef]?
@@ -71,6 +74,12 @@ final class Node: @unchecked Sendable {
     /// holes where its bytes did not land, so nothing is uploaded until a truncation to 0
     /// (`O_TRUNC`) or its removal (`Tree/WriteFailures.swift`). Kept in the `write_failures` fact.
     let writeFailure = Atomic<Int32>(0)
+    /// This clean local file's cached copy has not yet been checked against its manifest's chunk
+    /// hashes since the mount (issue #14 item 3): its reads check the chunks they cover first
+    /// (`ContentResidency.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
+    /// under the namespace lock once every chunk was checked, the copy was discarded, or the file
+    /// became something a program wrote; the read path checks it without a lock.
+    let contentUnverified = Atomic<Bool>(false)
     let mtime: Atomic<Int64>
     /// Content written since the last time the node's record was handed to the store.
     let hasUnrecordedWrites = Atomic<Bool>(false)

@@ -200,6 +200,8 @@ struct MountSyncStatus: Decodable {
     var cachedBytes: Int64?
     var cacheBudget: Int64?
     var transfers: [Transfer]?
+    /// Cached copies found damaged since the mount (issue #14 item 3).
+    var damagedCacheCopies: Int?
 }
 
 extension TestFolder {
