@@ -153,8 +153,11 @@ let package = Package(
         .testTarget(
             name: "SyncBackendTests",
             // The conformance suite runs against the HTTP container too, through a real server,
-            // and against PostgreSQL (#16).
-            dependencies: ["SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "TestSupport"],
+            // and against PostgreSQL, with chunks on disk and in Ceph RGW (#16).
+            dependencies: [
+                "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

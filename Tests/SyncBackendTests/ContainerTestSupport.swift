@@ -1,7 +1,9 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
 import SyncClient
 import SyncPostgres
+import SyncS3
 import SyncServer
 import Synchronization
 import Testing
@@ -19,6 +21,10 @@ enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// local directory (one database and store per test process, a fresh container per fixture).
     /// Fails, saying so, without `SYNCFS_TEST_PG_URL`.
     case postgres
+    /// The same with chunk bytes in an S3 bucket of Ceph RGW (`scripts/services.sh`): the backend
+    /// of `serve --database … --chunk-store s3://…` (one bucket per test process). Fails, saying
+    /// so, without `SYNCFS_TEST_PG_URL` and the `SYNCFS_TEST_S3_*` variables.
+    case postgresS3
 
     var testDescription: String { rawValue }
 }
@@ -51,8 +57,8 @@ final class ContainerFixture: Sendable {
             let container = try HTTPContainer(
                 address: try ServerAddress(parsing: server.url(container: name)), token: token, containerID: info.id)
             return ContainerFixture(container: container, directory: server.root + "/" + name)
-        case .postgres:
-            let store = try await SharedPostgresStore.store()
+        case .postgres, .postgresS3:
+            let store = try await kind == .postgres ? SharedPostgresStore.store() : SharedPostgresStore.storeOnS3()
             let container = try await store.createContainer(named: "c-" + UUID().uuidString.lowercased())
             return ContainerFixture(container: container, directory: nil)
         }
@@ -102,6 +108,56 @@ enum SharedPostgresStore {
         }
         return try await task.value
     }
+}
+
+extension SharedPostgresStore {
+    private static let openedOnS3 = Mutex<Task<PostgresStore, any Error>?>(nil)
+    /// The HTTP client of the S3 store: lives as long as the test process (never shut down, so
+    /// never deinitialized while running).
+    private static let http = Mutex<HTTPClient?>(nil)
+
+    /// A PostgreSQL store (its own scratch database) whose chunks go to a fresh RGW bucket.
+    static func storeOnS3() async throws -> PostgresStore {
+        let task = openedOnS3.withLock { task in
+            if let task { return task }
+            let made = Task<PostgresStore, any Error> {
+                let environment = ProcessInfo.processInfo.environment
+                let names = [
+                    "SYNCFS_TEST_S3_ENDPOINT", "SYNCFS_TEST_S3_REGION", "SYNCFS_TEST_S3_ACCESS_KEY_ID",
+                    "SYNCFS_TEST_S3_SECRET_ACCESS_KEY",
+                ]
+                let values = names.map { environment[$0] ?? "" }
+                if let missing = names.indices.first(where: { values[$0].isEmpty }) {
+                    throw TestServiceMissing(
+                        "\(names[missing]) is not set: the PostgreSQL + S3 conformance runs need Ceph RGW;"
+                            + " run them through scripts/test.sh, or eval \"$(scripts/services.sh start)\" first")
+                }
+                let client = AsyncHTTPClientTransport.makeHTTPClient()
+                http.withLock { $0 = client }
+                let bucket = "syncfs-conformance-\(UUID().uuidString.prefix(8).lowercased())"
+                let location = try S3Location(parsing: "s3://\(bucket)/run?endpoint=\(values[0])&region=\(values[1])")
+                let blobs = S3ChunkBlobStore(
+                    client: S3ChunkBlobStore.client(
+                        location: location,
+                        credentials: S3Credentials(accessKeyID: values[2], secretAccessKey: values[3]),
+                        transport: AsyncHTTPClientTransport(client: client)))
+                try await blobs.client.createBucket()
+                let database = try await PostgresScratchDatabase.create()
+                let settings = try PostgresSettings(url: database.url)
+                try await PostgresStore.initialize(settings: settings)
+                return try await PostgresStore.open(settings: settings, blobs: blobs)
+            }
+            task = made
+            return made
+        }
+        return try await task.value
+    }
+}
+
+/// A service the tests need is not there (they fail, saying so; never skipped).
+struct TestServiceMissing: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A new empty directory under the system's temporary directory.
