@@ -155,3 +155,50 @@ struct FailoverMountTest {
 }
 
 private func milliseconds(since date: Date) -> Int { Int(Date().timeIntervalSince(date) * 1000) }
+
+/// A server list naming another container: refused before anything is mounted, whichever
+/// position the other server has, on a first mount and on a later one.
+@Suite struct FailoverListCheckTest {
+    @Test func aSecondServerThatIsAnotherContainerIsRefused() throws {
+        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
+        let base = String(cString: try #require(mkdtemp(&template)))
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let server = try ServerProcess.start(root: base + "/server")
+        defer { server.stop() }
+        let token = try server.createToken(container: "box")
+        // Accepts any token and says its container "box" is container "hostile-box".
+        let hostile = try HostileServerProcess.start()
+        defer { hostile.stop() }
+        try makeDirectory(base + "/mnt")
+        defer { if TestFolder.isMounted(base + "/mnt") { TestFolder.lazyUnmount(base + "/mnt") } }
+        func mount(_ list: String, state: String) throws -> ModelProcessResult {
+            ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "mount", list, base + "/mnt", "--state-dir", base + "/" + state,
+                    "--token-file", token,
+                ], timeout: 60)
+        }
+        for (index, list) in ["\(server.url("box")),\(hostile.url)", "\(hostile.url),\(server.url("box"))"].enumerated()
+        {
+            let result = try mount(list, state: "state-\(index)")
+            #expect(result.status == 65, "\(result)")
+            #expect(result.stderr.contains("every server in the list must serve the same container"), "\(result)")
+            #expect(result.stderr.contains("hostile-box"), "\(result)")
+            #expect(!TestFolder.isMounted(base + "/mnt"))
+        }
+        // A later mount: the state directory recorded the real container; a list adding the
+        // other one is refused, naming it.
+        let first = try mount(server.url("box"), state: "state-later")
+        #expect(first.ok, "\(first)")
+        #expect(ModelProcess.run([try TestFolder.binaryPath(), "unmount", base + "/mnt"], timeout: 60).ok)
+        let later = try mount("\(server.url("box")),\(hostile.url)", state: "state-later")
+        #expect(later.status == 65, "\(later)")
+        #expect(later.stderr.contains("is container hostile-box"), "\(later)")
+        #expect(later.stderr.contains("remove \(hostile.url) from the server list"), "\(later)")
+        #expect(!TestFolder.isMounted(base + "/mnt"))
+        // The same server twice is a usage error.
+        let twice = try mount("\(server.url("box")),\(server.url("box"))", state: "state-twice")
+        #expect(twice.status == 64, "\(twice)")
+        #expect(twice.stderr.contains("twice"), "\(twice)")
+    }
+}
