@@ -103,6 +103,19 @@ struct FailoverMountTest {
         #expect(decoded.server?.server == second.url("box"), "\(json)")
         #expect(decoded.server?.previous == first.url("box"), "\(json)")
         #expect(a.daemonLog(limit: 100_000).contains("switched from \(first.url("box")) to \(second.url("box"))"))
+
+        // The first server back on its port: after its pause (30 s) the mount uses it again
+        // (a write every second gives it calls to make).
+        let restarted = try backend.startServer(port: first.port)
+        try writeFile(a.path("w/back.txt"), "first is back")
+        #expect(
+            waitUntil(timeout: 120) {
+                sleep(1)
+                try writeFile(a.path("w/back.txt"), "first is back \(Date().timeIntervalSince1970)")
+                let now = ModelProcess.run([try TestFolder.binaryPath(), "status", a.root], timeout: 60).stdout
+                return now.contains("server: \(restarted.url("box"))")
+            }, "\(logs())")
+        #expect(a.expectSync(timeout: 60), "\(logs())")
     }
 
     /// The first server is killed while a large file's chunks are being uploaded through it: no
