@@ -20,7 +20,9 @@ struct MountCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The container: a local container directory or https://HOST:PORT/NAME.")
+    @Argument(
+        help: "The container: a local container directory, or https://HOST:PORT/NAME (several servers of one container: URL,URL…)."
+    )
     var container: String
 
     @Argument(help: "An existing, empty directory to mount the folder on.")
