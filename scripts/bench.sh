@@ -43,6 +43,10 @@ Options:
   --server-only       only the sync server benchmarks (scripts/bench/server.py: propagation through
                       `syncfs-mount serve` on loopback vs a local container, commits/s and chunk
                       upload MB/s with 8 concurrent clients, server RSS)
+                      and, when the environment of scripts/services.sh is set, the same on
+                      PostgreSQL + S3 (scripts/bench/server_db.py: two serve --database
+                      processes, 8 mounts split between them, commits/s and chunk MB/s against
+                      the embedded server in the same run)
   --no-server         skip the sync server benchmarks
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
@@ -784,6 +788,14 @@ if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then
     [[ -n $OUT ]] && server_args+=(--out "$OUT")
     echo
     run_script_step "the sync server benchmarks" 1800 server.py "$W" "${server_args[@]}"
+    # On PostgreSQL + S3 (#16): two `serve --database` processes, 8 mounts, against the embedded
+    # server in the same run; needs the services' environment (scripts/services.sh start).
+    if [[ -n ${SYNCFS_TEST_PG_URL:-} && -n ${SYNCFS_TEST_S3_ENDPOINT:-} ]]; then
+        echo
+        run_script_step "the PostgreSQL + S3 server benchmarks" 1800 server_db.py "$W" "${server_args[@]}"
+    else
+        log "PostgreSQL + S3 server benchmarks skipped: no SYNCFS_TEST_PG_URL/SYNCFS_TEST_S3_* (run scripts/services.sh start and source what it prints)"
+    fi
 fi
 [[ -n $OUT ]] && log "Markdown written to $OUT"
 exit 0

@@ -268,6 +268,7 @@ public final class HTTPContainer: Container {
         } catch {
             // Only a call that reached no server counts towards the wait's backoff.
             if !Task.isCancelled { failures.withLock { $0 += 1 } }
+            NoAnswerProbe.current?.noteNoAnswer()
             if let tls = TLSFailure.describe(error, origin: address.origin, host: address.host, caFile: caFile) {
                 tlsFailure.withLock { $0 = tls }
                 throw .unavailable(tls)
@@ -281,6 +282,7 @@ public final class HTTPContainer: Container {
             return Answer(
                 status: Int(response.status.code), headers: response.headers, body: Array(buffer.readableBytesView))
         } catch {
+            NoAnswerProbe.current?.noteNoAnswer()
             throw .unavailable("the answer of \(address.origin) broke off or is over \(limit) bytes: \(error)")
         }
     }

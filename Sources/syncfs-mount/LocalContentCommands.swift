@@ -29,8 +29,10 @@ struct StatusCommand: ParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         if let status = reply.status {
-            if json { return print(String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self)) }
+            let server = ServerChoice.current(mountpoint: target.mountpoint)
+            if json { return print(ServerChoice.json(status, server: server, encoder: encoder)) }
             print(StatusReport.mount(status, mountpoint: target.mountpoint), terminator: "")
+            if let server { print(TerminalText.safe(server.statusLine)) }
         } else if let status = reply.path {
             if json { return print(String(decoding: (try? encoder.encode(status)) ?? Data(), as: UTF8.self)) }
             print(StatusReport.path(status, display: target.display), terminator: "")

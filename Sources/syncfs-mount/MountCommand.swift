@@ -20,7 +20,10 @@ struct MountCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: "The container: a local container directory or https://HOST:PORT/NAME.")
+    @Argument(
+        help:
+            "The container: a local container directory, or https://HOST:PORT/NAME (several servers of one container: URL,URL…)."
+    )
     var container: String
 
     @Argument(help: "An existing, empty directory to mount the folder on.")
@@ -138,7 +141,7 @@ struct MountCommand: ParsableCommand {
         if lifeline && !foreground { throw ValidationError("--lifeline needs --foreground") }
         if lifeline, let problem = Lifeline.problemAtStart() { throw problem }
         if ServerAddress.looksLikeURL(container) {
-            do { _ = try ServerAddress(parsing: container) } catch { throw ValidationError(error.description) }
+            do { _ = try ServerList(parsing: container) } catch { throw ValidationError(error.description) }
             if create {
                 throw ValidationError(
                     "--create is for a local container; a server's containers are made by `syncfs-mount token create`")
@@ -174,7 +177,14 @@ struct MountCommand: ParsableCommand {
     /// made absolute.
     private var containerLocation: String {
         guard ServerAddress.looksLikeURL(container) else { return absolutePath(container) }
-        return (try? ServerAddress(parsing: container))?.description ?? container
+        return (try? ServerList(parsing: container))?.description ?? container
+    }
+
+    /// What the default state directory is keyed by: the container, or the first of several
+    /// servers (so adding a fallback server keeps the state directory).
+    private var stateKey: String {
+        guard ServerAddress.looksLikeURL(container) else { return containerLocation }
+        return (try? ServerList(parsing: container))?.primary.description ?? containerLocation
     }
 
     func run() throws {
@@ -182,7 +192,7 @@ struct MountCommand: ParsableCommand {
             container: containerLocation, mountpoint: absolutePath(mountpoint),
             stateDirectory: absolutePath(
                 stateDir
-                    ?? StateDirectory.defaultPath(container: containerLocation, mountpoint: absolutePath(mountpoint))),
+                    ?? StateDirectory.defaultPath(container: stateKey, mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
         configuration.tokenFile = tokenFile.map(absolutePath)
         configuration.createContainer = create

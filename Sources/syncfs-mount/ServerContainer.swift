@@ -5,7 +5,8 @@ import SyncClient
 import SyncFS
 
 /// Opening a container on a sync server for a mount (`syncfs-mount mount https://HOST:PORT/NAME
-/// MOUNTPOINT --token-file FILE`; doc/SEMANTICS.md, "Offline").
+/// MOUNTPOINT --token-file FILE`; doc/SEMANTICS.md, "Offline"), or on several servers of one
+/// container (`https://a/NAME,https://b/NAME`: a `FailoverContainer`; doc/CLI.md, "Several servers").
 ///
 /// - The token comes from `tokenFile` (its first line, whitespace trimmed). A missing, unreadable
 ///   or empty file is bad input; a file others can read is used with a warning.
@@ -20,48 +21,86 @@ public enum ServerContainer {
     static func open(
         _ url: String, tokenFile: String?, caFile: String?, recordedID: String?, stateDirectory: String,
         logger: Logger
-    ) throws(MountError) -> HTTPContainer {
-        let address: ServerAddress
+    ) throws(MountError) -> any Container {
+        let list: ServerList
         do {
-            address = try ServerAddress(parsing: url)
+            list = try ServerList(parsing: url)
         } catch {
             throw MountError(.badInput, error.description)
         }
         let token = try readToken(tokenFile, logger: logger)
-        if !address.isTLS && !address.isLoopback {
+        for address in list.addresses where !address.isTLS && !address.isLoopback {
             logger.warning("\(address) is plain HTTP: the token and every file cross the network unencrypted")
         }
-        let info = fetchInfo(address, token: token, caFile: caFile)
-        let containerID: String
-        switch info {
-        case .success(let info):
-            if let recordedID, recordedID != info.id {
-                throw MountError(
-                    .badInput,
-                    "the state directory \(stateDirectory) belongs to container \(recordedID), but \(address) "
-                        + "is container \(info.id); use another --state-dir")
-            }
-            containerID = info.id
-        case .failure(.refused(let message)), .failure(.setup(let message)):
-            throw MountError(.badInput, "\(address): \(message)")
-        case .failure(.tls(let message)):
-            guard let recordedID else { throw MountError(.badInput, message) }
-            logger.warning("\(message); starting offline until it is fixed")
-            containerID = recordedID
-        case .failure(.noContainer(let message)) where recordedID == nil:
-            throw MountError(.badInput, "\(address): \(message)")
-        case .failure(.noContainer(let message)), .failure(.unreachable(let message)):
-            guard let recordedID else {
-                throw MountError(.unreachable, "cannot reach \(address) for the first mount: \(message)")
-            }
-            logger.notice("\(address) unreachable; starting offline (\(message))")
-            containerID = recordedID
-        }
+        let containerID = try containerID(
+            of: list, token: token, caFile: caFile, recordedID: recordedID, stateDirectory: stateDirectory,
+            logger: logger)
+        let servers: [HTTPContainer]
         do {
-            return try HTTPContainer(address: address, token: token, containerID: containerID, caFile: caFile)
+            servers = try list.addresses.map { address throws(ClientSetupError) in
+                try HTTPContainer(address: address, token: token, containerID: containerID, caFile: caFile)
+            }
         } catch {
             throw MountError(.badInput, error.description)
         }
+        ServerChoice.forget(stateDirectory: stateDirectory)
+        guard servers.count > 1 else { return servers[0] }
+        return FailoverContainer(servers: servers) { change in
+            ServerChoice.record(change, stateDirectory: stateDirectory, logger: logger)
+        }
+    }
+
+    /// The container ID every reachable server of `list` names (and the recorded one, if any).
+    /// Several servers: one answering with another ID than the others' (or the recorded one) is
+    /// refused, naming both — a misconfigured or hostile server never joins the mount. A refused
+    /// token anywhere is bad input. The first mount needs one server that answers (and every
+    /// server that answers must have the container); later mounts start offline when none does.
+    private static func containerID(
+        of list: ServerList, token: String, caFile: String?, recordedID: String?, stateDirectory: String,
+        logger: Logger
+    ) throws(MountError) -> String {
+        var found: (id: String, address: ServerAddress)?
+        if let recordedID { found = (recordedID, list.primary) }
+        var unreachable: [String] = []
+        for address in list.addresses {
+            switch fetchInfo(address, token: token, caFile: caFile) {
+            case .success(let info):
+                if let known = found, known.id != info.id {
+                    if recordedID != nil {
+                        throw MountError(
+                            .badInput,
+                            "the state directory \(stateDirectory) belongs to container \(known.id), but \(address) "
+                                + "is container \(info.id); use another --state-dir"
+                                + (list.addresses.count > 1 ? " (or remove \(address) from the server list)" : ""))
+                    }
+                    throw MountError(
+                        .badInput,
+                        "\(address) is container \(info.id), but \(known.address) is container \(known.id): "
+                            + "every server in the list must serve the same container")
+                }
+                if found == nil { found = (info.id, address) }
+            case .failure(.refused(let message)), .failure(.setup(let message)):
+                throw MountError(.badInput, "\(address): \(message)")
+            case .failure(.tls(let message)):
+                guard recordedID != nil else { throw MountError(.badInput, message) }
+                logger.warning("\(message); using the other servers (or offline) until it is fixed")
+                unreachable.append(message)
+            case .failure(.noContainer(let message)) where recordedID == nil:
+                throw MountError(.badInput, "\(address): \(message)")
+            case .failure(.noContainer(let message)), .failure(.unreachable(let message)):
+                unreachable.append("\(address): \(message)")
+            }
+        }
+        guard let found else {
+            throw MountError(
+                .unreachable, "cannot reach \(list) for the first mount: \(unreachable.joined(separator: "; "))")
+        }
+        if !unreachable.isEmpty {
+            let offline = unreachable.count == list.addresses.count
+            let what = offline ? "\(list) unreachable; starting offline" : "some servers unreachable"
+            logger.notice("\(what) (\(unreachable.joined(separator: "; ")))")
+        }
+        return found.id
     }
 
     /// The token in `tokenFile`'s first line.

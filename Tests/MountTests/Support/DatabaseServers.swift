@@ -127,13 +127,14 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         ["--database", databaseURL, "--chunk-store", chunkStore] + (tokensInDatabase ? [] : ["--tokens", tokensDir])
     }
 
-    /// Starts one more `serve` process on this database and bucket.
-    func startServer() throws -> Server {
+    /// Starts one more `serve` process on this database and bucket (on `port`, e.g. a killed
+    /// one's, or any free port).
+    func startServer(port: Int = 0) throws -> Server {
         let index = servers.count
         let launched: ServeLauncher.Launched
         do {
             launched = try ServeLauncher.launch(
-                backend: backendArguments, lifeline: true, logPath: baseDir + "/server-\(index).log")
+                backend: backendArguments, port: port, lifeline: true, logPath: baseDir + "/server-\(index).log")
         } catch {
             throw TestFolderError(message: "\(error)")
         }
