@@ -471,7 +471,8 @@ start_syncfs() {
     # holds the write end, so the daemon sees end-of-file exactly when the script goes away.
     # A fresh container: binaries that make one only on request get --create (older ones lack it).
     local create=()
-    "$SYNCFS_BIN" mount --help 2>/dev/null | grep -q -- --create && create=(--create)
+    # (Not `| grep -q`: under pipefail, the help text's writer may die of SIGPIPE once grep has matched.)
+    [[ $("$SYNCFS_BIN" mount --help 2>/dev/null) == *--create* ]] && create=(--create)
     # shellcheck disable=SC2086
     "$SYNCFS_BIN" mount "$W/syncfs/container" "$SYNCFS_MP" --state-dir "$W/syncfs/state" \
         --foreground --lifeline "${create[@]}" ${SYNCFS_MOUNT_ARGS:-} \

@@ -57,8 +57,14 @@ hp_build() {
 # attribute timeouts, splice, writeback cache where the kernel offers it) are the ceiling.
 hp_start() {
     mkdir -p "$W/hp/source" "$HP_MP"
+    # passthrough_hp keeps one descriptor open per inode the kernel knows (it raises its soft
+    # limit to the hard one): with the usual hard limit of 20,000 a 20,000-file tree walk fails
+    # with EMFILE. Raised here (root may, up to fs.nr_open) in the subshell that becomes hp.
     # shellcheck disable=SC2086
-    "$HP_BIN" --foreground ${HP_MOUNT_ARGS:-} "$W/hp/source" "$HP_MP" </dev/null >"$LOGS/hp.log" 2>&1 &
+    (
+        ulimit -Hn 1048576 2>/dev/null && ulimit -Sn 1048576 2>/dev/null
+        exec "$HP_BIN" --foreground ${HP_MOUNT_ARGS:-} "$W/hp/source" "$HP_MP"
+    ) </dev/null >"$LOGS/hp.log" 2>&1 &
     HP_PID=$!
     echo "$HP_PID" >>"$W/pids"
     local i

@@ -19,6 +19,8 @@ wl_walk() {
         d=${ROOT[$t]}/walk-$run
         if ! target_ok "$t" || ! mkdir -p "$d" || ! bio tree "$d" "$WALK_FILES" >/dev/null 2>>"$LOGS/errors.log"; then
             local w
+            ERRORS=$((ERRORS + 1))
+            log "ERROR: creating the $WALK_FILES-file tree on $t failed: $(tail -c 400 "$LOGS/errors.log" | tr '\n' ' ')"
             for w in walk_find_cold walk_lslr_cold walk_du_cold walk_lslr_warm walk_find_warm walk_du_warm; do
                 record "$run" "$t" "$w" ERR
             done
