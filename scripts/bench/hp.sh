@@ -58,8 +58,9 @@ hp_build() {
 hp_start() {
     mkdir -p "$W/hp/source" "$HP_MP"
     # passthrough_hp keeps one descriptor open per inode the kernel knows (it raises its soft
-    # limit to the hard one): with the usual hard limit of 20,000 a 20,000-file tree walk fails
-    # with EMFILE. Raised here (root may, up to fs.nr_open) in the subshell that becomes hp.
+    # limit to the hard one): a tree larger than the hard limit cannot be held (EMFILE/EBADF).
+    # Raised here where the process may (root with CAP_SYS_RESOURCE, up to fs.nr_open);
+    # `hp_max_files` tells the workloads what fits.
     # shellcheck disable=SC2086
     (
         ulimit -Hn 1048576 2>/dev/null && ulimit -Sn 1048576 2>/dev/null
@@ -78,6 +79,13 @@ hp_start() {
         die "passthrough_hp did not mount"
     fi
     log "passthrough_hp mounted at $HP_MP (pid $HP_PID)"
+}
+
+# hp_max_files — how many files passthrough_hp can hold at once: its descriptor limit less a margin.
+hp_max_files() {
+    local limit
+    limit=$(awk '/^Max open files/ { print $5 }' "/proc/$HP_PID/limits" 2>/dev/null)
+    [[ $limit =~ ^[0-9]+$ ]] && echo $((limit - 200)) || echo 0
 }
 
 hp_stop() {
