@@ -86,6 +86,29 @@ struct KernelCacheTest {
         }
     }
 
+    /// B's kernel keeps directory listings across opens (`KernelCachePolicy.cachesListings`): a
+    /// listing B has read twice (so it comes from the cache), without ever looking a name up,
+    /// still shows a remote create, delete and rename at once; a local create shows too.
+    @Test func remoteChangesReachACachedListing() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try makeDirectory(a.path("l"))
+            for name in ["one", "two", "three"] { try writeFile(a.path("l/" + name), name) }
+            #expect(a.expectSync())
+            #expect(waitUntil(timeout: 30) { (try? listDirectory(b.path("l")))?.count == 3 })
+            #expect(try listDirectory(b.path("l")).sorted() == ["one", "three", "two"])
+            try writeFile(a.path("l/four"), "four")
+            try posix("unlink") { unlink(a.path("l/one")) }
+            try posix("rename") { rename(a.path("l/two"), a.path("l/deux")) }
+            #expect(a.expectSync())
+            #expect(
+                waitUntil(timeout: 30) { (try? listDirectory(b.path("l")))?.sorted() == ["deux", "four", "three"] },
+                "\((try? listDirectory(b.path("l"))) ?? []) \(mounts.logs())")
+            try writeFile(b.path("l/local"), "here")
+            #expect(try listDirectory(b.path("l")).sorted() == ["deux", "four", "local", "three"])
+        }
+    }
+
     /// A remote rename of a directory B has walked: the old path and everything under it are
     /// gone at once, the new one leads to the same content.
     @Test func aRemoteDirectoryRenameReachesAWalkedTree() throws {

@@ -20,6 +20,14 @@ enum KernelCachePolicy {
     /// caches the second time (with 10 s, a walk of 100,000 files outlasted its own cache).
     static let timeout: Double = 86_400
 
+    /// Whether the kernel keeps directory listings across opens (`cache_readdir` and
+    /// `keep_cache` in `opendir`), so a repeated walk reads no directory from the daemon. The
+    /// kernel drops a directory's listing itself on every local change in it; for remote ones
+    /// every entry invalidation (`KernelNotifier.entryChanged`/`entryDeleted`) also drops the
+    /// parent directory's cached pages, which hold the listing — whether or not the kernel had
+    /// the name cached, and whether or not the change moved the directory's mtime.
+    static let cachesListings = true
+
     /// Extended attribute names answered EOPNOTSUPP at once: the folder stores only `user.`
     /// names, so security labels (`security.selinux`, `security.SMACK64`, …) are "not
     /// supported", which is also what setting one answers. Programs that ask per file (`ls -l`
