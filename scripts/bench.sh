@@ -237,7 +237,6 @@ RCLONE_PID= RCLONE_MP=$W/rclone/mnt RCLONE_URL=
 ERRORS=0
 # shellcheck source=bench/hp.sh
 source "$HELPERS/hp.sh"
-[[ -n ${WANT_T[hp]:-} ]] && hp_prerequisites
 declare -A ROOT=([native]=$W/native [syncfs]=$SYNCFS_MP [rclone]=$RCLONE_MP [hp]=$HP_MP)
 declare -A DEAD=()
 
@@ -331,6 +330,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
+[[ -n ${WANT_T[hp]:-} ]] && hp_prerequisites   # after the trap: a failure still cleans up
 
 # ---------------------------------------------------------------- helpers
 BIO=(python3 "$HELPERS/bio.py")
