@@ -46,10 +46,15 @@ hp_build() {
     [[ $actual == "$HP_SHA256" ]] \
         || die "hp: $tarball has sha256 $actual, expected $HP_SHA256 (Debian's fuse3_3.14.0-4.dsc); refusing it"
     tar -xJf "$tarball" -C "$dir" "${HP_MEMBERS[@]}" || die "hp: extracting the example failed"
+    # The three HAVE_ macros are what libfuse's own build (meson's config.h) defines on Linux
+    # with glibc; without them the example answers EOPNOTSUPP to utimensat (tar fails), has no
+    # fallocate and no extended attributes at all (no xattr round trips: not the ceiling of a
+    # file system that has them).
     # shellcheck disable=SC2046
-    g++ -std=c++17 -O2 "$dir/fuse-3.14.0/example/passthrough_hp.cc" -o "$HP_BIN" $(pkg-config fuse3 --cflags --libs) \
+    g++ -std=c++17 -O2 -DHAVE_UTIMENSAT -DHAVE_POSIX_FALLOCATE -DHAVE_SETXATTR \
+        "$dir/fuse-3.14.0/example/passthrough_hp.cc" -o "$HP_BIN" $(pkg-config fuse3 --cflags --libs) \
         >"$LOGS/hp-build.log" 2>&1 || { tail -n 20 "$LOGS/hp-build.log" >&2; die "hp: g++ failed"; }
-    HP_ID="libfuse $(pkg-config --modversion fuse3), passthrough_hp.cc from fuse3_3.14.0.orig.tar.xz (sha256 ${HP_SHA256:0:12}), g++ $(g++ -dumpfullversion) -O2"
+    HP_ID="libfuse $(pkg-config --modversion fuse3), passthrough_hp.cc from fuse3_3.14.0.orig.tar.xz (sha256 ${HP_SHA256:0:12}), g++ $(g++ -dumpfullversion) -O2, libfuse's HAVE_UTIMENSAT/POSIX_FALLOCATE/SETXATTR"
     log "hp: built $HP_BIN"
 }
 
