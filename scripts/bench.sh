@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# scripts/bench.sh — SyncFS performance benchmark: native directory vs SyncFS mount vs rclone mount.
+# scripts/bench.sh — SyncFS performance benchmark: native directory vs SyncFS mount vs rclone mount
+# vs libfuse's passthrough_hp (the FUSE ceiling; scripts/bench/hp.sh).
 #
 # Run `scripts/bench.sh --help` for usage. Needs root for cold-cache runs (drop_caches);
-# needs fio, rclone, fusermount3, git, tar, python3.
+# needs fio, rclone, fusermount3, git, tar, python3; for hp: curl, g++, libfuse3-dev.
 set -uo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -13,9 +14,10 @@ usage() {
     cat <<'EOF'
 Usage: scripts/bench.sh [options]
 
-Measures, side by side, a plain directory on the same disk (native), a SyncFS mount and an
-rclone mount (--vfs-cache-mode full over a local directory), and prints medians, ratios to
-native and the SyncFS performance goals.
+Measures, side by side, a plain directory on the same disk (native), a SyncFS mount, an
+rclone mount (--vfs-cache-mode full over a local directory) and libfuse 3.14's passthrough_hp
+over a local directory (hp: the FUSE ceiling, built at bench time from Debian's checksummed
+source tarball), and prints medians, ratios to native and the SyncFS performance goals.
 
 Options:
   --runs N            runs per workload; the median is reported (default 3)
@@ -50,8 +52,10 @@ Options:
   --no-server         skip the sync server benchmarks
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
-  --targets LIST      comma-separated subset of native,syncfs,rclone (default: all three)
-  --workloads LIST    comma-separated subset of seq,rand,files,untar,clone (default: all)
+  --targets LIST      comma-separated subset of native,syncfs,rclone,hp (default: all four)
+  --workloads LIST    comma-separated subset of seq,rand,files,untar,clone,walk (default: all)
+  --walk-files N      files in the tree walked by `walk` (find, ls -lR, du -s; cold and warm;
+                      default 20000, 2000 with --quick)
   --quick             smoke test: 1 run, small sizes (explicit options still win)
   --out FILE          also write the Markdown table to FILE
   --raw FILE          also copy the raw results (TSV: run, target, workload, value) to FILE
@@ -66,6 +70,9 @@ Environment:
                        with `swift build -c release` when missing)
   SYNCFS_MOUNT_ARGS    extra arguments for `syncfs-mount mount` (word-split)
   RCLONE_MOUNT_ARGS    extra arguments for `rclone mount` (word-split)
+  HP_MOUNT_ARGS        extra arguments for passthrough_hp (word-split)
+  HP_TARBALL           a local copy of fuse3_3.14.0.orig.tar.xz instead of downloading it
+                       (checked against the same SHA-256)
 
 The SyncFS daemon runs as `syncfs-mount mount C MP --state-dir S --foreground --lifeline --create` with
 standard input from a FIFO the script holds open: if the script dies, the daemon unmounts.
@@ -78,9 +85,9 @@ die() { log "error: $*"; exit 1; }
 
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
-O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES=
+O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES= O_WALK_FILES=
 SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS=
-TARGETS=native,syncfs,rclone WORKLOADS=seq,rand,files,untar,clone
+TARGETS=native,syncfs,rclone,hp WORKLOADS=seq,rand,files,untar,clone,walk
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
 while [[ $# -gt 0 ]]; do
@@ -104,6 +111,7 @@ while [[ $# -gt 0 ]]; do
         --no-merge) MERGE_MODE=skip; shift ;;
         --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
         --no-server) SERVER_MODE=skip; shift ;;
+        --walk-files) need_arg "$@"; O_WALK_FILES=$2; shift 2 ;;
         --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;
         --workloads) need_arg "$@"; WORKLOADS=$2; shift 2 ;;
@@ -120,10 +128,10 @@ done
 
 if [[ $QUICK == 1 ]]; then
     D_RUNS=1 D_SIZE=64M D_RAND_SIZE=32M D_RAND_TIME=2 D_FILES=1000 D_TREE_FILES=500
-    D_COMMITS=300 D_REPO_FILES=200 D_RSS_FILES=10000 D_STEP_TIMEOUT=180
+    D_COMMITS=300 D_REPO_FILES=200 D_RSS_FILES=10000 D_STEP_TIMEOUT=180 D_WALK_FILES=2000
 else
     D_RUNS=3 D_SIZE=1G D_RAND_SIZE=256M D_RAND_TIME=5 D_FILES=10000 D_TREE_FILES=3000
-    D_COMMITS=3000 D_REPO_FILES=1500 D_RSS_FILES=100000 D_STEP_TIMEOUT=600
+    D_COMMITS=3000 D_REPO_FILES=1500 D_RSS_FILES=100000 D_STEP_TIMEOUT=600 D_WALK_FILES=20000
 fi
 RUNS=${O_RUNS:-$D_RUNS}
 SIZE_H=${O_SIZE:-$D_SIZE}
@@ -135,10 +143,11 @@ COMMITS=${O_COMMITS:-$D_COMMITS}
 REPO_FILES=${O_REPO_FILES:-$D_REPO_FILES}
 RSS_FILES=${O_RSS_FILES:-$D_RSS_FILES}
 STEP_TIMEOUT=${O_STEP_TIMEOUT:-$D_STEP_TIMEOUT}
+WALK_FILES=${O_WALK_FILES:-$D_WALK_FILES}
 PH_FILES=${O_PH_FILES:-}   # empty: placeholders.py's default (100000, or its --quick size)
 
 is_uint() { [[ $1 =~ ^[0-9]+$ && $1 -gt 0 ]]; }
-for v in RUNS RAND_TIME NFILES TREE_FILES COMMITS REPO_FILES RSS_FILES STEP_TIMEOUT; do
+for v in RUNS RAND_TIME NFILES TREE_FILES COMMITS REPO_FILES RSS_FILES STEP_TIMEOUT WALK_FILES; do
     is_uint "${!v}" || { echo "bench.sh: $v must be a positive integer, got '${!v}'" >&2; exit 64; }
 done
 [[ -z $PH_FILES ]] || is_uint "$PH_FILES" || { echo "bench.sh: --ph-files must be a positive integer" >&2; exit 64; }
@@ -150,11 +159,11 @@ RAND_SIZE=$(to_bytes "$RAND_SIZE_H") && is_uint "$RAND_SIZE" || { echo "bench.sh
 declare -A WANT_T=() WANT_W=()
 IFS=, read -ra _t <<<"$TARGETS"
 for t in "${_t[@]}"; do
-    case $t in native|syncfs|rclone) WANT_T[$t]=1 ;; *) echo "bench.sh: unknown target '$t'" >&2; exit 64 ;; esac
+    case $t in native|syncfs|rclone|hp) WANT_T[$t]=1 ;; *) echo "bench.sh: unknown target '$t'" >&2; exit 64 ;; esac
 done
 IFS=, read -ra _w <<<"$WORKLOADS"
 for w in "${_w[@]}"; do
-    case $w in seq|rand|files|untar|clone) WANT_W[$w]=1 ;; *) echo "bench.sh: unknown workload '$w'" >&2; exit 64 ;; esac
+    case $w in seq|rand|files|untar|clone|walk) WANT_W[$w]=1 ;; *) echo "bench.sh: unknown workload '$w'" >&2; exit 64 ;; esac
 done
 if [[ $RSS_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
@@ -169,7 +178,7 @@ fi
 DO_RSS=0
 [[ $RSS_MODE != skip && -n ${WANT_T[syncfs]:-} ]] && DO_RSS=1
 TARGET_ORDER=()
-for t in native syncfs rclone; do [[ -n ${WANT_T[$t]:-} ]] && TARGET_ORDER+=("$t"); done
+for t in native syncfs rclone hp; do [[ -n ${WANT_T[$t]:-} ]] && TARGET_ORDER+=("$t"); done
 [[ ${#WANT_W[@]} -eq 0 || -n ${WANT_T[native]:-} ]] \
     || log "warning: native is not among the targets; ratios will be blank"
 
@@ -230,7 +239,9 @@ WATCHDOG_PID=$!
 SYNCFS_PID= SYNCFS_MP=$W/syncfs/mnt LIFELINE_FD=
 RCLONE_PID= RCLONE_MP=$W/rclone/mnt RCLONE_URL=
 ERRORS=0
-declare -A ROOT=([native]=$W/native [syncfs]=$SYNCFS_MP [rclone]=$RCLONE_MP)
+# shellcheck source=bench/hp.sh
+source "$HELPERS/hp.sh"
+declare -A ROOT=([native]=$W/native [syncfs]=$SYNCFS_MP [rclone]=$RCLONE_MP [hp]=$HP_MP)
 declare -A DEAD=()
 
 alive() {  # alive PID — running and not a zombie
@@ -302,6 +313,7 @@ cleanup() {
     fi
     stop_syncfs
     stop_rclone
+    hp_stop
     local mp
     for mp in $(awk -v w="$W/" 'index($2, w) == 1 { print $2 }' /proc/mounts 2>/dev/null | sort -r); do
         log "unmounting leftover $mp"
@@ -322,6 +334,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'log "interrupted"; exit 130' INT
 trap 'log "terminated"; exit 143' TERM
+[[ -n ${WANT_T[hp]:-} ]] && hp_prerequisites   # after the trap: a failure still cleans up
 
 # ---------------------------------------------------------------- helpers
 BIO=(python3 "$HELPERS/bio.py")
@@ -370,6 +383,7 @@ settle() {
     local pids=()
     [[ -n $SYNCFS_PID ]] && pids+=("$SYNCFS_PID")
     [[ -n $RCLONE_PID ]] && pids+=("$RCLONE_PID")
+    [[ -n $HP_PID ]] && pids+=("$HP_PID")
     [[ ${#pids[@]} -gt 0 ]] && python3 "$HELPERS/bio.py" quiesce 30 "${pids[@]}" >/dev/null
     return 0
 }
@@ -381,12 +395,14 @@ target_ok() {  # is the target still usable?
         native) return 0 ;;
         syncfs) alive "$SYNCFS_PID" && is_mounted "$SYNCFS_MP" && return 0 ;;
         rclone) alive "$RCLONE_PID" && is_mounted "$RCLONE_MP" && return 0 ;;
+        hp) alive "$HP_PID" && is_mounted "$HP_MP" && return 0 ;;
     esac
     DEAD[$t]=1
     ERRORS=$((ERRORS + 1))
     log "ERROR: the $t mount is gone (daemon exited or mount vanished); its remaining results are errors"
     [[ $t == syncfs ]] && tail -n 20 "$LOGS/syncfs.log" >&2
     [[ $t == rclone ]] && tail -n 20 "$LOGS/rclone.log" >&2
+    [[ $t == hp ]] && tail -n 20 "$LOGS/hp.log" >&2
     return 1
 }
 
@@ -459,7 +475,8 @@ start_syncfs() {
     # holds the write end, so the daemon sees end-of-file exactly when the script goes away.
     # A fresh container: binaries that make one only on request get --create (older ones lack it).
     local create=()
-    "$SYNCFS_BIN" mount --help 2>/dev/null | grep -q -- --create && create=(--create)
+    # (Not `| grep -q`: under pipefail, the help text's writer may die of SIGPIPE once grep has matched.)
+    [[ $("$SYNCFS_BIN" mount --help 2>/dev/null) == *--create* ]] && create=(--create)
     # shellcheck disable=SC2086
     "$SYNCFS_BIN" mount "$W/syncfs/container" "$SYNCFS_MP" --state-dir "$W/syncfs/state" \
         --foreground --lifeline "${create[@]}" ${SYNCFS_MOUNT_ARGS:-} \
@@ -503,7 +520,7 @@ make_fixtures() {
 
 # ---------------------------------------------------------------- workloads
 CLK_TCK=$(getconf CLK_TCK)
-daemon_pid() { case $1 in syncfs) echo "$SYNCFS_PID" ;; rclone) echo "$RCLONE_PID" ;; esac; }
+daemon_pid() { case $1 in syncfs) echo "$SYNCFS_PID" ;; rclone) echo "$RCLONE_PID" ;; hp) echo "$HP_PID" ;; esac; }
 io_snap() {  # io_snap PID — "rchar read_bytes cpu_ticks" of a daemon
     local k v r=0 d=0 st
     while read -r k v; do
@@ -658,6 +675,9 @@ wl_rss() {
     target_ok syncfs && read -r _ v < <(python3 "$HELPERS/bio.py" rss "$SYNCFS_PID") && record 1 syncfs rss_hwm "$v"
 }
 
+# shellcheck source=bench/walk.sh
+source "$HELPERS/walk.sh"
+
 # ---------------------------------------------------------------- main
 T_START=$EPOCHREALTIME
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -670,6 +690,7 @@ TREE_MIB=0
 mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
+[[ -n ${WANT_T[hp]:-} && ${#WANT_W[@]} -gt 0 ]] && { hp_build; hp_start; }
 [[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only ]] && start_syncfs
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
@@ -679,6 +700,7 @@ for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     [[ -n ${WANT_W[files]:-} ]] && wl_files "$run"
     [[ -n ${WANT_W[untar]:-} ]] && wl_untar "$run"
     [[ -n ${WANT_W[clone]:-} ]] && wl_clone "$run"
+    [[ -n ${WANT_W[walk]:-} ]] && wl_walk "$run"
 done
 [[ $DO_RSS == 1 ]] && { log "---- daemon memory test ($RSS_FILES files)"; wl_rss; }
 if [[ -n $SYNCFS_PID ]] && target_ok syncfs; then
@@ -692,11 +714,14 @@ fi
 # ---------------------------------------------------------------- report
 notes=()
 notes+=("native = a plain directory on the same $FSTYPE file system as the SyncFS container/state and the rclone remote/cache.")
+[[ -n ${WANT_T[hp]:-} ]] && notes+=("hp = libfuse 3.14's example/passthrough_hp.cc (the FUSE ceiling: a passthrough of a local directory with 86400 s entry/attribute timeouts, splice and the writeback cache), compiled at bench time from Debian's fuse3_3.14.0.orig.tar.xz (SHA-256 checked against Debian's fuse3_3.14.0-4.dsc), mounted --foreground over a plain directory on the same disk.")
 [[ -n ${WANT_W[seq]:-} ]] && notes+=("Warm read = read right after the write + fsync, without a warm-up read. Cold read: sync + 'echo 3 > /proc/sys/vm/drop_caches' (page cache, dentries, inodes). That empties the kernel's page cache of the FUSE files and of the daemons' backing files (SyncFS cache/container files, rclone's VFS cache file), but not any cache inside a daemon's own memory. rclone's cold read is served from its on-disk VFS cache, not from the remote.")
 [[ -n ${WANT_W[rand]:-} ]] && notes+=("Random I/O: fio psync, direct=0, invalidate=0, 1 job, QD 1, file laid out with 1 MiB writes and read once before the random read; random write without fsync.")
 [[ -n ${WANT_W[files]:-} ]] && notes+=("Create/stat/delete: one Python process per phase, one directory, O_CREAT|O_EXCL + 4 KiB write + close per file; stat = lstat right after creating (warm dentries; on FUSE mounts the first stat after a write still asks the daemon, a second pass is served from the kernel's attribute cache). Between timed steps the script waits for rclone's and SyncFS's uploads (syncfs-mount sync), runs sync and waits until the daemons are idle.")
 [[ -n ${WANT_W[untar]:-} ]] && notes+=("Untar: GNU tar of a deterministic synthetic tree ($TREE_FILES files, text-like content), tarball read from the page cache.")
 [[ -n ${WANT_W[clone]:-} ]] && notes+=("git clone: file:// URL (pack transfer + index-pack + checkout) of a deterministic repository generated with git fast-import ($COMMITS commits, $REPO_FILES files).")
+[[ -n ${WANT_W[walk]:-} ]] && notes+=("Tree walks: $WALK_FILES empty files in directories of 1000, created through each target (untimed); cold = after sync + drop_caches before each command, warm = right after one untimed ls -lR; output to /dev/null, LC_ALL=C. ls -lR also asks for security.selinux and system.posix_acl_access of every file.")
+[[ -n ${HP_WALK_SKIPPED:-} ]] && notes+=("hp did not run the tree walks: passthrough_hp keeps one open descriptor per inode, and its limit here (hard limit $(ulimit -Hn), not raisable in this container) is below $WALK_FILES files; use --walk-files to compare at a size it can hold.")
 [[ $DO_RSS == 1 ]] && notes+=("Daemon memory: $RSS_FILES empty files in directories of 1000 created through the mount, then 'find -ls' over them; VmRSS of the daemon from /proc/PID/status.")
 notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs.")
 [[ $ERRORS -gt 0 ]] && notes+=("$ERRORS step(s) failed; see the log output ('error' cells).")
@@ -713,6 +738,7 @@ notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f
     fi
     echo "rclone_version=$(rclone version 2>/dev/null | head -n 1 | awk '{ print $2 }')"
     echo "fio_version=$(fio --version 2>/dev/null)"
+    [[ -n ${HP_ID:-} ]] && echo "hp_version=$HP_ID"
     echo "runs=$([[ ${#WANT_W[@]} -gt 0 ]] && echo "$RUNS" || echo 1)"
     echo "quick=$QUICK"
     echo "size=$SIZE_H"
@@ -724,12 +750,14 @@ notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f
     echo "commits=$COMMITS"
     echo "repo_files=$REPO_FILES"
     echo "rss_files=$RSS_FILES"
+    echo "walk_files=$WALK_FILES"
     (IFS=$'\x1f'; j="${notes[*]}"; echo "notes=${j//$'\x1f'/ ;; }")
 } >"$META"
 
 # Unmount before reporting so the report never waits on a mount.
 stop_syncfs
 stop_rclone
+hp_stop
 
 [[ -n $RAW ]] && cp "$RESULTS" "$RAW"
 MD=${OUT:--}

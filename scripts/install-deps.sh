@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages SyncFS builds, runs and tests with, if any is missing.
-# Usage: scripts/install-deps.sh [--test|--services]
+# Usage: scripts/install-deps.sh [--test|--bench|--services]
 #   --test adds the programs the test suites drive, the services' included;
+#   --bench adds what scripts/bench.sh runs, g++ included (it compiles libfuse's passthrough_hp);
 #   --services installs only what scripts/services.sh runs (PostgreSQL 15, Ceph's monitor, OSD, RGW).
 set -euo pipefail
 packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev pkg-config)
 services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
 case "${1:-}" in
 --test) packages+=(git sqlite3 attr tar rsync inotify-tools openssl python3) ;;
+--bench) packages+=(g++ curl xz-utils fio rclone git tar python3) ;;
 --services) packages=() ;;
 *) services=() ;;
 esac

@@ -8,11 +8,12 @@ META.env lines:    key=value
 Prints a plain-text table and the Markdown version on stdout and writes the Markdown to
 MARKDOWN_OUT. Exit status 0 (the verdicts are in the output, not in the status).
 """
+import math
 import statistics
 import sys
 from collections import defaultdict
 
-TARGETS = [("native", "native"), ("syncfs", "SyncFS"), ("rclone", "rclone")]
+TARGETS = [("native", "native"), ("syncfs", "SyncFS"), ("rclone", "rclone"), ("hp", "hp")]
 
 # key, label, unit, kind, goal
 #   kind "thr":  value is a rate, ratio = target / native
@@ -30,6 +31,12 @@ WORKLOADS = [
     ("delete", "Delete {files} files", "files/s", "ops", None),
     ("untar", "Untar {tree_files} files ({tree_mib} MiB)", "s", "time", ("<=", 1.6)),
     ("git_clone", "git clone {commits} commits, {repo_files} files", "s", "time", ("<=", 1.45)),
+    ("walk_find_cold", "find of {walk_files} files, cold", "s", "time", ("<=", 3.0)),
+    ("walk_lslr_cold", "ls -lR of {walk_files} files, cold", "s", "time", ("<=", 3.0)),
+    ("walk_du_cold", "du -s of {walk_files} files, cold", "s", "time", ("<=", 3.0)),
+    ("walk_lslr_warm", "ls -lR of {walk_files} files, warm", "s", "time", ("<=", 2.0)),
+    ("walk_find_warm", "find of {walk_files} files, warm", "s", "time", ("<=", 2.0)),
+    ("walk_du_warm", "du -s of {walk_files} files, warm", "s", "time", ("<=", 2.0)),
 ]
 RSS_GOAL_MB = 150.0
 
@@ -106,6 +113,31 @@ def verdict(goal, r, v):
     return "PASS" if ok else "FAIL"
 
 
+def better(kind):
+    """Time ratios are better when lower, the others when higher: a score where higher wins."""
+    return (lambda r: 1 / r) if kind == "time" else (lambda r: r)
+
+
+def versus_best(kind, r_s, r_r, r_h):
+    """SyncFS against the better of rclone and hp in the same run (the issue's goal: ≥)."""
+    others = [r for r in (r_r, r_h) if r is not None]
+    if r_s is None or not others or r_s <= 0:
+        return ""
+    score = better(kind)
+    best = max(score(r) for r in others)
+    return f"{'PASS' if score(r_s) >= best else 'FAIL'} ({score(r_s) / best:.2f}×)"
+
+
+def geomean_line(shared, index, name):
+    """Geometric mean of SyncFS's score over another target's, over the workloads both ran."""
+    q = [better(k)(row[0]) / better(k)(row[index]) for k, *row in shared
+         if row[index] is not None and row[0] > 0 and row[index] > 0]
+    if not q:
+        return None
+    return f"Geometric mean of SyncFS's ratios over {name}'s ({len(q)} shared workloads, higher is better): " \
+           f"{math.exp(sum(math.log(x) for x in q) / len(q)):.2f}×"
+
+
 def fmt_goal(kind, goal):
     if goal is None:
         return ""
@@ -126,8 +158,9 @@ def main():
     fmtargs = defaultdict(str, meta)
 
     headers = ["Workload", "unit", "native", "SyncFS", "SyncFS/native", "goal", "SyncFS result",
-               "rclone", "rclone/native", "rclone vs goal"]
+               "rclone", "rclone/native", "rclone vs goal", "hp", "hp/native", "SyncFS vs best FUSE"]
     rows = []
+    shared = []  # (kind, SyncFS, rclone, hp ratios) of every workload SyncFS ran
     passed, failed = [], []
     for key, label, unit, kind, goal in WORKLOADS:
         meds = {t: median(data.get((t, key), [])) for t, _ in TARGETS}
@@ -137,6 +170,7 @@ def main():
         nat = meds["native"]
         r_s = ratio(kind, nat, meds["syncfs"])
         r_r = ratio(kind, nat, meds["rclone"])
+        r_h = ratio(kind, nat, meds["hp"])
         v_s = verdict(goal, r_s, meds["syncfs"])
         v_r = verdict(goal, r_r, meds["rclone"])
         name = label.format_map(fmtargs)
@@ -151,7 +185,11 @@ def main():
             fmt_ratio(kind, r_s), fmt_goal(kind, goal), v_s,
             fmt_value(kind, unit, meds["rclone"], n_ops),
             fmt_ratio(kind, r_r), v_r,
+            fmt_value(kind, unit, meds["hp"], n_ops),
+            fmt_ratio(kind, r_h), versus_best(kind, r_s, r_r, r_h),
         ])
+        if r_s is not None:
+            shared.append((kind, r_s, r_r, r_h))
 
     # Daemon memory (KiB in the results; reported in MB = 10^6 bytes and MiB).
     rss_rows = []
@@ -249,6 +287,8 @@ def main():
     md.append(f"- SyncFS: `{meta.get('syncfs_binary', '—')}` ({meta.get('syncfs_rev', '?')}); "
               f"rclone {meta.get('rclone_version', '?')} `mount --vfs-cache-mode full` over a local "
               f"directory; fio {meta.get('fio_version', '?')}")
+    if meta.get("hp_version"):
+        md.append(f"- hp: {meta['hp_version']}, `--foreground` over a local directory")
     md.append(f"- Median of {meta.get('runs', '?')} run(s){' (QUICK mode: small sizes)' if meta.get('quick') == '1' else ''}; "
               f"ratios: throughput = target/native, time = target time/native time; "
               f"files/s ratios = native time/target time.")
@@ -258,6 +298,11 @@ def main():
         md.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(headers))) + "|")
         for r in rows:
             md.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+        md.append("")
+        for index, name in ((1, "rclone"), (2, "passthrough_hp")):
+            line = geomean_line(shared, index, name)
+            if line:
+                md.append(f"- {line}")
         md.append("")
     if io_rows:
         md.append(f"Where the {meta.get('size', '?')} sequential reads were served from — what the FUSE daemon did "

@@ -10,8 +10,8 @@ public struct MountConfiguration: Sendable {
     public var stateDirectory: String
     /// Unmount when standard input reaches end-of-file (a test runner's lifeline).
     public var lifeline: Bool
-    /// How long the kernel may cache names and attributes, in seconds.
-    var cacheTimeout: Double = 10
+    /// How long the kernel may cache names and attributes, in seconds (`KernelCachePolicy`).
+    var cacheTimeout: Double = KernelCachePolicy.timeout
     /// How long a changed file must stay closed and unchanged before it is uploaded, in ms.
     public var uploadDelayMilliseconds: Int = 100
     /// zlib level for uploaded chunks (0–9).

@@ -9,7 +9,10 @@ func fuseOpendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePoi
     do {
         let handle = try context.fileSystem.opendir(inode(ino))
         storeHandle(handle, in: info)
-        info?.pointee.cache_readdir = 0
+        // The kernel keeps the listing (`KernelCachePolicy.cachesListings`): dropped on local
+        // changes by the kernel itself, on remote ones by the notifier's entry invalidations.
+        info?.pointee.cache_readdir = KernelCachePolicy.cachesListings ? 1 : 0
+        info?.pointee.keep_cache = KernelCachePolicy.cachesListings ? 1 : 0
         if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenDirectory.self) {
             context.fileSystem.releasedir(handle)
         }

@@ -22,7 +22,9 @@ func fuseSetxattr(
 func fuseGetxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>?, _ size: Int) {
     guard let name else { return replyError(req, .invalidArgument) }
     // Names outside `user.` are never stored: answer without touching the file system. The
-    // kernel asks for `security.capability` before writes, so this must stay cheap.
+    // kernel asks for `security.capability` before writes, so this must stay cheap. Security
+    // labels are "not supported" (see `KernelCachePolicy.isUnsupportedXattr`).
+    if KernelCachePolicy.isUnsupportedXattr(name) { return replyError(req, .notSupported) }
     guard strncmp(name, "user.", 5) == 0 else { return replyError(req, .noAttribute) }
     do {
         let value = try FuseContext.of(req).fileSystem.getxattr(inode(ino), name: String(cString: name))

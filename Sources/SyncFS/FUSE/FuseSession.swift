@@ -200,6 +200,7 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
     }
 
     func entryChanged(parent: InodeNumber, name: FileName) {
+        dropListing(parent)
         name.bytes.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { chars in
                 _ = fuse_lowlevel_notify_inval_entry(
@@ -209,6 +210,7 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
     }
 
     func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
+        dropListing(parent)
         name.bytes.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { chars in
                 // Also invalidates the name when the kernel's entry leads elsewhere (-ENOENT).
@@ -216,6 +218,13 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
                     session, fuse_ino_t(parent.rawValue), fuse_ino_t(child.rawValue), chars.baseAddress, chars.count)
             }
         }
+    }
+
+    /// Drops the directory's cached listing (its page cache; see
+    /// `KernelCachePolicy.cachesListings`) and attributes. Takes no directory lock.
+    private func dropListing(_ directory: InodeNumber) {
+        guard KernelCachePolicy.cachesListings else { return }
+        _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(directory.rawValue), 0, 0)
     }
 
     func writeBackPages(_ ino: InodeNumber) {

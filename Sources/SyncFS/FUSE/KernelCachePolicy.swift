@@ -1,0 +1,42 @@
+import Glibc
+
+/// How long the kernel may keep what the daemon told it about names and attributes.
+///
+/// Every change to the tree reaches the kernel through this daemon: local changes are FUSE
+/// requests the kernel made itself (it updates its own dentries and attributes), remote ones are
+/// applied by the follower, which sends `fuse_lowlevel_notify_inval_entry` / `_delete` /
+/// `_inval_inode` for every name it adds, removes or moves and every inode whose attributes or
+/// content it changes (`KernelInvalidation`, sent by `LiveTree.perform` after the lock is
+/// dropped; an entry invalidation also drops the parent directory's attributes in the kernel).
+/// Nothing else changes the tree while it is mounted, so a cached answer can only be stale if an
+/// invalidation is missing — a bug the mount tests in `KernelCacheTest` look for — and the
+/// timeout only bounds how long such a bug would show. Races between a reply and an
+/// invalidation are the kernel's: an entry invalidation takes the directory's lock (in-flight
+/// lookups finish first), an inode invalidation bumps the attribute version (older replies are
+/// dropped).
+enum KernelCachePolicy {
+    /// Entry (positive and negative) and attribute timeout, in seconds: one day, as libfuse's
+    /// `passthrough_hp`. Long enough that a tree walk of any size is answered from the kernel's
+    /// caches the second time (with 10 s, a walk of 100,000 files outlasted its own cache).
+    static let timeout: Double = 86_400
+
+    /// Whether the kernel keeps directory listings across opens (`cache_readdir` and
+    /// `keep_cache` in `opendir`), so a repeated walk reads no directory from the daemon. The
+    /// kernel drops a directory's listing itself on every local change in it; for remote ones
+    /// every entry invalidation (`KernelNotifier.entryChanged`/`entryDeleted`) also drops the
+    /// parent directory's cached pages, which hold the listing — whether or not the kernel had
+    /// the name cached, and whether or not the change moved the directory's mtime.
+    static let cachesListings = true
+
+    /// Extended attribute names answered EOPNOTSUPP at once: the folder stores only `user.`
+    /// names, so security labels (`security.selinux`, `security.SMACK64`, …) are "not
+    /// supported", which is also what setting one answers. Programs that ask per file (`ls -l`
+    /// asks `security.selinux` of every name) remember "unsupported" for the whole device and
+    /// stop asking; "no such attribute" (ENODATA) would make them ask again for every file.
+    /// `security.capability` keeps ENODATA: the kernel reads it on exec and before writes, and
+    /// treats both answers alike. `system.*` (POSIX ACLs) keeps ENODATA too: the kernel turns
+    /// EOPNOTSUPP from a daemon that otherwise supports xattrs into an error of the ACL check.
+    static func isUnsupportedXattr(_ name: UnsafePointer<CChar>) -> Bool {
+        strncmp(name, "security.", 9) == 0 && strcmp(name, "security.capability") != 0
+    }
+}

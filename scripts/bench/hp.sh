@@ -1,0 +1,107 @@
+# scripts/bench/hp.sh — the `hp` target of scripts/bench.sh: libfuse 3.14's own
+# `example/passthrough_hp.cc`, the FUSE ceiling of this kernel and library.
+#
+# Sourced by bench.sh (needs its log, die, alive, is_mounted, wait_gone, force_unmount, $W, $LOGS).
+# The source is never part of this repository: it is fetched at bench time from Debian's archive
+# (the upstream tarball Debian ships, fuse3_3.14.0.orig.tar.xz), checked against the SHA-256 in
+# Debian's signed fuse3_3.14.0-4.dsc, and only two files are taken from it: the example and the
+# option parser it includes. Everything lands in the bench's work directory and goes with it.
+#
+#   hp_build      download (or take $HP_TARBALL), verify, extract, compile → $HP_BIN
+#   hp_start      mount `passthrough_hp --foreground $W/hp/source $HP_MP` in the background
+#   hp_stop       fusermount3 -u, then TERM, then KILL (like rclone), in every cleanup path
+
+HP_URL=http://deb.debian.org/debian/pool/main/f/fuse3/fuse3_3.14.0.orig.tar.xz
+HP_SHA256=96115b2a8ff34bd1e0c7b00c5dfd8297571d7e165042b94498c9a26356a9a70a
+HP_MEMBERS=(fuse-3.14.0/example/passthrough_hp.cc fuse-3.14.0/example/cxxopts.hpp)
+HP_PID= HP_MP=$W/hp/mnt HP_BIN=$W/hp/passthrough_hp
+
+# hp_prerequisites — the tools the build needs; bench.sh dies early when one is missing.
+# What is missing is installed by `scripts/install-deps.sh --bench` (g++, libfuse3-dev, curl, xz).
+hp_prerequisites() {
+    local c
+    if ! command -v g++ >/dev/null || ! command -v xz >/dev/null || ! pkg-config --exists fuse3 2>/dev/null \
+        || { [[ -z ${HP_TARBALL:-} ]] && ! command -v curl >/dev/null; }; then
+        log "hp target: installing its build dependencies (scripts/install-deps.sh --bench)"
+        "$REPO_ROOT/scripts/install-deps.sh" --bench >&2 || die "hp target: installing g++/libfuse3-dev failed"
+    fi
+    for c in g++ pkg-config tar xz sha256sum; do
+        command -v "$c" >/dev/null || die "hp target: $c not found (scripts/install-deps.sh --bench)"
+    done
+    [[ -n ${HP_TARBALL:-} ]] || command -v curl >/dev/null || die "hp target: curl not found"
+    pkg-config --exists fuse3 || die "hp target: libfuse3-dev not installed (pkg-config fuse3)"
+}
+
+hp_build() {
+    local dir=$W/hp/build tarball actual
+    mkdir -p "$dir"
+    if [[ -n ${HP_TARBALL:-} ]]; then
+        tarball=$HP_TARBALL
+    else
+        tarball=$dir/fuse3_3.14.0.orig.tar.xz
+        log "hp: downloading $HP_URL"
+        curl -fsSL --max-time 120 -o "$tarball" "$HP_URL" || die "hp: download of $HP_URL failed"
+    fi
+    actual=$(sha256sum <"$tarball" | cut -d' ' -f1)
+    [[ $actual == "$HP_SHA256" ]] \
+        || die "hp: $tarball has sha256 $actual, expected $HP_SHA256 (Debian's fuse3_3.14.0-4.dsc); refusing it"
+    tar -xJf "$tarball" -C "$dir" "${HP_MEMBERS[@]}" || die "hp: extracting the example failed"
+    # The three HAVE_ macros are what libfuse's own build (meson's config.h) defines on Linux
+    # with glibc; without them the example answers EOPNOTSUPP to utimensat (tar fails), has no
+    # fallocate and no extended attributes at all (no xattr round trips: not the ceiling of a
+    # file system that has them).
+    # shellcheck disable=SC2046
+    g++ -std=c++17 -O2 -DHAVE_UTIMENSAT -DHAVE_POSIX_FALLOCATE -DHAVE_SETXATTR \
+        "$dir/fuse-3.14.0/example/passthrough_hp.cc" -o "$HP_BIN" $(pkg-config fuse3 --cflags --libs) \
+        >"$LOGS/hp-build.log" 2>&1 || { tail -n 20 "$LOGS/hp-build.log" >&2; die "hp: g++ failed"; }
+    HP_ID="libfuse $(pkg-config --modversion fuse3), passthrough_hp.cc from fuse3_3.14.0.orig.tar.xz (sha256 ${HP_SHA256:0:12}), g++ $(g++ -dumpfullversion) -O2, libfuse's HAVE_UTIMENSAT/POSIX_FALLOCATE/SETXATTR"
+    log "hp: built $HP_BIN"
+}
+
+# Mounted over a plain local directory, like rclone's remote; its defaults (86400 s entry and
+# attribute timeouts, splice, writeback cache where the kernel offers it) are the ceiling.
+hp_start() {
+    mkdir -p "$W/hp/source" "$HP_MP"
+    # passthrough_hp keeps one descriptor open per inode the kernel knows (it raises its soft
+    # limit to the hard one): a tree larger than the hard limit cannot be held (EMFILE/EBADF).
+    # Raised here where the process may (root with CAP_SYS_RESOURCE, up to fs.nr_open);
+    # `hp_max_files` tells the workloads what fits.
+    # shellcheck disable=SC2086
+    (
+        ulimit -Hn 1048576 2>/dev/null && ulimit -Sn 1048576 2>/dev/null
+        exec "$HP_BIN" --foreground ${HP_MOUNT_ARGS:-} "$W/hp/source" "$HP_MP"
+    ) </dev/null >"$LOGS/hp.log" 2>&1 &
+    HP_PID=$!
+    echo "$HP_PID" >>"$W/pids"
+    local i
+    for ((i = 0; i < 300; i++)); do
+        is_mounted "$HP_MP" && break
+        alive "$HP_PID" || break
+        sleep 0.1
+    done
+    if ! is_mounted "$HP_MP"; then
+        tail -n 20 "$LOGS/hp.log" >&2
+        die "passthrough_hp did not mount"
+    fi
+    log "passthrough_hp mounted at $HP_MP (pid $HP_PID)"
+}
+
+# hp_max_files — how many files passthrough_hp can hold at once: its descriptor limit less a margin.
+hp_max_files() {
+    local limit
+    limit=$(awk '/^Max open files/ { print $5 }' "/proc/$HP_PID/limits" 2>/dev/null)
+    [[ $limit =~ ^[0-9]+$ ]] && echo $((limit - 200)) || echo 0
+}
+
+hp_stop() {
+    [[ -n $HP_PID ]] || return 0
+    if is_mounted "$HP_MP"; then
+        local i
+        for i in 1 2 3 4 5; do fusermount3 -u "$HP_MP" 2>/dev/null && break; sleep 1; done
+    fi
+    wait_gone "$HP_PID" 15 || { kill -TERM "$HP_PID" 2>/dev/null; wait_gone "$HP_PID" 5; } \
+        || kill -KILL "$HP_PID" 2>/dev/null
+    force_unmount "$HP_MP" "$HP_PID"
+    wait "$HP_PID" 2>/dev/null
+    HP_PID=
+}
