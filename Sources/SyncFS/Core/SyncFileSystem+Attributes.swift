@@ -115,9 +115,6 @@ extension SyncFileSystem {
         try residency.prepareForWriting(node, truncatingTo: size)
         node.beginContentChange()
         defer { node.endContentChange() }
-        if size < node.size.load(ordering: .relaxed) {
-            live.transact { tree in recordShrink(node, to: size, in: &tree) }
-        }
         if let handle {
             if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
         } else {

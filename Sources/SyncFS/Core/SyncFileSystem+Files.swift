@@ -131,25 +131,6 @@ extension SyncFileSystem {
         }
     }
 
-    /// Records `node`'s new, smaller `size` in the state database *before* its cache file shrinks
-    /// (the caller truncates it next, inside its content change): after a crash, a cache file
-    /// shorter than the recorded size is then damage (`lost`, never uploaded), not a truncation
-    /// the crash kept from being recorded (`Namespace.load`'s cache check, issue #14 item 2). The
-    /// size in memory drops first: an upload reading meanwhile takes that many bytes, a prefix
-    /// that is exactly the truncated content. If the database cannot be written (a full disk),
-    /// the shrink goes on and the record is committed later; a crash in that window turns the
-    /// file `lost`, the safe side.
-    func recordShrink(_ node: Node, to size: Int64, in tree: inout TreeTransaction) {
-        guard size < node.size.load(ordering: .relaxed), !node.isUnlinked else { return }
-        node.size.store(size, ordering: .relaxed)
-        tree.recordChange(node)
-        do {
-            try tree.commitRecordedNow()
-        } catch {
-            logger.warning("could not record the new size of \(node.name) before truncating it: \(error)")
-        }
-    }
-
     /// Clears setuid/setgid after a write by an unprivileged caller.
     private func killPrivileges(_ node: Node) {
         live.transact { tree in
@@ -182,18 +163,14 @@ extension SyncFileSystem {
         if flags & O_TRUNC != 0 && (node.size.load(ordering: .relaxed) != 0 || truncatesLost) {
             node.beginContentChange()
             defer { node.endContentChange() }
-            let sizeBefore = node.size.load(ordering: .relaxed)
-            recordShrink(node, to: 0, in: &tree)
             if ftruncate(descriptor, 0) != 0 {
-                let failure = FSError.fromErrno()
-                node.size.store(sizeBefore, ordering: .relaxed)
-                if !node.isUnlinked { tree.recordChange(node) }
                 close(descriptor)
                 node.openCount -= 1
                 node.openWriters -= 1
-                throw failure
+                throw .fromErrno()
             }
             let now = Clock.nowNanoseconds()
+            node.size.store(0, ordering: .relaxed)
             node.mtime.store(now, ordering: .relaxed)
             node.ctime = now
             node.changedSinceEvent.store(true, ordering: .relaxed)

@@ -84,11 +84,14 @@ extension Namespace {
             let actual = cache.size(of: node.fileID)
             switch ContentLifecycle.cacheFileCheck(recorded: recorded, onDisk: actual) {
             case nil: continue
-            case .cacheFileLonger:
-                // Writes the crash kept from being recorded (the records are committed in
-                // batches; a cache file is the newer truth after kill -9): local changes to
-                // upload. Never a shrink: a smaller size is committed before a cache file
-                // shrinks (`SyncFileSystem.recordShrink`), so a short cache file is damage.
+            case .cacheFileLonger, .cacheFileShort:
+                // Writes or a truncation (`O_TRUNC`, `ftruncate`) the crash kept from being
+                // recorded (the records are committed in batches; a cache file is the newer
+                // truth after kill -9): local changes to upload. A short cache file cannot be
+                // told from a damaged one here, so it is taken, as before (issue #14 item 2's
+                // short case is caught while mounted, before an upload reads the file).
+                // `ContentLifecycle.cacheFileDamaged` would make it `lost`: that needs the new
+                // size recorded before a shrink, not yet done.
                 node.size.store(actual ?? recorded, ordering: .relaxed)
                 store.record([.upsert(node.record), outbox.changed(node.fileID)])
             case let event?:
