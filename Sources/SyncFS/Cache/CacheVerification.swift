@@ -30,15 +30,9 @@ final class CacheVerification: @unchecked Sendable {
 
     init(manifest: [ChunkRef]) {
         self.manifest = manifest
-        var offsets: [Int64] = []
-        offsets.reserveCapacity(manifest.count)
-        var position: Int64 = 0
-        for ref in manifest {
-            offsets.append(position)
-            position += ref.length
-        }
-        self.offsets = offsets
-        length = position
+        let layout = ManifestLayout(manifest)
+        offsets = layout.offsets
+        length = layout.length
         verified = Array(repeating: false, count: manifest.count)
         remaining = manifest.count
     }

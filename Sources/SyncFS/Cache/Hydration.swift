@@ -41,15 +41,9 @@ final class Hydration: @unchecked Sendable {
 
     init(manifest: [ChunkRef], descriptor: Int32, resumes: Bool) {
         self.manifest = manifest
-        var offsets: [Int64] = []
-        offsets.reserveCapacity(manifest.count)
-        var position: Int64 = 0
-        for ref in manifest {
-            offsets.append(position)
-            position += ref.length
-        }
-        self.offsets = offsets
-        length = position
+        let layout = ManifestLayout(manifest)
+        offsets = layout.offsets
+        length = layout.length
         self.descriptor = descriptor
         self.resumes = resumes
         present = Array(repeating: false, count: manifest.count)
