@@ -15,10 +15,13 @@ import SyncBackend
 /// `versionConflict`). Commits of different containers never wait for each other.
 ///
 /// `CommitRules` is synchronous, so the lookups it may make are read first, under the lock, into
-/// a `CommitSnapshot`: the entry, its parent's chain of ancestors (one recursive query), the live
-/// entry holding the new name, whether the entry has live children, and which manifest chunks are
-/// held. The shared rules then decide, in the shared order, and an `.apply` writes the counter, the
-/// row and `NOTIFY syncfs_changes` (delivered by PostgreSQL only when the transaction commits).
+/// a `CommitSnapshot` by one statement (`CommitSnapshot.read`). The shared rules then decide, in
+/// the shared order, and an `.apply` writes the counter, the row and `NOTIFY syncfs_changes`
+/// (delivered by PostgreSQL only when the transaction commits) in one more statement. A commit is
+/// thus five round trips — `BEGIN`, the lock, the lookups, the write, `COMMIT` — the last four
+/// under the container's lock, which is what bounds a container's commit rate. The lock stays a
+/// statement of its own: under READ COMMITTED a statement sees the data of its start, so lookups
+/// made by the statement that waited for the lock would miss the commit it waited for.
 enum PostgresCommit {
     static func commit(
         _ request: CommitRequest, container rowID: Int64, on connection: PostgresConnection, logger: Logger
@@ -33,39 +36,7 @@ enum PostgresCommit {
             throw ContainerProtocolError.unavailable("the container is no longer in the database")
         }
 
-        var snapshot = CommitSnapshot()
-        let current = try await entries(
-            query(
-                "SELECT \(unescaped: PostgresEntryRow.columns) FROM syncfs_entries WHERE container = \(rowID) AND file_id = \(request.id.hex)"
-            )
-        ).first
-        snapshot.record(current, for: request.id)
-        if let current, !current.isDeleted, current.state.kind == .directory {
-            let rows = try await query(
-                """
-                SELECT EXISTS (SELECT 1 FROM syncfs_entries
-                    WHERE container = \(rowID) AND parent = \(request.id.hex) AND NOT deleted)
-                """)
-            for try await exists in rows.decode(Bool.self) { snapshot.liveChildren[request.id] = exists }
-        }
-        if case .put(let state) = request.change {
-            if let parent = state.parent {
-                try await snapshot.recordAncestors(of: parent, container: rowID, query: query)
-                let holder = try await entries(
-                    query(
-                        """
-                        SELECT \(unescaped: PostgresEntryRow.columns) FROM syncfs_entries
-                        WHERE container = \(rowID) AND parent = \(parent.hex)
-                            AND name = \(ByteBuffer(bytes: state.name)) AND NOT deleted LIMIT 1
-                        """)
-                ).first
-                snapshot.namedChild = (parent, state.name, holder)
-            }
-            let hashes = Array(Set(state.manifest.map(\.hash)))
-            if !hashes.isEmpty {
-                snapshot.heldChunks = try await PostgresContainer.heldChunks(hashes, container: rowID, query: query)
-            }
-        }
+        let snapshot = try await CommitSnapshot.read(for: request, container: rowID, query: query)
 
         switch try CommitRules.decide(request, in: snapshot) {
         case .refuse(let outcome):
@@ -79,10 +50,6 @@ enum PostgresCommit {
             for try await _ in try await query(PostgresEntryRow.apply(entry, container: rowID)) {}
             return .committed(entry)
         }
-    }
-
-    private static func entries(_ rows: PostgresRowSequence) async throws -> [RemoteEntry] {
-        try await PostgresEntryRow.entries(rows)
     }
 }
 
@@ -100,23 +67,79 @@ struct CommitSnapshot: CommitLookup {
         if let entry { stored[id] = entry } else { absent.insert(id) }
     }
 
-    /// Reads `start` and its ancestors (parent links, stopping at a missing entry or a repeat).
-    mutating func recordAncestors(
-        of start: FileID, container rowID: Int64, query: (PostgresQuery) async throws -> PostgresRowSequence
-    ) async throws {
+    /// Everything `CommitRules` may ask about `request`, read by one statement whose rows are
+    /// tagged by what they answer:
+    /// 1. the entry itself (no row: absent);
+    /// 2. for a put with a parent, the parent and its ancestors (parent links, a recursive walk
+    ///    that stops at a missing entry or a repeat);
+    /// 3. for a put with a parent, the live entry holding the new name there (at most one);
+    /// 4. whether the entry has a live child (one row, always: cheap, and asked of directories);
+    /// 5. which of the manifest's chunks the container holds.
+    /// Rows of kinds 4 and 5 carry typed NULLs where the others carry an entry.
+    static func read(
+        for request: CommitRequest, container rowID: Int64,
+        query: (PostgresQuery) async throws -> PostgresRowSequence
+    ) async throws -> CommitSnapshot {
+        var parent: FileID?
+        var name: ByteBuffer?
+        var hashes: [String] = []
+        if case .put(let state) = request.change {
+            parent = state.parent
+            name = parent == nil ? nil : ByteBuffer(bytes: state.name)
+            hashes = Array(Set(state.manifest.map(\.hash.hex)))
+        }
         let rows = try await query(
             """
             WITH RECURSIVE chain (file_id) AS (
-                SELECT \(start.hex)::text
+                SELECT \(parent?.hex)::text
                 UNION
                 SELECT e.parent FROM chain c JOIN syncfs_entries e ON e.container = \(rowID) AND e.file_id = c.file_id
                 WHERE e.parent IS NOT NULL
             )
-            SELECT \(unescaped: PostgresEntryRow.columns) FROM syncfs_entries
-            WHERE container = \(rowID) AND file_id IN (SELECT file_id FROM chain)
+            SELECT 1, NULL::text, NULL::boolean, \(unescaped: PostgresEntryRow.columns) FROM syncfs_entries
+                WHERE container = \(rowID) AND file_id = \(request.id.hex)
+            UNION ALL
+            SELECT 2, NULL, NULL, \(unescaped: PostgresEntryRow.columns) FROM syncfs_entries
+                WHERE container = \(rowID) AND file_id IN (SELECT file_id FROM chain)
+            UNION ALL
+            (SELECT 3, NULL, NULL, \(unescaped: PostgresEntryRow.columns) FROM syncfs_entries
+                WHERE container = \(rowID) AND parent = \(parent?.hex) AND name = \(name) AND NOT deleted LIMIT 1)
+            UNION ALL
+            SELECT 4, NULL, EXISTS (SELECT 1 FROM syncfs_entries
+                    WHERE container = \(rowID) AND parent = \(request.id.hex) AND NOT deleted),
+                \(unescaped: PostgresEntryRow.nullColumns)
+            UNION ALL
+            SELECT 5, hash, NULL, \(unescaped: PostgresEntryRow.nullColumns) FROM syncfs_chunks
+                WHERE container = \(rowID) AND hash = ANY(\(hashes))
             """)
-        for entry in try await PostgresEntryRow.entries(rows) { stored[entry.id] = entry }
-        // The walk ends at the first ID without a row (the implicit root, or a dangling parent).
+        var snapshot = CommitSnapshot()
+        var current: RemoteEntry?
+        var holder: RemoteEntry?
+        for try await row in rows {
+            let cells = row.makeRandomAccess()
+            switch try cells[0].decode(Int.self) {
+            case 1: current = try PostgresEntryRow.entry(cells, at: 3)
+            case 2:
+                let ancestor = try PostgresEntryRow.entry(cells, at: 3)
+                snapshot.stored[ancestor.id] = ancestor
+            case 3: holder = try PostgresEntryRow.entry(cells, at: 3)
+            case 4: snapshot.liveChildren[request.id] = try cells[2].decode(Bool.self)
+            case 5:
+                if let hash = ChunkHash(hex: try cells[1].decode(String.self)) { snapshot.heldChunks.insert(hash) }
+            default: throw ContainerProtocolError.storageFailure("commit: the lookup answered an unknown row")
+            }
+        }
+        snapshot.record(current, for: request.id)
+        if let parent {
+            snapshot.namedChild = (parent, name.map(PostgresEntryRow.bytes) ?? [], holder)
+            snapshot.markChainEnd(from: parent)
+        }
+        return snapshot
+    }
+
+    /// Marks the first ID without a row on `start`'s parent chain as absent (the implicit root,
+    /// or a dangling parent), as the recursive walk read it.
+    private mutating func markChainEnd(from start: FileID) {
         var next: FileID? = start
         var seen = Set<FileID>()
         while let id = next, seen.insert(id).inserted {

@@ -9,9 +9,20 @@ enum PostgresEntryRow {
     static let columns =
         "file_id, version, deleted, device, parent, name, kind, mode, mtime, size, xattrs, symlink_target, manifest"
 
+    /// `columns` as typed NULLs, for the rows of a `UNION ALL` that carry no entry.
+    static let nullColumns =
+        "NULL::text, NULL::bigint, NULL::boolean, NULL::text, NULL::text, NULL::bytea, NULL::smallint, "
+        + "NULL::integer, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bytea, NULL::bytea"
+
     /// The entry in `row` (selected with `columns`).
     static func entry(_ row: PostgresRow) throws -> RemoteEntry {
-        let cells = row.makeRandomAccess()
+        try entry(row.makeRandomAccess(), at: 0)
+    }
+
+    /// The entry in `row`'s cells `offset ..< offset + 13` (selected with `columns` after
+    /// `offset` other cells).
+    static func entry(_ row: PostgresRandomAccessRow, at offset: Int) throws -> RemoteEntry {
+        let cells = OffsetCells(row: row, offset: offset)
         guard let id = FileID(hex: try cells[0].decode(String.self)),
             let version = EntryVersion(exactly: try cells[1].decode(Int64.self)),
             let kind = NodeKind(rawValue: Int64(try cells[6].decode(Int16.self)))
@@ -61,6 +72,13 @@ enum PostgresEntryRow {
     }
 
     static func bytes(_ buffer: ByteBuffer) -> [UInt8] { Array(buffer.readableBytesView) }
+
+    /// The cells of a row counted from `offset`.
+    private struct OffsetCells {
+        let row: PostgresRandomAccessRow
+        let offset: Int
+        subscript(index: Int) -> PostgresCell { row[offset + index] }
+    }
 
     /// The entries `rows` hold, in order.
     static func entries(_ rows: PostgresRowSequence) async throws -> [RemoteEntry] {
