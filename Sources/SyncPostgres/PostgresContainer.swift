@@ -5,8 +5,8 @@ import SyncBackend
 /// PostgreSQL, its chunk bytes are in the store's `ChunkBlobStore`, and the `syncfs_chunks` table
 /// says which chunks it holds (`missingChunks` never lists the blob store).
 ///
-/// - Commits: see `PostgresCommit` (one transaction, the container row locked `FOR UPDATE`,
-///   the shared `CommitRules`, `NOTIFY` at commit).
+/// - Commits: see `PostgresCommit` (a lookup, the shared `CommitRules`, and a write checked
+///   under the container row's lock inside PostgreSQL; `NOTIFY` at commit).
 /// - Chunks: `putChunk` stores the blob first and inserts the row only after the blob store
 ///   acknowledged it, so a chunk a commit can reference is always readable; both steps are
 ///   idempotent. `chunk(_:)` reads the row (absent: `chunkNotFound`), then the blob; a blob
@@ -92,9 +92,7 @@ public final class PostgresContainer: Container {
     public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         try RequestValidation.check(request)
         return try await store.run("commit entry \(request.id)") { [rowID, store] client in
-            try await client.withTransaction(logger: store.options.logger) { connection in
-                try await PostgresCommit.commit(request, container: rowID, on: connection, logger: store.options.logger)
-            }
+            try await PostgresCommit.commit(request, container: rowID, client: client, logger: store.options.logger)
         }
     }
 

@@ -9,11 +9,6 @@ enum PostgresEntryRow {
     static let columns =
         "file_id, version, deleted, device, parent, name, kind, mode, mtime, size, xattrs, symlink_target, manifest"
 
-    /// `columns` as typed NULLs, for the rows of a `UNION ALL` that carry no entry.
-    static let nullColumns =
-        "NULL::text, NULL::bigint, NULL::boolean, NULL::text, NULL::text, NULL::bytea, NULL::smallint, "
-        + "NULL::integer, NULL::bigint, NULL::bigint, NULL::bytea, NULL::bytea, NULL::bytea"
-
     /// The entry in `row` (selected with `columns`).
     static func entry(_ row: PostgresRow) throws -> RemoteEntry {
         try entry(row.makeRandomAccess(), at: 0)
