@@ -2,7 +2,9 @@ import PostgresNIO
 
 /// Schema step 3: the commit's lookups and its checked write as functions in the database, so
 /// that a commit is two statements and holds the container's lock only inside PostgreSQL
-/// (`PostgresCommit`, doc/FORMATS.md "PostgreSQL schema").
+/// (`PostgresCommit`, doc/FORMATS.md "PostgreSQL schema"). PL/pgSQL rather than SQL functions:
+/// PL/pgSQL keeps each query's plan for the session, where an SQL function's body is planned
+/// again on every call (three times per commit).
 ///
 /// - `syncfs_commit_lookup(container, id, parent, name, hashes)` answers everything the commit
 ///   rules may ask, as rows tagged by what they answer: 1 the entry, 2 the parent and its
@@ -24,8 +26,10 @@ enum PostgresCommitFunctions {
         RETURNS TABLE (tag integer, hash text, flag boolean, file_id text, version bigint, deleted boolean,
             device text, parent text, name bytea, kind smallint, mode integer, mtime bigint, size bigint,
             xattrs bytea, symlink_target bytea, manifest bytea)
-        LANGUAGE sql STABLE AS $$
-            WITH RECURSIVE chain (id) AS (
+        LANGUAGE plpgsql STABLE AS $$
+        #variable_conflict use_column
+        BEGIN
+            RETURN QUERY WITH RECURSIVE chain (id) AS (
                 SELECT p_parent
                 UNION
                 SELECT e.parent FROM chain c
@@ -51,15 +55,18 @@ enum PostgresCommitFunctions {
                 NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             UNION ALL
             SELECT 5, c.hash, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-                FROM syncfs_chunks c WHERE c.container = p_container AND c.hash = ANY (p_hashes)
+                FROM syncfs_chunks c WHERE c.container = p_container AND c.hash = ANY (p_hashes);
+        END
         $$
         """,
         """
         CREATE FUNCTION syncfs_commit_fingerprint(
             p_container bigint, p_id text, p_parent text, p_name bytea, p_hashes text[])
-        RETURNS text LANGUAGE sql STABLE AS $$
-            SELECT encode(sha256(convert_to(string_agg(l::text, '|' ORDER BY l::text), 'UTF8')), 'hex')
-            FROM syncfs_commit_lookup(p_container, p_id, p_parent, p_name, p_hashes) l
+        RETURNS text LANGUAGE plpgsql STABLE AS $$
+        BEGIN
+            RETURN (SELECT encode(sha256(convert_to(string_agg(l::text, '|' ORDER BY l::text), 'UTF8')), 'hex')
+                FROM syncfs_commit_lookup(p_container, p_id, p_parent, p_name, p_hashes) l);
+        END
         $$
         """,
         """
