@@ -49,7 +49,7 @@ import Testing
             let reply = try await upload.value
             await stopping.value
             #expect(reply.status == 204, "\(reply.text)")
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.missingChunks([chunk.hash])

@@ -13,10 +13,10 @@ import Testing
     /// share (so without waiting for it, whatever the machine's speed). (Before the
     /// budgets, 16 such PUTs held every upload slot of the server and every other container's
     /// uploads got `503`.)
-    @Test(.timeLimit(.minutes(1))) func slowUploadsOfOneTokenLeaveOtherContainersWorking() async throws {
-        try await ServerFixture.run(container: "victim") { fixture in
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func slowUploadsOfOneTokenLeaveOtherContainersWorking(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend, container: "victim") { fixture in
             let server = fixture.server
-            let abuserToken = try server.makeContainer("abuser")
+            let abuserToken = try await fixture.makeContainer("abuser")
             let share = ServerLimits.standard().perToken.uploads
             var slow: [RawConnection] = []
             defer { for connection in slow { connection.close() } }
@@ -66,8 +66,8 @@ import Testing
     /// A chunk body sent a kilobyte a second is answered `408 requestTimeout` and its connection
     /// closed within the documented progress window (10 s after its head: 32 KiB are needed per
     /// window), and its upload slot is free again.
-    @Test(.timeLimit(.minutes(1))) func aSlowBodyIsCutOffWithinTheDeadline() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func aSlowBodyIsCutOffWithinTheDeadline(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let window = ServerLimits.standard().progressWindow
             let connection = try RawConnection(port: fixture.server.port)
             defer { connection.close() }
@@ -99,12 +99,12 @@ import Testing
     /// 40 idle connections without a token under a cap of 16: the oldest are closed as new ones
     /// come, at most 16 stay, and the rest are closed after the idle time; meanwhile a token
     /// holder gets answers at once, and its connection is not closed for being idle as long.
-    @Test(.timeLimit(.minutes(1))) func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered() async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered(backend: ServerBackend) async throws {
         var limits = ServerLimits.standard()
         limits.unauthenticatedConnections = 16
         // Long enough that the answers below come well within it, however loaded the machine.
         limits.unauthenticatedIdle = .seconds(5)
-        try await ServerFixture.run(limits: limits) { fixture in
+        try await ServerFixture.run(backend: backend, limits: limits) { fixture in
             let server = fixture.server
             let idle = try (0..<40).map { _ in try RawConnection(port: server.port) }
             defer { for connection in idle { connection.close() } }
@@ -136,10 +136,10 @@ import Testing
     }
 
     /// Beyond the cap of connections from one address, new ones are closed at once.
-    @Test(.timeLimit(.minutes(1))) func connectionsPerAddressAreCapped() async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func connectionsPerAddressAreCapped(backend: ServerBackend) async throws {
         var limits = ServerLimits.standard()
         limits.connectionsPerAddress = 10
-        try await ServerFixture.run(limits: limits) { fixture in
+        try await ServerFixture.run(backend: backend, limits: limits) { fixture in
             let connections = try (0..<15).map { _ in try RawConnection(port: fixture.server.port) }
             defer { for connection in connections { connection.close() } }
             try await Task.sleep(for: .milliseconds(300))
