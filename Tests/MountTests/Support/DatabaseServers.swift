@@ -91,9 +91,9 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// `syncfs-mount ARGS` with this test's environment.
-    func syncfs(_ arguments: [String], timeout: Double = 120) throws -> ModelProcessResult {
-        ModelProcess.run([try TestFolder.binaryPath()] + arguments, timeout: timeout)
+    /// `syncfs-mount ARGS` with this test's environment, plus `env`.
+    func syncfs(_ arguments: [String], env: [String: String] = [:], timeout: Double = 120) throws -> ModelProcessResult {
+        ModelProcess.run([try TestFolder.binaryPath()] + arguments, env: env, timeout: timeout)
     }
 
     /// `server-init` with `--create container --tokens`: returns the path of a file (0600)
