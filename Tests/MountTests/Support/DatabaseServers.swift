@@ -114,6 +114,12 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         return path
     }
 
+    /// `server-init` without a container: the schema and the bucket, nothing else.
+    func prepare() throws {
+        let result = try syncfs(["server-init", "--database", databaseURL, "--chunk-store", chunkStore])
+        guard result.ok else { throw TestFolderError(message: "server-init failed: \(result)") }
+    }
+
     /// The `serve` arguments naming this backend.
     var backendArguments: [String] {
         ["--database", databaseURL, "--chunk-store", chunkStore] + (tokensInDatabase ? [] : ["--tokens", tokensDir])
