@@ -15,7 +15,9 @@ import Testing
 /// cover it.)
 @Suite(.serialized)
 struct ServerMountTest {
-    @Test(arguments: MountServerBackend.allCases) func twoMountsConvergeThroughTheServer(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func twoMountsConvergeThroughTheServer(backend: MountServerBackend)
+        throws
+    {
         try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try makeDirectory(a.path("docs"))
@@ -39,7 +41,9 @@ struct ServerMountTest {
         }
     }
 
-    @Test(arguments: MountServerBackend.allCases) func mountsSyncOverHTTPSTrustingOnlyTheGivenCertificate(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func mountsSyncOverHTTPSTrustingOnlyTheGivenCertificate(
+        backend: MountServerBackend
+    ) throws {
         try SyncedMounts.with(uploadDelay: 20, overTLS: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             #expect(server.url("box").hasPrefix("https://"))
@@ -64,7 +68,9 @@ struct ServerMountTest {
         }
     }
 
-    @Test(arguments: MountServerBackend.allCases) func aServerRestartLosesNothingQueuedOnEitherSide(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func aServerRestartLosesNothingQueuedOnEitherSide(
+        backend: MountServerBackend
+    ) throws {
         try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             try writeFile(mounts.a.path("before.txt"), "before")
@@ -90,7 +96,9 @@ struct ServerMountTest {
 
     /// What the server acknowledged survives its sudden death: `sync` returns only once the
     /// server answered every commit, and a SIGKILL right after loses none of them.
-    @Test(arguments: MountServerBackend.allCases) func aKilledServerLosesNothingItAcknowledged(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func aKilledServerLosesNothingItAcknowledged(
+        backend: MountServerBackend
+    ) throws {
         try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             let payload = try randomBytes(3 << 20)
@@ -109,7 +117,9 @@ struct ServerMountTest {
         }
     }
 
-    @Test(arguments: MountServerBackend.allCases) func aLaterMountStartsOfflineAndNeverSyncsWithAReplacedContainer(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func aLaterMountStartsOfflineAndNeverSyncsWithAReplacedContainer(
+        backend: MountServerBackend
+    ) throws {
         try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             try writeFile(mounts.a.path("kept.txt"), "kept")
@@ -144,7 +154,9 @@ struct ServerMountTest {
     }
 
     /// `serve --lifeline` (what these tests start): a test runner that dies takes its servers along.
-    @Test(arguments: MountServerBackend.allCases) func aServerStopsGracefullyWhenItsLifelineCloses(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func aServerStopsGracefullyWhenItsLifelineCloses(
+        backend: MountServerBackend
+    ) throws {
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         let base = String(cString: try #require(mkdtemp(&template)))
         defer { try? FileManager.default.removeItem(atPath: base) }
@@ -154,7 +166,9 @@ struct ServerMountTest {
         #expect(status == 0, "exit status \(status.map(TestFolder.describe) ?? "none: still running after 10 s")")
     }
 
-    @Test(arguments: MountServerBackend.allCases) func wrongTokensAndURLsAreClearErrorsAtMountTime(backend: MountServerBackend) throws {
+    @Test(arguments: MountServerBackend.allCases) func wrongTokensAndURLsAreClearErrorsAtMountTime(
+        backend: MountServerBackend
+    ) throws {
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         let base = String(cString: try #require(mkdtemp(&template)))
         defer { try? FileManager.default.removeItem(atPath: base) }

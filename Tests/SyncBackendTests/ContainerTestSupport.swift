@@ -174,7 +174,8 @@ extension SharedPostgresStore {
                 let client = AsyncHTTPClientTransport.makeHTTPClient()
                 http.withLock { $0 = client }
                 let bucket = "syncfs-conformance-\(UUID().uuidString.prefix(8).lowercased())"
-                let location = try S3Location(parsing: "s3://\(bucket)/run?endpoint=\(services.s3Endpoint)&region=\(services.s3Region)")
+                let location = try S3Location(
+                    parsing: "s3://\(bucket)/run?endpoint=\(services.s3Endpoint)&region=\(services.s3Region)")
                 let blobs = S3ChunkBlobStore(
                     client: S3ChunkBlobStore.client(
                         location: location,

@@ -14,7 +14,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func missingOrUnknownTokensAre401AndStoreNothing(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func missingOrUnknownTokensAre401AndStoreNothing(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let request = Sample.create(Sample.directory("secret"))
             let refusals: [ServerFixture.Auth] = [
@@ -45,7 +47,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func aTokenRevokedWhileServingIsRefusedAtOnce(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func aTokenRevokedWhileServingIsRefusedAtOnce(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let (id, token) = try await fixture.createToken(container: fixture.name, label: "to revoke")
             #expect(try await fixture.send(.GET, fixture.path(), auth: .token(token)).status == 200)
@@ -55,7 +59,9 @@ import Testing
             #expect(reply.code == .unauthorized)
             // Revoking again says so; an unknown ID is bad input.
             #expect(try await fixture.backend.revoke(id: id, on: fixture.server) == false)
-            await #expect(throws: (any Error).self) { try await fixture.backend.revoke(id: "00000000", on: fixture.server) }
+            await #expect(throws: (any Error).self) {
+                try await fixture.backend.revoke(id: "00000000", on: fixture.server)
+            }
             // Other tokens keep working.
             #expect(try await fixture.send(.GET, fixture.path()).status == 200)
             let listed = try await fixture.backend.token(id: id, on: fixture.server)

@@ -7,7 +7,9 @@ import Testing
 /// `GET .../changes` and `.../changes/wait`: parameters are checked strictly; the wait is a long
 /// poll that answers as soon as a commit lands.
 @Suite struct ChangeFeedRequestTests {
-    @Test(arguments: ServerBackend.allCases) func badLimitTimeoutCursorOrParameterAre400(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func badLimitTimeoutCursorOrParameterAre400(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let queries = [
                 "/changes?limit=0", "/changes?limit=10001", "/changes?limit=x", "/changes?limit=-1", "/changes?limit=",
@@ -53,7 +55,8 @@ import Testing
     /// The answer is pushed: it comes well before the container's own once-a-second re-check
     /// could have found the commit (the wait is pending before the commit starts, and the time
     /// runs from the commit's end).
-    @Test(arguments: ServerBackend.allCases) func aWaitAnswersAsSoonAsACommitLands(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func aWaitAnswersAsSoonAsACommitLands(backend: ServerBackend) async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let cursor = try await fixture.send(.GET, fixture.path("/changes")).decode(ChangeBatch.self).cursor
             let waited = Task {

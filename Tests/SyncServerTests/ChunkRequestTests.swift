@@ -37,7 +37,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func bytesThatDoNotMatchTheHashAre422AndNotStored(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func bytesThatDoNotMatchTheHashAre422AndNotStored(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(5000))
             let other = Sample.chunk(Sample.bytes(5000, seed: 3))
@@ -83,7 +85,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func missingOrInvalidChunkHeadersAre400(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func missingOrInvalidChunkHeadersAre400(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(1000))
             let encoding = WireProtocol.chunkEncodingHeader
@@ -162,7 +166,9 @@ import Testing
     /// Beyond the server's limit of uploads in progress, an upload is refused at once with `503`
     /// and `Retry-After: 1` (nothing stored) instead of being queued; once a slot is free it goes
     /// through. (The token's and container's shares are raised here so the server's is reached.)
-    @Test(arguments: ServerBackend.allCases) func uploadsBeyondTheLimitAre503WithRetryAfter(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func uploadsBeyondTheLimitAre503WithRetryAfter(backend: ServerBackend)
+        async throws
+    {
         var limits = ServerLimits.standard(uploads: 1)
         limits.perToken.uploads = 2
         limits.perContainer.uploads = 2

@@ -94,7 +94,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func deviceAndXattrLimitsAndEntryRulesAre400(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func deviceAndXattrLimitsAndEntryRulesAre400(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let valid = Sample.directory("d")
             func with(_ change: (inout EntryState) -> Void) -> EntryState {
@@ -158,7 +160,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func racingCommitsOfOneBaseGiveOne200AndOne409(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func racingCommitsOfOneBaseGiveOne200AndOne409(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             for round in 0..<5 {
                 let id = FileID.random()

@@ -60,8 +60,10 @@ import Testing
         }
     }
 
-    @Test func anotherContainerIDIs412AndStoresNothing() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func anotherContainerIDIs412AndStoresNothing(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let id = try await fixture.container().containerID
             let wrong = "00000000-0000-4000-8000-000000000000"
             let header = WireProtocol.containerIDHeader
@@ -109,10 +111,13 @@ import Testing
         }
     }
 
-    @Test func aClientOfTheReplacedContainerGets412() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func aClientOfTheReplacedContainerGets412(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let old = try await fixture.container().containerID
-            let replacement = try Self.replace(fixture, aside: "aside")
+            let replacement = try await fixture.backend.replace(fixture.name, aside: "aside")
+            #expect(replacement.containerID != old)
             let request = Sample.create(Sample.directory("late"))
             let body = Array(try JSONEncoder().encode(request))
             let reply = try await fixture.send(

@@ -7,7 +7,9 @@ import Testing
 /// Container names, hashes and IDs in paths; unknown routes and methods. Every refusal is the
 /// protocol's JSON error, and no request creates anything under the root.
 @Suite struct PathValidationTests {
-    @Test(arguments: ServerBackend.allCases) func invalidContainerNamesAre400AndCreateNothing(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func invalidContainerNamesAre400AndCreateNothing(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let before = try await fixture.backend.inventory()
             let names = ["..", ".", ".x", "a%2Fb", "a%00b", "%2e%2e", String(repeating: "a", count: 65), "a b", "é"]
@@ -27,7 +29,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func aValidNameWithoutAContainerIs404AndIsNotCreated(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func aValidNameWithoutAContainerIs404AndIsNotCreated(
+        backend: ServerBackend
+    ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
             let before = try await fixture.backend.inventory()
             let (_, token) = try await fixture.createToken(container: "ghost", label: "")
@@ -81,7 +85,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ServerBackend.allCases) func unknownRoutesAre404AndWrongMethods405WithJSON(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func unknownRoutesAre404AndWrongMethods405WithJSON(backend: ServerBackend)
+        async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             for path in ["/", "/v1", "/v2/health", fixture.path("/nothing"), fixture.path("/chunks"), "/v1/containers"]
             {

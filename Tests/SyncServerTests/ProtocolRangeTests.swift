@@ -57,7 +57,8 @@ import Testing
 
     /// Names `.`, `..`, empty, containing `/` or NUL, and 256 bytes long are `400`; nothing is
     /// stored (the feed stays empty). 255 bytes is fine.
-    @Test(arguments: ServerBackend.allCases) func badNamesAre400AndNothingIsStored(backend: ServerBackend) async throws {
+    @Test(arguments: ServerBackend.allCases) func badNamesAre400AndNothingIsStored(backend: ServerBackend) async throws
+    {
         try await ServerFixture.run(backend: backend) { fixture in
             let names: [[UInt8]] = [
                 Array(".".utf8), Array("..".utf8), [], Array("a/b".utf8), Array("/".utf8), [0x61, 0, 0x62], [0],

@@ -13,7 +13,8 @@ import Testing
     /// share (so without waiting for it, whatever the machine's speed). (Before the
     /// budgets, 16 such PUTs held every upload slot of the server and every other container's
     /// uploads got `503`.)
-    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func slowUploadsOfOneTokenLeaveOtherContainersWorking(backend: ServerBackend) async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases)
+    func slowUploadsOfOneTokenLeaveOtherContainersWorking(backend: ServerBackend) async throws {
         try await ServerFixture.run(backend: backend, container: "victim") { fixture in
             let server = fixture.server
             let abuserToken = try await fixture.makeContainer("abuser")
@@ -66,7 +67,9 @@ import Testing
     /// A chunk body sent a kilobyte a second is answered `408 requestTimeout` and its connection
     /// closed within the documented progress window (10 s after its head: 32 KiB are needed per
     /// window), and its upload slot is free again.
-    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func aSlowBodyIsCutOffWithinTheDeadline(backend: ServerBackend) async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func aSlowBodyIsCutOffWithinTheDeadline(
+        backend: ServerBackend
+    ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
             let window = ServerLimits.standard().progressWindow
             let connection = try RawConnection(port: fixture.server.port)
@@ -99,7 +102,8 @@ import Testing
     /// 40 idle connections without a token under a cap of 16: the oldest are closed as new ones
     /// come, at most 16 stay, and the rest are closed after the idle time; meanwhile a token
     /// holder gets answers at once, and its connection is not closed for being idle as long.
-    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered(backend: ServerBackend) async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases)
+    func idleConnectionsWithoutATokenAreCappedAndTokenHoldersAnswered(backend: ServerBackend) async throws {
         var limits = ServerLimits.standard()
         limits.unauthenticatedConnections = 16
         // Long enough that the answers below come well within it, however loaded the machine.
@@ -140,7 +144,9 @@ import Testing
     }
 
     /// Beyond the cap of connections from one address, new ones are closed at once.
-    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func connectionsPerAddressAreCapped(backend: ServerBackend) async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: ServerBackend.allCases) func connectionsPerAddressAreCapped(
+        backend: ServerBackend
+    ) async throws {
         var limits = ServerLimits.standard()
         limits.connectionsPerAddress = 10
         try await ServerFixture.run(backend: backend, limits: limits) { fixture in

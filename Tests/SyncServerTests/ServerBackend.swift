@@ -31,7 +31,8 @@ final class FixtureBackend: Sendable {
     private let database: (store: PostgresStore, scratch: PostgresScratchDatabase)?
 
     private init(
-        kind: ServerBackend, root: TemporaryDirectory, database: (store: PostgresStore, scratch: PostgresScratchDatabase)?
+        kind: ServerBackend, root: TemporaryDirectory,
+        database: (store: PostgresStore, scratch: PostgresScratchDatabase)?
     ) {
         self.kind = kind
         self.root = root
@@ -117,6 +118,19 @@ final class FixtureBackend: Sendable {
         return try #require(try await database.store.container(named: name), "no container \(name)")
     }
 
+    /// As an administrator restoring a backup: the container `name` is set aside as `aside` (its
+    /// directory moved, or its row renamed) and a new, empty one is made under `name`; returns it.
+    func replace(_ name: String, aside: String) async throws -> any Container {
+        guard let database else {
+            try FileManager.default.moveItem(atPath: root.path + "/" + name, toPath: root.path + "/" + aside)
+            return try LocalContainer.openOrCreate(at: root.path + "/" + name)
+        }
+        try await PostgresScratchDatabase.withAdmin(database.scratch.url) { client in
+            _ = try await client.query("UPDATE syncfs_containers SET name = \(aside) WHERE name = \(name)")
+        }
+        return try await database.store.createContainer(named: name)
+    }
+
     /// Everything the backend holds that a request could have created: the root's entries, and
     /// for `postgresS3` the containers' names.
     func inventory() async throws -> [String] {
@@ -148,7 +162,9 @@ final class FixtureBackend: Sendable {
 /// fixture stores its chunks under a fresh prefix of it. Its HTTP client lives as long as the
 /// process (never shut down, so never deinitialized while in use).
 enum SharedTestBucket {
-    private static let made = Mutex<Task<(bucket: String, services: ServicesEnvironment, client: HTTPClient), any Error>?>(nil)
+    private static let made = Mutex<
+        Task<(bucket: String, services: ServicesEnvironment, client: HTTPClient), any Error>?
+    >(nil)
 
     /// A blob store under a fresh prefix of the bucket.
     static func blobs() async throws -> S3ChunkBlobStore {

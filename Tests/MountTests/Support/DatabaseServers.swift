@@ -92,7 +92,8 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     }
 
     /// `syncfs-mount ARGS` with this test's environment, plus `env`.
-    func syncfs(_ arguments: [String], env: [String: String] = [:], timeout: Double = 120) throws -> ModelProcessResult {
+    func syncfs(_ arguments: [String], env: [String: String] = [:], timeout: Double = 120) throws -> ModelProcessResult
+    {
         ModelProcess.run([try TestFolder.binaryPath()] + arguments, env: env, timeout: timeout)
     }
 

@@ -56,7 +56,8 @@ extension ServerProcess {
 
     /// `name` if it is a plain container name (spliced into SQL: tests' own names only).
     private static func checked(_ name: String) throws -> String {
-        guard !name.isEmpty, name.utf8.allSatisfy({ $0 == 0x2D || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) })
+        guard !name.isEmpty,
+            name.utf8.allSatisfy({ $0 == 0x2D || (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) })
         else { throw TestFolderError(message: "not a plain container name: \(name)") }
         return name
     }
