@@ -170,6 +170,7 @@ let package = Package(
             dependencies: [
                 "SyncServer", "SyncClient", "SyncBackend", "SyncPostgres", "SyncS3", "SyncServerPostgres",
                 "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

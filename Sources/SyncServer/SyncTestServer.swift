@@ -53,14 +53,20 @@ public final class SyncTestServer: Sendable {
     /// if given, replaces the limits that sets. `containers` and `tokenAuthority`: serve the
     /// containers and check the tokens of another backend (`Configuration.containers`/`.tokens`,
     /// as `serve --database` does), e.g. a PostgreSQL store; then `makeContainer` is the
-    /// backend's business, not this server's.
+    /// backend's business, not this server's. `logger`: where the server logs (its level is then
+    /// the logger's, not `logLevel`), e.g. a handler a test reads back.
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
-        containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil
+        containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil
     ) async throws(SyncServerError) -> SyncTestServer {
-        var logger = Logger(label: "syncfs-test-server")
-        logger.logLevel = logLevel
+        let logger =
+            logger
+            ?? {
+                var made = Logger(label: "syncfs-test-server")
+                made.logLevel = logLevel
+                return made
+            }()
         var configuration = SyncServer.Configuration(root: root, host: "127.0.0.1", port: 0, tls: tls, logger: logger)
         configuration.maxConcurrentChunkUploads = maxConcurrentChunkUploads
         if let limits { configuration.limits = limits }

@@ -33,7 +33,11 @@ public struct PostgresTokenAuthority: TokenAuthority {
         do {
             return try await tokens.container(forDigest: TokenFormat.digest(of: token))
         } catch {
-            throw SyncServerError(.failed, "the token table cannot be read: \(error)")
+            // The server says "the token database cannot be read: " before it; only the reason here.
+            switch error {
+            case .unavailable(let reason), .busy(let reason): throw SyncServerError(.failed, reason)
+            default: throw SyncServerError(.failed, "\(error)")
+            }
         }
     }
 }
