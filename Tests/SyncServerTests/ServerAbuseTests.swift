@@ -6,7 +6,9 @@ import Testing
 
 /// A hostile token holder, or anyone on the network, against the server's fairness limits
 /// (doc/PROTOCOL.md, "Fairness and deadlines"); loopback only, each bounded in time.
-@Suite struct ServerAbuseTests {
+/// Serialized: each test's windows (progress, idle) are wall-clock, and its two backends' runs at
+/// once (40 idle connections, 20 slow uploads each) would load the machine against each other.
+@Suite(.serialized) struct ServerAbuseTests {
     /// 20 slow chunk PUTs of one token (16 MiB declared, a kilobyte sent) take only that token's
     /// share of upload slots (the rest are `429` at once); another container meanwhile uploads,
     /// commits and sees its commit arrive through a change wait while the abuser still holds its
@@ -33,6 +35,11 @@ import Testing
             }
             try await server.waitUntil("the abuser holds its share") { $0.chunkUploadsInProgress == share }
             let connections = slow
+            // Polled, not a fixed wait: at load an answer takes more than the 50 ms each read waits.
+            let answered = ContinuousClock.now + .seconds(5)
+            while connections.filter(\.isReadable).count < 20 - share, ContinuousClock.now < answered {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let refused = await blocking { connections.map { $0.readUntilClosed(timeout: .milliseconds(50)).bytes } }
             let tooMany = refused.filter { String(decoding: $0, as: UTF8.self).hasPrefix("HTTP/1.1 429") }
             #expect(tooMany.count == 20 - share, "\(refused.map { String(decoding: $0.prefix(40), as: UTF8.self) })")
