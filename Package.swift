@@ -111,6 +111,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "SyncServerPostgres",
+            dependencies: ["SyncServer", "SyncPostgres", "SyncBackend"],
+            swiftSettings: strict
+        ),
+        .target(
             name: "SyncMerge",
             swiftSettings: strict
         ),
@@ -125,7 +130,7 @@ let package = Package(
         .executableTarget(
             name: "syncfs-mount",
             dependencies: [
-                "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3",
+                "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "SyncServerPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -155,16 +160,17 @@ let package = Package(
             // The conformance suite runs against the HTTP container too, through a real server,
             // and against PostgreSQL, with chunks on disk and in Ceph RGW (#16).
             dependencies: [
-                "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "TestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "SyncServerPostgres",
+                "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "SyncServerTests",
             dependencies: [
-                "SyncServer", "SyncClient", "SyncBackend", "TestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "SyncServer", "SyncClient", "SyncBackend", "SyncPostgres", "SyncS3", "SyncServerPostgres",
+                "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -27,7 +27,7 @@ fi
 if grep -rln "^import PostgresNIO" Sources | grep -v "^Sources/SyncPostgres/"; then
     echo "lint: PostgresNIO may only be imported in Sources/SyncPostgres/" >&2; fail=1
 fi
-if grep -rln "^import SyncPostgres" Sources | grep -v -e "^Sources/SyncServer/" -e "^Sources/syncfs-mount/"; then
+if grep -rln "^import SyncPostgres" Sources | grep -v -e "^Sources/SyncServer/" -e "^Sources/SyncServerPostgres/" -e "^Sources/syncfs-mount/"; then
     echo "lint: SyncPostgres may only be imported by the server and the command" >&2; fail=1
 fi
 # SQL takes values as bound parameters only: raw SQL text is for the tests' scratch databases.
@@ -52,7 +52,7 @@ if ! python3 scripts/public-api.py; then
     echo "lint: a public declaration of SyncFS that syncfs-mount does not use (see above)" >&2; fail=1
 fi
 # No try! on request paths.
-if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
+if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncServerPostgres Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
     echo "lint: no try! in the SyncFS, SyncServer, SyncClient, SyncS3 and SyncPostgres libraries" >&2; fail=1
 fi
 # Every exit status is one of ExitStatus (SyncBackend), never a bare number.

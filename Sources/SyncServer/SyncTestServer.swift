@@ -22,10 +22,12 @@ public final class SyncTestServer: Sendable {
     public let port: Int
     /// `http` or `https`.
     public let scheme: String
-    /// The directory holding the containers.
+    /// The directory holding the containers (or only nothing, with `containers` and
+    /// `tokenAuthority` given to `start`).
     public let root: String
-    /// The server's token database (shared with the server: changes take effect at once).
-    public let tokens: TokenStore
+    /// The server's token database (shared with the server: changes take effect at once); nil
+    /// when `start` was given a `tokenAuthority` (a database's tokens).
+    public let tokens: TokenStore?
 
     private let group: ServiceGroup
     private let runner: Task<Void, Never>
@@ -33,7 +35,7 @@ public final class SyncTestServer: Sendable {
     private var responder: SyncResponder { state.responder }
 
     private init(
-        port: Int, server: SyncServer, tokens: TokenStore, group: ServiceGroup, state: ServerState,
+        port: Int, server: SyncServer, tokens: TokenStore?, group: ServiceGroup, state: ServerState,
         runner: Task<Void, Never>
     ) {
         self.port = port
@@ -48,19 +50,32 @@ public final class SyncTestServer: Sendable {
     /// Starts serving `root` (an existing directory) and returns once the port is bound.
     /// `tls`: serve HTTPS with these PEM files. `logLevel`: the server's log level (requests are
     /// logged at `debug`). `maxConcurrentChunkUploads`: see `SyncServer.Configuration`; `limits`,
-    /// if given, replaces the limits that sets.
+    /// if given, replaces the limits that sets. `containers` and `tokenAuthority`: serve the
+    /// containers and check the tokens of another backend (`Configuration.containers`/`.tokens`,
+    /// as `serve --database` does), e.g. a PostgreSQL store; then `makeContainer` is the
+    /// backend's business, not this server's. `logger`: where the server logs (its level is then
+    /// the logger's, not `logLevel`), e.g. a handler a test reads back.
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
-        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil
+        maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
+        containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil
     ) async throws(SyncServerError) -> SyncTestServer {
-        var logger = Logger(label: "syncfs-test-server")
-        logger.logLevel = logLevel
+        let logger =
+            logger
+            ?? {
+                var made = Logger(label: "syncfs-test-server")
+                made.logLevel = logLevel
+                return made
+            }()
         var configuration = SyncServer.Configuration(root: root, host: "127.0.0.1", port: 0, tls: tls, logger: logger)
         configuration.maxConcurrentChunkUploads = maxConcurrentChunkUploads
         if let limits { configuration.limits = limits }
+        configuration.containers = containers
+        configuration.tokens = tokenAuthority
         let server = try SyncServer(configuration)
-        // The configuration names no other token authority: the tokens are the root's.
-        guard let tokens = server.tokenStore else {
+        // Without another token authority, the tokens are the root's.
+        let tokens = server.tokenStore
+        guard tokens != nil || tokenAuthority != nil else {
             throw SyncServerError(.failed, "the test server has no token store")
         }
         let (ports, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
@@ -97,6 +112,9 @@ public final class SyncTestServer: Sendable {
 
     /// Creates the container `ROOT/NAME` if missing and returns a new token for it.
     public func makeContainer(_ name: String, label: String = "test") throws(SyncServerError) -> String {
+        guard let tokens else {
+            throw SyncServerError(.failed, "this server's tokens are another backend's: make the container there")
+        }
         guard ContainerName.isValid(name) else { throw SyncServerError(.badInput, "'\(name)' is not a container name") }
         do {
             _ = try LocalContainer.openOrCreate(at: root + "/" + name)

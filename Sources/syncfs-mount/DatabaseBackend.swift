@@ -5,6 +5,7 @@ import SyncBackend
 import SyncPostgres
 import SyncS3
 import SyncServer
+import SyncServerPostgres
 import Synchronization
 
 /// `serve --database URL --chunk-store LOCATION` and `server-init`: containers in PostgreSQL
@@ -186,15 +187,6 @@ private struct NoChunkStore: ChunkBlobStore {
         throw .unavailable("no chunk store")
     }
     func delete(_ hash: ChunkHash) async throws(ContainerProtocolError) { throw .unavailable("no chunk store") }
-}
-
-/// The containers of a `PostgresStore`, for the server.
-struct PostgresContainerSource: ContainerSource {
-    let store: PostgresStore
-
-    func container(named name: String) async throws(ContainerProtocolError) -> (any Container)? {
-        try await store.container(named: name)
-    }
 }
 
 /// The HTTP client of the S3 transport, shut down once.

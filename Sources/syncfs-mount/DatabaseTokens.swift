@@ -2,22 +2,23 @@ import Foundation
 import SyncBackend
 import SyncPostgres
 import SyncServer
+import SyncServerPostgres
 
 /// The tokens of a PostgreSQL store (`syncfs_tokens`), for `serve --database` and
 /// `token … --database URL`: the same format and semantics as the embedded token database
 /// (`TokenFormat`; only digests are stored, one container per token, revoked tokens stay listed).
 struct DatabaseTokens: TokenAuthority {
     let tokens: PostgresTokens
+    /// What the server checks tokens with (shared with the in-process test servers).
+    let authority: PostgresTokenAuthority
 
-    init(store: PostgresStore) { self.tokens = PostgresTokens(store: store) }
+    init(store: PostgresStore) {
+        self.tokens = PostgresTokens(store: store)
+        self.authority = PostgresTokenAuthority(store: store)
+    }
 
     func authenticate(token: String) async throws(SyncServerError) -> String? {
-        guard TokenFormat.isWellFormed(token) else { return nil }
-        do {
-            return try await tokens.container(forDigest: TokenFormat.digest(of: token))
-        } catch {
-            throw SyncServerError(.failed, "the token table cannot be read: \(error)")
-        }
+        try await authority.authenticate(token: token)
     }
 
     /// Makes a token for `container` (which must be a valid name); its public ID and the token.

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Logging
 import SyncServer
+import SyncServerPostgres
 import Synchronization
 
 /// `syncfs-mount serve --root DIR --listen HOST:PORT`: serves the containers under DIR over HTTP

@@ -6,13 +6,19 @@ import Testing
 /// separate state directories converge through it; stopping and restarting the server loses
 /// nothing queued on either side; wrong tokens and URLs are clear errors at mount time.
 ///
+/// Every test runs on both server backends (`MountServerBackend`: the embedded `--root` and
+/// PostgreSQL + S3, `--database … --chunk-store s3://…`) and asserts the same things on each; what
+/// the server holds is looked at from its side with `ServerProcess.holdsContainer`/`entryCount`.
+///
 /// Like SyncTwoMountsTest, these have no plain-directory counterpart: syncing through a server is
 /// a SyncFS notion. (What a mount does locally does not depend on its container; the POSIX suites
 /// cover it.)
 @Suite(.serialized)
 struct ServerMountTest {
-    @Test func twoMountsConvergeThroughTheServer() throws {
-        try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
+    @Test(arguments: MountServerBackend.allCases) func twoMountsConvergeThroughTheServer(backend: MountServerBackend)
+        throws
+    {
+        try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try makeDirectory(a.path("docs"))
             try writeFile(a.path("docs/note.txt"), "from A")
@@ -29,13 +35,16 @@ struct ServerMountTest {
                 waitUntil(timeout: 30) { try readText(a.path("papers/note.txt")) == "edited on B" }, "\(mounts.logs())")
             let tree = expectConverged(mounts, timeout: 30, "after changes on both sides")
             #expect(tree?.names == ["", "link", "papers", "papers/large.bin", "papers/note.txt"])
-            // The server holds the container: a directory of its own under its root.
-            #expect(pathExists(mounts.containerPath + "/syncfs-container.json"))
+            // The server holds the container: a directory of its own under its root, or its row.
+            #expect(try #require(mounts.server).holdsContainer("box"))
+            #expect(try #require(mounts.server).entryCount("box", liveOnly: true) == 4)
         }
     }
 
-    @Test func mountsSyncOverHTTPSTrustingOnlyTheGivenCertificate() throws {
-        try SyncedMounts.with(uploadDelay: 20, overTLS: true) { mounts in
+    @Test(arguments: MountServerBackend.allCases) func mountsSyncOverHTTPSTrustingOnlyTheGivenCertificate(
+        backend: MountServerBackend
+    ) throws {
+        try SyncedMounts.with(uploadDelay: 20, overTLS: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             #expect(server.url("box").hasPrefix("https://"))
             try writeFile(mounts.a.path("secret.txt"), "over TLS")
@@ -59,8 +68,10 @@ struct ServerMountTest {
         }
     }
 
-    @Test func aServerRestartLosesNothingQueuedOnEitherSide() throws {
-        try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
+    @Test(arguments: MountServerBackend.allCases) func aServerRestartLosesNothingQueuedOnEitherSide(
+        backend: MountServerBackend
+    ) throws {
+        try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             try writeFile(mounts.a.path("before.txt"), "before")
             #expect(
@@ -85,21 +96,19 @@ struct ServerMountTest {
 
     /// What the server acknowledged survives its sudden death: `sync` returns only once the
     /// server answered every commit, and a SIGKILL right after loses none of them.
-    @Test func aKilledServerLosesNothingItAcknowledged() throws {
-        try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
+    @Test(arguments: MountServerBackend.allCases) func aKilledServerLosesNothingItAcknowledged(
+        backend: MountServerBackend
+    ) throws {
+        try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             let payload = try randomBytes(3 << 20)
             for index in 0..<20 { try writeFile(mounts.a.path("f\(index).txt"), "file \(index)") }
             try writeFile(mounts.a.path("big.bin"), payload)
             #expect(mounts.a.expectSync(timeout: 60))
             server.kill9()
-            // Straight from the dead server's disk: every acknowledged entry is there.
-            let count = ModelProcess.run(
-                [
-                    "/usr/bin/sqlite3", mounts.containerPath + "/container.db",
-                    "SELECT count(*) FROM entries WHERE deleted = 0",
-                ], timeout: 30)
-            #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "21", "\(count)")
+            // Straight from the dead server's store (its disk, or the database): every acknowledged
+            // entry is there.
+            #expect(try server.entryCount("box", liveOnly: true) == 21)
             try server.restart()
             #expect(
                 waitUntil(timeout: 40) { try readFile(mounts.b.path("big.bin")) == payload }, "\(mounts.logs())")
@@ -108,8 +117,10 @@ struct ServerMountTest {
         }
     }
 
-    @Test func aLaterMountStartsOfflineAndNeverSyncsWithAReplacedContainer() throws {
-        try SyncedMounts.with(uploadDelay: 20, overServer: true) { mounts in
+    @Test(arguments: MountServerBackend.allCases) func aLaterMountStartsOfflineAndNeverSyncsWithAReplacedContainer(
+        backend: MountServerBackend
+    ) throws {
+        try SyncedMounts.with(uploadDelay: 20, overServer: true, backend: backend) { mounts in
             let server = try #require(mounts.server)
             try writeFile(mounts.a.path("kept.txt"), "kept")
             #expect(waitUntil(timeout: 30) { try readText(mounts.b.path("kept.txt")) == "kept" }, "\(mounts.logs())")
@@ -123,8 +134,9 @@ struct ServerMountTest {
             try mounts.a.unmount()
 
             // The container under the name is replaced (a new ID) behind the mounts' backs.
-            try FileManager.default.removeItem(atPath: mounts.containerPath)
+            try server.removeContainer("box")
             _ = try server.createToken(container: "box", label: "again")
+            #expect(try server.holdsContainer("box"))
             try server.restart()
             #expect(throws: TestFolderError.self, "a mount recorded for the old container must be refused") {
                 try mounts.a.remount()
@@ -136,32 +148,32 @@ struct ServerMountTest {
             try writeFile(mounts.b.path("from-b.txt"), "B after the swap")
             usleep(2_000_000)
             #expect(try readText(mounts.b.path("kept.txt")) == "kept")
-            let count = ModelProcess.run(
-                ["/usr/bin/sqlite3", mounts.containerPath + "/container.db", "SELECT count(*) FROM entries"],
-                timeout: 30)
-            #expect(count.ok, "\(count)")
-            #expect(
-                count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0",
-                "B synced into the replaced container: \(count.stdout)\n\(mounts.logs())")
+            let count = try server.entryCount("box", liveOnly: false)
+            #expect(count == 0, "B synced into the replaced container: \(count)\n\(mounts.logs())")
         }
     }
 
     /// `serve --lifeline` (what these tests start): a test runner that dies takes its servers along.
-    @Test func aServerStopsGracefullyWhenItsLifelineCloses() throws {
+    @Test(arguments: MountServerBackend.allCases) func aServerStopsGracefullyWhenItsLifelineCloses(
+        backend: MountServerBackend
+    ) throws {
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         let base = String(cString: try #require(mkdtemp(&template)))
         defer { try? FileManager.default.removeItem(atPath: base) }
-        let server = try ServerProcess.start(root: base + "/server")
+        let server = try ServerProcess.start(root: base + "/server", backend: backend)
+        defer { server.tearDown() }
         let status = server.dropLifeline()
         #expect(status == 0, "exit status \(status.map(TestFolder.describe) ?? "none: still running after 10 s")")
     }
 
-    @Test func wrongTokensAndURLsAreClearErrorsAtMountTime() throws {
+    @Test(arguments: MountServerBackend.allCases) func wrongTokensAndURLsAreClearErrorsAtMountTime(
+        backend: MountServerBackend
+    ) throws {
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         let base = String(cString: try #require(mkdtemp(&template)))
         defer { try? FileManager.default.removeItem(atPath: base) }
-        let server = try ServerProcess.start(root: base + "/server")
-        defer { server.stop() }
+        let server = try ServerProcess.start(root: base + "/server", backend: backend)
+        defer { server.tearDown() }
         let token = try server.createToken(container: "box")
         let wrongToken = base + "/wrong-token"
         try writeFile(wrongToken, "sfs_" + String(repeating: "0", count: 64) + "\n")
@@ -187,7 +199,7 @@ struct ServerMountTest {
         #expect(unknown.stderr.contains("refused the token"), "a token for box is not valid for nobox: \(unknown)")
 
         let other = try server.createToken(container: "other")
-        try FileManager.default.removeItem(atPath: server.root + "/other")
+        try server.removeContainer("other")
         let missing = try mount(server.url("other"), ["--token-file", other])
         #expect(missing.status == 65, "\(missing)")
         #expect(missing.stderr.contains("has no container"), "\(missing)")

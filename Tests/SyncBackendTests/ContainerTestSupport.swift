@@ -5,7 +5,9 @@ import SyncClient
 import SyncPostgres
 import SyncS3
 import SyncServer
+import SyncServerPostgres
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncBackend
@@ -25,6 +27,11 @@ enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// of `serve --database … --chunk-store s3://…` (one bucket per test process). Fails, saying
     /// so, without `SYNCFS_TEST_PG_URL` and the `SYNCFS_TEST_S3_*` variables.
     case postgresS3
+    /// `HTTPContainer` through a real `SyncServer` on loopback whose containers and tokens are
+    /// those of the `postgresS3` store (`PostgresContainerSource`, `PostgresTokenAuthority`): the
+    /// path of a request to a deployed `serve --database … --chunk-store s3://…` (one server per
+    /// test process, a fresh container and token per fixture).
+    case httpPostgresS3
 
     var testDescription: String { rawValue }
 }
@@ -57,6 +64,16 @@ final class ContainerFixture: Sendable {
             let container = try HTTPContainer(
                 address: try ServerAddress(parsing: server.url(container: name)), token: token, containerID: info.id)
             return ContainerFixture(container: container, directory: server.root + "/" + name)
+        case .httpPostgresS3:
+            let server = try await SharedTestServer.serverOnPostgresS3()
+            let name = "c-" + UUID().uuidString.lowercased()
+            let store = try await SharedPostgresStore.storeOnS3()
+            _ = try await store.createContainer(named: name)
+            let token = try await PostgresTestTokens.create(container: name, in: store)
+            let address = try ServerAddress(parsing: server.url(container: name))
+            let info = try await HTTPContainer.fetchInfo(address: address, token: token)
+            return ContainerFixture(
+                container: try HTTPContainer(address: address, token: token, containerID: info.id), directory: nil)
         case .postgres, .postgresS3:
             let store = try await kind == .postgres ? SharedPostgresStore.store() : SharedPostgresStore.storeOnS3()
             let container = try await store.createContainer(named: "c-" + UUID().uuidString.lowercased())
@@ -85,6 +102,38 @@ enum SharedTestServer {
             return made
         }
         return try await task.value
+    }
+
+    private static let startedOnPostgresS3 = Mutex<Task<SyncTestServer, any Error>?>(nil)
+
+    /// The one sync server of this test process over the `postgresS3` store (containers and
+    /// tokens in PostgreSQL, chunks in RGW), as `serve --database … --chunk-store s3://…` runs.
+    static func serverOnPostgresS3() async throws -> SyncTestServer {
+        let task = startedOnPostgresS3.withLock { task in
+            if let task { return task }
+            let made = Task<SyncTestServer, any Error> {
+                let store = try await SharedPostgresStore.storeOnS3()
+                return try await SyncTestServer.start(
+                    root: try makeTemporaryDirectory(), containers: PostgresContainerSource(store: store),
+                    tokenAuthority: PostgresTokenAuthority(store: store))
+            }
+            task = made
+            return made
+        }
+        return try await task.value
+    }
+}
+
+/// Tokens in a PostgreSQL store's table, made as `syncfs-mount token create --database` makes them.
+enum PostgresTestTokens {
+    /// A new token for `container`.
+    static func create(container: String, in store: PostgresStore) async throws -> String {
+        let token = TokenFormat.newToken()
+        let inserted = try await PostgresTokens(store: store).insert(
+            id: TokenFormat.newID(), digest: TokenFormat.digest(of: token), container: container, label: "test",
+            created: Int64(Date().timeIntervalSince1970))
+        guard inserted else { throw TestSetupFailure("a token ID was taken: draw again") }
+        return token
     }
 }
 
@@ -121,25 +170,17 @@ extension SharedPostgresStore {
         let task = openedOnS3.withLock { task in
             if let task { return task }
             let made = Task<PostgresStore, any Error> {
-                let environment = ProcessInfo.processInfo.environment
-                let names = [
-                    "SYNCFS_TEST_S3_ENDPOINT", "SYNCFS_TEST_S3_REGION", "SYNCFS_TEST_S3_ACCESS_KEY_ID",
-                    "SYNCFS_TEST_S3_SECRET_ACCESS_KEY",
-                ]
-                let values = names.map { environment[$0] ?? "" }
-                if let missing = names.indices.first(where: { values[$0].isEmpty }) {
-                    throw TestServiceMissing(
-                        "\(names[missing]) is not set: the PostgreSQL + S3 conformance runs need Ceph RGW;"
-                            + " run them through scripts/test.sh, or eval \"$(scripts/services.sh start)\" first")
-                }
+                let services = try ServicesEnvironment.require(.postgres, .s3)
                 let client = AsyncHTTPClientTransport.makeHTTPClient()
                 http.withLock { $0 = client }
                 let bucket = "syncfs-conformance-\(UUID().uuidString.prefix(8).lowercased())"
-                let location = try S3Location(parsing: "s3://\(bucket)/run?endpoint=\(values[0])&region=\(values[1])")
+                let location = try S3Location(
+                    parsing: "s3://\(bucket)/run?endpoint=\(services.s3Endpoint)&region=\(services.s3Region)")
                 let blobs = S3ChunkBlobStore(
                     client: S3ChunkBlobStore.client(
                         location: location,
-                        credentials: S3Credentials(accessKeyID: values[2], secretAccessKey: values[3]),
+                        credentials: S3Credentials(
+                            accessKeyID: services.s3AccessKeyID, secretAccessKey: services.s3SecretAccessKey),
                         transport: AsyncHTTPClientTransport(client: client)))
                 try await blobs.client.createBucket()
                 let database = try await PostgresScratchDatabase.create()
@@ -154,8 +195,8 @@ extension SharedPostgresStore {
     }
 }
 
-/// A service the tests need is not there (they fail, saying so; never skipped).
-struct TestServiceMissing: Error, CustomStringConvertible {
+/// A fixture could not be set up (the test fails, saying why).
+struct TestSetupFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }

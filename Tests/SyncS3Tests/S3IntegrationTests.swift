@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncS3
@@ -15,20 +16,11 @@ import Testing
         let credentials: S3Credentials
 
         static func fromEnvironment() throws -> Server {
-            let environment = ProcessInfo.processInfo.environment
-            let names = [
-                "SYNCFS_TEST_S3_ENDPOINT", "SYNCFS_TEST_S3_REGION", "SYNCFS_TEST_S3_ACCESS_KEY_ID",
-                "SYNCFS_TEST_S3_SECRET_ACCESS_KEY",
-            ]
-            let values = names.map { environment[$0] ?? "" }
-            if let missing = names.indices.first(where: { values[$0].isEmpty }) {
-                throw MissingService(
-                    "\(names[missing]) is not set: these tests need Ceph RGW; run them through scripts/test.sh, "
-                        + "or eval \"$(scripts/services.sh start)\" first")
-            }
+            let services = try ServicesEnvironment.require(.s3)
             return Server(
-                endpoint: values[0], region: values[1],
-                credentials: S3Credentials(accessKeyID: values[2], secretAccessKey: values[3]))
+                endpoint: services.s3Endpoint, region: services.s3Region,
+                credentials: S3Credentials(
+                    accessKeyID: services.s3AccessKeyID, secretAccessKey: services.s3SecretAccessKey))
         }
     }
 

@@ -6,16 +6,18 @@ import Testing
 /// Tokens: missing, unknown, malformed, revoked (while the server runs) and of another container
 /// are refused before anything is read or stored; the health check needs none.
 @Suite struct AuthenticationTests {
-    @Test func healthNeedsNoToken() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func healthNeedsNoToken(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let reply = try await fixture.send(.GET, WireProtocol.Path.health, auth: .none)
             #expect(reply.status == 200)
             #expect(try reply.decode(HealthStatus.self) == HealthStatus(status: "ok"))
         }
     }
 
-    @Test func missingOrUnknownTokensAre401AndStoreNothing() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func missingOrUnknownTokensAre401AndStoreNothing(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let request = Sample.create(Sample.directory("secret"))
             let refusals: [ServerFixture.Auth] = [
                 .none,
@@ -35,7 +37,7 @@ import Testing
             // Nothing about the path leaks without a token: an unknown endpoint is 401 too.
             let unknown = try await fixture.send(.GET, "/v1/nothing/here", auth: .none)
             #expect(unknown.status == 401)
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in try await container.entry(request.id) }
                     == nil)
@@ -45,33 +47,37 @@ import Testing
         }
     }
 
-    @Test func aTokenRevokedWhileServingIsRefusedAtOnce() async throws {
-        try await ServerFixture.run { fixture in
-            let (id, token) = try fixture.server.tokens.create(container: fixture.name, label: "to revoke")
+    @Test(arguments: ServerBackend.allCases) func aTokenRevokedWhileServingIsRefusedAtOnce(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let (id, token) = try await fixture.createToken(container: fixture.name, label: "to revoke")
             #expect(try await fixture.send(.GET, fixture.path(), auth: .token(token)).status == 200)
-            #expect(try fixture.server.tokens.revoke(id: id))
+            #expect(try await fixture.backend.revoke(id: id, on: fixture.server))
             let reply = try await fixture.send(.GET, fixture.path(), auth: .token(token))
             #expect(reply.status == 401)
             #expect(reply.code == .unauthorized)
             // Revoking again says so; an unknown ID is bad input.
-            #expect(try fixture.server.tokens.revoke(id: id) == false)
-            #expect(throws: SyncServerError.self) { try fixture.server.tokens.revoke(id: "00000000") }
+            #expect(try await fixture.backend.revoke(id: id, on: fixture.server) == false)
+            await #expect(throws: (any Error).self) {
+                try await fixture.backend.revoke(id: "00000000", on: fixture.server)
+            }
             // Other tokens keep working.
             #expect(try await fixture.send(.GET, fixture.path()).status == 200)
-            let listed = try fixture.server.tokens.list().first { $0.id == id }
-            #expect(listed?.revoked != nil)
+            let listed = try await fixture.backend.token(id: id, on: fixture.server)
+            #expect(listed?.revoked == true)
             #expect(listed?.label == "to revoke")
         }
     }
 
-    @Test func aTokenOfAnotherContainerIs403() async throws {
-        try await ServerFixture.run { fixture in
-            let otherToken = try fixture.server.makeContainer("other")
+    @Test(arguments: ServerBackend.allCases) func aTokenOfAnotherContainerIs403(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let otherToken = try await fixture.makeContainer("other")
             let request = Sample.create(Sample.directory("intruder"))
             let reply = try await fixture.send(.POST, fixture.path("/commits"), json: request, auth: .token(otherToken))
             #expect(reply.status == 403)
             #expect(reply.code == .forbidden)
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in try await container.entry(request.id) }
                     == nil)

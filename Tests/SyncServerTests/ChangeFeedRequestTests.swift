@@ -7,8 +7,10 @@ import Testing
 /// `GET .../changes` and `.../changes/wait`: parameters are checked strictly; the wait is a long
 /// poll that answers as soon as a commit lands.
 @Suite struct ChangeFeedRequestTests {
-    @Test func badLimitTimeoutCursorOrParameterAre400() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func badLimitTimeoutCursorOrParameterAre400(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let queries = [
                 "/changes?limit=0", "/changes?limit=10001", "/changes?limit=x", "/changes?limit=-1", "/changes?limit=",
                 "/changes?limit=1&limit=2", "/changes?after=abc", "/changes?after=-1", "/changes?after=01",
@@ -25,8 +27,8 @@ import Testing
         }
     }
 
-    @Test func pagesFollowTheCursor() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func pagesFollowTheCursor(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             var ids: [FileID] = []
             for index in 0..<5 {
                 let request = Sample.create(Sample.directory("d\(index)"))
@@ -53,8 +55,9 @@ import Testing
     /// The answer is pushed: it comes well before the container's own once-a-second re-check
     /// could have found the commit (the wait is pending before the commit starts, and the time
     /// runs from the commit's end).
-    @Test func aWaitAnswersAsSoonAsACommitLands() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func aWaitAnswersAsSoonAsACommitLands(backend: ServerBackend) async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let cursor = try await fixture.send(.GET, fixture.path("/changes")).decode(ChangeBatch.self).cursor
             let waited = Task {
                 try await fixture.send(.GET, fixture.path("/changes/wait?after=\(cursor.token)&timeout=20000"))

@@ -8,8 +8,8 @@ import Testing
 /// `PUT`/`GET .../chunks/HASH` and `POST .../chunks/missing`: a chunk is stored only when its
 /// payload decodes to its declared length and hashes to its hash; sizes are bounded.
 @Suite struct ChunkRequestTests {
-    @Test func chunksRoundTripRawAndZlib() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func chunksRoundTripRawAndZlib(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let raw = Sample.chunk(Sample.bytes(3000))  // incompressible enough to stay raw? either way
             let text = Sample.chunk(Array(String(repeating: "hello sync ", count: 2000).utf8))
             #expect(text.encoding == .zlib)
@@ -37,8 +37,10 @@ import Testing
         }
     }
 
-    @Test func bytesThatDoNotMatchTheHashAre422AndNotStored() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func bytesThatDoNotMatchTheHashAre422AndNotStored(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(5000))
             let other = Sample.chunk(Sample.bytes(5000, seed: 3))
             // Another chunk's bytes under this hash.
@@ -74,7 +76,7 @@ import Testing
                 #expect(reply.status == 422, "\(what): \(reply.text)")
                 #expect(reply.code == .chunkMismatch, "\(what)")
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             let hashes = [chunk.hash, thousand.hash, largest]
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in try await container.missingChunks(hashes)
@@ -83,8 +85,10 @@ import Testing
         }
     }
 
-    @Test func missingOrInvalidChunkHeadersAre400() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func missingOrInvalidChunkHeadersAre400(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(1000))
             let encoding = WireProtocol.chunkEncodingHeader
             let length = WireProtocol.plainLengthHeader
@@ -107,7 +111,7 @@ import Testing
                 #expect(reply.status == 400, "\(what): \(reply.text)")
                 #expect(reply.code == .invalidRequest, "\(what)")
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.missingChunks([chunk.hash])
@@ -116,8 +120,8 @@ import Testing
         }
     }
 
-    @Test func oversizedChunksAndBatchesAre413() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func oversizedChunksAndBatchesAre413(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             // A body one byte over the limit (declared raw of that length: over the plain limit too).
             let big = [UInt8](repeating: 1, count: WireProtocol.maxChunkBodyBytes + 1)
             let hash = big.withUnsafeBytes { ChunkCodec.hash($0) }
@@ -136,7 +140,7 @@ import Testing
                 body: Array(big.prefix(10)))
             #expect(overLength.status == 413)
             #expect(overLength.code == .tooLarge)
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in try await container.missingChunks([hash])
                 }
@@ -162,11 +166,13 @@ import Testing
     /// Beyond the server's limit of uploads in progress, an upload is refused at once with `503`
     /// and `Retry-After: 1` (nothing stored) instead of being queued; once a slot is free it goes
     /// through. (The token's and container's shares are raised here so the server's is reached.)
-    @Test func uploadsBeyondTheLimitAre503WithRetryAfter() async throws {
+    @Test(arguments: ServerBackend.allCases) func uploadsBeyondTheLimitAre503WithRetryAfter(backend: ServerBackend)
+        async throws
+    {
         var limits = ServerLimits.standard(uploads: 1)
         limits.perToken.uploads = 2
         limits.perContainer.uploads = 2
-        try await ServerFixture.run(limits: limits) { fixture in
+        try await ServerFixture.run(backend: backend, limits: limits) { fixture in
             let slow = Sample.chunk(Sample.bytes(100_000, seed: 1))
             let other = Sample.chunk(Sample.bytes(2000, seed: 2))
             let (upload, feed) = fixture.streamingPut(slow)
@@ -176,7 +182,7 @@ import Testing
             #expect(refused.status == 503, "\(refused.text)")
             #expect(refused.code == .unavailable)
             #expect(refused.headers.first(name: "Retry-After") == "1")
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.missingChunks([other.hash])
@@ -196,8 +202,8 @@ import Testing
     }
 
     /// A body without `Content-Length` (chunked) is cut off as soon as it passes the limit.
-    @Test func aChunkedBodyOverTheLimitIs413() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func aChunkedBodyOverTheLimitIs413(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(1000))
             let (upload, feed) = fixture.streamingPut(chunk, length: false)
             let piece = [UInt8](repeating: 7, count: 1 << 20)

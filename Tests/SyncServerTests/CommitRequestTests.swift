@@ -8,8 +8,8 @@ import Testing
 /// server's own limits (device, xattrs) and the container's rules are refused with nothing
 /// committed; a commit that loses a race is `409` with the outcome.
 @Suite struct CommitRequestTests {
-    @Test func commitsAndEntriesRoundTrip() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func commitsAndEntriesRoundTrip(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(2000))
             #expect(try await fixture.put(chunk).status == 204)
             var state = Sample.file("notes.txt", chunks: [chunk])
@@ -39,12 +39,12 @@ import Testing
             let info = try await fixture.send(.GET, fixture.path())
             #expect(
                 try info.decode(ContainerInfo.self)
-                    == ContainerInfo(id: try fixture.container().containerID, name: "box"))
+                    == ContainerInfo(id: try await fixture.container().containerID, name: "box"))
         }
     }
 
-    @Test func malformedJSONIs400WithTheReason() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func malformedJSONIs400WithTheReason(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let id = FileID.random()
             let valid = try JSONEncoder().encode(Sample.create(Sample.directory("d"), id: id))
             let object = try #require(try JSONSerialization.jsonObject(with: valid) as? [String: Any])
@@ -72,14 +72,14 @@ import Testing
                 let message = reply.wireError?.message ?? ""
                 #expect(message.contains(mention), "\(what): \(message)")
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in try await container.entry(id) } == nil)
         }
     }
 
-    @Test func anOversizedJSONBodyIs413() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func anOversizedJSONBodyIs413(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             // A valid commit padded past the limit with a long device string.
             let request = CommitRequest(
                 id: .random(), baseVersion: 0, change: .put(Sample.directory("big")),
@@ -87,15 +87,17 @@ import Testing
             let reply = try await fixture.send(.POST, fixture.path("/commits"), json: request)
             #expect(reply.status == 413)
             #expect(reply.code == .tooLarge)
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in try await container.entry(request.id) }
                     == nil)
         }
     }
 
-    @Test func deviceAndXattrLimitsAndEntryRulesAre400() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func deviceAndXattrLimitsAndEntryRulesAre400(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let valid = Sample.directory("d")
             func with(_ change: (inout EntryState) -> Void) -> EntryState {
                 var state = valid
@@ -143,7 +145,7 @@ import Testing
                 #expect(reply.status == 400, "\(what): \(reply.status) \(reply.text.prefix(200))")
                 #expect(reply.code == .invalidRequest, "\(what)")
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             let feed = try await onDisk { () async throws(ContainerProtocolError) in
                 try await container.changes(after: .beginning, limit: 100)
             }
@@ -158,8 +160,10 @@ import Testing
         }
     }
 
-    @Test func racingCommitsOfOneBaseGiveOne200AndOne409() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func racingCommitsOfOneBaseGiveOne200AndOne409(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             for round in 0..<5 {
                 let id = FileID.random()
                 let created = try await fixture.commit(Sample.create(Sample.file("race\(round)"), id: id))
@@ -182,7 +186,7 @@ import Testing
                     case .committed(let won) = try winner.decode(CommitOutcome.self)
                 else { continue }
                 #expect(try loser.decode(CommitOutcome.self) == .versionConflict(current: won))
-                let container = try fixture.container()
+                let container = try await fixture.container()
                 #expect(
                     try await onDisk { () async throws(ContainerProtocolError) in try await container.entry(id) } == won
                 )

@@ -30,7 +30,7 @@ import Testing
             let second = Sample.create(Sample.directory("after"))
             #expect(try await fixture.commit(second).status == 200)
             // The commit is in the container now at ROOT/NAME, not in the one moved aside.
-            let now = try fixture.container()
+            let now = try await fixture.container()
             let aside = try LocalContainer.openOrCreate(at: fixture.server.root + "/aside")
             #expect(aside.containerID == old.id)
             #expect(
@@ -60,9 +60,11 @@ import Testing
         }
     }
 
-    @Test func anotherContainerIDIs412AndStoresNothing() async throws {
-        try await ServerFixture.run { fixture in
-            let id = try fixture.container().containerID
+    @Test(arguments: ServerBackend.allCases) func anotherContainerIDIs412AndStoresNothing(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let id = try await fixture.container().containerID
             let wrong = "00000000-0000-4000-8000-000000000000"
             let header = WireProtocol.containerIDHeader
             let chunk = Sample.chunk(Sample.bytes(3000, seed: 9))
@@ -87,7 +89,7 @@ import Testing
                 let message = reply.wireError?.message ?? ""
                 #expect(message.contains(id) && message.contains(wrong), "\(message)")
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.missingChunks([chunk.hash])
@@ -109,10 +111,13 @@ import Testing
         }
     }
 
-    @Test func aClientOfTheReplacedContainerGets412() async throws {
-        try await ServerFixture.run { fixture in
-            let old = try fixture.container().containerID
-            let replacement = try Self.replace(fixture, aside: "aside")
+    @Test(arguments: ServerBackend.allCases) func aClientOfTheReplacedContainerGets412(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let old = try await fixture.container().containerID
+            let replacement = try await fixture.backend.replace(fixture.name, aside: "aside")
+            #expect(replacement.containerID != old)
             let request = Sample.create(Sample.directory("late"))
             let body = Array(try JSONEncoder().encode(request))
             let reply = try await fixture.send(

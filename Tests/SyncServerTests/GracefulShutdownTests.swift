@@ -9,8 +9,10 @@ import Testing
 /// finish. The tests wait for the server's own state (a wait pending, an upload being read, the
 /// listener closed), never for a guessed time.
 @Suite struct GracefulShutdownTests {
-    @Test func aPendingWaitAnswersPromptlyWhenTheServerStops() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func aPendingWaitAnswersPromptlyWhenTheServerStops(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let cursor = try await fixture.send(.GET, fixture.path("/changes")).decode(ChangeBatch.self).cursor
             let waiting = Task {
                 try await fixture.send(.GET, fixture.path("/changes/wait?after=\(cursor.token)&timeout=25000"))
@@ -29,8 +31,8 @@ import Testing
         }
     }
 
-    @Test func aChunkUploadInFlightCompletes() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func aChunkUploadInFlightCompletes(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(1 << 20, seed: 5))
             let (upload, feed) = fixture.streamingPut(chunk)
             let half = chunk.payload.count / 2
@@ -49,7 +51,7 @@ import Testing
             let reply = try await upload.value
             await stopping.value
             #expect(reply.status == 204, "\(reply.text)")
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.missingChunks([chunk.hash])

@@ -102,8 +102,9 @@ struct HTTPContainerTests {
             guard case .committed = outcome else { throw TestFailure("commit refused: \(outcome)") }
             #expect(try await container.entry(id)?.state.name == Array("kept".utf8))
 
-            let record = try #require(try fixture.server.tokens.list().first { $0.container == fixture.name })
-            #expect(try fixture.server.tokens.revoke(id: record.id))
+            let tokens = try #require(fixture.server.tokens)
+            let record = try #require(try tokens.list().first { $0.container == fixture.name })
+            #expect(try tokens.revoke(id: record.id))
             let error = await capture { _ = try await container.entry(id) }
             guard case .unavailable(let message)? = error else {
                 Issue.record("a revoked token must read as unavailable, got \(String(describing: error))")

@@ -7,9 +7,11 @@ import Testing
 /// Container names, hashes and IDs in paths; unknown routes and methods. Every refusal is the
 /// protocol's JSON error, and no request creates anything under the root.
 @Suite struct PathValidationTests {
-    @Test func invalidContainerNamesAre400AndCreateNothing() async throws {
-        try await ServerFixture.run { fixture in
-            let before = try FileManager.default.contentsOfDirectory(atPath: fixture.server.root).sorted()
+    @Test(arguments: ServerBackend.allCases) func invalidContainerNamesAre400AndCreateNothing(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let before = try await fixture.backend.inventory()
             let names = ["..", ".", ".x", "a%2Fb", "a%00b", "%2e%2e", String(repeating: "a", count: 65), "a b", "é"]
             for name in names {
                 let encoded = name.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? name
@@ -22,18 +24,21 @@ import Testing
                     #expect(reply.code == .invalidRequest, "\(name)\(suffix)")
                 }
             }
-            let after = try FileManager.default.contentsOfDirectory(atPath: fixture.server.root).sorted()
+            let after = try await fixture.backend.inventory()
             #expect(before == after)
         }
     }
 
-    @Test func aValidNameWithoutAContainerIs404AndIsNotCreated() async throws {
-        try await ServerFixture.run { fixture in
-            let (_, token) = try fixture.server.tokens.create(container: "ghost", label: "")
+    @Test(arguments: ServerBackend.allCases) func aValidNameWithoutAContainerIs404AndIsNotCreated(
+        backend: ServerBackend
+    ) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let before = try await fixture.backend.inventory()
+            let (_, token) = try await fixture.createToken(container: "ghost", label: "")
             // An empty directory of that name is not a container either.
             try FileManager.default.createDirectory(
                 atPath: fixture.server.root + "/empty", withIntermediateDirectories: false)
-            let (_, emptyToken) = try fixture.server.tokens.create(container: "empty", label: "")
+            let (_, emptyToken) = try await fixture.createToken(container: "empty", label: "")
             for (name, token) in [("ghost", token), ("empty", emptyToken)] {
                 let reply = try await fixture.send(
                     .POST, WireProtocol.Path.commits(name), json: Sample.create(Sample.directory("x")),
@@ -42,12 +47,14 @@ import Testing
                 #expect(reply.code == .notFound)
             }
             #expect(!FileManager.default.fileExists(atPath: fixture.server.root + "/ghost"))
+            // Nothing was made in the backend (a directory, or a container row) but the empty directory.
+            #expect(try await fixture.backend.inventory() == (before + ["empty"]).sorted { $0 < $1 })
             #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.server.root + "/empty").isEmpty)
         }
     }
 
-    @Test func badHashesAndIDsAre400() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func badHashesAndIDsAre400(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Sample.bytes(100))
             let badHashes = [
                 chunk.hash.hex.uppercased(), String(chunk.hash.hex.dropLast()), chunk.hash.hex + "0",
@@ -69,7 +76,7 @@ import Testing
                 #expect(reply.status == 400, "\(bad)")
                 #expect(reply.code == .invalidRequest)
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.missingChunks([chunk.hash])
@@ -78,8 +85,10 @@ import Testing
         }
     }
 
-    @Test func unknownRoutesAre404AndWrongMethods405WithJSON() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func unknownRoutesAre404AndWrongMethods405WithJSON(backend: ServerBackend)
+        async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             for path in ["/", "/v1", "/v2/health", fixture.path("/nothing"), fixture.path("/chunks"), "/v1/containers"]
             {
                 let reply = try await fixture.send(.GET, path)

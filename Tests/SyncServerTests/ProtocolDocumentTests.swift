@@ -61,8 +61,9 @@ import Testing
         #expect(Self.endpointRows.count == Endpoint.allCases.count, "a row is listed twice")
     }
 
-    @Test func everyEndpointAnswersAsDocumented() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func everyEndpointAnswersAsDocumented(backend: ServerBackend) async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let chunk = Sample.chunk(Array("a chunk for the document test".utf8))
             let entry = Sample.create(Sample.file("doc.txt", chunks: [chunk]))
             // PUT goes first, so that the GET of the chunk and the commit find it.

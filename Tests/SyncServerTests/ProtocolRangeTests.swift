@@ -9,8 +9,8 @@ import Testing
 @Suite struct ProtocolRangeTests {
     /// A cursor the container never gave out (beyond its newest version) is `400` on `changes`
     /// and `changes/wait`; the newest one, and older ones, are fine.
-    @Test func aCursorNeverGivenOutIs400() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func aCursorNeverGivenOutIs400(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             #expect(try await fixture.commit(Sample.create(Sample.directory("a"))).status == 200)
             #expect(try await fixture.commit(Sample.create(Sample.directory("b"))).status == 200)
             for query in ["/changes?after=3", "/changes?after=999999", "/changes/wait?after=3&timeout=0"] {
@@ -27,8 +27,8 @@ import Testing
 
     /// `baseVersion` beyond 2^63 - 1 (a version no container can have) is `400`, not a `409`
     /// conflict; numbers JSON cannot fit in their fields are `400` too.
-    @Test func numbersOutOfRangeAre400() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func numbersOutOfRangeAre400(backend: ServerBackend) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
             let request = Sample.create(Sample.directory("d"))
             let text = String(decoding: try JSONEncoder().encode(request), as: UTF8.self)
             let bodies = [
@@ -47,7 +47,7 @@ import Testing
                 #expect(reply.status == 400, "\(body): \(reply.status) \(reply.text)")
                 #expect(reply.code == .invalidRequest)
             }
-            let container = try fixture.container()
+            let container = try await fixture.container()
             #expect(
                 try await onDisk { () async throws(ContainerProtocolError) in
                     try await container.entry(request.id)
@@ -57,8 +57,9 @@ import Testing
 
     /// Names `.`, `..`, empty, containing `/` or NUL, and 256 bytes long are `400`; nothing is
     /// stored (the feed stays empty). 255 bytes is fine.
-    @Test func badNamesAre400AndNothingIsStored() async throws {
-        try await ServerFixture.run { fixture in
+    @Test(arguments: ServerBackend.allCases) func badNamesAre400AndNothingIsStored(backend: ServerBackend) async throws
+    {
+        try await ServerFixture.run(backend: backend) { fixture in
             let names: [[UInt8]] = [
                 Array(".".utf8), Array("..".utf8), [], Array("a/b".utf8), Array("/".utf8), [0x61, 0, 0x62], [0],
                 Array(repeating: 0x61, count: 256),

@@ -69,6 +69,12 @@ final class RawConnection: @unchecked Sendable {
     }
 
     /// Whether the server has closed the connection (without waiting).
+    /// Whether something can be read now without waiting: bytes of an answer, or the end.
+    var isReadable: Bool {
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, 0) > 0
+    }
+
     var isClosedByServer: Bool {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, 0) > 0 else { return false }

@@ -42,38 +42,55 @@ struct Reply: Sendable {
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try JSONDecoder().decode(T.self, from: Data(body)) }
 }
 
-/// A running in-process server with one container (`name`) and its token, plus a raw HTTP client.
-/// `run` always stops both, whatever the body does.
+/// A running in-process server with one container (`name`) and its token, plus a raw HTTP client,
+/// on a backend of its own (`ServerBackend`: the embedded default unless `backend` says otherwise).
+/// `run` always stops both and removes the backend, whatever the body does.
 struct ServerFixture: Sendable {
     let server: SyncTestServer
     let client: HTTPClient
     let name: String
     let token: String
+    let backend: FixtureBackend
 
     static func run(
-        container name: String = "box", tls: TLSFiles? = nil, client configuration: HTTPClient.Configuration = .init(),
+        backend kind: ServerBackend = .embedded, container name: String = "box", tls: TLSFiles? = nil,
+        client configuration: HTTPClient.Configuration = .init(),
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
         _ body: (ServerFixture) async throws -> Void
     ) async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let server = try await SyncTestServer.start(
-            root: directory.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits)
+        let backend = try await FixtureBackend.make(kind)
+        let server: SyncTestServer
+        do {
+            server = try await backend.startServer(
+                tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits)
+        } catch {
+            await backend.close()
+            throw error
+        }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         var failure: (any Error)?
         do {
-            let token = try server.makeContainer(name)
-            try await body(ServerFixture(server: server, client: client, name: name, token: token))
+            let token = try await backend.makeContainer(name, on: server)
+            try await body(ServerFixture(server: server, client: client, name: name, token: token, backend: backend))
         } catch {
             failure = error
         }
         try? await client.shutdown()
         await server.stop()
+        await backend.close()
         if let failure { throw failure }
     }
 
-    /// The container on disk, opened beside the server (as another process would).
-    func container() throws -> LocalContainer { try LocalContainer.openOrCreate(at: server.root + "/" + name) }
+    /// The fixture's container, opened beside the server (as another process would).
+    func container() async throws -> any Container { try await backend.container(name) }
+
+    /// Makes the container `other` (if missing) and returns a new token for it.
+    func makeContainer(_ other: String) async throws -> String { try await backend.makeContainer(other, on: server) }
+
+    /// A new token for `container` (which need not exist).
+    func createToken(container: String, label: String) async throws -> (id: String, token: String) {
+        try await backend.createToken(container: container, label: label, on: server)
+    }
 
     /// `/v1/containers/NAME` + `suffix`.
     func path(_ suffix: String = "") -> String { WireProtocol.Path.container(name) + suffix }

@@ -28,7 +28,7 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     private let databaseName: String
     /// The scratch bucket and the services' S3 endpoint, region and keys (for `removeBucket`).
     private var bucket = ""
-    private var s3: [String: String] = [:]
+    private var s3: ServicesEnvironment?
     private var servers: [(pid: pid_t, lifeline: Int32?)] = []
 
     struct Server {
@@ -47,27 +47,20 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         self.tokensDir = baseDir + "/tokens"
     }
 
-    /// The services' environment, or a failure naming what is missing.
-    static func environment() throws -> [String: String] {
-        let environment = ProcessInfo.processInfo.environment
-        let names = [
-            "SYNCFS_TEST_PG_URL", "SYNCFS_TEST_S3_ENDPOINT", "SYNCFS_TEST_S3_REGION", "SYNCFS_TEST_S3_ACCESS_KEY_ID",
-            "SYNCFS_TEST_S3_SECRET_ACCESS_KEY",
-        ]
-        let missing = names.filter { (environment[$0] ?? "").isEmpty }
-        guard missing.isEmpty else {
-            throw TestFolderError(
-                message: "\(missing.joined(separator: ", ")) not set: start the services with "
-                    + "`scripts/services.sh start` and source what it prints (scripts/test.sh does)")
+    /// The services' environment, or a failure naming what is missing (`ServicesEnvironment`).
+    static func environment() throws -> ServicesEnvironment {
+        do {
+            return try ServicesEnvironment.require(.postgres, .s3)
+        } catch {
+            throw TestFolderError(message: error.description)
         }
-        return environment
     }
 
     /// A fresh database (not initialised) and the URL of a fresh bucket (not made yet).
     static func make() throws -> DatabaseBackendFixture {
         let environment = try environment()
-        setenv("AWS_ACCESS_KEY_ID", environment["SYNCFS_TEST_S3_ACCESS_KEY_ID"]!, 1)
-        setenv("AWS_SECRET_ACCESS_KEY", environment["SYNCFS_TEST_S3_SECRET_ACCESS_KEY"]!, 1)
+        setenv("AWS_ACCESS_KEY_ID", environment.s3AccessKeyID, 1)
+        setenv("AWS_SECRET_ACCESS_KEY", environment.s3SecretAccessKey, 1)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
         guard let created = mkdtemp(&template) else {
             throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
@@ -75,13 +68,12 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         let suffix = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
         let bucket = "syncfs-mount-\(suffix)"
         let store =
-            "s3://\(bucket)/prefix?endpoint=\(environment["SYNCFS_TEST_S3_ENDPOINT"]!)"
-            + "&region=\(environment["SYNCFS_TEST_S3_REGION"]!)"
+            "s3://\(bucket)/prefix?endpoint=\(environment.s3Endpoint)&region=\(environment.s3Region)"
         let fixture = DatabaseBackendFixture(
-            baseDir: String(cString: created), adminURL: environment["SYNCFS_TEST_PG_URL"]!,
+            baseDir: String(cString: created), adminURL: environment.postgresURL,
             databaseName: "syncfs_mount_\(suffix)", chunkStore: store)
         fixture.bucket = bucket
-        fixture.s3 = environment.filter { $0.key.hasPrefix("SYNCFS_TEST_S3_") }
+        fixture.s3 = environment
         try fixture.psql("CREATE DATABASE \(fixture.databaseName)")
         return fixture
     }
@@ -99,9 +91,10 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// `syncfs-mount ARGS` with this test's environment.
-    func syncfs(_ arguments: [String], timeout: Double = 120) throws -> ModelProcessResult {
-        ModelProcess.run([try TestFolder.binaryPath()] + arguments, timeout: timeout)
+    /// `syncfs-mount ARGS` with this test's environment, plus `env`.
+    func syncfs(_ arguments: [String], env: [String: String] = [:], timeout: Double = 120) throws -> ModelProcessResult
+    {
+        ModelProcess.run([try TestFolder.binaryPath()] + arguments, env: env, timeout: timeout)
     }
 
     /// `server-init` with `--create container --tokens`: returns the path of a file (0600)
@@ -120,6 +113,12 @@ final class DatabaseBackendFixture: @unchecked Sendable {
                 atPath: path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
         else { throw TestFolderError(message: "cannot write \(path)") }
         return path
+    }
+
+    /// `server-init` without a container: the schema and the bucket, nothing else.
+    func prepare() throws {
+        let result = try syncfs(["server-init", "--database", databaseURL, "--chunk-store", chunkStore])
+        guard result.ok else { throw TestFolderError(message: "server-init failed: \(result)") }
     }
 
     /// The `serve` arguments naming this backend.
@@ -195,9 +194,8 @@ final class DatabaseBackendFixture: @unchecked Sendable {
     /// The S3 endpoint and a private curl config file (0600) with the keys and SigV4 signing;
     /// the caller unlinks it.
     private func curlConfig() -> (endpoint: String, path: String)? {
-        guard let endpoint = s3["SYNCFS_TEST_S3_ENDPOINT"], let region = s3["SYNCFS_TEST_S3_REGION"],
-            let key = s3["SYNCFS_TEST_S3_ACCESS_KEY_ID"], let secret = s3["SYNCFS_TEST_S3_SECRET_ACCESS_KEY"]
-        else { return nil }
+        guard let s3 else { return nil }
+        let (endpoint, region, key, secret) = (s3.s3Endpoint, s3.s3Region, s3.s3AccessKeyID, s3.s3SecretAccessKey)
         let path = baseDir + "/s3-curl-\(UUID().uuidString).conf"
         // S3 wants the body's SHA-256 signed; every request here has an empty body.
         let emptyBody = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -14,7 +14,11 @@ import Testing
 /// `stop` (SIGTERM, then SIGKILL after 10 s) is safe to call twice; `restart` starts a new server
 /// on the same port (the mounts reconnect to it).
 final class ServerProcess: @unchecked Sendable {
+    /// The embedded server's root (with `database`, only where the log and token files go).
     let root: String
+    /// With the PostgreSQL + S3 backend: the scratch database and bucket it serves (then `serve
+    /// --database … --chunk-store s3://…`, tokens in the database), torn down by `tearDown`.
+    let database: DatabaseBackendFixture?
     private(set) var port: Int
     private(set) var pid: pid_t?
     let logPath: String
@@ -25,9 +29,11 @@ final class ServerProcess: @unchecked Sendable {
     private var lifeline: Int32?
 
     private init(
-        root: String, port: Int, launched: Launched, logPath: String, tls: (certificate: String, key: String)?
+        root: String, port: Int, launched: Launched, logPath: String, tls: (certificate: String, key: String)?,
+        database: DatabaseBackendFixture?
     ) {
         self.root = root
+        self.database = database
         self.port = port
         self.pid = launched.pid
         self.lifeline = launched.lifeline
@@ -45,14 +51,37 @@ final class ServerProcess: @unchecked Sendable {
     /// `tls`: serve HTTPS with a fresh self-signed certificate for 127.0.0.1 (`openssl`).
     /// `certificateNames`: the certificate's subjectAltName (another name tests a host name
     /// mismatch).
+    /// `backend`: `.postgresS3` serves a fresh scratch database and bucket (`DatabaseBackendFixture`,
+    /// schema made by `server-init`) instead of `root`; `tearDown` removes them.
     static func start(
-        root: String, port: Int = 0, tls: Bool = false, certificateNames: String = "DNS:localhost,IP:127.0.0.1"
+        root: String, port: Int = 0, tls: Bool = false, certificateNames: String = "DNS:localhost,IP:127.0.0.1",
+        backend: MountServerBackend = .embedded
     ) throws -> ServerProcess {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let logPath = root + "/../server.log"
-        let files = tls ? try makeCertificate(in: root + "/..", names: certificateNames) : nil
-        let launched = try launch(root: root, port: port, logPath: logPath, tls: files)
-        return ServerProcess(root: root, port: launched.port, launched: launched, logPath: logPath, tls: files)
+        var database: DatabaseBackendFixture?
+        if backend == .postgresS3 {
+            let made = try DatabaseBackendFixture.make()
+            made.tokensInDatabase = true
+            database = made
+        }
+        do {
+            try database?.prepare()
+            let logPath = root + "/../server.log"
+            let files = tls ? try makeCertificate(in: root + "/..", names: certificateNames) : nil
+            let launched = try launch(
+                backend: database?.backendArguments ?? ["--root", root], port: port, logPath: logPath, tls: files)
+            return ServerProcess(
+                root: root, port: launched.port, launched: launched, logPath: logPath, tls: files, database: database)
+        } catch {
+            database?.tearDown()
+            throw error
+        }
+    }
+
+    /// Stops the server and removes its database and bucket, if any.
+    func tearDown() {
+        stop()
+        database?.tearDown()
     }
 
     /// `http(s)://127.0.0.1:PORT/NAME`.
@@ -76,11 +105,9 @@ final class ServerProcess: @unchecked Sendable {
     /// Runs `token create` for `container` (creating it) and returns the path of a file (mode
     /// 0600) holding the token.
     func createToken(container: String, label: String = "test") throws -> String {
+        let location = database.map { ["--database", $0.databaseURL] } ?? ["--root", root]
         let result = ModelProcess.run(
-            [
-                try TestFolder.binaryPath(), "token", "create", "--root", root, "--container", container, "--label",
-                label,
-            ],
+            [try TestFolder.binaryPath(), "token", "create"] + location + ["--container", container, "--label", label],
             timeout: 60)
         guard result.ok else { throw TestFolderError(message: "token create failed: \(result)") }
         let token = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -138,7 +165,8 @@ final class ServerProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(15)
         while true {
             do {
-                let launched = try Self.launch(root: root, port: port, logPath: logPath, tls: tls)
+                let launched = try Self.launch(
+                    backend: database?.backendArguments ?? ["--root", root], port: port, logPath: logPath, tls: tls)
                 (pid, port, lifeline) = (launched.pid, launched.port, launched.lifeline)
                 return
             } catch  where Date() < deadline {
@@ -170,13 +198,14 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit { stop() }
 
-    private static func launch(root: String, port: Int, logPath: String, tls: (certificate: String, key: String)?)
-        throws -> Launched
-    {
+    private static func launch(
+        backend: [String], port: Int, logPath: String, tls: (certificate: String, key: String)?
+    ) throws -> Launched {
         let extra = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
         let launched: ServeLauncher.Launched
         do {
-            launched = try ServeLauncher.launch(root: root, port: port, extra: extra, lifeline: true, logPath: logPath)
+            launched = try ServeLauncher.launch(
+                backend: backend, port: port, extra: extra, lifeline: true, logPath: logPath)
         } catch {
             throw TestFolderError(message: "\(error)")
         }

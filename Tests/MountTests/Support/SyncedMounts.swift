@@ -16,7 +16,8 @@ import Testing
 final class SyncedMounts: @unchecked Sendable {
     /// The directory holding the shared container.
     let baseDir: String
-    /// The container both mounts sync with.
+    /// The container both mounts sync with (with a server on `.postgresS3`, a path that does not
+    /// exist: look at the container through `server`'s `holdsContainer`/`entryCount`).
     let containerPath: String
     let a: TestFolder
     let b: TestFolder
@@ -36,10 +37,11 @@ final class SyncedMounts: @unchecked Sendable {
     /// `["--cache-size", "8M"]`). `overServer`: the container is served by a `syncfs-mount serve`
     /// child process on loopback and both mount its URL with a token (`containerPath` is then the
     /// container's directory on the server's side). `overTLS`: the same over HTTPS with a
-    /// self-signed certificate the mounts trust with `--ca-file`.
+    /// self-signed certificate the mounts trust with `--ca-file`. `backend`: what that server
+    /// serves from (`MountServerBackend`; `.postgresS3` makes a scratch database and bucket).
     static func make(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        overServer: Bool = false, overTLS: Bool = false
+        overServer: Bool = false, overTLS: Bool = false, backend: MountServerBackend = .embedded
     ) throws -> SyncedMounts {
         umask(0o022)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
@@ -53,7 +55,7 @@ final class SyncedMounts: @unchecked Sendable {
             var location = container
             var access: [String] = []
             if overServer || overTLS {
-                let started = try ServerProcess.start(root: base + "/server", tls: overTLS)
+                let started = try ServerProcess.start(root: base + "/server", tls: overTLS, backend: backend)
                 server = started
                 access = ["--token-file", try started.createToken(container: "box")]
                 if let tls = started.tls { access += ["--ca-file", tls.certificate] }
@@ -75,7 +77,7 @@ final class SyncedMounts: @unchecked Sendable {
                 throw error
             }
         } catch {
-            server?.stop()
+            server?.tearDown()
             try? FileManager.default.removeItem(atPath: base)
             throw error
         }
@@ -84,11 +86,12 @@ final class SyncedMounts: @unchecked Sendable {
     /// Runs `body` on fresh mounts and always tears them down.
     static func with<R>(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        overServer: Bool = false, overTLS: Bool = false, _ body: (SyncedMounts) throws -> R
+        overServer: Bool = false, overTLS: Bool = false, backend: MountServerBackend = .embedded,
+        _ body: (SyncedMounts) throws -> R
     ) throws -> R {
         let mounts = try make(
             uploadDelay: uploadDelay, uploadDelayB: uploadDelayB, argumentsA: argumentsA, argumentsB: argumentsB,
-            overServer: overServer, overTLS: overTLS)
+            overServer: overServer, overTLS: overTLS, backend: backend)
         defer { mounts.tearDown() }
         return try body(mounts)
     }
@@ -97,7 +100,7 @@ final class SyncedMounts: @unchecked Sendable {
     func tearDown() {
         a.tearDown()
         b.tearDown()
-        server?.stop()
+        server?.tearDown()
         if TestFolder.isMounted(a.root) || TestFolder.isMounted(b.root) {
             Issue.record("tearDown: a mount is left; keeping the container at \(containerPath)")
             return
