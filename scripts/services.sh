@@ -70,7 +70,7 @@ start_postgres() {
     chmod 700 "$dir/pg"
     as_pg_user "$pgbin/initdb" -D "$dir/pg" -A trust -U postgres -E UTF8 --no-sync >"$dir/pg-init.log"
     as_pg_user "$pgbin/pg_ctl" -s -D "$dir/pg" -l "$dir/pg/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/pg -c fsync=off" start >&2
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir/pg -c fsync=off -c max_connections=500" start >&2
 }
 
 ceph_conf() {

@@ -52,8 +52,8 @@ import Testing
         }
     }
 
-    /// The answer is pushed: it comes well before the container's own once-a-second re-check
-    /// could have found the commit (the wait is pending before the commit starts, and the time
+    /// The answer is pushed: it comes well before the container's own re-check could have found
+    /// the commit (the wait is pending before the commit starts, and the time
     /// runs from the commit's end).
     @Test(arguments: ServerBackend.allCases) func aWaitAnswersAsSoonAsACommitLands(backend: ServerBackend) async throws
     {
@@ -68,8 +68,9 @@ import Testing
             let reply = try await waited.value
             let elapsed = ContinuousClock.now - committed
             #expect(try reply.decode(WaitResponse.self) == WaitResponse(changed: true))
-            // Under the container's 1 s safety recheck: only the push can answer this early.
-            #expect(elapsed < .milliseconds(900), "the wait answered \(elapsed) after the commit")
+            // Well under either backend's re-check (embedded with its reliable signal: 15 s,
+            // PostgreSQL: 5 s): only the push can answer this early, even on a loaded machine.
+            #expect(elapsed < .seconds(4), "the wait answered \(elapsed) after the commit")
         }
     }
 }
