@@ -110,50 +110,34 @@ struct CommitLookupKey {
         }
     }
 
-    /// The five arguments, as `$1 … $5`.
-    var bindings: PostgresBindings {
-        var binds = PostgresBindings(capacity: 17)
-        binds.append(container)
-        binds.append(id.hex)
-        binds.append(parent?.hex)
-        binds.append(parent == nil ? nil : ByteBuffer(bytes: name))
-        binds.append(hashes)
-        return binds
-    }
+    private var nameBytes: ByteBuffer? { parent == nil ? nil : ByteBuffer(bytes: name) }
 
-    /// The snapshot and its fingerprint (cell 16).
+    /// The snapshot and its fingerprint (cell 16). Every value is a bound parameter.
     var lookupWithFingerprint: PostgresQuery {
-        PostgresQuery(
-            unsafeSQL: """
-                SELECT l.*, f.fingerprint FROM syncfs_commit_lookup($1, $2, $3, $4, $5) AS l
-                CROSS JOIN syncfs_commit_fingerprint($1, $2, $3, $4, $5) AS f (fingerprint)
-                """, binds: bindings)
+        """
+        SELECT l.*, f.fingerprint
+        FROM syncfs_commit_lookup(\(container), \(id.hex), \(parent?.hex), \(nameBytes), \(hashes)) AS l
+        CROSS JOIN syncfs_commit_fingerprint(\(container), \(id.hex), \(parent?.hex), \(nameBytes), \(hashes))
+            AS f (fingerprint)
+        """
     }
 
     /// The snapshot alone (for the locked transaction).
     var lookup: PostgresQuery {
-        PostgresQuery(unsafeSQL: "SELECT * FROM syncfs_commit_lookup($1, $2, $3, $4, $5)", binds: bindings)
+        "SELECT * FROM syncfs_commit_lookup(\(container), \(id.hex), \(parent?.hex), \(nameBytes), \(hashes))"
     }
 
     /// `syncfs_commit_apply`: writes `state` if the snapshot still has `fingerprint`; answers
     /// the new version, 0 (changed) or NULL (no container).
     func apply(fingerprint: String?, isDeleted: Bool, device: String, state: EntryState) -> PostgresQuery {
-        var binds = bindings
-        binds.append(fingerprint)
-        binds.append(isDeleted)
-        binds.append(device)
-        binds.append(state.parent?.hex)
-        binds.append(ByteBuffer(bytes: state.name))
-        binds.append(Int16(state.kind.rawValue))
-        binds.append(Int32(bitPattern: state.mode))
-        binds.append(state.mtime)
-        binds.append(state.size)
-        binds.append(LocalEntryEncoding.encodeXattrs(state.xattrs).map { ByteBuffer(bytes: $0) })
-        binds.append(state.symlinkTarget.map { ByteBuffer(bytes: $0) })
-        binds.append(LocalEntryEncoding.encodeManifest(state.manifest).map { ByteBuffer(bytes: $0) })
-        return PostgresQuery(
-            unsafeSQL: """
-                SELECT syncfs_commit_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-                """, binds: binds)
+        let xattrs = LocalEntryEncoding.encodeXattrs(state.xattrs).map { ByteBuffer(bytes: $0) }
+        let target = state.symlinkTarget.map { ByteBuffer(bytes: $0) }
+        let manifest = LocalEntryEncoding.encodeManifest(state.manifest).map { ByteBuffer(bytes: $0) }
+        return """
+            SELECT syncfs_commit_apply(\(container), \(id.hex), \(parent?.hex), \(nameBytes), \(hashes),
+                \(fingerprint), \(isDeleted), \(device), \(state.parent?.hex), \(ByteBuffer(bytes: state.name)),
+                \(Int16(state.kind.rawValue)), \(Int32(bitPattern: state.mode)), \(state.mtime), \(state.size),
+                \(xattrs), \(target), \(manifest))
+            """
     }
 }
