@@ -182,6 +182,7 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     for capability in wanted where conn.pointee.capable & UInt32(capability) != 0 {
         conn.pointee.want |= UInt32(capability)
     }
+    if KernelCachePolicy.readdirPlusAlways { conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO) }
     conn.pointee.time_gran = 1
     FuseBackgroundLimits.apply(to: conn)
     FuseBackgroundLimits.readInTheReadersRequest(conn)

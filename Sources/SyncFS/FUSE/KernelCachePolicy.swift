@@ -28,6 +28,15 @@ enum KernelCachePolicy {
     /// the name cached, and whether or not the change moved the directory's mtime.
     static let cachesListings = true
 
+    /// Whether every directory read is a READDIRPLUS (names with their attributes), rather than
+    /// libfuse's default FUSE_READDIRPLUS_AUTO, under which the kernel sends READDIRPLUS only for
+    /// a directory's first page (or after lookups in it) and plain READDIR otherwise. A cold
+    /// `du` or `ls -l` reads a whole directory and then stats every name: under AUTO each name
+    /// past the first page became a LOOKUP of its own (16,000 of them for 20,000 files).
+    /// Safe as every entry reply: each READDIRPLUS entry is a lookup (counted in `InodeTable`,
+    /// forgotten by the kernel), cached for `timeout` and invalidated like a LOOKUP's.
+    static let readdirPlusAlways = true
+
     /// Extended attribute names answered EOPNOTSUPP at once: the folder stores only `user.`
     /// names, so security labels (`security.selinux`, `security.SMACK64`, …) are "not
     /// supported", which is also what setting one answers. Programs that ask per file (`ls -l`
