@@ -172,9 +172,11 @@ struct KernelCacheTest {
         }
     }
 
-    /// `security.*` labels other than `security.capability` are "not supported" on the folder
-    /// (so `ls -l` stops asking for every file); `security.capability` and `system.*` stay
-    /// "no such attribute", and `user.*` works.
+    /// `security.*` labels other than `security.capability`, and POSIX ACLs, are "not
+    /// supported" on the folder (so `ls -l` stops asking for every file; the mount does not
+    /// declare ACL support, `KernelCachePolicy.declaresPosixACL`); `security.capability` stays
+    /// "no such attribute", and `user.*` works. Without ACL support the kernel applies the umask
+    /// and checks permissions from the mode bits.
     @Test func securityLabelsAreNotSupportedAndAskedOnce() throws {
         try TestFolder.with(.mount) { folder in
             let path = folder.path("f")
@@ -185,11 +187,24 @@ struct KernelCacheTest {
             expectErrno(ENODATA, "getxattr(security.capability)") {
                 Linux.getxattr(path, "security.capability", size: 100).0
             }
-            expectErrno(ENODATA, "getxattr(system.posix_acl_access)") {
-                Linux.getxattr(path, "system.posix_acl_access", size: 100).0
+            for name in ["system.posix_acl_access", "system.posix_acl_default"] {
+                expectErrno(EOPNOTSUPP, "getxattr(\(name))") { Linux.getxattr(path, name, size: 100).0 }
+                expectErrno(EOPNOTSUPP, "getxattr(\(name)) of a directory") {
+                    Linux.getxattr(folder.path("."), name, size: 100).0
+                }
             }
             try setXattr(path, "user.kept", Array("v".utf8))
             #expect(try getXattr(path, "user.kept") == Array("v".utf8))
+
+            // The umask applies (a child process: the umask is the whole test process's).
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.arguments = ["-c", "umask 027 && : > \"$0/masked\" && mkdir \"$0/masked-dir\"", folder.path(".")]
+            try shell.run()
+            shell.waitUntilExit()
+            #expect(shell.terminationStatus == 0)
+            #expect(permissions(try lstatPath(folder.path("masked"))) == 0o640)
+            #expect(permissions(try lstatPath(folder.path("masked-dir"))) == 0o750)
         }
     }
 }
