@@ -109,6 +109,48 @@ struct KernelCacheTest {
         }
     }
 
+    /// Every directory read is a READDIRPLUS (`KernelCachePolicy.readdirPlusAlways`): a plain
+    /// listing on B hands the kernel each name's attributes, which it then serves from its
+    /// cache without a lookup. A remote chmod, mtime change and content change of a name B only
+    /// ever listed still show at once, as does a remote delete of one.
+    @Test(arguments: [true, false])
+    func remoteChangesReachAttributesFromAListing(echo: Bool) throws {
+        try SyncedMounts.with(uploadDelay: 20, argumentsB: echo ? [] : ["--no-inotify-echo"]) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try makeDirectory(a.path("p"))
+            for index in 0..<300 { try writeFile(a.path("p/f\(index)"), "content \(index)", mode: 0o644) }
+            #expect(a.expectSync())
+            #expect(waitUntil(timeout: 60) { (try? listDirectory(b.path("p")))?.count == 300 }, "\(mounts.logs())")
+            // Listed again (attributes from READDIRPLUS), then served from the kernel's cache.
+            #expect(try listDirectory(b.path("p")).count == 300)
+            for name in ["f7", "f150", "f299"] {
+                #expect(permissions(try lstatPath(b.path("p/" + name))) == 0o644)
+            }
+            #expect(try lstatPath(b.path("p/f150")).st_size == 11)
+
+            try posix("chmod") { chmod(a.path("p/f7"), 0o600) }
+            var times = [timespec(tv_sec: 1_500_000_000, tv_nsec: 0), timespec(tv_sec: 1_500_000_000, tv_nsec: 0)]
+            try posix("utimensat") { utimensat(AT_FDCWD, a.path("p/f299"), &times, 0) }
+            try writeFile(a.path("p/f150"), "a longer content than before")
+            try posix("unlink") { unlink(a.path("p/f42")) }
+            #expect(a.expectSync())
+
+            let logs = { mounts.logs() }
+            #expect(
+                waitUntil(timeout: 30) { (try? lstatPath(b.path("p/f7"))).map(permissions) == 0o600 },
+                "chmod: \(logs())")
+            #expect(
+                waitUntil(timeout: 30) { (try? mtime(b.path("p/f299")))?.0 == 1_500_000_000 }, "mtime: \(logs())")
+            #expect(
+                waitUntil(timeout: 30) {
+                    (try? lstatPath(b.path("p/f150")))?.st_size == 28
+                        && (try? readText(b.path("p/f150"))) == "a longer content than before"
+                }, "content and size: \(logs())")
+            #expect(waitUntil(timeout: 30) { !pathExists(b.path("p/f42")) }, "delete: \(logs())")
+            #expect(waitUntil(timeout: 30) { (try? listDirectory(b.path("p")))?.count == 299 }, "listing: \(logs())")
+        }
+    }
+
     /// A remote rename of a directory B has walked: the old path and everything under it are
     /// gone at once, the new one leads to the same content.
     @Test func aRemoteDirectoryRenameReachesAWalkedTree() throws {
@@ -130,9 +172,11 @@ struct KernelCacheTest {
         }
     }
 
-    /// `security.*` labels other than `security.capability` are "not supported" on the folder
-    /// (so `ls -l` stops asking for every file); `security.capability` and `system.*` stay
-    /// "no such attribute", and `user.*` works.
+    /// `security.*` labels other than `security.capability`, and POSIX ACLs, are "not
+    /// supported" on the folder (so `ls -l` stops asking for every file; the mount does not
+    /// declare ACL support, `KernelCachePolicy.declaresPosixACL`); `security.capability` stays
+    /// "no such attribute", and `user.*` works. Without ACL support the kernel applies the umask
+    /// and checks permissions from the mode bits.
     @Test func securityLabelsAreNotSupportedAndAskedOnce() throws {
         try TestFolder.with(.mount) { folder in
             let path = folder.path("f")
@@ -143,11 +187,24 @@ struct KernelCacheTest {
             expectErrno(ENODATA, "getxattr(security.capability)") {
                 Linux.getxattr(path, "security.capability", size: 100).0
             }
-            expectErrno(ENODATA, "getxattr(system.posix_acl_access)") {
-                Linux.getxattr(path, "system.posix_acl_access", size: 100).0
+            for name in ["system.posix_acl_access", "system.posix_acl_default"] {
+                expectErrno(EOPNOTSUPP, "getxattr(\(name))") { Linux.getxattr(path, name, size: 100).0 }
+                expectErrno(EOPNOTSUPP, "getxattr(\(name)) of a directory") {
+                    Linux.getxattr(folder.path("."), name, size: 100).0
+                }
             }
             try setXattr(path, "user.kept", Array("v".utf8))
             #expect(try getXattr(path, "user.kept") == Array("v".utf8))
+
+            // The umask applies (a child process: the umask is the whole test process's).
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.arguments = ["-c", "umask 027 && : > \"$0/masked\" && mkdir \"$0/masked-dir\"", folder.path(".")]
+            try shell.run()
+            shell.waitUntilExit()
+            #expect(shell.terminationStatus == 0)
+            #expect(permissions(try lstatPath(folder.path("masked"))) == 0o640)
+            #expect(permissions(try lstatPath(folder.path("masked-dir"))) == 0o750)
         }
     }
 }

@@ -12,6 +12,8 @@ Measures, with the release binary, medians of --runs runs:
   - `ls -lR` of the tree on B: cold (the first after the attach) and warm (the second), against
     the same tree in a plain directory (native) and over `rclone mount --vfs-cache-mode full` of
     that directory (if rclone is installed); the content downloaded by it (should be 0)
+  - after those, `find` and `du -s` of the tree, each after dropping the kernel's caches (the
+    tree walks of issue #18), on B, native and rclone
   - the large file: time to the first 4 KiB (open + read) and a full read (cat) of the
     placeholder, a second full read, against native (and rclone)
   - the daemon's RSS after `ls -lR`, goal < 150 MB
@@ -462,6 +464,7 @@ class Bench:
         self.add("syncfs_ls_cold_s", timed(["ls", "-lR", m.mountpoint]))
         self.add("syncfs_ls_warm_s", timed(["ls", "-lR", m.mountpoint]))
         self.add("syncfs_find_s", timed(find_stat(m.mountpoint)))
+        self.cold_walks(m.mountpoint, "syncfs")
         n = count_entries(m.mountpoint)  # untimed check, after the timed listings
         if n != self.expected:
             raise RuntimeError(f"B shows {n} names after the attach, expected {self.expected}")
@@ -486,6 +489,16 @@ class Bench:
             self.add("syncfs_big_reread_s", timed(["cat", big]))
         self.untrack(m)
 
+    def cold_walks(self, root, prefix):
+        """Issue #18's tree walks over the placeholders, each after dropping the kernel's caches
+        (the daemon's memory stays): `find` (names only) and `du -s` (every file's blocks)."""
+        if not self.drop:
+            return
+        self.cold()
+        self.add(f"{prefix}_find_cold_s", timed(["find", root]))
+        self.cold()
+        self.add(f"{prefix}_du_cold_s", timed(["du", "-s", root]))
+
     # ---- native and rclone
 
     def run_plain(self, root, prefix, run, rss_pid=None):
@@ -493,6 +506,7 @@ class Bench:
         self.add(f"{prefix}_ls_cold_s", timed(["ls", "-lR", root]))
         self.add(f"{prefix}_ls_warm_s", timed(["ls", "-lR", root]))
         self.add(f"{prefix}_find_s", timed(find_stat(root)))
+        self.cold_walks(root, prefix)
         if rss_pid:
             self.add(f"{prefix}_rss_ls", rss(rss_pid)[0])
         if self.a.big_mib > 0:
@@ -590,6 +604,11 @@ def report(b, args):
                  sec(m.get("rclone_ls_warm_s")), "", ""))
     rows.append((f"find -printf of {n} files (stats, no xattrs), after ls -lR", sec(m.get("syncfs_find_s")),
                  sec(m.get("native_find_s")), sec(m.get("rclone_find_s")), "", ""))
+    for key, label in (("find_cold", "find"), ("du_cold", "du -s")):
+        if m.get(f"syncfs_{key}_s") is not None:
+            rows.append((f"{label} of {n} files, cold (caches dropped, after the listings)",
+                         sec(m.get(f"syncfs_{key}_s")), sec(m.get(f"native_{key}_s")),
+                         sec(m.get(f"rclone_{key}_s")), "", ""))
     dl = max(s.get("syncfs_ls_downloaded", [0]))
     rows.append(("Content downloaded by ls -lR (max of runs)", f"{dl / MiB:.1f} MiB", "", "", "0", verdict(dl == 0)))
     if args.big_mib > 0:

@@ -108,6 +108,18 @@ extension SyncFileSystem {
         }
     }
 
+    /// For readdirplus: the entry replies of listed entries, in one transaction; nil for `.`,
+    /// `..` and children gone since the snapshot. Counts a kernel reference for every reply
+    /// returned: the caller sends every one (it sized the page first).
+    func readdirPlusEntries(_ entries: ArraySlice<OpenDirectory.Entry>) -> [EntryReply?] {
+        live.transact { tree in
+            entries.map { entry in
+                guard !entry.isDot, let node = tree.nodes[entry.ino] else { return nil }
+                return tree.entryReply(for: node)
+            }
+        }
+    }
+
     func releasedir(_ handle: OpenDirectory) {
         live.transact { tree in
             guard let node = tree.nodes[handle.ino] else { return }

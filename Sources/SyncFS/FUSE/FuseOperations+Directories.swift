@@ -35,49 +35,72 @@ func fuseReaddirplus(
 
 /// Fills one reply buffer of entries from `offset` on. The offset given with an entry is the
 /// index of the next one, so a listing resumes exactly where the kernel's buffer ended.
-/// readdirplus counts a lookup for each entry that fits (never for `.` and `..`) and undoes the
-/// count of the one that did not fit.
+/// readdirplus first counts how many entries fit (their sizes depend on the names only), then
+/// takes the attributes of exactly those in one transaction (`readdirPlusEntries`), which counts
+/// a lookup for each (never for `.` and `..`): every counted entry is sent.
 private func fillDirectory(
     _ req: fuse_req_t?, size: Int, offset: off_t, info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool
 ) {
     let context = FuseContext.of(req)
     guard let handle = peekHandle(info, as: OpenDirectory.self) else { return replyError(req, .badHandle) }
-    let entries: ArraySlice<OpenDirectory.Entry>
+    let listed: ArraySlice<OpenDirectory.Entry>
     do {
-        entries = try context.fileSystem.readdir(handle, offset: Int(offset))
+        listed = try context.fileSystem.readdir(handle, offset: Int(offset))
     } catch {
         return replyError(req, error)
+    }
+    var name = [CChar]()
+    name.reserveCapacity(FileName.maxLength + 1)
+    func withName<R>(_ entry: OpenDirectory.Entry, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        name.removeAll(keepingCapacity: true)
+        for byte in entry.name.bytes { name.append(CChar(bitPattern: byte)) }
+        name.append(0)
+        return name.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+    let entries: ArraySlice<OpenDirectory.Entry>
+    var replies: [EntryReply?] = []
+    if plus {
+        var fitting = 0
+        var needed = 0
+        for entry in listed {
+            needed += withName(entry) { fuse_add_direntry_plus(req, nil, 0, $0, nil, 0) }
+            if needed > size { break }
+            fitting += 1
+        }
+        entries = listed.prefix(fitting)
+        replies = context.fileSystem.readdirPlusEntries(entries)
+    } else {
+        entries = listed
     }
     let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
     defer { buffer.deallocate() }
     var used = 0
-    for (index, entry) in zip(entries.indices, entries) {
+    for (position, (index, entry)) in zip(entries.indices, entries).enumerated() {
         let nextOffset = off_t(index + 1)
-        let isDot = index < 2
-        var added = 0
-        entry.name.bytes.withUnsafeBufferPointer { nameBytes in
-            var name = [CChar](repeating: 0, count: nameBytes.count + 1)
-            for (position, byte) in nameBytes.enumerated() { name[position] = CChar(bitPattern: byte) }
-            if plus {
-                var parameters = fuse_entry_param()
-                var counted = false
-                if !isDot, let reply = context.fileSystem.readdirPlusEntry(entry) {
-                    parameters = makeEntryParameters(reply, context)
-                    counted = true
-                } else {
-                    parameters.attr.st_ino = ino_t(entry.ino.rawValue)
-                    parameters.attr.st_mode = mode_t(Glibc.S_IFDIR)
-                }
-                added = fuse_add_direntry_plus(req, buffer + used, size - used, name, &parameters, nextOffset)
-                if added > size - used && counted { context.fileSystem.forget(entry.ino, count: 1) }
+        let added: Int
+        if plus {
+            var parameters = fuse_entry_param()
+            if let reply = replies[position] {
+                parameters = makeEntryParameters(reply, context)
             } else {
-                var info = stat()
-                info.st_ino = ino_t(entry.ino.rawValue)
-                info.st_mode = directoryType(entry.kind)
-                added = fuse_add_direntry(req, buffer + used, size - used, name, &info, nextOffset)
+                // `.`, `..`, or a child gone since the snapshot: a name without attributes
+                // (entry ino 0), which the kernel does not instantiate.
+                parameters.attr.st_ino = ino_t(entry.ino.rawValue)
+                parameters.attr.st_mode = directoryType(entry.kind)
             }
+            added = withName(entry) {
+                fuse_add_direntry_plus(req, buffer + used, size - used, $0, &parameters, nextOffset)
+            }
+        } else {
+            var info = stat()
+            info.st_ino = ino_t(entry.ino.rawValue)
+            info.st_mode = directoryType(entry.kind)
+            added = withName(entry) { fuse_add_direntry(req, buffer + used, size - used, $0, &info, nextOffset) }
         }
-        if added > size - used { break }
+        if added > size - used {
+            // Only plain entries get here (plus entries were sized first); nothing was counted.
+            break
+        }
         used += added
     }
     fuse_reply_buf(req, buffer, used)

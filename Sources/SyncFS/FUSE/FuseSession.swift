@@ -169,10 +169,9 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
 
 /// Negotiates capabilities with the kernel: the writeback cache (writes return once in the page
 /// cache; the kernel owns mtime and size while it holds dirty pages), atomic O_TRUNC, parallel
-/// directory operations, nanosecond times, splice for replies from cache files, and POSIX ACL
-/// support — not to store ACLs (setting one fails with EOPNOTSUPP; the kernel still applies the
-/// umask on create) but so the kernel caches "no ACL" per inode instead of asking the daemon on
-/// every `ls -l` (measured: 80 µs → 5 µs per `getxattr(system.posix_acl_access)`).
+/// directory operations, nanosecond times, splice for replies from cache files; READDIRPLUS for
+/// every directory read and no POSIX ACL support (`KernelCachePolicy.readdirPlusAlways`,
+/// `.declaresPosixACL`: FUSE_CAP_POSIX_ACL is in the list below and then withdrawn).
 private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutablePointer<fuse_conn_info>?) {
     guard let conn else { return }
     let wanted: [Int32] = [
@@ -182,6 +181,9 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     for capability in wanted where conn.pointee.capable & UInt32(capability) != 0 {
         conn.pointee.want |= UInt32(capability)
     }
+    // Tree walks (#18): see `KernelCachePolicy.readdirPlusAlways` and `.declaresPosixACL`.
+    if KernelCachePolicy.readdirPlusAlways { conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO) }
+    if !KernelCachePolicy.declaresPosixACL { conn.pointee.want &= ~UInt32(FUSE_CAP_POSIX_ACL) }
     conn.pointee.time_gran = 1
     FuseBackgroundLimits.apply(to: conn)
     FuseBackgroundLimits.readInTheReadersRequest(conn)

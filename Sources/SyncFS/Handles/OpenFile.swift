@@ -35,6 +35,11 @@ final class OpenDirectory: Sendable {
         let name: FileName
         let ino: InodeNumber
         let kind: NodeKind
+        /// `.` or `..` (the kernel counts no reference for them).
+        var isDot: Bool {
+            let bytes = name.bytes
+            return bytes.count <= 2 && bytes.first == UInt8(ascii: ".") && bytes.allSatisfy { $0 == UInt8(ascii: ".") }
+        }
     }
 
     let ino: InodeNumber

@@ -93,7 +93,7 @@ extension ContentResidency {
             else { return false }
             node.verification = nil
             node.contentUnverified.store(false, ordering: .releasing)
-            node.contentIsLocal.store(false, ordering: .releasing)
+            node.setContentLocal(false)
             if !node.isUnlinked { tree.recordChange(node) }
             damagedCopiesFound.add(1, ordering: .relaxed)
             let path = node.isUnlinked ? "(removed) \(node.name)" : tree.displayPath(of: node)

@@ -152,7 +152,7 @@ extension ContentResidency {
         defer { close(descriptor) }
         guard ftruncate(descriptor, 0) == 0 else { return false }
         node.retiredManifest = nil
-        node.contentIsLocal.store(true, ordering: .releasing)
+        node.setContentLocal(true)
         transfers.finished(node.fileID)
         return true
     }
@@ -225,7 +225,7 @@ extension ContentResidency {
             guard node.hydration === hydration else { return }
             node.hydration = nil
             if complete {
-                node.contentIsLocal.store(true, ordering: .releasing)
+                node.setContentLocal(true)
                 // Every chunk was checked on its way in (an evicted copy marked at mount is done).
                 node.contentUnverified.store(false, ordering: .releasing)
                 node.verification = nil

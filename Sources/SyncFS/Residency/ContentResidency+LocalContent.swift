@@ -152,7 +152,7 @@ extension ContentResidency {
         // A write or truncate in progress, or one not yet recorded: the cache file is not the base.
         guard node.contentToken() != nil, cache.size(of: id) == size else { return .refused("is being written") }
         guard pinState(of: node, in: tree) == .none else { return .refused("is pinned") }
-        node.contentIsLocal.store(false, ordering: .releasing)
+        node.setContentLocal(false)
         tree.recordChange(node)
         cache.remove(id)
         return .evicted(bytes: size)

@@ -116,7 +116,7 @@ extension Namespace {
         {
             logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
             if event == .cacheFileShort { cache.remove(node.fileID) }
-            node.contentIsLocal.store(false, ordering: .relaxed)
+            node.setContentLocal(false)
             store.entryChanged(node.record)
             return
         }

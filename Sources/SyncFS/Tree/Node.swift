@@ -57,6 +57,10 @@ final class Node: @unchecked Sendable {
     /// the content its open handles were opened on (its file ID is a throwaway by then).
     var retiredManifest: [ChunkRef]?
 
+    /// Files: the cache file's allocated 512-byte blocks as last measured, and the content state
+    /// they were measured in (`AllocatedBlocks`). Read and written under the namespace lock.
+    var allocatedBlocks: AllocatedBlocks?
+
     /// The file's length (files whose content is local: also the cache file's length).
     let size: Atomic<Int64>
     /// Files: every byte is in the cache file (false for a placeholder, whose cache file is
@@ -128,6 +132,14 @@ final class Node: @unchecked Sendable {
         contentIsLocal = Atomic(!record.isPlaceholder)
         isPinned = record.isPinned
         lastUsed = max(record.atime, record.mtime)
+    }
+
+    /// Marks the content local (every byte in the cache file) or not, and forgets the measured
+    /// blocks (`allocatedBlocks`): the cache file was filled, emptied or removed. Call under the
+    /// namespace lock.
+    func setContentLocal(_ local: Bool) {
+        allocatedBlocks = nil
+        contentIsLocal.store(local, ordering: .releasing)
     }
 
     /// A file whose content is not (all) on this device. Call under the namespace lock.

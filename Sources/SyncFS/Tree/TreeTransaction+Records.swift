@@ -47,7 +47,7 @@ extension TreeTransaction {
         switch node.kind {
         case .file:
             size = node.size.load(ordering: .relaxed)
-            blocks = cache.allocatedBytes(of: node.fileID) / 512
+            blocks = allocatedBlocks(of: node)
             // A placeholder shows at least one block: `tar --sparse` takes a file with none for
             // all holes and would not read it.
             if size > 0 && blocks == 0 && node.isPlaceholder { blocks = 1 }
