@@ -86,6 +86,8 @@ trap 'log "terminated"; exit 143' TERM
 
 # shellcheck source=bench/workloads.sh
 source "$HELPERS/workloads.sh"
+# shellcheck source=bench/uploads.sh
+source "$HELPERS/uploads.sh"
 # shellcheck source=bench/walk.sh
 source "$HELPERS/walk.sh"
 
@@ -103,6 +105,7 @@ mkdir -p "$W/native"
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
 [[ -n ${WANT_T[hp]:-} && ${#WANT_W[@]} -gt 0 ]] && { hp_build; hp_start; }
 [[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only ]] && start_syncfs
+[[ -n $SYNCFS_PID && ${#WANT_W[@]} -gt 0 ]] && upload_floor
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     log "---- run $run of $RUNS"
@@ -136,6 +139,7 @@ hp_stop
 MD=${OUT:--}
 echo
 python3 "$HELPERS/report.py" "$RESULTS" "$META" "$MD"
+report_uploads "$OUT"
 log "total time $(python3 -c "print(f'{($EPOCHREALTIME - $T_START) / 60:.1f}')") min; $ERRORS error(s)"
 # shellcheck source=bench/parts.sh
 source "$HELPERS/parts.sh"

@@ -56,6 +56,7 @@ wl_seq() {
         mkdir -p "$d" || { record "$run" "$t" seq_write ERR; continue; }
         settle
         measure "$run" "$t" seq_write "${BIO[@]}" seqwrite "$d/big" "$SIZE" && show "$run" "$t" seq_write MiB/s
+        upload_time "$run" "$t" seq_write
         # Just written: whatever the page cache (and the daemon) kept is warm.
         # For FUSE targets, the daemon's /proc/PID/io tells where the data came from.
         if [[ -n $LAST ]]; then
@@ -118,6 +119,7 @@ wl_files() {
         settle
         if measure "$run" "$t" create "${BIO[@]}" create "$d" "$NFILES"; then
             show "$run" "$t" create s
+            upload_time "$run" "$t" create
             settle
             measure "$run" "$t" stat "${BIO[@]}" stat "$d" "$NFILES" && show "$run" "$t" stat s
             settle
@@ -137,6 +139,7 @@ wl_untar() {
         settle
         tar -tf "$FX/tree.tar" >/dev/null   # fixture and tar binary in the page cache for everyone
         measure "$run" "$t" untar "${BIO[@]}" run tar -xf "$FX/tree.tar" -C "$d" && show "$run" "$t" untar s
+        upload_time "$run" "$t" untar
         target_ok "$t" && { settle; cleanup_dir "$d"; }
     done
 }
@@ -149,6 +152,7 @@ wl_clone() {
         cat "$FX"/repo.git/objects/pack/* >/dev/null   # warm the source repository
         git -C "$FX/repo.git" rev-parse HEAD >/dev/null
         measure "$run" "$t" git_clone "${BIO[@]}" run git clone -q "file://$FX/repo.git" "$d" && show "$run" "$t" git_clone s
+        upload_time "$run" "$t" git_clone
         target_ok "$t" && { settle; cleanup_dir "$d"; }
     done
 }
