@@ -172,7 +172,8 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
 /// directory operations, nanosecond times, splice for replies from cache files, and POSIX ACL
 /// support — not to store ACLs (setting one fails with EOPNOTSUPP; the kernel still applies the
 /// umask on create) but so the kernel caches "no ACL" per inode instead of asking the daemon on
-/// every `ls -l` (measured: 80 µs → 5 µs per `getxattr(system.posix_acl_access)`).
+/// every `ls -l` (measured: 80 µs → 5 µs per `getxattr(system.posix_acl_access)`). WRITE
+/// requests are sized so that they are spliced (`FuseTransferSizes`).
 private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutablePointer<fuse_conn_info>?) {
     guard let conn else { return }
     let wanted: [Int32] = [
@@ -185,6 +186,7 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     conn.pointee.time_gran = 1
     FuseBackgroundLimits.apply(to: conn)
     FuseBackgroundLimits.readInTheReadersRequest(conn)
+    FuseTransferSizes.apply(to: conn)
 }
 
 /// Sends invalidations to the kernel through the session (`fuse_lowlevel_notify_inval_*`).
