@@ -54,8 +54,9 @@ upload_floor() {
     done
 }
 
-# report_uploads [MD_FILE] — the table: per write-heavy step, the step's own time and the time
-# until uploaded after it, medians over the runs, for SyncFS and rclone. Printed, and appended to
+# report_uploads [MD_FILE] — the table: per write-heavy step, the step's own time, the time
+# until uploaded after it and their sum (written and uploaded), medians over the runs, for SyncFS
+# and rclone. Printed, and appended to
 # MD_FILE when given. Nothing when no such step ran on a syncing target.
 report_uploads() {
     python3 - "$RESULTS" "$SIZE" "$NFILES" "$TREE_FILES" "${1:-}" <<'PY'
@@ -89,7 +90,8 @@ def cell(v):
     return "—" if v is None else f"{v:.2f} s"
 head = ["Write-heavy step"]
 for t in targets:
-    head += [f"{names[t]}: step", f"{names[t]}: until uploaded", f"{names[t]}: uploaded / step"]
+    head += [f"{names[t]}: step", f"{names[t]}: until uploaded", f"{names[t]}: step + upload",
+             f"{names[t]}: uploaded / step"]
 out = ["", "| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
 for w, label in steps:
     row = [label]
@@ -97,7 +99,8 @@ for w, label in steps:
         continue
     for t in targets:
         s, u = step_seconds(t, w), med(t, f"{w}_upload")
-        row += [cell(s), cell(u), "—" if s is None or u is None or s == 0 else f"{u / s:.2f}×"]
+        both = None if s is None or u is None else s + u
+        row += [cell(s), cell(u), cell(both), "—" if both is None or s == 0 else f"{u / s:.2f}×"]
     out.append("| " + " | ".join(row) + " |")
 floor = med("syncfs", "sync_floor")
 out.append("")
