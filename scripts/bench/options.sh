@@ -9,7 +9,9 @@ Usage: scripts/bench.sh [options]
 Measures, side by side, a plain directory on the same disk (native), a SyncFS mount, an
 rclone mount (--vfs-cache-mode full over a local directory) and libfuse 3.14's passthrough_hp
 over a local directory (hp: the FUSE ceiling, built at bench time from Debian's checksummed
-source tarball), and prints medians, ratios to native and the SyncFS performance goals.
+source tarball), and prints medians, ratios to native and the SyncFS performance goals, and
+for SyncFS and rclone the time until uploaded after each write-heavy step (seq write, create,
+untar, git clone; scripts/bench/uploads.sh).
 
 Options:
   --runs N            runs per workload; the median is reported (default 3)
