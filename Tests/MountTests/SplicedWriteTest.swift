@@ -13,6 +13,12 @@ import Testing
 /// uploader's reads of the cache file do not count.
 @Suite(.serialized) struct SplicedWriteTest {
     static let mebibyte = 1 << 20
+    /// `O_DIRECT` (Glibc exports it to Swift only under `_GNU_SOURCE`).
+    #if arch(arm64)
+        static let directIO: Int32 = 0o200000
+    #else
+        static let directIO: Int32 = 0o40000
+    #endif
 
     /// 64 MiB in 1 MiB writes + `fsync` through the mount: the daemon reads less than 8 MiB with
     /// `read()` meanwhile, and the file reads back as written (size and every byte).
@@ -66,6 +72,36 @@ import Testing
                 break
             }
         }
+    }
+
+    /// Direct writes (`O_DIRECT`, sent to the daemon as they come, not through the page cache) of
+    /// 1 MiB from buffers that do not start on a page: their pages are one more than a page-aligned
+    /// megabyte's, the case where a request could outgrow libfuse's 1 MiB pipe. Every write is
+    /// accepted whole (the kernel splits it at `max_pages`), the content reads back as written,
+    /// and the daemon is still serving afterwards.
+    @Test func unalignedDirectWritesOfAMebibyteArriveWhole() throws {
+        let folder = try TestFolder.make(.mount)
+        defer { folder.tearDown() }
+        let path = folder.path("direct.bin")
+        let offsets = [1, 100, 4095]
+        let source = (0..<(Self.mebibyte + 4096)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | Self.directIO | O_CLOEXEC, 0o644)
+        try #require(fd >= 0, "open with O_DIRECT failed: \(errnoName(errno))")
+        var expected = Data()
+        for (index, start) in offsets.enumerated() {
+            let written = source.withUnsafeBytes { bytes in
+                pwrite(fd, bytes.baseAddress! + start, Self.mebibyte, off_t(index * Self.mebibyte))
+            }
+            #expect(written == Self.mebibyte, "direct write \(index) returned \(written) (\(errnoName(errno)))")
+            expected.append(contentsOf: source[start..<(start + Self.mebibyte)])
+        }
+        #expect(close(fd) == 0)
+        let content = try #require(FileManager.default.contents(atPath: path))
+        #expect(content.count == expected.count)
+        #expect(content == expected, "the direct writes read back different from what was written")
+        // The daemon still answers (a request the device could not hand over would have ended it).
+        #expect(FileManager.default.createFile(atPath: folder.path("after.txt"), contents: Data("ok".utf8)))
+        #expect(folder.daemonPID.map { kill($0, 0) == 0 } == true)
     }
 
     /// `rchar` of the process: bytes it got from `read()` and `pread()` since it started.
