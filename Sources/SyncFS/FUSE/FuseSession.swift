@@ -171,7 +171,8 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
 /// cache; the kernel owns mtime and size while it holds dirty pages), atomic O_TRUNC, parallel
 /// directory operations, nanosecond times, splice for replies from cache files; READDIRPLUS for
 /// every directory read and no POSIX ACL support (`KernelCachePolicy.readdirPlusAlways`,
-/// `.declaresPosixACL`: FUSE_CAP_POSIX_ACL is in the list below and then withdrawn).
+/// `.declaresPosixACL`: FUSE_CAP_POSIX_ACL is in the list below and then withdrawn). WRITE
+/// requests are sized so that they are spliced (`FuseTransferSizes`).
 private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutablePointer<fuse_conn_info>?) {
     guard let conn else { return }
     let wanted: [Int32] = [
@@ -187,6 +188,7 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     conn.pointee.time_gran = 1
     FuseBackgroundLimits.apply(to: conn)
     FuseBackgroundLimits.readInTheReadersRequest(conn)
+    FuseTransferSizes.apply(to: conn)
 }
 
 /// Sends invalidations to the kernel through the session (`fuse_lowlevel_notify_inval_*`).

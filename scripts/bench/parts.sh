@@ -1,0 +1,70 @@
+# shellcheck shell=bash
+# scripts/bench/parts.sh — sourced by scripts/bench.sh: the benchmark parts that run their own
+# mounts after the table (sync, placeholders, merge, server), each a script of scripts/bench/.
+# Not a program of its own: it uses the variables and functions bench.sh defines before sourcing it.
+
+# run_script_step WHAT TIMEOUT SCRIPT WORKDIR ARGS… — a helper benchmark script with the SyncFS
+# binary, in the background like a step, so the watchdog and the cleanup can stop it.
+run_script_step() {
+    local what=$1 limit=$2 script=$3
+    shift 3
+    timeout -k 10 "$limit" python3 "$HELPERS/$script" "$SYNCFS_BIN" "$@" &
+    STEP_PID=$!
+    echo "$STEP_PID" >"$W/step.pid"
+    wait "$STEP_PID" || { ERRORS=$((ERRORS + 1)); log "ERROR: $what failed"; }
+    STEP_PID=
+    : >"$W/step.pid"
+}
+
+# run_parts — the benchmark parts that run their own mounts after the table.
+run_parts() {
+    # Sync benchmarks: two mounts of one container (their own mounts; SyncFS only).
+    if [[ $SYNC_MODE != skip && -n $SYNCFS_BIN ]]; then
+        log "---- sync benchmarks"
+        sync_args=(--runs "$RUNS")
+        [[ $QUICK == 1 ]] && sync_args+=(--edits 20 --dedup-mib 64 --random-mib 32)
+        [[ -n $OUT ]] && sync_args+=(--out "$OUT")
+        echo
+        timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" \
+            || { ERRORS=$((ERRORS + 1)); log "ERROR: the sync benchmarks failed"; }
+    fi
+    # Placeholder benchmarks: a container of many files attached by a fresh mount (their own mounts,
+    # their own rclone mount; SyncFS binary required). Run in the background like a step, so the
+    # watchdog and the cleanup can stop it.
+    if [[ $PH_MODE != skip && -n $SYNCFS_BIN ]]; then
+        log "---- placeholder benchmarks"
+        ph_args=(--runs "$RUNS")
+        [[ $QUICK == 1 ]] && ph_args+=(--quick)
+        [[ -n $PH_FILES ]] && ph_args+=(--files "$PH_FILES")
+        [[ -n $PH_RCLONE ]] || ph_args+=(--no-rclone)
+        [[ -n $OUT ]] && ph_args+=(--out "$OUT")
+        echo
+        run_script_step "the placeholder benchmarks" 5400 placeholders.py "$W/" "${ph_args[@]}"
+    fi
+    # Merge benchmark: two mounts of one container (their own mounts; SyncFS binary required).
+    if [[ $MERGE_MODE != skip && -n $SYNCFS_BIN ]]; then
+        log "---- merge benchmark"
+        merge_args=(--runs "$RUNS")
+        [[ $QUICK == 1 ]] && merge_args+=(--size-mib 1)
+        [[ -n $OUT ]] && merge_args+=(--out "$OUT")
+        echo
+        run_script_step "the merge benchmark" 1800 merge.py "$W" "${merge_args[@]}"
+    fi
+    # Sync server benchmarks: `syncfs-mount serve` on loopback, its own mounts and load clients.
+    if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then
+        log "---- sync server benchmarks"
+        server_args=(--runs "$RUNS")
+        [[ $QUICK == 1 ]] && server_args+=(--edits 20 --seconds 2)
+        [[ -n $OUT ]] && server_args+=(--out "$OUT")
+        echo
+        run_script_step "the sync server benchmarks" 1800 server.py "$W" "${server_args[@]}"
+        # On PostgreSQL + S3 (#16): two `serve --database` processes, 8 mounts, against the embedded
+        # server in the same run; needs the services' environment (scripts/services.sh start).
+        if [[ -n ${SYNCFS_TEST_PG_URL:-} && -n ${SYNCFS_TEST_S3_ENDPOINT:-} ]]; then
+            echo
+            run_script_step "the PostgreSQL + S3 server benchmarks" 1800 server_db.py "$W" "${server_args[@]}"
+        else
+            log "PostgreSQL + S3 server benchmarks skipped: no SYNCFS_TEST_PG_URL/SYNCFS_TEST_S3_* (run scripts/services.sh start and source what it prints)"
+        fi
+    fi
+}
