@@ -1,0 +1,81 @@
+import Foundation
+import SyncBackend
+import SyncClient
+import SyncFS
+
+/// `measure-server URL --token-file FILE --create N` (hidden): commits `N` new empty files to
+/// the container with `--clients` concurrent clients — a new directory under the root
+/// (`created-<random>`), then subdirectories of at most 1,000 files each — and prints one JSON
+/// line `{"created":N,"directories":…,"seconds":…}`. For the feed catch-up of
+/// scripts/bench/million.py: `N` distinct entries in the change feed, as another client adding
+/// files would make them. Every commit must succeed.
+enum MeasureServerCreates {
+    /// Files per subdirectory.
+    static let filesPerDirectory = 1000
+
+    static func run(_ container: HTTPContainer, count: Int, clients: Int) async throws -> String {
+        let start = ContinuousClock.now
+        let device = "measure-server-" + FileID.random().hex.prefix(8)
+        let top = FileID.random()
+        try await commit(
+            container, id: top, name: "created-\(top.hex.prefix(8))", parent: .root, kind: .directory, device: device)
+        let directories = (count + filesPerDirectory - 1) / filesPerDirectory
+        let parents = (0..<directories).map { _ in FileID.random() }
+        for (index, id) in parents.enumerated() {
+            try await commit(container, id: id, name: "c\(index)", parent: top, kind: .directory, device: device)
+        }
+        let next = Counter()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    while true {
+                        let index = await next.take()
+                        guard index < count else { return }
+                        try await commit(
+                            container, id: .random(), name: "n\(index)",
+                            parent: parents[index / filesPerDirectory], kind: .file, device: device)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let (seconds, fraction) = (ContinuousClock.now - start).components
+        let elapsed = Double(seconds) + Double(fraction) / 1e18
+        return "{\"created\":\(count),\"directories\":\(directories + 1),"
+            + "\"seconds\":\(String(format: "%.3f", elapsed))}"
+    }
+
+    private actor Counter {
+        var value = 0
+        func take() -> Int {
+            defer { value += 1 }
+            return value
+        }
+    }
+
+    private static func commit(
+        _ container: HTTPContainer, id: FileID, name: String, parent: FileID, kind: NodeKind, device: String
+    ) async throws {
+        let state = EntryState(
+            parent: parent, name: Array(name.utf8), kind: kind, mode: kind == .directory ? 0o755 : 0o644,
+            mtime: Int64(Date().timeIntervalSince1970) * 1_000_000_000, size: 0)
+        let request = CommitRequest(id: id, baseVersion: 0, change: .put(state), device: device)
+        while true {
+            let outcome: CommitOutcome
+            do throws(ContainerProtocolError) {
+                outcome = try await container.commit(request)
+            } catch {
+                guard error.isRetryable else { throw error }
+                try await Task.sleep(for: .milliseconds(20))
+                continue
+            }
+            guard case .committed = outcome else { throw MeasureFailure("the server refused \(name): \(outcome)") }
+            return
+        }
+    }
+
+    struct MeasureFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
