@@ -14,8 +14,8 @@ skipped, and said so, without their environment):
     `find MOUNT | wc -l` counts every entry; the mount's RSS after the attach and after the walk
   - feed catch-up: the attached mount is stopped, `measure-server --create N` commits N new
     files through the server (8 clients; N in `--catchup`, default 10000,100000), the mount is
-    started again on the same state directory: time until `status` says caught up and the
-    last file is there
+    started again on the same state directory: time until the file committed last (the highest
+    version) is there; then how long one `syncfs-mount status` takes
   - the server's RSS after the attach and after each catch-up
 Each figure has the 1-minute load average beside it. Prints a Markdown table (and JSON on
 stderr). Always stops what it started and removes its database, bucket and files.
@@ -97,8 +97,6 @@ def measure_backend(args, name, url, token, server, work, expected):
         r["ready_load"] = load()
         r["mount_rss_ready_mib"] = m.rss()
         r["server_rss_attach_mib"] = server.rss_kib() / 1024
-        st = m.status()
-        r["caught_up_at_ready"] = bool(st.get("feedCaughtUp"))
         t = time.monotonic()
         n = count_entries(mp)
         r["walk_s"] = time.monotonic() - t
@@ -128,16 +126,23 @@ def measure_backend(args, name, url, token, server, work, expected):
         try:
             c["ready_s"] = m.wait_ready()
             c["load"] = load()
+            # The file of the highest version: once it is there, every change before it is
+            # applied (the follower applies the feed in order). A stat is a FUSE lookup; `status`
+            # is not polled (it walks the whole tree: seconds at 1,000,000 entries).
+            last = os.path.join(mp, made["last"])
             deadline = time.monotonic() + 3600
-            while time.monotonic() < deadline:
-                st = m.status()
-                if st.get("feedCaughtUp") and st.get("online", True):
-                    break
-                time.sleep(0.1)
+            while not os.path.exists(last):
+                if time.monotonic() > deadline or m.proc.poll() is not None:
+                    raise RuntimeError(f"{name}: {last} never appeared")
+                time.sleep(0.05)
             c["caught_up_s"] = time.monotonic() - m.started
             c["caught_up_load"] = load()
             c["mount_rss_mib"] = m.rss()
             c["server_rss_mib"] = server.rss_kib() / 1024
+            t = time.monotonic()
+            st = m.status()
+            c["status_s"] = time.monotonic() - t
+            c["caught_up_status"] = bool(st.get("feedCaughtUp"))
             log(f"{name}: caught up with {count} changes {c['caught_up_s']:.2f} s after the mount started "
                 f"(ready {c['ready_s']:.2f} s), mount RSS {c['mount_rss_mib']:.0f} MiB, server RSS "
                 f"{c['server_rss_mib']:.0f} MiB, load {c['caught_up_load']:.1f}")
@@ -169,7 +174,7 @@ def print_report(results, args):
             rows.append((f"{b}: catch-up of {c['changes']:,} changes (mount start → caught up)",
                          f"{c['caught_up_s']:.1f} s (commits took {c['commit_s']:.0f} s; load "
                          f"{c['caught_up_load']:.1f}); mount RSS {c['mount_rss_mib']:.0f} MiB, server RSS "
-                         f"{c['server_rss_mib']:.0f} MiB", f"< {limit} s", goal(c["caught_up_s"] < limit)))
+                         f"{c['server_rss_mib']:.0f} MiB; `status` then took {c['status_s']:.1f} s", f"< {limit} s", goal(c["caught_up_s"] < limit)))
     report("a container of 1,000,000 entries", rows, results, args.out)
 
 def main():
