@@ -50,6 +50,9 @@ Options:
                       processes, 8 mounts split between them, commits/s and chunk MB/s against
                       the embedded server in the same run)
   --no-server         skip the sync server benchmarks
+  --million           with the server benchmarks: also a container of 1,000,000 entries on both
+                      backends (scripts/bench/million.py: attach by a new mount, feed catch-up,
+                      server RSS; ~15-30 minutes, so not in the default run)
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone,hp (default: all four)
@@ -111,6 +114,7 @@ while [[ $# -gt 0 ]]; do
         --no-merge) MERGE_MODE=skip; shift ;;
         --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
         --no-server) SERVER_MODE=skip; shift ;;
+        --million) MILLION=1; shift ;;
         --walk-files) need_arg "$@"; O_WALK_FILES=$2; shift 2 ;;
         --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;
@@ -824,6 +828,7 @@ if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then
     else
         log "PostgreSQL + S3 server benchmarks skipped: no SYNCFS_TEST_PG_URL/SYNCFS_TEST_S3_* (run scripts/services.sh start and source what it prints)"
     fi
+    if [[ ${MILLION:-0} == 1 ]]; then run_script_step "the 1,000,000-entry container" 3600 million.py "$W" ${OUT:+--out "$OUT"}; fi
 fi
 [[ -n $OUT ]] && log "Markdown written to $OUT"
 exit 0
