@@ -15,9 +15,9 @@ struct SyncFSCommand: ParsableCommand {
             InitCommand.self, MountCommand.self, ListCommand.self, UnmountCommand.self, SyncCommand.self,
             StatusCommand.self, PinCommand.self,
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
-            SeedContainerCommand.self, SeedSyntheticCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
+            SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
             ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
-            MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self,
+            MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self, SeedSyntheticCommand.self,
         ]
     )
 

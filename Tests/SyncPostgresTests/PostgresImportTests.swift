@@ -33,9 +33,11 @@ import Testing
         let entries = [
             entry(folder, 1, directory("docs")),
             older,
-            entry(link, 3, EntryState(
-                parent: .root, name: Array("link".utf8), kind: .symlink, mode: 0o777, mtime: 0, size: 0,
-                symlinkTarget: Array("docs/renamed".utf8))),
+            entry(
+                link, 3,
+                EntryState(
+                    parent: .root, name: Array("link".utf8), kind: .symlink, mode: 0o777, mtime: 0, size: 0,
+                    symlinkTarget: Array("docs/renamed".utf8))),
             entry(gone, 4, directory("gone"), deleted: true, device: "other"),
             entry(file, 5, fileState),
         ]
