@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Glibc
 import SQLiteSupport
 import SyncBackend
 import Synchronization
@@ -327,14 +328,23 @@ final class MetadataStore: Sendable {
     static let normalCacheKiB = 2_000
 
     /// Uses the larger page cache of a first attach (`attachCacheKiB`) or goes back to the
-    /// normal one, giving the memory back. Best effort: a failure only costs speed.
+    /// normal one, giving the memory back (to the system too: `malloc_trim`). Best effort: a
+    /// failure only costs speed.
     func useAttachCache(_ attaching: Bool) {
         connection.withLock { connection in
             try? connection.execute(
                 "PRAGMA cache_size = -\(attaching ? Self.attachCacheKiB : Self.normalCacheKiB)")
             if !attaching { try? connection.execute("PRAGMA shrink_memory") }
         }
+        // The allocator keeps what SQLite freed: hand it back to the system.
+        if !attaching { _ = Self.mallocTrim?(0) }
     }
+
+    /// glibc's `malloc_trim`, which the Glibc module does not export (nil elsewhere).
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+    }()
 
     // MARK: Reading
 
