@@ -2,16 +2,21 @@ import PostgresNIO
 import SyncBackend
 
 extension PostgresContainer: ImportableContainer {
-    /// Writes `entries` as they are, in one transaction (`ImportableContainer`): each row with
-    /// its own version, the counter set to each in turn (the entries come in version order).
+    /// Writes `entries` as they are, in one transaction (`ImportableContainer`): one statement
+    /// for all the rows (`PostgresBulkEntries`: each column as an array, `unnest`ed), then the
+    /// counter raised to the newest version. The per-row statements this replaced made
+    /// `container copy` of 1,000,000 entries take ~17 minutes (doc/PERFORMANCE.md).
     public func importEntries(_ entries: [RemoteEntry]) async throws(ContainerProtocolError) {
         guard !entries.isEmpty else { return }
+        let rows = PostgresBulkEntries(entries)
         try await store.run("import entries") { [rowID, store] client in
             try await client.withTransaction(logger: store.options.logger) { connection in
-                for entry in entries.sorted(by: { $0.version < $1.version }) {
-                    try await connection.query(
-                        PostgresEntryRow.apply(entry, container: rowID), logger: store.options.logger)
-                }
+                try await connection.query(rows.upsert(container: rowID), logger: store.options.logger)
+                try await connection.query(
+                    """
+                    UPDATE syncfs_containers SET version = GREATEST(version, \(rows.newest)) WHERE id = \(rowID)
+                    RETURNING pg_notify(\(PostgresStore.channel), \(String(rowID)))
+                    """, logger: store.options.logger)
             }
         }
     }

@@ -43,10 +43,16 @@ struct MeasureServerCommand: ParsableCommand {
     @Option(help: "Chunk size in KiB for the upload phase.")
     var chunkKib: Int = 1024
 
+    @Option(help: "Instead of the timed phases: commit this many new empty files and exit.")
+    var create: Int?
+
     func validate() throws {
         guard (1...256).contains(clients) else { throw ValidationError("--clients must be 1...256") }
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
         guard (1...16_384).contains(chunkKib) else { throw ValidationError("--chunk-kib must be 1...16384") }
+        if let create, !(1...10_000_000).contains(create) {
+            throw ValidationError("--create must be 1...10000000")
+        }
     }
 
     func run() throws {
@@ -60,6 +66,7 @@ struct MeasureServerCommand: ParsableCommand {
             in: .whitespacesAndNewlines)
         let info = try await HTTPContainer.fetchInfo(address: address, token: token, caFile: caFile)
         let container = try HTTPContainer(address: address, token: token, containerID: info.id, caFile: caFile)
+        if let create { return try await MeasureServerCreates.run(container, count: create, clients: clients) }
         let duration = Duration.milliseconds(Int64(seconds * 1000))
 
         let commitStart = ContinuousClock.now

@@ -44,6 +44,9 @@ Options:
                       processes, 8 mounts split between them, commits/s and chunk MB/s against
                       the embedded server in the same run)
   --no-server         skip the sync server benchmarks
+  --million           with the server benchmarks: also a container of 1,000,000 entries on both
+                      backends (scripts/bench/million.py: attach by a new mount, feed catch-up,
+                      server RSS; ~15-30 minutes, so not in the default run)
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone,hp (default: all four)
@@ -102,6 +105,7 @@ while [[ $# -gt 0 ]]; do
         --no-merge) MERGE_MODE=skip; shift ;;
         --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
         --no-server) SERVER_MODE=skip; shift ;;
+        --million) MILLION=1; shift ;;
         --walk-files) need_arg "$@"; O_WALK_FILES=$2; shift 2 ;;
         --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
         --targets) need_arg "$@"; TARGETS=$2; shift 2 ;;

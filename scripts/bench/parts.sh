@@ -66,5 +66,9 @@ run_parts() {
         else
             log "PostgreSQL + S3 server benchmarks skipped: no SYNCFS_TEST_PG_URL/SYNCFS_TEST_S3_* (run scripts/services.sh start and source what it prints)"
         fi
+        if [[ ${MILLION:-0} == 1 ]]; then
+            echo
+            run_script_step "the 1,000,000-entry container" 3600 million.py "$W" ${OUT:+--out "$OUT"}
+        fi
     fi
 }

@@ -82,17 +82,20 @@ extension ContentResidency {
         }
     }
 
-    /// Placeholders a pin covers (to download in the background).
-    func pinnedPlaceholders() -> [FileID] {
+    /// Placeholders a pin covers (to download in the background), and whether any node is
+    /// pinned (linked or not: while none is, no placeholder can be covered until a pin is set).
+    func pinnedPlaceholders() -> (files: [FileID], anyPinned: Bool) {
         live.transact { tree in
             var result: [FileID] = []
-            for node in tree.nodes.values where node.isPinned && !node.isUnlinked {
-                if pinState(of: node, in: tree) == .inherited { continue }
+            var anyPinned = false
+            for node in tree.nodes.values where node.isPinned {
+                anyPinned = true
+                if node.isUnlinked || pinState(of: node, in: tree) == .inherited { continue }
                 collectFiles(below: node, in: tree) { file in
                     if file.isPlaceholder { result.append(file.fileID) }
                 }
             }
-            return result
+            return (result, anyPinned)
         }
     }
 

@@ -15,9 +15,12 @@ extension SyncEngine {
     /// Records that this mount's tree is not attached yet (`tree_attached` = 0), before the
     /// follower starts, so that a crash in the middle leaves a directory the next mount attaches
     /// again. Does nothing on a mount that does not need the attach.
+    /// The state database gets a larger page cache until the attach is complete
+    /// (`MetadataStore.useAttachCache`).
     func prepareAttach() {
         guard attach.isNeeded else { return }
         fileSystem.store.factSet(.treeAttached, false)
+        fileSystem.store.useAttachCache(true)
     }
 
     /// Changes the store may hold for its flusher before the follower commits them itself.
@@ -39,6 +42,7 @@ extension SyncEngine {
     func followerReachedEnd() {
         guard attach.noteEndReached(), attach.isNeeded else { return }
         fileSystem.store.record([.fact(.treeAttached, true)])
+        fileSystem.store.useAttachCache(false)
     }
 
     /// Waits until the follower reached the end of the feed once, calling `report` with the

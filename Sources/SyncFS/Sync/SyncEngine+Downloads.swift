@@ -23,7 +23,14 @@ extension SyncEngine: ChunkSource {
     /// Downloads in the background, one file at a time: files `download` asked for first, then
     /// placeholders that pins cover (looked for again whenever pins or the tree change, and every
     /// 30 s). A file that cannot be downloaded now (container unreachable) is tried again later.
+    ///
+    /// The search for pinned placeholders walks the whole tree under its lock, and the follower
+    /// wakes this thread after every batch it applies: a mount without pins does not search
+    /// again until a pin is set (nothing else makes a node pinned; remote entries never are), or
+    /// a first attach of 1,000,000 entries walked the tree ~4,000 times (doc/PERFORMANCE.md,
+    /// "A container of 1,000,000 entries").
     func runDownloader() {
+        var mayHavePins = true
         while isRunning {
             if let id = downloads.next() {
                 if !fileSystem.residency.hydrateCompletely(id) {
@@ -33,8 +40,12 @@ extension SyncEngine: ChunkSource {
                 }
                 continue
             }
-            let pinned = fileSystem.residency.pinnedPlaceholders()
-            if !pinned.isEmpty && downloads.enqueue(pinned, retrying: false) > 0 { continue }
+            // Taken before the search: a pin set during it is searched for next time.
+            if downloads.takePinChange() || mayHavePins {
+                let pinned = fileSystem.residency.pinnedPlaceholders()
+                mayHavePins = pinned.anyPinned
+                if !pinned.files.isEmpty && downloads.enqueue(pinned.files, retrying: false) > 0 { continue }
+            }
             downloads.wait(EngineDelay.pinnedPlaceholderScan)
         }
     }
@@ -66,6 +77,7 @@ final class DownloadQueue: @unchecked Sendable {
     private var queued = Set<FileID>()
     private var failedAt: [FileID: Date] = [:]
     private var stopped = false
+    private var pinChanged = false
 
     /// Adds the IDs not queued yet (skipping recent failures unless `retrying`), at the end or
     /// before everything else (`first`: what a user asked for goes before pins); returns how many.
@@ -116,6 +128,23 @@ final class DownloadQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         condition.broadcast()
+    }
+
+    /// A pin was set or moved: wakes the downloader, which searches for pinned placeholders
+    /// again (`takePinChange`) even if it found no pin last time.
+    func pokeForPins() {
+        condition.lock()
+        defer { condition.unlock() }
+        pinChanged = true
+        condition.broadcast()
+    }
+
+    /// Whether a pin changed since the last call.
+    func takePinChange() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        defer { pinChanged = false }
+        return pinChanged
     }
 
     func stop() {

@@ -104,7 +104,7 @@ final class SyncEngine: Sendable {
         fileSystem.residency.setChunkSource(self)
         let downloads = self.downloads
         fileSystem.residency.setPinObserver { [activity = fileSystem.residency.contentActivity] in
-            downloads.poke()
+            downloads.pokeForPins()
             activity.note()  // an unpinned file may now be evicted
         }
         let downloader = Thread { [self] in
