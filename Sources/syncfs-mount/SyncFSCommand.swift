@@ -17,7 +17,8 @@ struct SyncFSCommand: ParsableCommand {
             UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
             ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
-            MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self,
+            MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self, ReleaseCommand.self,
+            DiscardCommand.self,
         ]
     )
 
