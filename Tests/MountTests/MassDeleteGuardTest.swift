@@ -198,13 +198,17 @@ struct MassDeleteGuardTest {
             try expectHeld(a)
             let kept = waitUntil(timeout: 6) { try contents.contains { try readText(b.path($0.key)) != $0.value } }
             #expect(!kept, "B keeps the old contents while held\n\(mounts.logs())")
+            // An edit made while held is the user's, not the burst's: discard keeps it.
+            try writeFile(a.path("outside.txt"), "edited while held")
             let discard = ModelProcess.run([try TestFolder.binaryPath(), "discard", a.root], timeout: 120)
             #expect(discard.ok, "\(discard)\n\(a.daemonLog())")
             #expect(
                 waitUntil(timeout: 30) { try contents.allSatisfy { try readText(a.path($0.key)) == $0.value } },
                 "discard brings the container's contents back on A\n\(a.daemonLog())")
+            #expect(try readText(a.path("outside.txt")) == "edited while held")
             #expect(a.expectSync())
             for (name, text) in contents { #expect(try readText(b.path(name)) == text) }
+            #expect(waitUntil(timeout: 30) { try readText(b.path("outside.txt")) == "edited while held" })
         }
     }
 }

@@ -130,7 +130,8 @@ struct DeleteWindowTests {
 
     @Test func theHoldReadsBackAndADamagedOneStillHolds() {
         let rewrites: Set<FileID> = [ids[0], ids[1]]
-        let hold = GuardHold(since: Date(timeIntervalSince1970: 1_764_000_000), changes: 1234, rewrites: rewrites)
+        let hold = GuardHold(
+            since: Date(timeIntervalSince1970: 1_764_000_000), changes: 1234, rewrites: rewrites, lastSeq: 77)
         #expect(GuardHold(text: hold.text) == hold)
         let damaged = GuardHold(text: "garbage")
         #expect(damaged.changes == 0 && damaged.rewrites.isEmpty)

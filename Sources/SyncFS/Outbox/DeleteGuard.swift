@@ -12,10 +12,15 @@ struct GuardHold: Sendable, Equatable {
     /// The rewrites in place the guard held (a `discard` restores them; deletions it finds in
     /// the queue).
     var rewrites: Set<FileID>
+    /// The `seq` of the newest queued change when it tripped: a `discard` also undoes rewrites
+    /// queued up to it that the guard had not looked at yet, never a later one (an edit made
+    /// while held is kept).
+    var lastSeq: UInt64 = 0
 
-    /// `<seconds>;<changes>;<id>,<id>…`
+    /// `<seconds>;<changes>;<id>,<id>…;<lastSeq>`
     var text: String {
         "\(Int64(since.timeIntervalSince1970));\(changes);" + rewrites.map(\.hex).sorted().joined(separator: ",")
+            + ";\(lastSeq)"
     }
 
     /// Any non-empty text reads as a hold (a damaged value must not let the held changes go);
@@ -25,12 +30,14 @@ struct GuardHold: Sendable, Equatable {
         since = Date(timeIntervalSince1970: parts.first.flatMap { Double(String($0)) } ?? 0)
         changes = parts.count > 1 ? Int(String(parts[1])) ?? 0 : 0
         rewrites = parts.count > 2 ? Set(parts[2].split(separator: ",").compactMap { FileID(hex: String($0)) }) : []
+        lastSeq = parts.count > 3 ? UInt64(String(parts[3])) ?? 0 : 0
     }
 
-    init(since: Date, changes: Int, rewrites: Set<FileID>) {
+    init(since: Date, changes: Int, rewrites: Set<FileID>, lastSeq: UInt64 = 0) {
         self.since = since
         self.changes = changes
         self.rewrites = rewrites
+        self.lastSeq = lastSeq
     }
 }
 
@@ -97,7 +104,9 @@ final class DeleteGuard: Sendable {
     /// The uploader is about to commit the guarded change `id` (see `DeleteWindow.consider`);
     /// `treeSize` is the number of entries the container has for this mount. Trips the guard
     /// (recorded in the state database, then published) when this change is one too many.
-    func consider(_ id: FileID, _ change: GuardedChange, treeSize: () -> Int) -> DeleteWindow.Verdict {
+    func consider(
+        _ id: FileID, _ change: GuardedChange, treeSize: () -> Int, lastSeq: UInt64
+    ) -> DeleteWindow.Verdict {
         guard thresholds != nil || isHeld else { return .go }
         let now = clock()
         let size = treeSize()
@@ -106,7 +115,8 @@ final class DeleteGuard: Sendable {
             let verdict = state.window.consider(id, now: now, treeSize: size)
             if change == .rewrite && verdict != .go { state.rewrites.insert(id) }
             if !wasTripped && state.window.tripped {
-                state.hold = GuardHold(since: Date(), changes: state.window.count(now: now), rewrites: state.rewrites)
+                state.hold = GuardHold(
+                    since: Date(), changes: state.window.count(now: now), rewrites: state.rewrites, lastSeq: lastSeq)
                 return (verdict, state.hold, true)
             }
             // A rewrite first considered while held: recorded, so `discard` after a restart
@@ -157,9 +167,9 @@ final class DeleteGuard: Sendable {
         return true
     }
 
-    /// The rewrites held (for `discard`), or nil if not held.
-    var heldRewrites: Set<FileID>? {
-        state.withLock { $0.window.tripped ? ($0.hold?.rewrites ?? []) : nil }
+    /// The hold (for `discard`), or nil if not held.
+    var currentHold: GuardHold? {
+        state.withLock { $0.window.tripped ? ($0.hold ?? GuardHold(since: Date(), changes: 0, rewrites: [])) : nil }
     }
 
     /// `discard` undid the held changes (`restored` of them; `kept` could not be): the guard

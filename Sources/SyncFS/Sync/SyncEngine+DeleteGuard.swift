@@ -1,3 +1,4 @@
+import Glibc
 import SyncBackend
 
 /// The uploader's side of the mass-delete guard (`DeleteGuard`; doc/SEMANTICS.md, "Mass-delete
@@ -19,7 +20,9 @@ extension SyncEngine {
     /// item waits (for the stream of guarded changes to pause, or, held, until `release`).
     /// Returns true if it may go.
     func guardAdmits(_ item: OutboxItem, _ change: GuardedChange) -> Bool {
-        switch deleteGuard.consider(item.fileID, change, treeSize: { uploads.committedEntryCount() }) {
+        let verdict = deleteGuard.consider(
+            item.fileID, change, treeSize: { uploads.committedEntryCount() }, lastSeq: fileSystem.outbox.lastSeq)
+        switch verdict {
         case .go:
             return true
         case .wait(let until):
@@ -56,10 +59,23 @@ extension SyncEngine {
     /// queued changes stay and go once the guard is no longer held. If any could not be undone
     /// (the container did not answer, the entry is in use), the guard stays held.
     func discardGuarded() throws(SyncFailure) -> DiscardOutcome {
-        guard let rewrites = deleteGuard.heldRewrites else { return .notHeld }
+        guard let hold = deleteGuard.currentHold else { return .notHeld }
         // Parents were usually deleted after their children: undo the newest first.
-        let targets = fileSystem.outbox.items.sorted { $0.seq > $1.seq }.map(\.fileID).filter {
-            rewrites.contains($0) || uploads.isCommittedDeletion($0)
+        var targets: [FileID] = []
+        var rewrites: Set<FileID> = []
+        for item in fileSystem.outbox.items.sorted(by: { $0.seq > $1.seq }) {
+            let id = item.fileID
+            if uploads.isCommittedDeletion(id) {
+                targets.append(id)
+                continue
+            }
+            // Counted, or rewritten before the guard tripped but not looked at yet.
+            var rewritten = hold.rewrites.contains(id)
+            if !rewritten && item.seq <= hold.lastSeq { rewritten = try isUnseenRewrite(id) }
+            if rewritten {
+                targets.append(id)
+                rewrites.insert(id)
+            }
         }
         var restored = 0
         var kept = 0
@@ -82,6 +98,9 @@ extension SyncEngine {
                 restored += 1
                 continue
             }
+            // The base's content is the container's: forgotten, so the container's content is
+            // downloaded over the local one (otherwise only the metadata would be applied).
+            if rewrites.contains(id) { uploads.forgetBaseContent(id) }
             do throws(SyncFailure) {
                 try takeRemote(entry, item: item)
             } catch {
@@ -101,6 +120,19 @@ extension SyncEngine {
             fileSystem.outbox.poke()
         }
         return .discarded(restored: restored, kept: kept)
+    }
+
+    /// True if the queued change of `id` gives new content to a file the container has. Reads
+    /// the file as an upload would (its chunks may reach the container: nothing refers to them).
+    private func isUnseenRewrite(_ id: FileID) throws(SyncFailure) -> Bool {
+        guard case .put(let snapshot) = uploads.prepareUpload(id) else { return false }
+        guard let content = snapshot.content else { return false }
+        defer { close(content.descriptor) }
+        guard let base = snapshot.base, base.version > 0 else { return false }
+        var totals = ContentTransfer.Totals()
+        defer { addTotals(totals) }
+        let manifest = try transfer.upload(descriptor: content.descriptor, length: content.length, totals: &totals)
+        return manifest != base.manifest
     }
 
     /// The guard's part of `status`.
@@ -127,6 +159,17 @@ extension UploadRecords {
     /// The entries the container has for this mount, as far as known here (the fraction of the
     /// guard is of this).
     func committedEntryCount() -> Int { live.transact { $0.bases.count } }
+
+    /// Forgets which content the base of `id` had (its manifest), so the container's version is
+    /// downloaded when applied (`RemoteChanges.plan` downloads only content that differs).
+    func forgetBaseContent(_ id: FileID) {
+        live.transact { tree in
+            guard var base = tree.bases[id] else { return }
+            base.manifest = []
+            tree.bases[id] = base
+            tree.record([.syncBaseSet(id, base)])
+        }
+    }
 
     /// True if `id` is gone locally and the container has it: its queued change is a delete.
     func isCommittedDeletion(_ id: FileID) -> Bool {
