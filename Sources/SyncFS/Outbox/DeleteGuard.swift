@@ -75,6 +75,8 @@ final class DeleteGuard: Sendable {
         var hold: GuardHold?
         /// Rewrites considered and not finished (held ones go into `hold.rewrites`).
         var rewrites: Set<FileID> = []
+        /// When the queue was last looked through for deletions not seen yet (`lookAheadDue`).
+        var lastLookAhead: Int64?
     }
     private let state: Mutex<State>
     private let clock: @Sendable () -> Int64
@@ -136,6 +138,21 @@ final class DeleteGuard: Sendable {
                     + "uploads are held until `syncfs-mount release` or `discard`")
         }
         return verdict
+    }
+
+    /// True if `id` was considered or released (a look-ahead skips it).
+    func isKnown(_ id: FileID) -> Bool { state.withLock { $0.window.isKnown(id) } }
+
+    /// True, at most twice per settle period, when the uploader should look through the queue
+    /// for deletions not seen yet before a guarded change goes; never for a released change.
+    func lookAheadDue(for id: FileID) -> Bool {
+        let now = clock()
+        return state.withLock { state in
+            guard state.window.isWaiting(id) else { return false }
+            if let last = state.lastLookAhead, now - last < state.window.thresholds.settle / 2 { return false }
+            state.lastLookAhead = now
+            return true
+        }
     }
 
     /// True if `id` is a guarded change waiting for the stream to pause, or held.

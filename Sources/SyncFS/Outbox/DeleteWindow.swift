@@ -108,6 +108,9 @@ struct DeleteWindow: Sendable {
     /// True if `id` was considered and is waiting (or held).
     func isWaiting(_ id: FileID) -> Bool { pending[id] != nil }
 
+    /// True if `id` was considered (waiting or held) or released: a look-ahead skips it.
+    func isKnown(_ id: FileID) -> Bool { pending[id] != nil || released.contains(id) }
+
     /// `id` was committed, or its change dropped: it no longer waits (its sighting still counts
     /// in the window).
     mutating func finished(_ id: FileID) {

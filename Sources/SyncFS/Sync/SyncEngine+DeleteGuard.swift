@@ -20,8 +20,14 @@ extension SyncEngine {
     /// item waits (for the stream of guarded changes to pause, or, held, until `release`).
     /// Returns true if it may go.
     func guardAdmits(_ item: OutboxItem, _ change: GuardedChange) -> Bool {
-        let verdict = deleteGuard.consider(
-            item.fileID, change, treeSize: { uploads.committedEntryCount() }, lastSeq: fileSystem.outbox.lastSeq)
+        var verdict = consider(item.fileID, change)
+        if verdict == .go && deleteGuard.lookAheadDue(for: item.fileID)
+            && sightQueuedDeletions(except: item.fileID) > 0
+        {
+            // Deletions queued behind it (the uploader was busy) are counted now: it waits for
+            // them to pause, or they trip the guard, before any of them goes.
+            verdict = consider(item.fileID, change)
+        }
         switch verdict {
         case .go:
             return true
@@ -33,6 +39,21 @@ extension SyncEngine {
             fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
             return false
         }
+    }
+
+    private func consider(_ id: FileID, _ change: GuardedChange) -> DeleteWindow.Verdict {
+        deleteGuard.consider(
+            id, change, treeSize: { uploads.committedEntryCount() }, lastSeq: fileSystem.outbox.lastSeq)
+    }
+
+    /// Counts every queued delete of an entry the container has that the guard has not seen yet
+    /// (ready or not); returns how many. One pass over the queue, before a guarded change goes
+    /// (at most twice a second: `DeleteGuard.lookAheadDue`).
+    private func sightQueuedDeletions(except id: FileID) -> Int {
+        let unseen = fileSystem.outbox.items.map(\.fileID).filter { $0 != id && !deleteGuard.isKnown($0) }
+        let deletions = uploads.committedDeletions(among: unseen)
+        for deletion in deletions { _ = consider(deletion, .deletion) }
+        return deletions.count
     }
 
     /// `release`: everything queued now goes to the container, none of it counted again.
@@ -168,6 +189,16 @@ extension UploadRecords {
             base.manifest = []
             tree.bases[id] = base
             tree.record([.syncBaseSet(id, base)])
+        }
+    }
+
+    /// Those of `ids` that are gone locally and that the container has, in one transaction.
+    func committedDeletions(among ids: [FileID]) -> [FileID] {
+        live.transact { tree in
+            ids.filter { id in
+                guard (tree.bases[id]?.version ?? 0) > 0 else { return false }
+                return tree.node(withID: id).map(\.isUnlinked) ?? true
+            }
         }
     }
 
