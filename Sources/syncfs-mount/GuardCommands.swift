@@ -128,14 +128,18 @@ enum GuardStatusLine {
         guard let status else { return nil }
         if status.held {
             let since = status.heldSince.map { " since \(LocalTime.local($0))" } ?? ""
-            let count = status.heldChanges.map { ": \(HumanUnits.count($0, "deletion or replacement", "deletions or replacements"))" } ?? ""
+            let count =
+                status.heldChanges.map {
+                    ": \(HumanUnits.count($0, "deletion or replacement", "deletions or replacements"))"
+                } ?? ""
             let window = status.windowSeconds.map { " within \(HumanUnits.count(Int($0), "second"))" } ?? ""
             return "mass-delete guard: HOLDING the uploads\(since)\(count)\(window); nothing is uploaded until "
                 + "`syncfs-mount release \(mountpoint)` (send them) or `syncfs-mount discard \(mountpoint)` (undo them here)"
         }
         if !status.enabled { return "mass-delete guard: off (--no-guard)" }
         if status.waiting > 0 {
-            return "mass-delete guard: \(HumanUnits.count(status.waiting, "deletion or replacement", "deletions or replacements")) "
+            return
+                "mass-delete guard: \(HumanUnits.count(status.waiting, "deletion or replacement", "deletions or replacements")) "
                 + "waiting for the stream of them to pause (\(status.counted) counted within the window)"
         }
         return nil

@@ -124,7 +124,10 @@ enum SyncWaiter {
     static func stallMessage(_ status: SyncStatus) -> String {
         let reason: String
         if let held = status.massDeleteGuard, held.held {
-            let count = held.heldChanges.map { " (\(HumanUnits.count($0, "deletion or replacement", "deletions or replacements")))" } ?? ""
+            let count =
+                held.heldChanges.map {
+                    " (\(HumanUnits.count($0, "deletion or replacement", "deletions or replacements")))"
+                } ?? ""
             reason =
                 "the mass-delete guard holds the uploads\(count); `syncfs-mount release` lets them go, "
                 + "`syncfs-mount discard` undoes them here"

@@ -77,7 +77,8 @@ struct MassDeleteGuardTest {
         #expect(status.upToDate == false, sourceLocation: sourceLocation)
         #expect((status.massDeleteGuard?.heldChanges ?? 0) > 20, sourceLocation: sourceLocation)
         let human = ModelProcess.run([try TestFolder.binaryPath(), "status", folder.root], timeout: 60)
-        #expect(human.stdout.contains("uploads held by the mass-delete guard"), "\(human)", sourceLocation: sourceLocation)
+        #expect(
+            human.stdout.contains("uploads held by the mass-delete guard"), "\(human)", sourceLocation: sourceLocation)
         #expect(human.stdout.contains("syncfs-mount release"), "\(human)", sourceLocation: sourceLocation)
     }
 
@@ -170,7 +171,8 @@ struct MassDeleteGuardTest {
             _ = try makeTree(mounts, files: 15)
             rmRF(a.path("big"))
             #expect(
-                waitUntil(timeout: 30) { !exists(b.path("big")) }, "16 deletions are not more than 20\n\(mounts.logs())")
+                waitUntil(timeout: 30) { !exists(b.path("big")) }, "16 deletions are not more than 20\n\(mounts.logs())"
+            )
             #expect(try guardStatus(a).massDeleteGuard?.held == false)
             #expect(a.expectSync())
         }

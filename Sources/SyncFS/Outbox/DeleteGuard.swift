@@ -46,6 +46,11 @@ extension StateFact where Value == GuardHold {
     static var guardHold: Self { .init(.guardHold, encode: \.text, decode: GuardHold.init(text:)) }
 }
 
+/// What the guard announces (the engine publishes it as a mount-level `events` line).
+enum GuardEvent: Sendable {
+    case held, released, discarded
+}
+
 /// What kind of guarded change the uploader is about to commit.
 enum GuardedChange: Sendable {
     /// The delete of an entry the container has (also a file replaced by a rename over it).
@@ -83,12 +88,12 @@ final class DeleteGuard: Sendable {
     /// Records the hold (nil: cleared) in the state database.
     private let record: @Sendable (GuardHold?) -> Void
     /// Publishes a mount-level event.
-    private let publish: @Sendable (ChangeEvent.Kind, String) -> Void
+    private let publish: @Sendable (GuardEvent, String) -> Void
 
     init(
         thresholds: DeleteWindow.Thresholds?, restoring stored: GuardHold?, clock: @escaping @Sendable () -> Int64,
         record: @escaping @Sendable (GuardHold?) -> Void,
-        publish: @escaping @Sendable (ChangeEvent.Kind, String) -> Void
+        publish: @escaping @Sendable (GuardEvent, String) -> Void
     ) {
         self.thresholds = thresholds
         // A hold recorded by an earlier run stays, even if this mount is started with
@@ -133,7 +138,7 @@ final class DeleteGuard: Sendable {
         if trippedNow, let hold = toRecord {
             let window = Self.seconds(thresholds?.window ?? DeleteWindow.Thresholds.standard.window)
             publish(
-                .guardHeld,
+                .held,
                 "\(hold.changes) deletions or replacements within \(window); "
                     + "uploads are held until `syncfs-mount release` or `discard`")
         }
@@ -180,7 +185,7 @@ final class DeleteGuard: Sendable {
         }
         guard wasHeld else { return false }
         record(nil)
-        publish(.guardReleased, "the held changes go to the container")
+        publish(.released, "the held changes go to the container")
         return true
     }
 
@@ -200,7 +205,7 @@ final class DeleteGuard: Sendable {
         record(nil)
         var message = "\(restored) held deletions or replacements undone from the container"
         if kept > 0 { message += "; \(kept) could not be undone and stay queued" }
-        publish(.guardDiscarded, message)
+        publish(.discarded, message)
     }
 
     var snapshot: Snapshot {

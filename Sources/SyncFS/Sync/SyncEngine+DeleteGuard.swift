@@ -10,7 +10,13 @@ extension SyncEngine {
             thresholds: thresholds, restoring: fileSystem.storedFacts[.guardHold],
             clock: { [outbox = fileSystem.outbox] in outbox.now },
             record: { [store = fileSystem.store] hold in store.factSet(.guardHold, hold) },
-            publish: { [events = fileSystem.changeEvents] kind, message in
+            publish: { [events = fileSystem.changeEvents] event, message in
+                let kind: ChangeEvent.Kind
+                switch event {
+                case .held: kind = .guardHeld
+                case .released: kind = .guardReleased
+                case .discarded: kind = .guardDiscarded
+                }
                 events.publish(
                     ChangeEvent(kind: kind, path: "", origin: nil, fileID: nil, type: nil, message: message))
             })

@@ -25,7 +25,9 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         case rulesError = "rules-error"
         /// The mass-delete guard tripped, was released, or its held changes discarded
         /// (`DeleteGuard`; `message`: what). Path "".
-        case guardHeld = "guard-held", guardReleased = "guard-released", guardDiscarded = "guard-discarded"
+        case guardHeld = "guard-held"
+        case guardReleased = "guard-released"
+        case guardDiscarded = "guard-discarded"
         /// Not a change: the subscriber fell too far behind and the events after this were dropped.
         case overflow
     }
