@@ -9,6 +9,9 @@ import Testing
 struct MassDeleteGuardTest {
     /// A's mount options: trips on more than 20 deletions or replacements within the window.
     static let guarded = ["--guard-deletes", "20"]
+    /// For tests about something else that delete much at once: the guard counts and makes
+    /// deletions wait for their stream to pause, but never trips.
+    static let neverTrips = ["--guard-deletes", "100000000", "--guard-minimum", "100000000"]
 
     /// The guard's part of `status --json`.
     struct GuardedStatus: Decodable {

@@ -160,6 +160,19 @@ final class DeleteGuard: Sendable {
         }
     }
 
+    /// True if a guarded change other than `id` waits for the stream to pause (or is held);
+    /// forgets those no longer queued (`isQueued` false: taken over by a remote change, say).
+    func othersWaiting(than id: FileID, isQueued: (FileID) -> Bool) -> Bool {
+        state.withLock { state in
+            for other in state.window.pending.keys where other != id {
+                if isQueued(other) { return true }
+                state.window.finished(other)
+                state.rewrites.remove(other)
+            }
+            return false
+        }
+    }
+
     /// True if `id` is a guarded change waiting for the stream to pause, or held.
     func isWaiting(_ id: FileID) -> Bool { state.withLock { $0.window.isWaiting(id) } }
 

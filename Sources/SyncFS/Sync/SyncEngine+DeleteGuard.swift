@@ -1,19 +1,30 @@
 import Glibc
+import Logging
 import SyncBackend
 
 /// The uploader's side of the mass-delete guard (`DeleteGuard`; doc/SEMANTICS.md, "Mass-delete
 /// guard"), and `release` / `discard`.
 extension SyncEngine {
     /// Makes the guard for `options` (nil thresholds: `--no-guard`), restoring a recorded hold.
-    static func makeDeleteGuard(fileSystem: SyncFileSystem, thresholds: DeleteWindow.Thresholds?) -> DeleteGuard {
-        DeleteGuard(
-            thresholds: thresholds, restoring: fileSystem.storedFacts[.guardHold],
+    static func makeDeleteGuard(
+        fileSystem: SyncFileSystem, thresholds: DeleteWindow.Thresholds?, logger: Logger
+    ) -> DeleteGuard {
+        let stored = fileSystem.storedFacts[.guardHold]
+        if let stored {
+            logger.warning(
+                "mass-delete guard: still holding the uploads (\(stored.changes) deletions or replacements since \(Self.timestamp(stored.since))); `syncfs-mount release` or `discard` ends it"
+            )
+        }
+        return DeleteGuard(
+            thresholds: thresholds, restoring: stored,
             clock: { [outbox = fileSystem.outbox] in outbox.now },
             record: { [store = fileSystem.store] hold in store.factSet(.guardHold, hold) },
             publish: { [events = fileSystem.changeEvents] event, message in
                 let kind: ChangeEvent.Kind
                 switch event {
-                case .held: kind = .guardHeld
+                case .held:
+                    kind = .guardHeld
+                    logger.warning("mass-delete guard tripped: \(message)")
                 case .released: kind = .guardReleased
                 case .discarded: kind = .guardDiscarded
                 }

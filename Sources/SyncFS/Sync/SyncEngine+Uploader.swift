@@ -156,6 +156,12 @@ extension SyncEngine {
             missingParent = (parent, remote?.isDeleted == true ? remote : nil)
             refusal = .parentMissing(parentDeletedRemotely: remote?.isDeleted == true)
         case .directoryNotEmpty:
+            // Deletes of what is in it wait in the mass-delete guard: wait with them (the
+            // rounds of `waitForOthers` would end in taking the container's version).
+            if deleteGuard.othersWaiting(than: item.fileID, isQueued: fileSystem.outbox.isPending) {
+                fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
+                return true
+            }
             refusal = .directoryNotEmpty
         case .wouldCreateCycle:
             refusal = .wouldCreateCycle

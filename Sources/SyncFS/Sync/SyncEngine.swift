@@ -97,7 +97,7 @@ final class SyncEngine: Sendable {
         self.refusals = refusals
         mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
         attach = TreeAttach(facts: fileSystem.storedFacts)
-        deleteGuard = Self.makeDeleteGuard(fileSystem: fileSystem, thresholds: options.deleteGuard)
+        deleteGuard = Self.makeDeleteGuard(fileSystem: fileSystem, thresholds: options.deleteGuard, logger: logger)
         self.options = options
         self.logger = logger
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)
