@@ -95,8 +95,14 @@ struct MassDeleteGuardTest {
             try expectUnrelatedChangeLands(mounts, "early.txt")
 
             rmRF(a.path("big"))
+            let removed = Date()
             #expect(!exists(a.path("big")))
             try expectHeld(a)
+            // The guard's detection time (doc/PERFORMANCE.md): from the end of `rm -rf` to a
+            // `status` that says held (includes one `status` process, ~0.1 s).
+            print(
+                "mass-delete guard: held \(String(format: "%.2f", Date().timeIntervalSince(removed))) s after "
+                    + "the rm -rf of 26 entries ended")
             expectBKeepsEverything(mounts, contents, seconds: 8, "held")
             #expect(
                 waitUntil(timeout: 20) { events.lines.contains { $0.contains("\"guard-held\"") } },

@@ -114,6 +114,22 @@ struct DeleteWindowTests {
         #expect(window.consider(ids[0], now: 2, treeSize: 1000) == .wait(until: 12))
     }
 
+    @Test func anAdmittedChangeNoLongerWaitsAndGoesOnGoing() {
+        var window = DeleteWindow(thresholds: thresholds)
+        _ = window.consider(ids[0], now: 0, treeSize: 1000)
+        _ = window.consider(ids[1], now: 0, treeSize: 1000)
+        #expect(window.consider(ids[0], now: 10, treeSize: 1000) == .go)
+        window.admit(ids[0])
+        #expect(!window.isWaiting(ids[0]), "a directory delete let go does not wait for the others")
+        #expect(window.isWaiting(ids[1]))
+        #expect(window.isKnown(ids[0]))
+        // A conflict round later: it still goes, even with new deletions streaming in.
+        _ = window.consider(ids[2], now: 11, treeSize: 1000)
+        #expect(window.consider(ids[0], now: 11, treeSize: 1000) == .go)
+        window.finished(ids[0])
+        #expect(!window.isKnown(ids[0]))
+    }
+
     @Test func discardWatchesAfresh() {
         var window = DeleteWindow(thresholds: thresholds)
         for id in ids.prefix(6) { _ = window.consider(id, now: 0, treeSize: 1000) }

@@ -145,6 +145,9 @@ final class DeleteGuard: Sendable {
         return verdict
     }
 
+    /// The uploader commits `id` now (`DeleteWindow.admit`).
+    func admit(_ id: FileID) { state.withLock { $0.window.admit(id) } }
+
     /// True if `id` was considered or released (a look-ahead skips it).
     func isKnown(_ id: FileID) -> Bool { state.withLock { $0.window.isKnown(id) } }
 
@@ -160,7 +163,8 @@ final class DeleteGuard: Sendable {
         }
     }
 
-    /// True if a guarded change other than `id` waits for the stream to pause (or is held);
+    /// True if a guarded change other than `id` waits for the stream to pause (or is held; not
+    /// one already let go, which may be what waits for `id` in turn);
     /// forgets those no longer queued (`isQueued` false: taken over by a remote change, say).
     func othersWaiting(than id: FileID, isQueued: (FileID) -> Bool) -> Bool {
         state.withLock { state in

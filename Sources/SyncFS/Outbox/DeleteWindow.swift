@@ -67,6 +67,9 @@ struct DeleteWindow: Sendable {
     private(set) var tripped = false
     /// Changes a `release` let go: they are not counted again and always go.
     private var released: Set<FileID> = []
+    /// Changes the guard let go (`admit`) that are not committed yet (a conflict being resolved):
+    /// they go on going, and no longer wait.
+    private var admitted: Set<FileID> = []
 
     init(thresholds: Thresholds, tripped: Bool = false) {
         self.thresholds = thresholds
@@ -83,7 +86,7 @@ struct DeleteWindow: Sendable {
     /// entries the container has for this mount (for the fraction). Sights it the first time.
     /// Check `tripped` after a `held` answer to see whether this call tripped the guard.
     mutating func consider(_ id: FileID, now: Int64, treeSize: Int) -> Verdict {
-        if released.contains(id) { return .go }
+        if released.contains(id) || admitted.contains(id) { return .go }
         if tripped {
             if pending[id] == nil { pending[id] = now }
             return .held
@@ -108,14 +111,22 @@ struct DeleteWindow: Sendable {
     /// True if `id` was considered and is waiting (or held).
     func isWaiting(_ id: FileID) -> Bool { pending[id] != nil }
 
-    /// True if `id` was considered (waiting or held) or released: a look-ahead skips it.
-    func isKnown(_ id: FileID) -> Bool { pending[id] != nil || released.contains(id) }
+    /// True if `id` was considered (waiting or held), admitted or released: a look-ahead skips it.
+    func isKnown(_ id: FileID) -> Bool { pending[id] != nil || released.contains(id) || admitted.contains(id) }
+
+    /// The uploader commits `id` after a `go`: it no longer waits (`isWaiting` is false), and
+    /// goes whatever comes later, until `finished`.
+    mutating func admit(_ id: FileID) {
+        guard pending.removeValue(forKey: id) != nil else { return }
+        admitted.insert(id)
+    }
 
     /// `id` was committed, or its change dropped: it no longer waits (its sighting still counts
     /// in the window).
     mutating func finished(_ id: FileID) {
         pending[id] = nil
         released.remove(id)
+        admitted.remove(id)
     }
 
     /// `release`: the held changes, and `alsoReleased` (held changes not considered yet, e.g.
@@ -123,6 +134,8 @@ struct DeleteWindow: Sendable {
     mutating func release(alsoReleased: some Sequence<FileID> = []) {
         released.formUnion(pending.keys)
         released.formUnion(alsoReleased)
+        released.formUnion(admitted)
+        admitted = []
         tripped = false
         sightings = []
         lastSighting = .min
@@ -131,6 +144,7 @@ struct DeleteWindow: Sendable {
 
     /// `discard`: the held changes were undone locally; the window starts afresh.
     mutating func discard() {
+        admitted = []
         tripped = false
         sightings = []
         lastSighting = .min

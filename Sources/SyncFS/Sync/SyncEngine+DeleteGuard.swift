@@ -47,6 +47,7 @@ extension SyncEngine {
         }
         switch verdict {
         case .go:
+            deleteGuard.admit(item.fileID)
             return true
         case .wait(let until):
             fileSystem.outbox.postpone(item, by: .nanoseconds(max(0, until - fileSystem.outbox.now)))
