@@ -244,6 +244,9 @@ enum StatusReport {
             let since = status.offlineSince.map { " since \(LocalTime.local($0))" } ?? ""
             return "offline\(since), " + (waiting ?? "no changes waiting")
         }
+        if status.massDeleteGuard?.held == true {
+            return "online, uploads held by the mass-delete guard, " + (waiting ?? "no changes waiting")
+        }
         if let waiting { return "online, " + waiting + (status.feedCaughtUp ? "" : ", catching up") }
         if status.upToDate ?? status.feedCaughtUp { return "online, up to date" }
         return "online, catching up"
@@ -278,6 +281,7 @@ enum StatusReport {
                 "\(transfer.direction == .download ? "downloading" : "uploading") \(transfer.path) "
                     + progressText(done: transfer.done, total: transfer.total, bar: terminal))
         }
+        if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
         if status.stateDiskFull == true {
             lines.append("disk full: the disk holding the state directory is full; writes into files fail (ENOSPC)")
         }

@@ -133,6 +133,9 @@ struct MountCommand: ParsableCommand {
             valueName: "file"))
     var mergeCommands: String?
 
+    @OptionGroup(title: "Mass-delete guard")
+    var guardOptions: GuardOptions
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
@@ -216,6 +219,7 @@ struct MountCommand: ParsableCommand {
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.testOutageFile = testOutageFile.map(absolutePath)
+        configuration.deleteGuard = guardOptions.thresholds
         configuration.mergeCommandsFile =
             mergeCommands.map(absolutePath)
             ?? LocalMergeCommands.defaultPath(environment: ProcessInfo.processInfo.environment)
@@ -272,6 +276,7 @@ struct MountCommand: ParsableCommand {
         if let deviceName { arguments += ["--device-name", deviceName] }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine
+        arguments += guardOptions.commandLine
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         if mergeCommands != nil, let file = configuration.mergeCommandsFile { arguments += ["--merge-commands", file] }

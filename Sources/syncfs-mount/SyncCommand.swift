@@ -11,7 +11,8 @@ struct SyncCommand: ParsableCommand {
             PATH is the mount point or anything inside the mount (the whole mount is synced). \
             Shows progress on standard error while it waits. Exit codes: 0 everything is \
             uploaded; 65 PATH is not in a SyncFS mount; 75 the container stayed unreachable or \
-            changes kept failing for --timeout seconds (the queue is kept).
+            changes kept failing for --timeout seconds (the queue is kept), or the mass-delete \
+            guard holds the uploads (at once, without waiting: see `release` and `discard`).
             """
     )
 
@@ -60,7 +61,12 @@ enum SyncWaiter {
         var lastPending = (status.pendingEntries, status.uploadBytesLeft ?? status.pendingBytes)
         var shown = false
         var polls = 0
-        while status.pendingEntries > 0 {
+        while status.pendingEntries > 0 || status.massDeleteGuard?.held == true {
+            // Held by the mass-delete guard: only `release` or `discard` ends it; never wait.
+            if status.massDeleteGuard?.held == true {
+                line.finish(nil)
+                return .stalled(status)
+            }
             let left = status.uploadBytesLeft ?? status.pendingBytes
             totals.observe(left: left)
             // The first moments of a small sync print nothing.
@@ -117,7 +123,15 @@ enum SyncWaiter {
 
     static func stallMessage(_ status: SyncStatus) -> String {
         let reason: String
-        if !status.online {
+        if let held = status.massDeleteGuard, held.held {
+            let count =
+                held.heldChanges.map {
+                    " (\(HumanUnits.count($0, "deletion or replacement", "deletions or replacements")))"
+                } ?? ""
+            reason =
+                "the mass-delete guard holds the uploads\(count); `syncfs-mount release` lets them go, "
+                + "`syncfs-mount discard` undoes them here"
+        } else if !status.online {
             reason =
                 "the container is unreachable"
                 + (status.offlineSince.map { " (offline since \(LocalTime.local($0)))" } ?? "")

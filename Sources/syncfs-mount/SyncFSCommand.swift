@@ -18,6 +18,7 @@ struct SyncFSCommand: ParsableCommand {
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
             ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
             MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self, SeedSyntheticCommand.self,
+            ReleaseCommand.self, DiscardCommand.self,
         ]
     )
 

@@ -43,7 +43,7 @@ struct ChurnThenDeleteTest {
     @Test(arguments: seeds)
     func deletedFoldersStayDeletedAfterChurn(seed: UInt64) throws {
         let seedText = "SYNCFS_CHURN_SEED=0x" + String(seed, radix: 16)
-        try SyncedMounts.with(uploadDelay: 10) { mounts in
+        try SyncedMounts.with(uploadDelay: 10, argumentsA: MassDeleteGuardTest.neverTrips) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             let workers = Self.churn(a.root, seed: seed)
             let succeeded = workers.map(\.succeeded).reduce(0, +)

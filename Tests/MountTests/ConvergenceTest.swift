@@ -50,7 +50,7 @@ struct ConvergenceTest {
     @Test(arguments: seeds)
     func threeMountsConvergeAfterConcurrentChangesAndOutages(seed: UInt64) throws {
         let seedText = "SYNCFS_CONVERGE_SEED=0x" + String(seed, radix: 16)
-        try MountGroup.with(count: 3, uploadDelay: 50) { group in
+        try MountGroup.with(count: 3, uploadDelay: 50, arguments: MassDeleteGuardTest.neverTrips) { group in
             let start = ContinuousClock.now
             let workers = group.mounts.indices.map { index in
                 ConvergenceWorker(

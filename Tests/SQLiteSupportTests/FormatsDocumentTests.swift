@@ -91,6 +91,7 @@ struct FormatsDocumentTests {
         case .treeAttached: return name(StateFact.treeAttached)
         case .lastSync: return name(StateFact.lastSync)
         case .writeFailures: return name(StateFact.writeFailures)
+        case .guardHold: return name(StateFact.guardHold)
         }
     }
 

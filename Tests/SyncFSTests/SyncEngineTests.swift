@@ -39,6 +39,8 @@ final class SyncedPair {
         var options = SyncEngine.Options()
         options.feedWait = .seconds(2)
         options.mergeCommands = mergeCommands
+        // The mass-delete guard stays on, its pause scaled down like the fast upload policy.
+        options.deleteGuard?.settle = 50_000_000
         return SyncEngine(fileSystem: fixture.fs, container: container, options: options, logger: .init(label: "t"))
     }
 

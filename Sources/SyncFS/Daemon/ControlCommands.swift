@@ -51,6 +51,8 @@ struct ControlCommands {
                 return ControlReply(action: report)
             case .conflicts:
                 return ControlReply(conflicts: conflicts.unresolved())
+            case .release, .discard:
+                return guardAnswer(request.command)
             case .resolve:
                 var report = ActionReport()
                 report.files = try conflicts.resolve(try target(request))

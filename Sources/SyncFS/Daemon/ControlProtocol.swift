@@ -13,6 +13,8 @@ public struct ControlRequest: Codable, Sendable {
         case pin, unpin, evict, download
         case conflicts, resolve
         case events
+        /// The mass-delete guard: let the held changes go, or undo them here (`DeleteGuard`).
+        case release, discard
     }
 
     public var command: Command

@@ -45,6 +45,9 @@ public struct MountConfiguration: Sendable {
     /// Write `attaching N` lines on standard output before `ready` (set by the command that
     /// starts the daemon in the background; `FirstAttach`).
     public var reportAttachProgress = false
+    /// When the mass-delete guard trips (`--guard-deletes`, `--guard-fraction`, `--guard-window`);
+    /// nil: `--no-guard`.
+    public var deleteGuard: GuardThresholds? = GuardThresholds()
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -109,6 +112,7 @@ public enum MountDaemon {
         options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: state.path)
         options.mergeCommands = LocalMergeCommands(
             path: configuration.mergeCommandsFile, mountpoint: configuration.mountpoint)
+        options.deleteGuard = configuration.deleteGuard?.window
         if let budget = options.cacheBudget {
             logger.info("cache budget: \(budget) bytes")
         }

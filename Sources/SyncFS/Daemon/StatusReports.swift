@@ -41,7 +41,9 @@ extension SyncEngine {
         status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
-        status.upToDate = status.online && progress.feedCaughtUp && status.pendingEntries == 0
+        status.massDeleteGuard = guardStatus()
+        status.upToDate =
+            status.online && progress.feedCaughtUp && status.pendingEntries == 0 && !deleteGuard.isHeld
         status.uploadBytesLeft = max(
             0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
         return status
@@ -96,6 +98,8 @@ public struct SyncStatus: Codable, Sendable {
     /// Cached copies found damaged (not matching their chunk hashes) since the mount: discarded,
     /// downloaded again when read (doc/SEMANTICS.md, "Damaged cached content").
     public var damagedCacheCopies: Int?
+    /// The mass-delete guard (doc/SEMANTICS.md, "Mass-delete guard"); nil from an older daemon.
+    public var massDeleteGuard: GuardStatus?
 }
 
 public struct FailingEntry: Codable, Sendable {

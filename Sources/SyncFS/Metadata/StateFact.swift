@@ -18,6 +18,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case treeAttached = "tree_attached"
     case lastSync = "last_sync"
     case writeFailures = "write_failures"
+    case guardHold = "guard_hold"
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.

@@ -124,6 +124,8 @@ final class Outbox: Sendable {
     /// A snapshot for status reports.
     var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
     var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
+    /// The `seq` of the newest change queued so far (`UploadQueue.lastSeq`).
+    var lastSeq: UInt64 { queue.withLock { $0.lastSeq } }
     /// How many changes are queued (without copying them).
     var count: Int { queue.withLock { $0.items.count } }
 }

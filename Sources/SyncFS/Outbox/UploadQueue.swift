@@ -89,6 +89,9 @@ struct UploadQueue: Sendable {
 
     var count: Int { items.count }
 
+    /// The `seq` of the newest item queued so far (0 if none ever was).
+    var lastSeq: UInt64 { nextSeq - 1 }
+
     func contains(_ id: FileID) -> Bool { items[id] != nil }
 
     /// Records a local change of `id`; returns the item to store. A new item takes the next

@@ -5,6 +5,11 @@ extension SyncEngine {
     /// Takes ready outbox items oldest first and commits them until stopped.
     func runUploader() {
         while isRunning {
+            // The mass-delete guard tripped: nothing goes until `release` or `discard`.
+            if deleteGuard.isHeld {
+                sleepWhileRunning(EngineDelay.guardHeldPoll)
+                continue
+            }
             guard let item = fileSystem.outbox.takeNext() else {
                 // The outbox wakes the uploader for every change and computes when a waiting
                 // item is due; this bound is only a backstop (an idle mount wakes once a minute).
@@ -19,6 +24,7 @@ extension SyncEngine {
     func upload(_ item: OutboxItem, depth: Int) {
         do throws(SyncFailure) {
             try attempt(item, depth: depth)
+            if !fileSystem.outbox.isPending(item.fileID) { deleteGuard.finished(item.fileID) }
             noteFailure(nil)
             logUploadSucceeded(item)
         } catch {
@@ -57,6 +63,7 @@ extension SyncEngine {
                 uploads.uploadFailed(item, reason: reason)
                 return
             case .delete(let base):
+                guard guardAdmits(item, .deletion) else { return }
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceIdentity)
                 let outcome: CommitOutcome
@@ -97,6 +104,12 @@ extension SyncEngine {
                     guard uploads.contentUnchanged(content) else {
                         // Written while it was read: upload the new content after the quiet delay.
                         fileSystem.outbox.postpone(item, by: EngineDelay.changedWhileUploading)
+                        return
+                    }
+                    // New content for a file the container has: a replacement the guard counts.
+                    if let base = snapshot.base, base.version > 0, snapshot.state.manifest != base.manifest,
+                        !guardAdmits(item, .rewrite)
+                    {
                         return
                     }
                 }
@@ -143,6 +156,12 @@ extension SyncEngine {
             missingParent = (parent, remote?.isDeleted == true ? remote : nil)
             refusal = .parentMissing(parentDeletedRemotely: remote?.isDeleted == true)
         case .directoryNotEmpty:
+            // Deletes of what is in it wait in the mass-delete guard: wait with them (the
+            // rounds of `waitForOthers` would end in taking the container's version).
+            if deleteGuard.othersWaiting(than: item.fileID, isQueued: fileSystem.outbox.isPending) {
+                fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
+                return true
+            }
             refusal = .directoryNotEmpty
         case .wouldCreateCycle:
             refusal = .wouldCreateCycle
@@ -208,6 +227,11 @@ extension SyncEngine {
             return true
         case .letNameHolderGoFirst:
             guard let other = nameHolder else { return false }
+            // The name is freed by a delete the mass-delete guard holds: wait with it.
+            if deleteGuard.isWaiting(other.id) {
+                fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
+                return true
+            }
             // Our own queued change to the other entry frees the name (names swapped or rotated
             // locally): park this entry under a temporary name (once), let that change go first,
             // then take the name.

@@ -18,6 +18,8 @@ final class SyncEngine: Sendable {
         var cacheBudget: Int64?
         /// The merge commands this machine allows (`merge=command:NAME`); default: none.
         var mergeCommands = LocalMergeCommands.none
+        /// When the mass-delete guard trips (nil: `--no-guard`; `DeleteGuard`).
+        var deleteGuard: DeleteWindow.Thresholds? = .standard
         init() {}
     }
 
@@ -51,6 +53,8 @@ final class SyncEngine: Sendable {
     let mergeWorker: MergeCommandWorker
     /// Whether this mount's tree is attached, and the first attach's progress (`TreeAttach`).
     let attach: TreeAttach
+    /// Holds the uploads when too many deletions or replacements come at once (`DeleteGuard`).
+    let deleteGuard: DeleteGuard
 
     struct State {
         var running = true
@@ -93,6 +97,7 @@ final class SyncEngine: Sendable {
         self.refusals = refusals
         mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
         attach = TreeAttach(facts: fileSystem.storedFacts)
+        deleteGuard = Self.makeDeleteGuard(fileSystem: fileSystem, thresholds: options.deleteGuard, logger: logger)
         self.options = options
         self.logger = logger
         transfer = ContentTransfer(container: container, compressionLevel: options.compressionLevel)

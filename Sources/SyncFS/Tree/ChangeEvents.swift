@@ -23,6 +23,11 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         case downloaded
         /// A rules file (`path`) has an error (`message`); once per distinct error.
         case rulesError = "rules-error"
+        /// The mass-delete guard tripped, was released, or its held changes discarded
+        /// (`DeleteGuard`; `message`: what). Path "".
+        case guardHeld = "guard-held"
+        case guardReleased = "guard-released"
+        case guardDiscarded = "guard-discarded"
         /// Not a change: the subscriber fell too far behind and the events after this were dropped.
         case overflow
     }
@@ -74,7 +79,9 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     }
 
     /// Events about the whole mount, not one entry: every subscriber gets them.
-    var isMountLevel: Bool { kind == .online || kind == .offline }
+    var isMountLevel: Bool {
+        kind == .online || kind == .offline || kind == .guardHeld || kind == .guardReleased || kind == .guardDiscarded
+    }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
     /// oldPath, origin, fileID, type, message; absent ones left out).

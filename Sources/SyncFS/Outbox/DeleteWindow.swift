@@ -1,0 +1,198 @@
+import SyncBackend
+
+/// The mass-delete guard's counting, as a pure value (doc/SEMANTICS.md, "Mass-delete guard").
+///
+/// A *guarded change* is a queued change that would remove or replace content the container has:
+/// the delete of an entry the container has (a rename over an existing file deletes the file it
+/// replaced), or new content for a file the container has (a rewrite in place). The uploader
+/// asks `consider` before it commits one; the answer is `go`, `wait` (ask again at that time) or
+/// `held` (the guard tripped: nothing goes until `release`/`discard`).
+///
+/// Contract:
+/// - Every guarded change is counted once, when the uploader first considers it (its
+///   *sighting*), in a sliding window of `Thresholds.window`.
+/// - The guard trips when the changes sighted within the window exceed the threshold
+///   (`Thresholds.exceeded`): then every answer is `held` until `release` or `discard`.
+/// - A guarded change goes only once the stream of guarded changes has paused for
+///   `Thresholds.settle` (none sighted since), or once it has waited a whole window: a burst
+///   faster than one change per `settle` is held whole until it ends, so none of a mass
+///   deletion reaches the container before the guard trips. Hence no more than the threshold
+///   of guarded changes reach the container within any window, whatever their pace.
+/// Time is passed in (nanoseconds), so tests drive it with a manual clock.
+struct DeleteWindow: Sendable {
+    /// When the guard trips (mount options `--guard-deletes`, `--guard-fraction`, `--no-guard`).
+    struct Thresholds: Sendable, Equatable {
+        /// More than this many guarded changes within the window trip the guard.
+        var changes: Int
+        /// More than this fraction (0...1) of the committed entries within the window trip it too,
+        /// but only if at least `minimumForFraction` changes (a small tree is not guarded by the
+        /// fraction: deleting 2 of 3 files is not a mass deletion).
+        var fraction: Double
+        var minimumForFraction: Int
+        /// The sliding window (ns).
+        var window: Int64
+        /// How long the stream of guarded changes must pause before one of them goes (ns).
+        var settle: Int64
+
+        /// More than 1,000 changes, or more than 30 % of the tree and at least 50 changes, within
+        /// 60 s; a change goes after a 1 s pause of the stream.
+        static let standard = Thresholds(
+            changes: 1000, fraction: 0.3, minimumForFraction: 50, window: Duration.seconds(60).inNanoseconds,
+            settle: Duration.seconds(1).inNanoseconds)
+
+        /// True if `count` guarded changes within one window, in a tree of `treeSize` committed
+        /// entries, trip the guard.
+        func exceeded(count: Int, treeSize: Int) -> Bool {
+            if count > changes { return true }
+            return count >= minimumForFraction && Double(count) > fraction * Double(max(treeSize, 0))
+        }
+    }
+
+    enum Verdict: Equatable, Sendable {
+        /// Commit it now.
+        case go
+        /// Not yet: ask again at this time (ns).
+        case wait(until: Int64)
+        /// The guard has tripped: nothing goes until released or discarded.
+        case held
+    }
+
+    let thresholds: Thresholds
+    /// Guarded changes considered but not committed yet, each with its sighting time.
+    private(set) var pending: [FileID: Int64] = [:]
+    /// Sighting times within the window (committed or not), oldest first.
+    private var sightings: [Int64] = []
+    private var lastSighting: Int64 = .min
+    /// Set when the guard trips; cleared by `release`/`discard`.
+    private(set) var tripped = false
+    /// Changes a `release` let go: they are not counted again and always go.
+    private var released: Set<FileID> = []
+    /// Changes the guard let go (`admit`) that are not committed yet (a conflict being resolved):
+    /// they go on going, and no longer wait.
+    private var admitted: Set<FileID> = []
+
+    init(thresholds: Thresholds, tripped: Bool = false) {
+        self.thresholds = thresholds
+        self.tripped = tripped
+    }
+
+    /// Guarded changes sighted within the window ending at `now`.
+    mutating func count(now: Int64) -> Int {
+        prune(now: now)
+        return sightings.count
+    }
+
+    /// The uploader is about to commit the guarded change `id`; `treeSize` is the number of
+    /// entries the container has for this mount (for the fraction). Sights it the first time.
+    /// Check `tripped` after a `held` answer to see whether this call tripped the guard.
+    mutating func consider(_ id: FileID, now: Int64, treeSize: Int) -> Verdict {
+        if released.contains(id) || admitted.contains(id) { return .go }
+        if tripped {
+            if pending[id] == nil { pending[id] = now }
+            return .held
+        }
+        if pending[id] == nil {
+            pending[id] = now
+            sightings.append(now)
+            lastSighting = max(lastSighting, now)
+        }
+        prune(now: now)
+        if thresholds.exceeded(count: sightings.count, treeSize: treeSize) {
+            tripped = true
+            return .held
+        }
+        let sighted = pending[id]!
+        if now - sighted >= thresholds.window { return .go }
+        let quietFrom = max(sighted, lastSighting) + thresholds.settle
+        if now >= quietFrom { return .go }
+        return .wait(until: min(quietFrom, sighted + thresholds.window))
+    }
+
+    /// True if `id` was considered and is waiting (or held).
+    func isWaiting(_ id: FileID) -> Bool { pending[id] != nil }
+
+    /// True if `id` was considered (waiting or held), admitted or released: a look-ahead skips it.
+    func isKnown(_ id: FileID) -> Bool { pending[id] != nil || released.contains(id) || admitted.contains(id) }
+
+    /// The uploader commits `id` after a `go`: it no longer waits (`isWaiting` is false), and
+    /// goes whatever comes later, until `finished`.
+    mutating func admit(_ id: FileID) {
+        guard pending.removeValue(forKey: id) != nil else { return }
+        admitted.insert(id)
+    }
+
+    /// `id` was committed, or its change dropped: it no longer waits (its sighting still counts
+    /// in the window).
+    mutating func finished(_ id: FileID) {
+        pending[id] = nil
+        released.remove(id)
+        admitted.remove(id)
+    }
+
+    /// `release`: the held changes, and `alsoReleased` (held changes not considered yet, e.g.
+    /// after a restart), go; the window starts afresh (they are not counted again).
+    mutating func release(alsoReleased: some Sequence<FileID> = []) {
+        released.formUnion(pending.keys)
+        released.formUnion(alsoReleased)
+        released.formUnion(admitted)
+        admitted = []
+        tripped = false
+        sightings = []
+        lastSighting = .min
+        pending = [:]
+    }
+
+    /// `discard`: the held changes were undone locally; the window starts afresh.
+    mutating func discard() {
+        admitted = []
+        tripped = false
+        sightings = []
+        lastSighting = .min
+        pending = [:]
+    }
+
+    private mutating func prune(now: Int64) {
+        let start = now - thresholds.window
+        if let firstKept = sightings.firstIndex(where: { $0 > start }) {
+            if firstKept > 0 { sightings.removeFirst(firstKept) }
+        } else {
+            sightings.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
+/// The mass-delete guard's thresholds as the mount's options give them (doc/CLI.md, `mount`).
+public struct GuardThresholds: Sendable, Equatable {
+    /// `--guard-deletes N`: more than N deletions or replacements within the window trip it.
+    public var deletes = DeleteWindow.Thresholds.standard.changes
+    /// `--guard-fraction P` (percent): more than P % of the tree, if also at least `minimum`.
+    public var percent = DeleteWindow.Thresholds.standard.fraction * 100
+    /// `--guard-minimum M`: the fewest changes the fraction trips on.
+    public var minimum = DeleteWindow.Thresholds.standard.minimumForFraction
+    /// `--guard-window S`: the sliding window, in seconds.
+    public var windowSeconds = Double(DeleteWindow.Thresholds.standard.window) / 1e9
+
+    public init() {}
+
+    /// Why these values cannot be used, if they cannot (for the command line's validation).
+    public var problem: String? {
+        if deletes < 1 || deletes > 100_000_000 { return "--guard-deletes must be between 1 and 100000000" }
+        if !(percent > 0 && percent <= 100) { return "--guard-fraction must be a percentage above 0, at most 100" }
+        if minimum < 1 || minimum > 100_000_000 { return "--guard-minimum must be between 1 and 100000000" }
+        if !(windowSeconds >= 1 && windowSeconds <= 86_400) {
+            return "--guard-window must be between 1 and 86400 seconds"
+        }
+        return nil
+    }
+
+    var window: DeleteWindow.Thresholds {
+        var thresholds = DeleteWindow.Thresholds.standard
+        thresholds.changes = deletes
+        thresholds.fraction = percent / 100
+        thresholds.minimumForFraction = minimum
+        thresholds.window = Int64(windowSeconds * 1e9)
+        // The pause that lets a change go is never longer than the window.
+        thresholds.settle = min(thresholds.settle, thresholds.window)
+        return thresholds
+    }
+}
