@@ -71,7 +71,10 @@ struct CacheFilePresenceTests {
         _ = cache.allIDs()
         let spares = SpareCacheFiles(cache: cache, target: 4)
         var taken: (FileID, Int32)?
-        try? awaitCondition { taken = spares.take(); return taken != nil }
+        try? awaitCondition {
+            taken = spares.take()
+            return taken != nil
+        }
         let (spare, descriptor) = try #require(taken)
         close(descriptor)
         #expect(!cache.isKnownAbsent(spare) && exists(cache, spare))

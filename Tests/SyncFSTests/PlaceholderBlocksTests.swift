@@ -27,7 +27,8 @@ extension SyncEngineTests {
         var info = stat()
         let onDisk = stat(fixture.fs.cache.path(for: id), &info) == 0 ? Int64(info.st_blocks) : nil
         return Blocks(
-            reported: try fixture.fs.getattr(ino).blocks, onDisk: onDisk, knownAbsent: fixture.fs.cache.isKnownAbsent(id),
+            reported: try fixture.fs.getattr(ino).blocks, onDisk: onDisk,
+            knownAbsent: fixture.fs.cache.isKnownAbsent(id),
             placeholder: fixture.fs.live.transact { _ in node.isPlaceholder })
     }
 
