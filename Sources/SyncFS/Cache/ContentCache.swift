@@ -10,7 +10,8 @@ import SyncBackend
 ///
 /// Every cache file is created, moved and removed through these methods, which keep `presence`
 /// (which IDs have a cache file) current; code elsewhere may read and write an existing cache
-/// file by its `path`, never create or remove one.
+/// file by its `path`, never create one (a file removed another way — `recover`, which runs
+/// without a mount, takes them — only leaves its ID "maybe present": a `stat` then answers).
 struct ContentCache: Sendable {
     let directory: String
     /// Shared by every copy of this value (see `CacheFilePresence`).
