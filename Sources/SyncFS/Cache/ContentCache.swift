@@ -7,8 +7,15 @@ import SyncBackend
 /// A cache file's length is the file's length; holes stay holes (sparse files cost no space).
 /// Paths are built from the state directory and the ID only, never from the mount's paths, so
 /// they stay short whatever the depth of the tree.
+///
+/// Every cache file is created, moved and removed through these methods, which keep `presence`
+/// (which IDs have a cache file) current; code elsewhere may read and write an existing cache
+/// file by its `path`, never create one (a file removed another way — `recover`, which runs
+/// without a mount, takes them — only leaves its ID "maybe present": a `stat` then answers).
 struct ContentCache: Sendable {
     let directory: String
+    /// Shared by every copy of this value (see `CacheFilePresence`).
+    private let presence = CacheFilePresence()
 
     /// Creates the cache directory if needed; shards are made when first used.
     init(directory: String) throws(FSError) {
@@ -58,10 +65,12 @@ struct ContentCache: Sendable {
     /// Moves a complete temporary file into place as `id`'s cache file, atomically replacing
     /// any previous one (open descriptors of the old one keep its content).
     func install(_ temporary: String, as id: FileID) throws(FSError) {
-        if rename(temporary, path(for: id)) == 0 { return }
-        guard errno == ENOENT else { throw .fromErrno() }
-        try makeShard(of: id)
-        if rename(temporary, path(for: id)) != 0 { throw .fromErrno() }
+        try presence.creating(id) { () throws(FSError) in
+            if rename(temporary, path(for: id)) == 0 { return }
+            guard errno == ENOENT else { throw .fromErrno() }
+            try makeShard(of: id)
+            if rename(temporary, path(for: id)) != 0 { throw .fromErrno() }
+        }
     }
 
     /// Makes `id`'s cache path a second name of `source`'s cache file, atomically replacing what
@@ -93,13 +102,17 @@ struct ContentCache: Sendable {
     /// Opens the cache file read-write, creating an empty one if it does not exist.
     /// The caller owns the returned descriptor.
     func open(_ id: FileID) throws(FSError) -> Int32 {
-        try openCreating(id, flags: O_RDWR)
+        // An existing file (the common case) is opened without the presence lock.
+        let fd = Glibc.open(path(for: id), O_RDWR | O_CLOEXEC)
+        if fd >= 0 { return fd }
+        guard errno == ENOENT else { throw .fromErrno() }
+        return try presence.creating(id) { () throws(FSError) in try openCreating(id, flags: O_RDWR) }
     }
 
     /// Creates an empty cache file (replacing any left-over of the same ID) and returns it open
     /// read-write; the caller owns the descriptor.
     func createAndOpen(_ id: FileID) throws(FSError) -> Int32 {
-        try openCreating(id, flags: O_RDWR | O_TRUNC)
+        try presence.creating(id) { () throws(FSError) in try openCreating(id, flags: O_RDWR | O_TRUNC) }
     }
 
     /// Creates an empty cache file, replacing any left-over of the same ID.
@@ -108,16 +121,25 @@ struct ContentCache: Sendable {
     }
 
     func remove(_ id: FileID) {
-        unlink(path(for: id))
+        presence.removing(id) { unlink(path(for: id)) == 0 || errno == ENOENT }
     }
 
     /// Renames `id`'s cache file (if any) to `other`'s path; open descriptors follow it.
     /// False if it exists and could not be moved.
     func move(_ id: FileID, to other: FileID) -> Bool {
-        if rename(path(for: id), path(for: other)) == 0 { return true }
-        if access(path(for: id), F_OK) != 0 { return true }
-        guard (try? makeShard(of: other)) != nil else { return false }
-        return rename(path(for: id), path(for: other)) == 0
+        presence.moving(id, to: other) {
+            if rename(path(for: id), path(for: other)) == 0 { return true }
+            if access(path(for: id), F_OK) != 0 && errno == ENOENT { return true }
+            guard (try? makeShard(of: other)) != nil else { return false }
+            return rename(path(for: id), path(for: other)) == 0
+        }
+    }
+
+    /// True only if `id` certainly has no cache file now: the cache directory was listed
+    /// (`allIDs`, at load) and no operation of this cache has created one since
+    /// (`CacheFilePresence`). False means "maybe": `stat` it.
+    func isKnownAbsent(_ id: FileID) -> Bool {
+        presence.isKnownAbsent(id)
     }
 
     /// Bytes the cache file occupies on disk (0 if it does not exist).
@@ -142,15 +164,30 @@ struct ContentCache: Sendable {
         if fsync(fd) != 0 { throw .fromErrno() }
     }
 
-    /// Every file ID that has a cache file (for the consistency sweep at mount).
+    /// Every file ID that has a cache file (for the consistency sweep at mount). A complete
+    /// listing also starts `isKnownAbsent`'s answers (`CacheFilePresence.recordListing`).
     func allIDs() -> [FileID] {
+        var complete = true
+        let ids = listIDs(complete: &complete)
+        if complete { presence.recordListing(ids) }
+        return ids
+    }
+
+    private func listIDs(complete: inout Bool) -> [FileID] {
         var ids: [FileID] = []
         for shard in 0..<256 {
-            guard let dir = opendir(directory + "/" + Self.hex2(shard)) else { continue }
+            guard let dir = opendir(directory + "/" + Self.hex2(shard)) else {
+                if errno != ENOENT { complete = false }
+                continue
+            }
             defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = entry.entryName
-                if let id = FileID(hex: name) { ids.append(id) }
+            while true {
+                errno = 0
+                guard let entry = readdir(dir) else {
+                    if errno != 0 { complete = false }
+                    break
+                }
+                if let id = FileID(hex: entry.entryName) { ids.append(id) }
             }
         }
         return ids

@@ -15,7 +15,8 @@ import SyncBackend
 /// - the file's length: `size`;
 /// - downloads, eviction, a cached copy discarded: the content stops or starts being local
 ///   through `Node.setContentLocal`, which forgets the measurement; placeholders (content not
-///   local, a download may be writing) are never kept — they are measured at every request;
+///   local, a download may be writing) are never kept — they are measured at every request,
+///   unless their cache file is known not to exist (`ContentCache.isKnownAbsent`): 0 then;
 /// - a cache file lost (`Node.contentLost`): measured every time.
 /// So a reused value is what a `stat` would answer, except for data the kernel still holds in
 /// its page cache, which `st_blocks` never counted (doc/SEMANTICS.md, "Sizes, blocks and holes").
@@ -41,7 +42,16 @@ struct AllocatedBlocks: Sendable, Equatable {
 extension TreeTransaction {
     /// 512-byte blocks of `node`'s cache file: the kept measurement when it is still valid
     /// (`AllocatedBlocks`), else a `stat`, kept when nothing changed the content meanwhile.
+    ///
+    /// A placeholder whose cache file the content cache knows to be absent
+    /// (`ContentCache.isKnownAbsent`: never created since the directory was listed at load, or
+    /// removed by the daemon — eviction, a discarded copy) answers 0 without a `stat`: what the
+    /// `stat` of a missing file answers (`allocatedBytes`), so no walk of placeholders touches
+    /// the cache directory. A placeholder that has one (a download writing it, an open handle's
+    /// empty file) is measured; a local file always is, since a wrong 0 would make
+    /// `tar --sparse` or `cp` skip its data.
     func allocatedBlocks(of node: Node) -> Int64 {
+        if node.isPlaceholder && cache.isKnownAbsent(node.fileID) { return 0 }
         let key = AllocatedBlocks.key(of: node)
         if let key, let kept = node.allocatedBlocks, kept.key == key { return kept.blocks }
         let blocks = cache.allocatedBytes(of: key?.fileID ?? node.fileID) / 512
