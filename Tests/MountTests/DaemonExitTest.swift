@@ -52,6 +52,35 @@ struct DaemonExitTest {
         #expect(try readText(folder.path("many/f299")) == "file 299\n")
     }
 
+    @Test func sigtermStopsWhileAFileIsOpen() throws {
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "20"])
+        defer { folder.tearDown() }
+        try writeFile(folder.path("held"), "held open\n")
+        let reader = try openFile(folder.path("held"), O_RDONLY)
+        defer { close(reader) }
+        let pid = try #require(folder.daemonPID)
+
+        let started = Date()
+        #expect(kill(pid, SIGTERM) == 0)
+        while Self.isRunning(pid), Date().timeIntervalSince(started) < 30 {
+            usleep(20_000)
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed < Self.exitBound, "the daemon took \(elapsed) s to exit on SIGTERM\n\(folder.daemonLog())")
+        try folder.unmount()
+
+        try folder.remount()
+        #expect(try readText(folder.path("held")) == "held open\n")
+    }
+
+    /// True while `pid` runs: it exists and is no zombie (this process has not reaped it yet).
+    private static func isRunning(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return false }
+        return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     /// Closes the lifeline and waits for a clean exit (`TestFolder.unmount` fails the test after
     /// 30 s, or on a non-zero status or a mount left behind); returns the seconds it took.
     private static func timedStop(_ folder: TestFolder) throws -> Double {
