@@ -8,8 +8,8 @@ import Synchronization
 /// when its read of `/dev/fuse` fails because the kernel ended the connection. `exit()` detaches
 /// the mount lazily, and the kernel ends the connection only once nothing uses the mount any more.
 /// So a program that kept a file or a directory open in the folder (or its working directory
-/// there, or an inotify watch on it) kept the daemon waiting with no end after its lifeline
-/// closed: no request came, nothing woke the loop.
+/// there) kept the daemon waiting with no end after its lifeline closed: no request came,
+/// nothing woke the loop.
 ///
 /// The waker signals the loop's thread with `signal` — whose handler does nothing and is installed
 /// without `SA_RESTART`, so the semaphore wait returns EINTR — until the loop returned: the woken
