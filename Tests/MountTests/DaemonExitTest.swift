@@ -52,6 +52,28 @@ struct DaemonExitTest {
         #expect(try readText(folder.path("many/f299")) == "file 299\n")
     }
 
+    @Test func lifelineStopsWhileAProgramWorksInTheFolder() throws {
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "20"])
+        defer { folder.tearDown() }
+        try makeDirectory(folder.path("work"))
+        let devNull = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { close(devNull) }
+        // A shell whose working directory is in the folder, as a terminal left there.
+        let shell = try TestFolder.spawn(
+            ["/bin/sh", "-c", "cd \"$0\" && exec sleep 120", folder.path("work")],
+            stdin: devNull, stdout: devNull, stderr: devNull)
+        defer {
+            kill(shell, SIGKILL)
+            _ = TestFolder.waitForExit(shell, timeout: 10)
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while (try? readLink("/proc/\(shell)/cwd")) != folder.path("work"), Date() < deadline { usleep(20_000) }
+        try #require(try readLink("/proc/\(shell)/cwd") == folder.path("work"))
+
+        let elapsed = try Self.timedStop(folder)
+        #expect(elapsed < Self.exitBound, "the daemon took \(elapsed) s to exit\n\(folder.daemonLog())")
+    }
+
     @Test func sigtermStopsWhileAFileIsOpen() throws {
         let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "20"])
         defer { folder.tearDown() }
