@@ -56,10 +56,18 @@ static inline int syncfs_init_out_add_flags(void *body, size_t length, uint32_t 
     return 1;
 }
 
-/// splice(2); glibc declares it only under _GNU_SOURCE, which this header must not define.
+/// glibc's splice(2), declared under a name of our own: glibc declares it only under
+/// _GNU_SOURCE, which this header must not define. Not `syscall(SYS_splice, …)`: glibc's
+/// function is a cancellation point, and libfuse ends its idle workers — blocked in this call on
+/// `/dev/fuse` while a program still holds a file open in a detached mount — by cancelling them.
+/// A raw syscall is no cancellation point: the loop then waited for them with no end.
+extern ssize_t syncfs_glibc_splice(int in, off_t *in_offset, int out, off_t *out_offset, size_t length,
+    unsigned int flags) __asm__("splice");
+
+/// splice(2) (`syncfs_glibc_splice`).
 static inline ssize_t syncfs_splice(int in, off_t *in_offset, int out, off_t *out_offset, size_t length,
     unsigned int flags) {
-    return (ssize_t)syscall(SYS_splice, in, in_offset, out, out_offset, length, flags);
+    return syncfs_glibc_splice(in, in_offset, out, out_offset, length, flags);
 }
 
 /// unshare(CLONE_FILES) for the calling thread: a file descriptor table of its own (a copy).

@@ -14,6 +14,7 @@ struct FuseSessionError: Error, CustomStringConvertible, Sendable {
 final class FuseSession: @unchecked Sendable {
     private let session: OpaquePointer
     private let context: Unmanaged<FuseContext>
+    private let waker = SessionLoopWaker()
     let mountpoint: String
 
     /// Mount options: the kernel checks permissions (`default_permissions`); as root the folder
@@ -82,7 +83,9 @@ final class FuseSession: @unchecked Sendable {
 
     /// Serves requests on several threads until the session ends. Returns 0 on a clean end.
     func run(maxThreads: UInt32 = 16) -> Int32 {
+        waker.loopStarting()
         let result = syncfs_session_loop_mt(session, maxThreads)
+        waker.loopEnded()
         // Reads still waiting for downloads are answered now, while their session exists. The
         // kernel has usually aborted them already (the reader got ECONNABORTED; the reply only
         // frees the request); otherwise the reader gets ENOTCONN, as from a mount that is gone.
@@ -91,11 +94,15 @@ final class FuseSession: @unchecked Sendable {
         return result
     }
 
-    /// Ends the session from another thread: marks it exited and detaches the kernel mount,
-    /// which wakes the workers (reads of `/dev/fuse` fail once the mount is gone).
+    /// Ends the session from another thread and returns once `run` returned: marks it exited,
+    /// detaches the kernel mount (it disappears from the namespace at once) and wakes the loop
+    /// (`SessionLoopWaker`) — even while programs still hold files or directories open in the
+    /// folder, which keep the detached mount alive: their next calls on it fail with ENOTCONN once
+    /// the daemon exits, as on any FUSE mount whose daemon is gone.
     func exit() {
         fuse_session_exit(session)
         Unmounter.detach(mountpoint)
+        waker.wakeUntilEnded()
     }
 
     /// Gives the calling thread a descriptor table of its own without `/dev/fuse`: for a thread
