@@ -138,3 +138,17 @@ show() {  # show RUN TARGET WORKLOAD UNIT
 cleanup_dir() {  # remove a workload directory (not timed); on a broken mount, give up quietly
     timeout 600 rm -rf "$1" 2>>"$LOGS/errors.log" || log "warning: could not remove $1"
 }
+
+# wait_mounted MP PID LOG MESSAGE — waits up to 30 s until MP is a mount point; if it is not
+# (or PID died first), prints the end of LOG and dies with MESSAGE.
+wait_mounted() {
+    local mp=$1 pid=$2 log_file=$3 message=$4 i
+    for ((i = 0; i < 300; i++)); do
+        is_mounted "$mp" && return 0
+        alive "$pid" || break
+        sleep 0.1
+    done
+    is_mounted "$mp" && return 0
+    tail -n 20 "$log_file" >&2
+    die "$message"
+}

@@ -73,16 +73,7 @@ hp_start() {
     ) </dev/null >"$LOGS/hp.log" 2>&1 &
     HP_PID=$!
     echo "$HP_PID" >>"$W/pids"
-    local i
-    for ((i = 0; i < 300; i++)); do
-        is_mounted "$HP_MP" && break
-        alive "$HP_PID" || break
-        sleep 0.1
-    done
-    if ! is_mounted "$HP_MP"; then
-        tail -n 20 "$LOGS/hp.log" >&2
-        die "passthrough_hp did not mount"
-    fi
+    wait_mounted "$HP_MP" "$HP_PID" "$LOGS/hp.log" "passthrough_hp did not mount"
     log "passthrough_hp mounted at $HP_MP (pid $HP_PID)"
 }
 

@@ -75,16 +75,7 @@ start_rclone() {
         </dev/null >"$LOGS/rclone.log" 2>&1 &
     RCLONE_PID=$!
     echo "$RCLONE_PID" >>"$W/pids"
-    local i
-    for ((i = 0; i < 300; i++)); do
-        is_mounted "$RCLONE_MP" && break
-        alive "$RCLONE_PID" || break
-        sleep 0.1
-    done
-    if ! is_mounted "$RCLONE_MP"; then
-        tail -n 20 "$LOGS/rclone.log" >&2
-        die "rclone mount did not come up"
-    fi
+    wait_mounted "$RCLONE_MP" "$RCLONE_PID" "$LOGS/rclone.log" "rclone mount did not come up"
     log "rclone mounted at $RCLONE_MP (pid $RCLONE_PID)"
 }
 
