@@ -18,7 +18,7 @@ struct SyncFSCommand: ParsableCommand {
             SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
             ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
             MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self, SeedSyntheticCommand.self,
-            ReleaseCommand.self, DiscardCommand.self,
+            ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self, TrashCommand.self, RestoreCommand.self,
         ]
     )
 

@@ -55,7 +55,7 @@ public final class OutageFileContainer: Container {
         .unavailable("injected outage: \(path) exists")
     }
 
-    private func admit() throws(ContainerProtocolError) {
+    func admit() throws(ContainerProtocolError) {
         if isInOutage { throw outageError }
     }
 

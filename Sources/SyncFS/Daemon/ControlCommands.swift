@@ -53,6 +53,8 @@ struct ControlCommands {
                 return ControlReply(conflicts: conflicts.unresolved())
             case .release, .discard:
                 return guardAnswer(request.command)
+            case .versions, .trash, .restore:
+                return historyAnswer(request)
             case .resolve:
                 var report = ActionReport()
                 report.files = try conflicts.resolve(try target(request))

@@ -15,14 +15,29 @@ public struct ControlRequest: Codable, Sendable {
         case events
         /// The mass-delete guard: let the held changes go, or undo them here (`DeleteGuard`).
         case release, discard
+        /// The container's history (`SyncEngine+History`): `path`'s versions, the deleted
+        /// entries, and bringing one back (`path` or `fileID`, `version`, `destination`).
+        case versions, trash, restore
     }
 
     public var command: Command
     public var path: String?
+    /// `restore`: the version to bring back.
+    public var version: UInt64?
+    /// `restore`: a deleted entry by its file ID (32 hex digits) instead of `path`.
+    public var fileID: String?
+    /// `restore`: where to put it instead (relative to the mount point; must not exist).
+    public var destination: String?
 
-    public init(_ command: Command, path: String? = nil) {
+    public init(
+        _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,
+        destination: String? = nil
+    ) {
         self.command = command
         self.path = path
+        self.version = version
+        self.fileID = fileID
+        self.destination = destination
     }
 }
 
@@ -37,6 +52,12 @@ public struct ControlReply: Codable, Sendable {
     /// `events`: the subscription is live; the filter it watches ("" everything, a path, or a
     /// folder ending in `/`).
     public var watching: String?
+    /// `versions`, `trash`, `restore`.
+    public var history: HistoryListing?
+    public var trash: [TrashListing]?
+    public var restore: RestoreReport?
+    /// With `error`: trying again later may help (the container did not answer).
+    public var retryable: Bool?
 }
 
 /// One path's state, for `status PATH`.

@@ -32,6 +32,8 @@ final class SyncEngine: Sendable {
     let conflicts: Conflicts
     /// The container as the engine's threads call it (synchronous, one error mapping).
     let container: BlockingContainer
+    /// The container's history (`versions`, `trash`, `restore`), checked where it enters.
+    let history: HistoryReader
     let options: Options
     let logger: Logger
     let transfer: ContentTransfer
@@ -91,6 +93,7 @@ final class SyncEngine: Sendable {
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
+        history = HistoryReader(base: container as? any ContainerHistory)
         let container = BlockingContainer(
             base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
         self.container = container
