@@ -232,3 +232,31 @@ extension LocalContainerSource: ContainerCatalog {
         }
     }
 }
+
+/// The containers a token database names (valid or revoked tokens): with `serve --database
+/// --tokens DIR`, the containers clients reach are those of DIR's tokens.
+struct TokenStoreCatalog: ContainerCatalog {
+    let store: TokenStore
+
+    func containerNames() async throws(ContainerProtocolError) -> [String] {
+        let store = store
+        return try await Offload.run { () throws(ContainerProtocolError) -> [String] in
+            do {
+                return Array(Set(try store.list().map(\.container))).sorted()
+            } catch {
+                throw .unavailable("cannot read the token database: \(error)")
+            }
+        }
+    }
+}
+
+/// The names of several catalogs together, each once.
+struct CatalogUnion: ContainerCatalog {
+    let catalogs: [any ContainerCatalog]
+
+    func containerNames() async throws(ContainerProtocolError) -> [String] {
+        var names: Set<String> = []
+        for catalog in catalogs { names.formUnion(try await catalog.containerNames()) }
+        return names.sorted()
+    }
+}

@@ -192,9 +192,14 @@ public struct SyncServer: Sendable {
     func collectionSchedule() throws(SyncServerError) -> CollectionSchedule? {
         guard let settings = configuration.collection else { return nil }
         if let problem = settings.problem { throw SyncServerError(.badInput, problem) }
-        guard let catalog = containers as? any ContainerCatalog else {
+        var catalogs: [any ContainerCatalog] = []
+        if let catalog = containers as? any ContainerCatalog { catalogs.append(catalog) }
+        // Another backend's containers with the root's tokens (`serve --database --tokens DIR`).
+        if configuration.containers != nil, let tokenStore { catalogs.append(TokenStoreCatalog(store: tokenStore)) }
+        guard !catalogs.isEmpty else {
             throw SyncServerError(.badInput, "these containers cannot be listed: no garbage collection schedule")
         }
+        let catalog = catalogs.count == 1 ? catalogs[0] : CatalogUnion(catalogs: catalogs)
         return CollectionSchedule(
             settings: settings, catalog: catalog, containers: containers, logger: configuration.logger)
     }

@@ -79,6 +79,67 @@ struct CollectionScheduleTests {
         await idle.value
     }
 
+    /// A round over a real backend goes through its containers: those under the root, or those
+    /// a token of the database names. They are collected where the backend can collect
+    /// (`CollectableContainer`), skipped where it cannot.
+    @Test(arguments: ServerBackend.allCases) func aRoundGoesThroughTheBackendsContainers(kind: ServerBackend)
+        async throws
+    {
+        let backend = try await FixtureBackend.make(kind)
+        var failure: (any Error)?
+        do {
+            let server = try await backend.startServer(maxConcurrentChunkUploads: 16, limits: nil)
+            do {
+                for name in ["b", "a"] { _ = try await backend.makeContainer(name, on: server) }
+                let source = backend.source()
+                #expect(try await source.containerNames() == ["a", "b"])
+                let clock = ManualSleeper()
+                let schedule = CollectionSchedule(
+                    settings: .init(interval: .seconds(60)), catalog: source, containers: source,
+                    logger: clock.logger)
+                let outcomes = await schedule.collectRound()
+                if try await backend.container("a") is any CollectableContainer {
+                    #expect(outcomes.keys.sorted() == ["a", "b"])
+                    for (name, outcome) in outcomes {
+                        #expect((try? outcome.get()) != nil, "\(name): \(outcome)")
+                    }
+                } else {
+                    #expect(outcomes.isEmpty, "a container that cannot be collected was: \(outcomes)")
+                }
+            } catch {
+                failure = error
+            }
+            await server.stop()
+        } catch {
+            failure = error
+        }
+        await backend.close()
+        if let failure { throw failure }
+    }
+
+    /// `SyncServer` makes the schedule `serve` asks for: none by default, a refusal of a bad
+    /// interval, the root's containers, and with another backend but the root's tokens
+    /// (`serve --database --tokens DIR`) the containers those tokens name.
+    @Test func theServerMakesTheScheduleItsConfigurationAsksFor() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        _ = try LocalContainer.openOrCreate(at: root.path + "/docs")
+        var configuration = SyncServer.Configuration(root: root.path)
+        #expect(try SyncServer(configuration).collectionSchedule() == nil)
+        configuration.collection = .init(interval: .seconds(30))
+        #expect(throws: SyncServerError.self) { _ = try SyncServer(configuration).collectionSchedule() }
+        configuration.collection = .init(interval: .seconds(3600))
+        let local = try #require(try SyncServer(configuration).collectionSchedule())
+        #expect(try await local.catalog.containerNames() == ["docs"])
+
+        configuration.containers = FixedContainerSource(containers: ["x": InMemoryContainer()])
+        let server = try SyncServer(configuration)
+        _ = try #require(server.tokenStore).create(container: "x", label: "one")
+        _ = try #require(server.tokenStore).create(container: "y", label: "two")
+        let other = try #require(try server.collectionSchedule())
+        #expect(try await other.catalog.containerNames() == ["x", "y"])
+    }
+
     @Test func theRootsContainersAreListed() throws {
         let root = try TemporaryDirectory()
         defer { root.remove() }
