@@ -1,8 +1,8 @@
 import Foundation
 import SyncBackend
-import SyncClient
 import Testing
 
+@testable import SyncClient
 @testable import SyncServer
 
 /// Version history over HTTP (`GET .../entries/ID/versions`, `GET .../trash`): a round trip
@@ -205,9 +205,25 @@ struct HistoryEndpointTests {
         }
     }
 
-    /// A page over the byte bound is cut (`moreComing`), one version always sent; the client
-    /// reads the trash on until `limit`.
-    @Test func pagesAreBoundedInBytesAndTheTrashIsReadOn() async throws {
+    /// An answer declared larger than the client's bound is refused without being read.
+    @Test func anOversizeHistoryAnswerIsUnavailable() async throws {
+        let declared = HTTPContainer.maxHistoryAnswer + 1
+        let canned = try CannedHTTPServer(
+            response: "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(declared)\r\n\r\n{\"v")
+        defer { canned.stop() }
+        let client = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(canned.port)/box"), token: "sfs_x",
+            containerID: "id")
+        let error = await Self.capture { _ = try await client.history(of: .root, limit: 5) }
+        guard case .unavailable(let message)? = error else {
+            Issue.record("expected unavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(message.contains("\(HTTPContainer.maxHistoryAnswer)") || message.contains("broke off"), "\(message)")
+    }
+
+    /// A page over the byte bound is cut (`moreComing`), one version always sent.
+    @Test func pagesAreBoundedInBytes() async throws {
         let trash = HistorySample.trash(count: 6)
         let one = try JSONEncoder().encode(trash[0]).count
         let json = try await HistoryPageJSON.fetch(limit: 6, maxBytes: 3 * one + 40) { limit in
@@ -224,6 +240,25 @@ struct HistoryEndpointTests {
         #expect(
             try JSONDecoder().decode(HistoryResponse.self, from: whole)
                 == HistoryResponse(versions: trash, moreComing: false))
+    }
+
+    /// Through a real server: a trash over 16 MiB of JSON comes in several pages, and the client
+    /// reads on (`before`) until it has `limit`, the same as one page would have held.
+    @Test func theClientReadsACutTrashOn() async throws {
+        var trash = HistorySample.trash(count: 6)
+        let value = [UInt8](repeating: 0xE9, count: WireProtocol.maxXattrValueBytes)
+        for index in trash.indices {
+            for number in 0..<15 { trash[index].entry.state.xattrs["user.big\(number)"] = value }
+        }
+        let canned = CannedHistoryContainer()
+        canned.answerTrash(trash)
+        try await HistoryServer.run(["box": canned]) { served in
+            let client = try served.client("box")
+            #expect(try await client.deletedEntries(before: nil, limit: 6) == trash)
+            let last = try #require(canned.lastAsked.trashBefore ?? nil, "the client asked only once")
+            #expect(last < trash[0].entry.version)
+            #expect(try await client.deletedEntries(before: nil, limit: 2) == Array(trash.prefix(2)))
+        }
     }
 
     private static func json(_ versions: [HistoricVersion]) -> String {
