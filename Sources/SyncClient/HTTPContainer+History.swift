@@ -10,7 +10,8 @@ import SyncBackend
 ///   tombstones below `before`, newest first, within `limit`) and bounded in size
 ///   (`maxHistoryAnswer`); an answer that breaks the rules or does not decode is `unavailable`.
 /// - A server whose container keeps no history answers `501`: `invalidRequest` with its message
-///   (asking again cannot help).
+///   (asking again cannot help). A `404` stays `unavailable` (it may be a container gone for
+///   now), its message saying that a server older than history answers so too.
 /// - The server cuts a page at 16 MiB of JSON (`moreComing`): the trash is then read on in further
 ///   requests until `limit`; an entry's history lists only the newest versions that fit.
 extension HTTPContainer: ContainerHistory {
@@ -55,7 +56,14 @@ extension HTTPContainer: ContainerHistory {
 
     private func historyPage(_ target: String) async throws(ContainerProtocolError) -> HistoryResponse {
         let answer = try await send(.GET, target, limit: Self.maxHistoryAnswer)
-        guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
+        guard answer.status == 200 else {
+            let failure = WireAnswer.failure(answer, address: address)
+            if answer.status == 404, case .unavailable(let message) = failure {
+                // A server from before version history knows no such endpoint (`notFound` too).
+                throw .unavailable(message + " (a server older than version history answers so as well)")
+            }
+            throw failure
+        }
         return try WireAnswer.decode(HistoryResponse.self, answer, address: address)
     }
 }

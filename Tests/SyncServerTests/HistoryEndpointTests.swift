@@ -205,6 +205,25 @@ struct HistoryEndpointTests {
         }
     }
 
+    /// A server from before history answers `404 notFound` ("no endpoint"): retryable, never
+    /// "no history", and the message says what it may be.
+    @Test func aServerWithoutTheEndpointsIsUnavailableWithAHint() async throws {
+        let body = #"{"error":"notFound","message":"no endpoint /v1/containers/box/trash (see doc/PROTOCOL.md)"}"#
+        let canned = try CannedHTTPServer(
+            response: "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        defer { canned.stop() }
+        let client = try HTTPContainer(
+            address: try ServerAddress(parsing: "http://127.0.0.1:\(canned.port)/box"), token: "sfs_x",
+            containerID: "id")
+        let error = await Self.capture { _ = try await client.deletedEntries(before: nil, limit: 5) }
+        guard case .unavailable(let message)? = error else {
+            Issue.record("expected unavailable, got \(String(describing: error))")
+            return
+        }
+        #expect(message.contains("no endpoint") && message.contains("older than version history"), "\(message)")
+    }
+
     /// An answer declared larger than the client's bound is refused without being read.
     @Test func anOversizeHistoryAnswerIsUnavailable() async throws {
         let declared = HTTPContainer.maxHistoryAnswer + 1
