@@ -110,8 +110,9 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--gc-every must be a duration such as 90s, 30m, 6h or 1d, not '\(gcEvery)'")
         }
         let grace = gcGrace ?? Int(CollectionSchedule.Settings.defaultGrace.components.seconds)
-        guard (0...RetentionPolicy.dayLimits.upperBound * 86_400).contains(grace) else {
-            throw ValidationError("--gc-grace must be a number of seconds from 0, not \(grace)")
+        let graces = 0...RetentionPolicy.dayLimits.upperBound * 86_400
+        guard graces.contains(grace) else {
+            throw ValidationError("--gc-grace must be a number of seconds from 0 to \(graces.upperBound), not \(grace)")
         }
         let settings = CollectionSchedule.Settings(interval: interval, grace: .seconds(grace))
         if let problem = settings.problem { throw ValidationError(problem) }
