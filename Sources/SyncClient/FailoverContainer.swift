@@ -165,6 +165,21 @@ public final class FailoverContainer: Container {
     }
 }
 
+/// Version history, from whichever server answers (as every other call).
+extension FailoverContainer: ContainerHistory {
+    public func history(of id: FileID, limit: Int) async throws(ContainerProtocolError) -> [HistoricVersion] {
+        try await call { server throws(ContainerProtocolError) in try await server.history(of: id, limit: limit) }
+    }
+
+    public func deletedEntries(before: EntryVersion?, limit: Int) async throws(ContainerProtocolError)
+        -> [HistoricVersion]
+    {
+        try await call { server throws(ContainerProtocolError) in
+            try await server.deletedEntries(before: before, limit: limit)
+        }
+    }
+}
+
 /// A failover container's change of server (`FailoverContainer.onSwitch`).
 public struct FailoverSwitch: Sendable, Equatable {
     /// The server now used.

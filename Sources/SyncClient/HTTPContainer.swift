@@ -224,7 +224,7 @@ public final class HTTPContainer: Container {
     /// status). No answer at all is `unavailable`. A busy answer (`503`, `429`) is asked again
     /// after the call's own backoff (`BusyBackoff`: exponential with jitter, at least the server's
     /// `Retry-After`); a call still refused after `BusyBackoff.patience` is `busy`.
-    fileprivate func send(
+    func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [],
         deadline: TimeAmount = requestDeadline, limit: Int = maxJSONAnswer
     ) async throws(ContainerProtocolError) -> Answer {

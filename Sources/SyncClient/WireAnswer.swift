@@ -19,7 +19,7 @@ enum WireAnswer {
     }
 
     /// The error for an answer that is not the success the call expected. Only a client's own
-    /// mistake (400, 405, 413, 422) is `invalidRequest`; everything else is retryable, because
+    /// mistake (400, 405, 413, 422) and a call the container does not offer (501) are `invalidRequest`; everything else is retryable, because
     /// none of it says anything about the data (doc/PROTOCOL.md, "Retrying").
     static func failure(_ answer: Answer, address: ServerAddress) -> ContainerProtocolError {
         let refusal = refusal(answer)
@@ -32,6 +32,9 @@ enum WireAnswer {
         }
         switch code {
         case .invalidRequest, .methodNotAllowed, .tooLarge, .chunkMismatch:
+            return .invalidRequest(said)
+        case .notImplemented:
+            // The server's container cannot do this at all (no version history): asking again cannot help.
             return .invalidRequest(said)
         case .unauthorized, .forbidden:
             return .unavailable("the server refused the token (\(said)); fix the token file and remount")

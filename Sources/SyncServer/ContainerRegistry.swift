@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import SyncBackend
 import Synchronization
@@ -67,6 +68,22 @@ final class ContainerRegistry: Sendable {
             opened[name] = Opened(container: container, identity: identity)
             return container
         }
+    }
+
+    /// The valid names under the root whose directory holds a container marker, sorted; opens
+    /// nothing. Blocking (`readdir`, `stat`): call it off the cooperative pool.
+    func containerNames() throws(ContainerProtocolError) -> [String] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: root)
+        } catch {
+            throw .unavailable("cannot list the containers under the server's root: \(error.localizedDescription)")
+        }
+        var found: [String] = []
+        for name in names.sorted() where ContainerName.isValid(name) {
+            if try identity(of: name) != nil { found.append(name) }
+        }
+        return found
     }
 
     /// The identities of `ROOT/NAME` and of its marker; nil when either is missing.

@@ -17,11 +17,13 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case commit
     case changes
     case wait
+    case history
+    case trash
 
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait: return "GET"
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash: return "GET"
         case .missingChunks, .commit: return "POST"
         case .putChunk: return "PUT"
         }
@@ -39,6 +41,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .commit: return container + "/commits"
         case .changes: return container + "/changes"
         case .wait: return container + "/changes/wait"
+        case .history: return container + "/entries/ID/versions"
+        case .trash: return container + "/trash"
         }
     }
 
@@ -47,6 +51,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .changes: return [WireProtocol.Query.after, WireProtocol.Query.limit]
         case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
+        case .history: return [WireProtocol.Query.limit]
+        case .trash: return [WireProtocol.Query.before, WireProtocol.Query.limit]
         case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit: return []
         }
     }
@@ -56,7 +62,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .putChunk: return WireProtocol.maxChunkBodyBytes
         case .missingChunks, .commit: return WireProtocol.maxJSONBodyBytes
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait: return nil
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash: return nil
         }
     }
 

@@ -178,6 +178,8 @@ struct SyncResponder: HTTPResponder {
         case .commit: return try await commit(call)
         case .changes: return try await changes(call)
         case .wait: return try await wait(call)
+        case .history: return try await history(call)
+        case .trash: return try await trash(call)
         }
     }
 }

@@ -46,6 +46,10 @@ public struct SyncServer: Sendable {
         /// `syncfs-mount serve --database` without `--tokens`. With both this and `containers`
         /// set, `root` is not used at all (nothing is read or created there).
         public var tokens: (any TokenAuthority)?
+        /// Collect the containers' garbage on this schedule (`serve --gc-every`;
+        /// `CollectionSchedule`); nil: never (the default). Needs a container source that can
+        /// list its containers (`ContainerCatalog`: the root's, a database's).
+        public var collection: CollectionSchedule.Settings?
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -168,11 +172,36 @@ public struct SyncServer: Sendable {
                 onListening(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
             },
             logger: configuration.logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: application), .init(service: ShutdownWatcher(signal: shutdown)),
+        ]
+        if let schedule = try collectionSchedule() {
+            // Last: the graceful stop reaches it first, so no collection outlives the server.
+            services.append(.init(service: CollectionService(schedule: schedule)))
+            configuration.logger.info("\(schedule.summary)")
+        }
         var group = ServiceGroupConfiguration(
-            services: [.init(service: application), .init(service: ShutdownWatcher(signal: shutdown))],
+            services: services,
             gracefulShutdownSignals: signals, logger: configuration.logger)
         group.maximumGracefulShutdownDuration = Self.maximumGracefulStop
         return (ServiceGroup(configuration: group), ServerState(responder: responder, connections: book))
+    }
+
+    /// The garbage collection schedule the configuration asks for, if any (`badInput` if its
+    /// settings are unusable or the containers cannot be listed).
+    func collectionSchedule() throws(SyncServerError) -> CollectionSchedule? {
+        guard let settings = configuration.collection else { return nil }
+        if let problem = settings.problem { throw SyncServerError(.badInput, problem) }
+        var catalogs: [any ContainerCatalog] = []
+        if let catalog = containers as? any ContainerCatalog { catalogs.append(catalog) }
+        // Another backend's containers with the root's tokens (`serve --database --tokens DIR`).
+        if configuration.containers != nil, let tokenStore { catalogs.append(TokenStoreCatalog(store: tokenStore)) }
+        guard !catalogs.isEmpty else {
+            throw SyncServerError(.badInput, "these containers cannot be listed: no garbage collection schedule")
+        }
+        let catalog = catalogs.count == 1 ? catalogs[0] : CatalogUnion(catalogs: catalogs)
+        return CollectionSchedule(
+            settings: settings, catalog: catalog, containers: containers, logger: configuration.logger)
     }
 
     /// A failure to serve, with its exit code: the address in use, not ours to bind, or unknown.

@@ -17,6 +17,15 @@ public struct PostgresContainerSource: ContainerSource {
     }
 }
 
+/// The containers the server's collection schedule goes through (`serve --database --gc-every`):
+/// those named by a token, revoked or not — every container a client has ever been able to
+/// reach. (A container no token names is collected by `syncfs-mount container gc` only.)
+extension PostgresContainerSource: ContainerCatalog {
+    public func containerNames() async throws(ContainerProtocolError) -> [String] {
+        Array(Set(try await PostgresTokens(store: store).list().map(\.container))).sorted()
+    }
+}
+
 /// The token table of a `PostgresStore` (`syncfs_tokens`) as the server's `TokenAuthority`:
 /// `serve --database` without `--tokens`.
 ///

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import Logging
+import SyncBackend
 import SyncServer
 import SyncServerPostgres
 import Synchronization
@@ -61,6 +62,18 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("PEM private key of --tls-cert.", valueName: "file"))
     var tlsKey: String?
 
+    @Option(
+        name: .customLong("gc-every"),
+        help: ArgumentHelp(
+            "Collect the containers' garbage this often (e.g. 6h, 30m, 1d; at least 60s). Default: never.",
+            valueName: "duration"))
+    var gcEvery: String?
+
+    @Option(
+        name: .customLong("gc-grace"),
+        help: ArgumentHelp("With --gc-every: keep chunks stored less than this long ago.", valueName: "seconds"))
+    var gcGrace: Int?
+
     @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -84,6 +97,26 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
         if lifeline, let problem = Lifeline.problemAtStart() { throw problem }
+        _ = try collection()
+    }
+
+    /// The `--gc-every`/`--gc-grace` schedule, if asked for (`CollectionSchedule`).
+    func collection() throws -> CollectionSchedule.Settings? {
+        guard let gcEvery else {
+            if gcGrace != nil { throw ValidationError("--gc-grace goes with --gc-every") }
+            return nil
+        }
+        guard let interval = CollectionSchedule.Settings.duration(parsing: gcEvery) else {
+            throw ValidationError("--gc-every must be a duration such as 90s, 30m, 6h or 1d, not '\(gcEvery)'")
+        }
+        let grace = gcGrace ?? Int(CollectionSchedule.Settings.defaultGrace.components.seconds)
+        let graces = 0...RetentionPolicy.dayLimits.upperBound * 86_400
+        guard graces.contains(grace) else {
+            throw ValidationError("--gc-grace must be a number of seconds from 0 to \(graces.upperBound), not \(grace)")
+        }
+        let settings = CollectionSchedule.Settings(interval: interval, grace: .seconds(grace))
+        if let problem = settings.problem { throw ValidationError(problem) }
+        return settings
     }
 
     func run() throws {
@@ -103,6 +136,7 @@ struct ServeCommand: ParsableCommand {
         var configuration = SyncServer.Configuration(
             root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls,
             logger: Logger(label: "syncfs-server"))
+        configuration.collection = try collection()
         var backend: DatabaseBackend.Opened?
         if let database, let chunkStore {
             do throws(BackendFailure) {

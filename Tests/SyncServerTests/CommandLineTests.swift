@@ -47,6 +47,30 @@ import Testing
         #expect(status == 0, "serve did not exit 0 after SIGTERM; log:\n\(server.log)")
     }
 
+    /// `serve --gc-every DURATION --gc-grace SECONDS`: bad values are usage errors (64) with a
+    /// message; good ones start the schedule and the server still stops cleanly on SIGTERM.
+    @Test func garbageCollectionOptionsAreChecked() throws {
+        let directory = try TemporaryDirectory("syncfs-cli")
+        defer { directory.remove() }
+        let root = directory.path
+        let serve = ["serve", "--root", root, "--listen", "127.0.0.1:0"]
+        for (extra, message) in [
+            (["--gc-every", "59s"], "at least 60 s"), (["--gc-every", "6x"], "--gc-every must be a duration"),
+            (["--gc-every=-1h"], "--gc-every must be a duration"), (["--gc-every", ""], "--gc-every"),
+            (["--gc-grace", "10"], "--gc-grace goes with --gc-every"),
+            (["--gc-every", "1h", "--gc-grace=-1"], "--gc-grace must be"),
+        ] {
+            let result = try Binary.run(serve + extra)
+            #expect(result.status == 64, "\(extra): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(extra): \(result.stderr)")
+        }
+        _ = try LocalContainer.openOrCreate(at: root + "/docs")
+        let server = try ServeProcess.start(root: root, extra: ["--gc-every", "60s", "--gc-grace", "0"])
+        let status = server.stop()
+        #expect(status == 0, "serve did not exit 0 after SIGTERM; log:\n\(server.log)")
+        #expect(server.log.contains("garbage collection every 60 s, grace 0 s"), "\(server.log)")
+    }
+
     @Test func badInputHasTheDocumentedExitCodes() throws {
         let directory = try TemporaryDirectory("syncfs-cli")
         defer { directory.remove() }

@@ -64,6 +64,8 @@ import Testing
     @Test(arguments: ServerBackend.allCases) func everyEndpointAnswersAsDocumented(backend: ServerBackend) async throws
     {
         try await ServerFixture.run(backend: backend) { fixture in
+            // History rows answer 501 on a backend whose container keeps no history (yet).
+            let keepsHistory = try await fixture.container() is any ContainerHistory
             let chunk = Sample.chunk(Array("a chunk for the document test".utf8))
             let entry = Sample.create(Sample.file("doc.txt", chunks: [chunk]))
             // PUT goes first, so that the GET of the chunk and the commit find it.
@@ -75,6 +77,7 @@ import Testing
                     .replacingOccurrences(of: "ID", with: FileID.root.hex)
                 let query = row.query.replacingOccurrences(of: "CURSOR", with: "")
                     .replacingOccurrences(of: "=N", with: "=10").replacingOccurrences(of: "=MS", with: "=0")
+                    .replacingOccurrences(of: "=VERSION", with: "=1")
                 let target = query.isEmpty ? path : path + "?" + query
                 let reply: Reply
                 switch (row.method, row.path.hasSuffix("/commits"), row.path.hasSuffix("/missing")) {
@@ -84,7 +87,9 @@ import Testing
                     reply = try await fixture.send(.POST, target, json: MissingChunksRequest(hashes: [chunk.hash]))
                 default: reply = try await fixture.send(HTTPMethod(rawValue: row.method), target)
                 }
-                #expect(reply.status == row.status, "\(row): \(reply.status) \(reply.text)")
+                let history = row.path.hasSuffix("/versions") || row.path.hasSuffix("/trash")
+                let expected = history && !keepsHistory ? WireError.Code.notImplemented.status : row.status
+                #expect(reply.status == expected, "\(row): \(reply.status) \(reply.text)")
             }
         }
     }
@@ -147,7 +152,7 @@ import Testing
         }
         for type in [
             "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
-            "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus",
+            "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus", "HistoryResponse",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
@@ -176,6 +181,7 @@ import Testing
         case "ContainerInfo": return try decoder.decode(ContainerInfo.self, from: data)
         case "WaitResponse": return try decoder.decode(WaitResponse.self, from: data)
         case "HealthStatus": return try decoder.decode(HealthStatus.self, from: data)
+        case "HistoryResponse": return try decoder.decode(HistoryResponse.self, from: data)
         default: throw TestFailure("no decoder for the example type '\(type)'")
         }
     }

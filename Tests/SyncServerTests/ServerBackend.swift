@@ -4,11 +4,12 @@ import PostgresNIO
 import SyncBackend
 import SyncPostgres
 import SyncS3
-import SyncServer
 import SyncServerPostgres
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import SyncServer
 
 /// Which backend a `ServerFixture`'s in-process server serves: the embedded default (containers
 /// in directories under a root, tokens in its token database) or PostgreSQL + S3 (containers and
@@ -110,6 +111,13 @@ final class FixtureBackend: Sendable {
         return try await PostgresTokens(store: database.store).list().first { $0.id == id }.map {
             ($0.label, $0.revoked != nil)
         }
+    }
+
+    /// Where the server's containers come from, as `serve` makes it (the root's, or the
+    /// database's), with its catalog (`ContainerCatalog`, for the collection schedule).
+    func source() -> any ContainerSource & ContainerCatalog {
+        guard let database else { return LocalContainerSource(registry: ContainerRegistry(root: root.path)) }
+        return PostgresContainerSource(store: database.store)
     }
 
     /// The container `name`, opened beside the server (as another process would).

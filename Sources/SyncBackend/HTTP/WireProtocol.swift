@@ -41,6 +41,13 @@ public enum WireProtocol {
     /// holds fewer entries than `limit` (`moreComing` says more exist); a single entry is always
     /// sent, however large.
     public static let maxChangePageBytes = 16 << 20
+    /// The page size of `entries/ID/versions` and `trash` when the request names no `limit`
+    /// (at most `HistoryPage.limits`' upper bound).
+    public static let defaultHistoryLimit = 100
+    /// The most JSON bytes the server puts in one history or trash page: a page that would be
+    /// larger holds fewer versions than `limit` (`moreComing` says so); one version is always
+    /// sent, however large.
+    public static let maxHistoryPageBytes = 16 << 20
     /// A commit's `device`: 1...128 bytes of UTF-8 without control characters.
     public static let maxDeviceBytes = 128
     /// An extended attribute's name: `user.` and at least one more byte, at most 255 bytes, no NUL.
@@ -50,12 +57,14 @@ public enum WireProtocol {
     /// All extended attributes of one entry together (names and values).
     public static let maxXattrTotalBytes = 1 << 20
 
-    /// Query parameters: the cursor (`changes`, `changes/wait`), the page size (`changes`) and the
-    /// wait in milliseconds (`changes/wait`). Any other parameter is `400 invalidRequest`.
+    /// Query parameters: the cursor (`changes`, `changes/wait`), the page size (`changes`,
+    /// `entries/ID/versions`, `trash`), the wait in milliseconds (`changes/wait`) and the version
+    /// a trash page starts below (`trash`). Any other parameter is `400 invalidRequest`.
     public enum Query {
         public static let after = "after"
         public static let limit = "limit"
         public static let timeout = "timeout"
+        public static let before = "before"
     }
 
     /// The wire names of `ChunkEncoding`.
@@ -86,6 +95,8 @@ public enum WireProtocol {
         public static func commits(_ name: String) -> String { container(name) + "/commits" }
         public static func changes(_ name: String) -> String { container(name) + "/changes" }
         public static func wait(_ name: String) -> String { container(name) + "/changes/wait" }
+        public static func versions(_ name: String, _ id: FileID) -> String { entry(name, id) + "/versions" }
+        public static func trash(_ name: String) -> String { container(name) + "/trash" }
         public static let health = "\(prefix)/health"
     }
 }
@@ -129,6 +140,8 @@ public struct WireError: Codable, Equatable, Sendable {
         /// 429: this token, or this container, has as many requests of the kind in progress as the
         /// server allows one (`Retry-After` says when to try again); others are still served.
         case tooManyRequests
+        /// 501: the container does not offer this call (e.g. it keeps no version history).
+        case notImplemented
         /// 503: the container cannot be used right now (the server is stopping, its disk is away),
         /// or the whole server is too busy (with `Retry-After`).
         case unavailable
@@ -147,6 +160,7 @@ public struct WireError: Codable, Equatable, Sendable {
             case .chunkMismatch: return 422
             case .containerMismatch: return 412
             case .tooManyRequests: return 429
+            case .notImplemented: return 501
             case .unavailable: return 503
             case .storageFailure: return 507
             }
@@ -187,6 +201,20 @@ public struct MissingChunksResponse: Codable, Equatable, Sendable {
 public struct WaitResponse: Codable, Equatable, Sendable {
     public var changed: Bool
     public init(changed: Bool) { self.changed = changed }
+}
+
+/// `GET /v1/containers/NAME/entries/ID/versions` and `GET /v1/containers/NAME/trash` response
+/// body: versions newest first (`ContainerHistory`), checked by the client with
+/// `HistoryAnswerValidation`.
+public struct HistoryResponse: Codable, Equatable, Sendable {
+    public var versions: [HistoricVersion]
+    /// The page holds fewer versions than asked because of `WireProtocol.maxHistoryPageBytes`,
+    /// and more exist (for the trash: ask again with `before` the last one's version).
+    public var moreComing: Bool
+    public init(versions: [HistoricVersion], moreComing: Bool) {
+        self.versions = versions
+        self.moreComing = moreComing
+    }
 }
 
 /// Container names on a server: 1...64 bytes of `A-Z a-z 0-9 . _ -`, not starting with `.`
