@@ -53,6 +53,9 @@ enum WireAnswer {
             return .unavailable(said)
         case .storageFailure:
             return .storageFailure(said)
+        case .quotaExceeded:
+            // Retryable: the change stays queued until there is room (status shows this message).
+            return .storageFailure(said)
         }
     }
 

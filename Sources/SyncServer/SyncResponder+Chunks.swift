@@ -26,7 +26,8 @@ extension SyncResponder {
     /// Each upload holds its payload and its decoded bytes (up to 16 MiB each) while it is read,
     /// verified and stored, so it holds an upload slot of its token, container and the server
     /// (`BodyBudget`, taken by `SyncResponder` before this runs: beyond them `429`/`503` with
-    /// `Retry-After: 1`, before the body is read; the client retries).
+    /// `Retry-After: 1`, before the body is read; the client retries). A chunk that would take
+    /// the container over its quota is refused `507 quotaExceeded` (`QuotaBook`).
     func putChunk(_ call: Call) async throws(WireFailure) -> Response {
         let hash = try Self.hash(call)
         let (encoding, plainLength) = try ChunkUpload.headers(of: call.request)
@@ -37,9 +38,11 @@ extension SyncResponder {
             as: [UInt8].self)
         let chunk = EncodedChunk(hash: hash, encoding: encoding, plainLength: plainLength, payload: payload)
         try await ChunkUpload.verify(chunk)
+        try await quotas?.admit(chunk, name: call.name, container: call.container)
         try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.putChunk(chunk)
         }
+        quotas?.stored(chunk, name: call.name)
         return JSONResponse.empty(status: 204)
     }
 

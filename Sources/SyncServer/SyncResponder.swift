@@ -32,6 +32,8 @@ struct SyncResponder: HTTPResponder {
     let bodies: BodyBudget
     /// Memory for decoding JSON bodies (and encoding their answers); beyond it `503`.
     let decoding: MemoryBudget
+    /// The containers' storage quotas; nil when none is set.
+    let quotas: QuotaBook?
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.

@@ -50,6 +50,8 @@ public struct SyncServer: Sendable {
         /// `CollectionSchedule`); nil: never (the default). Needs a container source that can
         /// list its containers (`ContainerCatalog`: the root's, a database's).
         public var collection: CollectionSchedule.Settings?
+        /// Per-container storage quotas (`serve --quota`, `--default-quota`; `QuotaBook`).
+        public var quotas = QuotaSettings()
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -149,7 +151,9 @@ public struct SyncServer: Sendable {
         let limits = configuration.limits
         let responder = SyncResponder(
             tokens: tokens, containers: containers, shutdown: shutdown, bodies: BodyBudget(limits: limits),
-            decoding: MemoryBudget(capacity: limits.decodingMemory))
+            decoding: MemoryBudget(capacity: limits.decodingMemory),
+            quotas: configuration.quotas.isEmpty
+                ? nil : QuotaBook(settings: configuration.quotas, logger: configuration.logger))
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

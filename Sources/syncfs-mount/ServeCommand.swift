@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Logging
 import SyncBackend
+import SyncFS
 import SyncServer
 import SyncServerPostgres
 import Synchronization
@@ -74,6 +75,15 @@ struct ServeCommand: ParsableCommand {
         help: ArgumentHelp("With --gc-every: keep chunks stored less than this long ago.", valueName: "seconds"))
     var gcGrace: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "A container's storage quota (stored bytes, history included), e.g. box=10G; repeatable.",
+            valueName: "name=size"))
+    var quota: [String] = []
+
+    @Option(help: ArgumentHelp("The storage quota of every container without its own --quota.", valueName: "size"))
+    var defaultQuota: String?
+
     @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -98,6 +108,29 @@ struct ServeCommand: ParsableCommand {
         }
         if lifeline, let problem = Lifeline.problemAtStart() { throw problem }
         _ = try collection()
+        _ = try quotas()
+    }
+
+    /// The `--quota`/`--default-quota` settings (`QuotaSettings`).
+    func quotas() throws -> QuotaSettings {
+        func size(_ text: String, _ option: String) throws -> Int64 {
+            guard case .bytes(let bytes)? = CacheSize(parsing: text) else {
+                throw ValidationError("\(option) needs a size such as 500M, 10G or 1T, not '\(text)'")
+            }
+            return bytes
+        }
+        var settings = QuotaSettings(defaultLimit: try defaultQuota.map { try size($0, "--default-quota") })
+        for item in quota {
+            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, ContainerName.isValid(parts[0]) else {
+                throw ValidationError("--quota needs NAME=SIZE with a container name, not '\(item)'")
+            }
+            guard settings.perContainer[parts[0]] == nil else {
+                throw ValidationError("--quota names the container '\(parts[0])' twice")
+            }
+            settings.perContainer[parts[0]] = try size(parts[1], "--quota \(parts[0])")
+        }
+        return settings
     }
 
     /// The `--gc-every`/`--gc-grace` schedule, if asked for (`CollectionSchedule`).
@@ -137,6 +170,7 @@ struct ServeCommand: ParsableCommand {
             root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls,
             logger: Logger(label: "syncfs-server"))
         configuration.collection = try collection()
+        configuration.quotas = try quotas()
         var backend: DatabaseBackend.Opened?
         if let database, let chunkStore {
             do throws(BackendFailure) {

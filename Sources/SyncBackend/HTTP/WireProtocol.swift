@@ -147,6 +147,9 @@ public struct WireError: Codable, Equatable, Sendable {
         case unavailable
         /// 507: the server's storage failed (disk full, I/O error).
         case storageFailure
+        /// 507: storing this chunk would take the container over its quota (`serve --quota`);
+        /// retryable later (files deleted, garbage collected, the quota raised).
+        case quotaExceeded
 
         public var status: Int {
             switch self {
@@ -162,7 +165,7 @@ public struct WireError: Codable, Equatable, Sendable {
             case .tooManyRequests: return 429
             case .notImplemented: return 501
             case .unavailable: return 503
-            case .storageFailure: return 507
+            case .storageFailure, .quotaExceeded: return 507
             }
         }
     }
