@@ -140,7 +140,7 @@ struct ContainerGCCommand: ParsableCommand {
                     container: target.container, dryRun: dryRun, graceSeconds: grace, retention: retention,
                     report: report))
         }
-        let verb = dryRun ? "would delete" : "deleted"
+        let verb = dryRun ? "to delete" : "deleted"
         print(
             "\(target.container) (retention \(retention), grace \(HumanUnits.duration(Double(grace))))\(dryRun ? ", dry run" : ""):"
         )

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SQLiteSupport
 import Testing
 
 @testable import SyncBackend
@@ -213,5 +214,44 @@ struct LocalCollectionTests {
         #expect(utimensat(AT_FDCWD, stale, &times, 0) == 0)
         _ = try await container.collectGarbage(CollectionOptions(grace: .zero))
         #expect(access(stale, F_OK) != 0 && access(fresh, F_OK) == 0 && access(other, F_OK) == 0)
+    }
+
+    @Test func anUpgradedContainerKeepsItsTrashForTheRetentionPeriodFromTheUpgrade() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A container of schema 1 (no history) with a deleted file whose chunk is still stored.
+        try FileManager.default.createDirectory(atPath: path + "/chunks", withIntermediateDirectories: true)
+        try Data(#"{"format":2,"id":"old-container"}"#.utf8).write(
+            to: URL(fileURLWithPath: path + "/syncfs-container.json"))
+        let chunk = rawChunk("deleted before history existed")
+        let id = FileID.random()
+        do {
+            let connection = try SQLiteConnection(path: path + "/container.db")
+            try SQLiteMigrations([LocalContainerSchema.migrations.steps[0]]).migrate(connection)
+            let tombstone = RemoteEntry(
+                id: id, version: 1, isDeleted: true, device: "old", state: fileState("old", chunks: [chunk]))
+            try connection.execute("UPDATE counters SET value = 1 WHERE name = 'version'")
+            let insert = try connection.statement(
+                "INSERT INTO entries (\(LocalEntryRow.columns)) VALUES (?, 1, 1, 'old', ?, ?, 1, 420, 0, ?, NULL, NULL, ?)"
+            )
+            insert.bind(1, id.hex)
+            insert.bind(2, FileID.root.hex)
+            insert.bind(3, bytes: tombstone.state.name)
+            insert.bind(4, tombstone.state.size)
+            insert.bind(5, bytes: LocalEntryEncoding.encodeManifest(tombstone.state.manifest))
+            try insert.run()
+        }
+        let container = try LocalContainer.openExisting(at: path)
+        try await container.putChunk(chunk)
+        let trash = try await container.deletedEntries(before: nil, limit: 10)
+        #expect(trash.map(\.entry.id) == [id] && trash.first?.committedAt == 0)
+        #expect(try await container.history(of: id, limit: 10).count == 1)
+
+        // Its time is unknown: it counts from the upgrade, so the next collection keeps it…
+        let now = try await container.collectGarbage(CollectionOptions(grace: .zero))
+        #expect(now.tombstonesPurged == 0 && now.chunksDeleted == 0 && exists(chunk))
+        // …and one 31 days later purges it.
+        let later = try await container.collectGarbage(
+            CollectionOptions(grace: .zero, now: WallClock.nanoseconds() + 31 * Self.day))
+        #expect(later.tombstonesPurged == 1 && later.chunksDeleted == 1 && !exists(chunk))
     }
 }

@@ -75,10 +75,12 @@ struct LocalChunkFiles {
         }
         defer { closedir(directory) }
         var names: [String] = []
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            // Read the name in place: a `dirent` record is only as long as its name, so copying
+            // the whole struct (`entry.pointee`) may read past the end of the mapped buffer.
+            let name = String(
+                cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
         return names
