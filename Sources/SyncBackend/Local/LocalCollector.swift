@@ -5,7 +5,8 @@ import SQLiteSupport
 /// "Garbage collection"), on a database connection of its own so that the container's other
 /// calls (commits of this process included) run meanwhile.
 ///
-/// 1. **Prune**, in one write transaction: superseded versions and tombstones past retention
+/// 1. **Prune**, decided on one snapshot and applied in batches of write transactions: superseded
+///    versions and tombstones past retention
 ///    (`RetentionPolicy.keepsVersion`, ranked per entry newest first; `keepsTombstone`, a tombstone
 ///    of unknown time counting from when the container started keeping history). Purged
 ///    tombstones stay in the feed, out of the trash.
@@ -24,7 +25,7 @@ import SQLiteSupport
 /// A dry run prunes and unlinks nothing and counts what would go.
 struct LocalCollector {
     let layout: LocalLayout
-    /// Candidates per sweep transaction: short write-lock holds between commits.
+    /// Rows or candidates per write transaction: short write-lock holds between commits.
     static let batchSize = 512
     static let temporaryFileAge: Int64 = RetentionPolicy.nanosecondsPerDay
 
@@ -100,14 +101,20 @@ struct LocalCollector {
     // MARK: Steps
 
     /// Prunes (or, dry, finds) what is past `retention`; returns the versions of the rows that go.
+    ///
+    /// Decided on one read snapshot, applied in short write transactions (commits wait at most
+    /// one batch). What was decided stays past retention: times only move on, and later commits
+    /// only push an entry's older versions further down its ranks. A tombstone re-created
+    /// meanwhile is no longer the row of its version, so it is not purged.
     private func prune(
         _ connection: SQLiteConnection, _ retention: RetentionPolicy, now: Int64, dryRun: Bool,
         report: inout CollectionReport
     ) throws -> Set<Int64> {
-        let work = { () throws -> Set<Int64> in
+        let (versions, tombstones) = try connection.readTransaction { () throws -> ([Int64], [Int64]) in
             var versions: [Int64] = []
             let superseded = try connection.statement(
                 "SELECT id, version, replaced_at FROM versions ORDER BY id DESC, version DESC")
+            defer { superseded.reset() }
             var entry = ""
             var rank = 0
             while try superseded.step() {
@@ -118,36 +125,51 @@ struct LocalCollector {
                     versions.append(superseded.int64(1))
                 }
             }
-            superseded.reset()
             let historySince = try LocalEntryStore.setting("history_since", in: connection)
             var tombstones: [Int64] = []
             let trash = try connection.statement(
                 "SELECT version, committed_at FROM entries WHERE deleted = 1 AND purged = 0")
+            defer { trash.reset() }
             while try trash.step() {
                 let committedAt = trash.int64(1)
                 let deletedAt = committedAt == 0 ? historySince : committedAt
                 if !retention.keepsTombstone(deletedAt: deletedAt, now: now) { tombstones.append(trash.int64(0)) }
             }
-            trash.reset()
+            return (versions, tombstones)
+        }
+        if dryRun {
             report.versionsPruned = versions.count
             report.tombstonesPurged = tombstones.count
-            if !dryRun {
-                let delete = try connection.statement("DELETE FROM versions WHERE version = ?")
-                for version in versions {
-                    delete.bind(1, version)
-                    try delete.run()
-                    delete.reset()
-                }
-                let purge = try connection.statement("UPDATE entries SET purged = 1 WHERE version = ?")
-                for version in tombstones {
-                    purge.bind(1, version)
-                    try purge.run()
-                    purge.reset()
-                }
-            }
             return Set(versions).union(tombstones)
         }
-        return try dryRun ? connection.readTransaction(work) : connection.transaction(work)
+        report.versionsPruned = try applyInBatches(
+            versions, "DELETE FROM versions WHERE version = ? RETURNING version", connection)
+        report.tombstonesPurged = try applyInBatches(
+            tombstones,
+            "UPDATE entries SET purged = 1 WHERE version = ? AND deleted = 1 AND purged = 0 RETURNING version",
+            connection)
+        return []
+    }
+
+    /// Runs `sql` (one row per change it made) for each of `versions`, `batchSize` per write
+    /// transaction; the number of rows changed.
+    private func applyInBatches(_ versions: [Int64], _ sql: String, _ connection: SQLiteConnection) throws -> Int {
+        var changed = 0
+        var start = 0
+        while start < versions.count {
+            let batch = versions[start..<min(start + Self.batchSize, versions.count)]
+            start += batch.count
+            try connection.transaction { () throws in
+                let statement = try connection.statement(sql)
+                for version in batch {
+                    statement.reset()
+                    statement.bind(1, version)
+                    while try statement.step() { changed += 1 }
+                }
+                statement.reset()
+            }
+        }
+        return changed
     }
 
     /// The chunks every kept row names (minus the rows `excluding`), from one snapshot, and its
