@@ -10,7 +10,10 @@ struct ContainerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "container",
         abstract: "Work on whole containers (move one between backends).",
-        subcommands: [ContainerCopyCommand.self]
+        subcommands: [
+            ContainerCopyCommand.self, ContainerGCCommand.self, ContainerStatsCommand.self,
+            ContainerRetentionCommand.self,
+        ]
     )
 }
 

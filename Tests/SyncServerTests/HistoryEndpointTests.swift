@@ -82,7 +82,7 @@ struct HistoryEndpointTests {
     }
 
     @Test func aContainerWithoutHistoryIs501AndAClearClientError() async throws {
-        let plain = InMemoryContainer()
+        let plain = HistorylessContainer()
         try await HistoryServer.run(["plain": plain]) { served in
             let token = try served.token("plain")
             for target in [WireProtocol.Path.versions("plain", .root), WireProtocol.Path.trash("plain")] {

@@ -63,6 +63,29 @@ final class CannedHistoryContainer: Container, ContainerHistory {
     }
 }
 
+/// A container that keeps no history (as a server of an older SyncFS, or a backend without it):
+/// an `InMemoryContainer`'s `Container` calls only.
+final class HistorylessContainer: Container {
+    let base = InMemoryContainer()
+
+    var containerID: String { base.containerID }
+    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        try await base.missingChunks(hashes)
+    }
+    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
+    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
+    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
+    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        try await base.commit(request)
+    }
+    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        try await base.changes(after: cursor, limit: limit)
+    }
+    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
+        try await base.waitForChanges(after: cursor, timeout: timeout)
+    }
+}
+
 /// A server's containers by name, fixed (`ContainerSource`).
 struct FixedContainerSource: ContainerSource {
     let containers: [String: any Container]

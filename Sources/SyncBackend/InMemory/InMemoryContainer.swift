@@ -8,15 +8,23 @@ import Synchronization
 /// suspension. `waitForChanges` suspends on a `ChangeNotifier` that `commit` wakes directly, so a
 /// waiter returns as soon as a commit lands (no polling).
 public final class InMemoryContainer: Container {
-    private struct State {
+    struct State {
         var entries: [FileID: RemoteEntry] = [:]
         var chunks: [ChunkHash: EncodedChunk] = [:]
         /// The latest version handed out (0 before the first commit).
         var version: EntryVersion = 0
+        /// History (#17, `InMemoryContainer+History.swift`): when each current entry was committed,
+        /// the tombstones purged out of the trash, the superseded versions of each entry (oldest
+        /// first), when each chunk was last stored, and the retention policy.
+        var committedAt: [FileID: Int64] = [:]
+        var purged: Set<FileID> = []
+        var superseded: [FileID: [HistoricVersion]] = [:]
+        var storedAt: [ChunkHash: Int64] = [:]
+        var retention = RetentionPolicy()
     }
 
     public let containerID: String
-    private let state = Mutex(State())
+    let state = Mutex(State())
     private let notifier = ChangeNotifier()
 
     public init(containerID: String = UUID().uuidString.lowercased()) {
@@ -31,6 +39,7 @@ public final class InMemoryContainer: Container {
         try ChunkValidation.check(chunk)
         state.withLock { state in
             if state.chunks[chunk.hash] == nil { state.chunks[chunk.hash] = chunk }
+            state.storedAt[chunk.hash] = WallClock.nanoseconds()
         }
     }
 
@@ -53,7 +62,11 @@ public final class InMemoryContainer: Container {
                 let entry = RemoteEntry(
                     id: request.id, version: state.version, isDeleted: isDeleted, device: request.device,
                     state: entryState)
+                let now = WallClock.nanoseconds()
+                state.keepSuperseded(request.id, replacedAt: now)
                 state.entries[request.id] = entry
+                state.committedAt[request.id] = now
+                state.purged.remove(request.id)
                 return .committed(entry)
             }
         }

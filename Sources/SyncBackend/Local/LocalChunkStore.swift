@@ -7,8 +7,11 @@ import Glibc
 ///   shard directory (`.tmp-…`, never 64 hex digits, so never taken for a chunk), fsync'd, then
 ///   renamed into place; the shard directory is fsync'd after the rename (and `chunks/` after a
 ///   shard is made), so a chunk a commit refers to survives a power loss with that commit.
-/// - Chunk files are never modified or removed once in place, except that a file whose header is
-///   damaged is replaced by the next `put` of the same hash.
+/// - Chunk files are never modified once in place, except that a file whose header is damaged is
+///   replaced by the next `put` of the same hash. A `put` of a chunk already there refreshes its
+///   file's mtime: the garbage collection (`LocalCollector`) never deletes a chunk stored or
+///   stored again within its grace period, and removes a chunk file only while it holds the
+///   database's write lock.
 ///
 /// Several processes may write the same chunk at once: each uses its own temporary file and the
 /// renames replace like with like. Every call is synchronous and blocking (see `LocalFileIO`).
@@ -45,7 +48,7 @@ struct LocalChunkStore: Sendable {
 
     func store(_ chunk: EncodedChunk) throws(ContainerProtocolError) {
         let finalPath = layout.chunkPath(chunk.hash)
-        if hasIntactHeader(finalPath) { return }
+        if refreshIfIntact(finalPath) { return }
         let shard = layout.shardPath(chunk.hash)
         let madeShard = try makeDirectory(shard)
         var random = SystemRandomNumberGenerator()
@@ -68,14 +71,24 @@ struct LocalChunkStore: Sendable {
         }
     }
 
-    /// Whether the file at `path` exists with a header of ours (its payload is not checked).
-    private func hasIntactHeader(_ path: String) -> Bool {
+    /// Whether the file at `path` exists with a header of ours (its payload is not checked); if so
+    /// its mtime is set to now (a new grace period against the garbage collection) and it is
+    /// checked to be still in place afterwards (a collection may have just removed it: then it is
+    /// written again).
+    private func refreshIfIntact(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var header = [UInt8](repeating: 0, count: LocalChunkFile.headerSize)
         let count = header.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        return count == LocalChunkFile.headerSize && LocalChunkFile.header(header) != nil
+        guard count == LocalChunkFile.headerSize, LocalChunkFile.header(header) != nil else { return false }
+        // Owner-only files: this user may set their times. If it cannot (a container of another
+        // user's), the chunk is written again under a new file, which is as good.
+        guard futimens(fd, nil) == 0 else { return false }
+        var opened = stat()
+        var named = stat()
+        return fstat(fd, &opened) == 0 && stat(path, &named) == 0 && opened.st_ino == named.st_ino
+            && opened.st_dev == named.st_dev
     }
 
     /// Creates `path` (and `chunks/` if needed), mode 0700; true if this call made it.

@@ -32,6 +32,39 @@ package enum LocalContainerSchema {
         );
         -- A backstop for the name check the commit makes: live names are unique per directory.
         CREATE UNIQUE INDEX entries_live_names ON entries (parent, name) WHERE deleted = 0;
+        """,
+        // 2 (#17): history. When each row was committed, tombstones purged out of the trash, every
+        // superseded version (copied by the commit that replaces it, in its transaction), and the
+        // container's settings (its retention policy, and since when it keeps history).
         """
+        ALTER TABLE entries ADD COLUMN committed_at INTEGER NOT NULL DEFAULT 0;  -- ns since the epoch; 0 unknown
+        ALTER TABLE entries ADD COLUMN purged INTEGER NOT NULL DEFAULT 0;        -- 1: a tombstone out of the trash
+        CREATE INDEX entries_trash ON entries (version) WHERE deleted = 1 AND purged = 0;
+        CREATE TABLE versions (
+            id TEXT NOT NULL,
+            version INTEGER NOT NULL UNIQUE,    -- the commit that made this version
+            deleted INTEGER NOT NULL,
+            device TEXT NOT NULL,
+            parent TEXT,
+            name BLOB NOT NULL,
+            kind INTEGER NOT NULL,
+            mode INTEGER NOT NULL,
+            mtime INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            xattrs BLOB,
+            symlink_target BLOB,
+            manifest BLOB,
+            committed_at INTEGER NOT NULL,      -- as in entries
+            replaced_at INTEGER NOT NULL        -- ns since the epoch: when the next version was committed
+        );
+        CREATE INDEX versions_by_entry ON versions (id, version);
+        CREATE TABLE settings (
+            name TEXT PRIMARY KEY NOT NULL,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO settings (name, value) VALUES
+            ('retention_days', 30), ('retention_versions', 0),
+            ('history_since', CAST(strftime('%s', 'now') AS INTEGER) * 1000000000);
+        """,
     ])
 }

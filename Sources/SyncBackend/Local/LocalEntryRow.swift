@@ -30,16 +30,31 @@ enum LocalEntryRow {
             device: statement.text(3), state: state)
     }
 
-    /// Writes `entry` as the one row of its ID.
-    static func upsert(_ entry: RemoteEntry, in connection: SQLiteConnection) throws {
+    /// Copies the current row of `id` into `versions`, replaced at `replacedAt`, unless there is
+    /// none or it is a purged tombstone (its content is no longer kept). Runs in the commit's
+    /// transaction, before the row is overwritten.
+    static func keepSuperseded(_ id: FileID, replacedAt: Int64, in connection: SQLiteConnection) throws {
         let statement = try connection.statement(
             """
-            INSERT INTO entries (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO versions (\(columns), committed_at, replaced_at)
+            SELECT \(columns), committed_at, ? FROM entries WHERE id = ? AND purged = 0
+            """)
+        statement.bind(1, replacedAt)
+        statement.bind(2, id.hex)
+        try statement.run()
+    }
+
+    /// Writes `entry` as the one row of its ID, committed at `committedAt` (ns since the epoch).
+    static func upsert(_ entry: RemoteEntry, committedAt: Int64, in connection: SQLiteConnection) throws {
+        let statement = try connection.statement(
+            """
+            INSERT INTO entries (\(columns), committed_at, purged) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
             ON CONFLICT (id) DO UPDATE SET
                 version = excluded.version, deleted = excluded.deleted, device = excluded.device,
                 parent = excluded.parent, name = excluded.name, kind = excluded.kind, mode = excluded.mode,
                 mtime = excluded.mtime, size = excluded.size, xattrs = excluded.xattrs,
-                symlink_target = excluded.symlink_target, manifest = excluded.manifest
+                symlink_target = excluded.symlink_target, manifest = excluded.manifest,
+                committed_at = excluded.committed_at, purged = 0
             """)
         let state = entry.state
         statement.bind(1, entry.id.hex)
@@ -55,6 +70,7 @@ enum LocalEntryRow {
         statement.bind(11, bytes: LocalEntryEncoding.encodeXattrs(state.xattrs))
         statement.bind(12, bytes: state.symlinkTarget)
         statement.bind(13, bytes: LocalEntryEncoding.encodeManifest(state.manifest))
+        statement.bind(14, committedAt)
         try statement.run()
     }
 }

@@ -23,7 +23,7 @@ final class LocalEntryStore: Sendable {
         self.connection = Mutex(try Self.open(layout.databasePath, create: create))
     }
 
-    private static func open(_ path: String, create: Bool) throws -> SQLiteConnection {
+    static func open(_ path: String, create: Bool) throws -> SQLiteConnection {
         let connection = try SQLiteConnection(path: path, create: create)
         try connection.execute("PRAGMA journal_mode = WAL")
         // A commit the container acknowledged must survive a power loss: the client forgets it.
@@ -60,7 +60,9 @@ final class LocalEntryStore: Sendable {
     // MARK: Commit
 
     /// Decides and, if allowed, applies `request` in one transaction. `chunks` answers the
-    /// manifest check (chunk files live outside the database and are never removed).
+    /// manifest check inside that transaction: a garbage collection deletes chunk files only
+    /// while it holds the write lock (`LocalCollector`), so a chunk seen here stays until the
+    /// commit is written, and the collection then sees the commit.
     func commit(_ request: CommitRequest, chunks: LocalChunkStore) throws(ContainerProtocolError) -> CommitOutcome {
         try withConnection { connection in
             try connection.transaction { () throws -> CommitOutcome in
@@ -75,7 +77,10 @@ final class LocalEntryStore: Sendable {
                     try update.run()
                     let entry = RemoteEntry(
                         id: request.id, version: version, isDeleted: isDeleted, device: request.device, state: state)
-                    try LocalEntryRow.upsert(entry, in: connection)
+                    let now = WallClock.nanoseconds()
+                    // History (#17): the version this commit replaces is kept, in this transaction.
+                    try LocalEntryRow.keepSuperseded(request.id, replacedAt: now, in: connection)
+                    try LocalEntryRow.upsert(entry, committedAt: now, in: connection)
                     return .committed(entry)
                 }
             }
@@ -90,8 +95,11 @@ final class LocalEntryStore: Sendable {
         try withConnection { connection in
             try connection.transaction { () throws in
                 var newest = try Self.counter(in: connection)
+                // The source's commit times are not copied: imported rows count as committed now
+                // (so a copied tombstone stays in the trash for the retention period).
+                let now = WallClock.nanoseconds()
                 for entry in entries {
-                    try LocalEntryRow.upsert(entry, in: connection)
+                    try LocalEntryRow.upsert(entry, committedAt: now, in: connection)
                     newest = max(newest, entry.version)
                 }
                 let update = try connection.statement("UPDATE counters SET value = ? WHERE name = 'version'")
@@ -109,8 +117,7 @@ final class LocalEntryStore: Sendable {
 
     /// Runs `body` on the connection (reopening it if an earlier I/O failure dropped it), and
     /// maps its failures to protocol errors.
-    private func withConnection<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(ContainerProtocolError) -> T
-    {
+    func withConnection<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(ContainerProtocolError) -> T {
         try layout.checkReachable()
         return try connection.withLock { (slot: inout SQLiteConnection?) throws(ContainerProtocolError) -> T in
             do {
@@ -128,7 +135,7 @@ final class LocalEntryStore: Sendable {
         }
     }
 
-    private static func protocolError(_ error: SQLiteError) -> ContainerProtocolError {
+    static func protocolError(_ error: SQLiteError) -> ContainerProtocolError {
         if error.isBusy { return .unavailable("the container database stayed locked: \(error)") }
         if error.isCannotOpen { return .unavailable("the container database cannot be opened: \(error)") }
         return .storageFailure("container database: \(error)")
@@ -141,7 +148,7 @@ final class LocalEntryStore: Sendable {
         return try statement.step() ? try LocalEntryRow.entry(statement) : nil
     }
 
-    private static func counter(in connection: SQLiteConnection) throws -> EntryVersion {
+    static func counter(in connection: SQLiteConnection) throws -> EntryVersion {
         let statement = try connection.statement("SELECT value FROM counters WHERE name = 'version'")
         defer { statement.reset() }
         guard try statement.step() else { throw ContainerProtocolError.storageFailure("the version counter is gone") }

@@ -80,3 +80,16 @@ package enum LocalFileIO {
         init(_ code: Int32) { self.code = code }
     }
 }
+
+extension LocalFileIO {
+    /// The first `count` bytes of the file at `path` (fewer if it is shorter).
+    static func readPrefix(_ path: String, count: Int) -> Result<[UInt8], Errno> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(Errno(errno)) }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard read >= 0 else { return .failure(Errno(errno)) }
+        return .success(Array(bytes.prefix(read)))
+    }
+}

@@ -174,7 +174,7 @@ public final class ReconnectingContainer: Container {
     // MARK: Connecting
 
     /// Runs `body` on the container, or fails with why it cannot be reached.
-    private func forward<T: Sendable>(
+    func forward<T: Sendable>(
         _ body: (LocalContainer) async throws(ContainerProtocolError) -> T
     ) async throws(ContainerProtocolError) -> T {
         try await forward(to: try await current(), body)
