@@ -58,7 +58,8 @@ public final class SyncTestServer: Sendable {
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
-        containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil
+        containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil,
+        quotas: QuotaSettings = QuotaSettings()
     ) async throws(SyncServerError) -> SyncTestServer {
         let logger =
             logger
@@ -72,6 +73,7 @@ public final class SyncTestServer: Sendable {
         if let limits { configuration.limits = limits }
         configuration.containers = containers
         configuration.tokens = tokenAuthority
+        configuration.quotas = quotas
         let server = try SyncServer(configuration)
         // Without another token authority, the tokens are the root's.
         let tokens = server.tokenStore

@@ -59,12 +59,13 @@ final class FixtureBackend: Sendable {
 
     /// Starts a server on this backend.
     func startServer(
-        tls: TLSFiles? = nil, maxConcurrentChunkUploads: Int, limits: ServerLimits?
+        tls: TLSFiles? = nil, maxConcurrentChunkUploads: Int, limits: ServerLimits?,
+        quotas: QuotaSettings = QuotaSettings()
     ) async throws -> SyncTestServer {
         try await SyncTestServer.start(
             root: root.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits,
             containers: database.map { PostgresContainerSource(store: $0.store) },
-            tokenAuthority: database.map { PostgresTokenAuthority(store: $0.store) })
+            tokenAuthority: database.map { PostgresTokenAuthority(store: $0.store) }, quotas: quotas)
     }
 
     /// Makes the container `name` (if missing) and a token for it, as `token create` does.
