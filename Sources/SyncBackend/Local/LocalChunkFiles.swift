@@ -75,12 +75,8 @@ struct LocalChunkFiles {
         }
         defer { closedir(directory) }
         var names: [String] = []
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         while let entry = readdir(directory) {
-            // Read the name in place: a `dirent` record is only as long as its name, so copying
-            // the whole struct (`entry.pointee`) may read past the end of the mapped buffer.
-            let name = String(
-                cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
+            let name = entry.localEntryName
             if name != "." && name != ".." { names.append(name) }
         }
         return names

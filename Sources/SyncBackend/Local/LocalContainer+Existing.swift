@@ -33,9 +33,7 @@ extension LocalContainer {
         }
         defer { closedir(directory) }
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = entry.localEntryName
             if name != "." && name != ".." {
                 return "\(path) is a directory but not a SyncFS container (no \(markerName))"
             }

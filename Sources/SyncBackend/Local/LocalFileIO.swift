@@ -93,3 +93,13 @@ extension LocalFileIO {
         return .success(Array(bytes.prefix(read)))
     }
 }
+
+extension UnsafeMutablePointer where Pointee == dirent {
+    /// The entry's name, read in place (as `SyncFS`'s `entryName`): glibc packs entries by
+    /// `d_reclen`, so the last one in its buffer may be shorter than `MemoryLayout<dirent>.size`,
+    /// and copying `pointee.d_name` (a 256-byte tuple) can read past the buffer and fault.
+    var localEntryName: String {
+        let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return String(cString: UnsafeRawPointer(self).advanced(by: offset).assumingMemoryBound(to: CChar.self))
+    }
+}
