@@ -31,6 +31,9 @@ if grep -rln "^import SyncPostgres" Sources | grep -v -e "^Sources/SyncServer/" 
     echo "lint: SyncPostgres may only be imported by the server and the command" >&2; fail=1
 fi
 # SQL takes values as bound parameters only: raw SQL text is for the tests' scratch databases.
+if grep -rn "pointee\.d_name" Sources | grep -v "///"; then
+    echo "lint: read a dirent's name in place (d_reclen), never copy pointee.d_name (256 bytes past the buffer)" >&2; fail=1
+fi
 if grep -rn "unsafeSQL" Sources | grep -v "^Sources/SyncPostgres/Testing/"; then
     echo "lint: PostgresQuery(unsafeSQL:) only in Sources/SyncPostgres/Testing/; bind values instead" >&2; fail=1
 fi

@@ -113,9 +113,9 @@ public final class MergeWorkspace {
         defer { closedir(stream) }
         var names: [String] = []
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-            }
+            // Read in place: the last record of glibc's buffer may be shorter than a whole `dirent`.
+            let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            let name = String(cString: UnsafeRawPointer(entry).advanced(by: offset).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
         for name in names where unlinkat(fd, name, 0) != 0 {
