@@ -27,11 +27,14 @@ final class ServerProcess: @unchecked Sendable {
     /// The write end of the server's standard input (`serve --lifeline`): if this test process
     /// dies, the server sees end-of-file and stops.
     private var lifeline: Int32?
+    /// More `serve` options (e.g. `--quota box=64K`), used by `start` and every `restart`.
+    var serveArguments: [String]
 
     private init(
         root: String, port: Int, launched: Launched, logPath: String, tls: (certificate: String, key: String)?,
-        database: DatabaseBackendFixture?
+        database: DatabaseBackendFixture?, serveArguments: [String]
     ) {
+        self.serveArguments = serveArguments
         self.root = root
         self.database = database
         self.port = port
@@ -55,7 +58,7 @@ final class ServerProcess: @unchecked Sendable {
     /// schema made by `server-init`) instead of `root`; `tearDown` removes them.
     static func start(
         root: String, port: Int = 0, tls: Bool = false, certificateNames: String = "DNS:localhost,IP:127.0.0.1",
-        backend: MountServerBackend = .embedded
+        backend: MountServerBackend = .embedded, serveArguments: [String] = []
     ) throws -> ServerProcess {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         var database: DatabaseBackendFixture?
@@ -69,9 +72,11 @@ final class ServerProcess: @unchecked Sendable {
             let logPath = root + "/../server.log"
             let files = tls ? try makeCertificate(in: root + "/..", names: certificateNames) : nil
             let launched = try launch(
-                backend: database?.backendArguments ?? ["--root", root], port: port, logPath: logPath, tls: files)
+                backend: database?.backendArguments ?? ["--root", root], port: port, logPath: logPath, tls: files,
+                serveArguments: serveArguments)
             return ServerProcess(
-                root: root, port: launched.port, launched: launched, logPath: logPath, tls: files, database: database)
+                root: root, port: launched.port, launched: launched, logPath: logPath, tls: files, database: database,
+                serveArguments: serveArguments)
         } catch {
             database?.tearDown()
             throw error
@@ -166,7 +171,8 @@ final class ServerProcess: @unchecked Sendable {
         while true {
             do {
                 let launched = try Self.launch(
-                    backend: database?.backendArguments ?? ["--root", root], port: port, logPath: logPath, tls: tls)
+                    backend: database?.backendArguments ?? ["--root", root], port: port, logPath: logPath, tls: tls,
+                    serveArguments: serveArguments)
                 (pid, port, lifeline) = (launched.pid, launched.port, launched.lifeline)
                 return
             } catch  where Date() < deadline {
@@ -199,9 +205,10 @@ final class ServerProcess: @unchecked Sendable {
     deinit { stop() }
 
     private static func launch(
-        backend: [String], port: Int, logPath: String, tls: (certificate: String, key: String)?
+        backend: [String], port: Int, logPath: String, tls: (certificate: String, key: String)?,
+        serveArguments: [String]
     ) throws -> Launched {
-        let extra = tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []
+        let extra = (tls.map { ["--tls-cert", $0.certificate, "--tls-key", $0.key] } ?? []) + serveArguments
         let launched: ServeLauncher.Launched
         do {
             launched = try ServeLauncher.launch(
