@@ -11,7 +11,7 @@ import PostgresNIO
 ///   a database without the schema, older (run the initialisation) or newer (upgrade SyncFS).
 enum PostgresSchema {
     /// The version this code reads and writes.
-    static let currentVersion = 3
+    static let currentVersion = 4
 
     /// The advisory lock key every migration takes ("SyncFS" in ASCII).
     static let migrationLock: Int64 = 0x5379_6E63_4653
@@ -75,6 +75,8 @@ enum PostgresSchema {
         ],
         // 3: the commit's lookups and checked write as functions (`PostgresCommitFunctions`).
         PostgresCommitFunctions.migration,
+        // 4: version history, retention and safe garbage collection (`PostgresHistorySchema`).
+        PostgresHistorySchema.migration,
     ]
 
     /// Creates or migrates the schema to `currentVersion`; refuses a newer one.

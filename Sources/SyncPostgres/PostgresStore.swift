@@ -166,13 +166,13 @@ public final class PostgresStore: Sendable {
 
     // MARK: Running operations
 
-    /// Runs `body` against the pool within `operationTimeout`, mapping every failure to a
-    /// container error (`unavailable` for anything transient).
+    /// Runs `body` against the pool within `timeout` (nil: `operationTimeout`), mapping every
+    /// failure to a container error (`unavailable` for anything transient).
     func run<T: Sendable>(
-        _ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T
+        _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient) async throws -> T
     ) async throws(ContainerProtocolError) -> T {
         do {
-            return try await withTimeout(options.operationTimeout) { [client] in try await body(client) }
+            return try await withTimeout(timeout ?? options.operationTimeout) { [client] in try await body(client) }
         } catch {
             throw PostgresFailure.containerError(error, doing: what)
         }
