@@ -1,0 +1,146 @@
+import Foundation
+import SyncBackend
+import Testing
+
+@testable import SyncPostgres
+
+/// Garbage collection of `PostgresContainer` (#17): grace, dry runs, chunks shared between
+/// containers (one blob store per database), commits and uploads racing a collection, and
+/// sweeps that fail halfway. Against the PostgreSQL of `scripts/services.sh`.
+@Suite struct PostgresCollectionTests {
+    @Test func graceKeepsRecentChunksADryRunDeletesNothingAndACollectionFreesTheBlob() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let container = try await store.createContainer(named: "grace")
+        let chunk = encodedChunk("an upload whose commit never came")
+        try await container.putChunk(chunk)
+
+        let recent = try await container.collectGarbage(CollectionOptions(grace: .seconds(3600)))
+        #expect(recent.chunksExamined == 1 && recent.chunksInGrace == 1 && recent.chunksDeleted == 0, "\(recent)")
+        let dry = try await container.collectGarbage(CollectionOptions(grace: .zero, dryRun: true))
+        #expect(dry.chunksDeleted == 1 && dry.bytesFreed == Int64(chunk.payload.count), "\(dry)")
+        #expect(try await container.chunk(chunk.hash) == chunk)
+
+        let report = try await container.collectGarbage(CollectionOptions(grace: .zero))
+        #expect(report == dry)
+        #expect(try await container.missingChunks([chunk.hash]) == [chunk.hash])
+        await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) { _ = try await fixture.blobs.get(chunk.hash) }
+        #expect(try await fixture.value("SELECT count(*) FROM syncfs_chunks") == 0)
+        #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 0)
+        // It can be stored again.
+        try await container.putChunk(chunk)
+        #expect(try await container.chunk(chunk.hash) == chunk)
+        await fixture.close(store)
+    }
+
+    @Test func aChunkSharedByTwoContainersSurvivesOneContainersCollection() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let (a, b) = (try await store.createContainer(named: "a"), try await store.createContainer(named: "b"))
+        let chunk = encodedChunk("shared bytes")
+        try await a.putChunk(chunk)
+        try await b.putChunk(chunk)
+        _ = try await mustCommit(b, put(FileID.random(), base: 0, fileState("f", [chunk])))
+
+        let report = try await a.collectGarbage(CollectionOptions(grace: .zero))
+        #expect(report.chunksDeleted == 1, "\(report)")
+        #expect(try await a.missingChunks([chunk.hash]) == [chunk.hash])
+        #expect(try await b.chunk(chunk.hash) == chunk)
+        #expect(try await fixture.blobs.get(chunk.hash) == chunk)
+        // b references it: its collection keeps it too.
+        #expect(try await b.collectGarbage(CollectionOptions(grace: .zero)).chunksDeleted == 0)
+        #expect(try await b.chunk(chunk.hash) == chunk)
+        await fixture.close(store)
+    }
+
+    @Test func aCommitReferencingACollectedChunkIsRefusedChunksMissingUntilItIsPutAgain() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let container = try await store.createContainer(named: "missing")
+        let chunk = encodedChunk("uploaded, then collected before its commit")
+        try await container.putChunk(chunk)
+        #expect(try await container.collectGarbage(CollectionOptions(grace: .zero)).chunksDeleted == 1)
+
+        let request = put(FileID.random(), base: 0, fileState("f", [chunk]))
+        #expect(try await container.commit(request) == .chunksMissing([chunk.hash]))
+        // The locked path decides the same.
+        let outcome = try await store.run("commit") { client in
+            try await PostgresCommit.commit(request, container: container.rowID, client: client, logger: store.options.logger, attempts: 0)
+        }
+        #expect(outcome == .chunksMissing([chunk.hash]))
+        try await container.putChunk(chunk)
+        let entry = try await mustCommit(container, request)
+        #expect(try await container.chunk(chunk.hash) == chunk)
+        #expect(try await container.collectGarbage(CollectionOptions(grace: .zero)).chunksDeleted == 0)
+        #expect(try await container.history(of: entry.id, limit: 1).first?.entry == entry)
+        await fixture.close(store)
+    }
+
+    @Test func aPutMeetingASweepIsRefusedAndAFailedSweepIsFinishedByTheNextCollection() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let container = try await store.createContainer(named: "sweep")
+        let chunk = encodedChunk("swept")
+        try await container.putChunk(chunk)
+
+        // The blob store fails while the sweep deletes: the collection fails (retryable), the
+        // row is gone, the sweep record stays and refuses a put of that hash.
+        let marker = fixture.blobDirectory + "/" + LocalChunkBlobStore.markerName
+        try FileManager.default.moveItem(atPath: marker, toPath: marker + ".away")
+        let failed = await containerError { _ = try await container.collectGarbage(CollectionOptions(grace: .zero)) }
+        #expect(failed?.isRetryable == true, "\(String(describing: failed))")
+        try FileManager.default.moveItem(atPath: marker + ".away", toPath: marker)
+        #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 1)
+        #expect(try await container.missingChunks([chunk.hash]) == [chunk.hash])
+        let refused = await containerError { try await container.putChunk(chunk) }
+        guard case .unavailable = refused else {
+            Issue.record("a put during a sweep was answered \(String(describing: refused))")
+            await fixture.close(store)
+            return
+        }
+        #expect(try await container.missingChunks([chunk.hash]) == [chunk.hash])
+
+        // A collection after the takeover time finishes it: the blob goes, the record too.
+        let later = nowNanoseconds() + PostgresChunkClaim.takeover.wholeNanoseconds * 2
+        _ = try await container.collectGarbage(CollectionOptions(grace: .zero, now: later))
+        #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 0)
+        await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) { _ = try await fixture.blobs.get(chunk.hash) }
+        try await container.putChunk(chunk)
+        #expect(try await container.chunk(chunk.hash) == chunk)
+
+        // A record whose sweep died long ago is taken over by a put.
+        try await fixture.sql(
+            "INSERT INTO syncfs_sweeps (hash, started_at, sweeper) VALUES ('\(encodedChunk("old").hash.hex)', 0, 1)")
+        try await container.putChunk(encodedChunk("old"))
+        #expect(try await container.chunk(encodedChunk("old").hash) == encodedChunk("old"))
+        await fixture.close(store)
+    }
+
+    /// Puts and collections of the same chunks at once, through two stores (two processes):
+    /// whenever a row is live its blob is readable.
+    @Test func aPutRacingASweepNeverLeavesALiveRowWithoutItsBlob() async throws {
+        let fixture = try await PostgresFixture.make()
+        let (putting, collecting) = (try await fixture.open(), try await fixture.open())
+        let container = try await putting.createContainer(named: "race")
+        let other = try #require(try await collecting.container(named: "race"))
+        let chunks = (0..<8).map { encodedChunk("raced \($0)") }
+        var deleted = 0
+        for round in 0..<15 {
+            async let puts: [ContainerProtocolError] = {
+                var refused: [ContainerProtocolError] = []
+                for chunk in chunks {
+                    do throws(ContainerProtocolError) { try await container.putChunk(chunk) } catch { refused.append(error) }
+                }
+                return refused
+            }()
+            let report = try await other.collectGarbage(CollectionOptions(grace: .zero))
+            deleted += report.chunksDeleted
+            for error in await puts { #expect(error.isRetryable, "round \(round): \(error)") }
+            for chunk in chunks where try await container.missingChunks([chunk.hash]).isEmpty {
+                #expect(try await container.chunk(chunk.hash) == chunk, "round \(round)")
+            }
+        }
+        #expect(deleted > 0, "no collection deleted anything: nothing raced")
+        await fixture.close(putting, collecting)
+    }
+}
