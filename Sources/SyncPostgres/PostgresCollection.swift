@@ -10,9 +10,10 @@ import SyncBackend
 /// 2. Prune: superseded versions past the policy are deleted from `syncfs_versions`, tombstones
 ///    past it are flagged purged (their content leaves the trash; they stay in the feed).
 /// 3. Snapshot: in one `REPEATABLE READ` read-only transaction, the container's version counter
-///    V, every chunk the kept versions reference (manifests decoded here, with the entry
-///    encoding: a damaged one stops the collection), and the container's chunk rows. The rows
-///    no kept version references are the candidates.
+///    V, every chunk the kept versions reference — every version still stored after step 2, and
+///    every entry but purged tombstones (manifests decoded here, with the entry encoding: a
+///    damaged one stops the collection) — and the container's chunk rows. The rows no kept
+///    version references are the candidates.
 /// 4. Batches: each in a transaction holding the container row's lock (`FOR UPDATE`, which every
 ///    commit's write takes too): the manifests of versions committed after V (and V moved on)
 ///    revive the candidates they reference; the other candidates stored before the grace cutoff
@@ -67,7 +68,7 @@ struct PostgresCollection {
         var report = CollectionReport()
         if !dryRun { try await finishLeftovers() }
         (report.versionsPruned, report.tombstonesPurged) = try await prune(dryRun: dryRun)
-        var snapshot = try await readSnapshot()
+        var snapshot = try await readSnapshot(dryRun: dryRun)
         report.chunksExamined = snapshot.examined
         if dryRun {
             for candidate in snapshot.candidates {
@@ -160,7 +161,7 @@ struct PostgresCollection {
     }
 
     /// Step 3.
-    private func readSnapshot() async throws(ContainerProtocolError) -> Snapshot {
+    private func readSnapshot(dryRun: Bool) async throws(ContainerProtocolError) -> Snapshot {
         try await store.run("read what the container references", timeout: longTimeout) {
             [rowID, policy, cutoff, logger] client in
             try await client.withConnection { connection in
@@ -172,20 +173,31 @@ struct PostgresCollection {
                     ).decode(Int64.self) {
                         snapshot.version = version
                     }
+                    // After a real pruning, every version still stored is kept (a version's rank
+                    // may have grown since: it is pruned by the next collection, not orphaned by
+                    // this one); a dry run applies the policy's predicates instead.
+                    let references: PostgresQuery =
+                        dryRun
+                        ? """
+                        SELECT manifest FROM syncfs_entries
+                        WHERE container = \(rowID) AND manifest IS NOT NULL AND NOT purged
+                            AND NOT (deleted AND committed_at <= \(cutoff))
+                        UNION ALL
+                        SELECT manifest FROM (
+                            SELECT manifest, replaced_at,
+                                row_number() OVER (PARTITION BY file_id ORDER BY version DESC) - 1 AS rank
+                            FROM syncfs_versions WHERE container = \(rowID)) AS v
+                        WHERE manifest IS NOT NULL
+                            AND (rank < \(Int64(policy.versions)) OR replaced_at > \(cutoff))
+                        """
+                        : """
+                        SELECT manifest FROM syncfs_entries
+                        WHERE container = \(rowID) AND manifest IS NOT NULL AND NOT purged
+                        UNION ALL
+                        SELECT manifest FROM syncfs_versions WHERE container = \(rowID) AND manifest IS NOT NULL
+                        """
                     try await Self.addReferences(
-                        try await connection.query(
-                            """
-                            SELECT manifest FROM syncfs_entries
-                            WHERE container = \(rowID) AND manifest IS NOT NULL AND NOT purged
-                                AND NOT (deleted AND committed_at <= \(cutoff))
-                            UNION ALL
-                            SELECT manifest FROM (
-                                SELECT manifest, replaced_at,
-                                    row_number() OVER (PARTITION BY file_id ORDER BY version DESC) - 1 AS rank
-                                FROM syncfs_versions WHERE container = \(rowID)) AS v
-                            WHERE manifest IS NOT NULL
-                                AND (rank < \(Int64(policy.versions)) OR replaced_at > \(cutoff))
-                            """, logger: logger), to: &snapshot.referenced)
+                        try await connection.query(references, logger: logger), to: &snapshot.referenced)
                     let rows = try await connection.query(
                         """
                         SELECT hash, stored_at, stored_length FROM syncfs_chunks

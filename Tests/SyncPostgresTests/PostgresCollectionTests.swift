@@ -24,7 +24,9 @@ import Testing
         let report = try await container.collectGarbage(CollectionOptions(grace: .zero))
         #expect(report == dry)
         #expect(try await container.missingChunks([chunk.hash]) == [chunk.hash])
-        await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) { _ = try await fixture.blobs.get(chunk.hash) }
+        await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) {
+            _ = try await fixture.blobs.get(chunk.hash)
+        }
         #expect(try await fixture.value("SELECT count(*) FROM syncfs_chunks") == 0)
         #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 0)
         // It can be stored again.
@@ -65,7 +67,8 @@ import Testing
         #expect(try await container.commit(request) == .chunksMissing([chunk.hash]))
         // The locked path decides the same.
         let outcome = try await store.run("commit") { client in
-            try await PostgresCommit.commit(request, container: container.rowID, client: client, logger: store.options.logger, attempts: 0)
+            try await PostgresCommit.commit(
+                request, container: container.rowID, client: client, logger: store.options.logger, attempts: 0)
         }
         #expect(outcome == .chunksMissing([chunk.hash]))
         try await container.putChunk(chunk)
@@ -104,7 +107,9 @@ import Testing
         let later = nowNanoseconds() + PostgresChunkClaim.takeover.wholeNanoseconds * 2
         _ = try await container.collectGarbage(CollectionOptions(grace: .zero, now: later))
         #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 0)
-        await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) { _ = try await fixture.blobs.get(chunk.hash) }
+        await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) {
+            _ = try await fixture.blobs.get(chunk.hash)
+        }
         try await container.putChunk(chunk)
         #expect(try await container.chunk(chunk.hash) == chunk)
 
@@ -129,7 +134,9 @@ import Testing
             async let puts: [ContainerProtocolError] = {
                 var refused: [ContainerProtocolError] = []
                 for chunk in chunks {
-                    do throws(ContainerProtocolError) { try await container.putChunk(chunk) } catch { refused.append(error) }
+                    do throws(ContainerProtocolError) { try await container.putChunk(chunk) } catch {
+                        refused.append(error)
+                    }
                 }
                 return refused
             }()
