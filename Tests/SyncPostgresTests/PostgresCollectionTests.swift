@@ -151,3 +151,49 @@ import Testing
         await fixture.close(putting, collecting)
     }
 }
+
+/// A collection of a container of many chunks, half of them referenced (rows made in SQL; the
+/// blobs are absent, so the sweep's deletions are the blob store's idempotent no-ops): the
+/// referenced half stays, the rest goes. `SYNCFS_GC_BENCH_CHUNKS` sets the size (default 20,000)
+/// for the throughput figure of doc/PERFORMANCE.md, printed.
+@Suite struct PostgresCollectionScaleTests {
+    @Test func aCollectionOfManyChunksDeletesExactlyTheUnreferencedHalf() async throws {
+        let chunks = ProcessInfo.processInfo.environment["SYNCFS_GC_BENCH_CHUNKS"].flatMap { Int($0) } ?? 20_000
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let container = try await store.createContainer(named: "many")
+        let seeding = ContinuousClock.now
+        try await fixture.sql(
+            """
+            INSERT INTO syncfs_chunks (container, hash, plain_length, encoding, stored_at, stored_length, state)
+            SELECT \(container.rowID), encode(sha256(int8send(i)), 'hex'), 1, 0, 0, 10, 1
+            FROM generate_series(1, \(chunks)) AS i
+            """)
+        try await fixture.sql(
+            """
+            INSERT INTO syncfs_entries (container, file_id, version, deleted, device, parent, name, kind, mode,
+                mtime, size, manifest, committed_at)
+            SELECT \(container.rowID), md5(i::text), i, false, 'bench', '\(FileID.root.hex)',
+                convert_to('f' || i, 'UTF8'), 1, 420, 0, 1, sha256(int8send(2 * i)) || '\\x0100000000000000'::bytea, 1
+            FROM generate_series(1, \(chunks / 2)) AS i
+            """)
+        try await fixture.sql("UPDATE syncfs_containers SET version = \(chunks / 2) WHERE id = \(container.rowID)")
+        try await fixture.sql("ANALYZE")
+        print("seeded \(chunks) chunks in \(ContinuousClock.now - seeding)")
+
+        let started = ContinuousClock.now
+        let report = try await container.collectGarbage(CollectionOptions(grace: .zero))
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        print(
+            "collected \(chunks) chunks in \(elapsed): \(Int(Double(chunks) / seconds)) chunks examined/s, "
+                + "\(Int(Double(report.chunksDeleted) / seconds)) deleted/s; \(report)")
+        #expect(report.chunksExamined == chunks && report.chunksDeleted == chunks - chunks / 2, "\(report)")
+        #expect(try await container.storageStats().chunks == chunks / 2)
+        #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 0)
+        let kept = try await fixture.value(
+            "SELECT count(*) FROM syncfs_chunks WHERE hash = encode(sha256(int8send(2::bigint)), 'hex')")
+        #expect(kept == 1)
+        await fixture.close(store)
+    }
+}
