@@ -65,11 +65,24 @@ struct PostgresCollection {
     private var logger: Logger { store.options.logger }
 
     func run(dryRun: Bool) async throws(ContainerProtocolError) -> CollectionReport {
+        let clock = ContinuousClock()
+        let started = clock.now
         var report = CollectionReport()
         if !dryRun { try await finishLeftovers() }
         (report.versionsPruned, report.tombstonesPurged) = try await prune(dryRun: dryRun)
+        let pruned = clock.now
         var snapshot = try await readSnapshot(dryRun: dryRun)
+        let read = clock.now
         report.chunksExamined = snapshot.examined
+        defer {
+            logger.info(
+                "garbage collection",
+                metadata: [
+                    "container": "\(rowID)", "dry_run": "\(dryRun)", "report": "\(report)",
+                    "prune": "\(pruned - started)", "snapshot": "\(read - pruned)",
+                    "mark_and_sweep": "\(clock.now - read)",
+                ])
+        }
         if dryRun {
             for candidate in snapshot.candidates {
                 if candidate.storedAt < graceCutoff {

@@ -121,6 +121,24 @@ import Testing
         await fixture.close(store)
     }
 
+    @Test func droppingAStagedCopySweepsOnlyTheBlobsNoOtherContainerHolds() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let kept = try await store.createContainer(named: "kept")
+        let staged = try await store.createContainer(named: ".syncfs-copy.x")
+        let (shared, own) = (encodedChunk("shared"), encodedChunk("only the copy"))
+        try await kept.putChunk(shared)
+        try await staged.putChunk(shared)
+        try await staged.putChunk(own)
+        try await store.dropStagedContainer(named: ".syncfs-copy.x")
+        #expect(try await kept.chunk(shared.hash) == shared)
+        await #expect(throws: ContainerProtocolError.chunkNotFound(own.hash)) {
+            _ = try await fixture.blobs.get(own.hash)
+        }
+        #expect(try await fixture.value("SELECT count(*) FROM syncfs_sweeps") == 0)
+        await fixture.close(store)
+    }
+
     /// Puts and collections of the same chunks at once, through two stores (two processes):
     /// whenever a row is live its blob is readable.
     @Test func aPutRacingASweepNeverLeavesALiveRowWithoutItsBlob() async throws {
