@@ -24,17 +24,7 @@ import Testing
             ProcessInfo.processInfo.environment["SYNCFS_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 0...UInt64.max)
         print("PostgresCollectionRaceTests seed: \(seed) (replay with SYNCFS_TEST_SEED=\(seed))")
-        let services = try ServicesEnvironment.require(.postgres, .s3)
-        let http = AsyncHTTPClientTransport.makeHTTPClient()
-        let bucket = "syncfs-gc-race-\(UUID().uuidString.prefix(8).lowercased())"
-        let blobs = S3ChunkBlobStore(
-            client: S3ChunkBlobStore.client(
-                location: try S3Location(
-                    parsing: "s3://\(bucket)/run?endpoint=\(services.s3Endpoint)&region=\(services.s3Region)"),
-                credentials: S3Credentials(
-                    accessKeyID: services.s3AccessKeyID, secretAccessKey: services.s3SecretAccessKey),
-                transport: AsyncHTTPClientTransport(client: http)))
-        try await blobs.client.createBucket()
+        let (blobs, http) = try await makeBucket("syncfs-gc-race")
         let fixture = try await PostgresFixture.make()
         let committing = try await PostgresStore.open(settings: fixture.settings, blobs: blobs)
         let collecting = try await PostgresStore.open(settings: fixture.settings, blobs: blobs)
@@ -105,6 +95,27 @@ import Testing
         await fixture.close(committing, collecting)
         try await http.shutdown()
     }
+}
+
+/// A fresh RGW bucket of `scripts/services.sh` as a chunk store, and the HTTP client to shut down.
+func makeBucket(_ prefix: String) async throws -> (S3ChunkBlobStore, HTTPClient) {
+    let services = try ServicesEnvironment.require(.postgres, .s3)
+    let http = AsyncHTTPClientTransport.makeHTTPClient()
+    let bucket = "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
+    let blobs = S3ChunkBlobStore(
+        client: S3ChunkBlobStore.client(
+            location: try S3Location(
+                parsing: "s3://\(bucket)/run?endpoint=\(services.s3Endpoint)&region=\(services.s3Region)"),
+            credentials: S3Credentials(
+                accessKeyID: services.s3AccessKeyID, secretAccessKey: services.s3SecretAccessKey),
+            transport: AsyncHTTPClientTransport(client: http)))
+    do {
+        try await blobs.client.createBucket()
+    } catch {
+        try? await http.shutdown()
+        throw error
+    }
+    return (blobs, http)
 }
 
 /// What the collector and the test share.

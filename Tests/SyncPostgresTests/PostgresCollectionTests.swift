@@ -1,5 +1,7 @@
+import AsyncHTTPClient
 import Foundation
 import SyncBackend
+import SyncS3
 import Testing
 
 @testable import SyncPostgres
@@ -213,5 +215,39 @@ import Testing
             "SELECT count(*) FROM syncfs_chunks WHERE hash = encode(sha256(int8send(2::bigint)), 'hex')")
         #expect(kept == 1)
         await fixture.close(store)
+    }
+
+    /// Unreferenced chunks in an RGW bucket: the collection deletes their blobs
+    /// (`SYNCFS_GC_BENCH_S3_CHUNKS` sets how many, default 300; the rate is printed).
+    @Test func aCollectionDeletesTheBlobsOfAnS3ChunkStore() async throws {
+        let count = ProcessInfo.processInfo.environment["SYNCFS_GC_BENCH_S3_CHUNKS"].flatMap { Int($0) } ?? 300
+        let (blobs, http) = try await makeBucket("syncfs-gc-s3")
+        let fixture = try await PostgresFixture.make()
+        let store = try await PostgresStore.open(settings: fixture.settings, blobs: blobs)
+        let container = try await store.createContainer(named: "s3")
+        let chunks = (0..<count).map { encodedChunk("unreferenced \($0)") }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<16 {
+                group.addTask {
+                    for index in stride(from: lane, to: chunks.count, by: 16) {
+                        try await container.putChunk(chunks[index])
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let started = ContinuousClock.now
+        let report = try await container.collectGarbage(CollectionOptions(grace: .zero))
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        print("collected \(count) chunks on RGW in \(elapsed): \(Int(Double(count) / seconds)) blobs deleted/s")
+        #expect(report.chunksDeleted == count, "\(report)")
+        for chunk in [chunks[0], chunks[count / 2], chunks[count - 1]] {
+            await #expect(throws: ContainerProtocolError.chunkNotFound(chunk.hash)) {
+                _ = try await blobs.get(chunk.hash)
+            }
+        }
+        await fixture.close(store)
+        try await http.shutdown()
     }
 }
