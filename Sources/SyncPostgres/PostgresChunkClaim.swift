@@ -13,9 +13,10 @@ import SyncBackend
 ///    other becomes pending again.
 /// 2. A row that was already live needs no blob put (the blob is there: a sweep deletes a blob
 ///    only when no container holds a row in another state than "being deleted").
-/// 3. Otherwise the blob is put, then the row marked live — only if it is still pending: a
-///    collection that chose it meanwhile (grace 0, or an abandoned claim) wins, and the put is
-///    answered `unavailable` so the client puts it again.
+/// 3. Otherwise the blob is put, then the row marked live — only if it is still pending (or
+///    live already: a concurrent put of the same chunk got there first; a live row always has
+///    its blob): a collection that chose it meanwhile (grace 0, or an abandoned claim) wins, and
+///    the put is answered `unavailable` so the client puts it again.
 /// So a live row always has its blob, and a chunk a `putChunk` acknowledged is kept for the
 /// collection's grace period from that acknowledgement.
 enum PostgresChunkClaim {
@@ -78,7 +79,8 @@ extension PostgresContainer {
             let rows = try await client.query(
                 """
                 UPDATE syncfs_chunks SET state = \(PostgresChunkClaim.live)
-                WHERE container = \(rowID) AND hash = \(hash.hex) AND state = \(PostgresChunkClaim.pending)
+                WHERE container = \(rowID) AND hash = \(hash.hex)
+                    AND state IN (\(PostgresChunkClaim.pending), \(PostgresChunkClaim.live))
                 RETURNING state
                 """)
             for try await _ in rows.decode(Int16.self) { return true }

@@ -123,6 +123,23 @@ import Testing
         await fixture.close(store)
     }
 
+    /// Two clients uploading the same new chunk at once both succeed (the second finds it live).
+    @Test func concurrentPutsOfOneChunkAllSucceed() async throws {
+        let fixture = try await PostgresFixture.make()
+        let (one, two) = (try await fixture.open(), try await fixture.open())
+        let container = try await one.createContainer(named: "twice")
+        let same = try #require(try await two.container(named: "twice"))
+        for round in 0..<20 {
+            let chunk = encodedChunk("round \(round)")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for target in [container, same, container, same] { group.addTask { try await target.putChunk(chunk) } }
+                try await group.waitForAll()
+            }
+            #expect(try await container.chunk(chunk.hash) == chunk)
+        }
+        await fixture.close(one, two)
+    }
+
     @Test func droppingAStagedCopySweepsOnlyTheBlobsNoOtherContainerHolds() async throws {
         let fixture = try await PostgresFixture.make()
         let store = try await fixture.open()
