@@ -15,8 +15,9 @@ import SyncBackend
 ///    damaged one stops the collection) — and the container's chunk rows. The rows no kept
 ///    version references are the candidates.
 /// 4. Batches: each in a transaction holding the container row's lock (`FOR UPDATE`, which every
-///    commit's write takes too): the manifests of versions committed after V (and V moved on)
-///    revive the candidates they reference; the other candidates stored before the grace cutoff
+///    commit's write takes too): the manifests of versions committed after V (and V moved on;
+///    most of them read just before, without the lock: `catchUp`) revive the candidates they
+///    reference; the other candidates stored before the grace cutoff
 ///    are marked "being deleted" — so a commit whose lookup saw them live finds its fingerprint
 ///    changed, looks again, and is refused `chunksMissing`. After each batch the marked hashes
 ///    are swept store-wide (their blobs go if no other container holds them).
@@ -240,6 +241,7 @@ struct PostgresCollection {
     private func mark(_ batch: [Candidate], snapshot: inout Snapshot) async throws(ContainerProtocolError) -> (
         hashes: [ChunkHash], bytes: Int64, revived: Int
     ) {
+        try await catchUp(&snapshot)
         let seen = snapshot.version
         let referenced = snapshot.referenced
         let (counter, added, hashes, bytes) = try await store.run("mark unreferenced chunks", timeout: longTimeout) {
@@ -257,14 +259,8 @@ struct PostgresCollection {
                 var added = Set<ChunkHash>()
                 if counter > seen {
                     try await Self.addReferences(
-                        try await connection.query(
-                            """
-                            SELECT manifest FROM syncfs_entries
-                            WHERE container = \(rowID) AND version > \(seen) AND manifest IS NOT NULL
-                            UNION ALL
-                            SELECT manifest FROM syncfs_versions
-                            WHERE container = \(rowID) AND version > \(seen) AND manifest IS NOT NULL
-                            """, logger: logger), to: &added)
+                        try await connection.query(Self.committed(after: seen, container: rowID), logger: logger),
+                        to: &added)
                 }
                 let doomed = batch.filter { !referenced.contains($0.hash) && !added.contains($0.hash) }.map(\.hash.hex)
                 let rows = try await connection.query(
@@ -285,8 +281,45 @@ struct PostgresCollection {
         }
         snapshot.version = max(snapshot.version, counter)
         snapshot.referenced.formUnion(added)
-        let revived = batch.count(where: { added.contains($0.hash) && !referenced.contains($0.hash) })
+        // Every candidate was unreferenced in the snapshot: any reference now revived it.
+        let revived = batch.count(where: { added.contains($0.hash) || referenced.contains($0.hash) })
         return (hashes, bytes, revived)
+    }
+
+    /// The manifests of the versions committed after `seen` (current or superseded since).
+    static func committed(after seen: Int64, container rowID: Int64) -> PostgresQuery {
+        """
+        SELECT manifest FROM syncfs_entries
+        WHERE container = \(rowID) AND version > \(seen) AND manifest IS NOT NULL
+        UNION ALL
+        SELECT manifest FROM syncfs_versions
+        WHERE container = \(rowID) AND version > \(seen) AND manifest IS NOT NULL
+        """
+    }
+
+    /// Before a batch's locked step, without the lock: the references committed since the
+    /// snapshot's version, up to the counter read first (every version up to it is committed:
+    /// the counter moves in the transaction that writes the version), so the locked step reads
+    /// only the commits of the last moments and holds the container's lock briefly.
+    private func catchUp(_ snapshot: inout Snapshot) async throws(ContainerProtocolError) {
+        let seen = snapshot.version
+        let (counter, added) = try await store.run("read recent commits", timeout: longTimeout) {
+            [rowID] client -> (Int64, Set<ChunkHash>) in
+            var counter = seen
+            for try await version in try await client.query(
+                "SELECT version FROM syncfs_containers WHERE id = \(rowID)"
+            ).decode(Int64.self) {
+                counter = version
+            }
+            var added = Set<ChunkHash>()
+            if counter > seen {
+                try await Self.addReferences(
+                    try await client.query(Self.committed(after: seen, container: rowID)), to: &added)
+            }
+            return (counter, added)
+        }
+        snapshot.referenced.formUnion(added)
+        snapshot.version = max(seen, counter)
     }
 
     /// Adds the chunk hashes of the manifests in `rows` (one `bytea` cell each) to `set`.
