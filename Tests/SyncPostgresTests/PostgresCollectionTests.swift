@@ -81,6 +81,42 @@ import Testing
         await fixture.close(store)
     }
 
+    /// A commit whose lookup saw its chunk live, written after a collection marked the chunk
+    /// "being deleted": the write's fingerprint check fails (only live chunks count) and the
+    /// commit, decided again, is refused `chunksMissing`.
+    @Test func aCommitLookedUpBeforeAChunkWasMarkedIsNotWrittenOverIt() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let container = try await store.createContainer(named: "inflight")
+        let chunk = encodedChunk("marked while the commit was in flight")
+        try await container.putChunk(chunk)
+        let request = put(FileID.random(), base: 0, fileState("f", [chunk]))
+        let key = CommitLookupKey(request, container: container.rowID)
+        let fingerprint = try await store.run("look up") { client in
+            var fingerprint: String?
+            _ = try await CommitSnapshot.read(try await client.query(key.lookupWithFingerprint), for: key) { cells in
+                fingerprint = try cells[16].decode(String?.self)
+            }
+            return fingerprint
+        }
+        // A collection marks the chunk (its sweep has not run yet).
+        try await fixture.sql("UPDATE syncfs_chunks SET state = \(PostgresChunkClaim.beingDeleted)")
+        guard case .put(let state) = request.change else { throw TestFailure("not a put") }
+        let written = try await store.run("apply") { client in
+            var version: Int64?
+            for try await value in try await client.query(
+                key.apply(fingerprint: fingerprint, isDeleted: false, device: "d", state: state)
+            ).decode(Int64?.self) {
+                version = value
+            }
+            return version
+        }
+        #expect(written == 0, "the write went through over a chunk being deleted")
+        #expect(try await container.commit(request) == .chunksMissing([chunk.hash]))
+        #expect(try await container.entry(request.id) == nil)
+        await fixture.close(store)
+    }
+
     @Test func aPutMeetingASweepIsRefusedAndAFailedSweepIsFinishedByTheNextCollection() async throws {
         let fixture = try await PostgresFixture.make()
         let store = try await fixture.open()
