@@ -189,7 +189,8 @@ let package = Package(
         .testTarget(
             name: "SyncPostgresTests",
             dependencies: [
-                "SyncPostgres", "SyncBackend",
+                "SyncPostgres", "SyncBackend", "SyncS3", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

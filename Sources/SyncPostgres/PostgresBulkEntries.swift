@@ -59,14 +59,15 @@ struct PostgresBulkEntries {
     }
 
     /// The statement writing every row into container `rowID` (an existing row of the same ID
-    /// is overwritten, as `PostgresEntryRow.apply` does).
+    /// is overwritten, as `PostgresEntryRow.apply` does), committed now by the database's clock:
+    /// an imported tombstone stays in the trash for the retention period from the import.
     func upsert(container rowID: Int64) -> PostgresQuery {
         """
         INSERT INTO syncfs_entries (container, file_id, version, deleted, device, parent, name, kind, mode, mtime,
-            size, xattrs, symlink_target, manifest)
+            size, xattrs, symlink_target, manifest, committed_at, purged)
         SELECT \(rowID), u.file_id, u.version, u.deleted, u.device, NULLIF(u.parent, ''), u.name, u.kind, u.mode,
             u.mtime, u.size, CASE WHEN u.has_xattrs THEN u.xattrs END, CASE WHEN u.has_target THEN u.target END,
-            CASE WHEN u.has_manifest THEN u.manifest END
+            CASE WHEN u.has_manifest THEN u.manifest END, syncfs_now_ns(), false
         FROM unnest(\(ids)::text[], \(versions)::bigint[], \(deleted)::boolean[], \(devices)::text[],
             \(parents)::text[], \(names)::bytea[], \(kinds)::smallint[], \(modes)::integer[], \(mtimes)::bigint[],
             \(sizes)::bigint[], \(xattrs)::bytea[], \(hasXattrs)::boolean[], \(targets)::bytea[],
@@ -77,7 +78,8 @@ struct PostgresBulkEntries {
             version = excluded.version, deleted = excluded.deleted, device = excluded.device,
             parent = excluded.parent, name = excluded.name, kind = excluded.kind, mode = excluded.mode,
             mtime = excluded.mtime, size = excluded.size, xattrs = excluded.xattrs,
-            symlink_target = excluded.symlink_target, manifest = excluded.manifest
+            symlink_target = excluded.symlink_target, manifest = excluded.manifest,
+            committed_at = excluded.committed_at, purged = false
         """
     }
 }

@@ -7,10 +7,11 @@ import SyncBackend
 ///
 /// - Commits: see `PostgresCommit` (a lookup, the shared `CommitRules`, and a write checked
 ///   under the container row's lock inside PostgreSQL; `NOTIFY` at commit).
-/// - Chunks: `putChunk` stores the blob first and inserts the row only after the blob store
-///   acknowledged it, so a chunk a commit can reference is always readable; both steps are
-///   idempotent. `chunk(_:)` reads the row (absent: `chunkNotFound`), then the blob; a blob
-///   missing behind an existing row is a `storageFailure` (retryable), never "not found".
+/// - Chunks: see `PostgresChunkClaim` (`putChunk` claims a row, stores the blob, then marks the
+///   row live, so a chunk a commit can reference is always readable; garbage collection may run
+///   at any time). `chunk(_:)` reads the live row (absent: `chunkNotFound`), then the blob; a
+///   blob missing behind a live row is a `storageFailure` (retryable), never "not found".
+/// - History and collection: `PostgresHistory`, `PostgresCollection`.
 /// - Waiting: `waitForChanges` re-reads the container's version whenever the store's listener
 ///   hears a `NOTIFY` for it, and at least every `recheckInterval` as a backstop.
 /// - Every PostgreSQL or blob failure that may pass is `unavailable`; nothing is ever deleted
@@ -27,53 +28,6 @@ public final class PostgresContainer: Container {
         self.rowID = rowID
         self.containerID = containerID
         self.notifier = store.notifier(for: rowID)
-    }
-
-    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        guard !hashes.isEmpty else { return [] }
-        let held = try await store.run("look up chunks") { [rowID] client in
-            try await Self.heldChunks(hashes, container: rowID) { query in try await client.query(query) }
-        }
-        return hashes.filter { !held.contains($0) }
-    }
-
-    /// Which of `hashes` container `rowID` holds, through `query`.
-    static func heldChunks(
-        _ hashes: [ChunkHash], container rowID: Int64,
-        query: (PostgresQuery) async throws -> PostgresRowSequence
-    ) async throws -> Set<ChunkHash> {
-        let rows = try await query(
-            "SELECT hash FROM syncfs_chunks WHERE container = \(rowID) AND hash = ANY(\(hashes.map(\.hex)))")
-        var held = Set<ChunkHash>()
-        for try await hex in rows.decode(String.self) {
-            if let hash = ChunkHash(hex: hex) { held.insert(hash) }
-        }
-        return held
-    }
-
-    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
-        try ChunkValidation.check(chunk)
-        try await store.blobs.put(chunk)
-        _ = try await store.run("record chunk \(chunk.hash)") { [rowID] client in
-            _ = try await client.query(
-                """
-                INSERT INTO syncfs_chunks (container, hash, plain_length, encoding)
-                VALUES (\(rowID), \(chunk.hash.hex), \(Int64(chunk.plainLength)), \(Int16(chunk.encoding.rawValue)))
-                ON CONFLICT (container, hash) DO NOTHING
-                """)
-        }
-    }
-
-    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
-        let held = try await store.run("look up chunk \(hash)") { [rowID] client in
-            try await Self.heldChunks([hash], container: rowID) { query in try await client.query(query) }
-        }
-        guard held.contains(hash) else { throw .chunkNotFound(hash) }
-        do {
-            return try await store.blobs.get(hash)
-        } catch .chunkNotFound {
-            throw .storageFailure("chunk \(hash) is recorded but its bytes are not in the chunk store")
-        }
     }
 
     public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {

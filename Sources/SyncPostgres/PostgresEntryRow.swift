@@ -45,23 +45,33 @@ enum PostgresEntryRow {
     /// writes `entry` as the one row of its ID, and queues `NOTIFY syncfs_changes` with the row
     /// ID (PostgreSQL delivers it when the transaction commits). One round trip: the counter's
     /// `UPDATE` is a data-modifying `WITH`, which always runs to completion, and the notification
-    /// is the `RETURNING` of the upsert's one row.
+    /// is the `RETURNING` of the upsert's one row. The replaced row (unless its content was
+    /// purged) is copied into `syncfs_versions` by another data-modifying `WITH`, which reads it
+    /// as it was before the statement (schema 4, `PostgresHistorySchema`).
     static func apply(_ entry: RemoteEntry, container rowID: Int64) -> PostgresQuery {
         let state = entry.state
         let xattrs = LocalEntryEncoding.encodeXattrs(state.xattrs).map { ByteBuffer(bytes: $0) }
         let target = state.symlinkTarget.map { ByteBuffer(bytes: $0) }
         let manifest = LocalEntryEncoding.encodeManifest(state.manifest).map { ByteBuffer(bytes: $0) }
         return """
-            WITH counter AS (UPDATE syncfs_containers SET version = \(Int64(entry.version)) WHERE id = \(rowID))
-            INSERT INTO syncfs_entries (container, \(unescaped: columns))
+            WITH stamp AS MATERIALIZED (SELECT syncfs_now_ns() AS ns),
+            counter AS (UPDATE syncfs_containers SET version = \(Int64(entry.version)) WHERE id = \(rowID)),
+            kept AS (
+                INSERT INTO syncfs_versions (container, \(unescaped: columns), committed_at, replaced_at)
+                SELECT container, \(unescaped: columns), committed_at, (SELECT ns FROM stamp) FROM syncfs_entries
+                WHERE container = \(rowID) AND file_id = \(entry.id.hex) AND NOT purged
+                ON CONFLICT DO NOTHING)
+            INSERT INTO syncfs_entries (container, \(unescaped: columns), committed_at, purged)
             VALUES (\(rowID), \(entry.id.hex), \(Int64(entry.version)), \(entry.isDeleted), \(entry.device),
                 \(state.parent?.hex), \(ByteBuffer(bytes: state.name)), \(Int16(state.kind.rawValue)),
-                \(Int32(bitPattern: state.mode)), \(state.mtime), \(state.size), \(xattrs), \(target), \(manifest))
+                \(Int32(bitPattern: state.mode)), \(state.mtime), \(state.size), \(xattrs), \(target), \(manifest),
+                (SELECT ns FROM stamp), false)
             ON CONFLICT (container, file_id) DO UPDATE SET
                 version = excluded.version, deleted = excluded.deleted, device = excluded.device,
                 parent = excluded.parent, name = excluded.name, kind = excluded.kind, mode = excluded.mode,
                 mtime = excluded.mtime, size = excluded.size, xattrs = excluded.xattrs,
-                symlink_target = excluded.symlink_target, manifest = excluded.manifest
+                symlink_target = excluded.symlink_target, manifest = excluded.manifest,
+                committed_at = excluded.committed_at, purged = false
             RETURNING pg_notify(\(PostgresStore.channel), \(String(rowID)))
             """
     }

@@ -49,12 +49,20 @@ extension PostgresStore {
         }
     }
 
-    /// Deletes the container named `name` and everything recorded for it (entries, chunk rows;
-    /// the chunk store's bytes stay, content-addressed). Only for a staged copy no client sees.
+    /// Deletes the container named `name` and everything recorded for it (entries, versions,
+    /// chunk rows), then sweeps the blobs no other container holds (`PostgresSweep`; a failure
+    /// there leaves blobs behind, never a row without its blob). Only for a staged copy no
+    /// client sees.
     public func dropStagedContainer(named name: String) async throws(ContainerProtocolError) {
         try Self.checkName(name)
-        _ = try await run("drop the staged container \(name)") { client in
-            _ = try await client.query("DELETE FROM syncfs_containers WHERE name = \(name)")
+        let held = try await run("drop the staged container \(name)") { client in
+            let rows = try await client.query(
+                """
+                WITH gone AS (DELETE FROM syncfs_containers WHERE name = \(name) RETURNING id)
+                SELECT c.hash FROM syncfs_chunks c JOIN gone ON c.container = gone.id
+                """)
+            return try await PostgresCollection.hashes(rows)
         }
+        _ = try await PostgresSweep.sweep(held, store: self)
     }
 }

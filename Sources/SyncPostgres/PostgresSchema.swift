@@ -11,7 +11,7 @@ import PostgresNIO
 ///   a database without the schema, older (run the initialisation) or newer (upgrade SyncFS).
 enum PostgresSchema {
     /// The version this code reads and writes.
-    static let currentVersion = 3
+    static let currentVersion = 4
 
     /// The advisory lock key every migration takes ("SyncFS" in ASCII).
     static let migrationLock: Int64 = 0x5379_6E63_4653
@@ -75,10 +75,13 @@ enum PostgresSchema {
         ],
         // 3: the commit's lookups and checked write as functions (`PostgresCommitFunctions`).
         PostgresCommitFunctions.migration,
+        // 4: version history, retention and safe garbage collection (`PostgresHistorySchema`).
+        PostgresHistorySchema.migration,
     ]
 
-    /// Creates or migrates the schema to `currentVersion`; refuses a newer one.
-    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+    /// Creates or migrates the schema to `target` (tests make older schemas with it; the default
+    /// is `currentVersion`); refuses one newer than `currentVersion`.
+    static func migrate(_ client: PostgresClient, logger: Logger, upTo target: Int = currentVersion) async throws {
         while true {
             let done = try await client.withTransaction(logger: logger) { connection -> Bool in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
@@ -94,7 +97,7 @@ enum PostgresSchema {
                 if found > currentVersion {
                     throw PostgresStoreError.schemaTooNew(found: found, supported: currentVersion)
                 }
-                if found == currentVersion { return true }
+                if found >= target { return true }
                 for statement in migrations[found] { try await connection.query(statement, logger: logger) }
                 try await connection.query("UPDATE syncfs_schema SET version = \(found + 1)", logger: logger)
                 logger.info("PostgreSQL schema migrated", metadata: ["version": "\(found + 1)"])

@@ -83,7 +83,10 @@ public final class PostgresStore: Sendable {
         let store = PostgresStore(settings: settings, blobs: NoBlobs(), options: options)
         defer { store.stop() }
         do {
-            try await withTimeout(options.operationTimeout * 3) { [client = store.client] in
+            // A step may rewrite or index every row (schema 4 indexes every chunk row): minutes on
+            // a large database, so the bound is an hour, not one operation's (the probe above
+            // already refused a server that does not answer).
+            try await withTimeout(max(options.operationTimeout * 3, .seconds(3600))) { [client = store.client] in
                 try await PostgresSchema.migrate(client, logger: options.logger)
             }
         } catch {
@@ -166,13 +169,13 @@ public final class PostgresStore: Sendable {
 
     // MARK: Running operations
 
-    /// Runs `body` against the pool within `operationTimeout`, mapping every failure to a
-    /// container error (`unavailable` for anything transient).
+    /// Runs `body` against the pool within `timeout` (nil: `operationTimeout`), mapping every
+    /// failure to a container error (`unavailable` for anything transient).
     func run<T: Sendable>(
-        _ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T
+        _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient) async throws -> T
     ) async throws(ContainerProtocolError) -> T {
         do {
-            return try await withTimeout(options.operationTimeout) { [client] in try await body(client) }
+            return try await withTimeout(timeout ?? options.operationTimeout) { [client] in try await body(client) }
         } catch {
             throw PostgresFailure.containerError(error, doing: what)
         }

@@ -6,8 +6,8 @@ import Testing
 /// against every implementation that can be collected. What only the local container does
 /// (chunk file times, temporary files, upgrades) is in LocalCollectionTests.swift; collections
 /// concurrent with commits in LocalCollectionConcurrencyTests.swift.
-// TODO(lead): all kinds once the HTTP and PostgreSQL history land
-private let collectableKinds: [ContainerKind] = [.inMemory, .local]
+// Every kind that stores its own data (an HTTP client of a server is collected on the server).
+private let collectableKinds: [ContainerKind] = [.inMemory, .local, .postgres, .postgresS3]
 
 @Suite("Container collection conformance")
 struct ContainerCollectionConformanceTests {

@@ -3,8 +3,7 @@ import Testing
 @testable import SyncBackend
 
 /// The `ContainerHistory` contract, checked against every implementation that keeps history.
-// TODO(lead): all kinds once the HTTP and PostgreSQL history land
-private let historyKinds: [ContainerKind] = [.inMemory, .local, .http]
+private let historyKinds = ContainerKind.allCases
 
 @Suite("Container history conformance")
 struct ContainerHistoryConformanceTests {

@@ -31,6 +31,13 @@ final class PostgresFixture: Sendable {
         return fixture
     }
 
+    /// Makes the schema of an older SyncFS: the migrations up to `version` only.
+    func initialize(upTo version: Int) async throws {
+        try await PostgresScratchDatabase.withAdmin(database.url) { client in
+            try await PostgresSchema.migrate(client, logger: Logger(label: "test"), upTo: version)
+        }
+    }
+
     func open(recheck: Duration = .seconds(5), timeout: Duration = .seconds(20)) async throws -> PostgresStore {
         var options = PostgresStore.Options()
         options.recheckInterval = recheck
