@@ -138,7 +138,8 @@ struct PostgresCollection {
                 """,
                 """
                 SELECT count(*) FROM syncfs_entries
-                WHERE container = \(rowID) AND deleted AND NOT purged AND committed_at <= \(cutoff)
+                WHERE container = \(rowID) AND deleted AND NOT purged
+                    AND GREATEST(committed_at, (SELECT history_since FROM syncfs_containers WHERE id = \(rowID))) <= \(cutoff)
                 """,
             ]
             : [
@@ -157,7 +158,8 @@ struct PostgresCollection {
                 """
                 WITH gone AS (
                     UPDATE syncfs_entries SET purged = true
-                    WHERE container = \(rowID) AND deleted AND NOT purged AND committed_at <= \(cutoff)
+                    WHERE container = \(rowID) AND deleted AND NOT purged
+                    AND GREATEST(committed_at, (SELECT history_since FROM syncfs_containers WHERE id = \(rowID))) <= \(cutoff)
                     RETURNING 1)
                 SELECT count(*) FROM gone
                 """,

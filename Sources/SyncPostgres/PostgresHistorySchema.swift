@@ -24,6 +24,10 @@ enum PostgresHistorySchema {
         ALTER TABLE syncfs_entries ADD COLUMN committed_at bigint NOT NULL DEFAULT 0,
             ADD COLUMN purged boolean NOT NULL DEFAULT false
         """,
+        // A tombstone from before history has no time: its retention counts from the upgrade
+        // (as the local container's `history_since`), so upgrading never empties the trash.
+        "ALTER TABLE syncfs_containers ADD COLUMN history_since bigint NOT NULL DEFAULT 0",
+        "UPDATE syncfs_containers SET history_since = (extract(epoch FROM clock_timestamp()) * 1e9)::bigint",
         """
         CREATE TABLE syncfs_versions (
             container bigint NOT NULL REFERENCES syncfs_containers (id) ON DELETE CASCADE,

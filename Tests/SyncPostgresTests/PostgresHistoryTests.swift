@@ -162,6 +162,25 @@ import Testing
         // The old chunk is live and referenced: a collection keeps it.
         let report = try await container.collectGarbage(CollectionOptions(grace: .zero))
         #expect(report.chunksExamined == 1 && report.chunksDeleted == 0, "\(report)")
+        // A tombstone from before history counts from the upgrade: still in the trash a day later,
+        // purged a month later.
+        let gone = FileID.random()
+        try await fixture.sql(
+            """
+            INSERT INTO syncfs_entries (container, file_id, version, deleted, device, parent, name, kind, mode,
+                mtime, size, committed_at)
+            SELECT id, '\(gone.hex)', 2, true, 'd', '\(FileID.root.hex)', 'g'::bytea, 1, 420, 1, 0, 0
+            FROM syncfs_containers WHERE name = 'old'
+            """)
+        try await fixture.sql("UPDATE syncfs_containers SET version = 2 WHERE name = 'old'")
+        let day: Int64 = RetentionPolicy.nanosecondsPerDay
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        let dayLater = try await container.collectGarbage(CollectionOptions(grace: .zero, now: now + day))
+        #expect(dayLater.tombstonesPurged == 0, "\(dayLater)")
+        #expect(try await container.deletedEntries(before: nil, limit: 10).map(\.entry.id) == [gone])
+        let monthLater = try await container.collectGarbage(CollectionOptions(grace: .zero, now: now + 31 * day))
+        #expect(monthLater.tombstonesPurged == 1, "\(monthLater)")
+        #expect(try await container.deletedEntries(before: nil, limit: 10).isEmpty)
         // The first commit after the migration keeps the old version.
         let current = try #require(history.first?.entry)
         _ = try await mustCommit(container, deletion(current))
