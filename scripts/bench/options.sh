@@ -71,8 +71,10 @@ Environment:
   HP_TARBALL           a local copy of fuse3_3.14.0.orig.tar.xz instead of downloading it
                        (checked against the same SHA-256)
 
-The SyncFS daemon runs as `syncfs-mount mount C MP --state-dir S --foreground --lifeline --create` with
-standard input from a FIFO the script holds open: if the script dies, the daemon unmounts.
+The SyncFS daemon runs as `syncfs-mount mount C MP --state-dir S --foreground --lifeline --create
+--no-guard` (the delete workload removes 10,000 files at once: the mass-delete guard would hold
+every later upload) with standard input from a FIFO the script holds open: if the script dies, the
+daemon unmounts.
 Everything (mounts, daemons, temporary files) is removed on exit, also on errors and Ctrl-C.
 EOF
 }
