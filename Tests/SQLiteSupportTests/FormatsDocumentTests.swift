@@ -40,12 +40,21 @@ struct FormatsDocumentTests {
     }
 
     /// The first ```sql block after the line `heading`.
+    /// Every ```sql block under `heading`, up to the next heading of level 2 or 3, joined in
+    /// order (a schema's first version, then what each migration adds).
     static func sqlBlock(under heading: String) -> String {
-        guard let start = lines.firstIndex(of: heading),
-            let open = lines[start...].firstIndex(of: "```sql"),
-            let close = lines[(open + 1)...].firstIndex(of: "```")
-        else { return "" }
-        return lines[(open + 1)..<close].joined(separator: "\n")
+        guard let start = lines.firstIndex(of: heading) else { return "" }
+        let end =
+            lines[(start + 1)...].firstIndex { $0.hasPrefix("## ") || $0.hasPrefix("### ") } ?? lines.endIndex
+        var blocks: [String] = []
+        var index = start + 1
+        while index < end, let open = lines[index..<end].firstIndex(of: "```sql"),
+            let close = lines[(open + 1)..<end].firstIndex(of: "```")
+        {
+            blocks.append(lines[(open + 1)..<close].joined(separator: "\n"))
+            index = close + 1
+        }
+        return blocks.joined(separator: "\n")
     }
 
     /// The words in backticks of `text`.

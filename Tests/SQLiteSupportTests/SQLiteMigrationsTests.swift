@@ -113,7 +113,7 @@ struct SQLiteMigrationsTests {
 struct SchemaListTests {
     static let schemas: [(String, SQLiteMigrations, Int)] = [
         ("state.db", StateDatabaseSchema.migrations, 4),
-        ("container.db", LocalContainerSchema.migrations, 1),
+        ("container.db", LocalContainerSchema.migrations, 2),
         ("tokens.db", TokenStoreSchema.migrations, 1),
     ]
 
@@ -140,16 +140,16 @@ struct SchemaListTests {
         let root = database.directory + "/box"
         _ = try LocalContainer.openOrCreate(at: root)
         let connection = try SQLiteConnection(path: root + "/container.db")
-        try connection.execute("PRAGMA user_version = 2")
+        try connection.execute("PRAGMA user_version = 3")
         do {
             _ = try LocalContainer.openExisting(at: root)
-            Issue.record("a container.db of schema 2 was opened")
+            Issue.record("a container.db of schema 3 was opened")
         } catch {
             guard case .unsupportedFormat(let message) = error else {
                 Issue.record("expected unsupportedFormat, got \(error)")
                 return
             }
-            #expect(message.contains("version 2") && message.contains("(1)"))
+            #expect(message.contains("version 3") && message.contains("(2)"), "\(message)")
         }
     }
 }

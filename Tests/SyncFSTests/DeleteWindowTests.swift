@@ -23,6 +23,30 @@ struct DeleteWindowTests {
         #expect(window.pending.count == 6)
     }
 
+    /// A file saved over and over (an autosave, a log) is one entry, however many times it is
+    /// rewritten within the window: it never trips the guard on its own (FailoverMountTest wrote
+    /// one file every second and tripped the fraction rule of a small tree after 50 s).
+    @Test func oneFileRewrittenManyTimesCountsOnce() {
+        var window = DeleteWindow(thresholds: thresholds)
+        var now: Int64 = 0
+        for _ in 0..<100 {
+            var verdict = window.consider(ids[0], now: now, treeSize: 3)
+            while case .wait(let until) = verdict {
+                now = until
+                verdict = window.consider(ids[0], now: now, treeSize: 3)
+            }
+            #expect(verdict == .go, "rewrite at \(now)")
+            window.admit(ids[0])
+            window.finished(ids[0])
+            now += 1
+        }
+        #expect(!window.tripped)
+        #expect(window.count(now: now) == 1)
+        // Distinct entries still count: five more within the window trip it.
+        for id in ids[1..<6] { _ = window.consider(id, now: now, treeSize: 1000) }
+        #expect(window.tripped)
+    }
+
     @Test func aChangeGoesOnceTheStreamPaused() {
         var window = DeleteWindow(thresholds: thresholds)
         #expect(window.consider(ids[0], now: 0, treeSize: 1000) == .wait(until: 10))

@@ -11,8 +11,9 @@ import SyncBackend
 /// Contract:
 /// - Every guarded change is counted once, when the uploader first considers it (its
 ///   *sighting*), in a sliding window of `Thresholds.window`.
-/// - The guard trips when the changes sighted within the window exceed the threshold
-///   (`Thresholds.exceeded`): then every answer is `held` until `release` or `discard`.
+/// - The guard trips when the **entries** whose changes were sighted within the window exceed
+///   the threshold (`Thresholds.exceeded`): one file rewritten many times (a log, an autosave)
+///   counts once. Then every answer is `held` until `release` or `discard`.
 /// - A guarded change goes only once the stream of guarded changes has paused for
 ///   `Thresholds.settle` (none sighted since), or once it has waited a whole window: a burst
 ///   faster than one change per `settle` is held whole until it ends, so none of a mass
@@ -60,8 +61,11 @@ struct DeleteWindow: Sendable {
     let thresholds: Thresholds
     /// Guarded changes considered but not committed yet, each with its sighting time.
     private(set) var pending: [FileID: Int64] = [:]
-    /// Sighting times within the window (committed or not), oldest first.
-    private var sightings: [Int64] = []
+    /// Sightings within the window (committed or not), oldest first.
+    private var sightings: [(time: Int64, id: FileID)] = []
+    /// How many of `sightings` each entry has: the guard counts entries, not changes (a file
+    /// saved every second is one file, however many times it is rewritten within the window).
+    private var sightingsPerEntry: [FileID: Int] = [:]
     private var lastSighting: Int64 = .min
     /// Set when the guard trips; cleared by `release`/`discard`.
     private(set) var tripped = false
@@ -79,7 +83,7 @@ struct DeleteWindow: Sendable {
     /// Guarded changes sighted within the window ending at `now`.
     mutating func count(now: Int64) -> Int {
         prune(now: now)
-        return sightings.count
+        return sightingsPerEntry.count
     }
 
     /// The uploader is about to commit the guarded change `id`; `treeSize` is the number of
@@ -93,11 +97,12 @@ struct DeleteWindow: Sendable {
         }
         if pending[id] == nil {
             pending[id] = now
-            sightings.append(now)
+            sightings.append((now, id))
+            sightingsPerEntry[id, default: 0] += 1
             lastSighting = max(lastSighting, now)
         }
         prune(now: now)
-        if thresholds.exceeded(count: sightings.count, treeSize: treeSize) {
+        if thresholds.exceeded(count: sightingsPerEntry.count, treeSize: treeSize) {
             tripped = true
             return .held
         }
@@ -138,6 +143,7 @@ struct DeleteWindow: Sendable {
         admitted = []
         tripped = false
         sightings = []
+        sightingsPerEntry = [:]
         lastSighting = .min
         pending = [:]
     }
@@ -147,17 +153,20 @@ struct DeleteWindow: Sendable {
         admitted = []
         tripped = false
         sightings = []
+        sightingsPerEntry = [:]
         lastSighting = .min
         pending = [:]
     }
 
     private mutating func prune(now: Int64) {
         let start = now - thresholds.window
-        if let firstKept = sightings.firstIndex(where: { $0 > start }) {
-            if firstKept > 0 { sightings.removeFirst(firstKept) }
-        } else {
-            sightings.removeAll(keepingCapacity: true)
+        let firstKept = sightings.firstIndex { $0.time > start } ?? sightings.count
+        guard firstKept > 0 else { return }
+        for (_, id) in sightings[..<firstKept] {
+            let left = (sightingsPerEntry[id] ?? 1) - 1
+            sightingsPerEntry[id] = left > 0 ? left : nil
         }
+        sightings.removeFirst(firstKept)
     }
 }
 
