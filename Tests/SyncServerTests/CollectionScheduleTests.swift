@@ -269,12 +269,12 @@ private struct LineHandler: LogHandler {
 
 /// A collectable container that counts its collections; it may fail, or block until released
 /// (ignoring cancellation, as a slow batch would).
-final class CollectableStub: Container, CollectableContainer {
+final class CollectableStub: ForwardingTestContainer, CollectableContainer {
     let name: String
     private let clock: ManualSleeper
     private let failure: ContainerProtocolError?
     private let blocks: Bool
-    private let base = InMemoryContainer()
+    let base = InMemoryContainer()
     private let state = Mutex<(calls: Int, grace: Duration?, cancelled: Bool, released: Bool)>((0, nil, false, false))
 
     init(name: String, clock: ManualSleeper, failure: ContainerProtocolError? = nil, blocks: Bool = false) {
@@ -317,20 +317,4 @@ final class CollectableStub: Container, CollectableContainer {
     func setRetention(_ policy: RetentionPolicy) async throws(ContainerProtocolError) {}
     func storageStats() async throws(ContainerProtocolError) -> StorageStats { StorageStats() }
 
-    var containerID: String { base.containerID }
-    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        try await base.missingChunks(hashes)
-    }
-    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
-    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
-    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
-    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        try await base.commit(request)
-    }
-    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await base.changes(after: cursor, limit: limit)
-    }
-    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
-        try await base.waitForChanges(after: cursor, timeout: timeout)
-    }
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// (the real containers gain `ContainerHistory` on other branches): everything else is its
 /// `InMemoryContainer`'s. It answers whatever the test sets — valid or not — and records the
 /// arguments it was asked with.
-final class CannedHistoryContainer: Container, ContainerHistory {
+final class CannedHistoryContainer: ForwardingTestContainer, ContainerHistory {
     struct Asked: Equatable, Sendable {
         var historyOf: FileID?
         var historyLimit: Int?
@@ -21,7 +21,6 @@ final class CannedHistoryContainer: Container, ContainerHistory {
     private let canned = Mutex<(history: [HistoricVersion], trash: [HistoricVersion])>(([], []))
     private let asked = Mutex(Asked())
 
-    var containerID: String { base.containerID }
     var lastAsked: Asked { asked.withLock { $0 } }
 
     /// From now on `history(of:limit:)` answers the first `limit` of `history`, whatever the ID.
@@ -45,29 +44,21 @@ final class CannedHistoryContainer: Container, ContainerHistory {
         let trash = canned.withLock { $0.trash }
         return Array(trash.filter { before == nil || $0.entry.version < before! }.prefix(limit))
     }
-
-    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        try await base.missingChunks(hashes)
-    }
-    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
-    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
-    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
-    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        try await base.commit(request)
-    }
-    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await base.changes(after: cursor, limit: limit)
-    }
-    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
-        try await base.waitForChanges(after: cursor, timeout: timeout)
-    }
 }
 
 /// A container that keeps no history (as a server of an older SyncFS, or a backend without it):
 /// an `InMemoryContainer`'s `Container` calls only.
-final class HistorylessContainer: Container {
+final class HistorylessContainer: ForwardingTestContainer {
     let base = InMemoryContainer()
+}
 
+/// A test container that forwards every `Container` call to `base` (an `InMemoryContainer`):
+/// conformers add only what they test (canned history, a collection stub).
+protocol ForwardingTestContainer: Container {
+    var base: InMemoryContainer { get }
+}
+
+extension ForwardingTestContainer {
     var containerID: String { base.containerID }
     func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
         try await base.missingChunks(hashes)
