@@ -91,6 +91,41 @@ struct ChurnThenDeleteTest {
         }
     }
 
+    /// A chain of folders, each changed (a `chmod`) and then removed with `rm -rf` before the
+    /// upload: every folder's queued change predates the deletes of what is in it, so the
+    /// uploader meets the outermost delete first and the container refuses it (it still holds
+    /// the next folder). The chain must stay deleted on A and leave B. It came back on every
+    /// machine: the refused deletes spent their waiting rounds and gave way to the container.
+    @Test func aDeletedChainWhoseFoldersChangedFirstStaysDeleted() throws {
+        try SyncedMounts.with(uploadDelay: 1000, argumentsA: MassDeleteGuardTest.neverTrips) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            var chain: [String] = []
+            var relative = ""
+            for depth in 0..<20 {
+                relative += (relative.isEmpty ? "" : "/") + "d\(depth)"
+                chain.append(relative)
+                try makeDirectory(a.path(relative))
+            }
+            try writeFile(a.path(relative + "/leaf"), "x")
+            try #require(a.expectSync())
+            try #require(waitUntil(timeout: 60) { FileManager.default.fileExists(atPath: b.path(relative + "/leaf")) })
+
+            for folder in chain { try #require(chmod(a.path(folder), 0o750) == 0, "chmod \(folder)") }
+            let removal = ModelProcess.run(["rm", "-rf", "--", a.path("d0")], timeout: 60)
+            try #require(removal.ok, "\(removal) \(removal.stderr)")
+            #expect(a.expectSync(timeout: 120))
+            let onA = Self.entries(below: a.root)
+            #expect(onA.isEmpty, "on A after sync: \(onA.prefix(5))")
+            var onB: [String] = []
+            let emptyOnB = waitUntil(timeout: 60) {
+                onB = Self.entries(below: b.root)
+                return onB.isEmpty
+            }
+            #expect(emptyOnB, "left on B: \(onB.prefix(5))")
+            if !onA.isEmpty || !emptyOnB { Issue.record("\(mounts.logs(limit: 6000))") }
+        }
+    }
+
     /// Runs the workers on `root` at once; returns them (with their outcomes).
     static func churn(_ root: String, seed: UInt64) -> [ChurnWorker] {
         let workers = (0..<workerCount).map { index in

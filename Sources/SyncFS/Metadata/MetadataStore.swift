@@ -353,13 +353,26 @@ final class MetadataStore: Sendable {
     /// copy and the container last agreed on. Commits pending changes first. Used when a commit
     /// conflicts (rare), so it reads the database rather than keeping states in memory.
     func baseState(of id: FileID) throws -> EntryState? {
+        try baseStates(of: [id])[id]
+    }
+
+    /// The recorded sync-base states of `ids` (those with none are absent), read in one pass.
+    /// Commits pending changes first.
+    func baseStates(of ids: [FileID]) throws -> [FileID: EntryState] {
+        guard !ids.isEmpty else { return [:] }
         try commit(durable: false)
         return try connection.withLock { connection in
             let row = try connection.statement("SELECT state FROM sync_base WHERE file_id = ?")
-            row.bind(1, id.hex)
             defer { connection.resetAll() }
-            guard try row.step(), let bytes = row.bytes(0) else { return nil }
-            return BaseStateEncoding.decode(bytes)
+            var states: [FileID: EntryState] = [:]
+            for id in ids {
+                row.reset()
+                row.bind(1, id.hex)
+                if try row.step(), let bytes = row.bytes(0), let state = BaseStateEncoding.decode(bytes) {
+                    states[id] = state
+                }
+            }
+            return states
         }
     }
 

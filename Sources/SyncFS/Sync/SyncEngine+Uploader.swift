@@ -162,6 +162,11 @@ extension SyncEngine {
                 fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
                 return true
             }
+            // A folder changed before what was in it was removed is queued ahead of those deletes
+            // (oldest first): they go first, then this delete again.
+            if case .delete = request.change, try uploadOwnDeletes(inside: item.fileID, context: &context) {
+                return false
+            }
             refusal = .directoryNotEmpty
         case .wouldCreateCycle:
             refusal = .wouldCreateCycle
@@ -276,6 +281,29 @@ extension SyncEngine {
         }
     }
 
+    /// Uploads this mount's queued deletes of what the container still holds in `folder`
+    /// (`UploadRecords.ownDeletesQueued`), once per attempt; their own refusals recurse, so a
+    /// removed chain of folders goes deepest first. Returns whether any was uploaded. Bounded:
+    /// once per attempt, below depth 64, and an item in flight up the call chain is not taken
+    /// again (a hostile container's cycle of parents ends there).
+    private func uploadOwnDeletes(inside folder: FileID, context: inout ResolveContext) throws(SyncFailure) -> Bool {
+        guard !context.uploadedOwnDeletes, context.depth < 64 else { return false }
+        context.uploadedOwnDeletes = true
+        let deletes: [FileID]
+        do {
+            deletes = try uploads.ownDeletesQueued(inside: folder)
+        } catch {
+            throw .local("cannot read the queued deletes from the state database: \(error)")
+        }
+        var uploaded = false
+        for id in deletes {
+            guard let taken = fileSystem.outbox.take(id) else { continue }
+            upload(taken, depth: context.depth + 1)
+            uploaded = true
+        }
+        return uploaded
+    }
+
     /// Uploads every other queued entry now, oldest first (ready or not).
     private func uploadOthers(except id: FileID, depth: Int) {
         let others = fileSystem.outbox.items.filter { $0.fileID != id }.sorted { $0.seq < $1.seq }
@@ -304,6 +332,8 @@ struct ResolveContext {
     var parked = false
     /// Every other queued change was uploaded first.
     var uploadedOthers = false
+    /// This mount's queued deletes inside the refused folder were uploaded first.
+    var uploadedOwnDeletes = false
 
     init(depth: Int) { self.depth = depth }
 }

@@ -197,6 +197,22 @@ extension UploadRecords {
         try store.baseState(of: id)
     }
 
+    /// This mount's queued deletes of entries the container still holds in `folder` (by their
+    /// sync base, what the container last had): what a refused delete of `folder` waits for.
+    /// Newest first (removals run deepest first, so the newest delete is the innermost). One read
+    /// of the state database for all of the queue's deletes: used only when a folder's delete is
+    /// refused.
+    func ownDeletesQueued(inside folder: FileID) throws -> [FileID] {
+        let deletes = live.transact { tree in
+            outbox.items.filter { item in
+                guard item.fileID != folder, (tree.bases[item.fileID]?.version ?? 0) > 0 else { return false }
+                return tree.node(withID: item.fileID).map(\.isUnlinked) ?? true
+            }
+        }
+        let states = try store.baseStates(of: deletes.map(\.fileID))
+        return deletes.filter { states[$0.fileID]?.parent == folder }.sorted { $0.seq > $1.seq }.map(\.fileID)
+    }
+
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
     func requeue(_ id: FileID) {
         live.transact { tree in tree.record(outbox.changed(id)) }
