@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import SyncBackend
+import Synchronization
 
 /// The container's changes applied to the tree (the follower's side): each remote entry is
 /// planned against the local state (`planRemote`), then applied — created, updated, moved or
@@ -25,8 +26,15 @@ final class RemoteChanges: Sendable, HoldsTheTree {
 extension RemoteChanges {
     /// The follower begins to apply the feed entry of container version `version` (see
     /// `LiveTree.feedReached`). Called by the follower thread only, in feed order.
-    func noteFeedReached(_ version: EntryVersion) {
-        if live.feedReached.load(ordering: .relaxed) < version { live.feedReached.store(version, ordering: .releasing) }
+    func noteFeedReached(_ version: EntryVersion) { advance(live.feedReached, to: version) }
+
+    /// The follower is done with the feed entry of container version `version` (see
+    /// `LiveTree.feedHandled`). Called by the follower thread only, in feed order.
+    func noteFeedHandled(_ version: EntryVersion) { advance(live.feedHandled, to: version) }
+
+    /// Moves a marker only the follower thread writes forward to `version`.
+    private func advance(_ marker: borrowing Atomic<UInt64>, to version: EntryVersion) {
+        if marker.load(ordering: .relaxed) < version { marker.store(version, ordering: .releasing) }
     }
 
     /// Decides what to do with a remote entry. `force` ignores local changes

@@ -25,6 +25,7 @@ extension SyncEngine {
                 for entry in batch.entries where isRunning {
                     remote.noteFeedReached(entry.version)
                     if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
+                    remote.noteFeedHandled(entry.version)
                 }
                 // Stopped in the middle of the batch: its cursor must not be stored, or the rest of
                 // the batch would never be applied (the next mount reads the batch again).

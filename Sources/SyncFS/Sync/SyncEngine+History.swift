@@ -277,10 +277,12 @@ extension SyncEngine {
         TrashIndex(try history.trash(), livePath: fileSystem.displayPath(of:))
     }
 
-    /// Waits (at most `restoreApplyWait`) until the follower has applied `version`.
+    /// Waits (at most `restoreApplyWait`) until the follower is done with `version` (applied it
+    /// and invalidated the kernel's caches: `LiveTree.feedHandled`, not `feedReached`, which
+    /// moves when the follower begins an entry).
     private func waitUntilApplied(_ version: EntryVersion) -> Bool {
         let deadline = ContinuousClock.now + Self.restoreApplyWait
-        while fileSystem.live.feedReached.load(ordering: .acquiring) < version {
+        while fileSystem.live.feedHandled.load(ordering: .acquiring) < version {
             if ContinuousClock.now >= deadline { return false }
             Thread.sleep(forTimeInterval: 0.02)
         }

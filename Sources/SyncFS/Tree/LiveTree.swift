@@ -66,6 +66,11 @@ final class LiveTree: Sendable {
     /// an entry whose newest version was `v` when the follower read its batch can arrive any more
     /// (`UploadRecords.uploadCommitted` keeps a deleted entry's tombstone as its base until then).
     let feedReached = Atomic<UInt64>(0)
+    /// The container version of the newest change-feed entry the follower is done with (applied,
+    /// or deferred, and the kernel's caches invalidated; 0 until then; in memory only): a
+    /// command that made a version in the container (`restore`) waits for it, so the folder
+    /// shows that version when the command returns.
+    let feedHandled = Atomic<UInt64>(0)
 
     init(
         _ namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,
