@@ -119,6 +119,7 @@ extension ContainerConformanceTests {
         let start = ContinuousClock.now
         waiter.cancel()
         #expect(try await waiter.value == false)
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Far from the 30 s wait it tells apart, whatever the machine's load.
+        #expect(ContinuousClock.now - start < .seconds(8))
     }
 }

@@ -126,7 +126,7 @@ struct HTTPContainerTests {
     }
 
     /// A `503` with `Retry-After: 1` is *busy*: the call asks again after its own backoff (at
-    /// least a second apart, so a few times in 4 s, never a tight loop) and ends as `busy` — not
+    /// least a second apart, never a tight loop) and ends as `busy` — not
     /// `unavailable`, whose retries the upload queue lets go as soon as any other call succeeds
     /// (that made a mount retry ~535 times a second).
     @Test(.timeLimit(.minutes(1))) func aBusyServerIsAskedAgainAfterABackoffNotInALoop() async throws {
@@ -140,11 +140,22 @@ struct HTTPContainerTests {
             containerID: "id")
         let chunk = [UInt8](repeating: 5, count: 1000).withUnsafeBytes { ChunkCodec.encode($0) }
         let upload = Task { await capture { try await container.putChunk(chunk) } }
-        try await Task.sleep(for: .seconds(4))
+        // Until the third request (bounded by what it watches, not by a fixed sleep a loaded
+        // machine may overrun), at most 20 s.
+        let started = ContinuousClock.now
+        while server.requests < 3 && ContinuousClock.now - started < .seconds(20) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let elapsed = ContinuousClock.now - started
+        let requests = server.requests
         upload.cancel()
         let error = await upload.value
-        let requests = server.requests
-        #expect((2...5).contains(requests), "\(requests) requests in 4 s")
+        #expect(requests >= 3, "asked again: \(requests) requests in \(elapsed)")
+        // A second apart at least: two backoffs before the third request, and never more than
+        // one request per second (plus the first and one in flight).
+        #expect(elapsed >= .milliseconds(1900), "\(requests) requests in \(elapsed)")
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        #expect(Double(requests) <= seconds + 2, "\(requests) requests in \(elapsed)")
         guard case .busy(let message)? = error else {
             Issue.record("expected busy, got \(String(describing: error))")
             return
