@@ -151,7 +151,9 @@ final class CrashState: @unchecked Sendable {
             }
             for rel in filesOf(thread: t) {
                 let content = rng.bytes(rng.int(0...(Self.page * Self.maxPages)))
-                intend(rel, content, "create")
+                // Empty from `open(O_CREAT)` until the write (see `CrashWorkload.deleteOrCreate`).
+                intend(rel, [], "create")
+                intend(rel, content, "write \(content.count)B")
                 let fd = open(path(rel), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
                 guard fd >= 0 else {
                     error("create \(rel): \(ModelSys.errnoName(errno))")

@@ -173,7 +173,10 @@ final class CrashWorkload: @unchecked Sendable {
             }
         } else {
             let content = rng.bytes(rng.int(0...(CrashState.page * 4)))
-            state.intend(rel, content, "create")
+            // `open(O_CREAT)` makes an empty file before the write fills it: a kill between the two
+            // (or before the written pages reached the daemon) may leave it empty.
+            state.intend(rel, [], "create")
+            state.intend(rel, content, "write \(content.count)B")
             let fd = open(state.path(rel), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
                 state.error("create \(rel): \(ModelSys.errnoName(errno))")
