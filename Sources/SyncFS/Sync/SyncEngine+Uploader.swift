@@ -282,21 +282,28 @@ extension SyncEngine {
     }
 
     /// Uploads this mount's queued deletes of what the container still holds in `folder`
-    /// (`UploadRecords.ownDeletesQueued`), once per attempt; their own refusals recurse, so a
-    /// removed chain of folders goes deepest first. Returns whether any was uploaded. Bounded:
-    /// once per attempt, below depth 64, and an item in flight up the call chain is not taken
-    /// again (a hostile container's cycle of parents ends there).
+    /// (`UploadRecords.ownDeletesQueuedByFolder`), once per attempt; their own refusals recurse,
+    /// so a removed tree of folders goes deepest first. Returns whether any was uploaded. The
+    /// outermost call reads the queue's deletes once for the whole recursion (`ownDeletesIndex`),
+    /// so removing a tree of `f` folders and `n` entries costs O(n) reads, not O(f × n).
+    /// Bounded: once per attempt, below depth 64, and an item in flight up the call chain is not
+    /// taken again (a hostile container's cycle of parents ends there).
     private func uploadOwnDeletes(inside folder: FileID, context: inout ResolveContext) throws(SyncFailure) -> Bool {
         guard !context.uploadedOwnDeletes, context.depth < 64 else { return false }
         context.uploadedOwnDeletes = true
-        let deletes: [FileID]
-        do {
-            deletes = try uploads.ownDeletesQueued(inside: folder)
-        } catch {
-            throw .local("cannot read the queued deletes from the state database: \(error)")
+        let outermost = ownDeletesIndex.withLock { $0 == nil }
+        if outermost {
+            let index: [FileID: [FileID]]
+            do {
+                index = try uploads.ownDeletesQueuedByFolder()
+            } catch {
+                throw .local("cannot read the queued deletes from the state database: \(error)")
+            }
+            ownDeletesIndex.withLock { $0 = index }
         }
+        defer { if outermost { ownDeletesIndex.withLock { $0 = nil } } }
         var uploaded = false
-        for id in deletes {
+        for id in ownDeletesIndex.withLock({ $0?[folder] ?? [] }) {
             guard let taken = fileSystem.outbox.take(id) else { continue }
             upload(taken, depth: context.depth + 1)
             uploaded = true

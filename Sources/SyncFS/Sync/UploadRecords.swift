@@ -197,20 +197,25 @@ extension UploadRecords {
         try store.baseState(of: id)
     }
 
-    /// This mount's queued deletes of entries the container still holds in `folder` (by their
-    /// sync base, what the container last had): what a refused delete of `folder` waits for.
-    /// Newest first (removals run deepest first, so the newest delete is the innermost). One read
-    /// of the state database for all of the queue's deletes: used only when a folder's delete is
-    /// refused.
-    func ownDeletesQueued(inside folder: FileID) throws -> [FileID] {
+    /// This mount's queued deletes of entries the container still holds, by the folder it holds
+    /// each in (its sync base's parent, what the container last had), newest first in each
+    /// folder (removals run deepest first, so the newest delete is the innermost): what a refused
+    /// delete of a folder waits for. One read of the state database for all of the queue's
+    /// deletes; used only when a folder's delete is refused.
+    func ownDeletesQueuedByFolder() throws -> [FileID: [FileID]] {
         let deletes = live.transact { tree in
             outbox.items.filter { item in
-                guard item.fileID != folder, (tree.bases[item.fileID]?.version ?? 0) > 0 else { return false }
+                guard (tree.bases[item.fileID]?.version ?? 0) > 0 else { return false }
                 return tree.node(withID: item.fileID).map(\.isUnlinked) ?? true
             }
         }
         let states = try store.baseStates(of: deletes.map(\.fileID))
-        return deletes.filter { states[$0.fileID]?.parent == folder }.sorted { $0.seq > $1.seq }.map(\.fileID)
+        var byFolder: [FileID: [FileID]] = [:]
+        for item in deletes.sorted(by: { $0.seq > $1.seq }) {
+            guard let parent = states[item.fileID]?.parent, parent != item.fileID else { continue }
+            byFolder[parent, default: []].append(item.fileID)
+        }
+        return byFolder
     }
 
     /// Queues `id` for upload as if it had changed locally (a parent that must be re-created).
