@@ -11,29 +11,41 @@ import Testing
 /// sides, not come back when the refused deletes give way to the container. In the serialized
 /// engine suite.
 extension SyncEngineTests {
+    /// Two chains of 10: deeper than the uploader's "others first" recursion goes (8); 41
+    /// entries, under the mass-delete guard's minimum (50), so the guard stays on.
     @Test func aRemovedTreeOfChangedFoldersStaysDeleted() async throws {
+        try await removeTreeOfChangedFolders(chains: 2, depth: 10, guardsDeletes: true)
+    }
+
+    /// A chain deeper than any bound on the uploader's recursion (64) stays deleted too.
+    @Test func aRemovedChainOf80ChangedFoldersStaysDeleted() async throws {
+        try await removeTreeOfChangedFolders(chains: 1, depth: 80, guardsDeletes: false)
+    }
+
+    /// Builds `chains` chains of `depth` folders under `top` (a file in each folder), syncs them,
+    /// changes every folder outermost first, removes everything innermost first, and expects the
+    /// tree gone on both sides and in the container.
+    private func removeTreeOfChangedFolders(chains: Int, depth: Int, guardsDeletes: Bool) async throws {
         // Changes wait 0.3 s: the chmods and the removal below are queued before any goes.
         let policy = UploadQueue.Policy(
             quietDelay: 300_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
-        let pair = try SyncedPair(policy: policy)
+        let pair = try SyncedPair(policy: policy, guardsDeletes: guardsDeletes)
         let top = try pair.a.mkdir("top")
         var folders: [(parent: InodeNumber, name: String, ino: InodeNumber)] = [(.root, "top", top)]
         var files: [(parent: InodeNumber, name: String)] = []
-        // Two chains of 10 folders, a file in each: deeper than the uploader's "others first"
-        // recursion goes (8), and 41 entries, under the mass-delete guard's minimum (50).
-        for chain in 0..<2 {
+        for chain in 0..<chains {
             var parent = top
-            for depth in 0..<10 {
-                let folder = try pair.a.mkdir("c\(chain)-\(depth)", in: parent)
-                folders.append((parent, "c\(chain)-\(depth)", folder))
-                _ = try pair.a.makeFile("x", in: folder, contents: Array("\(chain).\(depth)".utf8))
+            for level in 0..<depth {
+                let folder = try pair.a.mkdir("c\(chain)-\(level)", in: parent)
+                folders.append((parent, "c\(chain)-\(level)", folder))
+                _ = try pair.a.makeFile("x", in: folder, contents: Array("\(chain).\(level)".utf8))
                 files.append((folder, "x"))
                 parent = folder
             }
         }
         try await pair.eventually("the tree on B") {
-            try contents(pair.b, "top/" + (0..<10).map { "c1-\($0)" }.joined(separator: "/") + "/x")
-                == Array("1.9".utf8)
+            let last = (0..<depth).map { "c\(chains - 1)-\($0)" }.joined(separator: "/")
+            return try contents(pair.b, "top/" + last + "/x") == Array("\(chains - 1).\(depth - 1)".utf8)
         }
         try await pair.settle()
 

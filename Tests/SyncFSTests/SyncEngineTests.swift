@@ -18,29 +18,32 @@ final class SyncedPair {
         quietDelay: 5_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
 
     /// `viewOfA`: what A talks to (e.g. a fault-injecting wrapper of `container`); B talks to `container`.
+    /// `guardsDeletes: false` turns the mass-delete guard off (a test that removes a large tree).
     init(
         container: any Container = InMemoryContainer(), viewOfA: (any Container)? = nil,
         viewOfB: (any Container)? = nil, policy: UploadQueue.Policy = fastPolicy,
-        mergeCommands: LocalMergeCommands = .none
+        mergeCommands: LocalMergeCommands = .none, guardsDeletes: Bool = true
     ) throws {
         self.container = container
         a = try FileSystemFixture(uploadPolicy: policy)
         b = try FileSystemFixture(uploadPolicy: policy)
-        engineA = Self.engine(a, viewOfA ?? container, mergeCommands: mergeCommands)
-        engineB = Self.engine(b, viewOfB ?? container, mergeCommands: mergeCommands)
+        engineA = Self.engine(a, viewOfA ?? container, mergeCommands: mergeCommands, guardsDeletes: guardsDeletes)
+        engineB = Self.engine(b, viewOfB ?? container, mergeCommands: mergeCommands, guardsDeletes: guardsDeletes)
         self.viewOfB = viewOfB ?? container
         engineA.start()
         engineB.start()
     }
 
     static func engine(
-        _ fixture: FileSystemFixture, _ container: any Container, mergeCommands: LocalMergeCommands = .none
+        _ fixture: FileSystemFixture, _ container: any Container, mergeCommands: LocalMergeCommands = .none,
+        guardsDeletes: Bool = true
     ) -> SyncEngine {
         var options = SyncEngine.Options()
         options.feedWait = .seconds(2)
         options.mergeCommands = mergeCommands
         // The mass-delete guard stays on, its pause scaled down like the fast upload policy.
         options.deleteGuard?.settle = 50_000_000
+        if !guardsDeletes { options.deleteGuard = nil }
         return SyncEngine(fileSystem: fixture.fs, container: container, options: options, logger: .init(label: "t"))
     }
 

@@ -277,9 +277,10 @@ extension SyncEngine {
         TrashIndex(try history.trash(), livePath: fileSystem.displayPath(of:))
     }
 
-    /// Waits (at most `restoreApplyWait`) until the follower is done with `version` (applied it
-    /// and invalidated the kernel's caches: `LiveTree.feedHandled`, not `feedReached`, which
-    /// moves when the follower begins an entry).
+    /// Waits (at most `restoreApplyWait`) until the follower is done with `version`
+    /// (`LiveTree.feedHandled`, not `feedReached`, which moves when the follower begins an
+    /// entry): applied, the kernel's caches dropped — or deferred, when a local change of the
+    /// entry waits to upload and will meet the restored version as a conflict.
     private func waitUntilApplied(_ version: EntryVersion) -> Bool {
         let deadline = ContinuousClock.now + Self.restoreApplyWait
         while fileSystem.live.feedHandled.load(ordering: .acquiring) < version {

@@ -281,13 +281,14 @@ extension SyncEngine {
         }
     }
 
-    /// Uploads this mount's queued deletes of what the container still holds in `folder`
-    /// (`UploadRecords.ownDeletesQueuedByFolder`), once per attempt; their own refusals recurse,
-    /// so a removed tree of folders goes deepest first. Returns whether any was uploaded. The
-    /// outermost call reads the queue's deletes once for the whole recursion (`ownDeletesIndex`),
-    /// so removing a tree of `f` folders and `n` entries costs O(n) reads, not O(f × n).
-    /// Bounded: once per attempt, below depth 64, and an item in flight up the call chain is not
-    /// taken again (a hostile container's cycle of parents ends there).
+    /// Uploads this mount's queued deletes of what the container still holds below `folder`
+    /// (`UploadRecords.ownDeletesQueuedByFolder`, followed down through the folders among them),
+    /// deepest first, so each folder's delete finds it empty; once per attempt. Returns whether
+    /// any was taken and attempted (then the refused delete goes again). The outermost call reads
+    /// the queue once for everything its uploads meet (`ownDeletesIndex`): a removed tree of `f`
+    /// folders and `n` entries costs O(n) reads, not O(f × n). No recursion per level, so a chain
+    /// of any depth stays deleted; an entry met twice (a hostile container's cycle of parents) is
+    /// taken once, and an item in flight up the call chain is not taken again.
     private func uploadOwnDeletes(inside folder: FileID, context: inout ResolveContext) throws(SyncFailure) -> Bool {
         guard !context.uploadedOwnDeletes, context.depth < 64 else { return false }
         context.uploadedOwnDeletes = true
@@ -302,13 +303,25 @@ extension SyncEngine {
             ownDeletesIndex.withLock { $0 = index }
         }
         defer { if outermost { ownDeletesIndex.withLock { $0 = nil } } }
-        var uploaded = false
-        for id in ownDeletesIndex.withLock({ $0?[folder] ?? [] }) {
+        let levels = ownDeletesIndex.withLock { index -> [[FileID]] in
+            guard let index else { return [] }
+            var seen: Set<FileID> = [folder]
+            var levels: [[FileID]] = []
+            var level = index[folder] ?? []
+            while !level.isEmpty {
+                let fresh = level.filter { seen.insert($0).inserted }
+                if !fresh.isEmpty { levels.append(fresh) }
+                level = fresh.flatMap { index[$0] ?? [] }
+            }
+            return levels
+        }
+        var attempted = false
+        for id in levels.reversed().joined() {
             guard let taken = fileSystem.outbox.take(id) else { continue }
             upload(taken, depth: context.depth + 1)
-            uploaded = true
+            attempted = true
         }
-        return uploaded
+        return attempted
     }
 
     /// Uploads every other queued entry now, oldest first (ready or not).

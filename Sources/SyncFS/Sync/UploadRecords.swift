@@ -198,10 +198,9 @@ extension UploadRecords {
     }
 
     /// This mount's queued deletes of entries the container still holds, by the folder it holds
-    /// each in (its sync base's parent, what the container last had), newest first in each
-    /// folder (removals run deepest first, so the newest delete is the innermost): what a refused
-    /// delete of a folder waits for. One read of the state database for all of the queue's
-    /// deletes; used only when a folder's delete is refused.
+    /// each in (its sync base's parent, what the container last had): what a refused delete of a
+    /// folder waits for. One read of the state database for all of the queue's deletes; used
+    /// only when a folder's delete is refused.
     func ownDeletesQueuedByFolder() throws -> [FileID: [FileID]] {
         let deletes = live.transact { tree in
             outbox.items.filter { item in
@@ -211,7 +210,7 @@ extension UploadRecords {
         }
         let states = try store.baseStates(of: deletes.map(\.fileID))
         var byFolder: [FileID: [FileID]] = [:]
-        for item in deletes.sorted(by: { $0.seq > $1.seq }) {
+        for item in deletes {
             guard let parent = states[item.fileID]?.parent, parent != item.fileID else { continue }
             byFolder[parent, default: []].append(item.fileID)
         }
