@@ -15,6 +15,8 @@ final class FuseContext: Sendable {
     let deviceIO = FuseDeviceIO()
     /// Reads waiting for a download, answered before the session goes (`PendingRead`).
     let pendingReads = PendingReads()
+    /// Which readers' READDIRPLUS pages carry attributes (`ReaddirPlusReaders`).
+    let readdirPlus = ReaddirPlusAdvisor()
 
     init(fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double) {
         self.fileSystem = fileSystem

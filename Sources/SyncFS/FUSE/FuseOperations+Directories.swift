@@ -30,16 +30,22 @@ func fuseReaddir(
 func fuseReaddirplus(
     _ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int, _ offset: off_t, _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
-    fillDirectory(req, size: size, offset: offset, info: info, plus: true)
+    // Names only for a reader that has not shown it stats what it lists (`ReaddirPlusReaders`).
+    let reader = fuse_req_ctx(req)?.pointee.pid ?? 0
+    let attributes = FuseContext.of(req).readdirPlus.attributesWanted(by: reader, listing: UInt64(ino))
+    fillDirectory(req, size: size, offset: offset, info: info, plus: true, attributes: attributes)
 }
 
 /// Fills one reply buffer of entries from `offset` on. The offset given with an entry is the
 /// index of the next one, so a listing resumes exactly where the kernel's buffer ended.
-/// readdirplus first counts how many entries fit (their sizes depend on the names only), then
-/// takes the attributes of exactly those in one transaction (`readdirPlusEntries`), which counts
-/// a lookup for each (never for `.` and `..`): every counted entry is sent.
+/// readdirplus first counts how many entries fit (their sizes depend on the names only), then,
+/// with `attributes`, takes the attributes of exactly those in one transaction
+/// (`readdirPlusEntries`), which counts a lookup for each (never for `.` and `..`): every counted
+/// entry is sent. Without `attributes` every entry is a name and type (node ID 0), which the
+/// kernel does not instantiate and nothing counts.
 private func fillDirectory(
-    _ req: fuse_req_t?, size: Int, offset: off_t, info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool
+    _ req: fuse_req_t?, size: Int, offset: off_t, info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool,
+    attributes: Bool = false
 ) {
     let context = FuseContext.of(req)
     guard let handle = peekHandle(info, as: OpenDirectory.self) else { return replyError(req, .badHandle) }
@@ -68,7 +74,7 @@ private func fillDirectory(
             fitting += 1
         }
         entries = listed.prefix(fitting)
-        replies = context.fileSystem.readdirPlusEntries(entries)
+        replies = attributes ? context.fileSystem.readdirPlusEntries(entries) : Array(repeating: nil, count: fitting)
     } else {
         entries = listed
     }
@@ -83,8 +89,8 @@ private func fillDirectory(
             if let reply = replies[position] {
                 parameters = makeEntryParameters(reply, context)
             } else {
-                // `.`, `..`, or a child gone since the snapshot: a name without attributes
-                // (entry ino 0), which the kernel does not instantiate.
+                // Names only, `.`, `..`, or a child gone since the snapshot: a name without
+                // attributes (entry ino 0), which the kernel does not instantiate.
                 parameters.attr.st_ino = ino_t(entry.ino.rawValue)
                 parameters.attr.st_mode = directoryType(entry.kind)
             }

@@ -7,7 +7,11 @@ import Glibc
 func fuseLookup(_ req: fuse_req_t?, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
     let context = FuseContext.of(req)
     do {
-        replyEntry(req, try context.fileSystem.lookup(parent: inode(parent), name: fileName(name)), context)
+        let entry = try context.fileSystem.lookup(parent: inode(parent), name: fileName(name))
+        if entry.attributes.kind != .directory, let caller = fuse_req_ctx(req) {
+            context.readdirPlus.lookedUp(by: caller.pointee.pid, in: UInt64(parent), isDirectory: false)
+        }
+        replyEntry(req, entry, context)
     } catch .notFound {
         // A negative entry: the kernel may cache the absence for the timeout.
         var parameters = fuse_entry_param()

@@ -34,7 +34,9 @@ enum KernelCachePolicy {
     /// `du` or `ls -l` reads a whole directory and then stats every name: under AUTO each name
     /// past the first page became a LOOKUP of its own (16,000 of them for 20,000 files).
     /// Safe as every entry reply: each READDIRPLUS entry is a lookup (counted in `InodeTable`,
-    /// forgotten by the kernel), cached for `timeout` and invalidated like a LOOKUP's.
+    /// forgotten by the kernel), cached for `timeout` and invalidated like a LOOKUP's. Whether a
+    /// page carries attributes at all is the reader's (`ReaddirPlusReaders`): names and types only
+    /// for a walk that does not stat.
     static let readdirPlusAlways = true
 
     /// Whether the mount declares POSIX ACL support to the kernel (FUSE_POSIX_ACL). It does not:
