@@ -13,7 +13,10 @@ struct TreeWalkTest {
     static let walks: [(name: String, command: String)] = [
         ("find (names only)", "find . | LC_ALL=C sort"),
         // `find` filters by the listing's entry types (d_type), without a stat.
-        ("find -type f, -type l", "find . -type f -printf 'file %p\\n' -o -type l -printf 'link %p\\n' | LC_ALL=C sort"),
+        (
+            "find -type f, -type l",
+            "find . -type f -printf 'file %p\\n' -o -type l -printf 'link %p\\n' | LC_ALL=C sort"
+        ),
         ("find -printf (stats every name)", "find . ! -type d -printf '%P|%y|%s|%m|%T@|%l\\n' | LC_ALL=C sort"),
         ("find folders", "find . -mindepth 1 -type d -printf '%P|%m|%T@\\n' | LC_ALL=C sort"),
         (
