@@ -2,83 +2,89 @@ import Testing
 
 @testable import SyncFS
 
-/// `ReaddirPlusReaders`: names only until a reader stats what it lists (issue #18).
+/// `ReaddirPlusReaders`: names only until a reader stats what it lists (issue #18). Each test is
+/// a sequence of READDIRPLUS pages (with the answer expected) and LOOKUPs.
 @Suite struct ReaddirPlusAdvisorTests {
+    enum Step {
+        /// `reader` asks for a page of `directory`; `attributes`: whether it must carry them.
+        case list(_ reader: Int32, _ directory: UInt64, attributes: Bool)
+        /// `reader` looks up a name in `directory`.
+        case lookUp(_ reader: Int32, in: UInt64, isDirectory: Bool)
+    }
+
+    /// Plays `steps` on `readers`, expecting each page's answer.
+    func play(
+        _ steps: [Step], on readers: inout ReaddirPlusReaders, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        for (index, step) in steps.enumerated() {
+            switch step {
+            case .list(let reader, let directory, let expected):
+                let answer = readers.attributesWanted(by: reader, listing: directory)
+                #expect(answer == expected, "step \(index): \(step)", sourceLocation: sourceLocation)
+            case .lookUp(let reader, let directory, let isDirectory):
+                readers.lookedUp(by: reader, in: directory, isDirectory: isDirectory)
+            }
+        }
+    }
+
     @Test func aWalkerThatOnlyDescendsKeepsGettingNamesOnly() {
         var readers = ReaddirPlusReaders()
-        let answer1 = readers.attributesWanted(by: 100, listing: 1)
-        #expect(!answer1)
-        // `find` looks up the folders it descends into, nothing else.
-        readers.lookedUp(by: 100, in: 1, isDirectory: true)
-        let answer2 = readers.attributesWanted(by: 100, listing: 2)
-        #expect(!answer2)
-        let answer3 = readers.attributesWanted(by: 100, listing: 2)
-        #expect(!answer3, "the next page of the same folder")
+        // `find` looks up the folders it descends into, nothing else; then the next page.
+        play(
+            [
+                .list(100, 1, attributes: false), .lookUp(100, in: 1, isDirectory: true),
+                .list(100, 2, attributes: false), .list(100, 2, attributes: false),
+            ], on: &readers)
     }
 
     @Test func aReaderThatStatsWhatItListsGetsAttributesFromThenOn() {
         var readers = ReaddirPlusReaders()
-        let answer4 = readers.attributesWanted(by: 7, listing: 10)
-        #expect(!answer4)
-        readers.lookedUp(by: 7, in: 10, isDirectory: false)
-        let answer5 = readers.attributesWanted(by: 7, listing: 11)
-        #expect(answer5)
-        let answer6 = readers.attributesWanted(by: 7, listing: 10)
-        #expect(answer6)
         // Another reader still starts with names only.
-        let answer7 = readers.attributesWanted(by: 8, listing: 10)
-        #expect(!answer7)
+        play(
+            [
+                .list(7, 10, attributes: false), .lookUp(7, in: 10, isDirectory: false),
+                .list(7, 11, attributes: true), .list(7, 10, attributes: true), .list(8, 10, attributes: false),
+            ], on: &readers)
     }
 
     @Test func aLookupOutsideTheNamesOnlyListingsTeachesNothing() {
         var readers = ReaddirPlusReaders()
-        let answer8 = readers.attributesWanted(by: 7, listing: 10)
-        #expect(!answer8)
-        // A file opened elsewhere (a path the reader knew), or by a reader that never listed.
-        readers.lookedUp(by: 7, in: 99, isDirectory: false)
-        readers.lookedUp(by: 8, in: 10, isDirectory: false)
-        let answer9 = readers.attributesWanted(by: 7, listing: 11)
-        #expect(!answer9)
-        let answer10 = readers.attributesWanted(by: 8, listing: 12)
-        #expect(!answer10)
+        // A file opened in a folder the reader never listed, or by a reader that never listed.
+        play(
+            [
+                .list(7, 10, attributes: false), .lookUp(7, in: 99, isDirectory: false),
+                .lookUp(8, in: 10, isDirectory: false), .list(7, 11, attributes: false),
+                .list(8, 12, attributes: false),
+            ], on: &readers)
     }
 
     @Test func onlyTheRecentNamesOnlyListingsCount() {
         var readers = ReaddirPlusReaders()
-        for directory in 0..<UInt64(ReaddirPlusReaders.recentDirectories + 1) {
-            let answer11 = readers.attributesWanted(by: 5, listing: directory)
-            #expect(!answer11)
-        }
-        readers.lookedUp(by: 5, in: 0, isDirectory: false)
-        let answer12 = readers.attributesWanted(by: 5, listing: 100)
-        #expect(!answer12, "directory 0 was listed too long ago")
-        readers.lookedUp(by: 5, in: UInt64(ReaddirPlusReaders.recentDirectories), isDirectory: false)
-        let answer13 = readers.attributesWanted(by: 5, listing: 101)
-        #expect(answer13)
+        let recent = UInt64(ReaddirPlusReaders.recentDirectories)
+        play((0...recent).map { .list(5, $0, attributes: false) }, on: &readers)
+        // Folder 0 was listed too long ago; the newest one counts.
+        play(
+            [
+                .lookUp(5, in: 0, isDirectory: false), .list(5, 100, attributes: false),
+                .lookUp(5, in: recent, isDirectory: false), .list(5, 101, attributes: true),
+            ], on: &readers)
     }
 
     @Test func theKernelsOwnRequestsAlwaysGetAttributes() {
         var readers = ReaddirPlusReaders()
-        let answer14 = readers.attributesWanted(by: 0, listing: 1)
-        #expect(answer14)
+        play([.list(0, 1, attributes: true)], on: &readers)
         #expect(readers.readers.isEmpty)
     }
 
     @Test func theTableStaysBoundedAndKeepsTheRecentReaders() {
         var readers = ReaddirPlusReaders()
-        let answer15 = readers.attributesWanted(by: 1, listing: 1)
-        #expect(!answer15)
-        readers.lookedUp(by: 1, in: 1, isDirectory: false)
+        play([.list(1, 1, attributes: false), .lookUp(1, in: 1, isDirectory: false)], on: &readers)
         for reader in 2...Int32(ReaddirPlusReaders.capacity * 3) {
             _ = readers.attributesWanted(by: reader, listing: 1)
             // Reader 1 keeps listing now and then: recently seen, never forgotten.
-            if reader % 100 == 0 {
-                let recentOne = readers.attributesWanted(by: 1, listing: 2)
-                #expect(recentOne)
-            }
+            if reader % 100 == 0 { play([.list(1, 2, attributes: true)], on: &readers) }
         }
         #expect(readers.readers.count <= ReaddirPlusReaders.capacity)
-        let answer17 = readers.attributesWanted(by: 1, listing: 3)
-        #expect(answer17, "a recent reader is remembered")
+        play([.list(1, 3, attributes: true)], on: &readers)
     }
 }
