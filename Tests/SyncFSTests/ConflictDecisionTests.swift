@@ -176,6 +176,14 @@ struct ConflictDecisionTests {
             name: "a directory deleted here got new entries remotely: first our other changes",
             situation: situation(.delete, .directoryNotEmpty), expected: .uploadOthersFirst),
         Case(
+            name: "a directory deleted here still holds what we deleted too (queued behind it): those deletes first",
+            situation: {
+                var behind = situation(.delete, .directoryNotEmpty)
+                behind.ownDeletesBelowQueued = true
+                return behind
+            }(),
+            expected: .uploadOwnDeletesFirst),
+        Case(
             name: "…then, with nothing of ours queued, the directory comes back with them",
             situation: situation(.delete, .directoryNotEmpty, othersTried: true), expected: .takeRemote),
         Case(

@@ -27,7 +27,7 @@ struct ReaddirPlusReaders: Sendable {
     /// last (a walker lists one directory, then works in it).
     static let recentDirectories = 8
 
-    struct Reader: Equatable, Sendable {
+    struct Reader: Sendable {
         var wantsAttributes = false
         var namesOnlyDirectories: [UInt64] = []
         var lastSeen: UInt64 = 0

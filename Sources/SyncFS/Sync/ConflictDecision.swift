@@ -43,6 +43,9 @@ enum ConflictDecision {
         var othersQueued = false
         /// How many times this change already waited for the other queued changes.
         var roundsWaited = 0
+        /// A directory delete: this mount's own queued deletes of what the container still holds
+        /// below the directory wait, not yet uploaded during this attempt.
+        var ownDeletesBelowQueued = false
     }
 
     enum Action: Equatable {
@@ -66,6 +69,9 @@ enum ConflictDecision {
         case recreateParent
         /// The parent is simply not committed yet: retry after it.
         case waitForParent
+        /// Upload this mount's own queued deletes below the directory first (deepest first),
+        /// then retry.
+        case uploadOwnDeletesFirst
         /// Upload every other queued change first, then retry.
         case uploadOthersFirst
         /// Retry after the other queued changes.
@@ -85,6 +91,10 @@ enum ConflictDecision {
         case .parentMissing(let deleted):
             // A file added in a directory deleted on the other side: the directory comes back.
             return deleted ? .recreateParent : .waitForParent
+        case .directoryNotEmpty where situation.local == .delete && situation.ownDeletesBelowQueued:
+            // A directory changed before what was in it was removed is queued ahead of those
+            // deletes (oldest first): they go first, deepest first, and it is empty then.
+            return .uploadOwnDeletesFirst
         case .directoryNotEmpty, .wouldCreateCycle:
             // Our delete of a directory that got new entries remotely, or concurrent moves that
             // would make a cycle. Our own queued changes may be what is missing; if not, the

@@ -162,11 +162,6 @@ extension SyncEngine {
                 fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
                 return true
             }
-            // A folder changed before what was in it was removed is queued ahead of those deletes
-            // (oldest first): they go first, then this delete again.
-            if case .delete = request.change, try uploadOwnDeletes(inside: item.fileID, context: &context) {
-                return false
-            }
             refusal = .directoryNotEmpty
         case .wouldCreateCycle:
             refusal = .wouldCreateCycle
@@ -180,6 +175,11 @@ extension SyncEngine {
             othersTried: context.uploadedOthers || context.depth >= 8,
             othersQueued: fileSystem.outbox.items.contains { $0.fileID != item.fileID },
             roundsWaited: waitsForOthers.withLock { $0[item.fileID] ?? 0 })
+        var ownDeletesBelow: [FileID] = []
+        if refusal == .directoryNotEmpty, local == .delete, !context.uploadedOwnDeletes, context.depth < 64 {
+            ownDeletesBelow = try ownQueuedDeletes(below: item.fileID)
+            situation.ownDeletesBelowQueued = !ownDeletesBelow.isEmpty
+        }
         if case .changed(let entry?) = refusal, case .put = local, entry.device != fileSystem.deviceIdentity {
             let baseManifest = snapshot?.base.map(\.manifest)
             do {
@@ -266,6 +266,12 @@ extension SyncEngine {
         case .waitForParent:
             if let missingParent { uploads.requeue(missingParent.id) }
             throw .local("the parent directory is not in the container yet")
+        case .uploadOwnDeletesFirst:
+            context.uploadedOwnDeletes = true
+            for id in ownDeletesBelow {
+                if let taken = fileSystem.outbox.take(id) { upload(taken, depth: context.depth + 1) }
+            }
+            return false
         case .uploadOthersFirst:
             // Perhaps our own queued changes (entries moved out of the directory, the other half
             // of a move) must go first: upload them, then try again.
@@ -281,47 +287,28 @@ extension SyncEngine {
         }
     }
 
-    /// Uploads this mount's queued deletes of what the container still holds below `folder`
+    /// This mount's queued deletes of what the container still holds below `folder`
     /// (`UploadRecords.ownDeletesQueuedByFolder`, followed down through the folders among them),
-    /// deepest first, so each folder's delete finds it empty; once per attempt. Returns whether
-    /// any was taken and attempted (then the refused delete goes again). The outermost call reads
-    /// the queue once for everything its uploads meet (`ownDeletesIndex`): a removed tree of `f`
-    /// folders and `n` entries costs O(n) reads, not O(f × n). No recursion per level, so a chain
-    /// of any depth stays deleted; an entry met twice (a hostile container's cycle of parents) is
-    /// taken once, and an item in flight up the call chain is not taken again.
-    private func uploadOwnDeletes(inside folder: FileID, context: inout ResolveContext) throws(SyncFailure) -> Bool {
-        guard !context.uploadedOwnDeletes, context.depth < 64 else { return false }
-        context.uploadedOwnDeletes = true
-        let outermost = ownDeletesIndex.withLock { $0 == nil }
-        if outermost {
-            let index: [FileID: [FileID]]
-            do {
-                index = try uploads.ownDeletesQueuedByFolder()
-            } catch {
-                throw .local("cannot read the queued deletes from the state database: \(error)")
-            }
-            ownDeletesIndex.withLock { $0 = index }
+    /// deepest first, so each folder's delete finds it empty: one read of the queue per refused
+    /// removal, uploaded in one pass (no recursion per level, so a chain of any depth stays
+    /// deleted). An entry met twice (a hostile container's cycle of parents) is listed once; an
+    /// item in flight up the call chain is not taken again when uploaded.
+    private func ownQueuedDeletes(below folder: FileID) throws(SyncFailure) -> [FileID] {
+        let index: [FileID: [FileID]]
+        do {
+            index = try uploads.ownDeletesQueuedByFolder()
+        } catch {
+            throw .local("cannot read the queued deletes from the state database: \(error)")
         }
-        defer { if outermost { ownDeletesIndex.withLock { $0 = nil } } }
-        let levels = ownDeletesIndex.withLock { index -> [[FileID]] in
-            guard let index else { return [] }
-            var seen: Set<FileID> = [folder]
-            var levels: [[FileID]] = []
-            var level = index[folder] ?? []
-            while !level.isEmpty {
-                let fresh = level.filter { seen.insert($0).inserted }
-                if !fresh.isEmpty { levels.append(fresh) }
-                level = fresh.flatMap { index[$0] ?? [] }
-            }
-            return levels
+        var seen: Set<FileID> = [folder]
+        var levels: [[FileID]] = []
+        var level = index[folder] ?? []
+        while !level.isEmpty {
+            let fresh = level.filter { seen.insert($0).inserted }
+            if !fresh.isEmpty { levels.append(fresh) }
+            level = fresh.flatMap { index[$0] ?? [] }
         }
-        var attempted = false
-        for id in levels.reversed().joined() {
-            guard let taken = fileSystem.outbox.take(id) else { continue }
-            upload(taken, depth: context.depth + 1)
-            attempted = true
-        }
-        return attempted
+        return Array(levels.reversed().joined())
     }
 
     /// Uploads every other queued entry now, oldest first (ready or not).
@@ -352,7 +339,7 @@ struct ResolveContext {
     var parked = false
     /// Every other queued change was uploaded first.
     var uploadedOthers = false
-    /// This mount's queued deletes inside the refused folder were uploaded first.
+    /// This mount's queued deletes below the refused folder were uploaded first.
     var uploadedOwnDeletes = false
 
     init(depth: Int) { self.depth = depth }

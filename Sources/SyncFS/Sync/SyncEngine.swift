@@ -51,9 +51,6 @@ final class SyncEngine: Sendable {
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
-    /// While a refused folder delete uploads this mount's deletes inside it (`uploadOwnDeletes`,
-    /// on the uploader thread): the queue's deletes by folder, read once for the whole recursion.
-    let ownDeletesIndex = Mutex<[FileID: [FileID]]?>(nil)
     /// Runs `merge=command:` merges off the uploader (one slow command delays only its file).
     let mergeWorker: MergeCommandWorker
     /// Whether this mount's tree is attached, and the first attach's progress (`TreeAttach`).
