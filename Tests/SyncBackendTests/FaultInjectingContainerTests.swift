@@ -16,6 +16,7 @@ struct FaultInjectingContainerTests {
             { _ = try await faulty.put(.random(), base: 0, directoryState("d")) },
             { _ = try await faulty.changes(after: .beginning, limit: 1) },
             { _ = try await faulty.waitForChanges(after: .beginning, timeout: .seconds(1)) },
+            { _ = try await faulty.history(of: .root, limit: 1) },
         ]
         for call in calls {
             let error = await protocolError(call)
@@ -25,9 +26,12 @@ struct FaultInjectingContainerTests {
 
         faulty.endOutage()
         try await faulty.putChunk(chunk)
-        try await faulty.mustPut(.random(), base: 0, fileState("f", chunks: [chunk]))
+        let file = FileID.random()
+        try await faulty.mustPut(file, base: 0, fileState("f", chunks: [chunk]))
+        #expect(try await faulty.history(of: file, limit: 5).map(\.entry.state.name) == [Array("f".utf8)])
+        let twice: Set<FaultInjectingContainer.Operation> = [.putChunk, .commit, .history]
         for operation in FaultInjectingContainer.Operation.allCases {
-            #expect(faulty.callCount(operation) == (operation == .putChunk || operation == .commit ? 2 : 1))
+            #expect(faulty.callCount(operation) == (twice.contains(operation) ? 2 : 1))
         }
     }
 

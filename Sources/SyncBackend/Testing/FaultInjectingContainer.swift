@@ -11,6 +11,8 @@ public final class FaultInjectingContainer: Container {
     /// The calls of `Container`, for configuring faults and reading counts.
     public enum Operation: String, CaseIterable, Sendable {
         case missingChunks, putChunk, chunk, entry, commit, changes, waitForChanges
+        /// Both calls of `ContainerHistory` (forwarded when the base keeps history).
+        case history
     }
 
     private struct Faults {
@@ -140,7 +142,7 @@ public final class FaultInjectingContainer: Container {
     }
 
     /// Counts the call, delays it, and throws the fault that applies to it, if any.
-    private func admit(_ operation: Operation) async throws(ContainerProtocolError) {
+    func admit(_ operation: Operation) async throws(ContainerProtocolError) {
         let delay = faults.withLock { faults in
             faults.calls[operation, default: 0] += 1
             return faults.delays[operation]

@@ -24,7 +24,12 @@ extension SyncEngine {
                 let batch = try container.changes(after: cursor, limit: 256)
                 for entry in batch.entries where isRunning {
                     remote.noteFeedReached(entry.version)
-                    if try !apply(entry, force: false) { deferred.insert(entry.id) } else { deferred.remove(entry.id) }
+                    if try !apply(entry, force: false) {
+                        deferred.insert(entry.id)
+                    } else {
+                        deferred.remove(entry.id)
+                        unparkIfAbandoned(entry)
+                    }
                     remote.noteFeedHandled(entry.version)
                 }
                 // Stopped in the middle of the batch: its cursor must not be stored, or the rest of
@@ -62,7 +67,11 @@ extension SyncEngine {
         var still = Set<FileID>()
         for id in ids {
             guard let current = try container.entry(id) else { continue }
-            if try !apply(current, force: false) { still.insert(id) }
+            if try !apply(current, force: false) {
+                still.insert(id)
+            } else {
+                unparkIfAbandoned(current)
+            }
         }
         return still
     }

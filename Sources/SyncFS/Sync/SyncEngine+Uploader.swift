@@ -242,7 +242,7 @@ extension SyncEngine {
             // then take the name.
             if !context.parked, case .put(var parked) = request.change {
                 context.parked = true
-                parked.name = Array(".syncfs-moving-\(item.fileID.hex)".utf8)
+                parked.name = ParkingName.of(item.fileID)
                 let parkRequest = CommitRequest(
                     id: item.fileID, baseVersion: request.baseVersion, change: .put(parked), device: request.device)
                 if case .committed(let entry) = try commit(parkRequest) {
@@ -328,6 +328,10 @@ extension SyncEngine {
         } else if fileSystem.outbox.isPending(item.fileID) {
             // Written again meanwhile: the newer local change is uploaded (and merged) instead.
             fileSystem.outbox.postpone(item, by: .zero)
+        } else {
+            // A folder deleted here that came back (something was added to it elsewhere) while
+            // it was parked: it comes back under its real name.
+            unparkIfAbandoned(entry)
         }
     }
 }

@@ -248,6 +248,21 @@ extension UploadRecords {
 }
 
 extension UploadRecords {
+    /// Gives `id`, left under its parking name (`ParkingName`) with no change of it queued, its
+    /// real `name` back in the same folder (a conflict name of it if another entry holds it) and
+    /// queues the rename. Nil, and nothing done, if the entry is gone, has another name by now, or
+    /// has a change queued (its own upload gives it its name).
+    func unpark(_ id: FileID, to name: FileName) -> FileName? {
+        live.transact { tree -> FileName? in
+            guard !outbox.isPending(id), let node = tree.node(withID: id), !node.isUnlinked,
+                node.name.bytes == ParkingName.of(id), let parentIno = node.parent, let parent = tree.nodes[parentIno]
+            else { return nil }
+            return tree.rename(node, in: parent, preferring: name, host: deviceName)
+        }
+    }
+}
+
+extension UploadRecords {
     /// Bytes of content waiting in the queued files (for progress lines).
     func pendingBytes(_ ids: [FileID]) -> Int64 {
         live.transact { tree in

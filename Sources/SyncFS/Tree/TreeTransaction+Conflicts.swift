@@ -65,4 +65,23 @@ extension TreeTransaction {
         record(outbox.changed(node.fileID))
         return newName
     }
+
+    /// Renames `node` within `parent` to `name`, or, if another entry holds it, to a free
+    /// conflict name of it (`NAME (conflict from HOST DATE TIME)`), and queues the rename: its
+    /// record and outbox row are recorded. Returns the name given.
+    mutating func rename(_ node: Node, in parent: Node, preferring name: FileName, host: DeviceName) -> FileName {
+        let now = Clock.nowNanoseconds()
+        let newName =
+            parent.children[name] == nil ? name : ConflictNames.free(for: name, in: parent, host: host.text, time: now)
+        let oldPath = pathIfObserved(node)
+        invalidate(.entry(parent: parent.ino, name: node.name))
+        invalidate(.entry(parent: parent.ino, name: newName))
+        detach(node)
+        attach(node, to: parent, as: newName)
+        node.ctime = now
+        record(.upsert(node.record))
+        record(outbox.changed(node.fileID))
+        noteChange(.renamed, node, origin: .local, oldPath: oldPath)
+        return newName
+    }
 }

@@ -1,0 +1,103 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Testing
+
+@testable import SyncFS
+
+/// A folder this device committed under its temporary name (`.syncfs-moving-<ID>`, while local
+/// renames rotated names) whose real rename never followed: the parked name must not become the
+/// folder's name on every machine. In the serialized engine suite.
+extension SyncEngineTests {
+    /// The container holds A's parked commit and A has nothing queued for the entry (its real
+    /// rename was overtaken): A renames it back to its last real name, and B follows.
+    @Test func aFolderLeftParkedByThisDeviceGetsItsRealNameBack() async throws {
+        let pair = try SyncedPair()
+        let id = try await syncedFolder("d1", pair)
+
+        let parked = try await commitParked(id, in: pair.container, device: pair.a.fs.deviceIdentity)
+
+        let deadline = ContinuousClock.now + .seconds(20)
+        var entry = parked
+        while entry.version == parked.version && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            entry = try #require(try await pair.container.entry(id))
+        }
+        #expect(entry.state.name == Array("d1".utf8), "A committed its real name again")
+        try await pair.eventually("d1 on A and B") {
+            try pair.a.childNames() == ["d1"] && pair.b.childNames() == ["d1"]
+        }
+    }
+
+    /// Another device's parked entry is left alone: that device may be in the middle of its
+    /// rotation, and only it knows the entry's real name.
+    @Test func aFolderParkedByAnotherDeviceIsLeftToIt() async throws {
+        let pair = try SyncedPair()
+        let id = try await syncedFolder("d1", pair)
+
+        let parked = try await commitParked(id, in: pair.container, device: "elsewhere")
+
+        let parkingName = String(decoding: ParkingName.of(id), as: UTF8.self)
+        try await pair.eventually("the parked name on A and B") {
+            try pair.a.childNames() == [parkingName] && pair.b.childNames() == [parkingName]
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        try await pair.settle()
+        #expect(try await pair.container.entry(id)?.version == parked.version, "nobody renamed it")
+    }
+
+    /// What failed a randomized mount test: A parks `d1`, its real rename waits out an outage,
+    /// A deletes the folder, B (which sees the parked name) puts something in it. The container
+    /// refuses A's delete and the folder comes back on A: under its real name, with B's file in
+    /// it, on both sides.
+    @Test func aParkedFolderDeletedHereThatComesBackGetsItsRealName() async throws {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfA: faulty)
+        let id = try await syncedFolder("d1", pair)
+
+        // A does not hear of the park (its follower is cut off); B does, and adds to the folder.
+        faulty.startOutage([.changes, .waitForChanges])
+        _ = try await commitParked(id, in: base, device: pair.a.fs.deviceIdentity)
+        let parkingName = String(decoding: ParkingName.of(id), as: UTF8.self)
+        try await pair.eventually("the parked name on B") { try pair.b.childNames() == [parkingName] }
+        _ = try pair.b.makeFile("added.txt", in: try pair.b.lookupIno(parkingName), contents: Array("b".utf8))
+        try await pair.eventually("B's file in the container") {
+            pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+        }
+
+        try pair.a.fs.rmdir(parent: .root, name: FileName("d1"))
+        try await pair.eventually("the folder back on A, under its real name") {
+            try pair.a.childNames() == ["d1"]
+        }
+        faulty.endOutage()
+        try await pair.settle()
+        try await pair.eventually("d1 with B's file on both sides") {
+            try contents(pair.a, "d1/added.txt") == Array("b".utf8) && pair.b.childNames() == ["d1"]
+                && contents(pair.b, "d1/added.txt") == Array("b".utf8)
+        }
+    }
+
+    /// A folder made on A and synced to B; its file ID.
+    private func syncedFolder(_ name: String, _ pair: SyncedPair) async throws -> FileID {
+        let folder = try pair.a.mkdir(name)
+        let id = try #require(pair.a.fileID(of: folder))
+        try await pair.eventually("\(name) on B") { try pair.b.childNames() == [name] }
+        try await pair.settle()
+        return id
+    }
+
+    /// Commits `id` under its parking name as `device` would, on top of its current version.
+    private func commitParked(_ id: FileID, in container: any Container, device: String) async throws -> RemoteEntry {
+        let current = try #require(try await container.entry(id))
+        var state = current.state
+        state.name = ParkingName.of(id)
+        let outcome = try await container.commit(
+            CommitRequest(id: id, baseVersion: current.version, change: .put(state), device: device))
+        guard case .committed(let entry) = outcome else {
+            Issue.record("the parked commit: \(outcome)")
+            throw CancellationError()
+        }
+        return entry
+    }
+}
