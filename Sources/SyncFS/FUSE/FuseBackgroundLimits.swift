@@ -3,27 +3,18 @@ import CFuse
 /// How many background requests the kernel keeps in flight to this daemon (`max_background`) and
 /// from how many on it holds back optional readahead (`congestion_threshold`).
 ///
-/// Background requests are those no task waits for in the request itself: readahead READs (with
-/// asynchronous reads), write-back WRITEs and RELEASE. The kernel's default is 12 in flight; past
-/// that the rest queue in the kernel, in order. A READ of a placeholder whose server does not
-/// answer stays in flight until the download's deadline, so 12 waiting readers used to leave no
-/// slot for anything else: the write-back of a new file on `close` (and so the `close`) queued
-/// behind them (a create + write + close took 809 s with 40 readers on a stopped server). The
-/// daemon answers such READs without a thread (`PendingRead`), so many in flight cost it nothing;
-/// the limits are raised so that readers of placeholders cannot starve other files' I/O.
+/// Background requests are those no task waits for in the request itself: readahead READs
+/// (asynchronous reads are on, libfuse's default: `PendingRead` says how a signal still ends a
+/// reader's wait for a download), write-back WRITEs and RELEASE. The kernel's default is 12 in
+/// flight; past that the rest queue in the kernel, in order. A READ of a placeholder whose server
+/// does not answer stays in flight until the download's deadline, so 12 waiting readers used to
+/// leave no slot for anything else: the write-back of a new file on `close` (and so the `close`)
+/// queued behind them (a create + write + close took 809 s with 40 readers on a stopped server).
+/// The daemon answers such READs without a thread (`PendingRead`), so many in flight cost it
+/// nothing; the limits are raised so that readers of placeholders cannot starve other files' I/O.
 enum FuseBackgroundLimits {
     static let maxBackground: UInt32 = 1024
     static let congestionThreshold: UInt32 = 768
-
-    /// Turns asynchronous reads off (libfuse asks for them by default): readahead is then sent as
-    /// the reading task's own requests, not as background ones. A background READ has no task
-    /// waiting in it, so the kernel never sends FUSE INTERRUPT for it, and the reader waits for the
-    /// page killably only: a program that handles SIGINT (Python, shells, most interactive tools)
-    /// stayed blocked until the download's deadline. As the reader's own request, a signal
-    /// interrupts it, the daemon answers EINTR (`PendingRead`) and `read` returns EINTR.
-    static func readInTheReadersRequest(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
-        conn.pointee.want &= ~UInt32(FUSE_CAP_ASYNC_READ)
-    }
 
     static func apply(to conn: UnsafeMutablePointer<fuse_conn_info>) {
         conn.pointee.max_background = maxBackground

@@ -194,7 +194,6 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     if !KernelCachePolicy.declaresPosixACL { conn.pointee.want &= ~UInt32(FUSE_CAP_POSIX_ACL) }
     conn.pointee.time_gran = 1
     FuseBackgroundLimits.apply(to: conn)
-    FuseBackgroundLimits.readInTheReadersRequest(conn)
     FuseTransferSizes.apply(to: conn)
 }
 

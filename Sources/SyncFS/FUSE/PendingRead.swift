@@ -10,6 +10,13 @@ import Synchronization
 /// asks it to stop (`InterruptingSignals`) is answered EINTR at once; the download goes on for
 /// whoever else wants it.
 ///
+/// Asynchronous reads are on (`FuseBackgroundLimits`): a READ may be the kernel's readahead, a
+/// background request no task waits in, for which the kernel sends no INTERRUPT while its reader
+/// waits killably for the page. So the reading thread's pending signals are looked at from the
+/// start, every 200 ms, not only after an INTERRUPT: a stopping one ends the READ with EINTR, the
+/// page stays not up to date, and the reader falls back to a synchronous read of it, which the
+/// kernel interrupts at once (EINTR from `read`).
+///
 /// Reply exactly once: the wait ends once (`ChunkWait`), and only its end replies. The interrupt
 /// callback is registered with libfuse before the wait can end (so the request is never used after
 /// its reply), and unregistered by the reply before it answers: `fuse_req_interrupt_func(req, nil)`
@@ -36,14 +43,10 @@ final class PendingRead: @unchecked Sendable {
     }
 
     /// The kernel interrupted the request: ends the read with EINTR if the signal asks the program
-    /// to stop (`InterruptingSignals`); otherwise the read goes on, and a stopping signal that
-    /// comes later is looked for every 200 ms until the wait ends.
+    /// to stop (`InterruptingSignals`); otherwise the read goes on (the watch started with it
+    /// looks for a stopping signal that comes later).
     func interrupted() {
-        if InterruptingSignals.endsRead(ofThread: reader) {
-            wait.end(.io(EINTR))
-        } else {
-            watchForStoppingSignal()
-        }
+        if InterruptingSignals.endsRead(ofThread: reader) { wait.end(.io(EINTR)) }
     }
 
     private func watchForStoppingSignal() {
@@ -68,6 +71,7 @@ final class PendingRead: @unchecked Sendable {
         // Runs the callback at once if the kernel interrupted the request already.
         fuse_req_interrupt_func(req, pendingReadInterrupted, forCallback.toOpaque())
         wait.onEnd { outcome in pending.reply(outcome, releasing: forCallback, from: book) }
+        pending.watchForStoppingSignal()
     }
 
     private func reply(_ outcome: FSError?, releasing forCallback: Unmanaged<PendingRead>, from book: PendingReads) {
