@@ -17,16 +17,48 @@ extension SyncEngineTests {
 
         let parked = try await commitParked(id, in: pair.container, device: pair.a.fs.deviceIdentity)
 
-        let deadline = ContinuousClock.now + .seconds(20)
-        var entry = parked
-        while entry.version == parked.version && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            entry = try #require(try await pair.container.entry(id))
-        }
-        #expect(entry.state.name == Array("d1".utf8), "A committed its real name again")
+        try await waitForRealName(id, "d1", in: pair.container, after: parked.version)
         try await pair.eventually("d1 on A and B") {
             try pair.a.childNames() == ["d1"] && pair.b.childNames() == ["d1"]
         }
+    }
+
+    /// Another mount changed the parked folder (its mode) after A parked it, so the newest
+    /// version is not A's: A, which parked it, still gives it its name back.
+    @Test func aParkedFolderAnotherMountChangedGetsItsRealNameBack() async throws {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfA: faulty)
+        let id = try await syncedFolder("d1", pair)
+
+        faulty.startOutage([.changes, .waitForChanges])
+        let parked = try await commitParked(id, in: base, device: pair.a.fs.deviceIdentity)
+        var state = parked.state
+        state.mode = 0o700
+        let changed = try await base.commit(
+            CommitRequest(id: id, baseVersion: parked.version, change: .put(state), device: "elsewhere"))
+        guard case .committed(let changedEntry) = changed else { throw CancellationError() }
+        faulty.endOutage()
+
+        try await waitForRealName(id, "d1", in: base, after: changedEntry.version)
+        try await pair.eventually("d1 on A and B") {
+            try pair.a.childNames() == ["d1"] && pair.b.childNames() == ["d1"]
+        }
+    }
+
+    /// The history cannot be read when A finds its parked folder (an outage's tail): A tries
+    /// again later instead of leaving the name for good.
+    @Test func aParkedFolderWhoseHistoryFailedOnceGetsItsRealNameBack() async throws {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfA: faulty)
+        let id = try await syncedFolder("d1", pair)
+
+        faulty.failNext(2, .history, with: .unavailable("injected"))
+        let parked = try await commitParked(id, in: base, device: pair.a.fs.deviceIdentity)
+
+        try await waitForRealName(id, "d1", in: base, after: parked.version)
+        #expect(faulty.callCount(.history) >= 3, "asked again after the failures")
     }
 
     /// Another device's parked entry is left alone: that device may be in the middle of its
@@ -85,6 +117,21 @@ extension SyncEngineTests {
         try await pair.eventually("\(name) on B") { try pair.b.childNames() == [name] }
         try await pair.settle()
         return id
+    }
+
+    /// Waits (up to 20 s) until the container holds `id` at a version past `version`, and
+    /// expects it named `name` then.
+    private func waitForRealName(
+        _ id: FileID, _ name: String, in container: any Container, after version: EntryVersion
+    ) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var entry = try #require(try await container.entry(id))
+        while entry.version <= version && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            entry = try #require(try await container.entry(id))
+        }
+        #expect(entry.version > version, "nothing was committed after the parked version")
+        #expect(String(decoding: entry.state.name, as: UTF8.self) == name)
     }
 
     /// Commits `id` under its parking name as `device` would, on top of its current version.

@@ -24,17 +24,21 @@ extension SyncEngine {
                 let batch = try container.changes(after: cursor, limit: 256)
                 for entry in batch.entries where isRunning {
                     remote.noteFeedReached(entry.version)
-                    if try !apply(entry, force: false) {
-                        deferred.insert(entry.id)
-                    } else {
+                    if try apply(entry, force: false), unparkIfAbandoned(entry) {
                         deferred.remove(entry.id)
-                        unparkIfAbandoned(entry)
+                    } else {
+                        deferred.insert(entry.id)
                     }
                     remote.noteFeedHandled(entry.version)
                 }
                 // Stopped in the middle of the batch: its cursor must not be stored, or the rest of
                 // the batch would never be applied (the next mount reads the batch again).
                 guard isRunning else { break }
+                deferred.formUnion(
+                    unparksToRetry.withLock { waiting in
+                        defer { waiting = [] }
+                        return waiting
+                    })
                 cursor = batch.cursor
                 record()
                 followerHandled(batch.entries.count)
@@ -67,11 +71,7 @@ extension SyncEngine {
         var still = Set<FileID>()
         for id in ids {
             guard let current = try container.entry(id) else { continue }
-            if try !apply(current, force: false) {
-                still.insert(id)
-            } else {
-                unparkIfAbandoned(current)
-            }
+            if try !apply(current, force: false) || !unparkIfAbandoned(current) { still.insert(id) }
         }
         return still
     }

@@ -1,4 +1,5 @@
 import SyncBackend
+import Synchronization
 
 /// An entry this device parked (`ParkingName`) whose real commit never came: the attempt that
 /// parked it ended in a backoff (an outage, say), and the local change that would have renamed
@@ -8,27 +9,38 @@ import SyncBackend
 /// its last real name in the container's history; other devices leave a parked entry alone (its
 /// parking device may be in the middle of the rotation).
 extension SyncEngine {
-    /// Renames `entry` back to its real name if it is live under its parking name, was parked by
-    /// this device, and no change of it is queued here. Best effort: a container that keeps no
-    /// history, or fails to answer, leaves the name (logged).
-    func unparkIfAbandoned(_ entry: RemoteEntry) {
-        guard ParkingName.isParked(entry), entry.device == fileSystem.deviceIdentity,
-            !fileSystem.outbox.isPending(entry.id)
-        else { return }
+    /// Renames `entry` back to its real name if it is live under its parking name here and in the
+    /// container, no change of it is queued here, and this device parked it (the first version
+    /// of the newest run of parked versions in its history is this device's: another mount may
+    /// have changed it since, under that name). Returns false if it must be tried again later
+    /// (the container's history could not be read now); the follower keeps such an entry with
+    /// its deferred ones. A container that keeps no history leaves the name (logged).
+    func unparkIfAbandoned(_ entry: RemoteEntry) -> Bool {
+        // Cheap checks first: the follower asks for every entry it applies.
+        guard ParkingName.isParked(entry), uploads.isParkedHere(entry.id) else { return true }
         let versions: [HistoricVersion]
         do {
             versions = try history.versions(of: entry.id)
         } catch {
-            logger.notice("\(logName(entry.id)) is left under its temporary name: \(error)")
-            return
+            logger.notice("\(logName(entry.id)) is left under its temporary name for now: \(error)")
+            return !error.isRetryable
         }
         let parkingName = ParkingName.of(entry.id)
-        guard let real = versions.first(where: { !$0.entry.isDeleted && $0.entry.state.name != parkingName }) else {
+        let parked = versions.prefix { !$0.entry.isDeleted && $0.entry.state.name == parkingName }
+        guard let parking = parked.last, parking.entry.device == fileSystem.deviceIdentity else { return true }
+        guard let real = versions.dropFirst(parked.count).first(where: { !$0.entry.isDeleted }) else {
             logger.notice("\(logName(entry.id)) is left under its temporary name: no real name in its history")
-            return
+            return true
         }
         if let given = uploads.unpark(entry.id, to: FileName(bytes: real.entry.state.name)) {
             logger.notice("\(logName(entry.id)) was left under its temporary name; renamed back to \(given)")
         }
+        return true
+    }
+
+    /// `unparkIfAbandoned` after `takeRemote`: an entry it must try again is handed to the
+    /// follower's deferred entries (`unparksToRetry`).
+    func unparkAfterTakingRemote(_ entry: RemoteEntry) {
+        if !unparkIfAbandoned(entry) { unparksToRetry.withLock { _ = $0.insert(entry.id) } }
     }
 }

@@ -331,7 +331,7 @@ extension SyncEngine {
         } else {
             // A folder deleted here that came back (something was added to it elsewhere) while
             // it was parked: it comes back under its real name.
-            unparkIfAbandoned(entry)
+            unparkAfterTakingRemote(entry)
         }
     }
 }

@@ -51,6 +51,9 @@ final class SyncEngine: Sendable {
     /// How many rounds each refused directory delete or move has waited for other queued changes
     /// (`ConflictDecision.Situation.roundsWaited`); cleared when it is resolved.
     let waitsForOthers = Mutex<[FileID: Int]>([:])
+    /// Entries `takeRemote` left parked whose real name could not be read yet
+    /// (`unparkAfterTakingRemote`): the follower takes them into its deferred entries.
+    let unparksToRetry = Mutex<Set<FileID>>([])
     /// Runs `merge=command:` merges off the uploader (one slow command delays only its file).
     let mergeWorker: MergeCommandWorker
     /// Whether this mount's tree is attached, and the first attach's progress (`TreeAttach`).

@@ -252,6 +252,14 @@ extension UploadRecords {
     /// real `name` back in the same folder (a conflict name of it if another entry holds it) and
     /// queues the rename. Nil, and nothing done, if the entry is gone, has another name by now, or
     /// has a change queued (its own upload gives it its name).
+    /// Whether `id` is live here under its parking name with no change of it queued.
+    func isParkedHere(_ id: FileID) -> Bool {
+        live.transact { tree in
+            guard !outbox.isPending(id), let node = tree.node(withID: id), !node.isUnlinked else { return false }
+            return node.name.bytes == ParkingName.of(id)
+        }
+    }
+
     func unpark(_ id: FileID, to name: FileName) -> FileName? {
         live.transact { tree -> FileName? in
             guard !outbox.isPending(id), let node = tree.node(withID: id), !node.isUnlinked,
