@@ -18,17 +18,14 @@ extension SyncEngineTests {
         let parked = try await commitParked(id, in: pair.container, device: pair.a.fs.deviceIdentity)
 
         try await waitForRealName(id, "d1", in: pair.container, after: parked.version)
-        try await pair.eventually("d1 on A and B") {
-            try pair.a.childNames() == ["d1"] && pair.b.childNames() == ["d1"]
-        }
+        try await expectNamed("d1", pair)
     }
 
     /// Another mount changed the parked folder (its mode) after A parked it, so the newest
     /// version is not A's: A, which parked it, still gives it its name back.
     @Test func aParkedFolderAnotherMountChangedGetsItsRealNameBack() async throws {
-        let base = InMemoryContainer()
-        let faulty = FaultInjectingContainer(base)
-        let pair = try SyncedPair(container: base, viewOfA: faulty)
+        let (pair, faulty) = try pairWithFaultsOnA()
+        let base = pair.container
         let id = try await syncedFolder("d1", pair)
 
         faulty.startOutage([.changes, .waitForChanges])
@@ -41,17 +38,14 @@ extension SyncEngineTests {
         faulty.endOutage()
 
         try await waitForRealName(id, "d1", in: base, after: changedEntry.version)
-        try await pair.eventually("d1 on A and B") {
-            try pair.a.childNames() == ["d1"] && pair.b.childNames() == ["d1"]
-        }
+        try await expectNamed("d1", pair)
     }
 
     /// The history cannot be read when A finds its parked folder (an outage's tail): A tries
     /// again later instead of leaving the name for good.
     @Test func aParkedFolderWhoseHistoryFailedOnceGetsItsRealNameBack() async throws {
-        let base = InMemoryContainer()
-        let faulty = FaultInjectingContainer(base)
-        let pair = try SyncedPair(container: base, viewOfA: faulty)
+        let (pair, faulty) = try pairWithFaultsOnA()
+        let base = pair.container
         let id = try await syncedFolder("d1", pair)
 
         faulty.failNext(2, .history, with: .unavailable("injected"))
@@ -83,9 +77,8 @@ extension SyncEngineTests {
     /// refuses A's delete and the folder comes back on A: under its real name, with B's file in
     /// it, on both sides.
     @Test func aParkedFolderDeletedHereThatComesBackGetsItsRealName() async throws {
-        let base = InMemoryContainer()
-        let faulty = FaultInjectingContainer(base)
-        let pair = try SyncedPair(container: base, viewOfA: faulty)
+        let (pair, faulty) = try pairWithFaultsOnA()
+        let base = pair.container
         let id = try await syncedFolder("d1", pair)
 
         // A does not hear of the park (its follower is cut off); B does, and adds to the folder.
@@ -110,6 +103,13 @@ extension SyncEngineTests {
         }
     }
 
+    /// A pair whose mount A talks to the container through a fault injector.
+    private func pairWithFaultsOnA() throws -> (SyncedPair, FaultInjectingContainer) {
+        let base = InMemoryContainer()
+        let faulty = FaultInjectingContainer(base)
+        return (try SyncedPair(container: base, viewOfA: faulty), faulty)
+    }
+
     /// A folder made on A and synced to B; its file ID.
     private func syncedFolder(_ name: String, _ pair: SyncedPair) async throws -> FileID {
         let folder = try pair.a.mkdir(name)
@@ -117,6 +117,13 @@ extension SyncEngineTests {
         try await pair.eventually("\(name) on B") { try pair.b.childNames() == [name] }
         try await pair.settle()
         return id
+    }
+
+    /// Waits until A and B both hold just `name` at the top.
+    private func expectNamed(_ name: String, _ pair: SyncedPair) async throws {
+        try await pair.eventually("\(name) on A and B") {
+            try pair.a.childNames() == [name] && pair.b.childNames() == [name]
+        }
     }
 
     /// Waits (up to 20 s) until the container holds `id` at a version past `version`, and

@@ -1,21 +1,8 @@
 /// The base container's history, through the same outage switch as every other call; a base
 /// that keeps no history answers `invalidRequest` saying so.
-extension OutageFileContainer: ContainerHistory {
-    public func history(of id: FileID, limit: Int) async throws(ContainerProtocolError) -> [HistoricVersion] {
-        try await historyBase().history(of: id, limit: limit)
-    }
-
-    public func deletedEntries(before: EntryVersion?, limit: Int) async throws(ContainerProtocolError)
-        -> [HistoricVersion]
-    {
-        try await historyBase().deletedEntries(before: before, limit: limit)
-    }
-
-    private func historyBase() throws(ContainerProtocolError) -> any ContainerHistory {
+extension OutageFileContainer: HistoryForwardingWrapper {
+    public func admittedHistory() async throws(ContainerProtocolError) -> any ContainerHistory {
         try admit()
-        guard let history = base as? any ContainerHistory else {
-            throw .invalidRequest("this container keeps no history")
-        }
-        return history
+        return try historyOf(base)
     }
 }
