@@ -10,8 +10,8 @@ import CFuse
 /// does not answer stays in flight until the download's deadline, so 12 waiting readers used to
 /// leave no slot for anything else: the write-back of a new file on `close` (and so the `close`)
 /// queued behind them (a create + write + close took 809 s with 40 readers on a stopped server).
-/// The daemon answers such READs without a thread (`PendingRead`: a look at the reader's signals
-/// every 200 ms each), so many in flight hold no thread; the limits are raised so that readers of
+/// The daemon answers such READs without a thread (`PendingRead`; `PendingReads` looks at each
+/// reading thread's signals every 200 ms), so many in flight hold no thread; the limits are raised so that readers of
 /// placeholders cannot starve other files' I/O.
 enum FuseBackgroundLimits {
     static let maxBackground: UInt32 = 1024

@@ -12,10 +12,11 @@ import Synchronization
 ///
 /// Asynchronous reads are on (`FuseBackgroundLimits`): a READ may be the kernel's readahead, a
 /// background request no task waits in, for which the kernel sends no INTERRUPT while its reader
-/// waits killably for the page. So the reading thread's pending signals are looked at from the
-/// start, every 200 ms, not only after an INTERRUPT: a stopping one ends the READ with EINTR, the
-/// page stays not up to date, and the reader falls back to a synchronous read of it, which the
-/// kernel interrupts at once (EINTR from `read`).
+/// waits killably for the page. So the reading threads' pending signals are looked at from the
+/// start, every 200 ms (`PendingReads`: one look per reading thread, however many of its READs
+/// wait), not only after an INTERRUPT: a stopping one ends the READ with EINTR, the page stays
+/// not up to date, and the reader falls back to a synchronous read of it, which the kernel
+/// interrupts at once (EINTR from `read`).
 ///
 /// Reply exactly once: the wait ends once (`ChunkWait`), and only its end replies. The interrupt
 /// callback is registered with libfuse before the wait can end (so the request is never used after
@@ -43,21 +44,10 @@ final class PendingRead: @unchecked Sendable {
     }
 
     /// The kernel interrupted the request: ends the read with EINTR if the signal asks the program
-    /// to stop (`InterruptingSignals`); otherwise the read goes on (the watch started with it
-    /// looks for a stopping signal that comes later).
+    /// to stop (`InterruptingSignals`); otherwise the read goes on (`PendingReads` looks for a
+    /// stopping signal that comes later).
     func interrupted() {
         if InterruptingSignals.endsRead(ofThread: reader) { wait.end(.io(EINTR)) }
-    }
-
-    private func watchForStoppingSignal() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { [self] in
-            if wait.hasEnded { return }
-            if InterruptingSignals.stoppingSignalPending(forThread: reader) {
-                wait.end(.io(EINTR))
-            } else {
-                watchForStoppingSignal()
-            }
-        }
     }
 
     /// Answers `req` (a READ of `size` bytes at `offset` through `handle`) when `wait` ends: with
@@ -71,7 +61,6 @@ final class PendingRead: @unchecked Sendable {
         // Runs the callback at once if the kernel interrupted the request already.
         fuse_req_interrupt_func(req, pendingReadInterrupted, forCallback.toOpaque())
         wait.onEnd { outcome in pending.reply(outcome, releasing: forCallback, from: book) }
-        pending.watchForStoppingSignal()
     }
 
     private func reply(_ outcome: FSError?, releasing forCallback: Unmanaged<PendingRead>, from book: PendingReads) {
@@ -89,22 +78,64 @@ final class PendingRead: @unchecked Sendable {
 /// The reads of one session not answered yet. A request belongs to its session: every one must be
 /// answered before the session is destroyed (`FuseSession.run` ends them all when the loop
 /// returns; a download that ends later finds them answered), or its reply would use freed memory.
+///
+/// While any wait, a look every `signalLookMilliseconds` at each reading thread's pending signals
+/// (`/proc/TID/status`, once per thread however many of its READs wait) ends the READs of a
+/// thread with a stopping signal pending (`InterruptingSignals`) with EINTR: the kernel sends no
+/// INTERRUPT for readahead.
 final class PendingReads: Sendable {
-    private let reads = Mutex<[ObjectIdentifier: PendingRead]>([:])
+    private struct Waiting {
+        var reads: [ObjectIdentifier: PendingRead] = [:]
+        /// Whether a look is scheduled (none while nothing waits).
+        var looking = false
+    }
 
-    fileprivate func add(_ read: PendingRead) { reads.withLock { $0[ObjectIdentifier(read)] = read } }
+    static let signalLookMilliseconds = 200
+    private let waiting = Mutex(Waiting())
+
+    fileprivate func add(_ read: PendingRead) {
+        let startLooking = waiting.withLock { state -> Bool in
+            state.reads[ObjectIdentifier(read)] = read
+            defer { state.looking = true }
+            return !state.looking
+        }
+        if startLooking { scheduleLook() }
+    }
 
     fileprivate func remove(_ read: PendingRead) {
-        _ = reads.withLock { $0.removeValue(forKey: ObjectIdentifier(read)) }
+        _ = waiting.withLock { $0.reads.removeValue(forKey: ObjectIdentifier(read)) }
+    }
+
+    private func scheduleLook() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Self.signalLookMilliseconds)) { [self] in
+            lookForStoppingSignals()
+        }
+    }
+
+    /// Ends the reads whose thread has a stopping signal pending; schedules the next look while
+    /// any read waits.
+    private func lookForStoppingSignals() {
+        let byReader = waiting.withLock { state -> [pid_t: [PendingRead]]? in
+            if state.reads.isEmpty {
+                state.looking = false
+                return nil
+            }
+            return Dictionary(grouping: state.reads.values, by: \.reader)
+        }
+        guard let byReader else { return }
+        for (reader, reads) in byReader where InterruptingSignals.stoppingSignalPending(forThread: reader) {
+            for read in reads { read.wait.end(.io(EINTR)) }
+        }
+        scheduleLook()
     }
 
     /// Answers every read still waiting with `error` (the session is ending).
     func endAll(with error: FSError) {
-        let waiting = reads.withLock { Array($0.values) }
-        for read in waiting { read.wait.end(error) }
+        let reads = waiting.withLock { Array($0.reads.values) }
+        for read in reads { read.wait.end(error) }
     }
 
-    var count: Int { reads.withLock { $0.count } }
+    var count: Int { waiting.withLock { $0.reads.count } }
 }
 
 /// libfuse's interrupt callback for a `PendingRead` (called with the request's lock held).
