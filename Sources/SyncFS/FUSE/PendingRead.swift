@@ -129,11 +129,23 @@ final class PendingReads: Sendable {
         scheduleLook()
     }
 
-    /// Answers every read still waiting with `error` (the session is ending).
+    /// Answers every read still waiting with `error` (the session is ending), and returns once
+    /// every reply has been sent: a wait ended just before by a download, an interrupt or the
+    /// signal look may still be replying on another thread, and the session must outlive that
+    /// reply (each removes its read after replying). Gives up after `replyWaitLimit`.
     func endAll(with error: FSError) {
-        let reads = waiting.withLock { Array($0.reads.values) }
-        for read in reads { read.wait.end(error) }
+        let deadline = ContinuousClock.now + Self.replyWaitLimit
+        while true {
+            // Again each round: a worker thread still finishing a request may have added one.
+            let reads = waiting.withLock { Array($0.reads.values) }
+            for read in reads { read.wait.end(error) }
+            if reads.isEmpty || ContinuousClock.now >= deadline { return }
+            usleep(1000)
+        }
     }
+
+    /// How long `endAll` waits for replies under way.
+    static let replyWaitLimit: Duration = .seconds(5)
 
     var count: Int { waiting.withLock { $0.reads.count } }
 }

@@ -13,8 +13,8 @@ import Glibc
 /// SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGPIPE (and SIGKILL, whose waiting read
 /// the kernel abandons by itself). Any other signal (SIGCHLD, SIGWINCH, SIGURG, SIGCONT, SIGPROF,
 /// SIGIO, real-time signals) lets the read go on; a stopping signal arriving later still ends it
-/// (`PendingRead` looks for one every 200 ms after such an interrupt, as the kernel sends only one
-/// INTERRUPT per request).
+/// (`PendingReads` looks for one every 200 ms from the start of every wait, as the kernel sends
+/// only one INTERRUPT per request, and none for readahead).
 enum InterruptingSignals {
     /// The signals that end a waiting read.
     static let stopping: Set<Int32> = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGPIPE, SIGKILL]
