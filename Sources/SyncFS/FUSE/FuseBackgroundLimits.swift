@@ -11,8 +11,8 @@ import CFuse
 /// leave no slot for anything else: the write-back of a new file on `close` (and so the `close`)
 /// queued behind them (a create + write + close took 809 s with 40 readers on a stopped server).
 /// The daemon answers such READs without a thread (`PendingRead`; `PendingReads` looks at each
-/// reading thread's signals every 200 ms), so many in flight hold no thread; the limits are raised so that readers of
-/// placeholders cannot starve other files' I/O.
+/// reading thread's signals every 200 ms), so many in flight hold no thread; the limits are
+/// raised so that readers of placeholders cannot starve other files' I/O.
 enum FuseBackgroundLimits {
     static let maxBackground: UInt32 = 1024
     static let congestionThreshold: UInt32 = 768

@@ -248,25 +248,28 @@ extension UploadRecords {
 }
 
 extension UploadRecords {
+    /// Whether `id` is live here under its parking name with no change of it queued.
+    func isParkedHere(_ id: FileID) -> Bool {
+        live.transact { tree in parkedHere(id, in: tree) != nil }
+    }
+
     /// Gives `id`, left under its parking name (`ParkingName`) with no change of it queued, its
     /// real `name` back in the same folder (a conflict name of it if another entry holds it) and
     /// queues the rename. Nil, and nothing done, if the entry is gone, has another name by now, or
     /// has a change queued (its own upload gives it its name).
-    /// Whether `id` is live here under its parking name with no change of it queued.
-    func isParkedHere(_ id: FileID) -> Bool {
-        live.transact { tree in
-            guard !outbox.isPending(id), let node = tree.node(withID: id), !node.isUnlinked else { return false }
-            return node.name.bytes == ParkingName.of(id)
+    func unpark(_ id: FileID, to name: FileName) -> FileName? {
+        live.transact { tree -> FileName? in
+            guard let (node, parent) = parkedHere(id, in: tree) else { return nil }
+            return tree.rename(node, in: parent, preferring: name, host: deviceName)
         }
     }
 
-    func unpark(_ id: FileID, to name: FileName) -> FileName? {
-        live.transact { tree -> FileName? in
-            guard !outbox.isPending(id), let node = tree.node(withID: id), !node.isUnlinked,
-                node.name.bytes == ParkingName.of(id), let parentIno = node.parent, let parent = tree.nodes[parentIno]
-            else { return nil }
-            return tree.rename(node, in: parent, preferring: name, host: deviceName)
-        }
+    /// The node of `id` and its folder, if it is live under its parking name with nothing queued.
+    private func parkedHere(_ id: FileID, in tree: TreeTransaction) -> (Node, Node)? {
+        guard !outbox.isPending(id), let node = tree.node(withID: id), !node.isUnlinked,
+            node.name.bytes == ParkingName.of(id), let parentIno = node.parent, let parent = tree.nodes[parentIno]
+        else { return nil }
+        return (node, parent)
     }
 }
 

@@ -49,11 +49,7 @@ extension TreeTransaction {
     {
         let now = Clock.nowNanoseconds()
         let newName = ConflictNames.free(for: node.name, in: parent, host: host.text, time: now)
-        invalidate(.entry(parent: parent.ino, name: node.name))
-        invalidate(.entry(parent: parent.ino, name: newName))
-        detach(node)
-        attach(node, to: parent, as: newName)
-        node.ctime = now
+        renameWithin(parent, node, to: newName, at: now)
         node.hasUnrecordedWrites.store(false, ordering: .relaxed)
         if let original {
             let value = ConflictNote.encoded(of: original, host: host, reason: "another entry took the name", now: now)
@@ -74,14 +70,20 @@ extension TreeTransaction {
         let newName =
             parent.children[name] == nil ? name : ConflictNames.free(for: name, in: parent, host: host.text, time: now)
         let oldPath = pathIfObserved(node)
+        renameWithin(parent, node, to: newName, at: now)
+        record(.upsert(node.record))
+        record(outbox.changed(node.fileID))
+        noteChange(.renamed, node, origin: .local, oldPath: oldPath)
+        return newName
+    }
+
+    /// Moves `node` to `newName` in `parent` (its folder), invalidating both names in the
+    /// kernel; records nothing (the callers record the node with what else they changed).
+    private mutating func renameWithin(_ parent: Node, _ node: Node, to newName: FileName, at now: Int64) {
         invalidate(.entry(parent: parent.ino, name: node.name))
         invalidate(.entry(parent: parent.ino, name: newName))
         detach(node)
         attach(node, to: parent, as: newName)
         node.ctime = now
-        record(.upsert(node.record))
-        record(outbox.changed(node.fileID))
-        noteChange(.renamed, node, origin: .local, oldPath: oldPath)
-        return newName
     }
 }
