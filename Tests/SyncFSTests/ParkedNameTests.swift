@@ -55,6 +55,36 @@ extension SyncEngineTests {
         #expect(faulty.callCount(.history) >= 3, "asked again after the failures")
     }
 
+    /// A hostile container's history offers names that must never reach the tree (`..`, a
+    /// slash, another entry's version) above the real one: they are dropped where the history
+    /// enters (`HistoryReader`), and the folder gets the one valid name.
+    @Test func aForgedHistoryCannotNameTheUnparkedFolder() async throws {
+        let hostile = HostileContainer()
+        let pair = try SyncedPair(container: hostile)
+        let id = try await syncedFolder("d1", pair)
+        let real = try #require(try await hostile.entry(id))
+
+        func version(_ name: String, _ number: EntryVersion, of other: FileID? = nil) -> HistoricVersion {
+            var entry = real
+            entry.id = other ?? id
+            entry.version = number
+            entry.state.name = Array(name.utf8)
+            entry.device = pair.a.fs.deviceIdentity
+            return HistoricVersion(entry: entry, committedAt: 1, replacedAt: 2)
+        }
+        let parkingName = String(decoding: ParkingName.of(id), as: UTF8.self)
+        hostile.answerHistory(
+            of: id,
+            with: [
+                version(parkingName, 1_000), version("..", 999), version("a/b", 998),
+                version("stolen", 997, of: FileID.random()), version("d1", real.version),
+            ])
+        let parked = try await commitParked(id, in: hostile, device: pair.a.fs.deviceIdentity)
+
+        try await waitForRealName(id, "d1", in: hostile, after: parked.version)
+        try await expectNamed("d1", pair)
+    }
+
     /// Another device's parked entry is left alone: that device may be in the middle of its
     /// rotation, and only it knows the entry's real name.
     @Test func aFolderParkedByAnotherDeviceIsLeftToIt() async throws {

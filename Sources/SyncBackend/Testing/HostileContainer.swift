@@ -22,6 +22,8 @@ public final class HostileContainer: Container {
         var burnedVersions: Set<EntryVersion> = []
         /// Chunk answers that replace `base`'s.
         var chunkAnswers: [ChunkHash: EncodedChunk] = [:]
+        /// History answers that replace `base`'s, by entry.
+        var historyAnswers: [FileID: [HistoricVersion]] = [:]
         /// Injections begun, and those begun but not recorded yet (their version is burned in
         /// `base` but not known here: a page read meanwhile would show a plain root put instead).
         var injectionsBegun = 0
@@ -69,6 +71,12 @@ public final class HostileContainer: Container {
     /// From now on, `chunk(hash)` answers `chunk` (which may be of another hash, length or payload).
     public func answerChunk(_ hash: ChunkHash, with chunk: EncodedChunk) {
         state.withLock { $0.chunkAnswers[hash] = chunk }
+    }
+
+    /// From now on, `history(of: id)` answers `versions` (anything: other entries, bad names,
+    /// any order).
+    public func answerHistory(of id: FileID, with versions: [HistoricVersion]) {
+        state.withLock { $0.historyAnswers[id] = versions }
     }
 
     /// A put of the root that changes nothing: the next version of `base`.
@@ -160,5 +168,19 @@ public final class HostileContainer: Container {
         -> Bool
     {
         try await base.waitForChanges(after: cursor, timeout: timeout)
+    }
+}
+
+/// `base`'s history, except the answers a test forged (`answerHistory`).
+extension HostileContainer: ContainerHistory {
+    public func history(of id: FileID, limit: Int) async throws(ContainerProtocolError) -> [HistoricVersion] {
+        if let forged = state.withLock({ $0.historyAnswers[id] }) { return forged }
+        return try await base.history(of: id, limit: limit)
+    }
+
+    public func deletedEntries(before: EntryVersion?, limit: Int) async throws(ContainerProtocolError)
+        -> [HistoricVersion]
+    {
+        try await base.deletedEntries(before: before, limit: limit)
     }
 }
