@@ -49,6 +49,7 @@ struct ChurnThenDeleteTest {
             let succeeded = workers.map(\.succeeded).reduce(0, +)
             #expect(succeeded > Self.opCount / 5, "\(seedText): the churn mostly did something (\(succeeded) ok)")
             let removal = Self.removeEverything(in: a.root)
+            if !removal.ok { Issue.record("\(seedText): \(Self.summary(workers))\n\(mounts.logs(limit: 6000))") }
             try #require(removal.ok, "\(seedText): \(removal) \(removal.stderr)")
             #expect(Self.entries(below: a.root).isEmpty, "\(seedText): rm -rf left entries")
 

@@ -167,6 +167,14 @@ struct ConflictDecisionTests {
             name: "a name our own queued change frees (swap or rotation): that change first",
             situation: situation(.put(base), .nameTaken(freedByQueuedChange: true)), expected: .letNameHolderGoFirst),
         Case(
+            name: "…met deep in nested uploads (a long chain of new folders): back to the queue, never a conflict copy",
+            situation: {
+                var deep = situation(.put(base), .nameTaken(freedByQueuedChange: true))
+                deep.mayNestUploads = false
+                return deep
+            }(),
+            expected: .retryOnItsOwn),
+        Case(
             name: "a file added in a directory deleted remotely: the directory comes back",
             situation: situation(.put(base), .parentMissing(parentDeletedRemotely: true)), expected: .recreateParent),
         Case(
@@ -175,6 +183,14 @@ struct ConflictDecisionTests {
         Case(
             name: "a directory deleted here got new entries remotely: first our other changes",
             situation: situation(.delete, .directoryNotEmpty), expected: .uploadOthersFirst),
+        Case(
+            name: "…met deep in nested uploads: back to the queue, no waiting round spent",
+            situation: {
+                var deep = situation(.delete, .directoryNotEmpty, othersQueued: true)
+                deep.mayNestUploads = false
+                return deep
+            }(),
+            expected: .retryOnItsOwn),
         Case(
             name: "a directory deleted here still holds what we deleted too (queued behind it): those deletes first",
             situation: {

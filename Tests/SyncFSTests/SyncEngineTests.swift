@@ -12,6 +12,7 @@ final class SyncedPair {
     let b: FileSystemFixture
     private(set) var engineA: SyncEngine
     private(set) var engineB: SyncEngine
+    private let viewOfA: any Container
     private let viewOfB: any Container
 
     static let fastPolicy = UploadQueue.Policy(
@@ -29,6 +30,7 @@ final class SyncedPair {
         b = try FileSystemFixture(uploadPolicy: policy)
         engineA = Self.engine(a, viewOfA ?? container, mergeCommands: mergeCommands, guardsDeletes: guardsDeletes)
         engineB = Self.engine(b, viewOfB ?? container, mergeCommands: mergeCommands, guardsDeletes: guardsDeletes)
+        self.viewOfA = viewOfA ?? container
         self.viewOfB = viewOfB ?? container
         engineA.start()
         engineB.start()
@@ -45,6 +47,17 @@ final class SyncedPair {
         options.deleteGuard?.settle = 50_000_000
         if !guardsDeletes { options.deleteGuard = nil }
         return SyncEngine(fileSystem: fixture.fs, container: container, options: options, logger: .init(label: "t"))
+    }
+
+    /// Runs `body` (local changes on A) while A's engine is stopped, then starts a new one: the
+    /// changes are all queued, in their order, before any of them is uploaded.
+    func withEngineAStopped(_ body: () throws -> Void) throws {
+        engineA.stop()
+        defer {
+            engineA = Self.engine(a, viewOfA)
+            engineA.start()
+        }
+        try body()
     }
 
     /// Stops B's engine, reopens B's state (as a restart would) and starts a new engine.

@@ -39,6 +39,9 @@ enum ConflictDecision {
         var localDevice: String
         /// Every other queued local change was already uploaded once during this attempt.
         var othersTried = false
+        /// Another queued change may be uploaded from inside this upload (false: the uploads
+        /// are nested as deep as they may go, `ResolveContext.nestingLimit`).
+        var mayNestUploads = true
         /// Other local changes are still queued (one of them may be what the container waits for).
         var othersQueued = false
         /// How many times this change already waited for the other queued changes.
@@ -74,6 +77,10 @@ enum ConflictDecision {
         case uploadOwnDeletesFirst
         /// Upload every other queued change first, then retry.
         case uploadOthersFirst
+        /// Another queued change must go first but cannot from this deep in nested uploads:
+        /// back to the queue, ready at once, decided again from the top. How deep a chain of
+        /// new folders is never turns into a conflict copy or a lost change.
+        case retryOnItsOwn
         /// Retry after the other queued changes.
         case waitForOthers
     }
@@ -87,7 +94,8 @@ enum ConflictDecision {
             return decideChanged(situation, current: current)
         case .nameTaken(let freedByQueuedChange):
             // Two new entries with the same name, or a rename onto a name taken meanwhile: both kept.
-            return freedByQueuedChange ? .letNameHolderGoFirst : .renameAside
+            guard freedByQueuedChange else { return .renameAside }
+            return situation.mayNestUploads ? .letNameHolderGoFirst : .retryOnItsOwn
         case .parentMissing(let deleted):
             // A file added in a directory deleted on the other side: the directory comes back.
             return deleted ? .recreateParent : .waitForParent
@@ -100,7 +108,7 @@ enum ConflictDecision {
             // would make a cycle. Our own queued changes may be what is missing; if not, the
             // container's version wins (the directory comes back with the new entries; the
             // remote placement stays) — nothing is lost, no cycle is made.
-            if !situation.othersTried { return .uploadOthersFirst }
+            if !situation.othersTried { return situation.mayNestUploads ? .uploadOthersFirst : .retryOnItsOwn }
             // They may be waiting for this one in turn (a rename onto the name of this very
             // folder, say): after a few rounds the container's version wins anyway.
             if situation.othersQueued && situation.roundsWaited < maxRoundsWaited { return .waitForOthers }

@@ -147,7 +147,7 @@ extension SyncEngine {
             refusal = .changed(current: entry)
         case .nameTaken(let other):
             nameHolder = other
-            refusal = .nameTaken(freedByQueuedChange: fileSystem.outbox.isPending(other.id) && context.depth < 8)
+            refusal = .nameTaken(freedByQueuedChange: fileSystem.outbox.isPending(other.id))
         case .parentMissing:
             guard case .put(let state) = request.change, let parent = state.parent else {
                 throw .local("the container says the parent is missing for a delete")
@@ -172,7 +172,7 @@ extension SyncEngine {
         if case .put(let state) = request.change { local = .put(state) }
         var situation = ConflictDecision.Situation(
             local: local, refusal: refusal, base: nil, localDevice: fileSystem.deviceIdentity,
-            othersTried: context.uploadedOthers || context.depth >= 8,
+            othersTried: context.uploadedOthers, mayNestUploads: context.mayNestUploads,
             othersQueued: fileSystem.outbox.items.contains { $0.fileID != item.fileID },
             roundsWaited: waitsForOthers.withLock { $0[item.fileID] ?? 0 })
         var ownDeletesBelow: [FileID] = []
@@ -278,6 +278,11 @@ extension SyncEngine {
             context.uploadedOthers = true
             uploadOthers(except: item.fileID, depth: context.depth + 1)
             return false
+        case .retryOnItsOwn:
+            // Back to the queue, ready at once: tried again from the top, where what must go
+            // first can be uploaded first. Not a failure.
+            fileSystem.outbox.postpone(item, by: .zero)
+            return true
         case .waitForOthers:
             waitsForOthers.withLock { $0[item.fileID, default: 0] += 1 }
             // Other local changes are still queued (a file still open, say) and may be what the
@@ -338,6 +343,7 @@ extension SyncEngine {
 
 /// What one upload attempt already tried while resolving commit answers.
 struct ResolveContext {
+    /// How many uploads this one is nested in (0: taken from the queue by the uploader).
     var depth: Int
     /// The entry was committed under a temporary name to free a name another queued change needs.
     var parked = false
@@ -347,4 +353,13 @@ struct ResolveContext {
     var uploadedOwnDeletes = false
 
     init(depth: Int) { self.depth = depth }
+
+    /// Uploads nest at most this deep to let another queued change go first (a name holder's,
+    /// the other changes'). Deeper, the change goes back to the queue instead
+    /// (`ConflictDecision.Action.retryOnItsOwn`): the limit bounds the recursion, never what
+    /// the change becomes.
+    static let nestingLimit = 8
+
+    /// Whether another queued change may still be uploaded from inside this one.
+    var mayNestUploads: Bool { depth < Self.nestingLimit }
 }
