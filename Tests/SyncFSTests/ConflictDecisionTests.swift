@@ -175,6 +175,14 @@ struct ConflictDecisionTests {
             }(),
             expected: .retryOnItsOwn),
         Case(
+            name: "…but a name nobody here frees is kept both ways at any depth",
+            situation: {
+                var deep = situation(.put(base), .nameTaken(freedByQueuedChange: false))
+                deep.mayNestUploads = false
+                return deep
+            }(),
+            expected: .renameAside),
+        Case(
             name: "a file added in a directory deleted remotely: the directory comes back",
             situation: situation(.put(base), .parentMissing(parentDeletedRemotely: true)), expected: .recreateParent),
         Case(
@@ -191,6 +199,14 @@ struct ConflictDecisionTests {
                 return deep
             }(),
             expected: .retryOnItsOwn),
+        Case(
+            name: "…but once the others were tried, the depth changes nothing: wait for them",
+            situation: {
+                var deep = situation(.delete, .directoryNotEmpty, othersTried: true, othersQueued: true)
+                deep.mayNestUploads = false
+                return deep
+            }(),
+            expected: .waitForOthers),
         Case(
             name: "a directory deleted here still holds what we deleted too (queued behind it): those deletes first",
             situation: {

@@ -13,7 +13,7 @@ extension SyncEngineTests {
     /// A churn on one mount made a conflict copy of a top folder of its own: `s2` was renamed
     /// away, a new `s2` got a chain of a dozen new folders, and a file whose change was queued
     /// first moved to the bottom of it. The upload of the file went up the chain to the new
-    /// `s2`, eleven uploads deep; there the old `s2`'s queued rename, which frees the name, was
+    /// `s2`, thirteen uploads deep; there the old `s2`'s queued rename, which frees the name, was
     /// not let go first (the nesting was spent), and the new folder became
     /// `s2 (conflict from …)` on every machine.
     @Test func aNameFreedByOurOwnRenameIsTakenAtTheBottomOfADeepChain() async throws {

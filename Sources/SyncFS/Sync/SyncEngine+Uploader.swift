@@ -355,9 +355,10 @@ struct ResolveContext {
     init(depth: Int) { self.depth = depth }
 
     /// Uploads nest at most this deep to let another queued change go first (a name holder's,
-    /// the other changes'). Deeper, the change goes back to the queue instead
-    /// (`ConflictDecision.Action.retryOnItsOwn`): the limit bounds the recursion, never what
-    /// the change becomes.
+    /// the other changes' before a folder delete gives way). Deeper, the change goes back to the
+    /// queue instead (`ConflictDecision.Action.retryOnItsOwn`): the limit bounds the recursion,
+    /// never what the change becomes. (New parents and own deletes below a folder nest up to 64
+    /// deep, bounded separately.)
     static let nestingLimit = 8
 
     /// Whether another queued change may still be uploaded from inside this one.
