@@ -45,6 +45,13 @@ struct ConflictDecisionTests {
             othersQueued: othersQueued)
     }
 
+    /// `situation` met in an upload nested as deep as uploads may go.
+    static func nestedTooDeep(_ situation: ConflictDecision.Situation) -> ConflictDecision.Situation {
+        var deep = situation
+        deep.mayNestUploads = false
+        return deep
+    }
+
     struct Case: CustomTestStringConvertible, Sendable {
         var name: String
         var situation: ConflictDecision.Situation
@@ -168,19 +175,11 @@ struct ConflictDecisionTests {
             situation: situation(.put(base), .nameTaken(freedByQueuedChange: true)), expected: .letNameHolderGoFirst),
         Case(
             name: "…met deep in nested uploads (a long chain of new folders): back to the queue, never a conflict copy",
-            situation: {
-                var deep = situation(.put(base), .nameTaken(freedByQueuedChange: true))
-                deep.mayNestUploads = false
-                return deep
-            }(),
+            situation: nestedTooDeep(situation(.put(base), .nameTaken(freedByQueuedChange: true))),
             expected: .retryOnItsOwn),
         Case(
             name: "…but a name nobody here frees is kept both ways at any depth",
-            situation: {
-                var deep = situation(.put(base), .nameTaken(freedByQueuedChange: false))
-                deep.mayNestUploads = false
-                return deep
-            }(),
+            situation: nestedTooDeep(situation(.put(base), .nameTaken(freedByQueuedChange: false))),
             expected: .renameAside),
         Case(
             name: "a file added in a directory deleted remotely: the directory comes back",
@@ -193,19 +192,11 @@ struct ConflictDecisionTests {
             situation: situation(.delete, .directoryNotEmpty), expected: .uploadOthersFirst),
         Case(
             name: "…met deep in nested uploads: back to the queue, no waiting round spent",
-            situation: {
-                var deep = situation(.delete, .directoryNotEmpty, othersQueued: true)
-                deep.mayNestUploads = false
-                return deep
-            }(),
+            situation: nestedTooDeep(situation(.delete, .directoryNotEmpty, othersQueued: true)),
             expected: .retryOnItsOwn),
         Case(
             name: "…but once the others were tried, the depth changes nothing: wait for them",
-            situation: {
-                var deep = situation(.delete, .directoryNotEmpty, othersTried: true, othersQueued: true)
-                deep.mayNestUploads = false
-                return deep
-            }(),
+            situation: nestedTooDeep(situation(.delete, .directoryNotEmpty, othersTried: true, othersQueued: true)),
             expected: .waitForOthers),
         Case(
             name: "a directory deleted here still holds what we deleted too (queued behind it): those deletes first",
