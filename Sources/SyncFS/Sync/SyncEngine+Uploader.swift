@@ -296,8 +296,8 @@ extension SyncEngine {
     /// (`UploadRecords.ownDeletesQueuedByFolder`, followed down through the folders among them),
     /// deepest first, so each folder's delete finds it empty: one read of the queue per refused
     /// removal, uploaded in one pass (no recursion per level, so a chain of any depth stays
-    /// deleted). An entry met twice (a hostile container's cycle of parents) is listed once; an
-    /// item in flight up the call chain is not taken again when uploaded.
+    /// deleted). An entry met twice (a hostile container's cycle of parents) is listed once
+    /// (`OwnDeletesOrder`); an item in flight up the call chain is not taken again when uploaded.
     private func ownQueuedDeletes(below folder: FileID) throws(SyncFailure) -> [FileID] {
         let index: [FileID: [FileID]]
         do {
@@ -305,15 +305,7 @@ extension SyncEngine {
         } catch {
             throw .local("cannot read the queued deletes from the state database: \(error)")
         }
-        var seen: Set<FileID> = [folder]
-        var levels: [[FileID]] = []
-        var level = index[folder] ?? []
-        while !level.isEmpty {
-            let fresh = level.filter { seen.insert($0).inserted }
-            if !fresh.isEmpty { levels.append(fresh) }
-            level = fresh.flatMap { index[$0] ?? [] }
-        }
-        return Array(levels.reversed().joined())
+        return OwnDeletesOrder.deepestFirst(below: folder, in: index)
     }
 
     /// Uploads every other queued entry now, oldest first (ready or not).
