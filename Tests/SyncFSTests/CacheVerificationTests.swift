@@ -55,6 +55,31 @@ extension SyncEngineTests {
         #expect(pair.b.cacheContents(of: ino) == good, "the cache file holds the good bytes again")
     }
 
+    /// Two reads of the damaged range at once (the kernel's asynchronous readahead sends them): the
+    /// one that finds the damage discards the copy; the other, which found the file local before
+    /// that, must not then be told to serve the cache file (it still holds the garbage until the
+    /// download repairs it). It was: a mount test read the garbage under load.
+    @Test func aReadRacingTheDiscardOfADamagedCopyIsNotServedFromIt() async throws {
+        var generator = SystemRandomNumberGenerator()
+        let good = (0..<(3 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let (pair, ino) = try await damagedCopyOnB(good, damageAt: 2 << 20)
+        let residency = pair.b.fs.residency
+        let first = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        let second = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        defer {
+            pair.b.fs.release(first)
+            pair.b.fs.release(second)
+        }
+        // Both readers found the file local; the first checks the damaged range and discards.
+        #expect(!residency.verifyCachedContent(first, offset: 2 << 20, count: 4096), "the first finds the damage")
+        #expect(residency.damagedCopiesFound.load(ordering: .relaxed) == 1)
+        // The second asks only now: the copy it would be served from is discarded.
+        #expect(
+            !residency.verifyCachedContent(second, offset: 2 << 20, count: 4096),
+            "the second reader is sent to the download, not to the damaged cache file")
+        #expect(try contents(pair.b, "doc.bin") == good)
+    }
+
     /// An intact copy is checked once: after its first complete read the mark is gone, so later
     /// reads cost one atomic load.
     @Test func anIntactCopyIsCheckedOnceThenServedWithoutChecks() async throws {

@@ -5,12 +5,14 @@ import SyncBackend
 /// Cached content is verified (issue #14 item 3; doc/SEMANTICS.md, "Damaged cached content"): the
 /// first reads of a clean local file after a mount check the chunks they cover against the chunk
 /// hashes of the manifest the file is recorded to hold (`Node.contentUnverified`). A mismatch
-/// discards the copy — the file becomes a placeholder again, the kernel's cached pages of it are
-/// dropped — and the read downloads the file like any placeholder: a damaged copy is never served.
+/// discards the copy — the file becomes a placeholder again (the kernel's cached pages of it stay:
+/// they passed the check, see `discardDamagedCopy`) — and the read downloads the file like any
+/// placeholder: a damaged copy is never served.
 extension ContentResidency {
     /// Checks the chunks of `handle`'s file that bytes `offset ..< offset + count` need (all of
     /// them if `count` is nil). True if they may be served from the cache file; false if the copy
-    /// was found damaged and discarded (the file is a placeholder now: download it).
+    /// was found damaged and discarded, by this read or another (the file is a placeholder now:
+    /// download it).
     func verifyCachedContent(_ handle: OpenFile, offset: Int64, count: Int?) -> Bool {
         verifyCachedContent(handle.node, offset: offset, count: count, descriptor: handle.descriptor)
     }
@@ -27,10 +29,15 @@ extension ContentResidency {
         _ = verifyCachedContent(node, offset: 0, count: nil, descriptor: descriptor)
     }
 
+    /// Also false when another reader found the copy damaged and discarded it after this one
+    /// found the file local (two READs of one range at once, the kernel's asynchronous
+    /// readahead): the cache file holds the garbage until the download repairs it. The discard
+    /// makes the file a placeholder before it clears `contentUnverified`, so a reader that sees
+    /// the mark cleared sees the placeholder too.
     private func verifyCachedContent(_ node: Node, offset: Int64, count: Int?, descriptor: Int32) -> Bool {
         guard node.contentUnverified.load(ordering: .acquiring),
             let (check, token) = live.transact({ tree in verificationToRun(node, in: tree) })
-        else { return true }
+        else { return node.contentIsLocal.load(ordering: .acquiring) }
         switch check.verify(offset: offset, count: count, descriptor: descriptor) {
         case .intact(let complete):
             if complete {
@@ -42,7 +49,10 @@ extension ContentResidency {
             }
             return true
         case .damaged(let index):
+            // Not discarded: a program changed the file since (its bytes are served), or another
+            // reader discarded it first (a placeholder now: downloaded).
             return !discardDamagedCopy(node, check: check, token: token, chunk: index)
+                && node.contentIsLocal.load(ordering: .acquiring)
         }
     }
 
@@ -92,8 +102,9 @@ extension ContentResidency {
                 cachedContentToVerify(node, in: tree) == check.manifest
             else { return false }
             node.verification = nil
-            node.contentUnverified.store(false, ordering: .releasing)
+            // A placeholder first: a reader that sees the mark cleared must see this too.
             node.setContentLocal(false)
+            node.contentUnverified.store(false, ordering: .releasing)
             if !node.isUnlinked { tree.recordChange(node) }
             damagedCopiesFound.add(1, ordering: .relaxed)
             let path = node.isUnlinked ? "(removed) \(node.name)" : tree.displayPath(of: node)
