@@ -240,12 +240,16 @@ extension SyncFileSystem {
     func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
         throws(FSError) -> ChunkWait?
     {
+        // The check mark before the content's place: the discard of a damaged copy (by another
+        // READ in flight beside this one) makes the file a placeholder before it clears the mark,
+        // so a mark seen cleared here is never followed by a stale "local" (the damaged bytes).
+        let unverified = handle.node.contentUnverified.load(ordering: .acquiring)
         if handle.node.contentIsLocal.load(ordering: .acquiring) {
             // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
             if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
             // The first reads after a mount check the cached copy (a damaged one becomes a
             // placeholder, downloaded: the reader waits for its chunks like any placeholder's).
-            guard handle.node.contentUnverified.load(ordering: .relaxed) else { return nil }
+            guard unverified else { return nil }
             return try residency.contentWait(handle, offset: offset, count: count)
         }
         if residency.downloadsExcluded(for: processName)
