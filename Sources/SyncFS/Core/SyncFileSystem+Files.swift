@@ -289,14 +289,17 @@ extension SyncFileSystem {
         // The echo thread's handle was never counted (the kernel may still have written back
         // another program's pages through it: `flush` recorded those).
         if handle.isEcho { return }
-        live.transact { tree in
+        let lastClose = live.transact { tree -> Bool in
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
             residency.stopUnneededHydration(of: handle.node, in: &tree)
             if handle.writable { handle.node.openWriters -= 1 }
             if handle.node.openWriters == 0 { tree.noteContentChangeEnded(handle.node) }
             tree.releaseIfUnused(handle.node.ino)
+            return handle.node.openCount == 0
         }
+        // Over the budget with files it could not evict: the closed file may be evictable now.
+        if lastClose && residency.overBudget.load(ordering: .relaxed) { residency.contentActivity.note() }
     }
 
     /// Makes the file's content and all metadata recorded so far durable.

@@ -202,6 +202,7 @@ extension ContentResidency {
                 }
             }
             writesThrottled.store(modifiedBytes > budget, ordering: .relaxed)
+            overBudget.store(false, ordering: .relaxed)
             guard localBytes > budget else { return 0 }
             var excess = localBytes - budget / 10 * 9
             let candidates = tree.nodes.values.filter {
@@ -215,6 +216,7 @@ extension ContentResidency {
                     tree.invalidate(.content(node.ino))
                 }
             }
+            overBudget.store(excess > 0, ordering: .relaxed)
             return count
         }
         if evicted > 0 { logger.info("cache budget: evicted \(evicted) files") }

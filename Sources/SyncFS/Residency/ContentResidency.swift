@@ -28,6 +28,10 @@ final class ContentResidency: Sendable, HoldsTheTree {
     let damagedCopiesFound = Atomic<Int>(0)
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
+    /// The last budget check left the cache over its budget (open, pinned or modified files
+    /// could not be evicted): the last close of a file wakes the budget keeper, so a file read
+    /// through a small budget goes once it is closed, not at the keeper's idle check.
+    let overBudget = Atomic<Bool>(false)
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
     let contentActivity = ContentActivity()
     /// Wakes the background downloader when pins change (set by the sync engine).
