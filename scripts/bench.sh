@@ -77,6 +77,8 @@ source "$HELPERS/hp.sh"
 declare -A ROOT=([native]=$W/native [syncfs]=$SYNCFS_MP [rclone]=$RCLONE_MP [hp]=$HP_MP)
 declare -A DEAD=()
 
+# shellcheck source=bench/page_reporting.sh
+source "$HELPERS/page_reporting.sh"
 # shellcheck source=bench/targets.sh
 source "$HELPERS/targets.sh"
 trap cleanup EXIT
@@ -98,6 +100,7 @@ if awk -v n="$(nproc)" '{ exit !($1 > n / 2) }' /proc/loadavg; then
     log "warning: the machine is busy (load average $LOAD_START on $(nproc) CPUs); results will be noisy"
 fi
 log "work directory $W ($FSTYPE); targets: ${TARGET_ORDER[*]}; runs: $RUNS; size $SIZE_H"
+pause_page_reporting
 TREE_MIB=0
 [[ ${#WANT_W[@]} -gt 0 ]] && make_fixtures
 mkdir -p "$W/native"

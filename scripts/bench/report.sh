@@ -16,6 +16,7 @@ write_meta() {
     [[ -n ${WANT_W[walk]:-} ]] && notes+=("Tree walks: $WALK_FILES empty files in directories of 1000, created through each target (untimed); cold = after sync + drop_caches before each command, warm = right after one untimed ls -lR; output to /dev/null, LC_ALL=C. ls -lR also asks for security.selinux and system.posix_acl_access of every file.")
     [[ -n ${HP_WALK_SKIPPED:-} ]] && notes+=("hp did not run the tree walks: passthrough_hp keeps one open descriptor per inode, and its limit here (hard limit $(ulimit -Hn), not raisable in this container) is below $WALK_FILES files; use --walk-files to compare at a size it can hold.")
     [[ $DO_RSS == 1 ]] && notes+=("Daemon memory: $RSS_FILES empty files in directories of 1000 created through the mount, then 'find -ls' over them; VmRSS of the daemon from /proc/PID/status.")
+    [[ -n $PAGE_REPORTING_NOTE ]] && notes+=("$PAGE_REPORTING_NOTE")
     notes+=("Load average (1/5/15 min) at start: $LOAD_START; at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs.")
     [[ $ERRORS -gt 0 ]] && notes+=("$ERRORS step(s) failed; see the log output ('error' cells).")
     {

@@ -46,6 +46,7 @@ cleanup() {
     stop_syncfs
     stop_rclone
     hp_stop
+    restore_page_reporting
     local mp
     for mp in $(awk -v w="$W/" 'index($2, w) == 1 { print $2 }' /proc/mounts 2>/dev/null | sort -r); do
         log "unmounting leftover $mp"

@@ -34,6 +34,9 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 for p in $step $pids; do ours "$p" && kill -KILL "$p" 2>/dev/null; done
 for mp in $(mounts_under); do fusermount3 -uz "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null; done
+# bench/page_reporting.sh paused the balloon's free page reporting: put the old order back.
+old=$(cat "$w/page_reporting_order" 2>/dev/null)
+[[ $old =~ ^[0-9]+$ ]] && echo "$old" >/sys/module/page_reporting/parameters/page_reporting_order
 if [[ -z $(mounts_under) ]]; then
     rm -rf --one-file-system "$w"
 else
