@@ -86,6 +86,33 @@ import Testing
         #expect(second.all == [nil])
     }
 
+    /// A reader's answer stands for the wait of the download under way (`prepareRead`, which may
+    /// replace a cancelled download's wait): an interrupted answer must not leave that wait
+    /// counting as a reader, or the download would go on for nobody after the last close.
+    @Test func anAnswerThatEndsEndsTheWaitItStandsFor() throws {
+        let fixture = try Fixture()
+        let wait = try #require(try fixture.hydration.wait(offset: 4, count: 4))
+        #expect(fixture.hydration.nextChunk() == 1, "the fetcher took the chunk: only the wait wants it now")
+        let answer = ChunkWait(chunks: wait.chunks)
+        answer.standFor(wait)
+        let inner = Outcomes()
+        wait.onEnd { inner.record($0) }
+        #expect(fixture.hydration.isWanted)
+        #expect(answer.end(.io(EINTR)))
+        #expect(inner.all == [.io(EINTR)], "the wait ended with the answer")
+        #expect(!fixture.hydration.isWanted, "nobody waits for the download any more")
+    }
+
+    @Test func standingForAWaitAfterTheAnswerEndedEndsItAtOnce() throws {
+        let fixture = try Fixture()
+        let wait = try #require(try fixture.hydration.wait(offset: 0, count: 4))
+        let answer = ChunkWait(chunks: wait.chunks)
+        #expect(answer.end(.io(EINTR)))
+        answer.standFor(wait)
+        #expect(wait.hasEnded)
+        #expect(!answer.end(nil), "the answer itself ends once")
+    }
+
     @Test func aFailedOrCancelledDownloadEndsEveryWaitWithItsError() throws {
         let failing = try Fixture()
         let outcomes = Outcomes()

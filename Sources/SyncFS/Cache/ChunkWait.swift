@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// One reader's wait for a byte range of a file being downloaded (`Hydration.wait`), without a
@@ -22,6 +23,8 @@ final class ChunkWait: Sendable {
     }
 
     private let phase = Mutex<Phase>(.waiting(action: nil))
+    /// The wait this one stands for (`standFor`), ended with it.
+    private let standsFor = Mutex<ChunkWait?>(nil)
 
     init(chunks: Range<Int>) { self.chunks = chunks }
 
@@ -58,7 +61,19 @@ final class ChunkWait: Sendable {
             }
         }
         decided.action?(outcome)
+        if decided.ended, let other = standsFor.withLock({ $0 }) { other.end(outcome) }
         return decided.ended
+    }
+
+    /// Makes this wait stand for `other` — a reader's answer for the wait of the download now
+    /// under way, which changes when a cancelled download is replaced
+    /// (`SyncFileSystem.prepareRead`): when this one ends (an interrupt, the session's end),
+    /// `other` ends too, so the download no longer counts the reader as waiting
+    /// (`Hydration.isWanted`). If this one has ended already, `other` ends at once (EINTR: the
+    /// reader was answered).
+    func standFor(_ other: ChunkWait) {
+        standsFor.withLock { $0 = other }
+        if hasEnded { other.end(.io(EINTR)) }
     }
 
     /// True once it has ended (the reader was answered or will be).

@@ -228,38 +228,6 @@ extension SyncFileSystem {
         }
     }
 
-    /// The read path's one question, asked before the adapter replies straight from the handle's
-    /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
-    /// atomic load; nil), unless its content was lost (EIO) or its cached copy is not yet checked
-    /// since the mount (the chunks in the range are checked first; a damaged copy becomes a
-    /// placeholder). A placeholder: they are downloaded, and the answer is the reader's
-    /// `ChunkWait` (the adapter replies when it ends: no thread waits), unless the reader is a
-    /// process that must not start downloads
-    /// (`ContentResidency.setDownloadExclusions`; `processName` is asked only then), which gets
-    /// `EACCES` for bytes not here yet.
-    func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
-        throws(FSError) -> ChunkWait?
-    {
-        // The check mark before the content's place: the discard of a damaged copy (by another
-        // READ in flight beside this one) makes the file a placeholder before it clears the mark,
-        // so a mark seen cleared here is never followed by a stale "local" (the damaged bytes).
-        let unverified = handle.node.contentUnverified.load(ordering: .acquiring)
-        if handle.node.contentIsLocal.load(ordering: .acquiring) {
-            // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
-            if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
-            // The first reads after a mount check the cached copy (a damaged one becomes a
-            // placeholder, downloaded: the reader waits for its chunks like any placeholder's).
-            guard unverified else { return nil }
-            return try residency.contentWait(handle, offset: offset, count: count)
-        }
-        if residency.downloadsExcluded(for: processName)
-            && !residency.contentPresent(handle, offset: offset, count: count)
-        {
-            throw .accessDenied
-        }
-        return try residency.contentWait(handle, offset: offset, count: count)
-    }
-
     /// Records that `count` bytes were written at `offset` into the handle's descriptor. A write by an unprivileged
     /// caller clears setuid/setgid; `caller` is asked only when such bits are set.
     /// `fromPageCache`: the kernel's write-back of cached pages (possibly long after the program's

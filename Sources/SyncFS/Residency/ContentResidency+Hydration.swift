@@ -26,6 +26,9 @@ extension ContentResidency {
     /// `EACCES` for bytes not yet downloaded (thumbnailers, indexers; `mount --no-download-for`).
     func setDownloadExclusions(_ names: Set<String>) { downloadExclusions.withLock { $0 = names } }
 
+    /// Whether any process is kept from starting downloads (`setDownloadExclusions`).
+    var hasDownloadExclusions: Bool { !downloadExclusions.withLock { $0.isEmpty } }
+
     /// True if a read of a placeholder by the process `name` must not download.
     func downloadsExcluded(for name: () -> String?) -> Bool {
         let excluded = downloadExclusions.withLock { $0 }

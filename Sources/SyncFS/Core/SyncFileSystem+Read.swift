@@ -1,0 +1,102 @@
+import Dispatch
+import Glibc
+
+extension SyncFileSystem {
+    /// How many times one read is prepared again after the download it waited for was cancelled.
+    static let readRetriesAfterCancel = 3
+
+    /// The read path's one question, asked before the adapter replies straight from the handle's
+    /// cache file: are bytes `offset ..< offset + count` there? A local file: yes, at once (one
+    /// atomic load; nil), unless its content was lost (EIO) or its cached copy is not yet checked
+    /// since the mount (the chunks in the range are checked first; a damaged copy becomes a
+    /// placeholder). A placeholder: they are downloaded, and the answer is the reader's
+    /// `ChunkWait` (the adapter replies when it ends: no thread waits), unless the reader is a
+    /// process that must not start downloads (`ContentResidency.setDownloadExclusions`;
+    /// `processName` is asked only then), which gets `EACCES` for bytes not here yet.
+    ///
+    /// A download cancelled under a waiting reader — the file was truncated, or its content
+    /// replaced, while the read waited — does not fail the read (it used to end with `ESTALE`):
+    /// the read is prepared again against what the file holds now, as if it had come after the
+    /// change (a truncated file answers from its cache file: zero bytes past the new end; new
+    /// content is downloaded). At most `readRetriesAfterCancel` times, then `ESTALE`.
+    func prepareRead(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
+        throws(FSError) -> ChunkWait?
+    {
+        var retries = Self.readRetriesAfterCancel
+        while true {
+            let wait: ChunkWait?
+            do {
+                wait = try readWait(handle, offset: offset, count: count, processName: processName)
+            } catch .stale where retries > 0 {
+                // The download was cancelled between finding it and waiting for it.
+                retries -= 1
+                continue
+            }
+            guard let wait else { return nil }
+            // A retry runs later on another thread: it needs the name now (only where it matters;
+            // asked again, once, only for a read that waits for a download).
+            let readerName = residency.hasDownloadExclusions ? processName() : nil
+            let answer = ChunkWait(chunks: wait.chunks)
+            follow(
+                wait, into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
+                retries: retries)
+            return answer
+        }
+    }
+
+    /// Ends `answer` as `wait` ends, unless `wait` ends because its download was cancelled
+    /// (`.stale`): then the read is prepared again — off the thread that cancelled, which may
+    /// hold the tree's lock — and `answer` follows the new wait, or ends at once if the bytes are
+    /// there now. `answer` ended meanwhile (an interrupt, the session's end) stops the retries.
+    private func follow(
+        _ wait: ChunkWait, into answer: ChunkWait, handle: OpenFile, offset: Int64, count: Int, readerName: String?,
+        retries: Int
+    ) {
+        answer.standFor(wait)
+        wait.onEnd { [self] outcome in
+            guard outcome == .stale, retries > 0 else {
+                answer.end(outcome)
+                return
+            }
+            DispatchQueue.global().async { [self] in
+                guard !answer.hasEnded else { return }
+                do throws(FSError) {
+                    guard let next = try readWait(handle, offset: offset, count: count, processName: { readerName })
+                    else {
+                        answer.end(nil)
+                        return
+                    }
+                    follow(
+                        next, into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
+                        retries: retries - 1)
+                } catch {
+                    answer.end(error)
+                }
+            }
+        }
+    }
+
+    /// One preparation of a read (see `prepareRead`): nil when the bytes are in the cache file.
+    private func readWait(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
+        throws(FSError) -> ChunkWait?
+    {
+        // The check mark before the content's place: the discard of a damaged copy (by another
+        // READ in flight beside this one) makes the file a placeholder before it clears the mark,
+        // so a mark seen cleared here is never followed by a stale "local" (the damaged bytes).
+        let unverified = handle.node.contentUnverified.load(ordering: .acquiring)
+        if handle.node.contentIsLocal.load(ordering: .acquiring) {
+            // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
+            if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            // The first reads after a mount check the cached copy (a damaged one becomes a
+            // placeholder, downloaded: the reader waits for its chunks like any placeholder's).
+            guard unverified else { return nil }
+            return try residency.contentWait(handle, offset: offset, count: count)
+        }
+        if residency.downloadsExcluded(for: processName)
+            && !residency.contentPresent(handle, offset: offset, count: count)
+        {
+            throw .accessDenied
+        }
+        return try residency.contentWait(handle, offset: offset, count: count)
+    }
+}

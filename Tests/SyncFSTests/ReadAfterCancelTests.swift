@@ -1,0 +1,67 @@
+import Foundation
+import Glibc
+import SyncBackend
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import SyncFS
+
+/// A read waiting for a placeholder's download while the file is truncated through another
+/// handle: the download is cancelled, and the read answers from what the file holds now instead
+/// of failing with ESTALE (`SyncFileSystem.prepareRead`). In the engine suite (serialized).
+extension SyncEngineTests {
+    @Test func aReadWaitingForADownloadOfAFileTruncatedMeanwhileReadsTheTruncatedFile() async throws {
+        let base = InMemoryContainer()
+        let slow = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: slow)
+        _ = try pair.a.makeFile("t.bin", contents: SeededGenerator.bytes(count: 4 << 20, seed: 23))
+        try await pair.eventually("on B") { try pair.b.childNames() == ["t.bin"] }
+        try await pair.settle()
+        let ino = try pair.b.lookupIno("t.bin")
+
+        slow.delay(.chunk, by: .seconds(3))
+        let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        defer { pair.b.fs.release(reader) }
+        let wait = try #require(
+            try pair.b.fs.prepareRead(reader, offset: 1 << 20, count: 4096, processName: { nil }),
+            "a placeholder's bytes are downloaded first")
+        let outcome = Mutex<FSError??>(nil)
+        wait.onEnd { result in outcome.withLock { $0 = .some(result) } }
+
+        let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
+        pair.b.fs.release(truncating)
+        try await pair.eventually("the read is answered") {
+            outcome.withLock { $0 } != nil
+        }
+        #expect(outcome.withLock { $0 } == .some(nil), "answered from the cache file, not ESTALE")
+        #expect(readBytes(reader.descriptor, count: 4096, at: 1 << 20).isEmpty, "past the new end: end of file")
+        #expect(try pair.b.fs.getattr(ino).size == 0)
+    }
+
+    /// The guard of the retry: a read answered already (interrupted) is not prepared again, nor
+    /// answered twice, when the download it waited for is cancelled.
+    @Test func anInterruptedReadIsNotPreparedAgainAfterTheCancel() async throws {
+        let base = InMemoryContainer()
+        let slow = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: slow)
+        _ = try pair.a.makeFile("u.bin", contents: SeededGenerator.bytes(count: 4 << 20, seed: 29))
+        try await pair.eventually("on B") { try pair.b.childNames() == ["u.bin"] }
+        try await pair.settle()
+        let ino = try pair.b.lookupIno("u.bin")
+
+        slow.delay(.chunk, by: .seconds(3))
+        let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        defer { pair.b.fs.release(reader) }
+        let wait = try #require(try pair.b.fs.prepareRead(reader, offset: 0, count: 4096, processName: { nil }))
+        let outcomes = Mutex<[FSError?]>([])
+        wait.onEnd { result in outcomes.withLock { $0.append(result) } }
+        #expect(wait.end(.io(EINTR)), "the interrupt answers the read")
+
+        let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
+        pair.b.fs.release(truncating)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(outcomes.withLock { $0 } == [.io(EINTR)], "answered once, with EINTR")
+        #expect(try pair.b.fs.getattr(ino).size == 0)
+    }
+}
