@@ -62,6 +62,34 @@ struct HungServerTest {
         }
     }
 
+    /// A program reading a placeholder while the server hangs, when another program truncates the
+    /// file (`O_TRUNC`, which downloads nothing): the download is cancelled and the read is
+    /// answered from the truncated file — 0 bytes, end of file — at once, not with ESTALE
+    /// (doc/SEMANTICS.md, "Placeholders"). The reader uses `O_DIRECT`: a failed readahead READ
+    /// would be hidden by the kernel's own second READ of the page.
+    @Test func aReaderWaitingWhenTheFileIsTruncatedReadsTheTruncatedFile() throws {
+        let content = try randomBytes(1 << 20)
+        try Self.withPlaceholders(["cut.bin": content]) { mounts, server in
+            let reader = try InterruptibleReader.start(mounts.b.path("cut.bin"), direct: true)
+            defer {
+                server.resume()
+                reader.finish()
+            }
+            try #require(reader.waitUntilReading(), "the reader did not start: \(reader.output())")
+            usleep(1_500_000)  // well inside the read: the daemon has the request
+            #expect(reader.exitStatus == nil, "the read ended before the truncation: \(reader.output())")
+            let descriptor = open(mounts.b.path("cut.bin"), O_WRONLY | O_TRUNC | O_CLOEXEC)
+            try #require(descriptor >= 0, "O_TRUNC of a placeholder downloads nothing: errno \(errno)")
+            close(descriptor)
+            let status = reader.waitForExit(timeout: 5)
+            #expect(status != nil, "the reader was still blocked 5 s after the truncation\n\(mounts.b.daemonLog())")
+            let output = reader.output()
+            #expect(output.contains("read 0 "), "the read must see the truncated file: \(output)")
+            var info = stat()
+            #expect(stat(mounts.b.path("cut.bin"), &info) == 0 && info.st_size == 0)
+        }
+    }
+
     /// An open for writing of a placeholder downloads it whole first, on the request: on a hung
     /// server a SIGINT ends it with EINTR too (looked for every 200 ms).
     @Test func anOpenForWritingInterruptedWhileTheServerHangsGetsEINTR() throws {
@@ -280,7 +308,8 @@ private final class InterruptibleReader {
         signal.signal(signal.SIGINT, interrupted)
         signal.signal(signal.SIGWINCH, informed)
         writing = len(sys.argv) > 2 and sys.argv[2] == "write"
-        fd = None if writing else os.open(sys.argv[1], os.O_RDONLY)
+        direct = len(sys.argv) > 2 and sys.argv[2] == "direct"
+        fd = None if writing else os.open(sys.argv[1], os.O_RDONLY | (os.O_DIRECT if direct else 0))
         print("reading", flush=True)
         started = time.monotonic()
         try:
@@ -299,8 +328,9 @@ private final class InterruptibleReader {
         """
 
     /// `forWriting`: instead of reading, it opens the file `O_WRONLY` (which downloads a placeholder
-    /// whole first) and prints `opened`.
-    static func start(_ path: String, forWriting: Bool = false) throws -> InterruptibleReader {
+    /// whole first) and prints `opened`. `direct`: it reads with `O_DIRECT`, so its READ is its
+    /// own, never the kernel's readahead (whose failure the kernel hides by reading the page again).
+    static func start(_ path: String, forWriting: Bool = false, direct: Bool = false) throws -> InterruptibleReader {
         var pipeEnds: [Int32] = [0, 0]
         try posix("pipe") { pipe(&pipeEnds) }
         for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
@@ -310,7 +340,8 @@ private final class InterruptibleReader {
             close(pipeEnds[1])
         }
         let pid = try ChildProcess.spawn(
-            [try HostileServerProcess.python(), "-c", script, path] + (forWriting ? ["write"] : []), stdin: null,
+            [try HostileServerProcess.python(), "-c", script, path] + (forWriting ? ["write"] : direct ? ["direct"] : []),
+            stdin: null,
             stdout: pipeEnds[1],
             stderr: pipeEnds[1])
         return InterruptibleReader(pid: pid, outputFD: pipeEnds[0])
