@@ -339,9 +339,9 @@ private final class InterruptibleReader {
             close(null)
             close(pipeEnds[1])
         }
+        let mode = forWriting ? ["write"] : direct ? ["direct"] : []
         let pid = try ChildProcess.spawn(
-            [try HostileServerProcess.python(), "-c", script, path] + (forWriting ? ["write"] : direct ? ["direct"] : []),
-            stdin: null,
+            [try HostileServerProcess.python(), "-c", script, path] + mode, stdin: null,
             stdout: pipeEnds[1],
             stderr: pipeEnds[1])
         return InterruptibleReader(pid: pid, outputFD: pipeEnds[0])
