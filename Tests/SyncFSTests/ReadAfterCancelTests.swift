@@ -20,7 +20,8 @@ extension SyncEngineTests {
         try await pair.settle()
         let ino = try pair.b.lookupIno("t.bin")
 
-        slow.delay(.chunk, by: .seconds(3))
+        // Far longer than the test: the chunk never arrives before the truncation, even under load.
+        slow.delay(.chunk, by: .seconds(10))
         let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         defer { pair.b.fs.release(reader) }
         let wait = try #require(
@@ -39,8 +40,9 @@ extension SyncEngineTests {
         #expect(try pair.b.fs.getattr(ino).size == 0)
     }
 
-    /// The guard of the retry: a read answered already (interrupted) is not prepared again, nor
-    /// answered twice, when the download it waited for is cancelled.
+    /// A read answered already (interrupted) stays answered once, with EINTR, when the download it
+    /// waited for is cancelled afterwards (its wait ended with the answer: `ChunkWait.standFor`),
+    /// and the truncation goes through.
     @Test func anInterruptedReadIsNotPreparedAgainAfterTheCancel() async throws {
         let base = InMemoryContainer()
         let slow = FaultInjectingContainer(base)

@@ -23,25 +23,15 @@ extension SyncFileSystem {
         throws(FSError) -> ChunkWait?
     {
         var retries = Self.readRetriesAfterCancel
-        while true {
-            let wait: ChunkWait?
-            do {
-                wait = try readWait(handle, offset: offset, count: count, processName: processName)
-            } catch .stale where retries > 0 {
-                // The download was cancelled between finding it and waiting for it.
-                retries -= 1
-                continue
-            }
-            guard let wait else { return nil }
-            // A retry runs later on another thread: it needs the name now (only where it matters;
-            // asked again, once, only for a read that waits for a download).
-            let readerName = residency.hasDownloadExclusions ? processName() : nil
-            let answer = ChunkWait(chunks: wait.chunks)
-            follow(
-                wait, into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
-                retries: retries)
-            return answer
-        }
+        guard let wait = try readWait(handle, offset: offset, count: count, retries: &retries, processName: processName)
+        else { return nil }
+        // A retry runs later on another thread: it needs the name now (only where it matters;
+        // asked again, once, only for a read that waits for a download).
+        let readerName = residency.hasDownloadExclusions ? processName() : nil
+        let answer = ChunkWait(chunks: wait.chunks)
+        follow(
+            wait, into: answer, handle: handle, offset: offset, count: count, readerName: readerName, retries: retries)
+        return answer
     }
 
     /// Ends `answer` as `wait` ends, unless `wait` ends because its download was cancelled
@@ -59,16 +49,22 @@ extension SyncFileSystem {
                 return
             }
             DispatchQueue.global().async { [self] in
+                // The transaction that cancelled (truncating, replacing) may still be under way:
+                // prepare the read against what it leaves.
+                live.transact { _ in }
                 guard !answer.hasEnded else { return }
+                var retriesLeft = retries - 1
                 do throws(FSError) {
-                    guard let next = try readWait(handle, offset: offset, count: count, processName: { readerName })
+                    guard
+                        let next = try readWait(
+                            handle, offset: offset, count: count, retries: &retriesLeft, processName: { readerName })
                     else {
                         answer.end(nil)
                         return
                     }
                     follow(
                         next, into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
-                        retries: retries - 1)
+                        retries: retriesLeft)
                 } catch {
                     answer.end(error)
                 }
@@ -76,8 +72,22 @@ extension SyncFileSystem {
         }
     }
 
+    /// One preparation of a read (see `prepareRead`), again while the download it found is
+    /// cancelled before the wait could be taken (`.stale`) and `retries` last.
+    private func readWait(
+        _ handle: OpenFile, offset: Int64, count: Int, retries: inout Int, processName: () -> String?
+    ) throws(FSError) -> ChunkWait? {
+        while true {
+            do {
+                return try readWaitOnce(handle, offset: offset, count: count, processName: processName)
+            } catch .stale where retries > 0 {
+                retries -= 1
+            }
+        }
+    }
+
     /// One preparation of a read (see `prepareRead`): nil when the bytes are in the cache file.
-    private func readWait(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
+    private func readWaitOnce(_ handle: OpenFile, offset: Int64, count: Int, processName: () -> String?)
         throws(FSError) -> ChunkWait?
     {
         // The check mark before the content's place: the discard of a damaged copy (by another
