@@ -176,7 +176,8 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
 
 /// Negotiates capabilities with the kernel: the writeback cache (writes return once in the page
 /// cache; the kernel owns mtime and size while it holds dirty pages), atomic O_TRUNC, parallel
-/// directory operations, nanosecond times, splice for replies from cache files; READDIRPLUS for
+/// directory operations, nanosecond times, splice for replies from cache files (copied, never
+/// moved: `replyFromCacheFile`); READDIRPLUS for
 /// every directory read and no POSIX ACL support (`KernelCachePolicy.readdirPlusAlways`,
 /// `.declaresPosixACL`: FUSE_CAP_POSIX_ACL is in the list below and then withdrawn). WRITE
 /// requests are sized so that they are spliced (`FuseTransferSizes`).
@@ -184,7 +185,7 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     guard let conn else { return }
     let wanted: [Int32] = [
         FUSE_CAP_WRITEBACK_CACHE, FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_SPLICE_WRITE,
-        FUSE_CAP_SPLICE_MOVE, FUSE_CAP_SPLICE_READ, FUSE_CAP_POSIX_ACL,
+        FUSE_CAP_SPLICE_READ, FUSE_CAP_POSIX_ACL,
     ]
     for capability in wanted where conn.pointee.capable & UInt32(capability) != 0 {
         conn.pointee.want |= UInt32(capability)
