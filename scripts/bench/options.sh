@@ -62,8 +62,10 @@ Options:
   --step-timeout SEC  timeout of one measured step (default 600, 180 with --quick)
   --keep-page-reporting
                       leave a virtual machine's free page reporting on (by default the bench
-                      pauses it while it runs and restores it on exit: with it on, a cold read
-                      is 2.5-4x slower or not depending on the seconds after drop_caches)
+                      pauses it while it runs, touches up to 8 GiB of free memory once
+                      (PREFAULT_GIB), and restores it on exit: with it on, a cold read is
+                      2.5-4x slower or not depending on the seconds after drop_caches, and a
+                      write into pages the host took back costs ~4x the CPU)
   -h, --help          this text
 
 Environment:
