@@ -11,17 +11,23 @@ import Testing
 /// handle: the download is cancelled, and the read answers from what the file holds now instead
 /// of failing with ESTALE (`SyncFileSystem.prepareRead`). In the engine suite (serialized).
 extension SyncEngineTests {
-    @Test func aReadWaitingForADownloadOfAFileTruncatedMeanwhileReadsTheTruncatedFile() async throws {
+    /// A 4 MiB file written on A, a placeholder on B, whose chunks then reach B only after `chunkDelay`.
+    private func placeholderOnB(_ name: String, seed: UInt64, chunkDelay: Duration) async throws
+        -> (SyncedPair, InodeNumber)
+    {
         let base = InMemoryContainer()
         let slow = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: slow)
-        _ = try pair.a.makeFile("t.bin", contents: SeededGenerator.bytes(count: 4 << 20, seed: 23))
-        try await pair.eventually("on B") { try pair.b.childNames() == ["t.bin"] }
+        _ = try pair.a.makeFile(name, contents: SeededGenerator.bytes(count: 4 << 20, seed: seed))
+        try await pair.eventually("on B") { try pair.b.childNames() == [name] }
         try await pair.settle()
-        let ino = try pair.b.lookupIno("t.bin")
+        slow.delay(.chunk, by: chunkDelay)
+        return (pair, try pair.b.lookupIno(name))
+    }
 
-        // Far longer than the test: the chunk never arrives before the truncation, even under load.
-        slow.delay(.chunk, by: .seconds(10))
+    @Test func aReadWaitingForADownloadOfAFileTruncatedMeanwhileReadsTheTruncatedFile() async throws {
+        // Chunks far slower than the test: none arrives before the truncation, even under load.
+        let (pair, ino) = try await placeholderOnB("t.bin", seed: 23, chunkDelay: .seconds(10))
         let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         defer { pair.b.fs.release(reader) }
         let wait = try #require(
@@ -44,15 +50,7 @@ extension SyncEngineTests {
     /// waited for is cancelled afterwards (its wait ended with the answer: `ChunkWait.standFor`),
     /// and the truncation goes through.
     @Test func anInterruptedReadIsNotPreparedAgainAfterTheCancel() async throws {
-        let base = InMemoryContainer()
-        let slow = FaultInjectingContainer(base)
-        let pair = try SyncedPair(container: base, viewOfB: slow)
-        _ = try pair.a.makeFile("u.bin", contents: SeededGenerator.bytes(count: 4 << 20, seed: 29))
-        try await pair.eventually("on B") { try pair.b.childNames() == ["u.bin"] }
-        try await pair.settle()
-        let ino = try pair.b.lookupIno("u.bin")
-
-        slow.delay(.chunk, by: .seconds(3))
+        let (pair, ino) = try await placeholderOnB("u.bin", seed: 29, chunkDelay: .seconds(3))
         let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         defer { pair.b.fs.release(reader) }
         let wait = try #require(try pair.b.fs.prepareRead(reader, offset: 0, count: 4096, processName: { nil }))
