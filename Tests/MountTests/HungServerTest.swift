@@ -33,19 +33,32 @@ struct HungServerTest {
         }
     }
 
+    /// `withPlaceholders` of the one file `name`, with an `InterruptibleReader` started on it on B
+    /// (reading, or `forWriting`/`direct` as `InterruptibleReader.start` says) and 1.5 s into its
+    /// read or open — the daemon has the request — when `body` runs. Afterwards the server is
+    /// resumed, then the program finished (in that order: a blocked program ends).
+    private static func withProgramWaiting(
+        on name: String, _ content: [UInt8], forWriting: Bool = false, direct: Bool = false,
+        _ body: (SyncedMounts, ServerProcess, InterruptibleReader) throws -> Void
+    ) throws {
+        try withPlaceholders([name: content]) { mounts, server in
+            let program = try InterruptibleReader.start(mounts.b.path(name), forWriting: forWriting, direct: direct)
+            defer {
+                server.resume()
+                program.finish()
+            }
+            try #require(program.waitUntilReading(), "the program did not start: \(program.output())")
+            usleep(1_500_000)  // well inside the read: the daemon has the request
+            try body(mounts, server, program)
+        }
+    }
+
     /// A program reading a placeholder while the server hangs gets SIGINT (it handles the signal,
     /// as Python does): its read returns EINTR at once instead of after the download's deadline
     /// (89 s before this was fixed). Once the server is back the file reads whole.
     @Test func aReaderInterruptedWhileTheServerHangsGetsEINTRAtOnce() throws {
         let content = try randomBytes(1 << 20)
-        try Self.withPlaceholders(["waiting.bin": content]) { mounts, server in
-            let reader = try InterruptibleReader.start(mounts.b.path("waiting.bin"))
-            defer {
-                server.resume()
-                reader.finish()
-            }
-            try #require(reader.waitUntilReading(), "the reader did not start: \(reader.output())")
-            usleep(1_500_000)  // well inside the read: the daemon has the request
+        try Self.withProgramWaiting(on: "waiting.bin", content) { mounts, server, reader in
             #expect(reader.exitStatus == nil, "the read ended before the signal: \(reader.output())")
             let sent = Date()
             kill(reader.pid, SIGINT)
@@ -69,14 +82,7 @@ struct HungServerTest {
     /// would be hidden by the kernel's own second READ of the page.
     @Test func aReaderWaitingWhenTheFileIsTruncatedReadsTheTruncatedFile() throws {
         let content = try randomBytes(1 << 20)
-        try Self.withPlaceholders(["cut.bin": content]) { mounts, server in
-            let reader = try InterruptibleReader.start(mounts.b.path("cut.bin"), direct: true)
-            defer {
-                server.resume()
-                reader.finish()
-            }
-            try #require(reader.waitUntilReading(), "the reader did not start: \(reader.output())")
-            usleep(1_500_000)  // well inside the read: the daemon has the request
+        try Self.withProgramWaiting(on: "cut.bin", content, direct: true) { mounts, _, reader in
             #expect(reader.exitStatus == nil, "the read ended before the truncation: \(reader.output())")
             let descriptor = open(mounts.b.path("cut.bin"), O_WRONLY | O_TRUNC | O_CLOEXEC)
             try #require(descriptor >= 0, "O_TRUNC of a placeholder downloads nothing: errno \(errno)")
@@ -94,14 +100,7 @@ struct HungServerTest {
     /// server a SIGINT ends it with EINTR too (looked for every 200 ms).
     @Test func anOpenForWritingInterruptedWhileTheServerHangsGetsEINTR() throws {
         let content = try randomBytes(1 << 20)
-        try Self.withPlaceholders(["edit.bin": content]) { mounts, server in
-            let writer = try InterruptibleReader.start(mounts.b.path("edit.bin"), forWriting: true)
-            defer {
-                server.resume()
-                writer.finish()
-            }
-            try #require(writer.waitUntilReading(), "the writer did not start: \(writer.output())")
-            usleep(1_500_000)
+        try Self.withProgramWaiting(on: "edit.bin", content, forWriting: true) { mounts, _, writer in
             #expect(writer.waitForExit(timeout: 0) == nil, "the open ended before the signal: \(writer.output())")
             let sent = Date()
             kill(writer.pid, SIGINT)
@@ -118,14 +117,7 @@ struct HungServerTest {
     /// still does (the kernel sends one INTERRUPT per request: the daemon looks again).
     @Test func aSignalThatOnlyInformsLetsTheReadGoOnAndALaterSIGINTEndsIt() throws {
         let content = try randomBytes(1 << 20)
-        try Self.withPlaceholders(["waiting.bin": content]) { mounts, server in
-            let reader = try InterruptibleReader.start(mounts.b.path("waiting.bin"))
-            defer {
-                server.resume()
-                reader.finish()
-            }
-            try #require(reader.waitUntilReading(), "the reader did not start: \(reader.output())")
-            usleep(1_500_000)
+        try Self.withProgramWaiting(on: "waiting.bin", content) { mounts, _, reader in
             kill(reader.pid, SIGWINCH)
             usleep(2_000_000)
             #expect(

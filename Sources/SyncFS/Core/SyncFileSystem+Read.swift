@@ -12,7 +12,7 @@ extension SyncFileSystem {
     /// placeholder). A placeholder: they are downloaded, and the answer is the reader's
     /// `ChunkWait` (the adapter replies when it ends: no thread waits), unless the reader is a
     /// process that must not start downloads (`ContentResidency.setDownloadExclusions`;
-    /// `processName` is asked only then), which gets `EACCES` for bytes not here yet.
+    /// `processName` is asked only then, once), which gets `EACCES` for bytes not here yet.
     ///
     /// A download cancelled under a waiting reader — the file was truncated, or its content
     /// replaced, while the read waited — does not fail the read (it used to end with `ESTALE`):
@@ -23,11 +23,17 @@ extension SyncFileSystem {
         throws(FSError) -> ChunkWait?
     {
         var retries = Self.readRetriesAfterCancel
-        guard let wait = try readWait(handle, offset: offset, count: count, retries: &retries, processName: processName)
-        else { return nil }
-        // A retry runs later on another thread: it needs the name now (only where it matters;
-        // asked again, once, only for a read that waits for a download).
-        let readerName = residency.hasDownloadExclusions ? processName() : nil
+        // Asked at most once (a /proc read): by the exclusion check, or below for a retry.
+        var askedName: String??
+        let wait = try readWait(handle, offset: offset, count: count, retries: &retries) {
+            if let askedName { return askedName }
+            let name = processName()
+            askedName = .some(name)
+            return name
+        }
+        guard let wait else { return nil }
+        // A retry runs later on another thread: it needs the name now (only where it matters).
+        let readerName = residency.hasDownloadExclusions ? (askedName ?? processName()) : nil
         let answer = ChunkWait(chunks: wait.chunks)
         follow(
             wait, into: answer, handle: handle, offset: offset, count: count, readerName: readerName, retries: retries)

@@ -202,8 +202,10 @@ extension ContentResidency {
                 }
             }
             writesThrottled.store(modifiedBytes > budget, ordering: .relaxed)
-            overBudget.store(false, ordering: .relaxed)
-            guard localBytes > budget else { return 0 }
+            guard localBytes > budget else {
+                overBudget.store(false, ordering: .relaxed)
+                return 0
+            }
             var excess = localBytes - budget / 10 * 9
             let candidates = tree.nodes.values.filter {
                 $0.kind == .file && !$0.isUnlinked && !$0.isPlaceholder && $0.openCount == 0
