@@ -7,13 +7,19 @@ import SyncFS
 struct GuardOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Mass-delete guard: hold the uploads when more than N files the container has are deleted or replaced within the window.",
+            "Mass-delete guard: hold the uploads when N established files (in the container for a while) are deleted or replaced within the window.",
             valueName: "n"))
     var guardDeletes: Int = GuardThresholds().deletes
 
     @Option(
         help: ArgumentHelp(
-            "Mass-delete guard: also when more than P percent of the tree are, and at least --guard-minimum.",
+            "Mass-delete guard: also when N established files are rewritten with content that looks encrypted.",
+            valueName: "n"))
+    var guardRewrites: Int = GuardThresholds().rewrites
+
+    @Option(
+        help: ArgumentHelp(
+            "Mass-delete guard: also when P percent of the tree are deleted or replaced, and at least --guard-minimum.",
             valueName: "percent"))
     var guardFraction: Double = GuardThresholds().percent
 
@@ -23,6 +29,12 @@ struct GuardOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The mass-delete guard's sliding window.", valueName: "seconds"))
     var guardWindow: Double = GuardThresholds().windowSeconds
 
+    @Option(
+        help: ArgumentHelp(
+            "How long a file this mount saw arrive counts as new, not established (0: every file is established).",
+            valueName: "seconds"))
+    var guardAge: Double = GuardThresholds().ageSeconds
+
     @Flag(help: "No mass-delete guard: deletions go to the container however many there are.")
     var noGuard = false
 
@@ -30,9 +42,11 @@ struct GuardOptions: ParsableArguments {
         guard !noGuard else { return nil }
         var thresholds = GuardThresholds()
         thresholds.deletes = guardDeletes
+        thresholds.rewrites = guardRewrites
         thresholds.percent = guardFraction
         thresholds.minimum = guardMinimum
         thresholds.windowSeconds = guardWindow
+        thresholds.ageSeconds = guardAge
         return thresholds
     }
 
@@ -44,8 +58,9 @@ struct GuardOptions: ParsableArguments {
     var commandLine: [String] {
         if noGuard { return ["--no-guard"] }
         return [
-            "--guard-deletes", String(guardDeletes), "--guard-fraction", String(guardFraction), "--guard-minimum",
-            String(guardMinimum), "--guard-window", String(guardWindow),
+            "--guard-deletes", String(guardDeletes), "--guard-rewrites", String(guardRewrites), "--guard-fraction",
+            String(guardFraction), "--guard-minimum", String(guardMinimum), "--guard-window", String(guardWindow),
+            "--guard-age", String(guardAge),
         ]
     }
 }

@@ -6,9 +6,17 @@ import Testing
 
 @Suite("DeleteWindow: the mass-delete guard's counting (manual clock)")
 struct DeleteWindowTests {
-    /// More than 5 changes, or more than 30 % of the tree and at least 4, within 60 units; a
-    /// change goes after a pause of 10.
-    let thresholds = DeleteWindow.Thresholds(changes: 5, fraction: 0.3, minimumForFraction: 4, window: 60, settle: 10)
+    /// 6 changes (or 3 rewrites), or 30 % of the tree and at least 4, within 60 units; no change
+    /// goes at once, each after a pause of 10.
+    let thresholds = Self.thresholds()
+
+    static func thresholds(
+        changes: Int = 6, rewrites: Int = 3, fraction: Double = 0.3, minimum: Int = 4, prompt: Int = 0
+    ) -> DeleteWindow.Thresholds {
+        DeleteWindow.Thresholds(
+            changes: changes, rewrites: rewrites, fraction: fraction, minimumForFraction: minimum, window: 60,
+            settle: 10, prompt: prompt, establishedAge: 0)
+    }
     let ids = (0..<20).map { _ in FileID.random() }
 
     @Test func aBurstOverTheThresholdTripsBeforeAnyOfItGoes() {
@@ -95,7 +103,7 @@ struct DeleteWindowTests {
     }
 
     @Test func aContinuousTrickleBelowTheThresholdStillGoesWithinAWindow() {
-        let wide = DeleteWindow.Thresholds(changes: 100, fraction: 1, minimumForFraction: 100, window: 60, settle: 10)
+        let wide = Self.thresholds(changes: 100, fraction: 1, minimum: 100)
         var window = DeleteWindow(thresholds: wide)
         // One every 5 units never pauses for 10: the first still goes once it waited a window.
         for step in 0..<12 { _ = window.consider(ids[step], now: Int64(step) * 5, treeSize: 1000) }
@@ -104,15 +112,58 @@ struct DeleteWindowTests {
     }
 
     @Test func theFractionTripsOnlyFromTheMinimumOn() {
-        #expect(!thresholds.exceeded(count: 2, treeSize: 3), "2 of 3 files is not a mass deletion")
-        #expect(!thresholds.exceeded(count: 3, treeSize: 3))
-        #expect(thresholds.exceeded(count: 4, treeSize: 10), "4 of 10 is more than 30 %, and 4 is the minimum")
-        #expect(!thresholds.exceeded(count: 3, treeSize: 1000))
-        #expect(thresholds.exceeded(count: 6, treeSize: 1_000_000), "more than 5 trips whatever the tree")
-        #expect(DeleteWindow.Thresholds.standard.exceeded(count: 1001, treeSize: 1_000_000))
-        #expect(!DeleteWindow.Thresholds.standard.exceeded(count: 1000, treeSize: 1_000_000))
-        #expect(!DeleteWindow.Thresholds.standard.exceeded(count: 49, treeSize: 60))
-        #expect(DeleteWindow.Thresholds.standard.exceeded(count: 50, treeSize: 100))
+        func trips(_ thresholds: DeleteWindow.Thresholds, _ count: Int, rewrites: Int = 0, of tree: Int) -> Bool {
+            thresholds.exceeded(count: count, rewrites: rewrites, treeSize: tree)
+        }
+        #expect(!trips(thresholds, 2, of: 3), "2 of 3 files is not a mass deletion")
+        #expect(!trips(thresholds, 3, of: 3))
+        #expect(trips(thresholds, 4, of: 10), "4 of 10 is more than 30 %, and 4 is the minimum")
+        #expect(!trips(thresholds, 3, of: 1000))
+        #expect(trips(thresholds, 6, of: 1_000_000), "6 trips whatever the tree")
+        #expect(!trips(thresholds, 5, rewrites: 2, of: 1_000_000))
+        #expect(trips(thresholds, 3, rewrites: 3, of: 1_000_000), "3 rewrites trip on their own")
+        let standard = DeleteWindow.Thresholds.standard
+        #expect(trips(standard, 1000, of: 1_000_000), "rm -rf of 1,000 established files")
+        #expect(!trips(standard, 999, of: 1_000_000))
+        #expect(!trips(standard, 49, of: 60))
+        #expect(trips(standard, 60, of: 200), "30 % of an established tree of 200 files")
+        #expect(!trips(standard, 59, of: 200))
+        #expect(trips(standard, 100, rewrites: 100, of: 1_000_000), "100 files rewritten with random bytes")
+        #expect(!trips(standard, 99, rewrites: 99, of: 1_000_000))
+    }
+
+    /// A single edit or delete never waits: up to `prompt` guarded changes within one `settle`
+    /// go at once; a faster burst must pause, so it is still held whole before it trips.
+    @Test func changesAtAPersonsPaceGoAtOnceAndABurstIsStillCaught() {
+        var window = DeleteWindow(thresholds: Self.thresholds(prompt: 3))
+        for id in ids.prefix(3) {
+            #expect(window.consider(id, now: 0, treeSize: 1000) == .go)
+            window.admit(id)
+            window.finished(id)
+        }
+        #expect(window.consider(ids[3], now: 1, treeSize: 1000) == .wait(until: 11), "a fourth within 10")
+        #expect(window.consider(ids[4], now: 2, treeSize: 1000) == .wait(until: 12))
+        #expect(window.consider(ids[5], now: 3, treeSize: 1000) == .held, "6 within the window trip it")
+        #expect(window.tripped)
+    }
+
+    @Test func aSteadyStreamAtAPersonsPaceGoesAtOnceUntilTheWindowHoldsTooMany() {
+        var window = DeleteWindow(thresholds: Self.thresholds(prompt: 3))
+        // One every 4: never more than 3 within 10.
+        for (index, id) in ids.prefix(5).enumerated() {
+            #expect(window.consider(id, now: Int64(index) * 4, treeSize: 1000) == .go)
+            window.admit(id)
+            window.finished(id)
+        }
+        #expect(window.consider(ids[5], now: 20, treeSize: 1000) == .held, "the sixth within the window")
+    }
+
+    @Test func rewritesTripOnTheirOwnThreshold() {
+        var window = DeleteWindow(thresholds: thresholds)
+        #expect(window.consider(ids[0], isRewrite: true, now: 0, treeSize: 1000) != .held)
+        #expect(window.consider(ids[1], now: 0, treeSize: 1000) != .held)
+        #expect(window.consider(ids[2], isRewrite: true, now: 0, treeSize: 1000) != .held)
+        #expect(window.consider(ids[3], isRewrite: true, now: 0, treeSize: 1000) == .held, "the third rewrite")
     }
 
     @Test func theFractionTripsTheWindow() {
@@ -170,9 +221,17 @@ struct DeleteWindowTests {
 
     @Test func theHoldReadsBackAndADamagedOneStillHolds() {
         let rewrites: Set<FileID> = [ids[0], ids[1]]
+        let sent = [
+            SentChange(id: ids[2], replaced: 41, isRewrite: false),
+            SentChange(id: ids[3], replaced: 7, isRewrite: true),
+        ]
         let hold = GuardHold(
-            since: Date(timeIntervalSince1970: 1_764_000_000), changes: 1234, rewrites: rewrites, lastSeq: 77)
+            since: Date(timeIntervalSince1970: 1_764_000_000), changes: 1234, rewrites: rewrites, lastSeq: 77,
+            sent: sent)
         #expect(GuardHold(text: hold.text) == hold)
+        // A hold recorded before the sent changes were kept reads as one without them.
+        let older = GuardHold(text: "1764000000;3;;9")
+        #expect(older.changes == 3 && older.lastSeq == 9 && older.sent.isEmpty)
         let damaged = GuardHold(text: "garbage")
         #expect(damaged.changes == 0 && damaged.rewrites.isEmpty)
         #expect(StateFact.guardHold.decode("garbage") != nil, "any non-empty text is a hold")
@@ -192,5 +251,13 @@ struct DeleteWindowTests {
         #expect(options.problem != nil)
         options.windowSeconds = 1
         #expect(options.window.settle == options.window.window, "the pause is never longer than the window")
+        options = GuardThresholds()
+        options.rewrites = 0
+        #expect(options.problem != nil)
+        options = GuardThresholds()
+        options.ageSeconds = -1
+        #expect(options.problem != nil)
+        options.ageSeconds = 0
+        #expect(options.problem == nil && options.window.establishedAge == 0)
     }
 }

@@ -22,7 +22,7 @@ run_parts() {
     if [[ $SYNC_MODE != skip && -n $SYNCFS_BIN ]]; then
         log "---- sync benchmarks"
         sync_args=(--runs "$RUNS")
-        [[ $QUICK == 1 ]] && sync_args+=(--edits 20 --dedup-mib 64 --random-mib 32)
+        [[ $QUICK == 1 ]] && sync_args+=(--edits 20 --kind-trials 10 --dedup-mib 64 --random-mib 32)
         [[ -n $OUT ]] && sync_args+=(--out "$OUT")
         echo
         timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" \
@@ -54,7 +54,7 @@ run_parts() {
     if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then
         log "---- sync server benchmarks"
         server_args=(--runs "$RUNS")
-        [[ $QUICK == 1 ]] && server_args+=(--edits 20 --seconds 2)
+        [[ $QUICK == 1 ]] && server_args+=(--edits 20 --kind-trials 10 --seconds 2)
         [[ -n $OUT ]] && server_args+=(--out "$OUT")
         echo
         run_script_step "the sync server benchmarks" 1800 server.py "$W" "${server_args[@]}"

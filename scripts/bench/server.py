@@ -14,7 +14,7 @@ Usage: server.py BINARY WORKDIR [--edits N] [--runs N] [--clients N] [--seconds 
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sync import Mount, goal, percentile, propagation, report  # noqa: E402
+from sync import Mount, goal, kind_rows, measure_kinds, percentile, propagation, report  # noqa: E402
 
 def log(msg):
     print(time.strftime("%H:%M:%S") + " [bench-server] " + msg, file=sys.stderr, flush=True)
@@ -71,6 +71,7 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("workdir")
     ap.add_argument("--edits", type=int, default=100)
+    ap.add_argument("--kind-trials", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=5)
@@ -96,6 +97,8 @@ def main():
         mounts.append(b)
         log(f"propagation through the server, {args.edits} edits x {args.runs} runs")
         results["server_p50_ms"], results["server_p99_ms"] = measure_propagation(a, b, args.edits, args.runs)
+        log(f"propagation by kind of change through the server, {args.kind_trials} each x {args.runs} runs")
+        results.update(measure_kinds(a, b, args.kind_trials, args.runs, prefix="server_"))
         for m in mounts:
             m.stop()
         mounts.clear()
@@ -139,6 +142,7 @@ def main():
          goal(results["server_p50_ms"] < 300)),
         ("Propagation through the server, p99", f"{results['server_p99_ms']:.0f} ms "
          f"(local container: {results['local_p99_ms']:.0f} ms)", "< 1000 ms", goal(results["server_p99_ms"] < 1000)),
+        *kind_rows(results, " through the server", prefix="server_"),
         (f"Commits/s, {args.clients} clients", f"{results['commits_per_s']:.0f}/s (p50 "
          f"{results['commit_p50_ms']:.1f} ms, p99 {results['commit_p99_ms']:.1f} ms)", "", ""),
         (f"Chunk upload, {args.clients} clients, 1 MiB chunks", f"{results['chunk_mb_per_s']:.0f} MB/s", "", ""),

@@ -10,16 +10,17 @@ SYNCFS_TEST_S3_SECRET_ACCESS_KEY). A scratch database and bucket of its own, rem
   - commits/s and chunk MB/s (`syncfs-mount measure-server`, 8 clients) against one database
     process, against both at once (4 + 4 clients, summed), and against the embedded server
     (`serve --root`) in the same run, interleaved; the ratio of commit rates (goal >= 50 %)
+  - propagation by kind of change (change_kinds.py) across the processes, guard on
   - the serve processes' RSS after the load
 Each figure is printed with the 1-minute load average taken beside it (the machine may be shared).
 Prints a Markdown table (and JSON on stderr). Always stops what it started.
 
-Usage: server_db.py BINARY WORKDIR [--edits N] [--runs N] [--seconds S] [--out FILE]
+Usage: server_db.py BINARY WORKDIR [--edits N] [--kind-trials N] [--runs N] [--seconds S] [--out FILE]
 """
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sync import Mount, goal, percentile, propagation, report  # noqa: E402
+from sync import Mount, goal, kind_rows, measure_kinds, percentile, propagation, report  # noqa: E402
 from server import Server  # noqa: E402
 
 NAMES = ["SYNCFS_TEST_PG_URL", "SYNCFS_TEST_S3_ENDPOINT", "SYNCFS_TEST_S3_REGION",
@@ -121,6 +122,7 @@ def print_report(results, args):
         (f"Chunk upload, {args.clients} clients, 1 MiB chunks, one database process",
          f"{results['db_chunk_mb_per_s']:.0f} MB/s (both: {results['both_chunk_mb_per_s']:.0f} MB/s; embedded: "
          f"{results['embedded_chunk_mb_per_s']:.0f} MB/s; load {ll:.1f})", "", ""),
+        *kind_rows(results, " across two database processes", prefix="db_"),
         ("Server RSS after the load", " / ".join(f"{r:.0f}" for r in results["db_rss_mib"])
          + f" MiB (embedded: {results['embedded_rss_mib']:.0f} MiB)", "", ""),
     ]
@@ -132,6 +134,7 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("workdir")
     ap.add_argument("--edits", type=int, default=100)
+    ap.add_argument("--kind-trials", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=5)
@@ -185,6 +188,8 @@ def main():
             log(f"propagation run {run + 1}: p50 {p50s[-1]:.0f} ms, p99 {p99s[-1]:.0f} ms, load {loads[-1]:.1f}")
         results["db_p50_ms"], results["db_p99_ms"] = statistics.median(p50s), statistics.median(p99s)
         results["propagation_load"] = statistics.median(loads)
+        log(f"propagation by kind of change across the processes, {args.kind_trials} each x {args.runs} runs")
+        results.update(measure_kinds(mounts[0], mounts[1], args.kind_trials, args.runs, prefix="db_"))
         for m in mounts:
             m.stop()
         mounts.clear()

@@ -3,15 +3,21 @@
 
 Measures, with the release binary, on two mounts of one local container:
   - propagation: close on mount A -> new content visible on mount B, N edits: p50, p99 (ms)
+  - propagation by kind of change with the mass-delete guard on (change_kinds.py): new files,
+    overwrites and deletes of established files: p50, p95 (ms), medians of the runs
   - upload pipeline throughput per core (chunk + SHA-256 + zlib level 1), one thread:
     a source tree (text) and random data (`syncfs-mount measure-pipeline`)
   - dedup: bytes uploaded after a 1-byte insert in the middle of a large file
   - compression: bytes stored in the container's chunk files vs bytes written (source tree)
 Prints a Markdown table (and JSON with --json). Always unmounts what it mounted.
 
-Usage: sync.py BINARY WORKDIR [--edits N] [--dedup-size MiB] [--runs N] [--tree DIR] [--out FILE]
+Usage: sync.py BINARY WORKDIR [--edits N] [--kind-trials N] [--dedup-size MiB] [--runs N] [--tree DIR]
+               [--out FILE]
 """
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import change_kinds  # noqa: E402
 
 def log(msg):
     print(time.strftime("%H:%M:%S") + " [bench-sync] " + msg, file=sys.stderr, flush=True)
@@ -31,13 +37,25 @@ class Mount:
         os.makedirs(mountpoint, exist_ok=True)
         self.mountpoint = mountpoint
         self.binary = binary
-        self.proc = subprocess.Popen(
-            [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline",
-             "--upload-delay", str(delay_ms), "--log-level", "warning", *create_flag(binary, container), *extra],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(state + ".log", "ab"))
+        self.state = state
+        self.argv = [binary, "mount", container, mountpoint, "--state-dir", state, "--foreground", "--lifeline",
+                     "--upload-delay", str(delay_ms), "--log-level", "warning", *create_flag(binary, container),
+                     *extra]
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(self.state + ".log", "ab"))
         line = self.proc.stdout.readline()
         if line.strip() != b"ready":
-            raise RuntimeError("mount failed: " + open(state + ".log").read()[-2000:])
+            raise RuntimeError("mount failed: " + open(self.state + ".log").read()[-2000:])
+
+    def restart(self):
+        """Unmounts (the queue drained) and mounts again: what the container has is then
+        established for the mass-delete guard."""
+        self.sync()
+        self.stop()
+        self.start()
 
     def status(self):
         out = subprocess.run([self.binary, "status", self.mountpoint, "--json"], capture_output=True, check=True)
@@ -95,6 +113,29 @@ def propagation(a, b, edits):
         samples.append((time.perf_counter() - t0) * 1000)
     return samples
 
+def measure_kinds(a, b, trials, runs, prefix=""):
+    """change_kinds.measure `runs` times: {PREFIX KIND_p50_ms, ..._p95_ms}, medians of the runs."""
+    per_run = []
+    for run in range(runs):
+        per_run.append(change_kinds.measure(a, b, trials, f"{prefix}kinds-{run}"))
+    results = {}
+    for kind in change_kinds.KINDS:
+        results[f"{prefix}{kind}_p50_ms"] = statistics.median(percentile(r[kind], 50) for r in per_run)
+        results[f"{prefix}{kind}_p95_ms"] = statistics.median(percentile(r[kind], 95) for r in per_run)
+    return results
+
+def kind_rows(results, where, prefix=""):
+    """Table rows for measure_kinds' results: p50 (p95) per kind, goal p50 < 150 ms."""
+    labels = {"new": "a new file", "overwrite": "an overwrite of an established text file",
+              "overwrite_random": "an overwrite of an established file with random bytes",
+              "delete": "a delete of an established file"}
+    rows = []
+    for kind in change_kinds.KINDS:
+        p50, p95 = results[f"{prefix}{kind}_p50_ms"], results[f"{prefix}{kind}_p95_ms"]
+        rows.append((f"Propagation{where} of {labels[kind]}, guard on, p50 (p95)", f"{p50:.0f} ms ({p95:.0f} ms)",
+                     "p50 < 150 ms", goal(p50 < 150)))
+    return rows
+
 def pipeline(binary, paths, level=1):
     out = subprocess.run([binary, "measure-pipeline", "--level", str(level), *paths], capture_output=True,
                          check=True)
@@ -129,6 +170,7 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("workdir")
     ap.add_argument("--edits", type=int, default=100)
+    ap.add_argument("--kind-trials", type=int, default=30)
     ap.add_argument("--dedup-mib", type=int, default=1024)
     ap.add_argument("--random-mib", type=int, default=256)
     ap.add_argument("--runs", type=int, default=3)
@@ -171,6 +213,9 @@ def main():
             p99s.append(percentile(samples, 99))
         results["propagation_p50_ms"] = statistics.median(p50s)
         results["propagation_p99_ms"] = statistics.median(p99s)
+
+        log(f"propagation by kind of change, {args.kind_trials} each x {args.runs} runs")
+        results.update(measure_kinds(a, b, args.kind_trials, args.runs))
 
         log("compression on a source tree")
         before = a.status()["encodedBytesUploaded"]
@@ -215,6 +260,7 @@ def main():
          goal(results["propagation_p50_ms"] < 200)),
         ("Propagation close→visible, p99", f"{results['propagation_p99_ms']:.0f} ms", "< 1000 ms",
          goal(results["propagation_p99_ms"] < 1000)),
+        *kind_rows(results, ""),
         ("Upload pipeline, text (source tree), 1 core", f"{results['pipeline_text_mb_s']:.0f} MB/s", "≥ 80 MB/s",
          goal(results["pipeline_text_mb_s"] >= 80)),
         ("Upload pipeline, random data, 1 core", f"{results['pipeline_random_mb_s']:.0f} MB/s", "", ""),

@@ -166,6 +166,9 @@ extension SystemdNotifier {
 extension SyncStatus {
     /// The same line as `SyncSummary.line`, from a full status.
     var summaryLine: String {
-        SyncSummary(online: online, changesWaiting: pendingEntries, caughtUp: feedCaughtUp, conflicts: conflicts).line
+        SyncSummary(
+            online: online, changesWaiting: pendingEntries, caughtUp: feedCaughtUp, conflicts: conflicts,
+            guardHeld: massDeleteGuard?.held == true
+        ).line
     }
 }

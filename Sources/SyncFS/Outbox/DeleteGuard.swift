@@ -16,11 +16,14 @@ struct GuardHold: Sendable, Equatable {
     /// queued up to it that the guard had not looked at yet, never a later one (an edit made
     /// while held is kept).
     var lastSeq: UInt64 = 0
+    /// Guarded changes of the burst that reached the container before it tripped (the first
+    /// ones of a window go at once): a `discard` restores them from the container's history.
+    var sent: [SentChange] = []
 
-    /// `<seconds>;<changes>;<id>,<id>…;<lastSeq>`
+    /// `<seconds>;<changes>;<id>,<id>…;<lastSeq>;<sent>,<sent>…` (`SentChange.text`)
     var text: String {
         "\(Int64(since.timeIntervalSince1970));\(changes);" + rewrites.map(\.hex).sorted().joined(separator: ",")
-            + ";\(lastSeq)"
+            + ";\(lastSeq);" + sent.map(\.text).joined(separator: ",")
     }
 
     /// Any non-empty text reads as a hold (a damaged value must not let the held changes go);
@@ -31,13 +34,39 @@ struct GuardHold: Sendable, Equatable {
         changes = parts.count > 1 ? Int(String(parts[1])) ?? 0 : 0
         rewrites = parts.count > 2 ? Set(parts[2].split(separator: ",").compactMap { FileID(hex: String($0)) }) : []
         lastSeq = parts.count > 3 ? UInt64(String(parts[3])) ?? 0 : 0
+        sent = parts.count > 4 ? parts[4].split(separator: ",").compactMap { SentChange(text: String($0)) } : []
     }
 
-    init(since: Date, changes: Int, rewrites: Set<FileID>, lastSeq: UInt64 = 0) {
+    init(since: Date, changes: Int, rewrites: Set<FileID>, lastSeq: UInt64 = 0, sent: [SentChange] = []) {
         self.since = since
         self.changes = changes
         self.rewrites = rewrites
         self.lastSeq = lastSeq
+        self.sent = sent
+    }
+}
+
+/// A guarded change the guard let go to the container, and what brings its content back.
+struct SentChange: Sendable, Equatable {
+    var id: FileID
+    /// The version it replaced: the one a `restore` brings back (for a deletion, the tombstone's
+    /// last state is the same content).
+    var replaced: EntryVersion
+    var isRewrite: Bool
+
+    /// `<id>:<d|r><replaced>`
+    var text: String { "\(id.hex):\(isRewrite ? "r" : "d")\(replaced)" }
+
+    init(id: FileID, replaced: EntryVersion, isRewrite: Bool) {
+        (self.id, self.replaced, self.isRewrite) = (id, replaced, isRewrite)
+    }
+
+    init?(text: String) {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let id = FileID(hex: String(parts[0])), let kind = parts[1].first,
+            kind == "d" || kind == "r", let replaced = EntryVersion(String(parts[1].dropFirst()))
+        else { return nil }
+        self.init(id: id, replaced: replaced, isRewrite: kind == "r")
     }
 }
 
@@ -51,19 +80,29 @@ enum GuardEvent: Sendable {
     case held, released, discarded
 }
 
-/// What kind of guarded change the uploader is about to commit.
-enum GuardedChange: Sendable {
-    /// The delete of an entry the container has (also a file replaced by a rename over it).
-    case deletion
-    /// New content for a file the container has, written in place.
-    case rewrite
+/// A guarded change the uploader is about to commit (`SyncEngine.guardedChange` decides what is
+/// guarded).
+struct GuardedChange: Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
+        /// The delete of an established entry.
+        case deletion
+        /// High-entropy new content for an established file: written in place, or by a rename
+        /// over it.
+        case rewrite
+    }
+
+    var kind: Kind
+    /// The container's version it removes or replaces.
+    var replaced: EntryVersion
 }
 
 /// The mass-delete guard of one mount (doc/SEMANTICS.md, "Mass-delete guard"): counts the
 /// guarded changes the uploader is about to commit (`DeleteWindow`), trips when there are too
 /// many, and then holds the whole upload queue until `release` or `discard`. The hold is
 /// recorded in the state database (`guard_hold`) before anything else happens, and restored at
-/// the next start. Nil thresholds (`--no-guard`): every change goes, nothing is counted.
+/// the next start. It also tells which versions are established (`EstablishedVersions`): only
+/// changes to those are guarded. Nil thresholds (`--no-guard`): every change goes, nothing is
+/// counted.
 final class DeleteGuard: Sendable {
     struct Snapshot: Sendable {
         var held: Bool
@@ -78,8 +117,13 @@ final class DeleteGuard: Sendable {
     private struct State {
         var window: DeleteWindow
         var hold: GuardHold?
+        var established: EstablishedVersions
         /// Rewrites considered and not finished (held ones go into `hold.rewrites`).
         var rewrites: Set<FileID> = []
+        /// What each change considered and not finished is.
+        var considered: [FileID: GuardedChange] = [:]
+        /// Guarded changes let go within the window, oldest first (`GuardHold.sent` when it trips).
+        var sent: [(time: Int64, change: SentChange)] = []
         /// When the queue was last looked through for deletions not seen yet (`lookAheadDue`).
         var lastLookAhead: Int64?
     }
@@ -98,8 +142,11 @@ final class DeleteGuard: Sendable {
         self.thresholds = thresholds
         // A hold recorded by an earlier run stays, even if this mount is started with
         // `--no-guard`: only `release` or `discard` ends it.
+        let standard = thresholds ?? .standard
         state = Mutex(
-            State(window: DeleteWindow(thresholds: thresholds ?? .standard, tripped: stored != nil), hold: stored))
+            State(
+                window: DeleteWindow(thresholds: standard, tripped: stored != nil), hold: stored,
+                established: EstablishedVersions(age: standard.establishedAge)))
         self.clock = clock
         self.record = record
         self.publish = publish
@@ -108,27 +155,62 @@ final class DeleteGuard: Sendable {
     /// True while tripped: the uploader sends nothing.
     var isHeld: Bool { state.withLock { $0.window.tripped } }
 
+    /// True if changes are counted at all (not `--no-guard`, or a recorded hold).
+    var isWatching: Bool { thresholds != nil || isHeld }
+
+    // MARK: Established versions
+
+    /// The follower read the whole feed (`EstablishedVersions.feedCaughtUp`).
+    func feedCaughtUp() { state.withLock { $0.established.feedCaughtUp() } }
+
+    /// The feed brought `version`.
+    func arrived(_ version: EntryVersion) {
+        let now = clock()
+        state.withLock { $0.established.arrived(version, now: now) }
+    }
+
+    /// This mount committed `version`.
+    func committed(_ version: EntryVersion) {
+        let now = clock()
+        state.withLock { $0.established.committed(version, now: now) }
+    }
+
+    /// True if a change to the container's `version` of an entry is guarded by age: the version
+    /// has been in the container for a while (`EstablishedVersions`).
+    func isEstablished(_ version: EntryVersion) -> Bool {
+        let now = clock()
+        return state.withLock { $0.established.isEstablished(version, now: now) }
+    }
+
+    // MARK: Counting
+
     /// The uploader is about to commit the guarded change `id` (see `DeleteWindow.consider`);
     /// `treeSize` is the number of entries the container has for this mount. Trips the guard
     /// (recorded in the state database, then published) when this change is one too many.
     func consider(
         _ id: FileID, _ change: GuardedChange, treeSize: () -> Int, lastSeq: UInt64
     ) -> DeleteWindow.Verdict {
-        guard thresholds != nil || isHeld else { return .go }
+        guard isWatching else { return .go }
         let now = clock()
         let size = treeSize()
+        let isRewrite = change.kind == .rewrite
         let (verdict, toRecord, trippedNow) = state.withLock { state -> (DeleteWindow.Verdict, GuardHold?, Bool) in
             let wasTripped = state.window.tripped
-            let verdict = state.window.consider(id, now: now, treeSize: size)
-            if change == .rewrite && verdict != .go { state.rewrites.insert(id) }
+            state.considered[id] = change
+            let verdict = state.window.consider(id, isRewrite: isRewrite, now: now, treeSize: size)
+            if isRewrite && verdict != .go { state.rewrites.insert(id) }
             if !wasTripped && state.window.tripped {
+                let windowStart = now - state.window.thresholds.window
+                state.sent.removeAll { $0.time <= windowStart }
                 state.hold = GuardHold(
-                    since: Date(), changes: state.window.count(now: now), rewrites: state.rewrites, lastSeq: lastSeq)
+                    since: Date(), changes: state.window.count(now: now), rewrites: state.rewrites, lastSeq: lastSeq,
+                    sent: state.sent.map(\.change))
+                state.sent = []
                 return (verdict, state.hold, true)
             }
             // A rewrite first considered while held: recorded, so `discard` after a restart
             // restores it too.
-            if change == .rewrite && wasTripped && state.hold?.rewrites.contains(id) == false {
+            if isRewrite && wasTripped && state.hold?.rewrites.contains(id) == false {
                 state.hold!.rewrites.insert(id)
                 return (verdict, state.hold, false)
             }
@@ -137,16 +219,28 @@ final class DeleteGuard: Sendable {
         if let toRecord { record(toRecord) }
         if trippedNow, let hold = toRecord {
             let window = Self.seconds(thresholds?.window ?? DeleteWindow.Thresholds.standard.window)
-            publish(
-                .held,
-                "\(hold.changes) deletions or replacements within \(window); "
-                    + "uploads are held until `syncfs-mount release` or `discard`")
+            var message = "\(hold.changes) deletions or replacements within \(window); "
+            if !hold.sent.isEmpty {
+                message += "\(hold.sent.count) of them reached the container before it tripped; "
+            }
+            publish(.held, message + "uploads are held until `syncfs-mount release` or `discard`")
         }
         return verdict
     }
 
-    /// The uploader commits `id` now (`DeleteWindow.admit`).
-    func admit(_ id: FileID) { state.withLock { $0.window.admit(id) } }
+    /// The uploader commits `id` now (`DeleteWindow.admit`); a guarded change is remembered
+    /// within the window, so a `discard` of a burst that trips later restores it too.
+    func admit(_ id: FileID) {
+        let now = clock()
+        state.withLock { state in
+            state.window.admit(id)
+            guard let change = state.considered.removeValue(forKey: id) else { return }
+            let windowStart = now - state.window.thresholds.window
+            state.sent.removeAll { $0.time <= windowStart }
+            state.sent.append(
+                (now, SentChange(id: id, replaced: change.replaced, isRewrite: change.kind == .rewrite)))
+        }
+    }
 
     /// True if `id` was considered or released (a look-ahead skips it).
     func isKnown(_ id: FileID) -> Bool { state.withLock { $0.window.isKnown(id) } }
@@ -172,6 +266,7 @@ final class DeleteGuard: Sendable {
                 if isQueued(other) { return true }
                 state.window.finished(other)
                 state.rewrites.remove(other)
+                state.considered[other] = nil
             }
             return false
         }
@@ -185,8 +280,11 @@ final class DeleteGuard: Sendable {
         state.withLock {
             $0.window.finished(id)
             $0.rewrites.remove(id)
+            $0.considered[id] = nil
         }
     }
+
+    // MARK: Release and discard
 
     /// `release`: every change queued now (`queued`) goes, counted no more. Returns whether the
     /// guard was held.
@@ -197,6 +295,8 @@ final class DeleteGuard: Sendable {
                 state.window.release(alsoReleased: queued)
                 state.hold = nil
                 state.rewrites = []
+                state.considered = [:]
+                state.sent = []
             }
             return held
         }
@@ -211,6 +311,17 @@ final class DeleteGuard: Sendable {
         state.withLock { $0.window.tripped ? ($0.hold ?? GuardHold(since: Date(), changes: 0, rewrites: [])) : nil }
     }
 
+    /// `discard` restored the burst's changes already sent (`sent` of the hold): recorded, so a
+    /// `discard` that must be run again does not restore them twice.
+    func sentRestored() {
+        let hold = state.withLock { state -> GuardHold? in
+            guard state.hold != nil else { return nil }
+            state.hold!.sent = []
+            return state.hold
+        }
+        if let hold { record(hold) }
+    }
+
     /// `discard` undid the held changes (`restored` of them; `kept` could not be): the guard
     /// watches afresh.
     func discarded(restored: Int, kept: Int) {
@@ -218,6 +329,8 @@ final class DeleteGuard: Sendable {
             state.window.discard()
             state.hold = nil
             state.rewrites = []
+            state.considered = [:]
+            state.sent = []
         }
         record(nil)
         var message = "\(restored) held deletions or replacements undone from the container"

@@ -33,10 +33,12 @@ extension SyncEngine {
             })
     }
 
-    /// Asks the guard whether the guarded change of `item` may be committed now; if not, the
-    /// item waits (for the stream of guarded changes to pause, or, held, until `release`).
-    /// Returns true if it may go.
-    func guardAdmits(_ item: OutboxItem, _ change: GuardedChange) -> Bool {
+    /// Asks the guard whether the change of `item` may be committed now, if it is a guarded
+    /// change (`change`; nil: not guarded, it goes — but deletions queued behind it may still be
+    /// counted); if not, the item waits (for the stream of guarded changes to pause, or, held,
+    /// until `release`). Returns true if it may go.
+    func guardAdmits(_ item: OutboxItem, _ change: GuardedChange?) -> Bool {
+        guard let change, deleteGuard.isWatching else { return true }
         var verdict = consider(item.fileID, change)
         if verdict == .go && deleteGuard.lookAheadDue(for: item.fileID)
             && sightQueuedDeletions(except: item.fileID) > 0
@@ -59,18 +61,48 @@ extension SyncEngine {
         }
     }
 
+    /// What the guard counts of the delete of `id`, whose container version is `base`: nothing
+    /// for an entry that is not established (`DeleteGuard.isEstablished`); a rewrite when a live
+    /// file now has its name (a save by rename, `mv new old`), counted only if that file's
+    /// content is high-entropy (`ContentEntropy`); otherwise a deletion.
+    func guardedDeletion(_ id: FileID, base: EntryVersion) -> GuardedChange? {
+        guard deleteGuard.isWatching, deleteGuard.isEstablished(base) else { return nil }
+        guard let replacement = uploads.replacement(ofDeleted: id) else {
+            return GuardedChange(kind: .deletion, replaced: base)
+        }
+        let descriptor = open(fileSystem.cache.path(for: replacement), O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        return ContentEntropy.isHigh(descriptor: descriptor) ? GuardedChange(kind: .rewrite, replaced: base) : nil
+    }
+
+    /// What the guard counts of new content (read from `descriptor`, its manifest `manifest`)
+    /// for a file whose container version is `base`: a rewrite if the version is established,
+    /// the content differs and looks random (`ContentEntropy`); otherwise nothing.
+    func guardedRewrite(base: SyncBase?, manifest: [ChunkRef], descriptor: Int32) -> GuardedChange? {
+        guard deleteGuard.isWatching, let base, base.version > 0, manifest != base.manifest,
+            deleteGuard.isEstablished(base.version), ContentEntropy.isHigh(descriptor: descriptor)
+        else { return nil }
+        return GuardedChange(kind: .rewrite, replaced: base.version)
+    }
+
     private func consider(_ id: FileID, _ change: GuardedChange) -> DeleteWindow.Verdict {
         deleteGuard.consider(
             id, change, treeSize: { uploads.committedEntryCount() }, lastSeq: fileSystem.outbox.lastSeq)
     }
 
-    /// Counts every queued delete of an entry the container has that the guard has not seen yet
-    /// (ready or not); returns how many. One pass over the queue, before a guarded change goes
-    /// (at most twice a second: `DeleteGuard.lookAheadDue`).
+    /// Counts every queued delete of an established entry that the guard has not seen yet
+    /// (ready or not; not one whose name a live entry took, which is judged when it goes);
+    /// returns how many. One pass over the queue, before a guarded change goes (at most twice a
+    /// second: `DeleteGuard.lookAheadDue`).
     private func sightQueuedDeletions(except id: FileID) -> Int {
         let unseen = fileSystem.outbox.items.map(\.fileID).filter { $0 != id && !deleteGuard.isKnown($0) }
-        let deletions = uploads.committedDeletions(among: unseen)
-        for deletion in deletions { _ = consider(deletion, .deletion) }
+        let established = uploads.committedDeletions(among: unseen).filter { deleteGuard.isEstablished($0.base) }
+        let replaced = uploads.replacements(ofDeleted: established.map(\.id))
+        let deletions = established.filter { replaced[$0.id] == nil }
+        for deletion in deletions {
+            _ = consider(deletion.id, GuardedChange(kind: .deletion, replaced: deletion.base))
+        }
         return deletions.count
     }
 
@@ -153,6 +185,13 @@ extension SyncEngine {
                 restored += 1
             }
         }
+        // The burst's first changes, which went before it tripped, come back from the history.
+        if kept == 0 && !hold.sent.isEmpty {
+            let sent = restoreSent(hold.sent)
+            restored += sent.restored
+            kept += sent.kept
+            if sent.kept == 0 { deleteGuard.sentRestored() }
+        }
         if kept == 0 {
             deleteGuard.discarded(restored: restored, kept: kept)
             logger.notice("mass-delete guard: \(restored) held changes discarded (restored from the container)")
@@ -161,13 +200,34 @@ extension SyncEngine {
         return .discarded(restored: restored, kept: kept)
     }
 
-    /// True if the queued change of `id` gives new content to a file the container has. Reads
+    /// Restores the guarded changes that reached the container before the guard tripped, as
+    /// `restore` would: a deleted entry from the trash, a rewritten file's replaced version. One
+    /// that cannot be restored for good (no history kept, the version expired, the name taken)
+    /// is logged and counted as restored; if one may work later (the container did not answer),
+    /// they all count as `kept`, to be tried again by the next `discard` (one restored already
+    /// is then found current, or its tombstone gone, and skipped).
+    private func restoreSent(_ sent: [SentChange]) -> (restored: Int, kept: Int) {
+        let orders = sent.map { RestoreOrder(target: .fileID($0.id), version: $0.isRewrite ? $0.replaced : nil) }
+        let (report, failures) = restoreEach(orders)
+        if failures.contains(where: \.isRetryable) { return (0, sent.count) }
+        for failure in failures {
+            logger.warning("mass-delete guard: cannot bring back a change sent before the guard tripped: \(failure)")
+        }
+        for skipped in report.skipped {
+            logger.warning("mass-delete guard: cannot bring back \(skipped.path): \(skipped.reason)")
+        }
+        return (sent.count, 0)
+    }
+
+    /// True if the queued change of `id` is a rewrite the guard counts (`guardedRewrite`). Reads
     /// the file as an upload would (its chunks may reach the container: nothing refers to them).
     private func isUnseenRewrite(_ id: FileID) throws(SyncFailure) -> Bool {
         guard case .put(let snapshot) = uploads.prepareUpload(id) else { return false }
         guard let content = snapshot.content else { return false }
         defer { close(content.descriptor) }
-        guard let base = snapshot.base, base.version > 0 else { return false }
+        guard let base = snapshot.base, base.version > 0, deleteGuard.isEstablished(base.version),
+            ContentEntropy.isHigh(descriptor: content.descriptor)
+        else { return false }
         var totals = ContentTransfer.Totals()
         defer { addTotals(totals) }
         let manifest = try transfer.upload(descriptor: content.descriptor, length: content.length, totals: &totals)
@@ -210,13 +270,37 @@ extension UploadRecords {
         }
     }
 
-    /// Those of `ids` that are gone locally and that the container has, in one transaction.
-    func committedDeletions(among ids: [FileID]) -> [FileID] {
+    /// Those of `ids` that are gone locally and that the container has, with the container's
+    /// version, in one transaction.
+    func committedDeletions(among ids: [FileID]) -> [(id: FileID, base: EntryVersion)] {
         live.transact { tree in
-            ids.filter { id in
-                guard (tree.bases[id]?.version ?? 0) > 0 else { return false }
-                return tree.node(withID: id).map(\.isUnlinked) ?? true
+            ids.compactMap { id in
+                guard let version = tree.bases[id]?.version, version > 0 else { return nil }
+                guard tree.node(withID: id).map(\.isUnlinked) ?? true else { return nil }
+                return (id, version)
             }
+        }
+    }
+
+    /// The live file that now has the name the container has for the deleted entry `id` (a
+    /// save by rename, `mv new old`), if any.
+    func replacement(ofDeleted id: FileID) -> FileID? { replacements(ofDeleted: [id])[id] }
+
+    /// For each of the deleted entries `ids` whose name (as the container has it) a live file
+    /// now has, that file: one read of the state database and one transaction. What cannot be
+    /// read counts as no replacement, so such a delete is counted as a deletion (the safe side).
+    func replacements(ofDeleted ids: [FileID]) -> [FileID: FileID] {
+        guard !ids.isEmpty, let states = try? store.baseStates(of: ids) else { return [:] }
+        return live.transact { tree in
+            var found: [FileID: FileID] = [:]
+            for (id, state) in states {
+                guard let parent = state.parent, !state.name.isEmpty, let folder = tree.liveDirectory(withID: parent),
+                    let holder = tree.child(of: folder, named: FileName(bytes: state.name)), holder.fileID != id,
+                    holder.kind == .file
+                else { continue }
+                found[id] = holder.fileID
+            }
+            return found
         }
     }
 

@@ -24,6 +24,7 @@ extension SyncEngine {
                 let batch = try container.changes(after: cursor, limit: 256)
                 for entry in batch.entries where isRunning {
                     remote.noteFeedReached(entry.version)
+                    deleteGuard.arrived(entry.version)
                     if try apply(entry, force: false), unparkIfAbandoned(entry) {
                         deferred.remove(entry.id)
                     } else {
@@ -50,6 +51,7 @@ extension SyncEngine {
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
                 record()
                 markCaughtUp(deferred.isEmpty)
+                deleteGuard.feedCaughtUp()
                 followerReachedEnd()
                 noteFailure(nil)
                 logFollowerSucceeded()

@@ -59,19 +59,43 @@ extension SyncEngine {
 
     func restore(_ order: RestoreOrder) throws(HistoryFailure) -> RestoreReport {
         var report = RestoreReport()
+        var index: TrashIndex?
+        let newest = try restoreOne(order, trash: &index, into: &report)
+        if newest > 0 { report.applied = waitUntilApplied(newest) }
+        return report
+    }
+
+    /// Restores each of `orders` as `restore` does, reading the trash at most once and waiting
+    /// once for the follower to show them all; one that fails is in `failures`, the others go on.
+    func restoreEach(_ orders: [RestoreOrder]) -> (report: RestoreReport, failures: [HistoryFailure]) {
+        var report = RestoreReport()
+        var index: TrashIndex?
+        var failures: [HistoryFailure] = []
         var newest: EntryVersion = 0
+        for order in orders {
+            do throws(HistoryFailure) {
+                newest = max(newest, try restoreOne(order, trash: &index, into: &report))
+            } catch {
+                failures.append(error)
+            }
+        }
+        if newest > 0 { report.applied = waitUntilApplied(newest) }
+        return (report, failures)
+    }
+
+    /// One restore; `trash` is read the first time a deleted entry needs it. Returns the newest
+    /// version it committed (0: none).
+    private func restoreOne(_ order: RestoreOrder, trash: inout TrashIndex?, into report: inout RestoreReport)
+        throws(HistoryFailure) -> EntryVersion
+    {
         let liveID: FileID?
         switch order.target {
         case .path(let path): liveID = try? liveFileID(at: path)
         case .fileID(let id): liveID = fileSystem.displayPath(of: id) != nil ? id : nil
         }
-        if let liveID {
-            newest = try restoreLive(liveID, order, into: &report)
-        } else {
-            newest = try restoreDeleted(order, into: &report)
-        }
-        if newest > 0 { report.applied = waitUntilApplied(newest) }
-        return report
+        if let liveID { return try restoreLive(liveID, order, into: &report) }
+        if trash == nil { trash = try trashIndex() }
+        return try restoreDeleted(order, index: trash!, into: &report)
     }
 
     // MARK: Live entries
@@ -123,10 +147,9 @@ extension SyncEngine {
 
     // MARK: Deleted entries
 
-    private func restoreDeleted(_ order: RestoreOrder, into report: inout RestoreReport) throws(HistoryFailure)
-        -> EntryVersion
+    private func restoreDeleted(_ order: RestoreOrder, index: TrashIndex, into report: inout RestoreReport)
+        throws(HistoryFailure) -> EntryVersion
     {
-        let index = try trashIndex()
         let tombstone: HistoricVersion
         switch order.target {
         case .path(let path):

@@ -63,7 +63,7 @@ extension SyncEngine {
                 uploads.uploadFailed(item, reason: reason)
                 return
             case .delete(let base):
-                guard guardAdmits(item, .deletion) else { return }
+                guard guardAdmits(item, guardedDeletion(item.fileID, base: base)) else { return }
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: base, change: .delete, device: fileSystem.deviceIdentity)
                 let outcome: CommitOutcome
@@ -106,12 +106,10 @@ extension SyncEngine {
                         fileSystem.outbox.postpone(item, by: EngineDelay.changedWhileUploading)
                         return
                     }
-                    // New content for a file the container has: a replacement the guard counts.
-                    if let base = snapshot.base, base.version > 0, snapshot.state.manifest != base.manifest,
-                        !guardAdmits(item, .rewrite)
-                    {
-                        return
-                    }
+                    // High-entropy new content for an established file: a rewrite the guard counts.
+                    let rewrite = guardedRewrite(
+                        base: snapshot.base, manifest: snapshot.state.manifest, descriptor: content.descriptor)
+                    guard guardAdmits(item, rewrite) else { return }
                 }
                 let request = CommitRequest(
                     id: item.fileID, baseVersion: snapshot.base?.version ?? 0, change: .put(snapshot.state),
@@ -139,6 +137,7 @@ extension SyncEngine {
         var missingParent: (id: FileID, tombstone: RemoteEntry?)?
         switch outcome {
         case .committed(let entry):
+            deleteGuard.committed(entry.version)
             uploads.uploadCommitted(item, entry: entry)
             waitsForOthers.withLock { $0[item.fileID] = nil }
             return true

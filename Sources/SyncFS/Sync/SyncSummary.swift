@@ -1,23 +1,31 @@
 /// The mount in one line — systemd's `STATUS=` (and `systemctl status`): online or offline, then
-/// what the queue holds, e.g. "online, up to date", "offline, 3 changes waiting". Cheap to make
+/// what the queue holds, e.g. "online, up to date", "offline, 3 changes waiting", or "online,
+/// uploads held by the mass-delete guard (syncfs-mount release or discard), …". Cheap to make
 /// (`SyncEngine.summary()` reads counters, never walks the tree), so it can be asked every second.
 struct SyncSummary: Sendable, Equatable {
     var online: Bool
     var changesWaiting: Int
     var caughtUp: Bool
     var conflicts: Int
+    /// The mass-delete guard holds the uploads: said first, with the way out.
+    var guardHeld: Bool
 
-    init(online: Bool, changesWaiting: Int, caughtUp: Bool, conflicts: Int) {
+    init(online: Bool, changesWaiting: Int, caughtUp: Bool, conflicts: Int, guardHeld: Bool = false) {
         self.online = online
         self.changesWaiting = changesWaiting
         self.caughtUp = caughtUp
         self.conflicts = conflicts
+        self.guardHeld = guardHeld
     }
 
     var line: String {
         let connection = online ? "online" : "offline"
         var line: String
-        if changesWaiting > 0 {
+        if guardHeld {
+            line =
+                "\(connection), uploads held by the mass-delete guard (syncfs-mount release or discard), "
+                + "\(HumanUnits.count(changesWaiting, "change")) waiting"
+        } else if changesWaiting > 0 {
             line = "\(connection), \(HumanUnits.count(changesWaiting, "change")) waiting"
         } else if !online {
             line = "offline, nothing waiting"
@@ -36,6 +44,6 @@ extension SyncEngine {
         let caughtUp = state.withLock { $0.feedCaughtUp }
         return SyncSummary(
             online: reachability.isOnline, changesWaiting: fileSystem.outbox.count, caughtUp: caughtUp,
-            conflicts: conflicts.unresolvedCount())
+            conflicts: conflicts.unresolvedCount(), guardHeld: deleteGuard.isHeld)
     }
 }
