@@ -246,9 +246,11 @@ extension SyncEngine {
         }
         if let thresholds = deleteGuard.thresholds {
             status.deletes = thresholds.changes
+            status.rewrites = thresholds.rewrites
             status.fraction = thresholds.fraction
             status.minimum = thresholds.minimumForFraction
             status.windowSeconds = Double(thresholds.window) / 1e9
+            status.ageSeconds = Double(thresholds.establishedAge) / 1e9
         }
         return status
     }
@@ -329,9 +331,12 @@ public struct GuardStatus: Codable, Sendable {
     public var waiting: Int = 0
     /// The thresholds (absent with `--no-guard`).
     public var deletes: Int?
+    public var rewrites: Int?
     public var fraction: Double?
     public var minimum: Int?
     public var windowSeconds: Double?
+    /// How long a version this mount saw arrive counts as new (`--guard-age`).
+    public var ageSeconds: Double?
 
     public init(enabled: Bool, held: Bool) {
         self.enabled = enabled
