@@ -82,10 +82,6 @@ struct MountCommand: ParsableCommand {
     @Flag(help: .hidden)
     var reportAttachProgress = false
 
-    /// For tests only (doc/CLI.md): every container call fails as unreachable while PATH exists.
-    @Option(help: .hidden)
-    var testOutageFile: String?
-
     @Option(help: ArgumentHelp("For a server URL: the file holding the access token.", valueName: "file"))
     var tokenFile: String?
 
@@ -218,7 +214,6 @@ struct MountCommand: ParsableCommand {
         configuration.kernelFlags = MountKernelFlags(readOnly: readOnly, allowOther: allowOther, noExec: noExec)
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        configuration.testOutageFile = testOutageFile.map(absolutePath)
         configuration.deleteGuard = guardOptions.thresholds
         configuration.mergeCommandsFile =
             mergeCommands.map(absolutePath)
@@ -270,7 +265,6 @@ struct MountCommand: ParsableCommand {
             "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
             noDownloadFor, "--attach-timeout", String(attachTimeout), "--report-attach-progress",
         ]
-        if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
         if create { arguments.append("--create") }
         if let deviceName { arguments += ["--device-name", deviceName] }

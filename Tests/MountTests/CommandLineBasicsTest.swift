@@ -101,6 +101,39 @@ struct CommandLineBasicsTest {
             try String(contentsOfFile: directory + "/syncfs-mount-mount.1", encoding: .utf8).contains("\\-\\-create"))
     }
 
+    /// No test hook in the shipped command line: no option of any command, hidden ones included,
+    /// is named `test…`, so neither `mount --test-…` nor the mount helper's `-o test_…` (an fstab
+    /// line) reaches one. The tests give their hooks through the environment (doc/CLI.md, "Test
+    /// hooks"); the old `--test-outage-file` is refused as any unknown option.
+    @Test func noOptionIsATestHook() throws {
+        let dump = try run(["--experimental-dump-help"])
+        let root = try #require(
+            (try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])?["command"]
+                as? [String: Any])
+        var seen = 0
+        var hooks: [String] = []
+        func collect(_ command: [String: Any], path: [String]) {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                for option in argument["names"] as? [[String: String]] ?? [] {
+                    seen += 1
+                    let name = option["name"] ?? ""
+                    if name.lowercased().hasPrefix("test") {
+                        hooks.append((path + ["--" + name]).joined(separator: " "))
+                    }
+                }
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] {
+                collect(sub, path: path + [sub["commandName"] as? String ?? "?"])
+            }
+        }
+        collect(root, path: ["syncfs-mount"])
+        #expect(seen > 50, "only \(seen) options seen")
+        #expect(hooks.isEmpty, "test hooks on the command line: \(hooks)")
+        let old = try run(["mount", "/nonexistent-container", "/nonexistent-mnt", "--test-outage-file", "/tmp/x"])
+        #expect(old.status == 64, "\(old)")
+        #expect(old.stderr.contains("--test-outage-file"), "\(old.stderr)")
+    }
+
     @Test func completionScriptsKnowTheNewCommands() throws {
         for shell in ["bash", "zsh", "fish"] {
             let script = try run(["--generate-completion-script", shell])
