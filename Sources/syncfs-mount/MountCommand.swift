@@ -104,7 +104,7 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help:
-            "Keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
+            "Root only: keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
     )
     var allowRemoteSetuid = false
 
@@ -187,6 +187,13 @@ struct MountCommand: ParsableCommand {
     }
 
     func run() throws {
+        if allowRemoteSetuid && geteuid() != 0 {
+            throw fail(
+                MountError(
+                    .permissionDenied,
+                    "--allow-remote-setuid is for root only: the kernel mounts another user's FUSE folder "
+                        + "nosuid,nodev whatever is asked (fusermount3); nothing was mounted"))
+        }
         var configuration = MountConfiguration(
             container: containerLocation, mountpoint: absolutePath(mountpoint),
             stateDirectory: absolutePath(
