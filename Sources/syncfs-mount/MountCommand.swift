@@ -60,7 +60,7 @@ struct MountCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Budget for downloaded and modified content: bytes with K/M/G/T, or a percentage of the state directory's filesystem.",
+            "Budget for downloaded and modified content: bytes with kB/MB/GB/TB (powers of 1000) or K/M/G/T, KiB/MiB/GiB/TiB (powers of 1024), or a percentage of the state directory's filesystem.",
             valueName: "size"))
     var cacheSize: String = "25%"
 
@@ -133,6 +133,10 @@ struct MountCommand: ParsableCommand {
     var guardOptions: GuardOptions
 
     func validate() throws {
+        if let missingScheme = MissingScheme.message(container, serverOptionGiven: tokenFile != nil || caFile != nil) {
+            printError("syncfs-mount: \(missingScheme)")
+            throw ExitCode(.usage)
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
@@ -167,7 +171,8 @@ struct MountCommand: ParsableCommand {
             throw ValidationError("--device-name: \(problem)")
         }
         guard CacheSize(parsing: cacheSize) != nil else {
-            throw ValidationError("--cache-size must be a size such as 500M, 20G or 25% (got '\(cacheSize)')")
+            throw ValidationError(
+                "--cache-size must be a size such as 500MB, 20GB, 20GiB or 25% (got '\(cacheSize)')")
         }
     }
 
