@@ -208,6 +208,7 @@ struct MountCommand: ParsableCommand {
         configuration.tokenFile = tokenFile.map(absolutePath)
         configuration.createContainer = create
         do {
+            try checkPlacement(configuration)
             try ContainerCreation.checkBeforeMount(
                 configuration.container, create: create, stateDirectory: configuration.stateDirectory)
         } catch {
@@ -239,6 +240,24 @@ struct MountCommand: ParsableCommand {
             try runForeground(configuration)
         } else {
             try startInBackground(configuration)
+        }
+    }
+
+    /// Before anything is made: a container is never mounted inside one of its own mounts (the
+    /// folder would hold itself; at that mount's own mount point is a remount, after a crash), and
+    /// `--create` never makes one inside a SyncFS folder.
+    private func checkPlacement(_ configuration: MountConfiguration) throws(MountError) {
+        let mounts = SyncFSMounts.current()
+        if let outer = mounts.enclosing(configuration.mountpoint), outer.mountpoint != configuration.mountpoint,
+            outer.holds(configuration.container)
+        {
+            throw MountError(
+                .badInput,
+                "\(configuration.mountpoint) is inside \(outer.mountpoint), a mount of the same container: the "
+                    + "folder would hold itself; mount it outside that folder")
+        }
+        if create && !ServerAddress.looksLikeURL(configuration.container) {
+            try ContainerCreation.checkOutsideSyncFSFolders(configuration.container)
         }
     }
 
