@@ -62,4 +62,10 @@ fi
 if grep -rnE "ExitCode\([0-9]|[^a-zA-Z_.]_?exit\([0-9]" Sources/syncfs-mount Sources/SyncServer Sources/SyncFS; then
     echo "lint: name an ExitStatus case instead of a bare exit code" >&2; fail=1
 fi
+# No test hook in the shipped command line (nor, through the mount helper, in fstab): an option is
+# never named test…; tests give their hooks through the daemon's environment (doc/CLI.md).
+if grep -rnE '^\s*(@(Option|Flag)[^)]*\)\s*)?(public\s+)?var test[A-Z_]|(customLong|customShort)\("test' \
+    Sources/syncfs-mount; then
+    echo "lint: no command-line option may be a test hook (named test…); read an environment variable in the daemon instead" >&2; fail=1
+fi
 exit "$fail"

@@ -35,8 +35,13 @@ struct ConflictsCommand: ParsableCommand {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             return print(String(decoding: (try? encoder.encode(conflicts)) ?? Data(), as: UTF8.self))
         }
+        if conflicts.isEmpty { return print("No unresolved conflicts.") }
         for conflict in conflicts {
-            let original = conflict.originalPath.map { "copy of \($0)" } ?? "its original is gone"
+            // A file merged with conflict markers carries its own note: it is no copy.
+            let original =
+                conflict.originalPath == conflict.path
+                ? "merged with conflict markers"
+                : conflict.originalPath.map { "copy of \($0)" } ?? "its original is gone"
             print("\(conflict.path): \(original); kept on \(conflict.host) at \(conflict.time): \(conflict.reason)")
         }
     }

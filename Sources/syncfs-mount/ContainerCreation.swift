@@ -25,6 +25,17 @@ public enum ContainerCreation {
         return try create(path).containerID
     }
 
+    /// A new local container never goes inside a SyncFS folder: its database and chunks would be
+    /// written through that mount and synced to every machine (and a failure half-way would leave
+    /// a folder that syncs). Checked before anything is made.
+    static func checkOutsideSyncFSFolders(_ path: String) throws(MountError) {
+        guard let folder = SyncFSMounts.current().enclosing(path) else { return }
+        throw MountError(
+            .badInput,
+            "\(path) is inside the SyncFS folder \(folder.mountpoint): a container there would be written "
+                + "through that mount and synced with it; make it outside every SyncFS folder. Nothing was created")
+    }
+
     /// `mount --create` on a state directory's first mount: opens the container at `path`, or
     /// makes it there if the path is missing or an empty directory (its parent must exist).
     static func openOrCreate(_ path: String) throws(MountError) -> LocalContainer {

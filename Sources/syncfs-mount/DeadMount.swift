@@ -10,7 +10,7 @@ enum DeadMount {
     /// type `fuse.syncfs` in /proc/self/mounts are asked (one `statvfs` each).
     static func enclosing(_ path: String) -> String? {
         let absolute = (absolutePath(path) as NSString).standardizingPath
-        return syncfsMountPoints().filter { mountpoint in
+        return SyncFSMounts.current().mounts.map(\.mountpoint).filter { mountpoint in
             absolute == mountpoint || absolute.hasPrefix(mountpoint == "/" ? "/" : mountpoint + "/")
         }.sorted { $0.count > $1.count }.first { Unmounter.isStaleMount($0) }
     }
@@ -28,31 +28,5 @@ enum DeadMount {
     /// Throws `error` if `path` is in a dead mount.
     static func check(_ path: String) throws(MountError) {
         if let dead = enclosing(path) { throw error(dead) }
-    }
-
-    private static func syncfsMountPoints() -> [String] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 2, fields[2] == "fuse.syncfs" else { return nil }
-            return unescape(fields[1])
-        }
-    }
-
-    /// /proc/mounts writes space, tab, newline and backslash as \ooo.
-    private static func unescape(_ field: Substring) -> String {
-        var bytes: [UInt8] = []
-        var rest = Array(field.utf8)[...]
-        while let byte = rest.popFirst() {
-            if byte == UInt8(ascii: "\\"), rest.count >= 3,
-                let value = UInt8(String(decoding: rest.prefix(3), as: UTF8.self), radix: 8)
-            {
-                bytes.append(value)
-                rest = rest.dropFirst(3)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -20,6 +20,7 @@ struct InitCommand: ParsableCommand {
     func run() throws {
         let location = absolutePath(path)
         do {
+            try ContainerCreation.checkOutsideSyncFSFolders(location)
             let id = try ContainerCreation.initialize(location)
             print("Created an empty SyncFS container at \(location) (ID \(id))")
         } catch {

@@ -60,7 +60,7 @@ struct MountCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Budget for downloaded and modified content: bytes with K/M/G/T, or a percentage of the state directory's filesystem.",
+            "Budget for downloaded and modified content: bytes with kB/MB/GB/TB (powers of 1000) or K/M/G/T, KiB/MiB/GiB/TiB (powers of 1024), or a percentage of the state directory's filesystem.",
             valueName: "size"))
     var cacheSize: String = "25%"
 
@@ -81,10 +81,6 @@ struct MountCommand: ParsableCommand {
     /// Set by `startInBackground`: the daemon writes `attaching N` lines before `ready`.
     @Flag(help: .hidden)
     var reportAttachProgress = false
-
-    /// For tests only (doc/CLI.md): every container call fails as unreachable while PATH exists.
-    @Option(help: .hidden)
-    var testOutageFile: String?
 
     @Option(help: ArgumentHelp("For a server URL: the file holding the access token.", valueName: "file"))
     var tokenFile: String?
@@ -108,7 +104,7 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help:
-            "Keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
+            "Root only: keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
     )
     var allowRemoteSetuid = false
 
@@ -137,6 +133,10 @@ struct MountCommand: ParsableCommand {
     var guardOptions: GuardOptions
 
     func validate() throws {
+        if let missingScheme = MissingScheme.message(container, serverOptionGiven: tokenFile != nil || caFile != nil) {
+            printError("syncfs-mount: \(missingScheme)")
+            throw ExitCode(.usage)
+        }
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError(
                 "unknown log level '\(logLevel)'; use trace, debug, info, notice, warning, error or critical")
@@ -171,7 +171,8 @@ struct MountCommand: ParsableCommand {
             throw ValidationError("--device-name: \(problem)")
         }
         guard CacheSize(parsing: cacheSize) != nil else {
-            throw ValidationError("--cache-size must be a size such as 500M, 20G or 25% (got '\(cacheSize)')")
+            throw ValidationError(
+                "--cache-size must be a size such as 500MB, 20GB, 20GiB or 25% (got '\(cacheSize)')")
         }
     }
 
@@ -191,6 +192,13 @@ struct MountCommand: ParsableCommand {
     }
 
     func run() throws {
+        if allowRemoteSetuid && geteuid() != 0 {
+            throw fail(
+                MountError(
+                    .permissionDenied,
+                    "--allow-remote-setuid is for root only: the kernel mounts another user's FUSE folder "
+                        + "nosuid,nodev whatever is asked (fusermount3); nothing was mounted"))
+        }
         var configuration = MountConfiguration(
             container: containerLocation, mountpoint: absolutePath(mountpoint),
             stateDirectory: absolutePath(
@@ -200,6 +208,7 @@ struct MountCommand: ParsableCommand {
         configuration.tokenFile = tokenFile.map(absolutePath)
         configuration.createContainer = create
         do {
+            try checkPlacement(configuration)
             try ContainerCreation.checkBeforeMount(
                 configuration.container, create: create, stateDirectory: configuration.stateDirectory)
         } catch {
@@ -218,7 +227,6 @@ struct MountCommand: ParsableCommand {
         configuration.kernelFlags = MountKernelFlags(readOnly: readOnly, allowOther: allowOther, noExec: noExec)
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        configuration.testOutageFile = testOutageFile.map(absolutePath)
         configuration.deleteGuard = guardOptions.thresholds
         configuration.mergeCommandsFile =
             mergeCommands.map(absolutePath)
@@ -232,6 +240,24 @@ struct MountCommand: ParsableCommand {
             try runForeground(configuration)
         } else {
             try startInBackground(configuration)
+        }
+    }
+
+    /// Before anything is made: a container is never mounted inside one of its own mounts (the
+    /// folder would hold itself; at that mount's own mount point is a remount, after a crash), and
+    /// `--create` never makes one inside a SyncFS folder.
+    private func checkPlacement(_ configuration: MountConfiguration) throws(MountError) {
+        let mounts = SyncFSMounts.current()
+        if let outer = mounts.enclosing(configuration.mountpoint), outer.mountpoint != configuration.mountpoint,
+            outer.holds(configuration.container)
+        {
+            throw MountError(
+                .badInput,
+                "\(configuration.mountpoint) is inside \(outer.mountpoint), a mount of the same container: the "
+                    + "folder would hold itself; mount it outside that folder")
+        }
+        if create && !ServerAddress.looksLikeURL(configuration.container) {
+            try ContainerCreation.checkOutsideSyncFSFolders(configuration.container)
         }
     }
 
@@ -270,7 +296,6 @@ struct MountCommand: ParsableCommand {
             "--compression-level", String(compressionLevel), "--cache-size", cacheSize, "--no-download-for",
             noDownloadFor, "--attach-timeout", String(attachTimeout), "--report-attach-progress",
         ]
-        if let outageFile = configuration.testOutageFile { arguments += ["--test-outage-file", outageFile] }
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
         if create { arguments.append("--create") }
         if let deviceName { arguments += ["--device-name", deviceName] }

@@ -14,8 +14,9 @@ import SyncFS
 ///   catches up when it is back. Another container at the path is refused, as on the first mount
 ///   (the state directory belongs to the recorded one).
 /// - A container on a sync server (`http(s)://HOST:PORT/NAME`): `ServerContainer`.
-/// - With `testOutageFile` (tests only), the container is wrapped in an `OutageFileContainer`: it
-///   is unreachable while that file exists.
+/// - With an outage switch in the daemon's environment (`TestHooks`, set by the mount tests
+///   only), the container is wrapped in an `OutageFileContainer`: it is unreachable while that
+///   file exists.
 enum MountContainer {
     /// The daemon's container opener for `configuration` (`MountDaemon.run`).
     static func opener(_ configuration: MountConfiguration, logger: Logger) -> ContainerOpener {
@@ -24,7 +25,7 @@ enum MountContainer {
                 configuration.container, recordedID: recorded.id, recordedPath: recorded.location,
                 stateDirectory: recorded.stateDirectory, create: configuration.createContainer,
                 tokenFile: configuration.tokenFile, caFile: configuration.caFile,
-                testOutageFile: configuration.testOutageFile, logger: logger)
+                testOutageFile: TestHooks.outageFile(), logger: logger)
         }
     }
 

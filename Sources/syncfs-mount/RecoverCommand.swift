@@ -15,14 +15,17 @@ struct RecoverCommand: ParsableCommand {
             starts over from the container. The recovered files include the changes that were not \
             uploaded and copies of synced files: compare them with the folder, copy back what is \
             missing (it then syncs), then delete them. Exit codes: 65 not a state directory or its \
-            database is intact, 73 DIR unusable, 75 the state directory is in use.
+            database is intact, 73 DIR unusable (another user could write it or a folder above it), 75 the state directory is in use.
             """
     )
 
     @Argument(help: "The state directory (the mount's --state-dir).")
     var stateDirectory: String
 
-    @Option(help: "An existing directory to put the recovered folder in (may be inside another SyncFS folder).")
+    @Option(
+        help:
+            "An existing directory to put the recovered folder in, which no other user can write (or a sticky one, as /tmp); it may be inside another SyncFS folder."
+    )
     var into: String
 
     func run() throws {

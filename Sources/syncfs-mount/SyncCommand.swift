@@ -31,7 +31,8 @@ struct SyncCommand: ParsableCommand {
         }
         let path = mount.mountpoint
         switch SyncWaiter.drain(mountpoint: path, timeout: timeout, progress: true) {
-        case .done: return
+        case .done(let queuedAtStart):
+            if queuedAtStart == 0 { print("Nothing to sync: the container has every change.") }
         case .notMounted: throw fail(MountError(.badInput, "\(path) is not a SyncFS mount with a running daemon"))
         case .refused(let reason): throw fail(MountError(.permissionDenied, reason))
         case .stalled(let status): throw fail(MountError(.busy, SyncWaiter.stallMessage(status)))
@@ -42,7 +43,8 @@ struct SyncCommand: ParsableCommand {
 /// Waits for a daemon's queue to drain, with a progress line (`ProgressLine`) on standard error.
 enum SyncWaiter {
     enum Result {
-        case done
+        /// The queue is empty; it held `queuedAtStart` changes when asked first.
+        case done(queuedAtStart: Int)
         case notMounted
         /// The registry or socket is not trusted, or the daemon refused this user (the reason).
         case refused(String)
@@ -55,6 +57,7 @@ enum SyncWaiter {
         case .success(let answer): status = answer
         case .failure(let stop): return stop.result
         }
+        let queuedAtStart = status.pendingEntries
         let line = ProgressOutput.line()
         var totals = DrainTotals()
         var lastProgress = Date()
@@ -95,7 +98,7 @@ enum SyncWaiter {
             }
         }
         if shown { line.finish("syncing: done") }
-        return .done
+        return .done(queuedAtStart: queuedAtStart)
     }
 
     /// What holds the queue back, if anything: the outage, a busy container, failing changes.

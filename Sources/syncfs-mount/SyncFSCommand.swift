@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import SyncFS
 
 /// `syncfs-mount`: a thin command tree. Each subcommand parses, composes, and hands over to
@@ -26,6 +27,10 @@ struct SyncFSCommand: ParsableCommand {
     static func main() {
         if let argv0 = CommandLine.arguments.first, MountHelperInvocation.isHelper(argv0) {
             MountHelperInvocation.runAndExit(CommandLine.arguments)
+        }
+        if let unknown = UnknownCommand.message(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
+            printError("syncfs-mount: \(unknown)")
+            Glibc.exit(ExitCode(.usage).rawValue)
         }
         main(nil)
     }

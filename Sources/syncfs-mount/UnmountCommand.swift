@@ -24,13 +24,16 @@ struct UnmountCommand: ParsableCommand {
         // A path inside a live mount names that mount; anything else (a mount whose daemon died,
         // "Transport endpoint is not connected") is unmounted as given.
         let path = (try? MountedPath.resolve(mountpoint))?.mountpoint ?? absolutePath(mountpoint)
+        var nothingQueued = false
         switch SyncWaiter.drain(mountpoint: path, timeout: syncTimeout, progress: true) {
         case .stalled(let status):
             printError("syncfs-mount: \(SyncWaiter.stallMessage(status)) for the next mount")
         case .refused(let reason):
             printError(
                 "syncfs-mount: cannot ask the daemon about its queue (\(reason)); the queue stays for the next mount")
-        case .done, .notMounted:
+        case .done(let queuedAtStart):
+            nothingQueued = queuedAtStart == 0
+        case .notMounted:
             break
         }
         do {
@@ -38,6 +41,7 @@ struct UnmountCommand: ParsableCommand {
         } catch {
             throw fail(error)
         }
+        if nothingQueued { print("Unmounted \(TerminalText.safe(path)); nothing was waiting to upload.") }
     }
 }
 

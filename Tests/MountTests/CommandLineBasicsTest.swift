@@ -101,6 +101,79 @@ struct CommandLineBasicsTest {
             try String(contentsOfFile: directory + "/syncfs-mount-mount.1", encoding: .utf8).contains("\\-\\-create"))
     }
 
+    /// No test hook in the shipped command line: no option of any command, hidden ones included,
+    /// is named `test…`, so neither `mount --test-…` nor the mount helper's `-o test_…` (an fstab
+    /// line) reaches one. The tests give their hooks through the environment (doc/CLI.md, "Test
+    /// hooks"); the old `--test-outage-file` is refused as any unknown option.
+    @Test func noOptionIsATestHook() throws {
+        let dump = try run(["--experimental-dump-help"])
+        let root = try #require(
+            (try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])?["command"]
+                as? [String: Any])
+        var seen = 0
+        var hooks: [String] = []
+        func collect(_ command: [String: Any], path: [String]) {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                for option in argument["names"] as? [[String: String]] ?? [] {
+                    seen += 1
+                    let name = option["name"] ?? ""
+                    if name.lowercased().hasPrefix("test") {
+                        hooks.append((path + ["--" + name]).joined(separator: " "))
+                    }
+                }
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] {
+                collect(sub, path: path + [sub["commandName"] as? String ?? "?"])
+            }
+        }
+        collect(root, path: ["syncfs-mount"])
+        #expect(seen > 50, "only \(seen) options seen")
+        #expect(hooks.isEmpty, "test hooks on the command line: \(hooks)")
+        let old = try run(["mount", "/nonexistent-container", "/nonexistent-mnt", "--test-outage-file", "/tmp/x"])
+        #expect(old.status == 64, "\(old)")
+        #expect(old.stderr.contains("--test-outage-file"), "\(old.stderr)")
+    }
+
+    /// A mistyped command is named as such, with the nearest command, and exits 64 (not "2
+    /// unexpected arguments").
+    @Test func anUnknownCommandSuggestsTheNearest() throws {
+        let typo = try run(["stauts"])
+        #expect(typo.status == 64, "\(typo)")
+        #expect(typo.stderr.contains("unknown command 'stauts'; did you mean 'status'?"), "\(typo.stderr)")
+        let withArguments = try run(["unmout", "/tmp/somewhere"])
+        #expect(withArguments.status == 64, "\(withArguments)")
+        #expect(withArguments.stderr.contains("did you mean 'unmount'?"), "\(withArguments.stderr)")
+        let nothingNear = try run(["xyzzyplugh"])
+        #expect(nothingNear.status == 64, "\(nothingNear)")
+        #expect(nothingNear.stderr.contains("unknown command 'xyzzyplugh'"), "\(nothingNear.stderr)")
+        #expect(!nothingNear.stderr.contains("did you mean"), "\(nothingNear.stderr)")
+    }
+
+    /// A server address typed without its scheme gets a message about the scheme, whether or not
+    /// --token-file is given, not one about --token-file.
+    @Test func aServerAddressWithoutItsSchemeIsNamed() throws {
+        for extra in [["--token-file", "/tmp/no-such-token"], []] {
+            let result = try run(["mount", "sync.example.org:8443/box", "/tmp/no-such-mountpoint"] + extra)
+            #expect(result.status == 64, "\(result)")
+            #expect(result.stderr.contains("https://sync.example.org:8443/box"), "\(result.stderr)")
+            #expect(!result.stderr.contains("--token-file"), "\(result.stderr)")
+        }
+    }
+
+    /// `--cache-size` takes SI and IEC suffixes (doc/CLI.md): checked by the parser before
+    /// anything else, so a container that does not exist fails later, for that reason.
+    @Test func cacheSizesTakeSIAndIECSuffixes() throws {
+        for size in ["20GB", "20GiB", "20G", "500MB", "1TB", "750kB", "2 GB"] {
+            let result = try run([
+                "mount", "/tmp/no-such-container-\(getpid())", "/tmp/no-such-mnt", "--cache-size", size,
+            ])
+            #expect(!result.stderr.contains("--cache-size"), "\(size): \(result.stderr)")
+            #expect(result.status == 65, "\(size): \(result)")
+        }
+        let wrong = try run(["mount", "/tmp/no-such-container", "/tmp/no-such-mnt", "--cache-size", "20XB"])
+        #expect(wrong.status == 64 && wrong.stderr.contains("--cache-size"), "\(wrong)")
+    }
+
     @Test func completionScriptsKnowTheNewCommands() throws {
         for shell in ["bash", "zsh", "fish"] {
             let script = try run(["--generate-completion-script", shell])

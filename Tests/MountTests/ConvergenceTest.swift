@@ -6,7 +6,7 @@ import Testing
 /// per mount running its own random stream of operations at once (create, append, insert,
 /// replace a line, save-by-rename, rename, move, delete, mkdir, rmdir, move and rename folders)
 /// over a small shared name space, so that the mounts really conflict; meanwhile one or two
-/// mounts at a time lose their container for seconds (`--test-outage-file`). Then heal: every
+/// mounts at a time lose their container for seconds (`OutageSwitch`). Then heal: every
 /// outage ends, each mount runs `syncfs-mount sync`, and the three trees must become identical
 /// (names, kinds, modes, sizes, mtimes, contents) with every queue empty, and pass the content
 /// oracle of `ConvergenceOracle` (nothing written is lost unless a mount removed it having seen

@@ -126,13 +126,11 @@ struct FirstAttachTest {
             if TestFolder.isMounted(mountpoint) { TestFolder.lazyUnmount(mountpoint) }
         }
         defer { unmount() }
-        let mount = [
-            binary, "mount", fixture.container, mountpoint, "--state-dir", state, "--upload-delay", "20",
-            "--test-outage-file", outage,
-        ]
+        let mount = [binary, "mount", fixture.container, mountpoint, "--state-dir", state, "--upload-delay", "20"]
 
         let started = Date()
-        let failed = ModelProcess.run(mount + ["--attach-timeout", "2"], timeout: 60)
+        let failed = ModelProcess.run(
+            mount + ["--attach-timeout", "2"], env: OutageSwitch.environment(outage), timeout: 60)
         let waited = Date().timeIntervalSince(started)
         #expect(failed.status == 75, "\(failed)")
         #expect(failed.stderr.contains("could not attach"), "\(failed)")

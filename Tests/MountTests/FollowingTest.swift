@@ -27,7 +27,7 @@ struct FollowingTest {
         let directory = try privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let outage = directory + "/outage"
-        try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--test-outage-file", outage]) { mounts in
+        try SyncedMounts.with(uploadDelay: 20, environmentB: OutageSwitch.environment(outage)) { mounts in
             let b = mounts.b
             let everything = try Watcher.events([b.root, "--timeout", "120"])
             defer { everything.stop() }
@@ -155,7 +155,7 @@ struct FollowingTest {
         let directory = try privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let outage = directory + "/outage"
-        try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--test-outage-file", outage]) { mounts in
+        try SyncedMounts.with(uploadDelay: 20, environmentB: OutageSwitch.environment(outage)) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try writeFile(a.path(".syncfs-rules"), "*.txt merge=union\n*.log merge=nonsense\n")
             try writeFile(a.path("x.txt"), "base\n")

@@ -87,6 +87,26 @@ struct MergeMountTest {
         }
     }
 
+    /// A file merged with conflict markers is listed by `conflicts` as what it is, never as a
+    /// "copy" of itself; a conflict copy still says which file it is a copy of.
+    @Test func aFileMergedWithMarkersIsNotCalledACopy() throws {
+        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(a.path(".syncfs-rules"), "*.md merge=text conflict=markers\n")
+            #expect(a.expectSync())
+            #expect(waitUntil { pathExists(b.path(".syncfs-rules")) })
+            try editOnBothSides(mounts, "notes.md", base: "draft\n", onA: "A's notes\n", onB: "B's notes\n")
+            try editOnBothSides(mounts, "plan.txt", base: "draft\n", onA: "A's plan\n", onB: "B's plan\n")
+            try #require(waitUntil { try conflicts(b).count == 2 }, "\(mounts.logs())")
+            let text = try b.expectCommand(["conflicts", b.root]).stdout
+            let lines = text.split(separator: "\n").map(String.init)
+            let markers = try #require(lines.first { $0.hasPrefix("notes.md: ") }, "\(text)")
+            #expect(markers.contains("merged with conflict markers") && !markers.contains("copy"), "\(markers)")
+            let copy = try #require(lines.first { $0.hasPrefix("plan (conflict from ") }, "\(text)")
+            #expect(copy.contains("copy of plan.txt"), "\(copy)")
+        }
+    }
+
     @Test func rulesFileChoosesAPolicyPerPath() throws {
         try SyncedMounts.with(uploadDelay: 600_000) { mounts in
             let (a, b) = (mounts.a, mounts.b)

@@ -32,7 +32,7 @@ struct MergeWorkerMountTest {
             "slow  { touch \(markers)/started; sleep 20; cat %B >> %A; touch \(markers)/done; }\n", mode: 0o600)
         let outage = directory + "/outage"
         try SyncedMounts.with(
-            uploadDelay: 20, argumentsB: ["--merge-commands", allowList, "--test-outage-file", outage]
+            uploadDelay: 20, argumentsB: ["--merge-commands", allowList], environmentB: OutageSwitch.environment(outage)
         ) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try writeFile(a.path(".syncfs-rules"), "*.txt merge=command:slow\n")

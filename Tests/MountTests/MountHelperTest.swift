@@ -53,6 +53,8 @@ struct MountHelperTest {
             ("state_dir=\(mount.stateDir),cache_size=lots", "cache-size"),
             ("state_dir=\(mount.stateDir),suid", "allow_remote_setuid"),
             ("state_dir=\(mount.stateDir),foreground", "foreground"),
+            // No test hook is a mount option (an fstab line must not reach one).
+            ("state_dir=\(mount.stateDir),test_outage_file=\(mount.base)/outage", "test_outage_file"),
             ("state_dir=\(mount.stateDir),ro=yes", "takes no value"),
             // What the parser would answer instead of mounting (exit 0, nothing mounted) is refused.
             ("state_dir=\(mount.stateDir),generate_completion_script=bash", "not a mount option"),

@@ -80,6 +80,58 @@ import Testing
         }
     }
 
+    /// `--into DIR` where another user could rename what `recover` makes and plant a symlink
+    /// under the printed name — DIR, or a folder above it, writable by others without the sticky
+    /// bit — is refused (73) naming that folder, and nothing is moved. A world-writable sticky
+    /// DIR (as /tmp) is fine: no one else can rename an entry of ours in it.
+    @Test func aDestinationAnotherUserCouldRedirectIsRefused() throws {
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "600000"])
+        defer { folder.tearDown() }
+        let content = bytes("queued, never uploaded\n")
+        try withFile(folder.path("queued.txt"), O_WRONLY | O_CREAT | O_EXCL) { fd in
+            try writeAll(fd, content)
+            try posix("fsync") { fsync(fd) }
+        }
+        try folder.kill9()
+        for suffix in ["", "-wal", "-shm"] { unlink(folder.stateDir + "/state.db" + suffix) }
+        func cacheFiles() throws -> [String] {
+            let cache = folder.stateDir + "/cache"
+            return try listDirectory(cache).flatMap { name -> [String] in
+                var info = stat()
+                guard lstat(cache + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return [name] }
+                return try listDirectory(cache + "/" + name).map { name + "/" + $0 }
+            }.sorted()
+        }
+        let cached = try cacheFiles()
+        try #require(!cached.isEmpty)
+
+        let open = folder.baseDir + "/open"
+        try makeDirectory(open)
+        try posix("chmod") { chmod(open, 0o777) }
+        let below = open + "/mine"
+        try makeDirectory(below, mode: 0o700)
+        for destination in [open, below] {
+            let result = try Self.recover(folder.stateDir, into: destination)
+            #expect(result.status == 73, "\(destination): \(result)")
+            #expect(
+                result.stderr.contains("\(open) is writable by others") && result.stderr.contains("sticky"),
+                "\(result.stderr)")
+            #expect(try listDirectory(destination) == (destination == open ? ["mine"] : []), "nothing made")
+        }
+        #expect(try cacheFiles() == cached, "nothing moved or removed")
+
+        let sticky = folder.baseDir + "/sticky"
+        try makeDirectory(sticky)
+        try posix("chmod") { chmod(sticky, 0o1777) }
+        let result = try Self.recover(folder.stateDir, into: sticky)
+        #expect(result.ok, "\(result)")
+        let made = try listDirectory(sticky)
+        try #require(made.count == 1, "\(made)")
+        #expect(result.stdout.contains("into \(sticky)/\(made[0])"), "the printed path: \(result.stdout)")
+        let recovered = try listDirectory(sticky + "/" + made[0]).filter { $0 != "RECOVERED.txt" }
+        #expect(try recovered.map { try readFile(sticky + "/" + made[0] + "/" + $0) }.contains(content))
+    }
+
     /// A state directory whose database is intact is refused (65): mount it instead.
     @Test func anIntactStateDirectoryIsNotRecovered() throws {
         let folder = try TestFolder.make(.mount)

@@ -36,7 +36,7 @@ struct StatusTruthTest {
         guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp failed") }
         let outage = String(cString: made) + "/outage"
         let folder = try TestFolder.make(
-            .mount, mountArguments: ["--upload-delay", "20", "--test-outage-file", outage])
+            .mount, mountArguments: ["--upload-delay", "20"], mountEnvironment: OutageSwitch.environment(outage))
         return (folder, outage)
     }
 

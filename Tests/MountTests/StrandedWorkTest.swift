@@ -15,7 +15,7 @@ struct StrandedWorkTest {
     ) throws -> String {
         let outage = sandbox.base + "/outage-\(UUID())"
         let mounted = try sandbox.mount(
-            container, at: mnt, ["--test-outage-file", outage, "--upload-delay", "20"] + extra)
+            container, at: mnt, ["--upload-delay", "20"] + extra, extraEnvironment: OutageSwitch.environment(outage))
         #expect(mounted.ok, "\(mounted)")
         try writeFile(outage, "")
         for index in 0..<count { try writeFile(mnt + "/offline-\(index).txt", "written offline \(index)") }
@@ -187,7 +187,11 @@ struct DeadMountListTest {
         let mnt = sandbox.base + "/mnt"
         #expect(try sandbox.run(["init", container]).ok)
         let outage = sandbox.base + "/outage"
-        #expect(try sandbox.mount(container, at: mnt, ["--test-outage-file", outage, "--upload-delay", "20"]).ok)
+        #expect(
+            try sandbox.mount(
+                container, at: mnt, ["--upload-delay", "20"], extraEnvironment: OutageSwitch.environment(outage)
+            )
+            .ok)
         try writeFile(outage, "")
         try writeFile(mnt + "/unsent.txt", "queued when the daemon dies")
         #expect(waitUntil { try sandbox.list().mounts.first?.queued == 1 })

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SyncBackend
 
-/// `OutageFileContainer`: the test switch behind `mount --test-outage-file` (doc/CLI.md).
+/// `OutageFileContainer`: the test switch a mount takes from `SYNCFS_TEST_OUTAGE_FILE` (doc/CLI.md).
 @Suite("OutageFileContainer")
 struct OutageFileContainerTests {
     /// A switch file in a fresh temporary directory (not created).

@@ -12,9 +12,10 @@ public struct TestSupportError: Error, CustomStringConvertible {
 /// reaping thread and inherited descriptors get in the way of a daemon's lifeline).
 public enum ChildProcess {
     /// posix_spawn with the three standard descriptors replaced, every signal unblocked and every
-    /// handler at its default (the test runner ignores SIGPIPE, for instance).
+    /// handler at its default (the test runner ignores SIGPIPE, for instance). `environment` is
+    /// added to (or replaces variables of) this process's environment, for the child only.
     public static func spawn(
-        _ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32
+        _ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32, environment: [String: String] = [:]
     ) throws(TestSupportError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -36,8 +37,15 @@ public enum ChildProcess {
 
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        var variables = ProcessInfo.processInfo.environment
+        variables.merge(environment) { _, given in given }
+        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in envp { free(pointer) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
+        let result =
+            environment.isEmpty
+            ? posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
+            : posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw TestSupportError("posix_spawn(\(arguments[0])) failed: \(String(cString: strerror(result)))")
         }

@@ -7,7 +7,9 @@ public enum CacheSize: Sendable, Equatable {
     case bytes(Int64)
     case percentOfFilesystem(Double)
 
-    /// Parses `500M`, `20G`, `1048576`, `25%` (suffixes K, M, G, T are powers of 1024).
+    /// Parses `1048576`, `25%`, and a number with a unit, any case, a space between allowed:
+    /// SI `kB`, `MB`, `GB`, `TB` (powers of 1000: `20GB` is 20,000,000,000 bytes), IEC `KiB`,
+    /// `MiB`, `GiB`, `TiB` and the short `K`, `M`, `G`, `T` (powers of 1024), and `B`.
     public init?(parsing text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.hasSuffix("%") {
@@ -15,18 +17,25 @@ public enum CacheSize: Sendable, Equatable {
             self = .percentOfFilesystem(percent)
             return
         }
-        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
-        var digits = Substring(trimmed)
-        var multiplier: Int64 = 1
-        if let last = digits.last?.uppercased().first, let unit = units[last] {
-            multiplier = unit
-            digits = digits.dropLast()
-        }
-        guard let number = Double(digits), number > 0 else { return nil }
-        let value = number * Double(multiplier)
+        let digits = trimmed.prefix { $0.isNumber || $0 == "." }
+        let unit = trimmed.dropFirst(digits.count).trimmingCharacters(in: .whitespaces).lowercased()
+        guard let multiplier = Self.units[unit], let number = Double(digits), number > 0 else { return nil }
+        let value = number * multiplier
         guard value < Double(Int64.max) else { return nil }
         self = .bytes(Int64(value))
     }
+
+    /// Each unit (lowercased) and its bytes.
+    private static let units: [String: Double] = {
+        var units: [String: Double] = ["": 1, "b": 1]
+        for (power, letter) in ["k", "m", "g", "t"].enumerated() {
+            let exponent = Double(power + 1)
+            units[letter] = pow(1024, exponent)
+            units[letter + "ib"] = pow(1024, exponent)
+            units[letter + "b"] = pow(1000, exponent)
+        }
+        return units
+    }()
 
     /// The budget in bytes for a state directory at `path`; nil if the filesystem cannot be asked.
     public func bytes(forFilesystemOf path: String) -> Int64? {

@@ -37,7 +37,8 @@ public enum LostStateRecovery {
 
     /// Recovers `stateDirectory`'s cached content into a new folder in `destination` (an
     /// existing directory). Refuses a state directory in use (`busy`), one whose database is
-    /// intact (`badInput`: mount it instead) or that is not a state directory (`badInput`).
+    /// intact (`badInput`: mount it instead) or that is not a state directory (`badInput`), and a
+    /// destination another user could change (`cannotCreate`, `RecoveryDestination`).
     public static func recover(stateDirectory: String, into destination: String, now: Date = Date())
         throws(MountError) -> Outcome
     {
@@ -49,6 +50,9 @@ public enum LostStateRecovery {
         guard lstat(state.cachePath, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
             throw MountError(.badInput, "\(state.path) has no cache directory: nothing to recover")
         }
+        // Before anything changes: a destination another user could redirect is refused.
+        let target = try RecoveryDestination.open(destination)
+        defer { close(target.descriptor) }
         // The mount's own checks: this user's directory (another user's could plant a link where
         // the lock or the cache goes), made private.
         try state.create()
@@ -80,7 +84,7 @@ public enum LostStateRecovery {
         }
         guard !found.isEmpty else { return Outcome(folder: nil, files: [], emptyRemoved: emptyRemoved) }
         let hints = RecoveryHints.lastPaths(inLog: state.logPath)
-        let folder = try RecoveredFolder.make(in: destination, now: now)
+        let folder = try RecoveredFolder.make(in: target, now: now)
         defer { close(folder.descriptor) }
         var recovered: [Recovered] = []
         for file in found {

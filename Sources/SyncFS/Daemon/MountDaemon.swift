@@ -20,8 +20,6 @@ public struct MountConfiguration: Sendable {
     public var cacheSize: CacheSize = .percentOfFilesystem(25)
     /// Process names whose reads never download (`--no-download-for`).
     public var noDownloadProcesses: Set<String> = []
-    /// For tests: the container is unreachable while this file exists (`--test-outage-file`).
-    public var testOutageFile: String?
     /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
     public var inotifyEcho = true
     /// Apply remote setuid/setgid bits and mount without `nosuid,nodev` (`--allow-remote-setuid`).

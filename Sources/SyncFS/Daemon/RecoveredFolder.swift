@@ -3,19 +3,18 @@ import Glibc
 import SyncBackend
 
 /// The folder `LostStateRecovery` fills: made new (never an existing one, never through a
-/// symlink) and private (0700), written below its descriptor only (`*at` calls, `O_NOFOLLOW`,
-/// `O_EXCL`), so another local user cannot redirect what is recovered.
+/// symlink) and private (0700) below the descriptor of a destination no other user can change
+/// (`RecoveryDestination`), and written below its own descriptor only (`*at` calls,
+/// `O_NOFOLLOW`, `O_EXCL`), so another local user cannot redirect what is recovered, nor what
+/// the printed path leads to.
 struct RecoveredFolder {
     let path: String
     let descriptor: Int32
 
     /// `DESTINATION/SyncFS recovered YYYY-MM-DD HHMMSS` (UTC; ` (2)`, … if taken).
-    static func make(in destination: String, now: Date) throws(MountError) -> RecoveredFolder {
-        let parent = Glibc.open(destination, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard parent >= 0 else {
-            throw MountError(.cannotCreate, "cannot use \(destination): \(String(cString: strerror(errno)))")
-        }
-        defer { close(parent) }
+    static func make(in target: RecoveryDestination, now: Date) throws(MountError) -> RecoveredFolder {
+        let parent = target.descriptor
+        let destination = target.path
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")

@@ -66,8 +66,9 @@ public struct StateDirectory: Sendable {
             throw MountError(.cannotCreate, "cannot open \(path)/lock: \(String(cString: strerror(errno)))")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = LockHolder.describe(lockedFile: fd) ?? "another syncfs-mount daemon"
             close(fd)
-            throw MountError(.busy, "the state directory \(path) is in use by another syncfs-mount daemon")
+            throw MountError(.busy, "the state directory \(path) is in use by \(holder)")
         }
         return fd
     }

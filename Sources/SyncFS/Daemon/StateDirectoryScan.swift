@@ -152,23 +152,29 @@ public enum StateDirectoryScan {
         var inode: UInt64
     }
 
-    /// The files some process holds a `flock` on, from /proc/locks ("1: FLOCK ADVISORY WRITE
-    /// PID MAJ:MIN:INODE 0 EOF", MAJ and MIN in hex). Reading it takes no lock.
-    static func heldFlocks() -> Set<DeviceInode> {
-        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return [] }
-        var held = Set<DeviceInode>()
+    /// The files some process holds a `flock` on (`flockHolders`).
+    static func heldFlocks() -> Set<DeviceInode> { Set(flockHolders().keys) }
+
+    /// The files some process holds a `flock` on, each with that process's PID, from /proc/locks
+    /// ("1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF", MAJ and MIN in hex). Reading it takes
+    /// no lock.
+    static func flockHolders() -> [DeviceInode: Int32] {
+        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return [:] }
+        var held: [DeviceInode: Int32] = [:]
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard let kind = fields.firstIndex(of: "FLOCK"), fields.count > kind + 4 else { continue }
+            // A process waiting for the lock has a line too ("1: -> FLOCK …"): not the holder.
+            guard let kind = fields.firstIndex(of: "FLOCK"), kind > 0, fields[kind - 1] != "->", fields.count > kind + 4
+            else { continue }
             let parts = fields[kind + 4].split(separator: ":")
             guard parts.count == 3, let major = UInt64(parts[0], radix: 16), let minor = UInt64(parts[1], radix: 16),
-                let inode = UInt64(parts[2])
+                let inode = UInt64(parts[2]), let pid = Int32(fields[kind + 3])
             else { continue }
             // glibc's makedev.
             let device =
                 ((major & 0x0000_0fff) << 8) | ((major & 0xffff_f000) << 32) | (minor & 0x0000_00ff)
                 | ((minor & 0xffff_ff00) << 12)
-            held.insert(DeviceInode(device: device, inode: inode))
+            held[DeviceInode(device: device, inode: inode)] = pid
         }
         return held
     }

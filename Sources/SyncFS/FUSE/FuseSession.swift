@@ -20,7 +20,9 @@ final class FuseSession: @unchecked Sendable {
     /// Mount options: the kernel checks permissions (`default_permissions`); as root the folder
     /// is shared with every user (`allow_other`), each new file belonging to its creator. Unless
     /// `honoursSetuid`, the folder is `nosuid,nodev`: what other machines put in it cannot hand
-    /// out privileges or reach devices here, whatever its mode bits say. `flags` adds `ro`,
+    /// out privileges or reach devices here, whatever its mode bits say. With it the options say
+    /// `suid,dev`, since libfuse mounts `nosuid,nodev` unless told otherwise (only root's mount
+    /// can: fusermount3 keeps `nosuid,nodev` for every other user). `flags` adds `ro`,
     /// `allow_other` and `noexec` on request (`MountKernelFlags`).
     init(
         fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double,
@@ -29,7 +31,7 @@ final class FuseSession: @unchecked Sendable {
         self.mountpoint = mountpoint
         let safeName = fsName.map { $0 == "," || $0 == "\\" ? "_" : $0 }
         var options = "default_permissions,fsname=\(String(safeName)),subtype=syncfs"
-        if !honoursSetuid { options += ",nosuid,nodev" }
+        options += honoursSetuid ? ",suid,dev" : ",nosuid,nodev"
         if geteuid() == 0 || flags.allowOther { options += ",allow_other" }
         options += flags.fuseOptions
         let arguments = ["syncfs-mount", "-o", options]

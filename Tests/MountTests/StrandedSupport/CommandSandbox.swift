@@ -28,16 +28,23 @@ final class CommandSandbox: @unchecked Sendable {
         ["HOME": base + "/home", "XDG_STATE_HOME": base + "/state-home", "XDG_RUNTIME_DIR": base + "/run"]
     }
 
-    /// Runs `syncfs-mount ARGUMENTS` in this sandbox's environment.
-    func run(_ arguments: [String], timeout: Double = 120) throws -> ModelProcessResult {
-        ModelProcess.run([try TestFolder.binaryPath()] + arguments, env: environment, timeout: timeout)
+    /// Runs `syncfs-mount ARGUMENTS` in this sandbox's environment, plus `extraEnvironment`.
+    func run(
+        _ arguments: [String], extraEnvironment: [String: String] = [:], timeout: Double = 120
+    ) throws -> ModelProcessResult {
+        ModelProcess.run(
+            [try TestFolder.binaryPath()] + arguments, env: environment.merging(extraEnvironment) { $1 },
+            timeout: timeout)
     }
 
-    /// `mount CONTAINER BASE/MOUNTPOINT EXTRA…` in the background, remembered for `tearDown`.
-    func mount(_ container: String, at mountpoint: String, _ extra: [String] = []) throws -> ModelProcessResult {
+    /// `mount CONTAINER BASE/MOUNTPOINT EXTRA…` in the background, remembered for `tearDown`; the
+    /// daemon gets `extraEnvironment` too (`OutageSwitch`).
+    func mount(
+        _ container: String, at mountpoint: String, _ extra: [String] = [], extraEnvironment: [String: String] = [:]
+    ) throws -> ModelProcessResult {
         if !pathExists(mountpoint) { try makeDirectory(mountpoint) }
         mountpoints.append(mountpoint)
-        return try run(["mount", container, mountpoint] + extra)
+        return try run(["mount", container, mountpoint] + extra, extraEnvironment: extraEnvironment)
     }
 
     /// `unmount MOUNTPOINT` (queued changes stay after `syncTimeout` seconds without progress).

@@ -5,7 +5,7 @@ import Testing
 /// Several SyncFS mounts of one container directory (like `SyncedMounts`, for any number): each a
 /// daemon of the built binary with its own state directory and mount point, like machines
 /// sharing a container. Each mount `i` also gets an outage switch, `outageFile(i)`: while that
-/// file exists its container calls fail as unreachable (`--test-outage-file`, doc/CLI.md).
+/// file exists its container calls fail as unreachable (`OutageSwitch`).
 ///
 /// `tearDown` (always run by `with`) removes every outage switch and unmounts every daemon,
 /// whatever the test did, then removes the temporary directories.
@@ -45,8 +45,8 @@ final class MountGroup: @unchecked Sendable {
                 mounts.append(
                     try TestFolder.make(
                         .mount, sharedContainer: container,
-                        mountArguments: ["--upload-delay", String(uploadDelay), "--test-outage-file", outage]
-                            + arguments))
+                        mountArguments: ["--upload-delay", String(uploadDelay)] + arguments,
+                        mountEnvironment: OutageSwitch.environment(outage)))
             }
             return MountGroup(baseDir: base, containerPath: container, mounts: mounts)
         } catch {

@@ -34,14 +34,15 @@ final class SyncedMounts: @unchecked Sendable {
 
     /// Mounts A, then B, on a fresh container. `uploadDelayB` defaults to `uploadDelay`.
     /// `argumentsA` and `argumentsB` are appended to every `mount` of A and of B (e.g.
-    /// `["--cache-size", "8M"]`). `overServer`: the container is served by a `syncfs-mount serve`
+    /// `["--cache-size", "8M"]`), `environmentB` added to B's environment (`OutageSwitch`). `overServer`: the container is served by a `syncfs-mount serve`
     /// child process on loopback and both mount its URL with a token (`containerPath` is then the
     /// container's directory on the server's side). `overTLS`: the same over HTTPS with a
     /// self-signed certificate the mounts trust with `--ca-file`. `backend`: what that server
     /// serves from (`MountServerBackend`; `.postgresS3` makes a scratch database and bucket).
     static func make(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        overServer: Bool = false, overTLS: Bool = false, backend: MountServerBackend = .embedded
+        environmentB: [String: String] = [:], overServer: Bool = false, overTLS: Bool = false,
+        backend: MountServerBackend = .embedded
     ) throws -> SyncedMounts {
         umask(0o022)
         var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
@@ -70,7 +71,8 @@ final class SyncedMounts: @unchecked Sendable {
             do {
                 let b = try TestFolder.make(
                     .mount, sharedContainer: location,
-                    mountArguments: ["--upload-delay", String(uploadDelayB ?? uploadDelay)] + access + argumentsB)
+                    mountArguments: ["--upload-delay", String(uploadDelayB ?? uploadDelay)] + access + argumentsB,
+                    mountEnvironment: environmentB)
                 return SyncedMounts(baseDir: base, containerPath: container, a: a, b: b, server: server)
             } catch {
                 a.tearDown()
@@ -86,12 +88,12 @@ final class SyncedMounts: @unchecked Sendable {
     /// Runs `body` on fresh mounts and always tears them down.
     static func with<R>(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        overServer: Bool = false, overTLS: Bool = false, backend: MountServerBackend = .embedded,
-        _ body: (SyncedMounts) throws -> R
+        environmentB: [String: String] = [:], overServer: Bool = false, overTLS: Bool = false,
+        backend: MountServerBackend = .embedded, _ body: (SyncedMounts) throws -> R
     ) throws -> R {
         let mounts = try make(
             uploadDelay: uploadDelay, uploadDelayB: uploadDelayB, argumentsA: argumentsA, argumentsB: argumentsB,
-            overServer: overServer, overTLS: overTLS, backend: backend)
+            environmentB: environmentB, overServer: overServer, overTLS: overTLS, backend: backend)
         defer { mounts.tearDown() }
         return try body(mounts)
     }

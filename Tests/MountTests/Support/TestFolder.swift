@@ -39,6 +39,8 @@ final class TestFolder: @unchecked Sendable {
     let containerPath: String
     /// Extra arguments for every `mount` of this folder (e.g. `--upload-delay 20`).
     let mountArguments: [String]
+    /// Variables added to the daemon's environment at every start (`OutageSwitch`).
+    let mountEnvironment: [String: String]
     /// The daemon's --state-dir (plain: unused but created).
     let stateDir: String
     /// The temporary directory holding everything (/tmp/syncfs-tests-XXXXXX).
@@ -60,11 +62,15 @@ final class TestFolder: @unchecked Sendable {
     private var daemon: Daemon?
     private var tornDown = false
 
-    private init(kind: Kind, baseDir: String, sharedContainer: String?, mountArguments: [String]) {
+    private init(
+        kind: Kind, baseDir: String, sharedContainer: String?, mountArguments: [String],
+        mountEnvironment: [String: String]
+    ) {
         self.kind = kind
         self.baseDir = baseDir
         self.containerPath = sharedContainer ?? baseDir + "/container"
         self.mountArguments = mountArguments
+        self.mountEnvironment = mountEnvironment
         self.stateDir = baseDir + "/state"
         self.logPath = baseDir + "/daemon.stderr.log"
         self.root = baseDir + (kind == .mount ? "/mnt" : "/plain")
@@ -72,12 +78,12 @@ final class TestFolder: @unchecked Sendable {
 
     /// Makes a fresh folder of the given kind under a new temp dir (/tmp/syncfs-tests-XXXX).
     /// `sharedContainer`: mount this existing container directory instead of a fresh one (it stays
-    /// when the folder is torn down). `mountArguments` are appended to every `mount` command.
-    /// `beforeFirstMount` runs once the directories exist, before the daemon starts (e.g. to mount
-    /// a small tmpfs on `stateDir`).
+    /// when the folder is torn down). `mountArguments` are appended to every `mount` command, and
+    /// `mountEnvironment` added to its environment. `beforeFirstMount` runs once the directories
+    /// exist, before the daemon starts (e.g. to mount a small tmpfs on `stateDir`).
     static func make(
         _ kind: Kind, sharedContainer: String? = nil, mountArguments: [String] = [],
-        beforeFirstMount: (TestFolder) throws -> Void = { _ in }
+        mountEnvironment: [String: String] = [:], beforeFirstMount: (TestFolder) throws -> Void = { _ in }
     ) throws -> TestFolder {
         // Modes in the suites assume the usual umask.
         umask(0o022)
@@ -93,7 +99,8 @@ final class TestFolder: @unchecked Sendable {
             base = String(cString: created)
         }
         let folder = TestFolder(
-            kind: kind, baseDir: base, sharedContainer: sharedContainer, mountArguments: mountArguments)
+            kind: kind, baseDir: base, sharedContainer: sharedContainer, mountArguments: mountArguments,
+            mountEnvironment: mountEnvironment)
         do {
             let ownContainer = sharedContainer == nil ? [folder.containerPath] : []
             for directory in ownContainer + [folder.stateDir, folder.root] {
@@ -252,12 +259,14 @@ final class TestFolder: @unchecked Sendable {
             close(stdoutPipe[0])
             throw TestFolderError(message: "cannot open \(logPath): \(errnoName(code))")
         }
-        let header = "---- \(Date()) \(arguments.joined(separator: " "))\n"
+        let variables = mountEnvironment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value) " }.joined()
+        let header = "---- \(Date()) \(variables)\(arguments.joined(separator: " "))\n"
         _ = header.withCString { write(logFD, $0, strlen($0)) }
 
         let pid: pid_t
         do {
-            pid = try Self.spawn(arguments, stdin: stdinPipe[0], stdout: stdoutPipe[1], stderr: logFD)
+            pid = try Self.spawn(
+                arguments, stdin: stdinPipe[0], stdout: stdoutPipe[1], stderr: logFD, environment: mountEnvironment)
             closeChildEnds()
         } catch {
             closeChildEnds()
@@ -305,10 +314,13 @@ final class TestFolder: @unchecked Sendable {
     }
 
     /// posix_spawn with the three standard descriptors replaced, every signal unblocked and every
-    /// handler at its default (`ChildProcess.spawn`).
-    static func spawn(_ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32) throws -> pid_t {
+    /// handler at its default (`ChildProcess.spawn`), with `environment` added to this process's.
+    static func spawn(
+        _ arguments: [String], stdin: Int32, stdout: Int32, stderr: Int32, environment: [String: String] = [:]
+    ) throws -> pid_t {
         do throws(TestSupportError) {
-            return try ChildProcess.spawn(arguments, stdin: stdin, stdout: stdout, stderr: stderr)
+            return try ChildProcess.spawn(
+                arguments, stdin: stdin, stdout: stdout, stderr: stderr, environment: environment)
         } catch {
             throw TestFolderError(message: error.message)
         }
