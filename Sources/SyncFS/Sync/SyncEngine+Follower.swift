@@ -51,7 +51,7 @@ extension SyncEngine {
                 record()
                 // A check of the tree against the container waits for the feed to be read to the
                 // container's cursor: read on first if it moved.
-                guard try checkTreeIfRequested(at: cursor) else { continue }
+                guard checkTreeIfRequested(at: cursor) else { continue }
                 markCaughtUp(deferred.isEmpty)
                 followerReachedEnd()
                 noteFailure(nil)

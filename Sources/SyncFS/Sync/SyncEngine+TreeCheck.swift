@@ -16,32 +16,28 @@ import SyncBackend
 ///   report to whoever waits (`verify`).
 extension SyncEngine {
     /// Makes the wanted check, if any, with the follower caught up at `cursor`. Returns false
-    /// when the container's digest stands for another cursor: the follower reads on first.
-    func checkTreeIfRequested(at cursor: FeedCursor) throws(SyncFailure) -> Bool {
+    /// when the container's digest stands for another cursor: the follower reads on first. A
+    /// check that fails (the container does not answer, or is a server older than the digest)
+    /// never stops the following: it is logged once and tried again at the next look at the feed.
+    func checkTreeIfRequested(at cursor: FeedCursor) -> Bool {
         guard let asked = treeChecks.pending else { return true }
-        let server: TreeDigest
         do throws(SyncFailure) {
-            server = try container.treeDigest()
+            let server = try container.treeDigest()
+            if server.cursor != cursor, treeChecks.noteUnsettled() < TreeCheckRequests.settleAttempts {
+                return false
+            }
+            let applied = remote.appliedVersions()
+            let local = TreeDigest(versions: applied.lazy.map { ($0.key, $0.value) }, cursor: cursor)
+            var report = TreeCheckReport(entries: server.entries, matched: local.digest == server.digest)
+            if !report.matched { try reconcileTree(applied: applied, server: server, into: &report) }
+            publish(report)
+            treeChecks.finish(asked, report)
         } catch {
-            treeChecks.fail(asked, error.description)
-            throw error
-        }
-        if server.cursor != cursor, treeChecks.noteUnsettled() < TreeCheckRequests.settleAttempts {
-            return false
-        }
-        let applied = remote.appliedVersions()
-        let local = TreeDigest(versions: applied.lazy.map { ($0.key, $0.value) }, cursor: cursor)
-        var report = TreeCheckReport(entries: server.entries, matched: local.digest == server.digest)
-        if !report.matched {
-            do throws(SyncFailure) {
-                try reconcileTree(applied: applied, server: server, into: &report)
-            } catch {
-                treeChecks.fail(asked, error.description)
-                throw error
+            if treeChecks.fail(asked, error.description) == 1 {
+                logger.warning(
+                    "the tree could not be checked against the container: \(error); tried again at the next look")
             }
         }
-        publish(report)
-        treeChecks.finish(asked, report)
         return true
     }
 

@@ -26,6 +26,7 @@ final class TreeCheckRequests: Sendable {
         var asked: UInt64 = 0
         var answered: UInt64 = 0
         var unsettled = 0
+        var failures = 0
         var waiters: [Waiter] = []
     }
 
@@ -71,11 +72,17 @@ final class TreeCheckRequests: Sendable {
         answer(upTo: asked, report, clear: true)
     }
 
-    /// The check for request `asked` failed: answers its waiters with the error; the request stays.
-    func fail(_ asked: UInt64, _ error: String) {
+    /// The check for request `asked` failed: answers its waiters with the error; the request
+    /// stays. Returns how many checks failed in a row.
+    @discardableResult
+    func fail(_ asked: UInt64, _ error: String) -> Int {
         var report = TreeCheckReport(entries: 0, matched: false)
         report.error = error
         answer(upTo: asked, report, clear: false)
+        return state.withLock { state in
+            state.failures += 1
+            return state.failures
+        }
     }
 
     private func answer(upTo asked: UInt64, _ report: TreeCheckReport, clear: Bool) {
@@ -83,6 +90,7 @@ final class TreeCheckRequests: Sendable {
             if clear {
                 state.answered = max(state.answered, asked)
                 state.unsettled = 0
+                state.failures = 0
             }
             let done = state.waiters.filter { $0.asked <= asked }
             state.waiters.removeAll { $0.asked <= asked }
