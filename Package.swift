@@ -204,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "MountTests",
             dependencies: ["TestSupport"],
-            exclude: ["Support/hostile_server.py"],
+            exclude: ["Support/hostile_server.py", "Support/lying_proxy.py"],
             swiftSettings: strict
         ),
     ]

@@ -27,6 +27,8 @@ public final class FailoverContainer: Container {
     public let containerID: String
     private let onSwitch: @Sendable (FailoverSwitch) -> Void
     private let state = Mutex(State())
+    /// `ServerSwitching` observers, called after `onSwitch`.
+    private let switchObservers = Mutex<[@Sendable () -> Void]>([])
 
     /// How long a server that gave no answer is left alone at first (doubling, up to 5 min).
     let firstPause: Duration
@@ -108,7 +110,10 @@ public final class FailoverContainer: Container {
             return FailoverSwitch(
                 server: servers[index].address, previous: previous.map { servers[$0].address }, reason: why)
         }
-        if let change { onSwitch(change) }
+        if let change {
+            onSwitch(change)
+            for observer in switchObservers.withLock({ $0 }) { observer() }
+        }
     }
 
     private func markDown(_ index: Int, _ error: ContainerProtocolError) {
@@ -162,6 +167,17 @@ public final class FailoverContainer: Container {
         return try await call { server throws(ContainerProtocolError) in
             try await server.waitForChanges(after: cursor, timeout: max(.zero, deadline - .now))
         }
+    }
+}
+
+/// The tree digest, from whichever server answers (as every other call), and the switches seen.
+extension FailoverContainer: ServerSwitching {
+    public func treeDigest() async throws(ContainerProtocolError) -> TreeDigest {
+        try await call { server throws(ContainerProtocolError) in try await server.treeDigest() }
+    }
+
+    public func observeSwitches(_ observer: @escaping @Sendable () -> Void) {
+        switchObservers.withLock { $0.append(observer) }
     }
 }
 

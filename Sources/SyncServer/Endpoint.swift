@@ -19,11 +19,12 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case wait
     case history
     case trash
+    case digest
 
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash: return "GET"
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest: return "GET"
         case .missingChunks, .commit: return "POST"
         case .putChunk: return "PUT"
         }
@@ -43,6 +44,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .wait: return container + "/changes/wait"
         case .history: return container + "/entries/ID/versions"
         case .trash: return container + "/trash"
+        case .digest: return container + "/digest"
         }
     }
 
@@ -53,7 +55,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
         case .history: return [WireProtocol.Query.limit]
         case .trash: return [WireProtocol.Query.before, WireProtocol.Query.limit]
-        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit: return []
+        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .digest: return []
         }
     }
 
@@ -62,7 +64,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .putChunk: return WireProtocol.maxChunkBodyBytes
         case .missingChunks, .commit: return WireProtocol.maxJSONBodyBytes
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash: return nil
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest: return nil
         }
     }
 

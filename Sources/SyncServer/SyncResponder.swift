@@ -182,6 +182,7 @@ struct SyncResponder: HTTPResponder {
         case .wait: return try await wait(call)
         case .history: return try await history(call)
         case .trash: return try await trash(call)
+        case .digest: return try await digest(call)
         }
     }
 }

@@ -20,6 +20,7 @@ struct SyncFSCommand: ParsableCommand {
             ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
             MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self, SeedSyntheticCommand.self,
             ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self, TrashCommand.self, RestoreCommand.self,
+            VerifyCommand.self,
         ]
     )
 

@@ -153,6 +153,7 @@ import Testing
         for type in [
             "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
             "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus", "HistoryResponse",
+            "TreeDigest",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
@@ -182,6 +183,7 @@ import Testing
         case "WaitResponse": return try decoder.decode(WaitResponse.self, from: data)
         case "HealthStatus": return try decoder.decode(HealthStatus.self, from: data)
         case "HistoryResponse": return try decoder.decode(HistoryResponse.self, from: data)
+        case "TreeDigest": return try decoder.decode(TreeDigest.self, from: data)
         default: throw TestFailure("no decoder for the example type '\(type)'")
         }
     }

@@ -97,6 +97,7 @@ public enum WireProtocol {
         public static func wait(_ name: String) -> String { container(name) + "/changes/wait" }
         public static func versions(_ name: String, _ id: FileID) -> String { entry(name, id) + "/versions" }
         public static func trash(_ name: String) -> String { container(name) + "/trash" }
+        public static func digest(_ name: String) -> String { container(name) + "/digest" }
         public static let health = "\(prefix)/health"
     }
 }

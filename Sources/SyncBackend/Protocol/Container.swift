@@ -46,4 +46,9 @@ public protocol Container: Sendable {
     /// Returns true as soon as a change after `cursor` exists, false once `timeout` passed without one
     /// (or when the calling task is cancelled).
     func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool
+
+    /// The digest of the live tree as of the end of the feed (`TreeDigest`), with the cursor it
+    /// stands for. The default reads the feed from the beginning; a container that can answer
+    /// more cheaply (a server: one request) implements it.
+    func treeDigest() async throws(ContainerProtocolError) -> TreeDigest
 }

@@ -55,6 +55,13 @@ struct ControlCommands {
                 return guardAnswer(request.command)
             case .versions, .trash, .restore:
                 return historyAnswer(request)
+            case .verify:
+                guard let report = engine.verifyTree(timeout: .seconds(120)) else {
+                    return ControlReply(
+                        error: "no check was made within 120 s (the feed is still being read, or the container "
+                            + "does not answer); run verify again", retryable: true)
+                }
+                return ControlReply(treeCheck: report)
             case .resolve:
                 var report = ActionReport()
                 report.files = try conflicts.resolve(try target(request))

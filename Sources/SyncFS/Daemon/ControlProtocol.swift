@@ -18,6 +18,8 @@ public struct ControlRequest: Codable, Sendable {
         /// The container's history (`SyncEngine+History`): `path`'s versions, the deleted
         /// entries, and bringing one back (`path` or `fileID`, `version`, `destination`).
         case versions, trash, restore
+        /// Checks the tree against the container and corrects it (`SyncEngine+TreeCheck`).
+        case verify
     }
 
     public var command: Command
@@ -56,6 +58,8 @@ public struct ControlReply: Codable, Sendable {
     public var history: HistoryListing?
     public var trash: [TrashListing]?
     public var restore: RestoreReport?
+    /// `verify`.
+    public var treeCheck: TreeCheckReport?
     /// With `error`: trying again later may help (the container did not answer).
     public var retryable: Bool?
 }

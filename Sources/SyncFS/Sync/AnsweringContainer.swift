@@ -56,4 +56,10 @@ struct AnsweringContainer: Container {
         answered()
         return changed
     }
+
+    func treeDigest() async throws(ContainerProtocolError) -> TreeDigest {
+        let digest = try await base.treeDigest()
+        answered()
+        return digest
+    }
 }

@@ -52,6 +52,11 @@ public final class CancelHandle: Sendable {
         if cancelNow { task?.cancel() }
     }
 
+    /// Cancels the current call only (a wait on the feed then ends at once with "no change").
+    func interrupt() {
+        state.withLock { $0.task }?.cancel()
+    }
+
     /// Cancels the current call and every later one.
     func cancel() {
         let task = state.withLock { state -> Task<Void, Never>? in

@@ -57,6 +57,11 @@ struct BlockingContainer: Sendable {
         }
     }
 
+    /// `Container.treeDigest`: the digest of the container's live tree and its cursor.
+    func treeDigest() throws(SyncFailure) -> TreeDigest {
+        try call { container throws(ContainerProtocolError) in try await container.treeDigest() }
+    }
+
     /// Runs one container call from this thread and maps its error (the only mapping).
     private func call<T: Sendable>(
         cancellable handle: CancelHandle? = nil,

@@ -102,4 +102,8 @@ struct ReachabilityWatchingContainer: Container {
             try await base.waitForChanges(after: cursor, timeout: timeout)
         }
     }
+
+    func treeDigest() async throws(ContainerProtocolError) -> TreeDigest {
+        try await watch { () async throws(ContainerProtocolError) in try await base.treeDigest() }
+    }
 }

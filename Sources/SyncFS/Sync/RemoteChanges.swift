@@ -135,7 +135,7 @@ extension RemoteChanges {
         return decision
     }
 
-    private func applyDeletion(_ entry: RemoteEntry, tree: inout TreeTransaction) -> Bool {
+    func applyDeletion(_ entry: RemoteEntry, tree: inout TreeTransaction) -> Bool {
         guard let node = tree.node(withID: entry.id), !node.isUnlinked, let parentIno = node.parent,
             let parent = tree.nodes[parentIno]
         else {

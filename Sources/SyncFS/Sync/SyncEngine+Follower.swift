@@ -50,6 +50,9 @@ extension SyncEngine {
                 }
                 if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
                 record()
+                // A check of the tree against the container waits for the feed to be read to the
+                // container's cursor: read on first if it moved.
+                guard checkTreeIfRequested(at: cursor) else { continue }
                 markCaughtUp(deferred.isEmpty)
                 deleteGuard.feedCaughtUp()
                 followerReachedEnd()

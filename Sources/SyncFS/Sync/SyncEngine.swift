@@ -60,6 +60,11 @@ final class SyncEngine: Sendable {
     let attach: TreeAttach
     /// Holds the uploads when too many deletions or replacements come at once (`DeleteGuard`).
     let deleteGuard: DeleteGuard
+    /// Checks of the tree against the container, wanted or awaited (`SyncEngine+TreeCheck`).
+    let treeChecks = TreeCheckRequests()
+    /// The container as it answers, unchecked, for the tree check's reading of the whole feed
+    /// (an entry this mount refuses still exists in the container and is never taken as absent).
+    let uncheckedContainer: BlockingContainer
 
     struct State {
         var running = true
@@ -97,6 +102,7 @@ final class SyncEngine: Sendable {
         }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
         history = HistoryReader(base: container as? any ContainerHistory)
+        uncheckedContainer = BlockingContainer(base: container)
         let container = BlockingContainer(
             base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
         self.container = container
@@ -113,6 +119,11 @@ final class SyncEngine: Sendable {
     /// becomes the file system's source of placeholder content.
     func start() {
         fileSystem.residency.setChunkSource(self)
+        // After every switch of server the tree is checked against the new one.
+        (uncheckedContainer.base as? any ServerSwitching)?.observeSwitches { [treeChecks, stopWaiting] in
+            treeChecks.request()
+            stopWaiting.interrupt()
+        }
         let downloads = self.downloads
         fileSystem.residency.setPinObserver { [activity = fileSystem.residency.contentActivity] in
             downloads.pokeForPins()

@@ -28,6 +28,9 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         case guardHeld = "guard-held"
         case guardReleased = "guard-released"
         case guardDiscarded = "guard-discarded"
+        /// The tree was checked against the container and differed (`TreeCheckReport`; `message`:
+        /// what was corrected). Path "".
+        case treeCorrected = "tree-corrected"
         /// Not a change: the subscriber fell too far behind and the events after this were dropped.
         case overflow
     }
@@ -81,6 +84,7 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     /// Events about the whole mount, not one entry: every subscriber gets them.
     var isMountLevel: Bool {
         kind == .online || kind == .offline || kind == .guardHeld || kind == .guardReleased || kind == .guardDiscarded
+            || kind == .treeCorrected
     }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
