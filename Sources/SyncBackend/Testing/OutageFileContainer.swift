@@ -2,8 +2,9 @@ import Glibc
 import Synchronization
 
 /// A container that is "unreachable" while a file exists: a switch a test flips from outside the
-/// process (`syncfs-mount mount --test-outage-file PATH`, doc/CLI.md) to cut one mount off its
-/// container, as a network outage would, while the other mounts keep working.
+/// process (`SYNCFS_TEST_OUTAGE_FILE=PATH` in the daemon's environment, doc/CLI.md "Test hooks")
+/// to cut one mount off its container, as a network outage would, while the other mounts keep
+/// working.
 ///
 /// - While `path` exists, every call fails at once with the retryable `unavailable`, without
 ///   reaching the base container. Once it is removed, calls go through again.
