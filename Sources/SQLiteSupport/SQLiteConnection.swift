@@ -1,6 +1,10 @@
 import CSQLite
 import Glibc
 
+/// `O_PATH` (Linux), which Glibc's Swift overlay does not export: a descriptor that names a file
+/// without opening it for reading or writing.
+private let openPathOnly: Int32 = 0o10000000
+
 /// A failure of a SQLite database, with SQLite's own words.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public let code: Int32
@@ -21,6 +25,9 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     package var isIOError: Bool { primaryCode == SQLITE_IOERR }
     /// The disk is full (`SQLITE_FULL`: "database or disk is full").
     package var isDiskFull: Bool { primaryCode == SQLITE_FULL }
+    /// The file is damaged: "database disk image is malformed" (`SQLITE_CORRUPT`) or "file is not
+    /// a database" (`SQLITE_NOTADB`, a garbled header). Retrying or freeing space cannot help.
+    package var isDamage: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
 }
 
 /// One SQLite connection: prepared statements cached by SQL text, explicit transactions.
@@ -56,24 +63,31 @@ package final class SQLiteConnection {
 
     /// Creates `path` empty with mode 0600 (SQLite takes an empty file for a new database) and
     /// removes group/other bits from the database and its companions if this user owns them.
+    ///
+    /// An existing file is never opened for reading or writing here: closing such a descriptor
+    /// would drop every POSIX record lock this process holds on the file, those of its other
+    /// connections to the database included, and SQLite relies on them to share the database
+    /// with other processes. A path-only descriptor (`O_PATH`) carries no locks and drops none.
     private static func preparePrivateFile(_ path: String, create: Bool) throws(SQLiteError) {
         if create {
             let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if fd >= 0 {
-                close(fd)
+                close(fd)  // a new file: no connection holds a lock on it yet
             } else if errno != EEXIST {
                 let reason = String(cString: strerror(errno))
                 throw SQLiteError(code: SQLITE_CANTOPEN, message: "cannot create \(path): \(reason)")
             }
         }
         for file in [path, path + "-wal", path + "-shm", path + "-journal"] {
-            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            let fd = open(file, openPathOnly | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { continue }
             defer { close(fd) }
             var info = stat()
-            if fstat(fd, &info) == 0, info.st_uid == geteuid(), info.st_mode & 0o077 != 0 {
-                _ = fchmod(fd, info.st_mode & 0o700)
-            }
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+                info.st_mode & 0o077 != 0
+            else { continue }
+            // `fchmod` refuses a path-only descriptor; its `/proc` name reaches the same file.
+            _ = chmod("/proc/self/fd/\(fd)", info.st_mode & 0o700)
         }
     }
 

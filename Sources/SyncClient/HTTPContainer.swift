@@ -223,7 +223,9 @@ public final class HTTPContainer: Container {
     /// One request with the token; any answer but "busy" is returned (the caller reads the
     /// status). No answer at all is `unavailable`. A busy answer (`503`, `429`) is asked again
     /// after the call's own backoff (`BusyBackoff`: exponential with jitter, at least the server's
-    /// `Retry-After`); a call still refused after `BusyBackoff.patience` is `busy`.
+    /// `Retry-After`); a call still refused after `BusyBackoff.patience` is `busy`. A `503
+    /// storageUnavailable` is not busy but an outage behind the server: returned at once, for
+    /// the caller to report (`WireAnswer.failure`) and the mount to show.
     func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [],
         deadline: TimeAmount = requestDeadline, limit: Int = maxJSONAnswer
@@ -233,7 +235,9 @@ public final class HTTPContainer: Container {
         while true {
             let answer = try await sendOnce(
                 method, path, body: body, headers: headers, deadline: deadline, limit: limit)
-            guard answer.status == 503 || answer.status == 429 else { return answer }
+            guard answer.status == 503 || answer.status == 429,
+                WireAnswer.refusal(answer).code != .storageUnavailable
+            else { return answer }
             let pause = backoff.nextPause(retryAfter: BusyBackoff.retryAfter(answer.header("Retry-After")))
             let waited = ContinuousClock.now - started
             if waited + pause > BusyBackoff.patience || Task.isCancelled {

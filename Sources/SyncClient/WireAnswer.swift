@@ -48,6 +48,8 @@ enum WireAnswer {
         case .unavailable, .tooManyRequests:
             // Only after `HTTPContainer.send`'s own retries gave up (it retries busy answers).
             return .busy(said)
+        case .storageUnavailable:
+            return .storageUnavailable(said)
         case .requestTimeout:
             // This client's request was too slow for the server (a slow or stalled uplink).
             return .unavailable(said)

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Logging
 import SyncBackend
 import Synchronization
@@ -30,8 +31,11 @@ public struct QuotaSettings: Sendable, Equatable {
 ///   estimate from above: a chunk stored twice counts twice until the next measurement).
 /// - Only a chunk the container does not hold yet is refused: a change that reuses stored
 ///   chunks (a rename, a copy, a restore) is never refused, and commits are never refused.
-/// - A container that cannot be measured (no accounting, or the measurement failed) is not held
-///   to its quota until it can be: a transient failure never refuses an upload. Logged once.
+/// - An unknown usage never means "no quota". When a measurement fails, the quota is held against
+///   the last measured figure plus what was stored since; before any measurement succeeded, a
+///   chunk the container does not hold is turned away as `unavailable` (503, retry later) until
+///   one does. Logged once per container until a measurement succeeds again.
+/// - A container with no storage accounting at all cannot be held to a quota: logged once.
 /// - The refusal is `quotaExceeded` (507); clients keep the change queued and try again later.
 final class QuotaBook: Sendable {
     private struct Usage {
@@ -56,10 +60,23 @@ final class QuotaBook: Sendable {
     /// quota and the container does not hold it already.
     func admit(_ chunk: EncodedChunk, name: String, container: any Container) async throws(WireFailure) {
         guard let limit = settings.limit(for: name) else { return }
-        guard let used = await used(name, container) else { return }
         let adding = Int64(chunk.payload.count)
-        guard used + adding > limit else { return }
-        if let missing = try? await container.missingChunks([chunk.hash]), missing.isEmpty { return }
+        let used: Int64
+        switch await usage(name, container) {
+        case .unaccounted:
+            return
+        case .known(let bytes):
+            used = bytes
+            guard used + adding > limit else { return }
+        case .unknown(let reason):
+            if await holds(chunk, container) { return }
+            throw WireFailure(
+                .unavailable,
+                "the container '\(name)' has a quota and its stored bytes cannot be measured now (\(reason)); "
+                    + "try again later",
+                headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
+        }
+        if await holds(chunk, container) { return }
         throw WireFailure(
             .quotaExceeded,
             "the container '\(name)' is over its quota: it stores \(Self.mebibytes(used)) of \(Self.mebibytes(limit)) "
@@ -73,25 +90,54 @@ final class QuotaBook: Sendable {
         usage.withLock { $0[name]?.storedSince += Int64(chunk.payload.count) }
     }
 
-    /// The stored bytes of `name` as best known, measuring when the last measurement is stale;
-    /// nil when it cannot be measured.
-    private func used(_ name: String, _ container: any Container) async -> Int64? {
+    /// What is known of a container's stored bytes.
+    private enum Known {
+        /// Measured (at most `remeasureEvery` ago, or the last figure when measuring failed) plus
+        /// what was stored since.
+        case known(Int64)
+        /// Never measured: the measurement failed, for `reason`.
+        case unknown(String)
+        /// The container keeps no storage accounting.
+        case unaccounted
+    }
+
+    /// The stored bytes of `name` as best known, measuring when the last measurement is stale.
+    private func usage(_ name: String, _ container: any Container) async -> Known {
         let now = ContinuousClock.now
-        if let known = usage.withLock({ $0[name] }), now - known.at < remeasureEvery {
-            return known.measured + known.storedSince
+        let last = usage.withLock { $0[name] }
+        if let last, now - last.at < remeasureEvery {
+            return .known(last.measured + last.storedSince)
         }
         guard let accounting = container as? any CollectableContainer else {
             warnOnce(name, "the container '\(name)' has a quota but no storage accounting: the quota is not enforced")
-            return nil
+            return .unaccounted
         }
         do throws(ContainerProtocolError) {
             let measured = try await accounting.storageStats().storedBytes
             usage.withLock { $0[name] = Usage(measured: measured, at: now) }
-            return measured
+            if warned.withLock({ $0.remove(name) != nil }) {
+                logger.notice("the container '\(name)' is measured again for its quota")
+            }
+            return .known(measured)
         } catch {
-            warnOnce(name, "cannot measure the container '\(name)' for its quota (not enforced meanwhile): \(error)")
-            return usage.withLock { $0[name].map { $0.measured + $0.storedSince } }
+            guard let last else {
+                warnOnce(
+                    name,
+                    "cannot measure the container '\(name)' for its quota: uploads of new chunks are turned away"
+                        + " until it can be measured: \(error)")
+                return .unknown("\(error)")
+            }
+            warnOnce(
+                name,
+                "cannot measure the container '\(name)' for its quota: held to the last measured figure plus"
+                    + " what was stored since until it can be measured: \(error)")
+            return .known(last.measured + last.storedSince)
         }
+    }
+
+    /// Whether `container` holds `chunk` already (storing it again adds nothing); false if unknown.
+    private func holds(_ chunk: EncodedChunk, _ container: any Container) async -> Bool {
+        (try? await container.missingChunks([chunk.hash]))?.isEmpty == true
     }
 
     private func warnOnce(_ name: String, _ message: String) {

@@ -34,6 +34,8 @@ struct SyncResponder: HTTPResponder {
     let decoding: MemoryBudget
     /// The containers' storage quotas; nil when none is set.
     let quotas: QuotaBook?
+    /// Logs outages of the storage behind the containers (`503 storageUnavailable` answers).
+    let outages: StorageOutageLog
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
@@ -59,8 +61,11 @@ struct SyncResponder: HTTPResponder {
         do {
             response = try await answer(request, authenticated: &authenticated)
         } catch {
+            if error.code == .storageUnavailable { outages.refused(error.message) }
             response = error.response
         }
+        // An answer past the token check that is not a server error: the storage answered.
+        if authenticated, response.status.code < 500 { outages.served() }
         if authenticated { response.headers[Self.authenticatedMarker] = "1" }
         let elapsed = ContinuousClock.now - started
         context.logger.debug(
@@ -155,7 +160,7 @@ struct SyncResponder: HTTPResponder {
         do {
             container = try await tokens.authenticate(token: token)
         } catch {
-            throw WireFailure(.unavailable, "the token database cannot be read: \(error)")
+            throw WireFailure.tokenStoreUnreadable(error)
         }
         guard let container else { throw WireFailure.unauthorized("the token is unknown or revoked") }
         return (container, token)

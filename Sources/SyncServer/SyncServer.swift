@@ -153,7 +153,8 @@ public struct SyncServer: Sendable {
             tokens: tokens, containers: containers, shutdown: shutdown, bodies: BodyBudget(limits: limits),
             decoding: MemoryBudget(capacity: limits.decodingMemory),
             quotas: configuration.quotas.isEmpty
-                ? nil : QuotaBook(settings: configuration.quotas, logger: configuration.logger))
+                ? nil : QuotaBook(settings: configuration.quotas, logger: configuration.logger),
+            outages: StorageOutageLog(logger: configuration.logger))
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

@@ -25,8 +25,10 @@ struct WireFailure: Error, Sendable {
         switch error {
         case .invalidRequest(let reason):
             self.init(.invalidRequest, reason)
-        case .unavailable(let reason):
-            self.init(.unavailable, reason)
+        case .unavailable(let reason), .storageUnavailable(let reason):
+            // A container that cannot be reached from the server is its storage (database, chunk
+            // store, disk) being away: the server itself answers (`StorageOutageLog`).
+            self.init(.storageUnavailable, reason, headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
         case .busy(let reason):
             self.init(.unavailable, reason, headers: [.retryAfter: "1"])
         case .storageFailure(let reason):
@@ -37,6 +39,14 @@ struct WireFailure: Error, Sendable {
             // The server's stored copy is damaged: a storage failure, never "not found".
             self.init(.storageFailure, "the stored copy of chunk \(hash) is damaged")
         }
+    }
+
+    /// The failure of a request whose token could not be checked because the token store (a
+    /// database) cannot be read: the server's storage is away.
+    static func tokenStoreUnreadable(_ error: any Error) -> WireFailure {
+        WireFailure(
+            .storageUnavailable, "the token database cannot be read: \(error)",
+            headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
     }
 
     /// `body`'s result, its container error translated.

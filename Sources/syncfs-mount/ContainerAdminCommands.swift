@@ -27,6 +27,9 @@ struct ContainerAdminTarget: ParsableArguments {
     var chunkStore: String?
 
     func validate() throws {
+        try LocationCheck.check(
+            LocationCheck.directoryProblem(container, option: "the container"),
+            LocationCheck.chunkStoreProblem(chunkStore))
         let end = CopyEnd(container)
         if case .database(let name) = end {
             guard ContainerName.isValid(name) else {

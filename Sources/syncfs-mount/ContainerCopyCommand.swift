@@ -64,6 +64,10 @@ struct ContainerCopyCommand: ParsableCommand {
     var chunkStore: String?
 
     func validate() throws {
+        try LocationCheck.check(
+            LocationCheck.directoryProblem(source, option: "the source"),
+            LocationCheck.directoryProblem(destination, option: "the destination"),
+            LocationCheck.chunkStoreProblem(chunkStore))
         let ends = [CopyEnd(source), CopyEnd(destination)]
         for end in ends {
             if case .database(let name) = end, !ContainerName.isValid(name) {

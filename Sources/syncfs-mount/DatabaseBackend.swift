@@ -110,6 +110,7 @@ enum DatabaseBackend {
     private static func openBlobs(
         _ location: String, createDirectory: Bool
     ) throws(BackendFailure) -> (any ChunkBlobStore, HTTPClientBox?) {
+        if let problem = LocationCheck.chunkStoreProblem(location) { throw BackendFailure(.usage, problem) }
         guard location.lowercased().hasPrefix("s3://") else {
             let path = absolutePath(location)
             do {

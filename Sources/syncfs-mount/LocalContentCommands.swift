@@ -244,6 +244,9 @@ enum StatusReport {
             let since = status.offlineSince.map { " since \(LocalTime.local($0))" } ?? ""
             return "offline\(since), " + (waiting ?? "no changes waiting")
         }
+        if let since = status.serverStorageUnavailableSince {
+            return "server storage unavailable since \(LocalTime.local(since)), " + (waiting ?? "no changes waiting")
+        }
         if status.massDeleteGuard?.held == true {
             return "online, uploads held by the mass-delete guard, " + (waiting ?? "no changes waiting")
         }

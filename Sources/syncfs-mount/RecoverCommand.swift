@@ -9,7 +9,7 @@ struct RecoverCommand: ParsableCommand {
         abstract: "Get back the content of a state directory whose database was lost, so it can be mounted again.",
         discussion: """
             For a state directory the mount refuses because its state.db is missing or empty while \
-            its cache holds content (exit 65). Moves every cached file, named by its file ID (the \
+            its cache holds content, or damaged (exit 65); a damaged state.db is set aside. Moves every cached file, named by its file ID (the \
             names were in the lost database), into a new folder "SyncFS recovered YYYY-MM-DD HHMMSS" \
             in DIR, with a RECOVERED.txt listing them. The cache is then empty and the next mount \
             starts over from the container. The recovered files include the changes that were not \
@@ -35,6 +35,9 @@ struct RecoverCommand: ParsableCommand {
                 stateDirectory: absolutePath(stateDirectory), into: absolutePath(into))
         } catch {
             throw fail(error)
+        }
+        if let damaged = outcome.damagedDatabase {
+            print("The damaged database was set aside as \(TerminalText.safe(damaged)).")
         }
         guard let folder = outcome.folder else {
             print("Nothing to recover: the cache held no content. The state directory can be mounted again.")

@@ -91,6 +91,9 @@ struct ServeCommand: ParsableCommand {
     var lifeline = false
 
     func validate() throws {
+        try LocationCheck.check(
+            LocationCheck.directoryProblem(root, option: "--root"),
+            LocationCheck.directoryProblem(tokens, option: "--tokens"), LocationCheck.chunkStoreProblem(chunkStore))
         if let problem = ServeBackendChoice.problem(
             root: root, database: database, chunkStore: chunkStore, tokens: tokens)
         {

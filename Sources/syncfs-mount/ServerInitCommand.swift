@@ -48,6 +48,8 @@ struct ServerInitCommand: ParsableCommand {
     var label: String = ""
 
     func validate() throws {
+        try LocationCheck.check(
+            LocationCheck.directoryProblem(tokens, option: "--tokens"), LocationCheck.chunkStoreProblem(chunkStore))
         if let create, !ContainerName.isValid(create) {
             throw ValidationError("'\(create)' is not a container name (1-64 bytes of A-Z a-z 0-9 . _ -, no leading .)")
         }

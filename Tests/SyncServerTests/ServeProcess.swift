@@ -20,12 +20,14 @@ enum Binary {
         }
     }
 
-    /// Runs `syncfs-mount ARGUMENTS` to its end (with `umask`, if given, as an octal string).
-    static func run(_ arguments: [String], umask: String? = nil) throws -> (
+    /// Runs `syncfs-mount ARGUMENTS` to its end (with `umask`, if given, as an octal string; in
+    /// `directory`, if given, else in the test's current directory).
+    static func run(_ arguments: [String], umask: String? = nil, in directory: String? = nil) throws -> (
         status: Int32, stdout: String, stderr: String
     ) {
         let process = Process()
         try configure(process, arguments, umask: umask)
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output

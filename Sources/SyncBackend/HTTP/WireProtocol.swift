@@ -143,9 +143,12 @@ public struct WireError: Codable, Equatable, Sendable {
         case tooManyRequests
         /// 501: the container does not offer this call (e.g. it keeps no version history).
         case notImplemented
-        /// 503: the container cannot be used right now (the server is stopping, its disk is away),
-        /// or the whole server is too busy (with `Retry-After`).
+        /// 503: the container cannot be used right now (the server is stopping), or the whole
+        /// server is too busy (with `Retry-After`).
         case unavailable
+        /// 503: the server is up, but the storage behind the container (its database, chunk
+        /// store or disk) cannot be reached (with `Retry-After`). Retry later; nothing is lost.
+        case storageUnavailable
         /// 507: the server's storage failed (disk full, I/O error).
         case storageFailure
         /// 507: storing this chunk would take the container over its quota (`serve --quota`);
@@ -165,7 +168,7 @@ public struct WireError: Codable, Equatable, Sendable {
             case .containerMismatch: return 412
             case .tooManyRequests: return 429
             case .notImplemented: return 501
-            case .unavailable: return 503
+            case .unavailable, .storageUnavailable: return 503
             case .storageFailure, .quotaExceeded: return 507
             }
         }

@@ -12,6 +12,10 @@ public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConv
     case busy(String)
     /// The container's storage failed (disk full, I/O error). Retry with backoff.
     case storageFailure(String)
+    /// The container's server answered, but the storage behind it (its database, chunk store or
+    /// disk) cannot be reached now (`503 storageUnavailable`): the server is there, the data is
+    /// not reachable through it. Retry with backoff.
+    case storageUnavailable(String)
     /// No chunk with this hash is stored.
     case chunkNotFound(ChunkHash)
     /// The stored chunk does not decode to bytes with its hash (detected by the reader).
@@ -21,7 +25,7 @@ public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConv
 
     public var isRetryable: Bool {
         switch self {
-        case .unavailable, .busy, .storageFailure: return true
+        case .unavailable, .busy, .storageFailure, .storageUnavailable: return true
         case .chunkNotFound, .corruptChunk, .invalidRequest: return false
         }
     }
@@ -31,6 +35,7 @@ public enum ContainerProtocolError: Error, Equatable, Sendable, CustomStringConv
         case .unavailable(let reason): return "container unavailable: \(reason)"
         case .busy(let reason): return "container busy: \(reason)"
         case .storageFailure(let reason): return "container storage failure: \(reason)"
+        case .storageUnavailable(let reason): return "server storage unavailable: \(reason)"
         case .chunkNotFound(let hash): return "chunk \(hash) not found"
         case .corruptChunk(let hash): return "chunk \(hash) is corrupt"
         case .invalidRequest(let reason): return "invalid request: \(reason)"

@@ -4,7 +4,8 @@ import SyncBackend
 
 /// `syncfs-mount recover` (issue #14 item 4; doc/CLI.md, "recover"; doc/SEMANTICS.md, "A lost
 /// state database"): the way back for a state directory whose `state.db` is missing or empty but
-/// whose cache still holds content, which the mount refuses (`UsedStateGuard`).
+/// whose cache still holds content (`UsedStateGuard`), or damaged (`DamagedStateDatabase`; it is
+/// set aside once the cache is emptied), which the mount refuses.
 ///
 /// The database held every name, every queue row and every sync base; without it the cache files
 /// are content named by file ID only, and the synced ones cannot be told from the edits that were
@@ -33,6 +34,8 @@ public enum LostStateRecovery {
         public let files: [Recovered]
         /// Empty cache files removed.
         public let emptyRemoved: Int
+        /// Where a damaged database was moved (nil if it was missing or empty).
+        public var damagedDatabase: String? = nil
     }
 
     /// Recovers `stateDirectory`'s cached content into a new folder in `destination` (an
@@ -59,14 +62,29 @@ public enum LostStateRecovery {
         // Held until done: no daemon starts on the directory meanwhile (nor runs on it now).
         let lock = try state.lock()
         defer { close(lock) }
-        if let summary = StateDatabaseReader.summary(databasePath: state.databasePath),
+        let damaged = StateDatabaseReader.isDamaged(databasePath: state.databasePath)
+        if !damaged, let summary = StateDatabaseReader.summary(databasePath: state.databasePath),
             summary.fact(.mountCount) != nil
         {
             throw MountError(
                 .badInput,
                 "the database of \(state.path) is intact: nothing to recover (mount it; recover is for a state"
-                    + " directory whose state.db is missing or empty)")
+                    + " directory whose state.db is missing, empty or damaged)")
         }
+        let outcome = try recoverCache(of: state, into: destination, now: now)
+        // Only once the cache is empty: the next mount then starts over, with nothing to lose.
+        guard damaged else { return outcome }
+        let setAside = try DamagedDatabaseSetAside.move(state, now: now)
+        return Outcome(
+            folder: outcome.folder, files: outcome.files, emptyRemoved: outcome.emptyRemoved,
+            damagedDatabase: setAside)
+    }
+
+    /// Moves the cache's content into a new folder in `destination`; the caller holds the lock.
+    private static func recoverCache(of state: StateDirectory, into destination: String, now: Date)
+        throws(MountError) -> Outcome
+    {
+        var info = stat()
         let cache: ContentCache
         do { cache = try ContentCache(directory: state.cachePath) } catch {
             throw MountError(.failed, "cannot read the cache of \(state.path): \(error)")

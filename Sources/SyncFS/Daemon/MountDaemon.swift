@@ -100,6 +100,7 @@ public enum MountDaemon {
         } catch let refusal as UsedStateGuard.Refusal {
             throw MountError(.badInput, refusal.description)
         } catch {
+            if let refusal = DamagedStateDatabase.refusal(error, statePath: state.path) { throw refusal }
             throw MountError(.cannotCreate, "cannot open the state in \(state.path): \(error)")
         }
 

@@ -39,11 +39,13 @@ extension SyncEngine {
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
         status.damagedCacheCopies = fileSystem.residency.damagedCopiesFound.load(ordering: .relaxed)
         status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
+        status.serverStorageUnavailableSince = progress.storageUnavailableSince.map { Self.timestamp($0) }
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guardStatus()
         status.upToDate =
-            status.online && progress.feedCaughtUp && status.pendingEntries == 0 && !deleteGuard.isHeld
+            status.online && progress.storageUnavailableSince == nil && progress.feedCaughtUp
+            && status.pendingEntries == 0 && !deleteGuard.isHeld
         status.uploadBytesLeft = max(
             0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
         return status
@@ -72,6 +74,9 @@ public struct SyncStatus: Codable, Sendable {
     public var offlineSince: String?
     // The fields below are optional only so that a newer client can read an older daemon's
     // answer; a daemon always sets them.
+    /// Online, but since then (RFC 3339, UTC) the server answers that the storage behind it (its
+    /// database, chunk store or disk) is unavailable; nil otherwise (also from an older daemon).
+    public var serverStorageUnavailableSince: String?
     /// Online, the feed applied and the queue empty: safe to close the laptop.
     public var upToDate: Bool?
     /// Local changes not yet committed by the container (= `pendingEntries`), failing or not.

@@ -50,8 +50,11 @@ final class MetadataStore: Sendable {
         do {
             connection = try Self.open(path)
         } catch {
-            // On a full disk SQLite cannot make its WAL index (`-shm`) nor write the WAL.
-            guard reserve?.release() == true else { throw error }
+            // On a full disk SQLite cannot make its WAL index (`-shm`) nor write the WAL. Any other
+            // failure (a damaged database above all) keeps the reserve and is reported as it is.
+            guard let reserve, Self.mayBeForWantOfSpace(error, reserve: reserve), reserve.release() else {
+                throw error
+            }
             connection = try Self.open(path)
         }
         self.connection = Mutex(connection)
@@ -60,6 +63,20 @@ final class MetadataStore: Sendable {
         let thread = Thread { [self] in runFlusher() }
         thread.name = "syncfs-metadata"
         thread.start()
+    }
+
+    /// Whether opening may have failed for want of space: SQLite said the disk is full, or it
+    /// failed otherwise (an I/O error making the `-shm`) on a disk with less than the reserve's
+    /// margin free. Never for a damaged database.
+    private static func mayBeForWantOfSpace(_ error: any Error, reserve: SpaceReserve) -> Bool {
+        guard let error = error as? MetadataError, !error.isDamage else { return false }
+        return error.isDiskFull || (reserve.freeBytes() ?? 0) < SpaceReserve.margin
+    }
+
+    /// SQLite's words if `error` says the database file is damaged (`SQLiteError.isDamage`), else nil.
+    static func damage(in error: any Error) -> String? {
+        guard let error = error as? MetadataError, error.isDamage else { return nil }
+        return error.message
     }
 
     private static func open(_ path: String) throws -> SQLiteConnection {

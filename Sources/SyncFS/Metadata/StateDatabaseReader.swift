@@ -37,4 +37,18 @@ public enum StateDatabaseReader {
         }
         return StateDatabaseSummary(facts: StateFacts(recorded), queued: queued)
     }
+
+    /// Whether SQLite finds the database at `databasePath` damaged (a header it cannot read, or
+    /// pages its quick integrity check rejects). False for a missing, busy or intact database.
+    /// Read-only, as `summary`.
+    static func isDamaged(databasePath: String) -> Bool {
+        var info = stat()
+        guard stat(databasePath, &info) == 0, info.st_size > 0 else { return false }
+        do {
+            let rows = try SQLiteReadOnly.query(databasePath, "PRAGMA quick_check(1)")
+            return rows.first?.first != "ok"
+        } catch {
+            return error.isDamage
+        }
+    }
 }

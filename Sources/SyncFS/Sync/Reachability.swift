@@ -9,10 +9,16 @@ import Synchronization
 /// (`unavailable`) until the next call that got any answer (a refusal, `busy` and a storage
 /// failure are answers: the container is there). A mount starts online until a call says
 /// otherwise.
+///
+/// A server that answers `storageUnavailable` is there (online) but cannot reach the storage
+/// behind it: that is a state of its own, from the first such answer until the next call that
+/// got any other answer, which `status` shows instead of "online" (`storageUnavailableSince`).
 final class Reachability: Sendable {
     private struct State {
         var since: Date?
+        var storageAwaySince: Date?
         var observer: (@Sendable (_ online: Bool, _ reason: String?) -> Void)?
+        var storageObserver: (@Sendable (_ away: Bool, _ reason: String?) -> Void)?
     }
 
     private let state = Mutex(State())
@@ -24,6 +30,9 @@ final class Reachability: Sendable {
 
     var isOnline: Bool { offlineSince == nil }
 
+    /// When the server began answering that its storage is unavailable; nil otherwise.
+    var storageUnavailableSince: Date? { state.withLock { $0.storageAwaySince } }
+
     /// Calls `observer` at each change between online and offline (with the failure that made it
     /// offline), under this object's lock so that observers see the changes in order; it must
     /// not call back into this object.
@@ -31,11 +40,34 @@ final class Reachability: Sendable {
         state.withLock { $0.observer = observer }
     }
 
+    /// As `onChange`, for the server's storage: `away` at the first `storageUnavailable`
+    /// answer (with its reason), not away at the next other answer.
+    func onStorageChange(_ observer: @escaping @Sendable (_ away: Bool, _ reason: String?) -> Void) {
+        state.withLock { $0.storageObserver = observer }
+    }
+
     func answered() {
         state.withLock { state in
+            if state.storageAwaySince != nil {
+                state.storageAwaySince = nil
+                state.storageObserver?(false, nil)
+            }
             guard state.since != nil else { return }
             state.since = nil
             state.observer?(true, nil)
+        }
+    }
+
+    /// The server answered that the storage behind it cannot be reached: online, storage away.
+    func storageUnavailable(_ reason: String, at now: Date = Date()) {
+        state.withLock { state in
+            if state.since != nil {
+                state.since = nil
+                state.observer?(true, nil)
+            }
+            guard state.storageAwaySince == nil else { return }
+            state.storageAwaySince = now
+            state.storageObserver?(true, reason)
         }
     }
 
@@ -66,6 +98,7 @@ struct ReachabilityWatchingContainer: Container {
         } catch {
             switch error {
             case .unavailable: reachability.unreachable(error.description)
+            case .storageUnavailable: reachability.storageUnavailable(error.description)
             case .busy, .storageFailure, .chunkNotFound, .corruptChunk, .invalidRequest: reachability.answered()
             }
             throw error

@@ -100,6 +100,13 @@ final class SyncEngine: Sendable {
         reachability.onChange { [fileSystem] online, reason in
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
+        reachability.onStorageChange { away, reason in
+            if away {
+                logger.warning("the server cannot reach its storage (changes stay queued): \(reason ?? "")")
+            } else {
+                logger.notice("the server reaches its storage again")
+            }
+        }
         let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
         history = HistoryReader(base: container as? any ContainerHistory)
         uncheckedContainer = BlockingContainer(base: container)
@@ -223,12 +230,15 @@ final class SyncEngine: Sendable {
         var feedCaughtUp: Bool
         /// When the current outage began; nil while online.
         var offlineSince: Date?
+        /// Since when the server answers that its storage is unavailable; nil otherwise.
+        var storageUnavailableSince: Date?
     }
 
     var progress: Progress {
         let (failure, totals, caughtUp) = state.withLock { ($0.lastFailure, $0.totals, $0.feedCaughtUp) }
         return Progress(
-            lastFailure: failure, totals: totals, feedCaughtUp: caughtUp, offlineSince: reachability.offlineSince)
+            lastFailure: failure, totals: totals, feedCaughtUp: caughtUp, offlineSince: reachability.offlineSince,
+            storageUnavailableSince: reachability.storageUnavailableSince)
     }
 
     /// `sync`: everything waiting is uploaded now, without the quiet delay.
