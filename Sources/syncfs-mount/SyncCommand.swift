@@ -10,7 +10,8 @@ struct SyncCommand: ParsableCommand {
         discussion: """
             PATH is the mount point or anything inside the mount (the whole mount is synced). \
             Shows progress on standard error while it waits. Exit codes: 0 everything is \
-            uploaded; 65 PATH is not in a SyncFS mount; 75 the container stayed unreachable or \
+            uploaded and the cache is within its budget again (what was just uploaded is evicted \
+            as far as --cache-size needs); 65 PATH is not in a SyncFS mount; 75 the container stayed unreachable or \
             changes kept failing for --timeout seconds (the queue is kept), or the mass-delete \
             guard holds the uploads (at once, without waiting: see `release` and `discard`).
             """

@@ -104,7 +104,7 @@ struct EventsTest {
             #expect(
                 waitUntil { inotify.lines.filter { $0 == "CLOSE_WRITE,CLOSE w.txt" }.count == 3 }, "\(inotify.output)")
             #expect(try readText(b.path("w.txt")) == "hello world!")
-            #expect(describeState(b.path("w.txt")) == "local")
+            expectStates([b.path("w.txt")], in: ["local"], "w.txt, read", timeout: markedDownloadedWithin)
             #expect(try mtimeOf(b.path("w.txt")) == mtimeOf(a.path("w.txt")), "the echo changed no mtime")
             // (inotifywait's line for the read just made may still be on its way.)
             #expect(

@@ -34,9 +34,10 @@ struct HungServerTest {
     }
 
     /// `withPlaceholders` of the one file `name`, with an `InterruptibleReader` started on it on B
-    /// (reading, or `forWriting`/`direct` as `InterruptibleReader.start` says) and 1.5 s into its
-    /// read or open — the daemon has the request — when `body` runs. Afterwards the server is
-    /// resumed, then the program finished (in that order: a blocked program ends).
+    /// (reading, or `forWriting`/`direct` as `InterruptibleReader.start` says) and inside its read
+    /// or open — the daemon has the request: B's `status` shows the file's download — when `body`
+    /// runs. Afterwards the server is resumed, then the program finished (in that order: a blocked
+    /// program ends).
     private static func withProgramWaiting(
         on name: String, _ content: [UInt8], forWriting: Bool = false, direct: Bool = false,
         _ body: (SyncedMounts, ServerProcess, InterruptibleReader) throws -> Void
@@ -48,7 +49,10 @@ struct HungServerTest {
                 program.finish()
             }
             try #require(program.waitUntilReading(), "the program did not start: \(program.output())")
-            usleep(1_500_000)  // well inside the read: the daemon has the request
+            let requested = waitUntil(timeout: 30) {
+                try mounts.b.syncStatus().transfers?.contains { $0.path == name && $0.direction == "download" } == true
+            }
+            try #require(requested, "B never started downloading \(name)\n\(mounts.b.daemonLog(limit: 1500))")
             try body(mounts, server, program)
         }
     }

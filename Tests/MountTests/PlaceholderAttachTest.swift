@@ -65,7 +65,9 @@ extension PlaceholderTests {
 
                 // Reading downloads: A's bytes, and the files become local.
                 expectContents(files, under: b.root, "B reading every file")
-                expectStates(files.keys.map { b.path($0) }, in: ["local"], "every file on B after reading it")
+                expectStates(
+                    files.keys.map { b.path($0) }, in: ["local"], "every file on B after reading it",
+                    timeout: markedDownloadedWithin)
                 #expect(try b.bytesDownloaded() > 0)
                 let counted = waitUntil { try lstatPath(b.path(big)).st_blocks * 512 >= 8 << 20 }
                 let blocksAfter = try lstatPath(b.path(big)).st_blocks
@@ -117,7 +119,7 @@ extension PlaceholderTests {
                 #expect(
                     downloaded < Int64(size) * 3 / 2,
                     "4 readers downloaded \(downloaded) bytes of a \(size)-byte file: they must share one download")
-                #expect(describeState(path) == "local")
+                expectStates([path], in: ["local"], "shared.bin, read whole", timeout: markedDownloadedWithin)
             }
         }
 

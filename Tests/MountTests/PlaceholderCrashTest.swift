@@ -45,7 +45,7 @@ extension PlaceholderTests {
                 #expect(
                     sameBytes(read, content),
                     "huge.bin read after the remount differs from byte \(firstDifference(read, content) ?? -1)")
-                #expect(describeState(path) == "local")
+                expectStates([path], in: ["local"], "huge.bin, read whole", timeout: markedDownloadedWithin)
             }
         }
     }

@@ -19,7 +19,8 @@ extension PlaceholderTests {
                 try #require(a.expectSync())
                 try #require(expectNamesArrive(files, under: b.root, "B attaching"))
                 #expect(try readFile(b.path("downloaded.bin")) == files["downloaded.bin"]!)
-                #expect(describeState(b.path("downloaded.bin")) == "local")
+                expectStates(
+                    [b.path("downloaded.bin")], in: ["local"], "downloaded.bin, read", timeout: markedDownloadedWithin)
                 #expect(describeState(b.path("placeholder.bin")) == "online")
                 try b.unmount()
 

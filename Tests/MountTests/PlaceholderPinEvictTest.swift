@@ -121,7 +121,8 @@ extension PlaceholderTests {
                 try #require(a.expectSync())
                 try #require(expectNamesArrive(files, under: b.root, "B attaching"))
                 expectContents(files, under: b.root, "B downloading every file")
-                expectStates(files.keys.map { b.path($0) }, in: ["local"], "after reading")
+                expectStates(
+                    files.keys.map { b.path($0) }, in: ["local"], "after reading", timeout: markedDownloadedWithin)
 
                 // A clean file: evicted, a placeholder again, and it downloads again when read.
                 let clean = b.path("clean.bin")
@@ -131,7 +132,7 @@ extension PlaceholderTests {
                 let before = try b.bytesDownloaded()
                 #expect(sameBytes(try readFile(clean), files["clean.bin"]!), "clean.bin after eviction")
                 #expect(try b.bytesDownloaded() > before, "reading the evicted file downloaded it again")
-                #expect(describeState(clean) == "local")
+                expectStates([clean], in: ["local"], "clean.bin read again", timeout: markedDownloadedWithin)
 
                 // A file with changes not yet uploaded is kept.
                 let edited = b.path("edited.txt")

@@ -160,14 +160,13 @@ struct StatusTruthTest {
         let outside = ModelProcess.run([binary, "sync", folder.baseDir, "--timeout", "5"], timeout: 60)
         #expect(outside.status == 65, "\(outside)")
 
-        // `events` on a folder inside the mount watches that folder.
-        let watcher = ModelProcess([binary, "events", folder.path("docs"), "--count", "1", "--timeout", "20"])
-        Thread.sleep(forTimeInterval: 1.5)
+        // `events` on a folder inside the mount watches that folder (started and watching, its
+        // `watching` line seen, before the change is made).
+        let watcher = try Watcher.events([folder.path("docs"), "--count", "1", "--timeout", "20"])
         try writeFile(folder.path("docs/b.txt"), "b")
-        let events = watcher.wait(timeout: 60)
-        #expect(events.ok, "\(events)")
-        #expect(events.stdout.contains("docs/b.txt"), "\(events)")
-        #expect(events.stderr.contains("watching \(folder.path("docs"))"), "\(events)")
+        #expect(watcher.wait(timeout: 60) == 0, "\(watcher.output) \(watcher.errors)")
+        #expect(watcher.output.contains("docs/b.txt"), "\(watcher.output)")
+        #expect(watcher.errors.contains("watching \(folder.path("docs"))"), "\(watcher.errors)")
 
     }
 

@@ -195,7 +195,9 @@ struct DeadMountListTest {
         try writeFile(outage, "")
         try writeFile(mnt + "/unsent.txt", "queued when the daemon dies")
         #expect(waitUntil { try sandbox.list().mounts.first?.queued == 1 })
-        usleep(500_000)  // the store commits its batch within milliseconds
+        // fsyncdir: every metadata change made before it, the queued upload's row included, is
+        // on disk (doc/SEMANTICS.md, "Durability") before the kill.
+        try withFile(mnt, O_RDONLY | O_DIRECTORY) { fd in try posix("fsync(root)") { fsync(fd) } }
         let live = try #require(try sandbox.list().mounts.first)
         try posix("kill") { kill(live.pid, SIGKILL) }
         #expect(waitUntil { kill(live.pid, 0) != 0 })

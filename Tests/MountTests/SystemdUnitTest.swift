@@ -54,9 +54,16 @@ struct SystemdUnitTest {
         #expect(ready?.contains("STATUS=online") == true, "READY without a status: \(ready ?? "")")
         let pings = socket.collect(for: 4).filter { $0.contains("WATCHDOG=1") }
         #expect(pings.count >= 2, "WATCHDOG=1 every second with WATCHDOG_USEC=2000000: got \(pings.count) in 4 s")
-        // A change waits in the queue (upload delay 2.5 s): the status line follows it, then clears.
+        // A change waits in the queue (upload delay 2.5 s): the status line follows it, then clears
+        // (watched for 8 s, and on until it cleared: the upload's moment is the daemon's).
         try writeFile(mount.mountpoint + "/queued.txt", "queued")
-        let statuses = socket.collect(for: 8).filter { $0.hasPrefix("STATUS=") }
+        let statusLines = { (lines: [String]) in lines.filter { $0.hasPrefix("STATUS=") } }
+        let statuses = statusLines(
+            socket.collect(for: 8, timeout: 60) { lines in
+                let statuses = statusLines(lines)
+                return statuses.contains("STATUS=online, 1 change waiting")
+                    && statuses.last == "STATUS=online, up to date"
+            })
         #expect(statuses.contains("STATUS=online, 1 change waiting"), "\(statuses)")
         #expect(statuses.last == "STATUS=online, up to date", "\(statuses)")
         #expect(Set(statuses).count == statuses.count, "a STATUS line repeated without a change: \(statuses)")
@@ -176,10 +183,18 @@ final class NotifySocket {
 
     /// Every datagram's lines received during `seconds`.
     func collect(for seconds: Double) -> [String] {
-        let deadline = Date().addingTimeInterval(seconds)
+        collect(for: seconds, timeout: seconds) { _ in true }
+    }
+
+    /// Every datagram's lines received during `seconds`, and after that until `complete` says
+    /// the lines so far are all that is awaited, or `timeout` seconds have passed.
+    func collect(for seconds: Double, timeout: Double, until complete: ([String]) -> Bool) -> [String] {
+        let minimum = Date().addingTimeInterval(seconds)
+        let deadline = Date().addingTimeInterval(max(seconds, timeout))
         var lines: [String] = []
-        while deadline.timeIntervalSinceNow > 0 {
-            if let message = next(timeout: deadline.timeIntervalSinceNow) {
+        while deadline.timeIntervalSinceNow > 0 && (minimum.timeIntervalSinceNow > 0 || !complete(lines)) {
+            let wait = minimum.timeIntervalSinceNow > 0 ? minimum.timeIntervalSinceNow : deadline.timeIntervalSinceNow
+            if let message = next(timeout: wait) {
                 lines += message.split(separator: "\n").map(String.init)
             }
         }

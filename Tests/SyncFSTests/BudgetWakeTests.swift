@@ -39,4 +39,30 @@ extension SyncEngineTests {
         pair.b.fs.release(again)
         #expect(!activity.waitForActivity(timeout: .zero), "no wake-up within the budget")
     }
+
+    /// A file written here can be evicted only once uploaded: the budget keeper's look while it was
+    /// queued evicts nothing, and the upload that leaves it clean must ask for the next look, or an
+    /// idle mount's keeper sleeps until its idle check with the cache over its budget.
+    @Test func anUploadThatLeavesAFileCleanOverTheBudgetWakesTheBudgetKeeper() async throws {
+        let pair = try SyncedPair()
+        let residency = pair.a.fs.residency
+        let activity = residency.contentActivity
+        try pair.withEngineAStopped {
+            try pair.a.makeFile("written.bin", contents: SeededGenerator.bytes(count: 2 << 20, seed: 8))
+            #expect(residency.enforceBudget(1 << 20) == 0, "a queued file is never evicted")
+            let overWhileQueued = residency.overBudget.load(ordering: .relaxed)
+            #expect(overWhileQueued, "over the budget with the queued file")
+            _ = activity.waitForActivity(timeout: .zero)
+        }
+        try await pair.settle()
+        // (The queue empties inside the upload's commit; the wake-up follows it.)
+        #expect(activity.waitForActivity(timeout: .seconds(5)), "the upload woke the keeper")
+        #expect(residency.enforceBudget(1 << 20) == 1, "the uploaded file goes")
+
+        // Within the budget, uploads wake nobody (an idle mount's keeper sleeps).
+        try pair.a.makeFile("small.txt", contents: Array("small".utf8))
+        _ = activity.waitForActivity(timeout: .zero)
+        try await pair.settle()
+        #expect(!activity.waitForActivity(timeout: .zero), "no wake-up within the budget")
+    }
 }

@@ -266,8 +266,7 @@ extension SyncFileSystem {
             tree.releaseIfUnused(handle.node.ino)
             return handle.node.openCount == 0
         }
-        // Over the budget with files it could not evict: the closed file may be evictable now.
-        if lastClose && residency.overBudget.load(ordering: .relaxed) { residency.contentActivity.note() }
+        if lastClose { residency.noteMaybeEvictable() }
     }
 
     /// Makes the file's content and all metadata recorded so far durable.

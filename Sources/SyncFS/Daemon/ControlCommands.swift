@@ -14,7 +14,7 @@ struct ControlCommands {
                 return ControlReply(status: engine.status())
             case .sync:
                 engine.expedite()
-                return ControlReply(status: engine.status())
+                return ControlReply(status: engine.syncAnswer())
             case .pathStatus:
                 return ControlReply(path: PathStatus(try fileSystem.residency.pathStatus(try target(request))))
             case .pin, .unpin:

@@ -51,6 +51,17 @@ extension SyncEngine {
         return status
     }
 
+    /// A `sync` request's answer: the status, but once nothing is queued the cache budget is
+    /// checked first (evicting what the uploads left clean), so the `sync` that returns on this
+    /// answer leaves the cache within its budget, as far as clean, closed, unpinned files allow.
+    func syncAnswer() -> SyncStatus {
+        let status = status()
+        guard status.pendingEntries == 0, let budget = options.cacheBudget,
+            fileSystem.residency.enforceBudget(budget) > 0
+        else { return status }
+        return self.status()
+    }
+
     /// RFC 3339 in UTC, to the second (`2026-11-24T15:02:11Z`).
     static func timestamp(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()

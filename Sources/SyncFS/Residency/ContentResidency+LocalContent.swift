@@ -225,6 +225,13 @@ extension ContentResidency {
         return evicted
     }
 
+    /// A file may have become evictable (its last close; an upload that left it clean): while the
+    /// last budget check left the cache over its budget, the keeper looks again (within a second;
+    /// an idle keeper would otherwise look only at its idle check).
+    func noteMaybeEvictable() {
+        if overBudget.load(ordering: .relaxed) { contentActivity.note() }
+    }
+
     /// The write path: while modified content exceeds the cache budget, each write waits a little
     /// so uploads can catch up (writers slow down; they never fail). Also wakes the budget keeper.
     func throttleWriteIfOverBudget() {

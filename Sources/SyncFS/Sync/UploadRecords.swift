@@ -43,8 +43,13 @@ struct ContentSnapshot: @unchecked Sendable {
 /// aside), each in one transaction.
 final class UploadRecords: Sendable, HoldsTheTree {
     let parts: FolderParts
+    /// Told when an upload leaves a file clean (the cache budget may evict it now).
+    private let residency: ContentResidency
 
-    init(fileSystem: SyncFileSystem) { parts = fileSystem.parts }
+    init(fileSystem: SyncFileSystem) {
+        parts = fileSystem.parts
+        residency = fileSystem.residency
+    }
 }
 
 extension UploadRecords {
@@ -123,7 +128,7 @@ extension UploadRecords {
     /// keeps its tombstone as the base until the follower has passed it in the feed
     /// (`LiveTree.feedReached`), so a feed batch read before the delete cannot re-create it.
     func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
-        live.transact { tree in
+        let clean = live.transact { tree -> Bool in
             if entry.isDeleted && live.feedReached.load(ordering: .acquiring) >= entry.version {
                 tree.bases[item.fileID] = nil
                 tree.record(.syncBaseRemove(item.fileID))
@@ -140,8 +145,11 @@ extension UploadRecords {
                 tree.bases[item.fileID] = base
                 tree.record(.syncBaseSet(item.fileID, base, state: entry.state))
             }
-            if let done = outbox.succeeded(item) { tree.record(done) }
+            guard let done = outbox.succeeded(item) else { return false }
+            tree.record(done)
+            return !entry.isDeleted
         }
+        if clean { residency.noteMaybeEvictable() }
     }
 
     /// The container committed an intermediate state of the entry (e.g. under a temporary

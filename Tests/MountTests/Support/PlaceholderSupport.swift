@@ -41,19 +41,28 @@ func describeState(_ path: String) -> String { describeXattr(path, "state") }
 /// `user.syncfs.pinned` of `path`, or why it could not be read (see `describeXattr`).
 func describePinned(_ path: String) -> String { describeXattr(path, "pinned") }
 
-/// Expects `user.syncfs.state` of each path to be one of `states`; records one issue per path
-/// otherwise. Returns whether all matched.
+/// How long a file may take to be marked downloaded (`local`) after reads of all its bytes
+/// returned: the mark follows the download's fsync of the cache file (doc/SEMANTICS.md, "A read
+/// downloads"), a moment later — on a loaded machine, seconds.
+let markedDownloadedWithin = 10.0
+
+/// Expects `user.syncfs.state` of each path to be one of `states` — now, or within `timeout`
+/// seconds for a state the daemon reaches by itself; records one issue listing the paths that
+/// are not otherwise. Returns whether all matched.
 @discardableResult
 func expectStates(
-    _ paths: [String], in states: Set<String>, _ context: String,
+    _ paths: [String], in states: Set<String>, _ context: String, timeout: Double = 0,
     sourceLocation: SourceLocation = #_sourceLocation
 ) -> Bool {
     var wrong: [String] = []
-    for path in paths {
-        let state = describeState(path)
-        if !states.contains(state) { wrong.append("\(path): \(state)") }
+    let matched = waitUntil(timeout: timeout) {
+        wrong = paths.compactMap { path in
+            let state = describeState(path)
+            return states.contains(state) ? nil : "\(path): \(state)"
+        }
+        return wrong.isEmpty
     }
-    if wrong.isEmpty { return true }
+    if matched { return true }
     let expected = states.sorted().joined(separator: "/")
     let examples = wrong.prefix(10).joined(separator: "; ")
     Issue.record(
