@@ -31,7 +31,7 @@ struct VersionsCommand: ParsableCommand {
             let size = version.kind == "file" ? HumanUnits.bytes(version.size) : version.kind
             let current = version.current ? " (current)" : ""
             print(
-                "\(version.version)\t\(when)\t\(size)\t\(TerminalText.safe(version.device))\t\(version.change)\(current)"
+                "\(version.version)\t\(when)\t\(size)\t\(TerminalText.safe(DeviceLabel.text(version.device, name: version.deviceName)))\t\(version.change)\(current)"
             )
         }
     }
@@ -67,7 +67,7 @@ struct TrashCommand: ParsableCommand {
                 ? "folder, \(HumanUnits.count(item.entries - 1, "entry", "entries")), \(HumanUnits.bytes(item.bytes))"
                 : item.kind == "file" ? HumanUnits.bytes(item.bytes) : item.kind
             print(
-                "\(path)\t\(what)\tdeleted \(HistoryRequest.time(item.deletedAt)) by \(TerminalText.safe(item.device))\t\(item.fileID)"
+                "\(path)\t\(what)\tdeleted \(HistoryRequest.time(item.deletedAt)) by \(TerminalText.safe(DeviceLabel.text(item.device, name: item.deviceName)))\t\(item.fileID)"
             )
         }
     }
@@ -165,5 +165,13 @@ enum HistoryRequest {
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
         return formatter.string(from: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9))
+    }
+}
+
+/// How `versions` and `trash` name a device: this mount's own by its name, another by its ID
+/// (the container's history holds device IDs only).
+enum DeviceLabel {
+    static func text(_ identity: String, name: String?) -> String {
+        name.map { "\($0) (this device)" } ?? "device \(identity)"
     }
 }

@@ -21,6 +21,7 @@ struct HistoryMountTest {
             var change: String
             var current: Bool
             var device: String
+            var deviceName: String?
         }
 
         var fileID: String
@@ -33,6 +34,7 @@ struct HistoryMountTest {
         var kind: String
         var entries: Int
         var bytes: Int64
+        var deviceName: String?
     }
 
     private func with(_ route: Route, _ body: (SyncedMounts) throws -> Void) throws {
@@ -71,6 +73,13 @@ struct HistoryMountTest {
             #expect(firstDraft.size == 11 && !firstDraft.current)
             let human = try cli(["versions", a.path("report.txt")])
             #expect(human.ok && human.stdout.contains("(current)") && human.stdout.contains("\(firstDraft.version)\t"))
+            // A's own versions carry its name; B knows only the device's ID.
+            #expect(before.versions.allSatisfy { $0.deviceName?.isEmpty == false }, "\(before)")
+            #expect(human.stdout.contains(" (this device)\t"), "\(human)")
+            let fromB = try decoded(Listing.self, try cli(["versions", b.path("report.txt"), "--json"]))
+            #expect(fromB.versions.allSatisfy { $0.deviceName == nil }, "\(fromB)")
+            let humanB = try cli(["versions", b.path("report.txt")])
+            #expect(humanB.stdout.contains("\tdevice \(firstDraft.device)\t"), "\(humanB)")
 
             let restore = try cli(["restore", a.path("report.txt"), "--version", String(firstDraft.version)])
             #expect(restore.ok, "\(restore)\n\(a.daemonLog())")
@@ -123,6 +132,7 @@ struct HistoryMountTest {
             let trash = try decoded([TrashItem].self, try cli(["trash", a.root, "--json"]))
             let folder = try #require(trash.first { $0.path == "project" }, "\(trash)")
             #expect(folder.kind == "directory" && folder.entries == 4 && folder.bytes == 7 + 28)
+            #expect(folder.deviceName?.isEmpty == false, "A's own deletion carries its name")
             #expect(trash.contains { $0.path == "lone.txt" && $0.kind == "file" })
             #expect(!trash.contains { $0.path == "project/README" }, "deleted with the folder: part of it")
 

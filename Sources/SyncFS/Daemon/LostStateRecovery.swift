@@ -71,7 +71,7 @@ public enum LostStateRecovery {
                 "the database of \(state.path) is intact: nothing to recover (mount it; recover is for a state"
                     + " directory whose state.db is missing, empty or damaged)")
         }
-        let outcome = try recoverCache(of: state, into: destination, now: now)
+        let outcome = try recoverCache(of: state, into: target, now: now)
         // Only once the cache is empty: the next mount then starts over, with nothing to lose.
         guard damaged else { return outcome }
         let setAside = try DamagedDatabaseSetAside.move(state, now: now)
@@ -80,8 +80,9 @@ public enum LostStateRecovery {
             damagedDatabase: setAside)
     }
 
-    /// Moves the cache's content into a new folder in `destination`; the caller holds the lock.
-    private static func recoverCache(of state: StateDirectory, into destination: String, now: Date)
+    /// Moves the cache's content into a new folder in `target` (the checked destination); the
+    /// caller holds the lock.
+    private static func recoverCache(of state: StateDirectory, into target: RecoveryDestination, now: Date)
         throws(MountError) -> Outcome
     {
         var info = stat()

@@ -9,6 +9,8 @@ public struct VersionListing: Codable, Sendable, Equatable {
     public var size: Int64
     /// The device (state directory) that made it.
     public var device: String
+    /// That device's name, when this mount knows it (its own versions); nil for another device.
+    public var deviceName: String? = nil
     /// What this version changed against the one before it (`VersionChange`).
     public var change: String
     public var current: Bool
@@ -32,6 +34,8 @@ public struct TrashListing: Codable, Sendable, Equatable {
     public var version: UInt64
     public var deletedAt: Int64
     public var device: String
+    /// That device's name, when this mount knows it (its own deletions); nil for another device.
+    public var deviceName: String? = nil
     /// Entries restored with it (itself included) and the sizes of their files added up.
     public var entries: Int
     public var bytes: Int64

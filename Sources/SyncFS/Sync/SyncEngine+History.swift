@@ -36,7 +36,7 @@ extension SyncEngine {
             return VersionListing(
                 version: version.entry.version, committedAt: version.committedAt, replacedAt: version.replacedAt,
                 kind: Self.kindName(version.entry.state.kind), size: version.entry.state.size,
-                device: version.entry.device,
+                device: version.entry.device, deviceName: knownName(ofDevice: version.entry.device),
                 change: VersionChange.between(older: older, newer: version.entry).rawValue,
                 current: index == 0)
         }
@@ -52,9 +52,15 @@ extension SyncEngine {
                 fileID: item.entry.id.hex, path: index.path(of: item.entry.id),
                 name: String(decoding: state.name, as: UTF8.self), kind: Self.kindName(state.kind),
                 version: item.entry.version, deletedAt: item.committedAt, device: item.entry.device,
-                entries: group.count,
+                deviceName: knownName(ofDevice: item.entry.device), entries: group.count,
                 bytes: group.reduce(0) { $0 + ($1.entry.state.kind == .file ? $1.entry.state.size : 0) })
         }
+    }
+
+    /// The name of the device `identity`, if this mount knows it: its own. Other devices' names
+    /// are not in the container (its history holds device IDs only).
+    private func knownName(ofDevice identity: String) -> String? {
+        identity == fileSystem.deviceIdentity ? fileSystem.deviceName.text : nil
     }
 
     func restore(_ order: RestoreOrder) throws(HistoryFailure) -> RestoreReport {
