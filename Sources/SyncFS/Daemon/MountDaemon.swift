@@ -135,7 +135,8 @@ public enum MountDaemon {
             if let error = error as? MountError { throw error }
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
-        session.installSignalHandlers()
+        session.prepareSignals()
+        let stopper = StopOnSignal.install(session: session, engine: engine, logger: logger)
         MountRegistry.register(mountpoint: configuration.mountpoint)
         MountRecord(configuration).publish()
         defer {
@@ -164,6 +165,7 @@ public enum MountDaemon {
         systemd?.mountIsLive(session: session, engine: engine, mountpoint: configuration.mountpoint)
 
         let result = session.run()
+        stopper?.sessionEnded()
         systemd?.stopping()
         fileSystem.stopInotifyEcho()
         // The engine may still send kernel notifications: stop it before the session goes.
@@ -178,10 +180,8 @@ public enum MountDaemon {
         } catch {
             throw MountError(.failed, "could not commit the state database on unmount: \(error)")
         }
-        // libfuse returns the number of the signal that ended the loop, or a negative errno.
-        if result > 0 {
-            logger.info("stopped by signal \(result)")
-        } else if result < 0 {
+        // libfuse returns a negative errno when the loop failed.
+        if result < 0 {
             logger.warning("the FUSE session ended with error \(-result)")
         }
     }
