@@ -256,7 +256,9 @@ public enum MountDaemon {
         }
         switch result {
         case 0: break
-        case EBUSY: throw MountError(.busy, "\(mountpoint) is busy: close the files open in it and try again")
+        case EBUSY:
+            let users = MountUsers.scan(mountpoint, excluding: daemon.map { [$0] } ?? [])
+            throw MountError(.busy, users.busyMessage(mountpoint))
         case EPERM, EACCES: throw MountError(.permissionDenied, "not allowed to unmount \(mountpoint)")
         default: throw MountError(.failed, "cannot unmount \(mountpoint): \(String(cString: strerror(result)))")
         }
