@@ -39,7 +39,7 @@ import Synchronization
 public final class HTTPContainer: Container {
     public let address: ServerAddress
     public let containerID: String
-    private let token: String
+    private let token: BearerToken
     private let caFile: String?
     private let client: HTTPClient
     private let failures = Mutex(0)
@@ -57,7 +57,14 @@ public final class HTTPContainer: Container {
 
     /// A container at `address` whose ID is `containerID`. `caFile`: trust only the certificates
     /// in this PEM file (a self-signed server) instead of the system's roots.
-    public init(address: ServerAddress, token: String, containerID: String, caFile: String? = nil)
+    public convenience init(address: ServerAddress, token: String, containerID: String, caFile: String? = nil)
+        throws(ClientSetupError)
+    {
+        try self.init(address: address, token: BearerToken(token), containerID: containerID, caFile: caFile)
+    }
+
+    /// As above, with a token that can be replaced when the server refuses it (`BearerToken`).
+    public init(address: ServerAddress, token: BearerToken, containerID: String, caFile: String? = nil)
         throws(ClientSetupError)
     {
         self.address = address
@@ -225,16 +232,26 @@ public final class HTTPContainer: Container {
     /// after the call's own backoff (`BusyBackoff`: exponential with jitter, at least the server's
     /// `Retry-After`); a call still refused after `BusyBackoff.patience` is `busy`. A `503
     /// storageUnavailable` is not busy but an outage behind the server: returned at once, for
-    /// the caller to report (`WireAnswer.failure`) and the mount to show.
+    /// the caller to report (`WireAnswer.failure`) and the mount to show. A refused token (`401`,
+    /// `403`) is asked again once, with its replacement if there is one (`BearerToken`).
     func send(
         _ method: HTTPMethod, _ path: String, body: [UInt8]? = nil, headers: [(String, String)] = [],
         deadline: TimeAmount = requestDeadline, limit: Int = maxJSONAnswer
     ) async throws(ContainerProtocolError) -> Answer {
         let started = ContinuousClock.now
         var backoff = BusyBackoff()
+        var sent = token.value
+        var replacedToken = false
         while true {
             let answer = try await sendOnce(
-                method, path, body: body, headers: headers, deadline: deadline, limit: limit)
+                method, path, token: sent, body: body, headers: headers, deadline: deadline, limit: limit)
+            if answer.status == 401 || answer.status == 403, !replacedToken,
+                let replacement = token.replacement(forRefused: sent)
+            {
+                sent = replacement
+                replacedToken = true
+                continue
+            }
             guard answer.status == 503 || answer.status == 429,
                 WireAnswer.refusal(answer).code != .storageUnavailable
             else { return answer }
@@ -257,7 +274,7 @@ public final class HTTPContainer: Container {
 
     /// One request, one answer (or `unavailable`).
     private func sendOnce(
-        _ method: HTTPMethod, _ path: String, body: [UInt8]?, headers: [(String, String)],
+        _ method: HTTPMethod, _ path: String, token: String, body: [UInt8]?, headers: [(String, String)],
         deadline: TimeAmount, limit: Int
     ) async throws(ContainerProtocolError) -> Answer {
         var request = HTTPClientRequest(url: address.url(path))

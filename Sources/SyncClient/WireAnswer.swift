@@ -37,7 +37,8 @@ enum WireAnswer {
             // The server's container cannot do this at all (no version history): asking again cannot help.
             return .invalidRequest(said)
         case .unauthorized, .forbidden:
-            return .unavailable("the server refused the token (\(said)); fix the token file and remount")
+            return .unavailable(
+                "the server refused the token (\(said)); put a valid token in the token file (a mount reads it again)")
         case .notFound, .chunkNotFound, .entryNotFound:
             // A call that expects one of these handles it before asking here.
             return .unavailable(said)

@@ -9,7 +9,8 @@ import SyncFS
 /// container (`https://a/NAME,https://b/NAME`: a `FailoverContainer`; doc/CLI.md, "Several servers").
 ///
 /// - The token comes from `tokenFile` (its first line, whitespace trimmed). A missing, unreadable
-///   or empty file is bad input; a file others can read is used with a warning.
+///   or empty file is bad input; a file others can read is used with a warning. When the server
+///   refuses the token later, the file is read again (`TokenFileReload`).
 /// - The **first mount** of a state directory asks the server which container the URL names and
 ///   records its ID: an unreachable server fails the mount with exit 75 (nothing to work with
 ///   yet; `MountError.unreachable`, as a first attach that gets no answer), a refused
@@ -35,10 +36,12 @@ public enum ServerContainer {
         let containerID = try containerID(
             of: list, token: token, caFile: caFile, recordedID: recordedID, stateDirectory: stateDirectory,
             logger: logger)
+        // A refused token makes the mount read the token file again (`TokenFileReload`).
+        let bearer = BearerToken(token, reload: tokenFile.map { TokenFileReload.reloader($0, logger: logger) })
         let servers: [HTTPContainer]
         do {
             servers = try list.addresses.map { address throws(ClientSetupError) in
-                try HTTPContainer(address: address, token: token, containerID: containerID, caFile: caFile)
+                try HTTPContainer(address: address, token: bearer, containerID: containerID, caFile: caFile)
             }
         } catch {
             throw MountError(.badInput, error.description)

@@ -96,7 +96,7 @@ struct DaemonExitTest {
     }
 
     /// True while `pid` runs: it exists and is no zombie (this process has not reaped it yet).
-    private static func isRunning(_ pid: pid_t) -> Bool {
+    static func isRunning(_ pid: pid_t) -> Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let end = stat.lastIndex(of: ")")
         else { return false }

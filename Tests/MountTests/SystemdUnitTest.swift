@@ -18,6 +18,8 @@ struct SystemdUnitTest {
         let lines = try unitLines(unit)
         #expect(lines["Type"] == "notify" && lines["NotifyAccess"] == "main", "\(unit)")
         #expect(lines["Restart"] == "on-failure" && lines["WatchdogSec"] != nil, "\(unit)")
+        // SIGTERM waits up to 30 s for the queue (doc/CLI.md, "Stopping a mount"): systemd must wait longer.
+        #expect((lines["TimeoutStopSec"].flatMap(Double.init) ?? 0) > 30, "\(unit)")
         if unit.contains("/system/") { #expect(lines["After"]?.contains("network-online.target") == true) }
         // The configuration the instance names (dist/systemd/example.conf's shape), as systemd expands it.
         let variables = ["CONTAINER": mount.container, "MOUNTPOINT": mount.mountpoint]

@@ -134,7 +134,8 @@ public enum MountDaemon {
             if let error = error as? MountError { throw error }
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
-        session.installSignalHandlers()
+        session.prepareSignals()
+        let stopper = StopOnSignal.install(session: session, engine: engine, logger: logger)
         MountRegistry.register(mountpoint: configuration.mountpoint)
         MountRecord(configuration).publish()
         defer {
@@ -163,6 +164,7 @@ public enum MountDaemon {
         systemd?.mountIsLive(session: session, engine: engine, mountpoint: configuration.mountpoint)
 
         let result = session.run()
+        stopper?.sessionEnded()
         systemd?.stopping()
         fileSystem.stopInotifyEcho()
         // The engine may still send kernel notifications: stop it before the session goes.
@@ -177,10 +179,8 @@ public enum MountDaemon {
         } catch {
             throw MountError(.failed, "could not commit the state database on unmount: \(error)")
         }
-        // libfuse returns the number of the signal that ended the loop, or a negative errno.
-        if result > 0 {
-            logger.info("stopped by signal \(result)")
-        } else if result < 0 {
+        // libfuse returns a negative errno when the loop failed.
+        if result < 0 {
             logger.warning("the FUSE session ended with error \(-result)")
         }
     }
@@ -255,7 +255,9 @@ public enum MountDaemon {
         }
         switch result {
         case 0: break
-        case EBUSY: throw MountError(.busy, "\(mountpoint) is busy: close the files open in it and try again")
+        case EBUSY:
+            let users = MountUsers.scan(mountpoint, excluding: daemon.map { [$0] } ?? [])
+            throw MountError(.busy, users.busyMessage(mountpoint))
         case EPERM, EACCES: throw MountError(.permissionDenied, "not allowed to unmount \(mountpoint)")
         default: throw MountError(.failed, "cannot unmount \(mountpoint): \(String(cString: strerror(result)))")
         }

@@ -10,7 +10,7 @@ struct FuseSessionError: Error, CustomStringConvertible, Sendable {
 /// One libfuse low-level session: the operation table, the kernel mount, the multithreaded loop.
 ///
 /// Lifecycle: `init` creates and mounts; `run` serves requests until the mount goes away (an
-/// unmount, `exit()`, or a signal); `unmount` removes the kernel mount if it is still there.
+/// unmount, or `exit()`); `unmount` removes the kernel mount if it is still there.
 final class FuseSession: @unchecked Sendable {
     private let session: OpaquePointer
     private let context: Unmanaged<FuseContext>
@@ -71,16 +71,14 @@ final class FuseSession: @unchecked Sendable {
         context.release()
     }
 
-    /// Installs libfuse's SIGINT/SIGTERM/SIGHUP handlers (they end `run` cleanly). The daemon
-    /// resets these signals to their defaults first: a process started in the background
-    /// inherits them ignored or blocked, and libfuse only installs over the default.
-    func installSignalHandlers() {
+    /// Unblocks every signal in the calling thread (a process started in the background inherits
+    /// some blocked) and ignores SIGPIPE. SIGINT, SIGTERM and SIGHUP are the daemon's own
+    /// (`StopOnSignal`), not libfuse's: they end `run` only after the queue had its chance.
+    func prepareSignals() {
         var all = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_UNBLOCK, &all, nil)
-        for signal in [SIGINT, SIGTERM, SIGHUP] { Glibc.signal(signal, SIG_DFL) }
         Glibc.signal(SIGPIPE, SIG_IGN)
-        fuse_set_signal_handlers(session)
     }
 
     /// Serves requests on several threads until the session ends. Returns 0 on a clean end.
@@ -92,7 +90,6 @@ final class FuseSession: @unchecked Sendable {
         // kernel has usually aborted them already (the reader got ECONNABORTED; the reply only
         // frees the request); otherwise the reader gets ENOTCONN, as from a mount that is gone.
         context.takeUnretainedValue().pendingReads.endAll(with: .io(ENOTCONN))
-        fuse_remove_signal_handlers(session)
         return result
     }
 
