@@ -18,7 +18,9 @@ extension TreeTransaction {
         guard !node.isUnlinked else { return }
         var record = node.record
         record.size = size
-        self.record([.upsert(record), outbox.changed(node.fileID)])
+        // A change already queued keeps its row (committed below with everything recorded).
+        let queued = outbox.isPending(node.fileID)
+        self.record(queued ? [.upsert(record)] : [.upsert(record), outbox.changed(node.fileID)])
         try commitRecordedNow()
     }
 }
