@@ -102,6 +102,29 @@ struct CrashTest {
         try folder.unmount()
         try folder.remount()
         verify(state: state, context: "after the final clean remount (\(kind.rawValue))", exact: true)
+        if kind == .mount { try verifyUploaded(state: state, folder: folder) }
+    }
+
+    /// What reached the container after the crashes is exactly what the files hold (never a
+    /// size recorded ahead of the bytes, nothing lost by mistake): after `sync`, a second mount
+    /// of the container reads every tracked file as this one does.
+    func verifyUploaded(state: CrashState, folder: TestFolder) throws {
+        #expect(folder.expectSync(timeout: 60), "sync after the crashes")
+        let other = try TestFolder.make(.mount, sharedContainer: folder.containerPath)
+        defer { other.tearDown() }
+        for (rel, expected) in state.newestContents().sorted(by: { $0.key < $1.key }) {
+            let read = ModelSys.readAll(other.path(rel))
+            switch (read, expected) {
+            case (.success(let bytes), let expected?):
+                #expect(
+                    bytes == expected, "\(rel): the container holds \(bytes.count) bytes, the file \(expected.count)")
+            case (.failure(let error), nil) where error.code == ENOENT: break
+            default:
+                Issue.record(
+                    "\(rel): the container's version reads as \(read), the file is \(expected.map { "\($0.count) bytes" } ?? "absent")"
+                )
+            }
+        }
     }
 
     func verify(state: CrashState, context: String, exact: Bool = false) {

@@ -6,7 +6,15 @@ import Testing
 /// lost state database (item 4). doc/SEMANTICS.md, "Lost local content" and "A lost state
 /// database".
 @Suite struct LocalFaultsTest {
-    enum Damage: String, CaseIterable { case removed, truncated }
+    enum Damage: String, CaseIterable {
+        case removed, truncated
+        case truncatedAfterKill = "truncated after kill -9"
+        case emptiedWhileUnmounted = "emptied while unmounted"
+
+        /// Done while B's daemon is stopped (found at the next mount, with nothing in the
+        /// kernel's page cache).
+        var whileStopped: Bool { self != .truncated }
+    }
 
     /// The cache files of a state directory holding exactly `content` (`cache/xx/<file ID>`;
     /// the mount keeps others, e.g. for its own files).
@@ -18,9 +26,12 @@ import Testing
     }
 
     /// B edits a file and fsyncs it, but its upload waits (10 min upload delay); its cache file is
-    /// removed (B killed and mounted again) or truncated (while B runs), and `sync` asked for. The edit must not replace the good
-    /// version anywhere: `status` names the file with the reason, `user.syncfs.state` is `error`,
-    /// reads fail with EIO, and A still reads the good version.
+    /// removed (B killed and mounted again), truncated while B runs, truncated while B is stopped
+    /// by kill -9, or emptied while B is unmounted, and `sync` asked for. The edit must not
+    /// replace the good version anywhere: `status` names the file with the reason,
+    /// `user.syncfs.state` is `error`, reads fail with EIO, and A still reads the good version.
+    /// (A short cache file found at mount is damage: a smaller size is always recorded before a
+    /// cache file shrinks, doc/SEMANTICS.md "Lost local content".)
     @Test(arguments: Damage.allCases) func aQueuedEditWhoseCacheFileWasDamagedIsNeverUploaded(_ damage: Damage) throws {
         try SyncedMounts.with(uploadDelay: 20, uploadDelayB: 600_000) { mounts in
             let (a, b) = (mounts.a, mounts.b)
@@ -44,6 +55,14 @@ import Testing
             case .truncated:
                 // Found while mounted, when the upload is about to read it.
                 try posix("truncate") { truncate(files[0], 100) }
+            case .truncatedAfterKill:
+                try b.kill9()
+                try posix("truncate") { truncate(files[0], 100) }
+                try b.remount()
+            case .emptiedWhileUnmounted:
+                try b.unmount()
+                try posix("truncate") { truncate(files[0], 0) }
+                try b.remount()
             }
             // `sync` makes the queue ready at once (before the fix it uploaded the remains);
             // the lost change never drains, so it reports no progress.
@@ -56,7 +75,7 @@ import Testing
             }
             #expect(named, "status names the file: \(failing.map { ($0.path, $0.reason) })\n\(b.daemonLog())")
             #expect(try getXattr(b.path("doc.txt"), "user.syncfs.state") == bytes("error"))
-            if damage == .removed {
+            if damage.whileStopped {
                 // (While mounted, the kernel may still serve the edit from its page cache.)
                 let fd = try openFile(b.path("doc.txt"), O_RDONLY)
                 var buffer = [UInt8](repeating: 0, count: 64)
@@ -65,6 +84,9 @@ import Testing
             }
             #expect(expectErrno(EIO, "open for writing without O_TRUNC") { open(b.path("doc.txt"), O_WRONLY) })
             #expect(b.daemonLog().contains("the local edit is lost"), "logged")
+            if damage != .removed {
+                #expect(access(files[0], F_OK) == 0, "the remains stay in the cache (for `recover`)")
+            }
             #expect(a.expectSync())
             #expect(try readFile(a.path("doc.txt")) == good, "the container's good version is kept")
             // The way out: overwrite it; what is written then is the program's and uploads.

@@ -159,17 +159,6 @@ struct PersistenceTests {
         #expect(try fixture.fs.store.load().entries.first { $0.ino == ino }?.size == 13, "the repair is stored")
     }
 
-    /// A shorter cache file is taken as the new size (a truncation the crash kept from being
-    /// recorded; a damaged one cannot be told from it at mount, doc/SEMANTICS.md "Lost local
-    /// content").
-    @Test func aShorterCacheFileGivesTheEntryItsSize() throws {
-        let fixture = try FileSystemFixture()
-        let ino = try fixture.makeFile("f", contents: bytes("0123456789"))
-        let path = try #require(fixture.cacheFilePath(of: ino))
-        try fixture.reopen { #expect(truncate(path, 3) == 0) }
-        #expect(try fixture.fs.getattr(ino).size == 3)
-    }
-
     /// A missing cache file of an unsynced file no longer leaves an empty file (which then
     /// uploaded if queued): the file is `lost`, its size kept, reads fail (issue #14 item 2).
     @Test func aMissingCacheFileMakesAModifiedFileLost() throws {

@@ -34,18 +34,24 @@ final class FileSystemFixture {
     var cachePath: String { directory.path + "/cache" }
 
     let uploadPolicy: UploadQueue.Policy
+    /// How long the store's flusher gathers a batch (`MetadataStore`); `slowBatchDelay` keeps
+    /// what a test looks at uncommitted unless something commits it at once.
+    let batchDelay: Duration
 
-    init(uploadPolicy: UploadQueue.Policy = .standard) throws {
+    init(uploadPolicy: UploadQueue.Policy = .standard, batchDelay: Duration = .milliseconds(5)) throws {
         self.uploadPolicy = uploadPolicy
-        fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy)
+        self.batchDelay = batchDelay
+        fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy, batchDelay: batchDelay)
     }
 
     deinit {
         if !isShutDown { try? fileSystem.shutDown() }
     }
 
-    static func open(_ statePath: String, uploadPolicy: UploadQueue.Policy = .standard) throws -> SyncFileSystem {
-        let store = try MetadataStore(path: statePath + "/state.db")
+    static func open(
+        _ statePath: String, uploadPolicy: UploadQueue.Policy = .standard, batchDelay: Duration = .milliseconds(5)
+    ) throws -> SyncFileSystem {
+        let store = try MetadataStore(path: statePath + "/state.db", batchDelay: batchDelay)
         let cache = try ContentCache(directory: statePath + "/cache")
         return try SyncFileSystem(
             store: store, cache: cache, statePath: statePath, logger: .init(label: "syncfs-tests"),
@@ -57,7 +63,7 @@ final class FileSystemFixture {
     func reopen(afterShutDown body: () throws -> Void = {}) throws {
         try shutDown()
         try body()
-        fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy)
+        fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy, batchDelay: batchDelay)
         isShutDown = false
     }
 

@@ -115,12 +115,18 @@ extension SyncFileSystem {
         try residency.prepareForWriting(node, truncatingTo: size)
         node.beginContentChange()
         defer { node.endContentChange() }
-        if let handle {
-            if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
-        } else {
-            let descriptor = try cache.open(node.fileID)
-            defer { close(descriptor) }
-            if ftruncate(descriptor, off_t(size)) != 0 { throw .fromErrno() }
+        let sizeBefore = recordShrink(node, to: size)
+        do throws(FSError) {
+            if let handle {
+                if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
+            } else {
+                let descriptor = try cache.open(node.fileID)
+                defer { close(descriptor) }
+                if ftruncate(descriptor, off_t(size)) != 0 { throw .fromErrno() }
+            }
+        } catch {
+            if let sizeBefore { restoreSize(node, to: sizeBefore) }
+            throw error
         }
         // The size goes with the cache file before the change ends: an upload taken in between
         // must never see a cache file shorter than the recorded size (it would be taken for lost).

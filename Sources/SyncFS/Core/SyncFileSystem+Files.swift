@@ -163,11 +163,14 @@ extension SyncFileSystem {
         if flags & O_TRUNC != 0 && (node.size.load(ordering: .relaxed) != 0 || truncatesLost) {
             node.beginContentChange()
             defer { node.endContentChange() }
+            let sizeBefore = recordShrink(node, to: 0, in: &tree)
             if ftruncate(descriptor, 0) != 0 {
+                let failure = FSError.fromErrno()
+                if let sizeBefore { restoreSize(node, to: sizeBefore, in: &tree) }
                 close(descriptor)
                 node.openCount -= 1
                 node.openWriters -= 1
-                throw .fromErrno()
+                throw failure
             }
             let now = Clock.nowNanoseconds()
             node.size.store(0, ordering: .relaxed)

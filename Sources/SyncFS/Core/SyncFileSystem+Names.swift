@@ -112,12 +112,30 @@ extension SyncFileSystem {
     ///
     /// Crash safety: the replacement's cache file is *hard-linked* to the identity's path (via a
     /// temporary name and an atomic rename), not moved, so until the batch recording the swap is
-    /// committed, the replacement's own path still holds its bytes (a crash shows the old tree
-    /// with every fsync'd byte); the old path goes with the replaced node, after that commit.
+    /// committed, the replacement's own path still holds its bytes; the old path goes with the
+    /// replaced node, after that commit. The replaced file's path holds the replacement's bytes
+    /// from the link on, so a crash before that commit shows the old tree with the new content
+    /// at the replaced name (queued for upload). If that content is shorter, the replaced
+    /// file's smaller size is committed before the link (`commitSizeAhead`): its record never
+    /// claims more bytes than its cache file holds, which would read as damage after a crash.
     private func takeIdentity(of target: Node, into node: Node, in tree: inout TreeTransaction) -> Bool {
         let kept = target.fileID
         let abandoned = node.fileID
-        guard cache.linkContent(of: abandoned, as: kept) else { return false }
+        let replacementSize = node.size.load(ordering: .relaxed)
+        let shrinks =
+            replacementSize < target.size.load(ordering: .relaxed) && !target.isUnlinked && !target.isPlaceholder
+        if shrinks {
+            do {
+                try tree.commitSizeAhead(of: target, size: replacementSize)
+            } catch {
+                logger.warning("could not record the new size of \(target.name) before replacing it: \(error)")
+            }
+        }
+        guard cache.linkContent(of: abandoned, as: kept) else {
+            // The replaced file keeps its content: its record gets its own size back.
+            if shrinks { tree.recordChange(target) }
+            return false
+        }
         node.fileID = kept
         target.fileID = abandoned
         tree.byFileID[kept] = node.ino

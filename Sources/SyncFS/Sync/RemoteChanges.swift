@@ -215,6 +215,17 @@ extension RemoteChanges {
             || existing.xattrs != state.xattrs || (state.symlinkTarget.map { $0 != existing.symlinkTarget } ?? false)
         let timesOrContentChanged =
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
+        if contentFile != nil && !existing.isPlaceholder && outbox.isPending(existing.fileID)
+            && state.size < existing.size.load(ordering: .relaxed)
+        {
+            // Content adopted over a local change (a merge): its record must not claim more
+            // bytes than the cache file about to hold it (`TreeTransaction.commitSizeAhead`).
+            do {
+                try tree.commitSizeAhead(of: existing, size: state.size)
+            } catch {
+                logger.warning("could not record the new size of \(existing.name) before replacing it: \(error)")
+            }
+        }
         if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
             // Nobody reads it: the part already downloaded is simply dropped.
             residency.cancelHydration(of: existing, in: &tree)

@@ -37,9 +37,10 @@ import Synchronization
 ///    condition.
 /// 4. The metadata store: `MetadataStore.pending` (a leaf, taken by `record` inside the
 ///    namespace lock) and `MetadataStore.connection` (the SQLite connection; taken by the
-///    flusher and `commit` *without* the namespace lock, and it takes `pending` briefly inside).
-///    So: namespace → store.pending, and store.connection → store.pending; never
-///    store.connection → namespace.
+///    flusher and `commit` *without* the namespace lock — except `commitRecordedNow`, which
+///    commits inside it — and it takes `pending` briefly inside). So: namespace →
+///    store.pending, namespace → store.connection → store.pending; never store.connection →
+///    namespace (a commit's after-commit actions only remove cache files).
 /// Never held across a call into the kernel (`KernelCacheInvalidating`, a path below the mount):
 /// the namespace lock and every lock of level 3 and 4. And no entry invalidation is sent while a call
 /// of the echo thread is in the kernel (`perform` waits in user space): it would wait in the kernel

@@ -6,9 +6,11 @@ import SyncBackend
 extension Namespace {
     /// Builds the tree from `stored` and repairs what a crash left: the root is made if missing,
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
-    /// longer cache files (which hold every byte written before the crash), and lost
-    /// content handled (a synced, unmodified file becomes a placeholder again; a modified one
-    /// `lost`: an error, its edit never uploaded). The repairs are recorded in `store`.
+    /// taken from longer cache files (which hold every byte written before the crash), and lost
+    /// content handled — a missing or short cache file (a short one is never a crash's doing:
+    /// `TreeTransaction.commitSizeAhead`): a synced, unmodified file becomes a placeholder
+    /// again; a modified one `lost`: an error, its edit never uploaded. The repairs are recorded
+    /// in `store`.
     static func load(
         _ stored: StoredState, generation: UInt64, store: MetadataStore, cache: ContentCache, outbox: Outbox,
         logger: Logger
@@ -84,14 +86,12 @@ extension Namespace {
             let actual = cache.size(of: node.fileID)
             switch ContentLifecycle.cacheFileCheck(recorded: recorded, onDisk: actual) {
             case nil: continue
-            case .cacheFileLonger, .cacheFileShort:
-                // Writes or a truncation (`O_TRUNC`, `ftruncate`) the crash kept from being
-                // recorded (the records are committed in batches; a cache file is the newer
-                // truth after kill -9): local changes to upload. A short cache file cannot be
-                // told from a damaged one here, so it is taken, as before (issue #14 item 2's
-                // short case is caught while mounted, before an upload reads the file).
-                // `ContentLifecycle.cacheFileDamaged` would make it `lost`: that needs the new
-                // size recorded before a shrink, not yet done.
+            case .cacheFileLonger:
+                // Writes the crash kept from being recorded (the records are committed in
+                // batches; a cache file is the newer truth after kill -9): local changes to
+                // upload. Never a shrink: a smaller size is committed before a cache file
+                // shrinks or is replaced by shorter content (`TreeTransaction.commitSizeAhead`),
+                // so a short cache file is damage (below).
                 node.size.store(actual ?? recorded, ordering: .relaxed)
                 store.record([.upsert(node.record), outbox.changed(node.fileID)])
             case let event?:

@@ -40,6 +40,18 @@ struct TreeTransaction {
     /// Runs `action` once every change recorded so far (this transaction's included) is committed.
     mutating func afterCommit(_ action: @escaping @Sendable () -> Void) { afterCommitActions.append(action) }
 
+    /// Commits every change recorded so far (the store's earlier ones, then this transaction's)
+    /// to the state database now, under the namespace lock (lock order namespace →
+    /// store.connection; see `LiveTree`). For what must be in the database before a cache file
+    /// changes (`commitSizeAhead`). Survives the daemon's kill -9, not a power loss.
+    mutating func commitRecordedNow() throws {
+        if !changes.isEmpty {
+            store.record(changes)
+            changes = []
+        }
+        try store.commit(durable: false)
+    }
+
     /// Publishes `event` when the transaction ends (still in the tree's order).
     mutating func publish(_ event: ChangeEvent) { events.append(event) }
 

@@ -81,6 +81,13 @@ final class CrashState: @unchecked Sendable {
         return ops
     }
 
+    /// Every tracked file's newest content (nil: absent).
+    func newestContents() -> [String: [UInt8]?] {
+        lock.lock()
+        defer { lock.unlock() }
+        return files.mapValues { $0.versions.last ?? nil }
+    }
+
     func current(_ rel: String) -> [UInt8]? {
         lock.lock()
         defer { lock.unlock() }
