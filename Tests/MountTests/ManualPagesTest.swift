@@ -30,12 +30,13 @@ struct ManualPagesTest {
         return try DocumentedCommands(dumpHelp: dump.stdout)
     }
 
+    /// As man(1) builds them: UTF-8 input through preconv (`-k`), every warning on.
     @Test func everyPageBuildsWithoutWarnings() throws {
         try withPages { directory, pages in
             for page in Self.fileFormatPages { #expect(pages.contains(page), "\(page) missing: \(pages)") }
             #expect(pages.count > 30, "\(pages)")
             for page in pages {
-                let built = ModelProcess.run(["groff", "-man", "-Tutf8", "-ww", "-z", directory + "/" + page])
+                let built = ModelProcess.run(["groff", "-k", "-man", "-Tutf8", "-ww", "-z", directory + "/" + page])
                 #expect(built.ok && built.stderr.isEmpty, "\(page): \(built)")
             }
         }
@@ -78,18 +79,19 @@ struct ManualPagesTest {
         let folder = try FreshHome()
         defer { folder.tearDown() }
         let helper = folder.base + "/bin/mount.fuse.syncfs"
-        try posix("symlink") { symlink(try TestFolder.binaryPath(), helper) }
+        let binary = try TestFolder.binaryPath()
+        try posix("symlink") { symlink(binary, helper) }
         let page = try String(contentsOfFile: ReadmeBlocks.packageRoot + "/dist/man/syncfs-fstab.5", encoding: .utf8)
         var checked = 0
         for line in Self.exampleLines(ofPage: page) {
             let words = DocumentedCommands.shellWords(line)
             let operands: (String, String, String)?
-            if words.count >= 4, words[2] == "fuse.syncfs" {
-                operands = (words[0], words[1], words[3])
-            } else if words.starts(with: ["mount", "-t", "fuse.syncfs"]), let o = words.firstIndex(of: "-o"),
+            if words.starts(with: ["mount", "-t", "fuse.syncfs"]), let o = words.firstIndex(of: "-o"),
                 o + 1 < words.count
             {
                 operands = (words[3], words[4], words[o + 1])
+            } else if words.count >= 4, words[2] == "fuse.syncfs" {
+                operands = (words[0], words[1], words[3])
             } else {
                 operands = nil
             }
@@ -119,7 +121,7 @@ struct ManualPagesTest {
                 if let problem = commands.problem(words) { Issue.record("README.md: \(problem)") }
             }
         }
-        #expect(checked > 30, "only \(checked) commands found in README.md")
+        #expect(checked > 20, "only \(checked) commands found in README.md")
     }
 
     /// The lines of a page's `.EX` … `.EE` blocks, roff escapes undone.

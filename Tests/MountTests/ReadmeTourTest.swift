@@ -75,11 +75,13 @@ final class FreshHome: @unchecked Sendable {
         ]
     }
 
-    /// `bash -euo pipefail SCRIPT` in the home directory.
+    /// `bash -euo pipefail SCRIPT` in the home directory, with signals as a terminal's shell has
+    /// them.
     func runScript(_ script: String, timeout: Double) throws -> ModelProcessResult {
         let path = base + "/script.sh"
         try writeFile(path, script)
-        let process = ModelProcess(["/bin/bash", "-euo", "pipefail", path], cwd: home, env: environment)
+        let process = ModelProcess(
+            ["/bin/bash", "-euo", "pipefail", path], cwd: home, env: environment, defaultSignals: true)
         scriptGroup = process.pid
         return process.wait(timeout: timeout)
     }
