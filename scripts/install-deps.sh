@@ -5,10 +5,11 @@
 #   --bench adds what scripts/bench.sh runs, g++ included (it compiles libfuse's passthrough_hp);
 #   --services installs only what scripts/services.sh runs (PostgreSQL 15, Ceph's monitor, OSD, RGW).
 set -euo pipefail
-packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev pkg-config)
+# attr (getfattr, setfattr) and inotify-tools (inotifywait): the README's tour uses them.
+packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev pkg-config attr inotify-tools)
 services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
 case "${1:-}" in
---test) packages+=(git sqlite3 attr tar rsync inotify-tools openssl python3) ;;
+--test) packages+=(git sqlite3 tar rsync openssl python3 groff-base) ;;
 --bench) packages+=(g++ curl xz-utils fio rclone git tar python3) ;;
 --services) packages=() ;;
 *) services=() ;;

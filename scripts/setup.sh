@@ -32,24 +32,28 @@ fi
 # ---- end
 
 # ---- Man pages and shell completions (doc/CLI.md, "Man pages and completions") ----
-# Generated from the built binary's own command definitions. As root: system-wide locations;
+# Section 1 generated from the built binary's own command definitions, section 5 (file formats,
+# fstab and units) from dist/man. As root: system-wide locations;
 # as a user: ~/.local/share (man finds ~/.local/share/man through PATH's ~/.local/bin, and
 # bash-completion, zsh and fish read these user directories).
 scripts/gen-man.sh "$binary" >/dev/null
 if [ "$(id -u)" -eq 0 ]; then
     man_dir=/usr/local/share/man/man1
+    man5_dir=/usr/local/share/man/man5
     bash_dir=/usr/share/bash-completion/completions
     zsh_dir=/usr/local/share/zsh/site-functions
     fish_dir=/usr/share/fish/vendor_completions.d
 else
     data="${XDG_DATA_HOME:-$HOME/.local/share}"
     man_dir="$data/man/man1"
+    man5_dir="$data/man/man5"
     bash_dir="$data/bash-completion/completions"
     zsh_dir="$data/zsh/site-functions"
     fish_dir="${XDG_CONFIG_HOME:-$HOME/.config}/fish/completions"
 fi
-mkdir -p "$man_dir" "$bash_dir"
+mkdir -p "$man_dir" "$man5_dir" "$bash_dir"
 install -m 0644 .build/man/*.1 "$man_dir/"
+install -m 0644 .build/man/*.5 "$man5_dir/"
 "$binary" --generate-completion-script bash >"$bash_dir/syncfs-mount"
 # zsh and fish only where they are installed (their directories are theirs to make).
 if command -v zsh >/dev/null; then
@@ -60,7 +64,7 @@ if command -v fish >/dev/null; then
     mkdir -p "$fish_dir"
     "$binary" --generate-completion-script fish >"$fish_dir/syncfs-mount.fish"
 fi
-echo "Installed the man pages in $man_dir and the completions (bash in $bash_dir)."
+echo "Installed the man pages in $man_dir and $man5_dir and the completions (bash in $bash_dir)."
 # ---- end of man pages and completions ----
 
 mkdir -p "$mountpoint"

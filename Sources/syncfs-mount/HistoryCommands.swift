@@ -95,8 +95,11 @@ struct RestoreCommand: ParsableCommand {
     @Argument(help: "The file or folder to bring back (with --id: the mount).")
     var path: String
 
-    @Option(help: ArgumentHelp("The version to bring back (default for a deleted entry: its last).", valueName: "v"))
-    var version: UInt64?
+    @Option(
+        help: ArgumentHelp(
+            "The version to bring back: a number from `versions`, or `previous` (the one before the current version). Default for a deleted entry: its last state.",
+            valueName: "v"))
+    var version: RestoreVersion?
 
     @Option(
         name: .customLong("id"), help: ArgumentHelp("A deleted entry's file ID, from `trash`.", valueName: "fileid"))
@@ -106,6 +109,7 @@ struct RestoreCommand: ParsableCommand {
     var destination: String?
 
     func run() throws {
+        let wanted = try chosenVersion()
         let reply = try HistoryRequest.send(path) { target throws(MountError) in
             var destinationInMount: String?
             if let destination {
@@ -116,7 +120,7 @@ struct RestoreCommand: ParsableCommand {
                 destinationInMount = resolved.relative
             }
             return ControlRequest(
-                .restore, path: fileID == nil ? target.relative : nil, version: version, fileID: fileID,
+                .restore, path: fileID == nil ? target.relative : nil, version: wanted, fileID: fileID,
                 destination: destinationInMount)
         }
         guard let report = reply.restore else { throw fail(MountError(.failed, "the daemon gave no answer")) }
@@ -128,6 +132,44 @@ struct RestoreCommand: ParsableCommand {
             printError("syncfs-mount restore: \(TerminalText.safe(skipped.path)): \(TerminalText.safe(skipped.reason))")
         }
         if report.restored.isEmpty || !report.skipped.isEmpty { throw ExitCode(.badInput) }
+    }
+
+    /// The version number to send: `previous` is the second of `versions`' listing of an existing
+    /// PATH; for a deleted entry (PATH missing, or --id) it is its last state, what no number asks.
+    private func chosenVersion() throws -> UInt64? {
+        switch version {
+        case nil: return nil
+        case .number(let number): return number
+        case .previous:
+            var info = stat()
+            if fileID != nil || (lstat(path, &info) != 0 && errno == ENOENT) { return nil }
+            let reply = try HistoryRequest.send(path) { ControlRequest(.versions, path: $0.relative) }
+            guard let listing = reply.history else { throw fail(MountError(.failed, "the daemon gave no answer")) }
+            guard listing.versions.count > 1 else {
+                throw fail(
+                    MountError(
+                        .badInput,
+                        "\(TerminalText.safe(path)) has no version before the current one (see `syncfs-mount versions`)"
+                    ))
+            }
+            return listing.versions[1].version
+        }
+    }
+}
+
+/// `restore --version`: a version number, or `previous`.
+enum RestoreVersion: ExpressibleByArgument, Equatable {
+    case number(UInt64)
+    case previous
+
+    init?(argument: String) {
+        if argument == "previous" {
+            self = .previous
+        } else if let number = UInt64(argument) {
+            self = .number(number)
+        } else {
+            return nil
+        }
     }
 }
 

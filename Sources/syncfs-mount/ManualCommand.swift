@@ -122,8 +122,29 @@ struct ManualPage {
                 ]
             }
         }
-        lines += [".SH SEE ALSO", path.count > 1 ? "\\fBsyncfs-mount\\fR(1)" : "doc/CLI.md in the SyncFS sources"]
+        lines += examples(ManualExamples.byPage[name] ?? [])
+        lines += [".SH SEE ALSO", seeAlso(path: path)]
         return ManualPage(name: name, text: lines.joined(separator: "\n") + "\n")
+    }
+
+    /// Each example: its sentence, then its lines verbatim in an indented block.
+    private static func examples(_ examples: [ManualExamples.Example]) -> [String] {
+        guard !examples.isEmpty else { return [] }
+        return [".SH EXAMPLES"]
+            + examples.flatMap { example in
+                [".PP", escape(example.what), ".PP", ".in +4n", ".EX"] + example.lines.map(escape) + [".EE", ".in"]
+            }
+    }
+
+    /// The section-5 pages (`dist/man`) and the top page.
+    private static func seeAlso(path: [String]) -> String {
+        var pages = path.count > 1 ? ["syncfs-mount(1)"] : []
+        pages += ["syncfs-files(5)", "syncfs-fstab(5)", "syncfs-rules(5)", "syncfs-merge-commands(5)"]
+        let references = pages.map { page in
+            let (name, section) = (page.prefix { $0 != "(" }, page.drop { $0 != "(" })
+            return "\\fB\(escape(String(name)))\\fR\(section)"
+        }
+        return references.joined(separator: ",\n") + ";\ndoc/CLI.md in the SyncFS sources"
     }
 
     private static func isHelp(_ argument: Argument) -> Bool {

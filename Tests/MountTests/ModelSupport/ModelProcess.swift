@@ -23,7 +23,13 @@ final class ModelProcess: @unchecked Sendable {
     private let errPath: String
     let spawnError: Int32
 
-    init(_ argv: [String], cwd: String? = nil, env: [String: String] = [:], stdinPath: String? = nil) {
+    /// `defaultSignals`: the child starts with no signal blocked and the usual terminating signals
+    /// at their default action, as from a login shell (the test runner's own mask would
+    /// otherwise be inherited, and a script's `kill PID` would not end what it started).
+    init(
+        _ argv: [String], cwd: String? = nil, env: [String: String] = [:], stdinPath: String? = nil,
+        defaultSignals: Bool = false
+    ) {
         self.argv = argv
         let tag = "\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         outPath = "/tmp/syncfs-model-proc-\(tag).out"
@@ -47,7 +53,18 @@ final class ModelProcess: @unchecked Sendable {
         posix_spawnattr_init(&attr)
         defer { posix_spawnattr_destroy(&attr) }
         // A fresh process group, so a timeout can kill the whole tree.
-        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETPGROUP))
+        var flags = Int32(POSIX_SPAWN_SETPGROUP)
+        if defaultSignals {
+            var none = sigset_t()
+            sigemptyset(&none)
+            posix_spawnattr_setsigmask(&attr, &none)
+            var terminating = sigset_t()
+            sigemptyset(&terminating)
+            for signal in [SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGTERM] { sigaddset(&terminating, signal) }
+            posix_spawnattr_setsigdefault(&attr, &terminating)
+            flags |= Int32(POSIX_SPAWN_SETSIGMASK) | Int32(POSIX_SPAWN_SETSIGDEF)
+        }
+        posix_spawnattr_setflags(&attr, Int16(flags))
         posix_spawnattr_setpgroup(&attr, 0)
         var child: pid_t = 0
         spawnError = posix_spawnp(&child, argv[0], &fa, &attr, &cargs, &cenv)
