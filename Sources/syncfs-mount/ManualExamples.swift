@@ -92,6 +92,14 @@ enum ManualExamples {
                 "Wait for one change of a file, at most a minute:",
                 "syncfs-mount events ~/SyncFS report.txt --count 1 --timeout 60"),
         ],
+        "syncfs-mount-verify": [
+            Example(
+                "Check that the folder shows what the container holds (after using several servers):",
+                "syncfs-mount verify ~/Team"),
+            Example(
+                "The same for a script (exit 0: it matches, after any corrections):",
+                "syncfs-mount verify ~/Team --json"),
+        ],
         "syncfs-mount-release": [
             Example("Let the uploads the mass-delete guard holds go:", "syncfs-mount release ~/SyncFS")
         ],
