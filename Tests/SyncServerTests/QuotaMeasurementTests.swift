@@ -74,26 +74,10 @@ struct QuotaMeasurementTests {
 }
 
 /// An in-memory container whose storage accounting fails while `measurable` is false.
-private final class UnmeasurableContainer: Container, CollectableContainer {
+private final class UnmeasurableContainer: ForwardingTestContainer, CollectableContainer {
     let base = InMemoryContainer()
     let measurable = Mutex(true)
 
-    var containerID: String { base.containerID }
-    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        try await base.missingChunks(hashes)
-    }
-    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
-    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
-    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
-    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        try await base.commit(request)
-    }
-    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await base.changes(after: cursor, limit: limit)
-    }
-    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
-        try await base.waitForChanges(after: cursor, timeout: timeout)
-    }
     func retention() async throws(ContainerProtocolError) -> RetentionPolicy { try await base.retention() }
     func setRetention(_ policy: RetentionPolicy) async throws(ContainerProtocolError) {
         try await base.setRetention(policy)
