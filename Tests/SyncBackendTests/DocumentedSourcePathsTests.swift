@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Keeps the docs' file references true: every source file a document names in backticks
-/// (`Tree/LiveTree.swift`, `SyncEngine+Uploader.swift`, `scripts/lint.sh`) exists, so a file that
+/// (`Tree/LiveTree.swift`, `Uploader+Conflicts.swift`, `scripts/lint.sh`) exists, so a file that
 /// is moved or renamed cannot leave a walkthrough pointing nowhere.
 @Suite("The docs name only files that exist")
 struct DocumentedSourcePathsTests {

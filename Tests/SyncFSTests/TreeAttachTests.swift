@@ -5,7 +5,7 @@ import Testing
 @testable import SyncFS
 
 /// Which mounts must attach their tree before they serve, and the engine's wait for it
-/// (`TreeAttach`, `SyncEngine+Attach`; doc/SEMANTICS.md, "The first mount attaches the tree").
+/// (`TreeAttach`, `AttachTracker`; doc/SEMANTICS.md, "The first mount attaches the tree").
 @Suite struct TreeAttachTests {
     @Test func onlyADirectoryThatNeverReachedTheEndOfTheFeedNeedsTheAttach() {
         #expect(TreeAttach.isNeeded(StateFacts([:])), "a new state directory")
@@ -41,11 +41,11 @@ import Testing
 
         let fixture = try FileSystemFixture()
         let engine = SyncEngine(fileSystem: fixture.fs, container: source, logger: .init(label: "t"))
-        #expect(engine.attach.isNeeded)
-        engine.prepareAttach()
+        #expect(engine.attaching.attach.isNeeded)
+        engine.attaching.prepare()
         engine.start()
         defer { engine.stop() }
-        let outcome = engine.waitUntilAttached(stallLimit: .seconds(30)) { _ in }
+        let outcome = engine.attaching.waitUntilAttached(stallLimit: .seconds(30)) { _ in }
         guard case .attached(let entries) = outcome else {
             Issue.record("\(outcome)")
             return
@@ -66,11 +66,11 @@ import Testing
         let container = FaultInjectingContainer(InMemoryContainer())
         container.startOutage()
         let engine = SyncEngine(fileSystem: fixture.fs, container: container, logger: .init(label: "t"))
-        engine.prepareAttach()
+        engine.attaching.prepare()
         engine.start()
         defer { engine.stop() }
         let started = ContinuousClock.now
-        let outcome = engine.waitUntilAttached(stallLimit: .milliseconds(300)) { _ in }
+        let outcome = engine.attaching.waitUntilAttached(stallLimit: .milliseconds(300)) { _ in }
         guard case .stalled(let entries, let reason) = outcome else {
             Issue.record("\(outcome)")
             return

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SyncFS
 
-/// The tree check (`SyncEngine+TreeCheck`): the tree a mount applied against its container's
+/// The tree check (`TreeChecker`): the tree a mount applied against its container's
 /// digest, after a switch of server and on `verify`.
 @Suite("Tree check: the applied tree against the container", .serialized)
 struct TreeCheckTests {

@@ -45,7 +45,7 @@ struct ControlCommands {
                 return ControlReply(error: "events is a stream (ControlServer answers it)")
             case .download:
                 let ids = try fileSystem.residency.placeholders(below: try target(request))
-                engine.requestDownloads(ids)
+                engine.downloader.request(ids)
                 var report = ActionReport()
                 report.files = ids.count
                 return ControlReply(action: report)

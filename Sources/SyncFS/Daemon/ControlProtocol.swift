@@ -15,10 +15,10 @@ public struct ControlRequest: Codable, Sendable {
         case events
         /// The mass-delete guard: let the held changes go, or undo them here (`DeleteGuard`).
         case release, discard
-        /// The container's history (`SyncEngine+History`): `path`'s versions, the deleted
+        /// The container's history (`HistoryService`): `path`'s versions, the deleted
         /// entries, and bringing one back (`path` or `fileID`, `version`, `destination`).
         case versions, trash, restore
-        /// Checks the tree against the container and corrects it (`SyncEngine+TreeCheck`).
+        /// Checks the tree against the container and corrects it (`TreeChecker`).
         case verify
     }
 

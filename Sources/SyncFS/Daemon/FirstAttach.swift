@@ -19,12 +19,12 @@ public enum FirstAttach {
     static func waitIfNeeded(
         _ engine: SyncEngine, configuration: MountConfiguration, systemd: SystemdNotifier?, logger: Logger
     ) throws(MountError) {
-        guard engine.attach.isNeeded else { return }
+        guard engine.attaching.attach.isNeeded else { return }
         let started = ContinuousClock.now
         logger.info("attaching the container's tree (the mount is served once it is complete)")
         var lastLogged = ContinuousClock.now
         var lastEntries = 0
-        let outcome = engine.waitUntilAttached(stallLimit: .seconds(configuration.attachTimeout)) { entries in
+        let outcome = engine.attaching.waitUntilAttached(stallLimit: .seconds(configuration.attachTimeout)) { entries in
             if configuration.reportAttachProgress {
                 let line = progressPrefix + "\(entries)\n"
                 _ = write(STDOUT_FILENO, line, line.utf8.count)

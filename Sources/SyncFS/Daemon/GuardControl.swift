@@ -8,13 +8,13 @@ extension ControlCommands {
         let notHeld = ControlReply(status: engine.status())
         if command == .release {
             let queued = fileSystem.outbox.count
-            guard engine.releaseGuard() else { return notHeld }
+            guard engine.guarded.release() else { return notHeld }
             var report = ActionReport()
             report.files = queued
             return ControlReply(action: report)
         }
         do throws(SyncFailure) {
-            switch try engine.discardGuarded() {
+            switch try engine.guarded.discard() {
             case .notHeld:
                 return notHeld
             case .discarded(let restored, 0):

@@ -1,17 +1,17 @@
 import SyncBackend
 
 /// The control socket's `versions`, `trash` and `restore` (doc/CLI.md): requests checked here,
-/// the work in `SyncEngine+History`.
+/// the work in `HistoryService`.
 extension ControlCommands {
     func historyAnswer(_ request: ControlRequest) -> ControlReply {
         do throws(HistoryFailure) {
             switch request.command {
             case .versions:
-                return ControlReply(history: try engine.versionsListing(path: request.path ?? ""))
+                return ControlReply(history: try engine.history.versionsListing(path: request.path ?? ""))
             case .trash:
-                return ControlReply(trash: try engine.trashListing())
+                return ControlReply(trash: try engine.history.trashListing())
             default:
-                return ControlReply(restore: try engine.restore(try Self.restoreOrder(request)))
+                return ControlReply(restore: try engine.history.restore(try Self.restoreOrder(request)))
             }
         } catch {
             return ControlReply(error: error.description, retryable: error.isRetryable)

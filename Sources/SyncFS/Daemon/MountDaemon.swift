@@ -118,7 +118,7 @@ public enum MountDaemon {
         // The engine starts before the session: a first mount is served only once its tree is
         // attached (`FirstAttach`); the kernel learns nothing before it is mounted.
         let engine = SyncEngine(fileSystem: fileSystem, container: container, options: options, logger: logger)
-        engine.prepareAttach()
+        engine.attaching.prepare()
         engine.start()
         let session: FuseSession
         do {

@@ -38,14 +38,14 @@ extension SyncEngine {
             }.sorted { $0.path < $1.path }, conflicts: conflicts.unresolvedCount(),
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
         status.damagedCacheCopies = fileSystem.residency.damagedCopiesFound.load(ordering: .relaxed)
-        status.offlineSince = progress.offlineSince.map { Self.timestamp($0) }
-        status.serverStorageUnavailableSince = progress.storageUnavailableSince.map { Self.timestamp($0) }
+        status.offlineSince = progress.offlineSince.map { RFC3339.utc($0) }
+        status.serverStorageUnavailableSince = progress.storageUnavailableSince.map { RFC3339.utc($0) }
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
-        status.massDeleteGuard = guardStatus()
+        status.massDeleteGuard = guarded.status()
         status.upToDate =
             status.online && progress.storageUnavailableSince == nil && progress.feedCaughtUp
-            && status.pendingEntries == 0 && !deleteGuard.isHeld
+            && status.pendingEntries == 0 && !guarded.deleteGuard.isHeld
         status.uploadBytesLeft = max(
             0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
         return status
@@ -60,13 +60,6 @@ extension SyncEngine {
             fileSystem.residency.enforceBudget(budget) > 0
         else { return status }
         return self.status()
-    }
-
-    /// RFC 3339 in UTC, to the second (`2026-11-24T15:02:11Z`).
-    static func timestamp(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
     }
 }
 

@@ -114,7 +114,7 @@ final class MetadataStore: Sendable {
     }
 
     /// How many recorded changes wait for the flusher (a producer faster than it may commit
-    /// itself: `SyncEngine.followerHandled`).
+    /// itself: `AttachTracker.followerHandled`).
     var queuedChanges: Int { pending.withLock { $0.changes.count } }
 
     private func enqueue(_ change: MetadataChange) { enqueue([change]) }

@@ -110,7 +110,7 @@ extension StateFact where Value == [FileID: Int32] {
 extension StateFact where Value == Bool {
     /// Whether the container's tree was attached here (`0` or `1`): `0` is written by a state
     /// directory's first mount before its follower starts, `1` once the follower reached the end
-    /// of the change feed (`SyncEngine+Attach`). Absent on state directories older than the fact.
+    /// of the change feed (`AttachTracker`). Absent on state directories older than the fact.
     static var treeAttached: Self {
         .init(.treeAttached, encode: { $0 ? "1" : "0" }, decode: { $0 == "1" ? true : $0 == "0" ? false : nil })
     }

@@ -80,7 +80,7 @@ enum GuardEvent: Sendable {
     case held, released, discarded
 }
 
-/// A guarded change the uploader is about to commit (`SyncEngine.guardedChange` decides what is
+/// A guarded change the uploader is about to commit (`GuardedUploads` decides what is
 /// guarded).
 struct GuardedChange: Sendable, Equatable {
     enum Kind: Sendable, Equatable {

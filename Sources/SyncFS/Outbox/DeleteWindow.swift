@@ -3,7 +3,7 @@ import SyncBackend
 /// The mass-delete guard's counting, as a pure value (doc/SEMANTICS.md, "Mass-delete guard").
 ///
 /// A *guarded change* is a queued change that would remove or replace established content (the
-/// uploader decides what is guarded: `SyncEngine.guardedChange`): the delete of an established
+/// uploader decides what is guarded: `GuardedUploads`): the delete of an established
 /// entry, or high-entropy new content for an established file. The uploader asks `consider`
 /// before it commits one; the answer is `go`, `wait` (ask again at that time) or `held` (the
 /// guard tripped: nothing goes until `release`/`discard`).

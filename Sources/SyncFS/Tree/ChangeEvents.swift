@@ -206,7 +206,7 @@ enum ChangeFilter: Sendable, Equatable {
 /// moved aside for a remote one; the merge code publishes `merged` (a merge result replaced the
 /// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too;
 /// a finished download publishes `downloaded`; the engine publishes `online`/`offline` when its
-/// view of the container changes (`SyncEngine.noteFailure`) and `rules-error` (`RulesWatch`).
+/// view of the container changes (`Reachability`) and `rules-error` (`RulesWatch`).
 final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])

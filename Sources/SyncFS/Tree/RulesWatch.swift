@@ -6,7 +6,7 @@ import Synchronization
 /// here or arrives from the container, not only when a merge reads it.
 ///
 /// The core calls `touched` (under its namespace lock: it only sets a flag and wakes) whenever an
-/// entry named like a rules file changes; the engine's rules thread (`SyncEngine.runRulesChecker`)
+/// entry named like a rules file changes; the engine's rules thread (`RulesChecker.runChecks`)
 /// then reads and parses the file and hands the result to `record`, which says whether the error
 /// is new (so it is logged and published once per distinct error, not once per merge round).
 /// `status` shows `errors`; an error clears when the file parses again or is gone.

@@ -1,10 +1,14 @@
+import Logging
 import SyncBackend
 
 /// The engine's log lines about failures and transfers (doc/SEMANTICS.md, "Logs"): entries are
 /// named by their path (resolved when the line is written; the ID too, which survives renames),
 /// a repeated failure costs a bounded number of lines (`RepeatedFailureLog`), and `--log-level
-/// debug` shows one line per transfer.
-extension SyncEngine {
+/// debug` shows one line per transfer. Shared by the uploader and the follower.
+struct EngineLog: Sendable {
+    let logger: Logger
+    let fileSystem: SyncFileSystem
+
     /// `path (id)` of the entry now, or `id (not in the tree)`, for a log line. The path is the
     /// folder's own names, made one printable line (a remote name may hold a line break).
     func logName(_ id: FileID) -> String {

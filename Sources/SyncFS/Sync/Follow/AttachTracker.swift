@@ -1,8 +1,20 @@
 import Foundation
 
 /// The first attach of a tree (`TreeAttach`): the daemon starts the engine before the FUSE
-/// session and waits here until the follower reached the end of the change feed.
-extension SyncEngine {
+/// session and waits here until the follower reached the end of the change feed. The follower
+/// reports its progress here; the state database records whether the tree is attached.
+final class AttachTracker: Sendable {
+    /// Whether this mount's tree is attached, and the first attach's progress.
+    let attach: TreeAttach
+    private let store: MetadataStore
+    private let reported: EngineProgress
+
+    init(fileSystem: SyncFileSystem, progress: EngineProgress) {
+        attach = TreeAttach(facts: fileSystem.storedFacts)
+        store = fileSystem.store
+        reported = progress
+    }
+
     /// How a wait for the attach ended.
     enum AttachOutcome: Equatable, Sendable {
         /// The follower reached the end of the feed: the tree is the container's.
@@ -17,10 +29,10 @@ extension SyncEngine {
     /// again. Does nothing on a mount that does not need the attach.
     /// The state database gets a larger page cache until the attach is complete
     /// (`MetadataStore.useAttachCache`).
-    func prepareAttach() {
+    func prepare() {
         guard attach.isNeeded else { return }
-        fileSystem.store.factSet(.treeAttached, false)
-        fileSystem.store.useAttachCache(true)
+        store.factSet(.treeAttached, false)
+        store.useAttachCache(true)
     }
 
     /// Changes the store may hold for its flusher before the follower commits them itself.
@@ -34,15 +46,15 @@ extension SyncEngine {
     /// records queued for the flusher.
     func followerHandled(_ count: Int) {
         attach.noteEntries(count)
-        if fileSystem.store.queuedChanges > Self.followerBacklogLimit { try? fileSystem.store.commit(durable: false) }
+        if store.queuedChanges > Self.followerBacklogLimit { try? store.commit(durable: false) }
     }
 
     /// The follower reached the end of the feed (and retried what it deferred): a needed attach is
     /// complete, recorded behind the cursor that reached it.
     func followerReachedEnd() {
         guard attach.noteEndReached(), attach.isNeeded else { return }
-        fileSystem.store.record([.fact(.treeAttached, true)])
-        fileSystem.store.useAttachCache(false)
+        store.record([.fact(.treeAttached, true)])
+        store.useAttachCache(false)
     }
 
     /// Waits until the follower reached the end of the feed once, calling `report` with the
@@ -62,11 +74,11 @@ extension SyncEngine {
                 // `ready` means the attached tree (and `tree_attached` = 1) is on disk: a crash
                 // right after it does not make the next mount attach again (and wait for a
                 // container that may be away by then). A failure here only delays that write.
-                try? fileSystem.store.commit(durable: true)
+                try? store.commit(durable: true)
                 return .attached(entries: progress.entries)
             }
             let now = clock.now
-            let failure = state.withLock { $0.lastFailure }
+            let failure = reported.lastFailure
             if progress.entries != lastEntries || failure == nil {
                 lastEntries = progress.entries
                 stalledSince = nil
@@ -81,7 +93,7 @@ extension SyncEngine {
                 lastReport = now
                 report(progress.entries)
             }
-            Thread.sleep(forTimeInterval: 0.05)
+            Thread.sleep(forTimeInterval: 0.05)  // the daemon's main thread, reporting progress
         }
     }
 }

@@ -1,6 +1,6 @@
 import SyncBackend
 
-/// The tree's side of the tree check (`SyncEngine+TreeCheck`): what this mount applied, and the
+/// The tree's side of the tree check (`TreeChecker`): what this mount applied, and the
 /// corrections when it is not what the container holds.
 extension RemoteChanges {
     /// The version of every live entry applied here: those with a sync base whose node is in

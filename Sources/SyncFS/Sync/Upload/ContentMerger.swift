@@ -1,8 +1,9 @@
 import Glibc
+import Logging
 import SyncBackend
 import SyncMerge
 
-/// How the content of a file changed on both sides ends up (see `SyncEngine.mergeContent`).
+/// How the content of a file changed on both sides ends up (see `ContentMerger.mergeContent`).
 enum ContentResolution {
     /// The local content, as it is.
     case ours
@@ -16,20 +17,54 @@ enum ContentResolution {
     case waiting
 }
 
-extension SyncEngine {
+/// The uploader's merges: a local entry made the merged state of both sides (`adopt`), and
+/// content changed on both sides made one by the path's merge policy (`mergeContent`), with a
+/// conflict copy where the policy keeps both. Each returns what the uploader does next.
+final class ContentMerger: Sendable {
     /// The largest file merged by content (text, json, union, command); larger ones keep both.
     static let largestMergedFile: Int64 = 64 << 20
-    /// The largest rules file read.
-    static let largestRulesFile = 1 << 20
+
+    let fileSystem: SyncFileSystem
+    private let conflicts: Conflicts
+    private let remote: RemoteChanges
+    private let container: BlockingContainer
+    private let transfer: ContentTransfer
+    private let applier: RemoteApplier
+    private let remoteWins: RemoteWins
+    private let rules: RulesChecker
+    let mergeWorker: MergeCommandWorker
+    let mergeCommands: LocalMergeCommands
+    private let progress: EngineProgress
+    private let log: EngineLog
+    var logger: Logger { log.logger }
+
+    init(
+        fileSystem: SyncFileSystem, conflicts: Conflicts, remote: RemoteChanges, container: BlockingContainer,
+        transfer: ContentTransfer, applier: RemoteApplier, remoteWins: RemoteWins, rules: RulesChecker,
+        mergeCommands: LocalMergeCommands, progress: EngineProgress, log: EngineLog
+    ) {
+        self.fileSystem = fileSystem
+        self.conflicts = conflicts
+        self.remote = remote
+        self.container = container
+        self.transfer = transfer
+        self.applier = applier
+        self.remoteWins = remoteWins
+        self.rules = rules
+        mergeWorker = MergeCommandWorker(outbox: fileSystem.outbox)
+        self.mergeCommands = mergeCommands
+        self.progress = progress
+        self.log = log
+    }
 
     /// Makes the local entry the merged state and tries the commit again on top of `current`
-    /// (returns false), or postpones the item if the local file is busy (returns true). The
+    /// (`.again`), or postpones the item if the local file is busy (`.done`). The
     /// content is `contentFile` if given; otherwise the local content when the merged manifest is
     /// ours, else the container's (downloaded first, unless the file is a placeholder).
     func adopt(
         _ merged: EntryState, for item: OutboxItem, current: RemoteEntry, local: MergeLocalContent?,
         oursManifest: [ChunkRef]? = nil, contentFile: String? = nil, event: ChangeEvent.Kind? = nil
-    ) throws(SyncFailure) -> Bool {
+    ) throws(SyncFailure) -> UploadStep {
         try restoreParent(of: merged)
         var contentFile = contentFile
         var downloaded: String?
@@ -42,7 +77,7 @@ extension SyncEngine {
             // merged metadata over the old bytes: the next commit would revert the remote edit).
             guard let holder = local ?? conflicts.localContentForMerge(item.fileID) else {
                 fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
-                return true
+                return .done
             }
             local = holder
             downloaded = try download(merged.manifest, reusing: holder, manifest: oursManifest ?? [])
@@ -54,20 +89,20 @@ extension SyncEngine {
                 event: event)
         else {
             fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
-            return true
+            return .done
         }
-        return false
+        return .again
     }
 
     /// Both sides changed the content of a file: the merge policy of its path decides
     /// (`.syncfs-rules`, doc/SEMANTICS.md "Merge policies and the rules file"), the rest of the
-    /// entry is `merged`. Returns like `adopt`.
+    /// entry is `merged`. Returns like `adopt` (`.done` also while a merge command runs).
     func mergeContent(
         item: OutboxItem, ours: EntryState, merged: EntryState, current: RemoteEntry, baseManifest: [ChunkRef]?
-    ) throws(SyncFailure) -> Bool {
+    ) throws(SyncFailure) -> UploadStep {
         guard let local = conflicts.localContentForMerge(item.fileID) else {
             fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
-            return true
+            return .done
         }
         let path = fileSystem.displayPath(of: item.fileID) ?? item.fileID.hex
         var temporaries: [String] = []
@@ -76,11 +111,11 @@ extension SyncEngine {
         let resolution = try resolveContent(
             path: path, item: item, ours: ours, theirs: current, local: local, baseManifest: baseManifest ?? [],
             temporaries: &temporaries)
-        logMerge(item.fileID, ours: ours, theirs: current, started: mergeStarted)
+        log.logMerge(item.fileID, ours: ours, theirs: current, started: mergeStarted)
         var state = merged
         switch resolution {
         case .waiting:
-            return true
+            return .done
         case .ours:
             state.manifest = ours.manifest
             state.size = ours.size
@@ -115,7 +150,7 @@ extension SyncEngine {
                 let copy = conflicts.forkConflictCopy(item.fileID, local: local, reason: reason)
             else {
                 fileSystem.outbox.postpone(item, by: EngineDelay.localEntryBusy)
-                return true
+                return .done
             }
             // The copy must be on disk before the file's own bytes are replaced.
             conflicts.persistNow()
@@ -130,22 +165,22 @@ extension SyncEngine {
     /// directory delete does against entries added to it on the other side.
     func restoreParent(of state: EntryState) throws(SyncFailure) {
         guard let parent = state.parent, !conflicts.hasLiveDirectory(parent),
-            let remote = try remoteEntry(parent), !remote.isDeleted
+            let remote = try container.entry(parent), !remote.isDeleted
         else { return }
         logger.notice("the folder \(parent) deleted here holds a changed entry in the container; it comes back")
-        _ = try apply(remote, force: true)
+        _ = try applier.apply(remote, force: true)
     }
 
     /// The file takes the container's content (and the merged metadata).
     private func takeTheirs(
         _ state: EntryState, item: OutboxItem, current: RemoteEntry, local: MergeLocalContent?, ours: EntryState
-    ) throws(SyncFailure) -> Bool {
+    ) throws(SyncFailure) -> UploadStep {
         var state = state
         state.manifest = current.state.manifest
         state.size = current.state.size
         if state == current.state {
-            try takeRemote(current, item: item)
-            return true
+            try remoteWins.take(current, replacing: item)
+            return .done
         }
         return try adopt(state, for: item, current: current, local: local, oursManifest: ours.manifest)
     }
@@ -156,12 +191,12 @@ extension SyncEngine {
         baseManifest: [ChunkRef], temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
         let theirs = current.state
-        let rules = try mergeRules()
+        let rules = try self.rules.rulesForMerge()
         var policy = rules.policy(forPath: path, isText: true)
         let sizes = [ours.size, theirs.size, baseManifest.reduce(0) { $0 + $1.length }]
         let readable = sizes.allSatisfy { $0 <= Self.largestMergedFile }
         if case .command(let name, let ruleTimeout) = policy, readable {
-            // On the merge worker, off the upload path (SyncEngine+MergeWorker.swift).
+            // On the merge worker, off the upload path (ContentMerger+Command.swift).
             return try commandResolution(
                 name: name, ruleTimeout: ruleTimeout, path: path, item: item, ours: ours, theirs: current,
                 local: local, baseManifest: baseManifest, temporaries: &temporaries)
@@ -282,7 +317,7 @@ extension SyncEngine {
     {
         let file = remote.temporaryContentPath()
         var totals = ContentTransfer.Totals()
-        defer { addTotals(totals) }
+        defer { progress.add(totals) }
         do {
             try transfer.download(
                 manifest, to: file, local: local?.path, localManifest: local == nil ? [] : localManifest,
@@ -292,22 +327,6 @@ extension SyncEngine {
             throw error
         }
         return file
-    }
-
-    /// The rules of `.syncfs-rules` at the folder's root (downloaded if needed), or the defaults.
-    /// Lines that do not parse are skipped (and recorded: `noteRules`). A rules file that exists but cannot be read
-    /// fails the merge (it is retried), so a merge never ignores the user's rules.
-    func mergeRules() throws(SyncFailure) -> MergeRules {
-        guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else { return .defaults }
-        guard let text = fileSystem.residency.readSmallFile(ino, limit: Self.largestRulesFile) else {
-            // Never merge by the defaults what the user's rules may say otherwise: wait.
-            throw .local(
-                "\(MergeRules.fileName) cannot be read (not downloaded, or larger than 1 MiB); the merge waits for it")
-        }
-        let rules = MergeRules(parsing: String(decoding: text, as: UTF8.self))
-        // Logged (once per distinct error) and shown by `status` through the rules watch.
-        noteRules(problems: rules.problems)
-        return rules
     }
 
     static func readWhole(_ path: String) throws(SyncFailure) -> [UInt8] {

@@ -47,7 +47,7 @@ struct BlockingContainer: Sendable {
     }
 
     /// `Container.waitForChanges`: waits up to `timeout` for the feed to move past `cursor`;
-    /// `handle` lets another thread end the wait (`SyncEngine.stop`).
+    /// `handle` lets another thread end the wait (`SyncEngine.stop`, a server switch, `verify`).
     @discardableResult
     func waitForChanges(
         after cursor: FeedCursor, timeout: Duration, cancellable handle: CancelHandle? = nil

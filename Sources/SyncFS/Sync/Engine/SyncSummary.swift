@@ -41,9 +41,9 @@ extension SyncEngine {
     /// `SyncSummary` now: the queue's length, whether the container answers, whether the feed
     /// was caught up at the last look, and the unresolved conflict copies (from their index).
     func summary() -> SyncSummary {
-        let caughtUp = state.withLock { $0.feedCaughtUp }
+        let caughtUp = progress.feedCaughtUp
         return SyncSummary(
             online: reachability.isOnline, changesWaiting: fileSystem.outbox.count, caughtUp: caughtUp,
-            conflicts: conflicts.unresolvedCount(), guardHeld: deleteGuard.isHeld)
+            conflicts: conflicts.unresolvedCount(), guardHeld: guarded.deleteGuard.isHeld)
     }
 }

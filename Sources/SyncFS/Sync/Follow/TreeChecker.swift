@@ -1,3 +1,4 @@
+import Logging
 import SyncBackend
 
 /// The tree check: after every switch of server (`ServerSwitching`) and on `verify`, the tree
@@ -14,16 +15,43 @@ import SyncBackend
 ///   missing here, is applied as the container has it (`forgetBase`, then the usual apply).
 /// - Reported: the log (a warning when something differed), a `tree-corrected` event, and the
 ///   report to whoever waits (`verify`).
-extension SyncEngine {
+final class TreeChecker: Sendable {
+    /// Checks wanted or awaited.
+    let requests = TreeCheckRequests()
+    private let container: BlockingContainer
+    /// The container as it answers, unchecked, for the reading of the whole feed (an entry this
+    /// mount refuses still exists in the container and is never taken as absent).
+    private let uncheckedContainer: BlockingContainer
+    private let remote: RemoteChanges
+    private let applier: RemoteApplier
+    private let refusals: RemoteEntryRefusals
+    private let events: ChangeEvents
+    private let run: EngineRun
+    private let logger: Logger
+
+    init(
+        container: BlockingContainer, uncheckedContainer: BlockingContainer, remote: RemoteChanges,
+        applier: RemoteApplier, refusals: RemoteEntryRefusals, events: ChangeEvents, run: EngineRun, logger: Logger
+    ) {
+        self.container = container
+        self.uncheckedContainer = uncheckedContainer
+        self.remote = remote
+        self.applier = applier
+        self.refusals = refusals
+        self.events = events
+        self.run = run
+        self.logger = logger
+    }
+
     /// Makes the wanted check, if any, with the follower caught up at `cursor`. Returns false
     /// when the container's digest stands for another cursor: the follower reads on first. A
     /// check that fails (the container does not answer, or is a server older than the digest)
     /// never stops the following: it is logged once and tried again at the next look at the feed.
-    func checkTreeIfRequested(at cursor: FeedCursor) -> Bool {
-        guard let asked = treeChecks.pending else { return true }
+    func checkIfRequested(at cursor: FeedCursor) -> Bool {
+        guard let asked = requests.pending else { return true }
         do throws(SyncFailure) {
             let server = try container.treeDigest()
-            if server.cursor != cursor, treeChecks.noteUnsettled() < TreeCheckRequests.settleAttempts {
+            if server.cursor != cursor, requests.noteUnsettled() < TreeCheckRequests.settleAttempts {
                 return false
             }
             let applied = remote.appliedVersions()
@@ -31,9 +59,9 @@ extension SyncEngine {
             var report = TreeCheckReport(entries: server.entries, matched: local.digest == server.digest)
             if !report.matched { try reconcileTree(applied: applied, server: server, into: &report) }
             publish(report)
-            treeChecks.finish(asked, report)
+            requests.finish(asked, report)
         } catch {
-            if treeChecks.fail(asked, error.description) == 1 {
+            if requests.fail(asked, error.description) == 1 {
                 logger.warning(
                     "the tree could not be checked against the container: \(error); tried again at the next look")
             }
@@ -42,8 +70,9 @@ extension SyncEngine {
     }
 
     /// `verify`: asks for a check and waits for its report (nil: none within `timeout`).
-    func verifyTree(timeout: Duration) -> TreeCheckReport? {
-        treeChecks.requestAndWait(timeout: timeout) { stopWaiting.interrupt() }
+    /// `wake` ends the follower's wait on the feed, so it makes the check at once.
+    func verify(timeout: Duration, wake: () -> Void) -> TreeCheckReport? {
+        requests.requestAndWait(timeout: timeout, wake: wake)
     }
 
     /// Reads the container's feed whole and corrects every entry that differs (see the type).
@@ -52,7 +81,7 @@ extension SyncEngine {
     ) throws(SyncFailure) {
         var held: [FileID: RemoteEntry] = [:]
         var cursor = FeedCursor.beginning
-        while isRunning {
+        while run.isRunning {
             let batch = try uncheckedContainer.changes(after: cursor, limit: 1000)
             for entry in batch.entries { held[entry.id] = entry }
             cursor = batch.cursor
@@ -75,7 +104,7 @@ extension SyncEngine {
         // Deeper entries first: what a server made up inside a folder it made up goes before it.
         let paths = Dictionary(uniqueKeysWithValues: differing.map { ($0, remote.pathInTree($0)) })
         differing.sort { (paths[$0]??.count ?? 0) > (paths[$1]??.count ?? 0) }
-        for id in differing where isRunning {
+        for id in differing where run.isRunning {
             try correct(id, path: paths[id] ?? nil, into: &report)
         }
     }
@@ -102,7 +131,7 @@ extension SyncEngine {
             report.unresolved.append("\(name): a local change of it is queued")
             return
         }
-        guard try apply(current, force: false) else {
+        guard try applier.apply(current, force: false) else {
             report.unresolved.append("\(name): cannot be applied yet")
             return
         }
@@ -123,7 +152,7 @@ extension SyncEngine {
             return
         }
         logger.warning("\(report.summary)")
-        fileSystem.changeEvents.publish(
+        events.publish(
             ChangeEvent(
                 kind: .treeCorrected, path: "", origin: nil, fileID: nil, type: nil, message: report.summary))
     }

@@ -4,7 +4,7 @@ import SyncBackend
 /// (`.syncfs-moving-<file ID>`, doc/SEMANTICS.md "Uploads"): it frees the name another queued
 /// change needs, and the entry is renamed to its real name right after. Never a user's name: an
 /// entry this device left under it with nothing of its own queued gets its real name back
-/// (`SyncEngine.unparkIfAbandoned`).
+/// (`ParkedEntries.unparkIfAbandoned`).
 enum ParkingName {
     private static let prefix = Array(".syncfs-moving-".utf8)
 

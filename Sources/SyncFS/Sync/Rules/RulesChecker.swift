@@ -1,15 +1,32 @@
+import Logging
 import SyncMerge
 
 /// The rules file's errors, known when it is saved or arrives (`RulesWatch`), not only when a
 /// merge reads it: shown by `status`, published as `rules-error`, logged once per distinct error.
-extension SyncEngine {
+/// Runs on the rules thread; merges report what they read through `noteRules` too.
+final class RulesChecker: Sendable {
+    /// The largest rules file read.
+    static let largestRulesFile = 1 << 20
+
+    private let fileSystem: SyncFileSystem
+    private let run: EngineRun
+    private let reachability: Reachability
+    private let logger: Logger
+
+    init(fileSystem: SyncFileSystem, run: EngineRun, reachability: Reachability, logger: Logger) {
+        self.fileSystem = fileSystem
+        self.run = run
+        self.reachability = reachability
+        self.logger = logger
+    }
+
     /// The rules thread: reads the rules again each time an entry with the rules file's name
     /// changed (and once at the start), until the engine stops.
-    func runRulesChecker() {
+    func runChecks() {
         let watch = fileSystem.rulesWatch
-        while isRunning {
-            guard watch.waitForTouch(), isRunning else { continue }
-            checkRules()
+        while run.isRunning {
+            guard watch.waitForTouch(), run.isRunning else { continue }
+            check()
         }
     }
 
@@ -17,15 +34,32 @@ extension SyncEngine {
     /// downloaded while the container is away: no download is tried then, so no failed read
     /// shows; or its download failed) keeps the error known so far; it is read again on its next
     /// change or download, or when the container answers again.
-    func checkRules() {
+    func check() {
         guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else {
             noteRules(problems: [])
             return
         }
         let placeholder = fileSystem.live.transact { tree in tree.nodes[ino]?.isPlaceholder ?? false }
-        if placeholder && !isOnline { return }
+        if placeholder && !reachability.isOnline { return }
         guard let text = fileSystem.residency.readSmallFile(ino, limit: Self.largestRulesFile) else { return }
         noteRules(problems: MergeRules(parsing: String(decoding: text, as: UTF8.self)).problems)
+    }
+
+    /// The rules of `.syncfs-rules` at the folder's root for a merge (downloaded if needed), or
+    /// the defaults. Lines that do not parse are skipped (and recorded: `noteRules`). A rules
+    /// file that exists but cannot be read fails the merge (it is retried), so a merge never
+    /// ignores the user's rules.
+    func rulesForMerge() throws(SyncFailure) -> MergeRules {
+        guard let ino = try? fileSystem.lookup(path: MergeRules.fileName) else { return .defaults }
+        guard let text = fileSystem.residency.readSmallFile(ino, limit: Self.largestRulesFile) else {
+            // Never merge by the defaults what the user's rules may say otherwise: wait.
+            throw .local(
+                "\(MergeRules.fileName) cannot be read (not downloaded, or larger than 1 MiB); the merge waits for it")
+        }
+        let rules = MergeRules(parsing: String(decoding: text, as: UTF8.self))
+        // Logged (once per distinct error) and shown by `status` through the rules watch.
+        noteRules(problems: rules.problems)
+        return rules
     }
 
     /// Records what a read of the rules file found; a new error is logged (each line once) and

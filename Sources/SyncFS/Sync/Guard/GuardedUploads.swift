@@ -3,16 +3,43 @@ import Logging
 import SyncBackend
 
 /// The uploader's side of the mass-delete guard (`DeleteGuard`; doc/SEMANTICS.md, "Mass-delete
-/// guard"), and `release` / `discard`.
-extension SyncEngine {
-    /// Makes the guard for `options` (nil thresholds: `--no-guard`), restoring a recorded hold.
+/// guard"): what of a change the guard counts and whether it may go now; and `release` /
+/// `discard`, which end a hold.
+final class GuardedUploads: Sendable {
+    let deleteGuard: DeleteGuard
+    private let fileSystem: SyncFileSystem
+    private let uploads: UploadRecords
+    private let container: BlockingContainer
+    private let transfer: ContentTransfer
+    private let remoteWins: RemoteWins
+    private let history: HistoryService
+    private let progress: EngineProgress
+    private let logger: Logger
+
+    init(
+        deleteGuard: DeleteGuard, fileSystem: SyncFileSystem, uploads: UploadRecords, container: BlockingContainer,
+        transfer: ContentTransfer, remoteWins: RemoteWins, history: HistoryService, progress: EngineProgress,
+        logger: Logger
+    ) {
+        self.deleteGuard = deleteGuard
+        self.fileSystem = fileSystem
+        self.uploads = uploads
+        self.container = container
+        self.transfer = transfer
+        self.remoteWins = remoteWins
+        self.history = history
+        self.progress = progress
+        self.logger = logger
+    }
+
+    /// Makes the guard (nil thresholds: `--no-guard`), restoring a recorded hold.
     static func makeDeleteGuard(
         fileSystem: SyncFileSystem, thresholds: DeleteWindow.Thresholds?, logger: Logger
     ) -> DeleteGuard {
         let stored = fileSystem.storedFacts[.guardHold]
         if let stored {
             logger.warning(
-                "mass-delete guard: still holding the uploads (\(stored.changes) deletions or replacements since \(Self.timestamp(stored.since))); `syncfs-mount release` or `discard` ends it"
+                "mass-delete guard: still holding the uploads (\(stored.changes) deletions or replacements since \(RFC3339.utc(stored.since))); `syncfs-mount release` or `discard` ends it"
             )
         }
         return DeleteGuard(
@@ -37,7 +64,7 @@ extension SyncEngine {
     /// change (`change`; nil: not guarded, it goes — but deletions queued behind it may still be
     /// counted); if not, the item waits (for the stream of guarded changes to pause, or, held,
     /// until `release`). Returns true if it may go.
-    func guardAdmits(_ item: OutboxItem, _ change: GuardedChange?) -> Bool {
+    func admits(_ item: OutboxItem, _ change: GuardedChange?) -> Bool {
         guard let change, deleteGuard.isWatching else { return true }
         var verdict = consider(item.fileID, change)
         if verdict == .go && deleteGuard.lookAheadDue(for: item.fileID)
@@ -108,7 +135,7 @@ extension SyncEngine {
 
     /// `release`: everything queued now goes to the container, none of it counted again.
     /// Returns false if the guard was not holding anything.
-    func releaseGuard() -> Bool {
+    func release() -> Bool {
         let released = deleteGuard.release(queued: fileSystem.outbox.items.map(\.fileID))
         if released {
             logger.notice("mass-delete guard released: the held changes go to the container")
@@ -129,7 +156,7 @@ extension SyncEngine {
     /// or downloaded if pinned) and the queued change is dropped; nothing is uploaded. Other
     /// queued changes stay and go once the guard is no longer held. If any could not be undone
     /// (the container did not answer, the entry is in use), the guard stays held.
-    func discardGuarded() throws(SyncFailure) -> DiscardOutcome {
+    func discard() throws(SyncFailure) -> DiscardOutcome {
         guard let hold = deleteGuard.currentHold else { return .notHeld }
         // Parents were usually deleted after their children: undo the newest first.
         var targets: [FileID] = []
@@ -157,7 +184,7 @@ extension SyncEngine {
             }
             let entry: RemoteEntry?
             do throws(SyncFailure) {
-                entry = try remoteEntry(id)
+                entry = try container.entry(id)
             } catch {
                 fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
                 throw error
@@ -173,7 +200,7 @@ extension SyncEngine {
             // downloaded over the local one (otherwise only the metadata would be applied).
             if rewrites.contains(id) { uploads.forgetBaseContent(id) }
             do throws(SyncFailure) {
-                try takeRemote(entry, item: item)
+                try remoteWins.take(entry, replacing: item)
             } catch {
                 fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
                 throw error
@@ -208,7 +235,7 @@ extension SyncEngine {
     /// is then found current, or its tombstone gone, and skipped).
     private func restoreSent(_ sent: [SentChange]) -> (restored: Int, kept: Int) {
         let orders = sent.map { RestoreOrder(target: .fileID($0.id), version: $0.isRewrite ? $0.replaced : nil) }
-        let (report, failures) = restoreEach(orders)
+        let (report, failures) = history.restoreEach(orders)
         if failures.contains(where: \.isRetryable) { return (0, sent.count) }
         for failure in failures {
             logger.warning("mass-delete guard: cannot bring back a change sent before the guard tripped: \(failure)")
@@ -229,19 +256,19 @@ extension SyncEngine {
             ContentEntropy.isHigh(descriptor: content.descriptor)
         else { return false }
         var totals = ContentTransfer.Totals()
-        defer { addTotals(totals) }
+        defer { progress.add(totals) }
         let manifest = try transfer.upload(descriptor: content.descriptor, length: content.length, totals: &totals)
         return manifest != base.manifest
     }
 
     /// The guard's part of `status`.
-    func guardStatus() -> GuardStatus {
+    func status() -> GuardStatus {
         let snapshot = deleteGuard.snapshot
         var status = GuardStatus(enabled: deleteGuard.thresholds != nil, held: snapshot.held)
         status.counted = snapshot.counted
         status.waiting = snapshot.waiting
         if let hold = snapshot.hold {
-            status.heldSince = Self.timestamp(hold.since)
+            status.heldSince = RFC3339.utc(hold.since)
             status.heldChanges = hold.changes
         }
         if let thresholds = deleteGuard.thresholds {

@@ -3,7 +3,7 @@ import SyncBackend
 import SyncMerge
 
 /// `merge=command:` merges on the merge worker (`MergeCommandWorker`), off the upload path.
-extension SyncEngine {
+extension ContentMerger {
     /// The outcome of the file's command merge, or `.waiting` while its command runs (the item is
     /// then parked in the queue until the command ends). A refused command keeps both at once.
     func commandResolution(
@@ -11,10 +11,10 @@ extension SyncEngine {
         local: MergeLocalContent, baseManifest: [ChunkRef], temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
         let definition: MergeCommandTable.Definition
-        switch options.mergeCommands.lookup(name, logger: logger) {
+        switch mergeCommands.lookup(name, logger: logger) {
         case .refused(let why):
             let reason = "merge=command:\(Self.quotedForDisplay(name)) is not allowed on this machine: \(why)"
-            options.mergeCommands.once("refused \(path)\u{0}\(reason)") {
+            mergeCommands.once("refused \(path)\u{0}\(reason)") {
                 logger.warning("merge command refused for \(path): \(reason); both versions are kept")
             }
             return .keepBoth(reason: reason)

@@ -53,10 +53,6 @@ enum EngineDelay {
     /// The budget keeper looks at most once a second while content grows: eviction keeps up with
     /// a fast writer without rescanning the cache for every write.
     static let budgetCheckPause: Duration = .seconds(1)
-
-    /// `SyncEngine.stop` looks every 10 ms whether its threads have ended (they usually end
-    /// within one container call); short, as an unmount waits for it.
-    static let stopPoll: Duration = .milliseconds(10)
 }
 
 extension Duration {

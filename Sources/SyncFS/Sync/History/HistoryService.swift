@@ -16,15 +16,27 @@ struct RestoreOrder: Sendable {
     var destination: String?
 }
 
-/// `versions`, `trash` and `restore` (#17): the container's history read through `HistoryReader`,
+/// `versions`, `trash` and `restore`: the container's history read through `HistoryReader`,
 /// and restores made as ordinary commits of old states from this device — never a rewrite of
 /// history. The follower then applies them like any remote change; a local change of the same
 /// file not uploaded yet meets the restore as a conflict and is merged or kept beside it by
-/// policy, never lost. Called from the control socket's threads (blocking container calls).
-extension SyncEngine {
+/// policy, never lost. Called from the control socket's threads (blocking container calls) and
+/// by the mass-delete guard's `discard`. Uses only the container, its history and the tree.
+final class HistoryService: Sendable {
+    private let fileSystem: SyncFileSystem
+    private let container: BlockingContainer
+    private let history: HistoryReader
+
+    init(fileSystem: SyncFileSystem, container: BlockingContainer, history: HistoryReader) {
+        self.fileSystem = fileSystem
+        self.container = container
+        self.history = history
+    }
+
     /// How long `restore` waits for the follower to show what it committed.
     static let restoreApplyWait: Duration = .seconds(20)
 
+    /// `versions PATH`: every kept version of the live entry at `path`, newest first.
     func versionsListing(path: String) throws(HistoryFailure) -> HistoryListing {
         let id = try liveFileID(at: path)
         let versions = try history.versions(of: id)
@@ -43,6 +55,7 @@ extension SyncEngine {
         return HistoryListing(path: path, fileID: id.hex, versions: listed)
     }
 
+    /// `trash`: the deleted entries the container keeps, each with what was deleted with it.
     func trashListing() throws(HistoryFailure) -> [TrashListing] {
         let index = try trashIndex()
         return index.items.map { item in
@@ -63,6 +76,8 @@ extension SyncEngine {
         identity == fileSystem.deviceIdentity ? fileSystem.deviceName.text : nil
     }
 
+    /// `restore`: one entry (and what was deleted with it) committed again; waits for the
+    /// follower to show it.
     func restore(_ order: RestoreOrder) throws(HistoryFailure) -> RestoreReport {
         var report = RestoreReport()
         var index: TrashIndex?

@@ -7,7 +7,7 @@ import Synchronization
 /// serve: the names it shows would be a part of the container's, and a name not yet applied
 /// would be answered ENOENT (and could be created again locally, to become a conflict copy).
 /// Such a mount *needs* the attach: the daemon starts the engine before the FUSE session and
-/// serves only once the follower reached the end of the feed (`SyncEngine.waitUntilAttached`).
+/// serves only once the follower reached the end of the feed (`AttachTracker.waitUntilAttached`).
 ///
 /// The `tree_attached` fact says which: `0` is written by the first mount before its follower
 /// starts, `1` behind the cursor that reached the end. A directory older than the fact is

@@ -1,0 +1,225 @@
+import Foundation
+import Logging
+import SyncBackend
+import Synchronization
+
+/// The sync engine of one mount. It only assembles its parts, starts their threads and joins
+/// them; each part owns its state and names in its constructor exactly what it uses:
+///
+/// - `Uploader` (thread `syncfs-uploader`): drains the outbox into the container; a refused
+///   commit is decided by `ConflictDecision` and carried out one action at a time, with merges
+///   by `ContentMerger` and the mass-delete guard's say by `GuardedUploads`.
+/// - `Follower` (`syncfs-follower`): reads the change feed; each entry goes through the
+///   remote-apply pipeline (`RemoteApplier`: plan, parent, fetch, apply, echo, invalidate), and
+///   the follower records its cursor; `TreeChecker` compares the tree with the container.
+/// - `Downloader` (`syncfs-downloader`): placeholder content, chunk by chunk or whole files.
+/// - `RulesChecker` (`syncfs-rules`), `CacheBudgetKeeper` (`syncfs-cache`, with a budget).
+/// - `HistoryService`: `versions`, `trash`, `restore` for the control socket.
+///
+/// The threads call Core synchronously; container calls go through `BlockingContainer`.
+/// Nothing here holds Core's lock across a container call.
+final class SyncEngine: Sendable {
+    struct Options: Sendable {
+        /// zlib level for uploads (1 is fast and still shrinks text 3–4×).
+        var compressionLevel: Int32 = 1
+        /// How long the follower waits on the feed before checking again anyway.
+        var feedWait: Duration = .seconds(30)
+        /// Bytes of local content to keep at most (nil: no limit); see `enforceBudget`.
+        var cacheBudget: Int64?
+        /// The merge commands this machine allows (`merge=command:NAME`); default: none.
+        var mergeCommands = LocalMergeCommands.none
+        /// When the mass-delete guard trips (nil: `--no-guard`; `DeleteGuard`).
+        var deleteGuard: DeleteWindow.Thresholds? = .standard
+        init() {}
+    }
+
+    let fileSystem: SyncFileSystem
+    let options: Options
+    let logger: Logger
+
+    // The parts, each on its own thread or called by the control socket.
+    let uploader: Uploader
+    let follower: Follower
+    let downloader: Downloader
+    let budgetKeeper: CacheBudgetKeeper?
+    let rules: RulesChecker
+    let history: HistoryService
+    let guarded: GuardedUploads
+    let treeChecker: TreeChecker
+    let attaching: AttachTracker
+
+    // What `status` shows of them.
+    let uploads: UploadRecords
+    /// Merges adopted, conflict copies kept, unresolved conflicts listed.
+    let conflicts: Conflicts
+    /// Remote entries refused by `RemoteEntryValidation` (shown by `status`).
+    let refusals: RemoteEntryRefusals
+    /// Whether the container answers (`status`: online, or offline since when).
+    let reachability: Reachability
+    private let reported: EngineProgress
+    private let run: EngineRun
+    /// The container as it answers, unchecked (a server switch is observed on it).
+    private let uncheckedContainer: BlockingContainer
+    private let threads = EngineThreads()
+
+    init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
+        self.fileSystem = fileSystem
+        self.options = options
+        self.logger = logger
+        let remote = RemoteChanges(fileSystem: fileSystem)
+        let uploads = UploadRecords(fileSystem: fileSystem)
+        self.uploads = uploads
+        conflicts = Conflicts(fileSystem: fileSystem, remote: remote)
+        // Every entry the container sends is checked before anything is done with it; refusals
+        // are shown by `status` and logged once per entry.
+        let refusals = RemoteEntryRefusals()
+        self.refusals = refusals
+        let validated = ValidatingContainer(
+            base: container,
+            refused: { entry, reason in refusals.refuse(entry, because: reason, logger: logger) },
+            accepted: { entry in refusals.clear(ifNewer: entry) })
+        let reachability = Reachability()
+        self.reachability = reachability
+        Self.watch(reachability, fileSystem: fileSystem, logger: logger)
+        let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
+        let historyReader = HistoryReader(base: container as? any ContainerHistory)
+        uncheckedContainer = BlockingContainer(base: container)
+        // Every answer of the container lets changes that failed only because it was away go now.
+        let blocking = BlockingContainer(
+            base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
+        let transfer = ContentTransfer(container: blocking, compressionLevel: options.compressionLevel)
+        let reported = EngineProgress()
+        self.reported = reported
+        let run = EngineRun()
+        self.run = run
+        let log = EngineLog(logger: logger, fileSystem: fileSystem)
+
+        let applier = RemoteApplier(
+            remote: remote, uploads: uploads, container: blocking, transfer: transfer, refusals: refusals,
+            progress: reported, contentActivity: fileSystem.residency.contentActivity, logger: logger)
+        let parked = ParkedEntries(
+            uploads: uploads, history: historyReader, deviceIdentity: fileSystem.deviceIdentity, log: log)
+        let remoteWins = RemoteWins(applier: applier, outbox: fileSystem.outbox, parked: parked)
+        history = HistoryService(fileSystem: fileSystem, container: blocking, history: historyReader)
+        let deleteGuard = GuardedUploads.makeDeleteGuard(
+            fileSystem: fileSystem, thresholds: options.deleteGuard, logger: logger)
+        guarded = GuardedUploads(
+            deleteGuard: deleteGuard, fileSystem: fileSystem, uploads: uploads, container: blocking,
+            transfer: transfer, remoteWins: remoteWins, history: history, progress: reported, logger: logger)
+        rules = RulesChecker(fileSystem: fileSystem, run: run, reachability: reachability, logger: logger)
+        let merger = ContentMerger(
+            fileSystem: fileSystem, conflicts: conflicts, remote: remote, container: blocking, transfer: transfer,
+            applier: applier, remoteWins: remoteWins, rules: rules, mergeCommands: options.mergeCommands,
+            progress: reported, log: log)
+        uploader = Uploader(
+            fileSystem: fileSystem, uploads: uploads, container: blocking, transfer: transfer, guarded: guarded,
+            merger: merger, remoteWins: remoteWins, progress: reported, run: run, log: log)
+        downloader = Downloader(fileSystem: fileSystem, transfer: transfer, progress: reported, run: run)
+        budgetKeeper = options.cacheBudget.map { CacheBudgetKeeper(fileSystem: fileSystem, run: run, budget: $0) }
+        attaching = AttachTracker(fileSystem: fileSystem, progress: reported)
+        treeChecker = TreeChecker(
+            container: blocking, uncheckedContainer: uncheckedContainer, remote: remote, applier: applier,
+            refusals: refusals, events: fileSystem.changeEvents, run: run, logger: logger)
+        follower = Follower(
+            fileSystem: fileSystem, container: blocking, remote: remote, applier: applier, parked: parked,
+            deleteGuard: deleteGuard, attaching: attaching, treeChecker: treeChecker, downloads: downloader.queue,
+            progress: reported, run: run, log: log, feedWait: options.feedWait, stopWaiting: CancelHandle())
+    }
+
+    /// Starts the uploader, the follower, the background downloader, the rules checker and the
+    /// budget keeper, and makes the downloader the file system's source of placeholder content.
+    func start() {
+        fileSystem.residency.setChunkSource(downloader)
+        // After every switch of server the tree is checked against the new one.
+        (uncheckedContainer.base as? any ServerSwitching)?.observeSwitches { [treeChecker, follower] in
+            treeChecker.requests.request()
+            follower.stopWaiting.interrupt()
+        }
+        fileSystem.residency.setPinObserver {
+            [queue = downloader.queue, activity = fileSystem.residency.contentActivity] in
+            queue.pokeForPins()
+            activity.note()  // an unpinned file may now be evicted
+        }
+        threads.start("syncfs-downloader") { [downloader] in downloader.runDownloads() }
+        if let budgetKeeper { threads.start("syncfs-cache") { budgetKeeper.runChecks() } }
+        threads.start("syncfs-rules") { [rules] in rules.runChecks() }
+        threads.start("syncfs-uploader") { [uploader] in uploader.runUploads() }
+        threads.start("syncfs-follower") { [follower] in follower.runFollowing() }
+    }
+
+    /// Stops every thread (an upload in progress finishes its current call): each is woken from
+    /// whatever it waits on, then all are joined, for at most 10 s together.
+    func stop() {
+        run.stop()
+        fileSystem.residency.setChunkSource(nil)
+        fileSystem.residency.setPinObserver(nil)
+        downloader.stop()
+        uploader.merger.mergeWorker.stop()
+        follower.stopWaiting.cancel()
+        fileSystem.residency.contentActivity.note()
+        fileSystem.rulesWatch.poke()
+        fileSystem.outbox.poke()
+        if !threads.join(within: .seconds(10)) {
+            logger.warning("the sync engine did not stop within 10 s")
+        }
+    }
+
+    var isRunning: Bool { run.isRunning }
+
+    /// `verify`: asks the follower for a check of the tree and waits for its report (nil: none
+    /// within `timeout`).
+    func verifyTree(timeout: Duration) -> TreeCheckReport? {
+        treeChecker.verify(timeout: timeout) { follower.stopWaiting.interrupt() }
+    }
+
+    /// Publishes each change between answering and not answering, and logs the server's storage
+    /// going away and coming back.
+    private static func watch(_ reachability: Reachability, fileSystem: SyncFileSystem, logger: Logger) {
+        reachability.onChange { [fileSystem] online, reason in
+            Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
+        }
+        reachability.onStorageChange { away, reason in
+            if away {
+                logger.warning("the server cannot reach its storage (changes stay queued): \(reason ?? "")")
+            } else {
+                logger.notice("the server reaches its storage again")
+            }
+        }
+    }
+
+    /// The container answers (`Reachability`: the one online/offline state of the mount).
+    var isOnline: Bool { reachability.isOnline }
+
+    /// Each change between answering and not answering: `online`/`offline` published once (not
+    /// once per retry), in the order seen; a rules file left unread while offline is read now.
+    private static func reachabilityChanged(online: Bool, reason: String?, fileSystem: SyncFileSystem) {
+        if online { fileSystem.rulesWatch.touched() }
+        fileSystem.changeEvents.publish(
+            ChangeEvent(
+                kind: online ? .online : .offline, path: "", origin: nil, fileID: nil, type: nil,
+                message: reason.map(RulesWatch.printableLine)))
+    }
+
+    /// The engine's own part of `status` (the daemon builds `SyncStatus` from it and Core's values).
+    struct Progress {
+        /// The last container failure seen by either thread, cleared by a success.
+        var lastFailure: String?
+        var totals: ContentTransfer.Totals
+        /// The follower applied everything the feed had at its last look.
+        var feedCaughtUp: Bool
+        /// When the current outage began; nil while online.
+        var offlineSince: Date?
+        /// Since when the server answers that its storage is unavailable; nil otherwise.
+        var storageUnavailableSince: Date?
+    }
+
+    var progress: Progress {
+        let (totals, failure, caughtUp) = reported.snapshot
+        return Progress(
+            lastFailure: failure, totals: totals, feedCaughtUp: caughtUp, offlineSince: reachability.offlineSince,
+            storageUnavailableSince: reachability.storageUnavailableSince)
+    }
+
+    /// `sync`: everything waiting is uploaded now, without the quiet delay.
+    func expedite() { fileSystem.outbox.expediteAll() }
+}

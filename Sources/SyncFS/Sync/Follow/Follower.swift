@@ -1,0 +1,128 @@
+import Foundation
+import SyncBackend
+
+/// The follower thread: reads the container's change feed from the stored cursor and hands each
+/// entry to the remote-apply pipeline (`RemoteApplier`); keeps the entries it must retry
+/// (deferred), tells the mass-delete guard what arrived, reports the first attach's progress,
+/// and makes the tree check when one is asked for (`TreeChecker`).
+final class Follower: Sendable {
+    private let fileSystem: SyncFileSystem
+    private let container: BlockingContainer
+    private let remote: RemoteChanges
+    private let applier: RemoteApplier
+    private let parked: ParkedEntries
+    private let deleteGuard: DeleteGuard
+    private let attaching: AttachTracker
+    private let treeChecker: TreeChecker
+    private let downloads: DownloadQueue
+    private let progress: EngineProgress
+    private let run: EngineRun
+    private let log: EngineLog
+    /// How long the follower waits on the feed before checking again anyway.
+    private let feedWait: Duration
+    /// Ends the wait on the feed (`stop`, a server switch, `verify`).
+    let stopWaiting: CancelHandle
+
+    init(
+        fileSystem: SyncFileSystem, container: BlockingContainer, remote: RemoteChanges, applier: RemoteApplier,
+        parked: ParkedEntries, deleteGuard: DeleteGuard, attaching: AttachTracker, treeChecker: TreeChecker,
+        downloads: DownloadQueue, progress: EngineProgress, run: EngineRun, log: EngineLog, feedWait: Duration,
+        stopWaiting: CancelHandle
+    ) {
+        self.fileSystem = fileSystem
+        self.container = container
+        self.remote = remote
+        self.applier = applier
+        self.parked = parked
+        self.deleteGuard = deleteGuard
+        self.attaching = attaching
+        self.treeChecker = treeChecker
+        self.downloads = downloads
+        self.progress = progress
+        self.run = run
+        self.log = log
+        self.feedWait = feedWait
+        self.stopWaiting = stopWaiting
+    }
+
+    /// Reads the change feed from the stored cursor and applies it, until stopped.
+    ///
+    /// The cursor is stored after the changes before it were applied (same ordered store), so a
+    /// crash re-applies at most a batch, and applying is idempotent (bases skip what is known).
+    /// Changes that cannot be applied yet are kept in the `deferred_ids` fact and retried.
+    func runFollowing() {
+        var cursor = fileSystem.storedFacts[.feedCursor] ?? .beginning
+        var deferred = fileSystem.storedFacts[.deferredIDs] ?? []
+        // What the store holds: a round that changed neither is not written again, so an idle
+        // mount writes nothing to its database (each wait used to cost a WAL frame).
+        var recorded = FollowerProgress(cursor: cursor.token, deferred: deferred)
+        func record() {
+            let progress = FollowerProgress(cursor: cursor.token, deferred: deferred)
+            guard progress != recorded else { return }
+            remote.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
+            recorded = progress
+        }
+        while run.isRunning {
+            do throws(SyncFailure) {
+                let batch = try container.changes(after: cursor, limit: 256)
+                for entry in batch.entries where run.isRunning {
+                    remote.noteFeedReached(entry.version)
+                    deleteGuard.arrived(entry.version)
+                    if try applier.apply(entry, force: false), parked.unparkIfAbandoned(entry) {
+                        deferred.remove(entry.id)
+                    } else {
+                        deferred.insert(entry.id)
+                    }
+                    remote.noteFeedHandled(entry.version)
+                }
+                // Stopped in the middle of the batch: its cursor must not be stored, or the rest of
+                // the batch would never be applied (the next mount reads the batch again).
+                guard run.isRunning else { break }
+                deferred.formUnion(parked.takeRetries())
+                cursor = batch.cursor
+                record()
+                attaching.followerHandled(batch.entries.count)
+                if !batch.entries.isEmpty { downloads.poke() }
+                if batch.moreComing {
+                    progress.markCaughtUp(false)
+                    continue
+                }
+                if !deferred.isEmpty { deferred = try retryDeferred(deferred) }
+                record()
+                // A check of the tree against the container waits for the feed to be read to the
+                // container's cursor: read on first if it moved.
+                guard treeChecker.checkIfRequested(at: cursor) else { continue }
+                progress.markCaughtUp(deferred.isEmpty)
+                deleteGuard.feedCaughtUp()
+                attaching.followerReachedEnd()
+                progress.noteFailure(nil)
+                log.logFollowerSucceeded()
+                let wait = deferred.isEmpty ? feedWait : EngineDelay.deferredRetry
+                try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
+            } catch {
+                progress.noteFailure(error.description)
+                // Catching up again: what changed meanwhile is not known until the feed is read.
+                progress.markCaughtUp(false)
+                // The first, then a summary per interval while it lasts (an outage, a container
+                // refusing the cursor), not once a second; `status` shows the last error meanwhile.
+                log.logFollowerFailure(error)
+                run.pause(EngineDelay.followerFailurePause)
+            }
+        }
+    }
+
+    private func retryDeferred(_ ids: Set<FileID>) throws(SyncFailure) -> Set<FileID> {
+        var still = Set<FileID>()
+        for id in ids {
+            guard let current = try container.entry(id) else { continue }
+            if try !applier.apply(current, force: false) || !parked.unparkIfAbandoned(current) { still.insert(id) }
+        }
+        return still
+    }
+}
+
+/// The follower's position as stored in the state database (`feed_cursor`, `deferred_ids`).
+private struct FollowerProgress: Equatable {
+    var cursor: String
+    var deferred: Set<FileID>
+}
