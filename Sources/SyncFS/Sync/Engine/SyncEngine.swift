@@ -70,23 +70,15 @@ final class SyncEngine: Sendable {
         let uploads = UploadRecords(fileSystem: fileSystem)
         self.uploads = uploads
         conflicts = Conflicts(fileSystem: fileSystem, remote: remote)
-        // Every entry the container sends is checked before anything is done with it; refusals
-        // are shown by `status` and logged once per entry.
         let refusals = RemoteEntryRefusals()
         self.refusals = refusals
-        let validated = ValidatingContainer(
-            base: container,
-            refused: { entry, reason in refusals.refuse(entry, because: reason, logger: logger) },
-            accepted: { entry in refusals.clear(ifNewer: entry) })
         let reachability = Reachability()
         self.reachability = reachability
         Self.watch(reachability, fileSystem: fileSystem, logger: logger)
-        let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
         let historyReader = HistoryReader(base: container as? any ContainerHistory)
         uncheckedContainer = BlockingContainer(base: container)
-        // Every answer of the container lets changes that failed only because it was away go now.
-        let blocking = BlockingContainer(
-            base: AnsweringContainer(watched) { [outbox = fileSystem.outbox] in outbox.containerAnswered() })
+        let blocking = Self.checked(
+            container, refusals: refusals, reachability: reachability, outbox: fileSystem.outbox, logger: logger)
         let transfer = ContentTransfer(container: blocking, compressionLevel: options.compressionLevel)
         let reported = EngineProgress()
         self.reported = reported
@@ -170,6 +162,22 @@ final class SyncEngine: Sendable {
     /// within `timeout`).
     func verifyTree(timeout: Duration) -> TreeCheckReport? {
         treeChecker.verify(timeout: timeout) { follower.stopWaiting.interrupt() }
+    }
+
+    /// The container as the engine's threads call it: every entry it sends checked before
+    /// anything is done with it (refusals shown by `status`, logged once per entry), every
+    /// answer or failure seen by `reachability`, and every answer lets changes that failed only
+    /// because it was away go now.
+    private static func checked(
+        _ container: any Container, refusals: RemoteEntryRefusals, reachability: Reachability, outbox: Outbox,
+        logger: Logger
+    ) -> BlockingContainer {
+        let validated = ValidatingContainer(
+            base: container,
+            refused: { entry, reason in refusals.refuse(entry, because: reason, logger: logger) },
+            accepted: { entry in refusals.clear(ifNewer: entry) })
+        let watched = ReachabilityWatchingContainer(base: validated, reachability: reachability)
+        return BlockingContainer(base: AnsweringContainer(watched) { outbox.containerAnswered() })
     }
 
     /// Publishes each change between answering and not answering, and logs the server's storage

@@ -158,59 +158,11 @@ final class GuardedUploads: Sendable {
     /// (the container did not answer, the entry is in use), the guard stays held.
     func discard() throws(SyncFailure) -> DiscardOutcome {
         guard let hold = deleteGuard.currentHold else { return .notHeld }
-        // Parents were usually deleted after their children: undo the newest first.
-        var targets: [FileID] = []
-        var rewrites: Set<FileID> = []
-        for item in fileSystem.outbox.items.sorted(by: { $0.seq > $1.seq }) {
-            let id = item.fileID
-            if uploads.isCommittedDeletion(id) {
-                targets.append(id)
-                continue
-            }
-            // Counted, or rewritten before the guard tripped but not looked at yet.
-            var rewritten = hold.rewrites.contains(id)
-            if !rewritten && item.seq <= hold.lastSeq { rewritten = try isUnseenRewrite(id) }
-            if rewritten {
-                targets.append(id)
-                rewrites.insert(id)
-            }
-        }
+        let (targets, rewrites) = try heldChanges(of: hold)
         var restored = 0
         var kept = 0
         for id in targets {
-            guard let item = fileSystem.outbox.take(id) else {
-                kept += 1
-                continue
-            }
-            let entry: RemoteEntry?
-            do throws(SyncFailure) {
-                entry = try container.entry(id)
-            } catch {
-                fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
-                throw error
-            }
-            guard let entry else {
-                // The container has no such entry: nothing to undo, nothing to send.
-                uploads.uploadUnneeded(item)
-                deleteGuard.finished(id)
-                restored += 1
-                continue
-            }
-            // The base's content is the container's: forgotten, so the container's content is
-            // downloaded over the local one (otherwise only the metadata would be applied).
-            if rewrites.contains(id) { uploads.forgetBaseContent(id) }
-            do throws(SyncFailure) {
-                try remoteWins.take(entry, replacing: item)
-            } catch {
-                fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
-                throw error
-            }
-            if fileSystem.outbox.isPending(id) {
-                kept += 1
-            } else {
-                deleteGuard.finished(id)
-                restored += 1
-            }
+            if try undo(id, rewritten: rewrites.contains(id)) { restored += 1 } else { kept += 1 }
         }
         // The burst's first changes, which went before it tripped, come back from the history.
         if kept == 0 && !hold.sent.isEmpty {
@@ -225,6 +177,59 @@ final class GuardedUploads: Sendable {
             fileSystem.outbox.poke()
         }
         return .discarded(restored: restored, kept: kept)
+    }
+
+    /// The queued changes `discard` undoes, newest first (parents were usually deleted after
+    /// their children): every delete of an entry the container has, and every rewrite counted,
+    /// or made before the guard tripped but not looked at yet.
+    private func heldChanges(of hold: GuardHold) throws(SyncFailure) -> (targets: [FileID], rewrites: Set<FileID>) {
+        var targets: [FileID] = []
+        var rewrites: Set<FileID> = []
+        for item in fileSystem.outbox.items.sorted(by: { $0.seq > $1.seq }) {
+            let id = item.fileID
+            if uploads.isCommittedDeletion(id) {
+                targets.append(id)
+                continue
+            }
+            var rewritten = hold.rewrites.contains(id)
+            if !rewritten && item.seq <= hold.lastSeq { rewritten = try isUnseenRewrite(id) }
+            if rewritten {
+                targets.append(id)
+                rewrites.insert(id)
+            }
+        }
+        return (targets, rewrites)
+    }
+
+    /// Undoes the queued change of `id`: the container's version comes back here and the change
+    /// is dropped. False if it stays queued (taken by the uploader, or in use here).
+    private func undo(_ id: FileID, rewritten: Bool) throws(SyncFailure) -> Bool {
+        guard let item = fileSystem.outbox.take(id) else { return false }
+        let entry: RemoteEntry?
+        do throws(SyncFailure) {
+            entry = try container.entry(id)
+        } catch {
+            fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
+            throw error
+        }
+        guard let entry else {
+            // The container has no such entry: nothing to undo, nothing to send.
+            uploads.uploadUnneeded(item)
+            deleteGuard.finished(id)
+            return true
+        }
+        // The base's content is the container's: forgotten, so the container's content is
+        // downloaded over the local one (otherwise only the metadata would be applied).
+        if rewritten { uploads.forgetBaseContent(id) }
+        do throws(SyncFailure) {
+            try remoteWins.take(entry, replacing: item)
+        } catch {
+            fileSystem.outbox.postpone(item, by: EngineDelay.heldByGuard)
+            throw error
+        }
+        guard !fileSystem.outbox.isPending(id) else { return false }
+        deleteGuard.finished(id)
+        return true
     }
 
     /// Restores the guarded changes that reached the container before the guard tripped, as

@@ -15,44 +15,25 @@ extension Uploader {
         var missingParent: (id: FileID, tombstone: RemoteEntry?)?
     }
 
-    /// Acts on a commit's outcome.
+    /// Acts on a commit's outcome: a refusal is decided (`ConflictDecision.decide`) and the
+    /// decision carried out.
     func resolve(
         _ outcome: CommitOutcome, for item: OutboxItem, request: CommitRequest, snapshot: UploadSnapshot?,
         context: inout ResolveContext
     ) throws(SyncFailure) -> UploadStep {
-        let refused: Refused
-        switch outcome {
-        case .committed(let entry):
+        if case .committed(let entry) = outcome {
             deleteGuard.committed(entry.version)
             uploads.uploadCommitted(item, entry: entry)
             waitsForOthers.withLock { $0[item.fileID] = nil }
             return .done
-        case .versionConflict(let entry):
-            refused = Refused(refusal: .changed(current: entry), current: entry)
-        case .nameTaken(let other):
-            refused = Refused(refusal: .nameTaken(freedByQueuedChange: outbox.isPending(other.id)), nameHolder: other)
-        case .parentMissing:
-            guard case .put(let state) = request.change, let parent = state.parent else {
-                throw .local("the container says the parent is missing for a delete")
-            }
-            let remote = try container.entry(parent)
-            let deleted = remote?.isDeleted == true
-            refused = Refused(
-                refusal: .parentMissing(parentDeletedRemotely: deleted), missingParent: (parent, deleted ? remote : nil)
-            )
-        case .directoryNotEmpty:
-            // Deletes of what is in it wait in the mass-delete guard: wait with them (the
-            // rounds of `waitForOthers` would end in taking the container's version).
-            if deleteGuard.othersWaiting(than: item.fileID, isQueued: outbox.isPending) {
-                outbox.postpone(item, by: EngineDelay.heldByGuard)
-                return .done
-            }
-            refused = Refused(refusal: .directoryNotEmpty)
-        case .wouldCreateCycle:
-            refused = Refused(refusal: .wouldCreateCycle)
-        case .chunksMissing(let hashes):
-            throw .local("the container lost \(hashes.count) chunks during the commit; uploading again")
         }
+        // Deletes of what is in it wait in the mass-delete guard: wait with them (the rounds of
+        // `waitForOthers` would end in taking the container's version).
+        if case .directoryNotEmpty = outcome, deleteGuard.othersWaiting(than: item.fileID, isQueued: outbox.isPending) {
+            outbox.postpone(item, by: EngineDelay.heldByGuard)
+            return .done
+        }
+        let refused = try refusal(outcome, of: request)
         var local = ConflictDecision.Local.delete
         if case .put(let state) = request.change { local = .put(state) }
         var situation = ConflictDecision.Situation(
@@ -70,7 +51,45 @@ extension Uploader {
             situation.base = try baseState(of: item.fileID, manifest: baseManifest)
             situation.baseManifest = baseManifest
         }
-        switch ConflictDecision.decide(situation) {
+        return try carryOut(
+            ConflictDecision.decide(situation), for: item, request: request, snapshot: snapshot, refused: refused,
+            ownDeletesBelow: ownDeletesBelow, context: &context)
+    }
+
+    /// What the container's refusal `outcome` of `request` names.
+    private func refusal(_ outcome: CommitOutcome, of request: CommitRequest) throws(SyncFailure) -> Refused {
+        switch outcome {
+        case .committed:
+            preconditionFailure("a commit is not a refusal")
+        case .versionConflict(let entry):
+            return Refused(refusal: .changed(current: entry), current: entry)
+        case .nameTaken(let other):
+            return Refused(refusal: .nameTaken(freedByQueuedChange: outbox.isPending(other.id)), nameHolder: other)
+        case .parentMissing:
+            guard case .put(let state) = request.change, let parent = state.parent else {
+                throw .local("the container says the parent is missing for a delete")
+            }
+            let remote = try container.entry(parent)
+            let deleted = remote?.isDeleted == true
+            return Refused(
+                refusal: .parentMissing(parentDeletedRemotely: deleted), missingParent: (parent, deleted ? remote : nil))
+        case .directoryNotEmpty:
+            return Refused(refusal: .directoryNotEmpty)
+        case .wouldCreateCycle:
+            return Refused(refusal: .wouldCreateCycle)
+        case .chunksMissing(let hashes):
+            throw .local("the container lost \(hashes.count) chunks during the commit; uploading again")
+        }
+    }
+
+    /// Carries out the decision `action` on the refused commit of `item`.
+    private func carryOut(
+        _ action: ConflictDecision.Action, for item: OutboxItem, request: CommitRequest, snapshot: UploadSnapshot?,
+        refused: Refused, ownDeletesBelow: [FileID], context: inout ResolveContext
+    ) throws(SyncFailure) -> UploadStep {
+        var local = ConflictDecision.Local.delete
+        if case .put(let state) = request.change { local = .put(state) }
+        switch action {
         case .finished:
             return alreadyCommitted(item, current: refused.current)
         case .commitOnTop:
