@@ -136,6 +136,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The benchmarks' commands (scripts/bench): seeding containers and measuring without a
+        // mount. Not installed; the shipped command is syncfs-mount.
+        .executableTarget(
+            name: "syncfs-bench",
+            dependencies: [
+                "SyncFS", "SyncBackend", "SyncClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
         // What the test targets share: the one `syncfs-mount serve` launcher and the one seeded
         // generator. Foundation and Glibc only, so MountTests still depends on no library of ours.
         .target(

@@ -50,9 +50,9 @@ fi
 if ! python3 scripts/folder-order.py --self-test || ! python3 scripts/folder-order.py; then
     echo "lint: a file in Sources/SyncFS uses a type of a folder above its own (see above)" >&2; fail=1
 fi
-# SyncFS's public API is what the command line uses (the tests use @testable import).
+# SyncFS's public API is what the command lines use (the tests use @testable import).
 if ! python3 scripts/public-api.py; then
-    echo "lint: a public declaration of SyncFS that syncfs-mount does not use (see above)" >&2; fail=1
+    echo "lint: a public declaration of SyncFS that neither syncfs-mount nor syncfs-bench uses (see above)" >&2; fail=1
 fi
 # No try! on request paths.
 if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncServerPostgres Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
@@ -67,5 +67,9 @@ fi
 if grep -rnE '^\s*(@(Option|Flag)[^)]*\)\s*)?(public\s+)?var test[A-Z_]|(customLong|customShort)\("test' \
     Sources/syncfs-mount; then
     echo "lint: no command-line option may be a test hook (named test…); read an environment variable in the daemon instead" >&2; fail=1
+fi
+# The benchmarks' commands are in syncfs-bench, not the shipped syncfs-mount.
+if grep -rnE 'commandName: "(seed-synthetic|seed-container|measure-server|measure-pipeline)"' Sources/syncfs-mount; then
+    echo "lint: benchmark commands belong in Sources/syncfs-bench, not the shipped syncfs-mount" >&2; fail=1
 fi
 exit "$fail"
