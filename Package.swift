@@ -136,6 +136,37 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The benchmarks' commands (scripts/bench): seeding containers and measuring without a
+        // mount. Not installed; the shipped command is syncfs-mount.
+        .executableTarget(
+            name: "syncfs-bench",
+            dependencies: [
+                "SyncFS", "SyncBackend", "SyncClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        // Test doubles, for test targets (and the benchmarks) only: no product depends on them
+        // (scripts/lint.sh).
+        .target(
+            name: "SyncBackendTesting",
+            dependencies: ["SyncBackend"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "SyncServerTesting",
+            dependencies: [
+                "SyncServer", "SyncBackend",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "SyncPostgresTesting",
+            dependencies: ["SyncPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
+            swiftSettings: strict
+        ),
         // What the test targets share: the one `syncfs-mount serve` launcher and the one seeded
         // generator. Foundation and Glibc only, so MountTests still depends on no library of ours.
         .target(
@@ -145,7 +176,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncFSTests",
-            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport", "TestSupport"],
+            dependencies: ["SyncFS", "SyncBackend", "SyncBackendTesting", "SQLiteSupport", "TestSupport"],
             swiftSettings: strict
         ),
         // The SQLite plumbing every database shares (migrations, the manifest codec) and
@@ -161,6 +192,7 @@ let package = Package(
             // and against PostgreSQL, with chunks on disk and in Ceph RGW (#16).
             dependencies: [
                 "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "SyncServerPostgres",
+                "SyncBackendTesting", "SyncServerTesting", "SyncPostgresTesting", "syncfs-mount",
                 "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strict
@@ -169,7 +201,8 @@ let package = Package(
             name: "SyncServerTests",
             dependencies: [
                 "SyncServer", "SyncClient", "SyncBackend", "SyncPostgres", "SyncS3", "SyncServerPostgres",
-                "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "SyncBackendTesting", "SyncServerTesting", "SyncPostgresTesting", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -189,7 +222,7 @@ let package = Package(
         .testTarget(
             name: "SyncPostgresTests",
             dependencies: [
-                "SyncPostgres", "SyncBackend", "SyncS3", "TestSupport",
+                "SyncPostgres", "SyncBackend", "SyncS3", "SyncPostgresTesting", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

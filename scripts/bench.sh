@@ -38,14 +38,20 @@ if [[ -n ${WANT_T[syncfs]:-} ]]; then
         SYNCFS_BIN=$SYNCFS_MOUNT_BINARY
     else
         SYNCFS_BIN=$REPO_ROOT/.build/release/syncfs-mount
-        if [[ ! -x $SYNCFS_BIN ]]; then
-            log "building syncfs-mount (swift build -c release) in $REPO_ROOT"
-            (cd "$REPO_ROOT" && swift build -c release --product syncfs-mount) >&2 \
-                || die "swift build failed"
-        fi
+        for product in syncfs-mount syncfs-bench; do
+            if [[ ! -x $REPO_ROOT/.build/release/$product ]]; then
+                log "building $product (swift build -c release) in $REPO_ROOT"
+                (cd "$REPO_ROOT" && swift build -c release --product "$product") >&2 \
+                    || die "swift build failed"
+            fi
+        done
     fi
     [[ -x $SYNCFS_BIN ]] || die "syncfs-mount binary not executable: $SYNCFS_BIN"
     SYNCFS_BIN=$(realpath "$SYNCFS_BIN")
+    # The benchmarks' own commands (seed-container, measure-server, …) are syncfs-bench's,
+    # built beside syncfs-mount (scripts/bench/binaries.py).
+    [[ -x $(dirname "$SYNCFS_BIN")/syncfs-bench ]] \
+        || die "syncfs-bench not found beside $SYNCFS_BIN (swift build --product syncfs-bench)"
     # Identify the binary now: a snapshot may be replaced while the benchmark runs.
     SYNCFS_ID="sha256 $(sha256sum "$SYNCFS_BIN" | cut -c1-12), built $(date -u -r "$SYNCFS_BIN" '+%Y-%m-%d %H:%M UTC')"
 fi

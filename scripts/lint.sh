@@ -24,18 +24,20 @@ if grep -rln "^import AsyncHTTPClient" Sources | grep -v -e "^Sources/SyncClient
     echo "lint: AsyncHTTPClient may only be imported in Sources/SyncClient/ and the S3 transport" >&2; fail=1
 fi
 # Only the PostgreSQL store knows postgres-nio, and nothing but the server side may use the store.
-if grep -rln "^import PostgresNIO" Sources | grep -v "^Sources/SyncPostgres/"; then
-    echo "lint: PostgresNIO may only be imported in Sources/SyncPostgres/" >&2; fail=1
+if grep -rln "^import PostgresNIO" Sources | grep -v -e "^Sources/SyncPostgres/" -e "^Sources/SyncPostgresTesting/"; then
+    echo "lint: PostgresNIO may only be imported in Sources/SyncPostgres/ (and its test double)" >&2; fail=1
 fi
-if grep -rln "^import SyncPostgres" Sources | grep -v -e "^Sources/SyncServer/" -e "^Sources/SyncServerPostgres/" -e "^Sources/syncfs-mount/"; then
+if grep -rln "^import SyncPostgres$" Sources \
+    | grep -v -e "^Sources/SyncServer/" -e "^Sources/SyncServerPostgres/" -e "^Sources/syncfs-mount/" \
+        -e "^Sources/SyncPostgresTesting/"; then
     echo "lint: SyncPostgres may only be imported by the server and the command" >&2; fail=1
 fi
 # SQL takes values as bound parameters only: raw SQL text is for the tests' scratch databases.
 if grep -rn "pointee\.d_name" Sources | grep -v "///"; then
     echo "lint: read a dirent's name in place (d_reclen), never copy pointee.d_name (256 bytes past the buffer)" >&2; fail=1
 fi
-if grep -rn "unsafeSQL" Sources | grep -v "^Sources/SyncPostgres/Testing/"; then
-    echo "lint: PostgresQuery(unsafeSQL:) only in Sources/SyncPostgres/Testing/; bind values instead" >&2; fail=1
+if grep -rn "unsafeSQL" Sources | grep -v "^Sources/SyncPostgresTesting/"; then
+    echo "lint: PostgresQuery(unsafeSQL:) only in Sources/SyncPostgresTesting/; bind values instead" >&2; fail=1
 fi
 # SyncS3 builds on SyncBackend (S3ChunkBlobStore), never the reverse; mounts never talk to S3.
 if grep -rln "^import SyncS3" Sources/SyncBackend Sources/SyncFS Sources/SyncClient Sources/SyncMerge; then
@@ -50,9 +52,9 @@ fi
 if ! python3 scripts/folder-order.py --self-test || ! python3 scripts/folder-order.py; then
     echo "lint: a file in Sources/SyncFS uses a type of a folder above its own (see above)" >&2; fail=1
 fi
-# SyncFS's public API is what the command line uses (the tests use @testable import).
+# SyncFS's public API is what the command lines use (the tests use @testable import).
 if ! python3 scripts/public-api.py; then
-    echo "lint: a public declaration of SyncFS that syncfs-mount does not use (see above)" >&2; fail=1
+    echo "lint: a public declaration of SyncFS that neither syncfs-mount nor syncfs-bench uses (see above)" >&2; fail=1
 fi
 # No try! on request paths.
 if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncServerPostgres Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
@@ -67,5 +69,28 @@ fi
 if grep -rnE '^\s*(@(Option|Flag)[^)]*\)\s*)?(public\s+)?var test[A-Z_]|(customLong|customShort)\("test' \
     Sources/syncfs-mount; then
     echo "lint: no command-line option may be a test hook (named test…); read an environment variable in the daemon instead" >&2; fail=1
+fi
+# Test code lives in test targets only (doc/decisions/test-doubles-in-test-targets.md): the test
+# doubles are in the Sync*Testing targets, which nothing outside them, Tests/ and syncfs-bench
+# imports; no product folder holds a Testing/ folder or a file or type named as a test double (the
+# daemon's one outage switch, OutageFileContainer, is an environment-gated hook, CLI.md "Test
+# hooks"); and the benchmarks' commands are in syncfs-bench, not the shipped syncfs-mount.
+if grep -rlnE "^(@testable )?import [A-Za-z]+Testing$" Sources \
+    | grep -vE "^Sources/([A-Za-z]+Testing|syncfs-bench)/"; then
+    echo "lint: a product target imports a *Testing target; test doubles are for Tests/ only" >&2; fail=1
+fi
+if find Sources -mindepth 2 -type d -name Testing | grep .; then
+    echo "lint: no Testing/ folder inside a product target; put test doubles in a Sync*Testing target" >&2; fail=1
+fi
+doubles="FaultInjecting|Hostile|Fake|Mock|Stub|Spy|TestServer|Scratch"
+if find Sources -name "*.swift" | grep -vE "^Sources/[A-Za-z]+Testing/" | grep -E "($doubles)[^/]*$"; then
+    echo "lint: a file named as a test double in a product target; move it to a Sync*Testing target" >&2; fail=1
+fi
+if grep -rnE "^\s*(public |package )?(final )?(class|struct|enum|actor|protocol) [A-Za-z]*($doubles)" Sources \
+    | grep -vE "^Sources/[A-Za-z]+Testing/"; then
+    echo "lint: a type named as a test double in a product target; move it to a Sync*Testing target" >&2; fail=1
+fi
+if grep -rnE 'commandName: "(seed-synthetic|seed-container|measure-server|measure-pipeline)"' Sources/syncfs-mount; then
+    echo "lint: benchmark commands belong in Sources/syncfs-bench, not the shipped syncfs-mount" >&2; fail=1
 fi
 exit "$fail"

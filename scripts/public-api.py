@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""SyncFS's public API is what the command line uses (#13); everything else is internal.
+"""SyncFS's public API is what the command lines use (#13); everything else is internal.
 
-The `SyncFS` library has one client, `Sources/syncfs-mount` (the tests use `@testable import`).
-This check fails on a `public` (or `package`, `open`) declaration in `Sources/SyncFS` that the
-command line cannot need:
-- its name appears nowhere in `Sources/syncfs-mount`, and
+The `SyncFS` library has two clients, the shipped `Sources/syncfs-mount` and the benchmarks'
+`Sources/syncfs-bench` (the tests use `@testable import`). This check fails on a `public` (or
+`package`, `open`) declaration in `Sources/SyncFS` that the command lines cannot need:
+- its name appears nowhere in `Sources/syncfs-mount` or `Sources/syncfs-bench`, and
 - no other public declaration the command line needs names it in its signature (a type used
   only as the type of a public property, parameter or result: `PathStatus.state: ContentState`).
 Initialisers and the members protocols require (`description`, `rawValue`, `hash(into:)`, `==`,
@@ -28,6 +28,7 @@ TYPE = re.compile(r"\b(?:struct|class|enum|protocol|actor|typealias)\s+([A-Za-z_
 MEMBER = re.compile(r"\b(?:func|var|let|case|subscript)\s+([A-Za-z_][A-Za-z0-9_]*|==|<)")
 WITNESSES = {"description", "rawValue", "hash", "==", "<", "encode", "id", "errorDescription"}
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+CLIENTS = ["Sources/syncfs-mount", "Sources/syncfs-bench"]
 
 
 def swift_files(root):
@@ -67,9 +68,10 @@ def declarations(root):
 def main():
     verbose = "--verbose" in sys.argv[1:]
     used = set()
-    for path in swift_files("Sources/syncfs-mount"):
-        with open(path, encoding="utf-8") as handle:
-            used |= set(IDENTIFIER.findall(handle.read()))
+    for client in CLIENTS:
+        for path in swift_files(client):
+            with open(path, encoding="utf-8") as handle:
+                used |= set(IDENTIFIER.findall(handle.read()))
     found = declarations("Sources/SyncFS")
     needed = set(used) | WITNESSES
     while True:  # what the needed declarations name in their signatures is needed too
@@ -79,11 +81,11 @@ def main():
         needed |= more
     extra = [(path, number, name) for path, number, name, _ in found if name not in needed]
     for path, number, name in extra:
-        print(f"public-api: {path}:{number}: {name} is public but syncfs-mount does not use it; make it internal",
+        print(f"public-api: {path}:{number}: {name} is public but no command line uses it; make it internal",
               file=sys.stderr)
     public_types = sum(1 for _, _, _, signature in found if TYPE.search(PUBLIC.sub("", signature, count=1)))
     print(f"public API of SyncFS: {len(found)} public declarations ({public_types} types), "
-          f"{len(extra)} not used by syncfs-mount")
+          f"{len(extra)} not used by syncfs-mount or syncfs-bench")
     if verbose:
         for path, number, name, _ in found:
             print(f"  {path}:{number}: {name}")

@@ -20,7 +20,8 @@ mountpoint="${1:-$HOME/SyncFS}"
 default_container="${XDG_DATA_HOME:-$HOME/.local/share}/syncfs/default-container"
 container="${2:-$default_container}"
 scripts/install-deps.sh
-swift build -c release
+# Only the shipped command (not the benchmarks' syncfs-bench).
+swift build -c release --product syncfs-mount
 binary="$PWD/.build/release/syncfs-mount"
 # ---- System integration (#15): the binary at a stable path, mount(8)'s helper, systemd units
 # (not enabled unless --enable-unit). See scripts/install-system.sh.

@@ -115,7 +115,7 @@ struct PostgresTimeout: Error, CustomStringConvertible {
 /// Runs `body`, throwing `PostgresTimeout` if it has not finished after `timeout` (the body is
 /// then cancelled). postgres-nio's pool keeps a request waiting while it cannot connect; this
 /// turns a dead server into a prompt `unavailable`.
-func withTimeout<T: Sendable>(
+package func withTimeout<T: Sendable>(
     _ timeout: Duration, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in

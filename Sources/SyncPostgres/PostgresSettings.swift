@@ -102,7 +102,7 @@ public struct PostgresSettings: Sendable, CustomStringConvertible, CustomDebugSt
     public var hasPassword: Bool { password != nil }
 
     /// The client configuration postgres-nio takes.
-    func clientConfiguration() -> PostgresClient.Configuration {
+    package func clientConfiguration() -> PostgresClient.Configuration {
         var unverified = TLSConfiguration.makeClientConfiguration()
         unverified.certificateVerification = .none
         let tls: PostgresClient.Configuration.TLS
@@ -131,7 +131,7 @@ public struct PostgresSettings: Sendable, CustomStringConvertible, CustomDebugSt
 /// A database URL that cannot be used; the text never holds the password.
 public struct PostgresSettingsError: Error, Equatable, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }
 
 /// libpq's password file: `host:port:database:username:password` lines, `#` comments.

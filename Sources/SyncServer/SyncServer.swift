@@ -80,7 +80,7 @@ public struct SyncServer: Sendable {
 
     public let configuration: Configuration
     /// The embedded token database, when the tokens are `root`'s (`Configuration.tokens` nil).
-    let tokenStore: TokenStore?
+    package let tokenStore: TokenStore?
     let tokens: any TokenAuthority
     let containers: any ContainerSource
     let tlsConfiguration: TLSConfiguration?
@@ -144,7 +144,7 @@ public struct SyncServer: Sendable {
     /// The server as a service group: the Hummingbird application, then the watcher that tells
     /// pending waits to end (last, so graceful shutdown reaches it first); and its responder and
     /// connections (for `SyncTestServer`'s view of the requests in progress).
-    func makeServiceGroup(
+    package func makeServiceGroup(
         signals: [UnixSignal], onListening: @escaping @Sendable (ListenAddress) -> Void
     ) throws(SyncServerError) -> (ServiceGroup, ServerState) {
         let shutdown = ShutdownSignal()
@@ -210,7 +210,7 @@ public struct SyncServer: Sendable {
     }
 
     /// A failure to serve, with its exit code: the address in use, not ours to bind, or unknown.
-    static func failure(_ error: any Error, address: ListenAddress) -> SyncServerError {
+    package static func failure(_ error: any Error, address: ListenAddress) -> SyncServerError {
         if let error = error as? SyncServerError { return error }
         if let error = error as? IOError {
             switch error.errnoCode {
@@ -227,8 +227,19 @@ public struct SyncServer: Sendable {
     }
 }
 
-/// A running server's parts that tests look at.
-struct ServerState: Sendable {
+/// A running server's parts that tests look at (`SyncTestServer`, in SyncServerTesting).
+package struct ServerState: Sendable {
     let responder: SyncResponder
     let connections: ConnectionBook
+
+    /// The change waits that began and have not answered yet.
+    package var pendingChangeWaits: Int { responder.shutdown.pendingWaits }
+    /// The chunk uploads holding a slot (`BodyBudget`).
+    package var chunkUploadsInProgress: Int { responder.bodies.uploadsInProgress }
+    /// Request body bytes reserved now (`BodyBudget`).
+    package var bodyBytesInFlight: Int { responder.bodies.bytesInFlight }
+    /// Open connections, and those that have made no request with a valid token.
+    package var connectionCounts: (open: Int, unauthenticated: Int) { connections.counts }
+    /// Whether the graceful stop has begun.
+    package var isStopping: Bool { responder.shutdown.isTriggered }
 }

@@ -14,13 +14,11 @@ struct SyncFSCommand: ParsableCommand {
         version: SyncFSVersion.current,
         subcommands: [
             InitCommand.self, MountCommand.self, ListCommand.self, UnmountCommand.self, SyncCommand.self,
-            StatusCommand.self, PinCommand.self,
-            UnpinCommand.self, EvictCommand.self, DownloadCommand.self, MeasurePipelineCommand.self,
-            SeedContainerCommand.self, ConflictsCommand.self, ResolveCommand.self, EventsCommand.self,
-            ServeCommand.self, ServerInitCommand.self, TokenCommand.self, ContainerCommand.self,
-            MeasureServerCommand.self, ManualCommand.self, RecoverCommand.self, SeedSyntheticCommand.self,
-            ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self, TrashCommand.self, RestoreCommand.self,
-            VerifyCommand.self,
+            StatusCommand.self, PinCommand.self, UnpinCommand.self, EvictCommand.self, DownloadCommand.self,
+            ConflictsCommand.self, ResolveCommand.self, EventsCommand.self, ServeCommand.self,
+            ServerInitCommand.self, TokenCommand.self, ContainerCommand.self, ManualCommand.self,
+            RecoverCommand.self, ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self,
+            TrashCommand.self, RestoreCommand.self, VerifyCommand.self,
         ]
     )
 

@@ -149,6 +149,18 @@ struct CommandLineBasicsTest {
         #expect(!nothingNear.stderr.contains("did you mean"), "\(nothingNear.stderr)")
     }
 
+    /// The benchmarks' commands are `syncfs-bench`'s, built beside `syncfs-mount`: the shipped
+    /// command refuses them as unknown (doc/CLI.md, "Benchmark commands").
+    @Test func theBenchmarkCommandsAreNotInTheShippedCommand() throws {
+        for command in ["seed-container", "seed-synthetic", "measure-pipeline", "measure-server"] {
+            let shipped = try run([command, "--help"])
+            #expect(shipped.status == 64, "\(shipped)")
+            #expect(shipped.stderr.contains("unknown command '\(command)'"), "\(shipped.stderr)")
+            let bench = ModelProcess.run([try TestFolder.benchBinaryPath(), "help", command])
+            #expect(bench.ok && bench.stdout.contains("USAGE: syncfs-bench \(command)"), "\(bench)")
+        }
+    }
+
     /// A server address typed without its scheme gets a message about the scheme, whether or not
     /// --token-file is given, not one about --token-file.
     @Test func aServerAddressWithoutItsSchemeIsNamed() throws {

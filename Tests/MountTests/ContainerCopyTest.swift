@@ -156,10 +156,10 @@ struct ContainerCopyTest {
         try makeDirectory(late)
         for index in 0..<39 { try writeFile(early + "/file-\(index).bin", try randomBytes(20_000 + index)) }
         try writeFile(late + "/last.bin", try randomBytes(30_000))
-        let seeded = try backend.syncfs(["seed-container", early, source, "--level", "0", "--jobs", "1"])
+        let seeded = try backend.bench(["seed-container", early, source, "--level", "0", "--jobs", "1"])
         #expect(seeded.ok, "\(seeded)")
         let before = Set(try chunkFiles(source))
-        let seededLast = try backend.syncfs(["seed-container", late, source, "--level", "0", "--jobs", "1"])
+        let seededLast = try backend.bench(["seed-container", late, source, "--level", "0", "--jobs", "1"])
         #expect(seededLast.ok, "\(seededLast)")
         let newest = Array(Set(try chunkFiles(source)).subtracting(before))
         #expect(before.count == 39 && newest.count == 1, "\(before.count) then \(newest)")

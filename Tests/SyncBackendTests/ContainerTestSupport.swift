@@ -3,9 +3,11 @@ import Crypto
 import Foundation
 import SyncClient
 import SyncPostgres
+import SyncPostgresTesting
 import SyncS3
 import SyncServer
 import SyncServerPostgres
+import SyncServerTesting
 import Synchronization
 import TestSupport
 import Testing

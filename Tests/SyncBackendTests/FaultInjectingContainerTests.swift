@@ -1,3 +1,4 @@
+import SyncBackendTesting
 import Testing
 
 @testable import SyncBackend

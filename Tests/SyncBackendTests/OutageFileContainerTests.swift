@@ -3,8 +3,10 @@ import Glibc
 import Testing
 
 @testable import SyncBackend
+@testable import syncfs_mount
 
-/// `OutageFileContainer`: the test switch a mount takes from `SYNCFS_TEST_OUTAGE_FILE` (doc/CLI.md).
+/// `OutageFileContainer`: the test switch the daemon of `syncfs-mount` takes from
+/// `SYNCFS_TEST_OUTAGE_FILE` (doc/CLI.md, "Test hooks").
 @Suite("OutageFileContainer")
 struct OutageFileContainerTests {
     /// A switch file in a fresh temporary directory (not created).

@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import SyncBackendTesting
 import Testing
 
 @testable import SyncFS

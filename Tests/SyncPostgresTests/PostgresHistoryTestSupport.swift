@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import SyncBackend
+import SyncPostgresTesting
 import Testing
 
 @testable import SyncPostgres

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import SyncBackend
+import SyncPostgresTesting
 import Synchronization
 
 @testable import SyncPostgres

@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import SyncPostgresTesting
 import Testing
 
 @testable import SyncPostgres

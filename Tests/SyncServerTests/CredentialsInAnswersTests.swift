@@ -5,9 +5,11 @@ import NIOCore
 import NIOHTTP1
 import SyncBackend
 import SyncPostgres
+import SyncPostgresTesting
 import SyncS3
 import SyncServer
 import SyncServerPostgres
+import SyncServerTesting
 import Synchronization
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import Foundation
 import SyncBackend
 import SyncClient
 import SyncServer
+import SyncServerTesting
 import Synchronization
 
 /// A container with canned version history, for the server's and client's history endpoints

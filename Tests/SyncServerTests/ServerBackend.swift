@@ -3,8 +3,10 @@ import Foundation
 import PostgresNIO
 import SyncBackend
 import SyncPostgres
+import SyncPostgresTesting
 import SyncS3
 import SyncServerPostgres
+import SyncServerTesting
 import Synchronization
 import TestSupport
 import Testing

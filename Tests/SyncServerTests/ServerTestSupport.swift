@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import SyncBackend
 import SyncServer
+import SyncServerTesting
 import Testing
 
 /// A temporary directory, removed by `remove()`.

@@ -3,7 +3,9 @@ import Foundation
 import Logging
 import NIOCore
 import SyncBackend
+import SyncBackendTesting
 import SyncClient
+import SyncServerTesting
 import Synchronization
 import Testing
 

@@ -22,4 +22,17 @@ public enum SyncfsBinary {
         }
         return path
     }
+
+    /// The benchmarks' command, `syncfs-bench`, built beside `syncfs-mount` (the same directory
+    /// as `path()`); throws if nothing executable is there.
+    public static func benchPath() throws(TestSupportError) -> String {
+        let mount = try path()
+        let path = URL(fileURLWithPath: mount).deletingLastPathComponent().path + "/syncfs-bench"
+        guard access(path, X_OK) == 0 else {
+            throw TestSupportError(
+                "the syncfs-bench binary is missing or not executable at \(path), beside \(mount) "
+                    + "(build it with `swift build`)")
+        }
+        return path
+    }
 }

@@ -12,6 +12,9 @@ Usage: history_cost.py BINARY WORKDIR [--runs N] [--seconds S]
 """
 import argparse, json, os, re, shutil, statistics, subprocess, sys, time, uuid
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from binaries import bench_binary  # noqa: E402
+
 def psql(url, sql):
     return subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-qAtc", sql], check=True,
                           capture_output=True, text=True).stdout
@@ -61,7 +64,7 @@ def main():
                                   "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         origin = serve.stdout.readline().decode().strip()[len("listening on "):]
         # Warm up: the pool's connections (and their PostgreSQL backends) exist before counting.
-        subprocess.run([args.binary, "measure-server", origin + "/box", "--token-file", token, "--clients", "8",
+        subprocess.run([bench_binary(args.binary), "measure-server", origin + "/box", "--token-file", token, "--clients", "8",
                         "--seconds", "1"], capture_output=True, check=True)
         rows = {"history": [], "no history": []}
         for run in range(args.runs):
@@ -69,7 +72,7 @@ def main():
                 psql(database, body)
                 pids = postgres_pids()
                 before = (cpu_seconds([serve.pid]), cpu_seconds(pids))
-                out = subprocess.run([args.binary, "measure-server", origin + "/box", "--token-file", token,
+                out = subprocess.run([bench_binary(args.binary), "measure-server", origin + "/box", "--token-file", token,
                                       "--clients", "8", "--seconds", str(args.seconds)],
                                      capture_output=True, check=True)
                 result = json.loads(out.stdout.decode().strip().splitlines()[-1])

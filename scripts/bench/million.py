@@ -6,7 +6,7 @@ On both backends, the embedded server (`serve --root`) and PostgreSQL + S3 (`ser
 --chunk-store s3://…`, against the services of `scripts/services.sh start`; the database part is
 skipped, and said so, without their environment):
   - the container: `--dirs` directories (default 1,000) of `--files-per-dir` tiny files (default
-    1,000), written by `syncfs-mount seed-synthetic` (the container's import, 10,000 entries per
+    1,000), written by `syncfs-bench seed-synthetic` (the container's import, 10,000 entries per
     transaction; 16 distinct file contents, so 16 chunks of a few bytes), then moved into
     PostgreSQL + S3 by `syncfs-mount container copy` (timed: the way a user moves a container)
   - attach by a new mount: from starting `syncfs-mount mount` (a fresh state directory) until
@@ -26,6 +26,7 @@ Usage: million.py BINARY WORKDIR [--dirs N] [--files-per-dir N] [--catchup N,N] 
 import argparse, json, os, shutil, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from binaries import bench_binary  # noqa: E402
 from server import Server  # noqa: E402
 from server_db import NAMES, DatabaseServer, Scratch  # noqa: E402
 from sync import goal, report  # noqa: E402
@@ -138,7 +139,7 @@ def measure_backend(args, name, url, token, server, work, expected):
     for count in args.catchup:
         c = {"changes": count}
         c["commit_load"] = load()
-        out = subprocess.run([args.binary, "measure-server", url, "--token-file", token, "--clients", "8",
+        out = subprocess.run([bench_binary(args.binary), "measure-server", url, "--token-file", token, "--clients", "8",
                               "--create", str(count)], capture_output=True, check=True)
         made = json.loads(out.stdout.decode().strip().splitlines()[-1])
         c["commit_s"] = made["seconds"]
@@ -232,7 +233,7 @@ def main():
         root = os.path.join(work, "root")
         os.makedirs(root)
         log(f"seed-synthetic: {args.dirs} directories x {args.files_per_dir} files")
-        out = subprocess.run([args.binary, "seed-synthetic", os.path.join(root, "box"), "--dirs", str(args.dirs),
+        out = subprocess.run([bench_binary(args.binary), "seed-synthetic", os.path.join(root, "box"), "--dirs", str(args.dirs),
                               "--files-per-dir", str(args.files_per_dir)], capture_output=True, check=True)
         seeded = json.loads(out.stdout.decode().strip().splitlines()[-1])
         results["seed_s"] = seeded["seconds"]

@@ -20,7 +20,7 @@ Measures, with the release binary, medians of --runs runs:
 Prints a Markdown table (and JSON with --json). Always unmounts what it mounted.
 
 The container is built once per invocation, before the timed runs: by the hidden
-`syncfs-mount seed-container` (the Container API without a mount; falls back to copying the tree
+`syncfs-bench seed-container` (the Container API without a mount; falls back to copying the tree
 into a mount A and `syncfs-mount sync` when the binary lacks it), staged on tmpfs when possible
 (every container commit is durable: one fsync each on a disk) and then copied to WORKDIR.
 
@@ -35,6 +35,9 @@ Usage: placeholders.py BINARY WORKDIR [--files N] [--dirs D] [--file-kib K] [--b
 (see --help). Works in WORKDIR/bench-placeholders, deleted at the end.
 """
 import argparse, ctypes, glob, json, os, random, select, shutil, signal, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from binaries import bench_binary  # noqa: E402
 
 MiB = 1 << 20
 ATTACH_GOAL_S = 10.0
@@ -291,11 +294,13 @@ class Rclone:
             subprocess.run(["fusermount3", "-u", "-z", self.mountpoint], stderr=subprocess.DEVNULL)
 
 
-def has_subcommand(binary, name):
-    # `syncfs-mount NAME --help` prints the root's help (exit 0) for an unknown NAME; `help NAME`
+def has_subcommand(binary, name, command="syncfs-mount"):
+    # `BINARY NAME --help` prints the root's help (exit 0) for an unknown NAME; `help NAME`
     # prints NAME's usage line only if NAME exists (hidden subcommands included).
+    if not os.access(binary, os.X_OK):
+        return False
     r = subprocess.run([binary, "help", name], capture_output=True)
-    return r.returncode == 0 and f"USAGE: syncfs-mount {name}".encode() in r.stdout
+    return r.returncode == 0 and f"USAGE: {command} {name}".encode() in r.stdout
 
 
 # ---------------------------------------------------------------- the benchmark
@@ -342,7 +347,7 @@ class Bench:
         a = self.a
         method = a.populate
         if method == "auto":
-            method = "seed" if has_subcommand(a.binary, "seed-container") else "mount"
+            method = "seed" if has_subcommand(bench_binary(a.binary), "seed-container", "syncfs-bench") else "mount"
         target = container
         if a.tmpfs and os.path.isdir("/dev/shm"):
             # Leftovers of a killed run of ours (its PID is gone) would hold RAM: remove them.
@@ -361,7 +366,7 @@ class Bench:
         log(f"populating the container ({method}, {where})")
         t0 = time.perf_counter()
         if method == "seed":
-            out = subprocess.run([a.binary, "seed-container", tree, target, "--jobs", str(a.jobs)],
+            out = subprocess.run([bench_binary(a.binary), "seed-container", tree, target, "--jobs", str(a.jobs)],
                                  capture_output=True, check=True)
             log("seed-container: " + out.stdout.decode().strip())
         else:

@@ -6,7 +6,7 @@ With the release binary, on loopback:
     plain HTTP on 127.0.0.1), close on mount A -> new content visible on mount B, N edits: p50,
     p99 (ms); the same on two mounts of a local container in the same run, for the ratio
   - commits per second and chunk upload MB/s with 8 concurrent clients
-    (`syncfs-mount measure-server`), and the server's RSS after them
+    (`syncfs-bench measure-server`), and the server's RSS after them
 Prints a Markdown table (and JSON on stderr). Always stops what it started.
 
 Usage: server.py BINARY WORKDIR [--edits N] [--runs N] [--clients N] [--seconds S] [--out FILE]
@@ -14,6 +14,7 @@ Usage: server.py BINARY WORKDIR [--edits N] [--runs N] [--clients N] [--seconds 
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from binaries import bench_binary  # noqa: E402
 from sync import Mount, goal, kind_rows, measure_kinds, percentile, propagation, report  # noqa: E402
 
 def log(msg):
@@ -118,7 +119,7 @@ def main():
         rss_before = server.rss_kib()
         loads = []
         for _ in range(args.runs):
-            out = subprocess.run([args.binary, "measure-server", url, "--token-file", token, "--clients",
+            out = subprocess.run([bench_binary(args.binary), "measure-server", url, "--token-file", token, "--clients",
                                   str(args.clients), "--seconds", str(args.seconds)],
                                  capture_output=True, check=True)
             loads.append(json.loads(out.stdout.decode().strip().splitlines()[-1]))

@@ -7,7 +7,7 @@ SYNCFS_TEST_S3_SECRET_ACCESS_KEY). A scratch database and bucket of its own, rem
   - two `serve --database … --chunk-store s3://…` processes, 8 mounts of one container split
     4 + 4 between them: propagation across the processes (write + close on a mount of one, until
     a mount of the other reads it), p50/p99 per run, median of runs
-  - commits/s and chunk MB/s (`syncfs-mount measure-server`, 8 clients) against one database
+  - commits/s and chunk MB/s (`syncfs-bench measure-server`, 8 clients) against one database
     process, against both at once (4 + 4 clients, summed), and against the embedded server
     (`serve --root`) in the same run, interleaved; the ratio of commit rates (goal >= 50 %)
   - propagation by kind of change (change_kinds.py) across the processes, guard on
@@ -20,6 +20,7 @@ Usage: server_db.py BINARY WORKDIR [--edits N] [--kind-trials N] [--runs N] [--s
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time, uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from binaries import bench_binary  # noqa: E402
 from sync import Mount, goal, kind_rows, measure_kinds, percentile, propagation, report  # noqa: E402
 from server import Server  # noqa: E402
 
@@ -87,13 +88,13 @@ class Scratch:
             os.unlink(config)
 
 def measure(binary, url, token, clients, seconds):
-    out = subprocess.run([binary, "measure-server", url, "--token-file", token, "--clients", str(clients),
+    out = subprocess.run([bench_binary(binary), "measure-server", url, "--token-file", token, "--clients", str(clients),
                           "--seconds", str(seconds)], capture_output=True, check=True)
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
 def measure_both(binary, urls, token, clients, seconds):
     """Half the clients on each URL at once; rates summed."""
-    procs = [subprocess.Popen([binary, "measure-server", url, "--token-file", token, "--clients",
+    procs = [subprocess.Popen([bench_binary(binary), "measure-server", url, "--token-file", token, "--clients",
                                str(clients // len(urls)), "--seconds", str(seconds)], stdout=subprocess.PIPE)
              for url in urls]
     results = []

@@ -6,7 +6,7 @@ Measures, with the release binary, on two mounts of one local container:
   - propagation by kind of change with the mass-delete guard on (change_kinds.py): new files,
     overwrites and deletes of established files: p50, p95 (ms), medians of the runs
   - upload pipeline throughput per core (chunk + SHA-256 + zlib level 1), one thread:
-    a source tree (text) and random data (`syncfs-mount measure-pipeline`)
+    a source tree (text) and random data (`syncfs-bench measure-pipeline`)
   - dedup: bytes uploaded after a 1-byte insert in the middle of a large file
   - compression: bytes stored in the container's chunk files vs bytes written (source tree)
 Prints a Markdown table (and JSON with --json). Always unmounts what it mounted.
@@ -17,6 +17,7 @@ Usage: sync.py BINARY WORKDIR [--edits N] [--kind-trials N] [--dedup-size MiB] [
 import argparse, json, os, shutil, signal, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from binaries import bench_binary  # noqa: E402
 import change_kinds  # noqa: E402
 
 def log(msg):
@@ -137,7 +138,7 @@ def kind_rows(results, where, prefix=""):
     return rows
 
 def pipeline(binary, paths, level=1):
-    out = subprocess.run([binary, "measure-pipeline", "--level", str(level), *paths], capture_output=True,
+    out = subprocess.run([bench_binary(binary), "measure-pipeline", "--level", str(level), *paths], capture_output=True,
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

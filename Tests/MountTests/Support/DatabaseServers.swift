@@ -97,6 +97,11 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         ModelProcess.run([try TestFolder.binaryPath()] + arguments, env: env, timeout: timeout)
     }
 
+    /// `syncfs-bench ARGS` (the benchmarks' commands, e.g. `seed-container`).
+    func bench(_ arguments: [String], timeout: Double = 120) throws -> ModelProcessResult {
+        ModelProcess.run([try TestFolder.benchBinaryPath()] + arguments, timeout: timeout)
+    }
+
     /// `server-init` with `--create container --tokens`: returns the path of a file (0600)
     /// holding the token it printed.
     func initialize(container: String) throws -> String {

@@ -227,6 +227,15 @@ final class TestFolder: @unchecked Sendable {
         }
     }
 
+    /// The benchmarks' command (`seed-container`), built beside the daemon binary.
+    static func benchBinaryPath() throws -> String {
+        do throws(TestSupportError) {
+            return try SyncfsBinary.benchPath()
+        } catch {
+            throw TestFolderError(message: error.message)
+        }
+    }
+
     private func start() throws {
         let binary = try Self.binaryPath()
         var arguments = [binary, "mount", containerPath, root, "--state-dir", stateDir, "--foreground", "--lifeline"]

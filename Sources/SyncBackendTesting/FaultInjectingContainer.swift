@@ -1,3 +1,4 @@
+import SyncBackend
 import Synchronization
 
 /// A container that forwards to another and injects the failures a real one has: errors, outages,

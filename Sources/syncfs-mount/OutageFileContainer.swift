@@ -1,10 +1,11 @@
 import Glibc
+import SyncBackend
 import Synchronization
 
 /// A container that is "unreachable" while a file exists: a switch a test flips from outside the
 /// process (`SYNCFS_TEST_OUTAGE_FILE=PATH` in the daemon's environment, doc/CLI.md "Test hooks")
 /// to cut one mount off its container, as a network outage would, while the other mounts keep
-/// working.
+/// working. Only the environment turns it on (`TestHooks.outageFile`); no option reaches it.
 ///
 /// - While `path` exists, every call fails at once with the retryable `unavailable`, without
 ///   reaching the base container. Once it is removed, calls go through again.
@@ -13,11 +14,11 @@ import Synchronization
 /// - `waitForChanges` also ends when an outage begins during the wait: it fails with
 ///   `unavailable` within about `checkInterval`, so a follower never sits out a long wait that
 ///   ignores the outage. A call already forwarded otherwise finishes as the base answers it.
-public final class OutageFileContainer: Container {
-    public let base: any Container
+final class OutageFileContainer: Container, ContainerHistory {
+    let base: any Container
     /// The switch: an outage lasts while this file exists.
-    public let path: String
-    public let checkInterval: Duration
+    let path: String
+    let checkInterval: Duration
 
     private struct Check {
         var at: ContinuousClock.Instant?
@@ -26,17 +27,17 @@ public final class OutageFileContainer: Container {
 
     private let check = Mutex(Check())
 
-    public init(_ base: any Container, path: String, checkInterval: Duration = .milliseconds(5)) {
+    init(_ base: any Container, path: String, checkInterval: Duration = .milliseconds(5)) {
         self.base = base
         self.path = path
         self.checkInterval = checkInterval
     }
 
-    public var containerID: String { base.containerID }
+    var containerID: String { base.containerID }
 
     /// Whether the outage file exists (looked at again if the last look is older than
     /// `checkInterval`).
-    public var isInOutage: Bool {
+    var isInOutage: Bool {
         let now = ContinuousClock.now
         if let known = check.withLock({ state -> Bool? in
             guard let at = state.at, now < at + checkInterval else { return nil }
@@ -62,39 +63,39 @@ public final class OutageFileContainer: Container {
 
     // MARK: Container
 
-    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
         try admit()
         return try await base.missingChunks(hashes)
     }
 
-    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
         try admit()
         try await base.putChunk(chunk)
     }
 
-    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         try admit()
         return try await base.chunk(hash)
     }
 
-    public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
         try admit()
         return try await base.entry(id)
     }
 
-    public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         try admit()
         return try await base.commit(request)
     }
 
-    public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         try admit()
         return try await base.changes(after: cursor, limit: limit)
     }
 
     /// Waits on the base container while watching the switch: whichever comes first ends the
     /// wait (the base's answer, or an outage beginning).
-    public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
+    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)
         -> Bool
     {
         try admit()
@@ -127,5 +128,27 @@ public final class OutageFileContainer: Container {
         // Neither answered: the calling task was cancelled.
         guard let result else { return false }
         return try result.get()
+    }
+
+    // MARK: ContainerHistory (the base's, through the same switch)
+
+    func history(of id: FileID, limit: Int) async throws(ContainerProtocolError) -> [HistoricVersion] {
+        try await admittedHistory().history(of: id, limit: limit)
+    }
+
+    func deletedEntries(before: EntryVersion?, limit: Int) async throws(ContainerProtocolError)
+        -> [HistoricVersion]
+    {
+        try await admittedHistory().deletedEntries(before: before, limit: limit)
+    }
+
+    /// The base's history once the switch let the call through; `invalidRequest` if the base
+    /// keeps none.
+    private func admittedHistory() async throws(ContainerProtocolError) -> any ContainerHistory {
+        try admit()
+        guard let history = base as? any ContainerHistory else {
+            throw .invalidRequest("this container keeps no history")
+        }
+        return history
     }
 }

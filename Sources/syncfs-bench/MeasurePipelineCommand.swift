@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import SyncBackend
 
-/// `syncfs-mount measure-pipeline PATH...` (hidden): times the upload pipeline on one thread,
+/// `syncfs-bench measure-pipeline PATH...`: times the upload pipeline on one thread,
 /// FileChunker → ChunkEncoder.encode (ChunkCodec.encode without per-chunk zlib setup) per chunk,
 /// over the given files, and prints one JSON line:
 ///
@@ -18,8 +18,7 @@ import SyncBackend
 struct MeasurePipelineCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "measure-pipeline",
-        abstract: "Time the single-threaded upload pipeline (read, chunk, hash, compress) over files.",
-        shouldDisplay: false
+        abstract: "Time the single-threaded upload pipeline (read, chunk, hash, compress) over files."
     )
 
     enum Stage: String, ExpressibleByArgument, CaseIterable {
@@ -145,8 +144,8 @@ struct MeasurePipelineCommand: ParsableCommand {
     }
 
     private func failure(_ message: String) -> ExitCode {
-        printError("syncfs-mount measure-pipeline: \(message)")
-        return ExitCode(.failure)
+        printError("syncfs-bench measure-pipeline: \(message)")
+        return .failure
     }
 
     private func median(_ values: [Double]) -> Double {

@@ -6,7 +6,7 @@ import SyncBackend
 import SyncFS
 import Synchronization
 
-/// `syncfs-mount seed-container SOURCE CONTAINER` (hidden): copies a local directory tree into a
+/// `syncfs-bench seed-container SOURCE CONTAINER`: copies a local directory tree into a
 /// local container through the `Container` API, as the sync engine's uploader would (chunks cut by
 /// `FileChunker`, encoded by `ChunkEncoder`, only missing chunks put, one commit per entry), without
 /// a mount. For benchmarks that need a container holding many files (the placeholder benchmark,
@@ -22,8 +22,7 @@ import Synchronization
 struct SeedContainerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-container",
-        abstract: "Copy a directory tree into a local container without mounting (benchmarks).",
-        shouldDisplay: false
+        abstract: "Copy a directory tree into a local container without mounting (benchmarks)."
     )
 
     @Argument(help: "The directory tree to copy.")
@@ -241,7 +240,7 @@ struct SeedContainerCommand: ParsableCommand {
     }
 
     private func failure(_ message: String) -> ExitCode {
-        printError("syncfs-mount seed-container: \(message)")
-        return ExitCode(.failure)
+        printError("syncfs-bench seed-container: \(message)")
+        return .failure
     }
 }

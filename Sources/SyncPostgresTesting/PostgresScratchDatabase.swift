@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import SyncPostgres
 
 /// A throwaway database for tests: made on the server of `SYNCFS_TEST_PG_URL` (the services of
 /// `scripts/services.sh`) under a random name `syncfs_t_<hex>`, dropped by `drop()`.

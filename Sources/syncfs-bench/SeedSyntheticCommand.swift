@@ -3,7 +3,7 @@ import Foundation
 import SyncBackend
 import SyncFS
 
-/// `syncfs-mount seed-synthetic CONTAINER --dirs D --files-per-dir F` (hidden): fills a new
+/// `syncfs-bench seed-synthetic CONTAINER --dirs D --files-per-dir F`: fills a new
 /// local container with `D` directories under the root, each holding `F` tiny files, for the
 /// 1,000,000-entry benchmark (scripts/bench/million.py). Prints one JSON line:
 ///
@@ -18,8 +18,7 @@ import SyncFS
 struct SeedSyntheticCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seed-synthetic",
-        abstract: "Fill a new local container with many tiny files without mounting (benchmarks).",
-        shouldDisplay: false
+        abstract: "Fill a new local container with many tiny files without mounting (benchmarks)."
     )
 
     @Argument(help: "The local container (created if missing or empty).")
@@ -109,7 +108,7 @@ struct SeedSyntheticCommand: ParsableCommand {
     }
 
     private func fail(_ message: String) -> ExitCode {
-        printError("syncfs-mount seed-synthetic: \(message)")
-        return ExitCode(.failure)
+        printError("syncfs-bench seed-synthetic: \(message)")
+        return .failure
     }
 }

@@ -1,3 +1,5 @@
+import SyncBackend
+
 /// A test wrapper of a container that forwards its base's history through the wrapper's own
 /// faults (`admittedHistory`), so both history calls fail, wait and count like every other call.
 public protocol HistoryForwardingWrapper: ContainerHistory {

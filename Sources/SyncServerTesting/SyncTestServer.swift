@@ -1,6 +1,7 @@
 import Logging
 import ServiceLifecycle
 import SyncBackend
+import SyncServer
 
 /// A sync server running inside the calling process on `127.0.0.1` and a port the system chose:
 /// for tests and benchmarks (the command line uses `SyncServer.runUntilSignalled`).
@@ -32,7 +33,6 @@ public final class SyncTestServer: Sendable {
     private let group: ServiceGroup
     private let runner: Task<Void, Never>
     private let state: ServerState
-    private var responder: SyncResponder { state.responder }
 
     private init(
         port: Int, server: SyncServer, tokens: TokenStore?, group: ServiceGroup, state: ServerState,
@@ -127,20 +127,20 @@ public final class SyncTestServer: Sendable {
     }
 
     /// The change waits (`GET .../changes/wait`) that began and have not answered yet.
-    public var pendingChangeWaits: Int { responder.shutdown.pendingWaits }
+    public var pendingChangeWaits: Int { state.pendingChangeWaits }
 
     /// The chunk uploads (`PUT .../chunks/HASH`) holding a slot: their body is being read, or
     /// their chunk verified or stored.
-    public var chunkUploadsInProgress: Int { responder.bodies.uploadsInProgress }
+    public var chunkUploadsInProgress: Int { state.chunkUploadsInProgress }
 
     /// Request body bytes reserved now (`BodyBudget`).
-    public var bodyBytesInFlight: Int { responder.bodies.bytesInFlight }
+    public var bodyBytesInFlight: Int { state.bodyBytesInFlight }
 
     /// Open connections, and those that have made no request with a valid token.
-    public var connections: (open: Int, unauthenticated: Int) { state.connections.counts }
+    public var connections: (open: Int, unauthenticated: Int) { state.connectionCounts }
 
     /// Whether the graceful stop has begun.
-    public var isStopping: Bool { responder.shutdown.isTriggered }
+    public var isStopping: Bool { state.isStopping }
 
     /// Returns once `condition` holds (checked every millisecond); throws `failed`, naming `what`,
     /// if it does not within `timeout`.

@@ -3,7 +3,7 @@ import SyncBackend
 import SyncClient
 import SyncFS
 
-/// `measure-server URL --token-file FILE --create N` (hidden): commits `N` new empty files to
+/// `measure-server URL --token-file FILE --create N`: commits `N` new empty files to
 /// the container with `--clients` concurrent clients — a new directory under the root
 /// (`created-<random>`), then subdirectories of at most 1,000 files each — and prints one JSON
 /// line `{"created":N,"directories":…,"seconds":…,"last":"created-…/cK/nM"}` (`last`: the path of

@@ -4,7 +4,7 @@ import SyncBackend
 import SyncClient
 import SyncFS
 
-/// `syncfs-mount measure-server URL --token-file FILE` (hidden): loads a sync server with
+/// `syncfs-bench measure-server URL --token-file FILE`: loads a sync server with
 /// `--clients` concurrent clients (each its own `HTTPContainer`) for `--seconds` per phase and
 /// prints one JSON line:
 ///
@@ -21,8 +21,7 @@ import SyncFS
 struct MeasureServerCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "measure-server",
-        abstract: "Measure a sync server's commits per second and chunk upload rate with concurrent clients.",
-        shouldDisplay: false
+        abstract: "Measure a sync server's commits per second and chunk upload rate with concurrent clients."
     )
 
     @Argument(help: "The container: http(s)://HOST:PORT/NAME.")

@@ -1,3 +1,4 @@
+import SyncBackend
 import Synchronization
 
 /// A container that lies, for tests of the trust boundary: it wraps an `InMemoryContainer` and
