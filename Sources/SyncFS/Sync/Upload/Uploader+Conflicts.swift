@@ -72,7 +72,8 @@ extension Uploader {
             let remote = try container.entry(parent)
             let deleted = remote?.isDeleted == true
             return Refused(
-                refusal: .parentMissing(parentDeletedRemotely: deleted), missingParent: (parent, deleted ? remote : nil))
+                refusal: .parentMissing(parentDeletedRemotely: deleted), missingParent: (parent, deleted ? remote : nil)
+            )
         case .directoryNotEmpty:
             return Refused(refusal: .directoryNotEmpty)
         case .wouldCreateCycle:
