@@ -74,7 +74,7 @@ struct AllocatedBlocksTests {
         let node = try #require(fixture.fs.live.transact { tree in tree.nodes[ino] })
         #expect(try blocks(fixture, ino) >= 128)
         #expect(fixture.fs.live.transact { _ in node.allocatedBlocks } != nil)
-        fixture.fs.live.transact { _ in node.setContentLocal(false) }
+        fixture.fs.live.transact { _ in node.apply(.evict, queued: false) }
         #expect(fixture.fs.live.transact { _ in node.allocatedBlocks } == nil)
         fixture.fs.cache.remove(node.fileID)
         #expect(try blocks(fixture, ino) == 1, "a placeholder with nothing downloaded shows one block")

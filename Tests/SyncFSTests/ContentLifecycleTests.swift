@@ -206,6 +206,11 @@ struct ContentLifecycleTests {
             .to(localWriteFailed, []),
             .to(lost, []),
         ],
+        .cachedCopyDamaged: [
+            .impossible, .impossible, .impossible, .impossible, .impossible, .impossible,
+            .to(placeholderClean, [.recordResidency]), .impossible, .impossible, .impossible,
+            .impossible,
+        ],
     ]
 
     static let cases: [Case] = Event.allCases.flatMap { event in

@@ -146,8 +146,12 @@ extension SyncFileSystem {
         // Lost content (`ContentLifecycle.openedForWriting` / `openedTruncating`): only `O_TRUNC`
         // may write again (every byte afterwards is one a program wrote); reads fail in
         // `ensureContent`.
-        let truncatesLost = node.contentLost.load(ordering: .acquiring) && flags & O_TRUNC != 0
-        if node.contentLost.load(ordering: .acquiring) && !truncatesLost && flags & O_ACCMODE != O_RDONLY {
+        let truncatesLost = node.contentLost && flags & O_TRUNC != 0
+        // (A placeholder opened for writing got its content first: `placeholderNeedingContent`.)
+        if flags & O_TRUNC == 0 && flags & O_ACCMODE != O_RDONLY && node.contentIsLocal
+            && node.apply(.openedForWriting, queued: tree.outbox.isPending(node.fileID)).actions.contains(
+                .failWithIOError)
+        {
             throw .io(EIO)
         }
         let descriptor = try cache.open(node.fileID)
@@ -157,9 +161,8 @@ extension SyncFileSystem {
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
         if handle.writable { node.openWriters += 1 }
         // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
-        if truncatesLost { node.contentLost.store(false, ordering: .releasing) }
-        // `O_TRUNC` is also the way out of a failed write (`WriteFailures`).
-        if flags & O_TRUNC != 0 { tree.clearWriteFailure(node) }
+        // `O_TRUNC` is the way out of lost content and of a failed write (`WriteFailures`).
+        if flags & O_TRUNC != 0 && node.contentIsLocal { tree.truncatedToZero(node) }
         if flags & O_TRUNC != 0 && (node.size.load(ordering: .relaxed) != 0 || truncatesLost) {
             node.beginContentChange()
             defer { node.endContentChange() }
@@ -196,7 +199,7 @@ extension SyncFileSystem {
         _ handle: OpenFile, offset: Int64, count: Int, fromPageCache: Bool = false, caller: () -> Caller,
         copy: (_ descriptor: Int32) -> Int
     ) throws(FSError) -> Int {
-        guard handle.node.contentIsLocal.load(ordering: .acquiring) else { throw .stale }
+        guard handle.node.contentIsLocal else { throw .stale }
         residency.throttleWriteIfOverBudget()
         handle.node.beginContentChange()
         defer { handle.node.endContentChange() }
@@ -309,7 +312,7 @@ extension SyncFileSystem {
     /// A placeholder is all data (its holes are not known until it is downloaded): `SEEK_DATA`
     /// returns `offset`, `SEEK_HOLE` the file's end, so copying tools read every byte.
     func lseek(_ handle: OpenFile, offset: Int64, whence: Int32) throws(FSError) -> Int64 {
-        if !handle.node.contentIsLocal.load(ordering: .acquiring) {
+        if !handle.node.contentIsLocal {
             let size = handle.node.size.load(ordering: .relaxed)
             guard offset >= 0 else { throw .invalidArgument }
             guard offset < size else { throw .beyondData }

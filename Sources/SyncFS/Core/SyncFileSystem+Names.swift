@@ -160,8 +160,8 @@ extension SyncFileSystem {
         tree.attach(second, to: firstParent, as: firstName)
         first.ctime = now
         second.ctime = now
-        first.hasUnrecordedWrites.store(false, ordering: .relaxed)
-        second.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        first.recordHandedToStore()
+        second.recordHandedToStore()
         tree.record([
             .upsert(first.record), outbox.changed(first.fileID), .upsert(second.record), outbox.changed(second.fileID),
         ])

@@ -100,9 +100,9 @@ extension SyncFileSystem {
         // READ in flight beside this one) makes the file a placeholder before it clears the mark,
         // so a mark seen cleared here is never followed by a stale "local" (the damaged bytes).
         let unverified = handle.node.contentUnverified.load(ordering: .acquiring)
-        if handle.node.contentIsLocal.load(ordering: .acquiring) {
+        if handle.node.contentIsLocal {
             // Lost content: no bytes to give (`ContentLifecycle.hydrationStarted`).
-            if handle.node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            if handle.node.contentLost { throw .io(EIO) }
             // The first reads after a mount check the cached copy (a damaged one becomes a
             // placeholder, downloaded: the reader waits for its chunks like any placeholder's).
             guard unverified else { return nil }

@@ -34,7 +34,7 @@ extension SyncFileSystem {
     /// The files whose write failed, with the errno, for `status`.
     func writeFailedFiles() -> [(id: FileID, code: Int32)] {
         live.transact { tree in
-            tree.writeFailedNodes().map { ($0.fileID, $0.writeFailure.load(ordering: .acquiring)) }
+            tree.writeFailedNodes().map { ($0.fileID, $0.writeFailure) }
         }
     }
 }

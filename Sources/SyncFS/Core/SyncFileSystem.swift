@@ -109,7 +109,7 @@ final class SyncFileSystem: Sendable {
         residency.waitForDownloads(seconds: 10)
         spares.close()
         live.transact { tree in
-            for node in tree.nodes.values where node.hasUnrecordedWrites.exchange(false, ordering: .relaxed) {
+            for node in tree.nodes.values where node.takeUnrecordedWrites() {
                 if !node.isUnlinked { tree.recordLocalChange(node) }
             }
         }

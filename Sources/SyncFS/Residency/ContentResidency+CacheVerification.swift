@@ -37,7 +37,7 @@ extension ContentResidency {
     private func verifyCachedContent(_ node: Node, offset: Int64, count: Int?, descriptor: Int32) -> Bool {
         guard node.contentUnverified.load(ordering: .acquiring),
             let (check, token) = live.transact({ tree in verificationToRun(node, in: tree) })
-        else { return node.contentIsLocal.load(ordering: .acquiring) }
+        else { return node.contentIsLocal }
         switch check.verify(offset: offset, count: count, descriptor: descriptor) {
         case .intact(let complete):
             if complete {
@@ -52,7 +52,7 @@ extension ContentResidency {
             // Not discarded: a program changed the file since (its bytes are served), or another
             // reader discarded it first (a placeholder now: downloaded).
             return !discardDamagedCopy(node, check: check, token: token, chunk: index)
-                && node.contentIsLocal.load(ordering: .acquiring)
+                && node.contentIsLocal
         }
     }
 
@@ -76,8 +76,8 @@ extension ContentResidency {
     /// The manifest `node`'s cache file must hold, if it is still a clean local copy nobody is
     /// writing. Call under the namespace lock.
     func cachedContentToVerify(_ node: Node, in tree: TreeTransaction) -> [ChunkRef]? {
-        guard node.kind == .file, node.contentIsLocal.load(ordering: .acquiring),
-            !node.contentLost.load(ordering: .acquiring), node.openWriters == 0, node.hydration == nil,
+        guard node.kind == .file, node.contentIsLocal,
+            !node.contentLost, node.openWriters == 0, node.hydration == nil,
             let base = tree.bases[node.fileID], Namespace.isClean(node, base: base, outbox: outbox)
         else { return nil }
         return base.manifest
@@ -103,9 +103,9 @@ extension ContentResidency {
             else { return false }
             node.verification = nil
             // A placeholder first: a reader that sees the mark cleared must see this too.
-            node.setContentLocal(false)
+            let transition = node.apply(.cachedCopyDamaged, queued: outbox.isPending(node.fileID))
             node.contentUnverified.store(false, ordering: .releasing)
-            if !node.isUnlinked { tree.recordChange(node) }
+            if transition.actions.contains(.recordResidency) && !node.isUnlinked { tree.recordChange(node) }
             damagedCopiesFound.add(1, ordering: .relaxed)
             let path = node.isUnlinked ? "(removed) \(node.name)" : tree.displayPath(of: node)
             logger.error(

@@ -44,9 +44,9 @@ extension ContentResidency {
     /// (one atomic load).
     func ensureContent(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) {
         let node = handle.node
-        if node.contentIsLocal.load(ordering: .acquiring) {
+        if node.contentIsLocal {
             // Lost content (`ContentLifecycle.hydrationStarted`): no bytes to give.
-            if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+            if node.contentLost { throw .io(EIO) }
             // A copy found damaged is a placeholder now: downloaded below.
             if verifyCachedContent(handle, offset: offset, count: count) { return }
         }
@@ -60,8 +60,8 @@ extension ContentResidency {
     /// answer never holds a worker thread, and an interrupted reader is answered at once.
     func contentWait(_ handle: OpenFile, offset: Int64, count: Int) throws(FSError) -> ChunkWait? {
         let node = handle.node
-        if node.contentIsLocal.load(ordering: .acquiring) {
-            if node.contentLost.load(ordering: .acquiring) { throw .io(EIO) }
+        if node.contentIsLocal {
+            if node.contentLost { throw .io(EIO) }
             // A copy found damaged is a placeholder now: downloaded below.
             if verifyCachedContent(handle, offset: offset, count: count) { return nil }
         }
@@ -131,12 +131,12 @@ extension ContentResidency {
     /// Before content changes: a placeholder truncated to 0 becomes an empty local file without a
     /// download (`truncatingTo: 0`); any other change needs the whole content first.
     func prepareForWriting(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
-        if node.contentLost.load(ordering: .acquiring) { try leaveLostContent(node, truncatingTo: size) }
-        if size == 0 && node.writeFailure.load(ordering: .acquiring) != 0 {
-            live.transact { tree in tree.clearWriteFailure(node) }
+        if node.contentLost { try leaveLostContent(node, truncatingTo: size) }
+        if size == 0 && node.writeFailure != 0 {
+            live.transact { tree in tree.truncatedToZero(node) }
         }
         if size != 0 { verifyBeforeWriting(node) }
-        if node.contentIsLocal.load(ordering: .acquiring) { return }
+        if node.contentIsLocal { return }
         if size == 0 {
             let done = live.transact { tree in
                 guard node.isPlaceholder else { return true }
@@ -155,7 +155,7 @@ extension ContentResidency {
         defer { close(descriptor) }
         guard ftruncate(descriptor, 0) == 0 else { return false }
         node.retiredManifest = nil
-        node.setContentLocal(true)
+        node.apply(.openedTruncating, queued: outbox.isPending(node.fileID))
         transfers.finished(node.fileID)
         return true
     }
@@ -180,6 +180,7 @@ extension ContentResidency {
             throw error
         }
         node.hydration = hydration
+        node.apply(.hydrationStarted, queued: outbox.isPending(node.fileID))
         let path = tree.displayPath(of: node)
         let id = node.fileID
         activeDownloads.add(1, ordering: .relaxed)
@@ -227,8 +228,9 @@ extension ContentResidency {
         live.transact { tree in
             guard node.hydration === hydration else { return }
             node.hydration = nil
+            let queued = outbox.isPending(node.fileID)
+            node.apply(complete ? .hydrationFinished : .hydrationFailed, queued: queued)
             if complete {
-                node.setContentLocal(true)
                 // Every chunk was checked on its way in (an evicted copy marked at mount is done).
                 node.contentUnverified.store(false, ordering: .releasing)
                 node.verification = nil
@@ -356,5 +358,6 @@ extension ContentResidency {
         guard let running = node.hydration else { return }
         running.cancel()
         node.hydration = nil
+        node.apply(.hydrationFailed, queued: outbox.isPending(node.fileID))
     }
 }

@@ -28,12 +28,11 @@ extension ContentResidency {
         let id = node.fileID
         // A download that failed or was cancelled but whose driver has not yet cleared it is over.
         let running = node.hydration.flatMap { $0.hasEnded ? nil : $0 }
+        var content = node.contentState(queued: outbox.isPending(id))
+        if content.residency == .hydrating && running == nil { content.residency = .placeholder }
         let visible = VisibleContentState(
-            runningDownloadComplete: running.map(\.isComplete), isPlaceholder: node.isPlaceholder,
-            hasLocalChanges: outbox.isPending(id) || node.hasUnrecordedWrites.load(ordering: .relaxed),
-            transfer: running == nil ? transfers.transfer(id)?.direction : nil,
-            contentLost: node.contentLost.load(ordering: .acquiring),
-            writeFailed: node.writeFailure.load(ordering: .acquiring) != 0)
+            content: content, downloadComplete: running?.isComplete ?? false,
+            transfer: running == nil ? transfers.transfer(id)?.direction : nil)
         return visible.value(
             outboxError: outbox.lastError(id) != nil, downloadFailed: transfers.error(id) != nil,
             inConflict: conflicted.map { $0.contains(id) }
@@ -140,24 +139,30 @@ extension ContentResidency {
     /// cache file, which the sweep at mount turns back into a placeholder.
     private func evictLocked(_ node: Node, tree: inout TreeTransaction) -> EvictOutcome {
         guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
+        let id = node.fileID
+        let queued = outbox.isPending(id)
         if node.isPlaceholder {
-            guard node.hydration == nil else { return .refused("is being downloaded") }
-            // Bytes of an earlier, unfinished download are freed too.
-            if node.openCount == 0 { cache.remove(node.fileID) }
+            // The machine's `evict` of a placeholder: a running download refuses, else the
+            // bytes of an earlier, unfinished download are freed too.
+            let transition = node.apply(.evict, queued: queued)
+            guard !transition.actions.contains(.refuseEviction) else { return .refused("is being downloaded") }
+            if node.openCount == 0 && transition.actions.contains(.dropCacheFile) { cache.remove(id) }
             return .alreadyOnline
         }
-        let id = node.fileID
         let size = node.size.load(ordering: .relaxed)
-        guard !outbox.isPending(id), !node.hasUnrecordedWrites.load(ordering: .relaxed),
+        guard node.contentState(queued: queued) == ContentLifecycle.State(.local, .clean),
             let base = tree.bases[id], base.version > 0, base.manifest.reduce(0, { $0 + $1.length }) == size
         else { return .refused("has changes not yet uploaded") }
         guard node.openCount == 0, node.openWriters == 0 else { return .refused("is open") }
         // A write or truncate in progress, or one not yet recorded: the cache file is not the base.
         guard node.contentToken() != nil, cache.size(of: id) == size else { return .refused("is being written") }
         guard pinState(of: node, in: tree) == .none else { return .refused("is pinned") }
-        node.setContentLocal(false)
-        tree.recordChange(node)
-        cache.remove(id)
+        // The machine's `evict` of a clean local file: the placeholder state is recorded before
+        // the cache file goes (the caller drops the kernel's pages: `invalidateKernelCache`).
+        let transition = node.apply(.evict, queued: queued)
+        guard !transition.actions.contains(.refuseEviction) else { return .refused("has changes not yet uploaded") }
+        if transition.actions.contains(.recordResidency) { tree.recordChange(node) }
+        if transition.actions.contains(.dropCacheFile) { cache.remove(id) }
         return .evicted(bytes: size)
     }
 
@@ -197,7 +202,7 @@ extension ContentResidency {
             for node in tree.nodes.values where node.kind == .file && !node.isUnlinked && !node.isPlaceholder {
                 let size = node.size.load(ordering: .relaxed)
                 localBytes += size
-                if pending.contains(node.fileID) || node.hasUnrecordedWrites.load(ordering: .relaxed) {
+                if pending.contains(node.fileID) || node.hasUnrecordedWrites {
                     modifiedBytes += size
                 }
             }

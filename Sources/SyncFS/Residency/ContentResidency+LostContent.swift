@@ -7,6 +7,6 @@ extension ContentResidency {
     /// remains would make them look vouched for.
     func leaveLostContent(_ node: Node, truncatingTo size: Int64?) throws(FSError) {
         guard size == 0 else { throw .io(EIO) }
-        live.transact { _ in node.contentLost.store(false, ordering: .releasing) }
+        live.transact { tree in tree.truncatedToZero(node) }
     }
 }

@@ -14,7 +14,7 @@ import SyncBackend
 /// - a file ID handed to another node (save-by-rename, a retired inode): `fileID`;
 /// - the file's length: `size`;
 /// - downloads, eviction, a cached copy discarded: the content stops or starts being local
-///   through `Node.setContentLocal`, which forgets the measurement; placeholders (content not
+///   through `Node.apply` (the content machine), which forgets the measurement; placeholders (content not
 ///   local, a download may be writing) are never kept — they are measured at every request,
 ///   unless their cache file is known not to exist (`ContentCache.isKnownAbsent`): 0 then;
 /// - a cache file lost (`Node.contentLost`): measured every time.
@@ -32,7 +32,7 @@ struct AllocatedBlocks: Sendable, Equatable {
     /// The key of `node`'s content now, or nil when its blocks must be measured every time (a
     /// content change in progress, a placeholder, a lost cache file).
     static func key(of node: Node) -> Key? {
-        guard node.kind == .file, !node.isPlaceholder, !node.contentLost.load(ordering: .acquiring),
+        guard node.kind == .file, !node.isPlaceholder, !node.contentLost,
             let token = node.contentToken()
         else { return nil }
         return Key(contentToken: token, fileID: node.fileID, size: node.size.load(ordering: .relaxed))

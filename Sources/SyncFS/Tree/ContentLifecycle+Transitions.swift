@@ -240,4 +240,14 @@ extension ContentLifecycle {
         case (.local, _): return .to(State(.local, .dirty), .queueUpload)
         }
     }
+
+    /// Mirrors `discardDamagedCopy`: only a clean local copy is checked (`cachedContentToVerify`);
+    /// a damaged one becomes a placeholder, recorded (so a crash keeps it one). The cache file
+    /// stays for the download that follows, which fetches only the chunks that fail their hash.
+    static func cachedCopyDamaged(_ state: State) -> Transition {
+        guard state == State(.local, .clean) else {
+            return impossible(state, .cachedCopyDamaged, "only a clean local copy is checked against its manifest")
+        }
+        return .to(State(.placeholder, .clean), .recordResidency)
+    }
 }

@@ -4,12 +4,14 @@
 /// events under its own lock and performs the actions (`ContentLifecycleTests` checks every
 /// (state, event) pair; doc/SEMANTICS.md, "The content state machine", has the states).
 ///
-/// Today's code keeps this state in flags on `Node` (`contentIsLocal`, `hydration`,
-/// `hasUnrecordedWrites`, `openWriters`, `retiredManifest`, …), the outbox and the transfer
-/// board; each transition names the function whose behaviour it mirrors. Where that behaviour is a
-/// known defect (issue #14: a file whose write failed with ENOSPC was uploaded with the bytes it
-/// never got; a queued edit whose cache file vanished or was truncated was uploaded as an empty or
-/// short file), the machine gives the safe answer instead and says so.
+/// Each node holds its state (`Node+Content.swift`: the residency, the writes not yet recorded
+/// and a write failure, packed in one atomic word as `Held`); the outbox holds the rest of the
+/// modification (a queued change, `Outbox.isPending`). Every path that changes the held part
+/// feeds the node an event (`Node.apply`), which runs `transition(from:on:)` on the whole state
+/// and keeps the result; the caller carries out the actions. Where an earlier behaviour was unsafe
+/// (a file whose write failed was uploaded with the bytes it never got; a queued edit whose cache
+/// file vanished or was truncated was uploaded as an empty or short file), the machine gives the
+/// safe answer and its transition says so.
 ///
 /// Two states can never upload, by construction: `Residency.lost` (the cache file of a modified
 /// file vanished or is short: the container's version is kept) and `Modification.writeFailed`
@@ -72,12 +74,10 @@ enum ContentLifecycle {
             }
         }
 
-        /// The state today's node flags describe (the mapping `contentState` uses): a download
-        /// runs while `Node.hydration` is set and has not ended; local changes are an outbox row
-        /// or writes not yet recorded (`Node.hasUnrecordedWrites`); `uploading` when the caller
-        /// knows the item is in flight and unchanged since taken; `lost` when `Node.contentLost` is
-        /// set (a lost file is always modified); `writeFailed` when `Node.writeFailure` is set on
-        /// local content (`WriteFailures`).
+        /// The state from its parts (the mapping `Held.state` uses): a download running, a
+        /// placeholder, local changes (an outbox row or writes not yet recorded); `uploading` when
+        /// the caller knows the item is in flight and unchanged since taken; `lost` (always
+        /// modified); `writeFailed` on local content (`WriteFailures`).
         init(
             downloadRunning: Bool, isPlaceholder: Bool, hasLocalChanges: Bool, uploadInFlight: Bool = false,
             contentLost: Bool = false, writeFailed: Bool = false
@@ -178,6 +178,9 @@ enum ContentLifecycle {
         /// The cache file is longer than recorded at mount: writes a crash kept from being
         /// recorded (`reconcileCache`).
         case cacheFileLonger
+        /// A clean cached copy failed the check against its manifest's hashes on its first read
+        /// after the mount (`discardDamagedCopy`): it is discarded, the container has the file.
+        case cachedCopyDamaged
     }
 
     /// What the caller must do after a transition (in order).
@@ -260,6 +263,7 @@ enum ContentLifecycle {
         case .evict: return evict(state)
         case .cacheFileMissing, .cacheFileShort: return cacheFileDamaged(state, missing: event == .cacheFileMissing)
         case .cacheFileLonger: return cacheFileLonger(state)
+        case .cachedCopyDamaged: return cachedCopyDamaged(state)
         }
     }
 

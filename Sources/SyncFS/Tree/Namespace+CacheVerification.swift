@@ -6,7 +6,7 @@ extension Namespace {
     /// chunk), nor do modified files (no manifest describes them: their bytes are the program's).
     static func markCachedContentUnverified(_ tree: Namespace, outbox: Outbox) {
         for node in tree.nodes.values where node.kind == .file && !node.isPlaceholder {
-            if !node.contentLost.load(ordering: .relaxed), let base = tree.bases[node.fileID],
+            if !node.contentLost, let base = tree.bases[node.fileID],
                 isClean(node, base: base, outbox: outbox)
             {
                 node.contentUnverified.store(true, ordering: .relaxed)
@@ -17,7 +17,7 @@ extension Namespace {
     /// True if `node`'s cached copy should hold exactly `base`'s manifest: synced (a version
     /// from the container), no local change queued or unrecorded, the same length.
     static func isClean(_ node: Node, base: SyncBase, outbox: Outbox) -> Bool {
-        base.version > 0 && !outbox.isPending(node.fileID) && !node.hasUnrecordedWrites.load(ordering: .relaxed)
+        base.version > 0 && !outbox.isPending(node.fileID) && !node.hasUnrecordedWrites
             && base.manifest.reduce(0, { $0 + $1.length }) == node.size.load(ordering: .relaxed)
     }
 }

@@ -93,6 +93,7 @@ extension Namespace {
                 // shrinks or is replaced by shorter content (`TreeTransaction.commitSizeAhead`),
                 // so a short cache file is damage (below).
                 node.size.store(actual ?? recorded, ordering: .relaxed)
+                node.apply(.cacheFileLonger, queued: outbox.isPending(node.fileID))
                 store.record([.upsert(node.record), outbox.changed(node.fileID)])
             case let event?:
                 cacheFileDamaged(
@@ -111,18 +112,21 @@ extension Namespace {
         store: MetadataStore, outbox: Outbox, logger: Logger
     ) {
         let recorded = node.size.load(ordering: .relaxed)
-        if let base = tree.bases[node.fileID], base.version > 0, !outbox.isPending(node.fileID),
-            base.manifest.reduce(0, { $0 + $1.length }) == recorded
-        {
+        // Synced: the container has exactly this content (else it is a change, even unqueued).
+        let synced =
+            tree.bases[node.fileID].map {
+                $0.version > 0 && !outbox.isPending(node.fileID)
+                    && $0.manifest.reduce(0, { $0 + $1.length }) == recorded
+            } ?? false
+        let transition = node.apply(event, queued: !synced)
+        guard transition.actions.contains(.markLost) else {
             logger.notice("the cached content of \(node.name) was lost; it will be downloaded again when read")
-            if event == .cacheFileShort { cache.remove(node.fileID) }
-            node.setContentLocal(false)
-            store.entryChanged(node.record)
+            if transition.actions.contains(.dropCacheFile) { cache.remove(node.fileID) }
+            if transition.actions.contains(.recordResidency) { store.entryChanged(node.record) }
             return
         }
         let reason = CacheFileCheck.lostReason(event, recorded: recorded, onDisk: onDisk)
         logger.error("\(node.name) (file \(node.fileID)): \(reason)")
-        node.contentLost.store(true, ordering: .releasing)
         if !outbox.isPending(node.fileID) { store.record([outbox.changed(node.fileID)]) }
         // Taken at once, so the refusal (and its reason in `status`) comes without the upload delay.
         outbox.expedite(node.fileID)

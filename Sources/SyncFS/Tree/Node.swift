@@ -5,7 +5,7 @@ import Synchronization
 /// A file, directory or symlink as the running folder knows it.
 ///
 /// Concurrency contract: every `var` is read and written only under the file system's namespace
-/// lock. The three atomics are the exception: the write path updates them without any lock (it
+/// lock. The atomics are the exception: the write path updates them without any lock (it
 /// holds the node through its open handle), and readers under the lock see their latest values.
 final class Node: @unchecked Sendable {
     let ino: InodeNumber
@@ -63,21 +63,9 @@ final class Node: @unchecked Sendable {
 
     /// The file's length (files whose content is local: also the cache file's length).
     let size: Atomic<Int64>
-    /// Files: every byte is in the cache file (false for a placeholder, whose cache file is
-    /// missing or partly filled by a download). Set under the namespace lock; the read path
-    /// checks it without one. Always true for directories and symlinks.
-    let contentIsLocal: Atomic<Bool>
-    /// The cache file of this modified file vanished or is shorter than recorded
-    /// (`ContentLifecycle.Residency.lost`): the local edit is gone, reads and writes fail with
-    /// EIO, nothing is uploaded (the container's version is kept) until a truncation to 0
-    /// (`O_TRUNC`) gives it content a program wrote. Set under the namespace lock; re-derived at
-    /// every mount from the cache file (`Namespace.reconcileCache`).
-    let contentLost = Atomic<Bool>(false)
-    /// A write into the cache file failed with this errno (ENOSPC, EDQUOT, EIO); 0: none
-    /// (`ContentLifecycle.Modification.writeFailed`). The program was told; the file may hold
-    /// holes where its bytes did not land, so nothing is uploaded until a truncation to 0
-    /// (`O_TRUNC`) or its removal (`Tree/WriteFailures.swift`). Kept in the `write_failures` fact.
-    let writeFailure = Atomic<Int32>(0)
+    /// The content state the node holds (`ContentLifecycle.Held`, packed; `Node+Content.swift`):
+    /// changed only by `apply` (the machine) and the write path's `noteContentWritten`.
+    let content: Atomic<UInt64>
     /// This clean local file's cached copy has not yet been checked against its manifest's chunk
     /// hashes since the mount (issue #14 item 3): its reads check the chunks they cover first
     /// (`ContentResidency.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
@@ -85,8 +73,6 @@ final class Node: @unchecked Sendable {
     /// became something a program wrote; the read path checks it without a lock.
     let contentUnverified = Atomic<Bool>(false)
     let mtime: Atomic<Int64>
-    /// Content written since the last time the node's record was handed to the store.
-    let hasUnrecordedWrites = Atomic<Bool>(false)
     /// Content changed (written, truncated through a handle) since the last `modified` event;
     /// the event goes out when the last writer closes or on `fsync` (one per burst).
     let changedSinceEvent = Atomic<Bool>(false)
@@ -129,21 +115,11 @@ final class Node: @unchecked Sendable {
         size = Atomic(record.size)
         mtime = Atomic(record.mtime)
         hasSetIDBits = Atomic(Self.hasSetID(record.mode))
-        contentIsLocal = Atomic(!record.isPlaceholder)
+        let residency: ContentLifecycle.Residency = record.kind == .file && record.isPlaceholder ? .placeholder : .local
+        content = Atomic(ContentLifecycle.Held(residency: residency).word)
         isPinned = record.isPinned
         lastUsed = max(record.atime, record.mtime)
     }
-
-    /// Marks the content local (every byte in the cache file) or not, and forgets the measured
-    /// blocks (`allocatedBlocks`): the cache file was filled, emptied or removed. Call under the
-    /// namespace lock.
-    func setContentLocal(_ local: Bool) {
-        allocatedBlocks = nil
-        contentIsLocal.store(local, ordering: .releasing)
-    }
-
-    /// A file whose content is not (all) on this device. Call under the namespace lock.
-    var isPlaceholder: Bool { kind == .file && !contentIsLocal.load(ordering: .acquiring) }
 
     /// A value snapshot for the store. Call under the namespace lock.
     var record: EntryRecord {
@@ -179,7 +155,7 @@ final class Node: @unchecked Sendable {
             current = original
         }
         if let now { mtime.store(now, ordering: .relaxed) }
-        hasUnrecordedWrites.store(true, ordering: .relaxed)
+        noteContentWritten()
         changedSinceEvent.store(true, ordering: .relaxed)
     }
 }

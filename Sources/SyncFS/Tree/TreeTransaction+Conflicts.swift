@@ -50,7 +50,7 @@ extension TreeTransaction {
         let now = Clock.nowNanoseconds()
         let newName = ConflictNames.free(for: node.name, in: parent, host: host.text, time: now)
         renameWithin(parent, node, to: newName, at: now)
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        node.recordHandedToStore()
         if let original {
             let value = ConflictNote.encoded(of: original, host: host, reason: "another entry took the name", now: now)
             node.xattrs[ConflictNote.attribute] = value

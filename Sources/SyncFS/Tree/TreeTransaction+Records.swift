@@ -12,13 +12,14 @@ extension TreeTransaction {
     /// Records the node's current record and queues it for upload, in one batch. For local
     /// changes that sync (not for remote changes being applied).
     mutating func recordLocalChange(_ node: Node) {
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        // The machine's `recorded` (files): the queueing it asks for is the outbox row below.
+        if node.kind == .file { node.apply(.recorded, queued: true) } else { node.recordHandedToStore() }
         record([.upsert(node.record), outbox.changed(node.fileID)])
     }
 
     /// Records the node's current record (a change that does not sync).
     mutating func recordChange(_ node: Node) {
-        node.hasUnrecordedWrites.store(false, ordering: .relaxed)
+        node.recordHandedToStore()
         record(.upsert(node.record))
     }
 

@@ -17,12 +17,11 @@ struct VisibleContentState {
     /// a download (also a remote content change of a local file) or an upload.
     var transfer: TransferBoard.Direction?
 
-    /// The inputs as the node's flags give them today (the mapping the cascade used): a download
-    /// is running while `Node.hydration` is set and has not ended (failed or cancelled); local
-    /// changes are an outbox row or writes not yet recorded (`Node.hasUnrecordedWrites`); the
-    /// cascade never told an upload in flight from a queued one (both `dirty` here), and knew
-    /// neither `lost` nor `writeFailed`. `runningDownloadComplete`: nil without a running
-    /// download, else whether it has every chunk (`Hydration.isComplete`).
+    /// The inputs one by one (the mapping the earlier cascade used, which its tests compare
+    /// against): a download running that has not ended (failed or cancelled); local changes (an
+    /// outbox row or writes not yet recorded); an upload in flight is not told from a queued one
+    /// (both `dirty` here). `runningDownloadComplete`: nil without a running download, else
+    /// whether it has every chunk (`Hydration.isComplete`).
     init(
         runningDownloadComplete: Bool?, isPlaceholder: Bool, hasLocalChanges: Bool, transfer: TransferBoard.Direction?,
         contentLost: Bool = false, writeFailed: Bool = false

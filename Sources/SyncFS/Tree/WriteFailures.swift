@@ -30,7 +30,7 @@ enum WriteFailures {
     static func restore(_ failures: [FileID: Int32]?, in tree: Namespace) {
         for (id, code) in failures ?? [:] where code > 0 {
             guard let node = tree.node(withID: id), node.kind == .file else { continue }
-            node.writeFailure.store(code, ordering: .releasing)
+            node.restoreWriteFailure(code)
         }
     }
 }
@@ -40,8 +40,8 @@ extension TreeTransaction {
     /// record and outbox row go to the store, so the refusal names it, and the fact keeps it).
     /// False if it already was.
     mutating func noteWriteFailed(_ node: Node, code: Int32) -> Bool {
-        guard node.writeFailure.compareExchange(expected: 0, desired: code, ordering: .acquiringAndReleasing).exchanged
-        else { return false }
+        guard node.writeFailure == 0 else { return false }
+        node.apply(.writeFailed, queued: outbox.isPending(node.fileID), writeFailure: code)
         if !node.isUnlinked {
             recordLocalChange(node)
             recordWriteFailures()
@@ -49,21 +49,25 @@ extension TreeTransaction {
         return true
     }
 
-    /// `node` was truncated to 0: it holds only what programs write from now on.
-    mutating func clearWriteFailure(_ node: Node) {
-        guard node.writeFailure.exchange(0, ordering: .acquiringAndReleasing) != 0 else { return }
-        recordWriteFailures()
+    /// `node`, whose bytes are local (or lost), was truncated to 0 (`O_TRUNC`, `truncate`): the
+    /// machine's `openedTruncating`, the way out of a failed write and of lost content — it holds
+    /// only what programs write from now on. The caller empties the cache file and records the
+    /// change (the transition's `emptyCacheFile` and `queueUpload`).
+    mutating func truncatedToZero(_ node: Node) {
+        let failed = node.writeFailure != 0
+        node.apply(.openedTruncating, queued: outbox.isPending(node.fileID))
+        if failed { recordWriteFailures() }
     }
 
     /// The write-failed files of the tree (unlinked ones are gone with their name).
     func writeFailedNodes() -> [Node] {
-        nodes.values.filter { $0.writeFailure.load(ordering: .acquiring) != 0 && !$0.isUnlinked }
+        nodes.values.filter { $0.writeFailure != 0 && !$0.isUnlinked }
     }
 
     /// Records the `write_failures` fact from the tree (cleared when there are none).
     mutating func recordWriteFailures() {
         var failures: [FileID: Int32] = [:]
-        for node in writeFailedNodes() { failures[node.fileID] = node.writeFailure.load(ordering: .acquiring) }
+        for node in writeFailedNodes() { failures[node.fileID] = node.writeFailure }
         record(.fact(.writeFailures, failures.isEmpty ? nil : failures))
     }
 }

@@ -12,7 +12,7 @@ extension UploadRecords {
         let (event, onDisk) = CacheFileCheck.event(descriptor: descriptor >= 0 ? descriptor : nil, recorded: recorded)
         guard let event, event != .cacheFileLonger else { return nil }
         let reason = CacheFileCheck.lostReason(event, recorded: recorded, onDisk: onDisk)
-        if !node.contentLost.exchange(true, ordering: .acquiringAndReleasing) {
+        if node.apply(event, queued: true).actions.contains(.markLost) {
             logger.error("not uploading \(node.name) (file \(node.fileID)): \(reason)")
         }
         return reason

@@ -72,15 +72,11 @@ extension UploadRecords {
             if node.kind == .file {
                 // What may be sent is the content state machine's answer: only a state that may
                 // upload gives a permit (never lost content or a failed write).
-                let lifecycle = ContentLifecycle.State(
-                    downloadRunning: node.isPlaceholder && node.hydration.map { !$0.hasEnded } == true,
-                    isPlaceholder: node.isPlaceholder, hasLocalChanges: true,
-                    contentLost: node.contentLost.load(ordering: .acquiring),
-                    writeFailed: node.writeFailure.load(ordering: .acquiring) != 0)
+                let lifecycle = node.contentState(queued: true)
                 guard let permit = lifecycle.uploadPermit else {
                     if lifecycle.residency == .lost { return .refused(CacheFileCheck.lostReason) }
                     if lifecycle.modification == .writeFailed {
-                        return .refused(WriteFailures.reason(node.writeFailure.load(ordering: .acquiring)))
+                        return .refused(WriteFailures.reason(node.writeFailure))
                     }
                     return .refused(
                         "its content cannot be vouched for (\(lifecycle.residency), \(lifecycle.modification))")

@@ -1,0 +1,107 @@
+import Glibc
+import SyncBackend
+import TestSupport
+import Testing
+
+@testable import SyncFS
+
+/// The content state machine as the daemon runs it: real file systems and engines driven through
+/// the main paths, the node's `ContentLifecycle` state asserted at each step. In the engine suite
+/// (serialized: engines are stopped one at a time).
+extension SyncEngineTests {
+    private typealias State = ContentLifecycle.State
+
+    /// The machine's state of the file `name` as its node and the outbox hold it.
+    private func lifecycle(_ fixture: FileSystemFixture, _ name: String) throws -> State {
+        let ino = try fixture.lookupIno(name)
+        return fixture.fs.live.transact { tree in
+            let node = tree.nodes[ino]!
+            return node.contentState(queued: fixture.fs.outbox.isPending(node.fileID))
+        }
+    }
+
+    private func node(_ fixture: FileSystemFixture, _ name: String) throws -> Node {
+        let ino = try fixture.lookupIno(name)
+        return fixture.fs.live.transact { tree in tree.nodes[ino]! }
+    }
+
+    @Test func aWrittenFileIsDirtyUntilItsUploadIsCommittedThenClean() async throws {
+        let pair = try SyncedPair()
+        _ = try pair.a.makeFile("doc.txt", contents: bytes("first"))
+        try await pair.settle()
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .clean))
+        try pair.withEngineAStopped {
+            let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_WRONLY, caller: testCaller)
+            try pair.a.write(handle, bytes("second"), at: 0)
+            // Written, not yet recorded: dirty, and held by the node alone (no outbox row yet).
+            #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
+            #expect(try node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
+            #expect(!pair.a.fs.outbox.isPending(try node(pair.a, "doc.txt").fileID))
+            pair.a.fs.release(handle)
+            // Recorded on close: the outbox holds the change now.
+            #expect(try !node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
+            #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
+        }
+        try await pair.eventually("uploaded") { try lifecycle(pair.a, "doc.txt") == State(.local, .clean) }
+        try await pair.eventually("on B") { try contents(pair.b, "doc.txt") == bytes("second") }
+    }
+
+    @Test func aPlaceholderHydratesToLocalAndEvictionMakesItAPlaceholderAgain() async throws {
+        let base = InMemoryContainer()
+        let viewOfB = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: viewOfB)
+        let data = SeededGenerator.bytes(count: 1 << 20, seed: 5)
+        _ = try pair.a.makeFile("big.bin", contents: data)
+        try await pair.eventually("on B") { try pair.b.childNames() == ["big.bin"] }
+        try await pair.settle()
+        #expect(try lifecycle(pair.b, "big.bin") == State(.placeholder, .clean))
+
+        // The download waits for its chunks: hydrating meanwhile.
+        viewOfB.delay(.chunk, by: .milliseconds(300))
+        let file = try node(pair.b, "big.bin")
+        let hydration = try pair.b.fs.residency.hydration(of: file)
+        #expect(hydration != nil)
+        #expect(try lifecycle(pair.b, "big.bin") == State(.hydrating, .clean))
+        viewOfB.delay(.chunk, by: nil)
+        try await pair.eventually("downloaded") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
+        #expect(try contents(pair.b, "big.bin") == data)
+
+        let outcome = try pair.b.fs.residency.evict(below: try pair.b.lookupIno("big.bin")).first?.outcome
+        #expect(outcome == .evicted(bytes: 1 << 20))
+        #expect(try lifecycle(pair.b, "big.bin") == State(.placeholder, .clean))
+        #expect(try contents(pair.b, "big.bin") == data, "read back through a new download")
+        try await pair.eventually("local again") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
+    }
+
+    @Test func aRemoteChangeWhileDirtyLeavesTheLocalChangeInPlace() async throws {
+        let base = InMemoryContainer()
+        let viewOfA = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfA: viewOfA)
+        _ = try pair.a.makeFile("doc.txt", contents: bytes("base"))
+        try await pair.eventually("on B") { try contents(pair.b, "doc.txt") == bytes("base") }
+        try await pair.settle()
+
+        // A's uploads fail (its feed still works): A's edit stays dirty.
+        viewOfA.startOutage([.missingChunks, .putChunk, .commit])
+        let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
+        try pair.a.write(handle, bytes("edit on A"), at: 0)
+        pair.a.fs.release(handle)
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
+
+        // B changes the file; A's follower reads the change (two feed reads after the commit).
+        let edited = try pair.b.fs.open(try pair.b.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
+        try pair.b.write(edited, bytes("edit on B"), at: 0)
+        pair.b.fs.release(edited)
+        try await pair.eventually("B's edit committed") { pair.b.fs.outbox.items.isEmpty }
+        let reads = viewOfA.callCount(.changes)
+        try await pair.eventually("A read the feed since") { viewOfA.callCount(.changes) >= reads + 2 }
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty), "the remote change is deferred")
+        #expect(try contents(pair.a, "doc.txt") == bytes("edit on A"))
+
+        // Uploads work again: the edit goes up, the conflict is resolved, the file is clean.
+        viewOfA.endOutage()
+        pair.a.fs.outbox.expediteAll()
+        try await pair.settle()
+        try await pair.eventually("clean") { try lifecycle(pair.a, "doc.txt").modification == .clean }
+    }
+}
