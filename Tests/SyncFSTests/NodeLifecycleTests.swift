@@ -1,5 +1,6 @@
 import Glibc
 import SyncBackend
+import SyncBackendTesting
 import TestSupport
 import Testing
 
