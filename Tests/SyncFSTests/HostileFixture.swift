@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -11,7 +12,7 @@ import Testing
 /// that leaves the folder (`..`, `a/../b`) would reach the sentinel, exactly as through a root
 /// mount. Hostile entries only ever aim at `TMP/sentinel` (`mnt/..` is `TMP`).
 final class HostileFixture {
-    let temporary = TemporaryDirectory()
+    let temporary: TemporaryDirectory
     let container = HostileContainer()
     let folder: FileSystemFixture
     let engine: SyncEngine
@@ -22,6 +23,7 @@ final class HostileFixture {
     let before: [String: String]
 
     init(echo: Bool = true) throws {
+        temporary = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: temporary.path + "/mnt", withIntermediateDirectories: false)
         try SentinelTree.create(at: temporary.path + "/sentinel")
         before = SentinelTree.snapshot(of: temporary.path, skipping: "mnt")
@@ -139,11 +141,6 @@ final class HostileFixture {
             }
         }
         return paths
-    }
-
-    /// Waits (up to 20 s) until `condition` holds (the shared `eventually`).
-    func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        try await SyncFSTests.eventually(what, condition)
     }
 }
 
