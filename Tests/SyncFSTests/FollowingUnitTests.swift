@@ -1,7 +1,7 @@
 import Foundation
 import SyncBackend
-import Synchronization
 import SyncMerge
+import Synchronization
 import TestSupport
 import Testing
 

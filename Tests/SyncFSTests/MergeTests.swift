@@ -267,8 +267,6 @@ extension SyncEngineTests {
 
     /// A daemon without any local configuration runs no command at all.
     @Test func withoutLocalConfigurationNoCommandRuns() async throws {
-        let temporary = try TemporaryDirectory("syncfs-merge-test")
-        let directory = temporary.path
         let pair = try SyncedPair(policy: Self.holdUploads)
         try await setRules(pair, "*.list merge=command:sort-both\n")
         try await editOnBothSides(pair, "a.list", base: "b\n", onA: "b\nc\n", onB: "a\nb\n")

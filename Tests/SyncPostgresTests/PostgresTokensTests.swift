@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncPostgres
@@ -66,7 +67,7 @@ import Testing
             _ = try await PostgresStore.open(
                 settings: settings,
                 blobs: LocalChunkBlobStore.create(
-                    at: NSTemporaryDirectory() + "syncpostgres-" + UUID().uuidString), options: options)
+                    at: try makeTemporaryDirectory("syncpostgres")), options: options)
         }
         await #expect(throws: PostgresStoreError.databaseMissing(settings.description)) {
             try await PostgresStore.initialize(settings: settings, options: options)

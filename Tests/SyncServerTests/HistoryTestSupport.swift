@@ -4,6 +4,7 @@ import SyncBackend
 import SyncClient
 import SyncServer
 import Synchronization
+import TestSupport
 
 /// A container with canned version history, for the server's and client's history endpoints
 /// (the real containers gain `ContainerHistory` on other branches): everything else is its

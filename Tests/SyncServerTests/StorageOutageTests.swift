@@ -5,6 +5,7 @@ import NIOCore
 import SyncBackend
 import SyncClient
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncServer
