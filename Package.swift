@@ -167,8 +167,9 @@ let package = Package(
             dependencies: ["SyncPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: strict
         ),
-        // What the test targets share: the one `syncfs-mount serve` launcher and the one seeded
-        // generator. Foundation and Glibc only, so MountTests still depends on no library of ours.
+        // What the test targets share: the one `syncfs-mount serve` launcher, the one seeded
+        // generator, the one wait for a condition and the one temporary directory. Foundation and
+        // Glibc only, so MountTests still depends on no library of ours.
         .target(
             name: "TestSupport",
             path: "Tests/TestSupport",
@@ -183,7 +184,7 @@ let package = Package(
         // doc/FORMATS.md kept true against the schemas and facts.
         .testTarget(
             name: "SQLiteSupportTests",
-            dependencies: ["SQLiteSupport", "SyncFS", "SyncBackend", "SyncServer"],
+            dependencies: ["SQLiteSupport", "SyncFS", "SyncBackend", "SyncServer", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -93,4 +93,21 @@ fi
 if grep -rnE 'commandName: "(seed-synthetic|seed-container|measure-server|measure-pipeline)"' Sources/syncfs-mount; then
     echo "lint: benchmark commands belong in Sources/syncfs-bench, not the shipped syncfs-mount" >&2; fail=1
 fi
+# Tests wait on a condition with TestSupport's waitUntil/eventually, never with a fixed sleep
+# before an assertion: every sleep left is part of a scenario and has its line in
+# scripts/test-sleep-allowlist.txt ("path: reason", one per call), which only shrinks.
+sleep_counts() { cut -d: -f1 | sort | uniq -c | awk '{ print $2 ": " $1 }'; }
+found_sleeps=$(grep -rnE --include='*.swift' '(Thread|Task)\.sleep|\busleep\(|(^|[^.[:alnum:]_])sleep\(' Tests \
+    | grep -vE 'func sleep\(' | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//' | sleep_counts)
+allowed_sleeps=$(grep -vE '^[[:space:]]*(#|$)' scripts/test-sleep-allowlist.txt | sleep_counts)
+if [ "$found_sleeps" != "$allowed_sleeps" ]; then
+    diff <(echo "$allowed_sleeps") <(echo "$found_sleeps") | grep '^[<>]' | sed 's/^</listed:/; s/^>/found: /' >&2
+    echo "lint: sleeps in Tests/ differ from scripts/test-sleep-allowlist.txt (calls per file, above): wait on the condition with waitUntil/eventually, or list a scenario's sleep with its reason (remove lines of sleeps that are gone)" >&2; fail=1
+fi
+# One wait and one temporary directory: Tests/TestSupport's, nowhere else.
+if grep -rnE --include='*.swift' \
+    'func (eventually|waitUntil)[[:space:]]*[(<]|mkdtemp\(|NSTemporaryDirectory\(|FileManager\.default\.temporaryDirectory' Tests \
+    | grep -v '^Tests/TestSupport/'; then
+    echo "lint: use TestSupport's waitUntil/eventually and makeTemporaryDirectory/TemporaryDirectory in tests" >&2; fail=1
+fi
 exit "$fail"

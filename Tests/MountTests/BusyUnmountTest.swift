@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A busy `unmount` names the processes that use the mount, with their PIDs (doc/CLI.md,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Deletes stay deleted (issue #14, item 7): after heavy concurrent churn on one mount (several
@@ -59,7 +60,7 @@ struct ChurnThenDeleteTest {
             let watchUntil = Date().addingTimeInterval(3)
             while Date() < watchUntil && cameBack.isEmpty {
                 cameBack = Self.entries(below: a.root)
-                usleep(50_000)
+                usleep(50_000)  // scenario: a 3 s watch for a change that must not come
             }
             #expect(cameBack.isEmpty, "\(seedText): re-created on A after rm -rf: \(cameBack.prefix(20))")
             #expect(a.expectSync(timeout: 120), "\(seedText)")

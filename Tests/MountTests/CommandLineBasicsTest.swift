@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The command line's basics (doc/CLI.md, "Version, usage, man pages and completions").
@@ -57,7 +58,7 @@ struct CommandLineBasicsTest {
     /// The generated man pages name every subcommand and every option the command definitions
     /// have (`--experimental-dump-help`), so they cannot drift from `--help`.
     @Test func manPagesCoverEveryCommandAndOption() throws {
-        let directory = "/tmp/syncfs-man-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = try makeTemporaryDirectory("syncfs-man")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let generated = ModelProcess.run([
             Self.packageRoot + "/scripts/gen-man.sh", try TestFolder.binaryPath(), directory,

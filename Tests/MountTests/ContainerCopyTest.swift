@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `syncfs-mount container copy` (issue #16): a container made through a mount on the embedded

@@ -140,7 +140,7 @@ struct ConvergenceTest {
             guard let tree else {
                 why = ["the trees differ:"] + lines
                 candidate = nil
-                usleep(200_000)
+                usleep(200_000)  // scenario: trees compared across polls
                 continue
             }
             let statuses = group.mounts.map { try? $0.syncStatus() }
@@ -168,7 +168,7 @@ struct ConvergenceTest {
             } else {
                 candidate = tree
             }
-            usleep(300_000)
+            usleep(300_000)  // scenario: trees compared across polls
         }
         return (nil, why)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A daemon killed with SIGKILL (what `Restart=on-failure` recovers from): the same `mount`

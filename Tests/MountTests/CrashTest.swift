@@ -44,9 +44,9 @@ struct CrashTest {
             case .after200ms: usleep(200_000)
             case .after1s: usleep(1_000_000)
             case .midFsyncStorm, .midRenameStorm:
-                usleep(300_000)
+                usleep(300_000)  // scenario: the storm under way
                 let deadline = Date().addingTimeInterval(5)
-                while state.inFsync() == 0 && Date() < deadline { usleep(200) }
+                while state.inFsync() == 0 && Date() < deadline { usleep(200) }  // fine polls: the kill lands mid-fsync
             }
             let inFsyncAtKill = state.inFsync()
             state.killed(true)

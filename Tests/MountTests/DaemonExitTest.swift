@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The daemon stops promptly when its lifeline closes, whatever programs still hold open in the
@@ -66,8 +67,7 @@ struct DaemonExitTest {
             kill(shell, SIGKILL)
             _ = TestFolder.waitForExit(shell, timeout: 10)
         }
-        let deadline = Date().addingTimeInterval(30)
-        while (try? readLink("/proc/\(shell)/cwd")) != folder.path("work"), Date() < deadline { usleep(20_000) }
+        _ = waitUntil(timeout: 30) { try readLink("/proc/\(shell)/cwd") == folder.path("work") }
         try #require(try readLink("/proc/\(shell)/cwd") == folder.path("work"))
 
         let elapsed = try Self.timedStop(folder)
@@ -84,9 +84,7 @@ struct DaemonExitTest {
 
         let started = Date()
         #expect(kill(pid, SIGTERM) == 0)
-        while Self.isRunning(pid), Date().timeIntervalSince(started) < 30 {
-            usleep(20_000)
-        }
+        _ = waitUntil(timeout: 30) { !Self.isRunning(pid) }
         let elapsed = Date().timeIntervalSince(started)
         #expect(elapsed < Self.exitBound, "the daemon took \(elapsed) s to exit on SIGTERM\n\(folder.daemonLog())")
         try folder.unmount()

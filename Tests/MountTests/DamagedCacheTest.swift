@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Issue #14 item 3: a clean cached file with garbage written into it was served to readers as if

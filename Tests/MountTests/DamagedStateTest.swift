@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A damaged `state.db` (cut short, or garbage in its header) on a disk with room: the mount

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Mounts that sync through `syncfs-mount serve --database postgres://… --chunk-store s3://…`

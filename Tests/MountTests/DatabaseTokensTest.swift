@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Tokens kept in PostgreSQL (issue #16): `server-init --token` and `token create|list|revoke
@@ -108,8 +109,8 @@ struct DatabaseTokensTest {
     /// private file, never on a command line).
     private func status(port: Int, container: String, token: String?) throws -> Int {
         var arguments = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30"]
-        let header = NSTemporaryDirectory() + "syncfs-header-" + UUID().uuidString
-        defer { unlink(header) }
+        let temporary = try TemporaryDirectory("syncfs-header")
+        let header = temporary.path + "/header"
         if let token {
             guard
                 FileManager.default.createFile(

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Observers of every change (doc/SEMANTICS.md, "Observing changes"): `syncfs-mount events` on
@@ -146,7 +147,7 @@ struct EventsTest {
             #expect(events.wait(timeout: 60) == 0, "\(events.output) \(events.errors)")
             #expect(EventLine.parse(events.lines).map(\.description) == ["created quiet.txt"])
             #expect(waitUntil { pathExists(b.path("quiet.txt")) })
-            usleep(1_000_000)
+            usleep(1_000_000)  // scenario: time for an event that must not come
             #expect(inotify.output.isEmpty, "the kernel emits nothing for invalidations: \(inotify.output)")
             // A local change is seen as always.
             try writeFile(b.path("loud.txt"), "y")
@@ -201,14 +202,14 @@ struct EventsTest {
                 let fd = try openFile(a.path("f.txt"), O_WRONLY | O_APPEND)
                 do {
                     try writeAll(fd, bytes(line + "\n"))
-                    usleep(50_000)
+                    usleep(50_000)  // scenario: a writer holding the file open
                 } catch {
                     close(fd)
                     throw error
                 }
                 try posix("close") { close(fd) }
                 appended.append(line)
-                usleep(100_000)
+                usleep(100_000)  // scenario: pacing the writer
                 last = (try? lstatPath(a.path("f.txt")).st_ino) ?? last
             }
             let prepended = editor.stop()
@@ -264,7 +265,7 @@ private final class PrependingEditor: @unchecked Sendable {
                 n += 1
                 let line = "B-\(n)"
                 if (try? prepend(line)) != nil { lock.withLock { lines.append(line) } }
-                usleep(UInt32.random(in: 50_000...150_000))
+                usleep(UInt32.random(in: 50_000...150_000))  // scenario: pacing the editor
             }
             done.signal()
         }

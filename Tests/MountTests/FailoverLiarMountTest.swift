@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A listed server that lies about the change feed (`mount LIAR,HONEST`; doc/SECURITY.md,
@@ -72,10 +73,6 @@ struct FailoverLiarMountTest {
 
     /// A fresh temporary directory for the server.
     private static func scratch() throws -> String {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        return String(cString: created)
+        return try makeTemporaryDirectory("syncfs-tests")
     }
 }

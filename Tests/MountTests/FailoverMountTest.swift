@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 /// Mounts given two `serve --database` processes of one container (`mount URL1,URL2`; issue
@@ -110,7 +111,7 @@ struct FailoverMountTest {
         try writeFile(a.path("w/back.txt"), "first is back")
         #expect(
             waitUntil(timeout: 120) {
-                sleep(1)
+                sleep(1)  // scenario: a write every second
                 try writeFile(a.path("w/back.txt"), "first is back \(Date().timeIntervalSince1970)")
                 let now = ModelProcess.run([try TestFolder.binaryPath(), "status", a.root], timeout: 60).stdout
                 return now.contains("server: \(restarted.url("box"))")
@@ -173,8 +174,7 @@ private func milliseconds(since date: Date) -> Int { Int(Date().timeIntervalSinc
 /// position the other server has, on a first mount and on a later one.
 @Suite struct FailoverListCheckTest {
     @Test func aSecondServerThatIsAnotherContainerIsRefused() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(root: base + "/server")
         defer { server.stop() }

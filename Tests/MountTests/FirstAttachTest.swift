@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The first mount of a state directory (doc/SEMANTICS.md, "The first mount attaches the tree";

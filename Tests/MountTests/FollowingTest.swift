@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// What programs following a mount need (issue #15, "apps can follow everything they need"):
@@ -15,9 +16,7 @@ struct FollowingTest {
 
     /// A private 0700 directory (for an outage switch).
     private func privateDirectory() throws -> String {
-        var template = Array("/tmp/syncfs-follow-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp: \(errnoName(errno))") }
-        return String(cString: made)
+        return try makeTemporaryDirectory("syncfs-follow")
     }
 
     /// B's container goes away for a few seconds (its follower and uploader retry all along) and
@@ -39,12 +38,12 @@ struct FollowingTest {
             #expect(
                 waitUntil(timeout: 30) { !events(everything, ["offline"]).isEmpty }, "\(everything.output)")
             // The follower retries every second meanwhile.
-            usleep(4_000_000)
+            usleep(4_000_000)  // scenario: several of the follower's retries
             #expect(try b.syncStatus().online == false)
             unlink(outage)
             #expect(waitUntil(timeout: 30) { !events(everything, ["online"]).isEmpty }, "\(everything.output)")
             #expect(b.expectSync(timeout: 60))
-            usleep(1_000_000)
+            usleep(1_000_000)  // scenario: time for an event that must not come
             for watcher in [everything, filtered] {
                 let seen = events(watcher, ["online", "offline"])
                 #expect(seen.map(\.kind) == ["offline", "online"], "once per transition: \(watcher.output)")
@@ -86,7 +85,7 @@ struct FollowingTest {
                     && events(one, ["downloaded"]).compactMap(\.path) == ["fetched.bin"], "\(one.output)")
             // Reading it again downloads nothing: no second event.
             _ = try readFile(b.path("read.bin"))
-            usleep(500_000)
+            usleep(500_000)  // scenario: time for an event that must not come
             #expect(events(everything, ["downloaded"]).count == 2, "\(everything.output)")
         }
     }
@@ -127,7 +126,7 @@ struct FollowingTest {
             // The same error saved again (and read by every check since): no new event, one log line.
             try writeFile(b.path(".syncfs-rules"), "*.txt merge=union\n*.log merge=nonsense\n")
             #expect(b.expectSync())
-            usleep(1_500_000)
+            usleep(1_500_000)  // scenario: time for an event that must not come
             for watcher in [onA, onB] {
                 let seen = events(watcher, ["rules-error"])
                 #expect(seen.count == 1, "\(watcher.output)")
@@ -166,7 +165,7 @@ struct FollowingTest {
                 try appendFile(a.path("x.txt"), bytes("A\(round)\n"))
                 #expect(a.expectSync())
                 try appendFile(b.path("x.txt"), bytes("B\(round)\n"))
-                usleep(200_000)
+                usleep(200_000)  // scenario: B's edit is noticed while offline
                 unlink(outage)
                 #expect(b.expectSync(timeout: 60))
                 #expect(

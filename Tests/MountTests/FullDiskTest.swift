@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Issue #14 item 1, a full disk under the state directory, on real mounts: the state directory

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Version history and the trash through real mounts (doc/SEMANTICS.md "Version history and the

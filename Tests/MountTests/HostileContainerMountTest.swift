@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The trust boundary through a real root mount (issue 12): the built binary mounts a container

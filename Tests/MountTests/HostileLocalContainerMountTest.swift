@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The trust boundary for a local container (issue 12): another writer of the container

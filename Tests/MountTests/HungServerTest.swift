@@ -123,7 +123,7 @@ struct HungServerTest {
         let content = try randomBytes(1 << 20)
         try Self.withProgramWaiting(on: "waiting.bin", content) { mounts, _, reader in
             kill(reader.pid, SIGWINCH)
-            usleep(2_000_000)
+            usleep(2_000_000)  // scenario: time for the read to end, which it must not
             #expect(
                 reader.waitForExit(timeout: 0) == nil,
                 "SIGWINCH ended the read (EINTR from a regular file): \(reader.output())")
@@ -230,7 +230,7 @@ struct HungServerTest {
                     outcomes.withLock { $0.append(outcome) }
                 }
             }
-            usleep(1_500_000)
+            usleep(1_500_000)  // scenario: every reader is inside its read
             #expect(outcomes.current.isEmpty, "reads returned while the server hangs: \(outcomes.current)")
             do {
                 try mounts.b.unmount()

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Issue #14, local faults on real mounts: a damaged cache file of a queued edit (item 2) and a

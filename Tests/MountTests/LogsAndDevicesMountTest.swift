@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Logs people can read and conflict copies that name the mount (issue #15, doc/SEMANTICS.md
@@ -139,8 +140,7 @@ struct LogsAndDevicesMountTest {
     }
 
     @Test func aHostileDeviceNameIsRefused() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         try makeDirectory(base + "/mnt")
         for name in ["a/b", "", "..", "line\nbreak", "\u{1b}[31mred", String(repeating: "x", count: 65)] {

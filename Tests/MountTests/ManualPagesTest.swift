@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The man pages `scripts/gen-man.sh` writes (doc/CLI.md, "Version, usage, man pages and
@@ -14,7 +15,7 @@ struct ManualPagesTest {
 
     /// The pages in a temporary directory, removed by `body`'s end.
     private func withPages(_ body: (String, [String]) throws -> Void) throws {
-        let directory = "/tmp/syncfs-man-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let directory = try makeTemporaryDirectory("syncfs-man")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let generated = ModelProcess.run([
             ReadmeBlocks.packageRoot + "/scripts/gen-man.sh", try TestFolder.binaryPath(), directory,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The mass-delete guard with its default thresholds (doc/SEMANTICS.md, "Mass-delete guard"):

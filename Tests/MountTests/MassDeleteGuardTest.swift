@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The mass-delete guard (doc/SEMANTICS.md, "Mass-delete guard"): two mounts of one container; A
@@ -140,7 +141,7 @@ struct MassDeleteGuardTest {
 
             // A change made while held waits too (the whole queue is held).
             try writeFile(a.path("during.txt"), "while held")
-            usleep(2_000_000)
+            usleep(2_000_000)  // scenario: time for an upload that must not happen
             #expect(!exists(b.path("during.txt")), "nothing of A goes while held")
 
             let release = ModelProcess.run([try TestFolder.binaryPath(), "release", a.root], timeout: 60)

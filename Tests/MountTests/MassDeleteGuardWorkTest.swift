@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Everyday work never trips the mass-delete guard with its default thresholds

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Merges and conflicts on real mounts (issue #5): the built binary, two daemons on one container,
@@ -127,9 +128,7 @@ extension MergeMountTest {
     /// A private directory for a test's marker files and local merge-command configuration
     /// (0700, owned by the test's user: a trusted place for `--merge-commands`).
     func privateDirectory() throws -> String {
-        var template = Array("/tmp/syncfs-merge-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp: \(errnoName(errno))") }
-        return String(cString: made)
+        return try makeTemporaryDirectory("syncfs-merge")
     }
 
     /// Issue #12: a synced rules file names a command this machine never allowed. Before the fix

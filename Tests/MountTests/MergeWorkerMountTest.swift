@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Merge commands run off the upload path (issue #15): a slow `merge=command:` delays only its
@@ -9,9 +10,7 @@ import Testing
 struct MergeWorkerMountTest {
     /// A 0700 directory of the test's user (a trusted place for `--merge-commands`).
     private func privateDirectory() throws -> String {
-        var template = Array("/tmp/syncfs-mergew-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp: \(errnoName(errno))") }
-        return String(cString: made)
+        return try makeTemporaryDirectory("syncfs-mergew")
     }
 
     /// B merges `plan.txt` with a command that marks its start, sleeps 20 s and marks its end.
@@ -44,7 +43,7 @@ struct MergeWorkerMountTest {
             try writeFile(a.path("plan.txt"), "from A\n")
             #expect(a.expectSync())
             try writeFile(b.path("plan.txt"), "from B\n")
-            usleep(300_000)
+            usleep(300_000)  // scenario: B's edit is noticed while offline
             unlink(outage)
             #expect(
                 waitUntil(timeout: 60) { pathExists(markers + "/started") }, "the command started\n\(mounts.logs())")

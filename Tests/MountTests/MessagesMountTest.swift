@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Messages people can act on (issue #15): TLS failures say what failed and what to do, with no
@@ -15,8 +16,7 @@ struct MessagesMountTest {
     }
 
     @Test func tlsFailuresSayWhatFailedAndSuggestTheFix() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(root: base + "/server", tls: true)
         defer { server.stop() }
@@ -68,8 +68,7 @@ struct MessagesMountTest {
     }
 
     @Test func aCertificateForAnotherHostNameSaysToCheckTheHostName() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(root: base + "/server", tls: true, certificateNames: "DNS:other.example")
         defer { server.stop() }
@@ -91,8 +90,7 @@ struct MessagesMountTest {
     }
 
     @Test func aTokenFileOthersCanReadIsAWarningOnStandardError() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(root: base + "/server")
         defer { server.stop() }
@@ -126,8 +124,7 @@ struct MessagesMountTest {
     /// default) is a usage error before anything is mounted (it mounted, printed `ready` and
     /// unmounted at once before).
     @Test func mountLifelineWithStandardInputAtEndOfFileIsAUsageError() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         try makeDirectory(base + "/mnt")
         let result = ModelProcess.run(

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Offline start (doc/SEMANTICS.md, "Offline"): a state directory that was mounted before mounts

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Attaching and hydration (doc/SEMANTICS.md, "Placeholders"): a mount that attaches to a

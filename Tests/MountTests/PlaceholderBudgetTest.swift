@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The cache budget (doc/SEMANTICS.md, "The cache budget"; doc/CLI.md, `mount --cache-size`):

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Files written on the mount count against the cache budget but can be evicted only once

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The harness the placeholder tests add: extra mount arguments for A and for B, and the decoding

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Offline start (doc/SEMANTICS.md, "Offline" and "Errors"; doc/CLI.md, `mount`): a state

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Pinning and evicting (doc/SEMANTICS.md, "Pinning and evicting" and "State and control:

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A storage quota on the server (`serve --quota`; doc/SEMANTICS.md "Quotas"), seen from a mount:
@@ -10,8 +11,7 @@ struct QuotaMountTest {
     @Test(arguments: MountServerBackend.allCases) func aChangeOverTheQuotaWaitsQueuedAndGoesOnceThereIsRoom(
         backend: MountServerBackend
     ) throws {
-        var template = Array("/tmp/syncfs-quota-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-quota")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(
             root: base + "/server", backend: backend, serveArguments: ["--quota", "box=64K"])

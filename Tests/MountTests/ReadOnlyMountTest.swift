@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `--read-only` (doc/CLI.md, "Read-only mounts"): the kernel mount is `ro`, so every change fails

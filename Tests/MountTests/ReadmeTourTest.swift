@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// README.md's "A short tour" runs as written: its `sh` block, pasted into bash on a fresh
@@ -54,12 +55,7 @@ final class FreshHome: @unchecked Sendable {
 
     init() throws {
         umask(0o022)
-        var template = Array("/tmp/syncfs-tour-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template), let resolved = realpath(made, nil) else {
-            throw TestFolderError(message: "mkdtemp: \(errnoName(errno))")
-        }
-        base = String(cString: resolved)
-        free(resolved)
+        base = try makeTemporaryDirectory("syncfs-tour")
         try makeDirectory(home, mode: 0o700)
         try makeDirectory(base + "/run", mode: 0o700)
         try makeDirectory(base + "/bin", mode: 0o755)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Issue #14 item 4: a state directory whose `state.db` was lost is refused by the mount (exit

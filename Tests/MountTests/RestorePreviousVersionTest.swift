@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `restore PATH --version previous` (doc/CLI.md `restore`): the version before the current one,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Mounts that sync through the HTTP server (`syncfs-mount serve`, issue #6): two mounts with
@@ -146,7 +147,7 @@ struct ServerMountTest {
             // B, still mounted, must neither take the empty new container for deletions nor upload
             // into it: it stays offline with its files.
             try writeFile(mounts.b.path("from-b.txt"), "B after the swap")
-            usleep(2_000_000)
+            usleep(2_000_000)  // scenario: time for an upload that must not happen
             #expect(try readText(mounts.b.path("kept.txt")) == "kept")
             let count = try server.entryCount("box", liveOnly: false)
             #expect(count == 0, "B synced into the replaced container: \(count)\n\(mounts.logs())")
@@ -157,8 +158,7 @@ struct ServerMountTest {
     @Test(arguments: MountServerBackend.allCases) func aServerStopsGracefullyWhenItsLifelineCloses(
         backend: MountServerBackend
     ) throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(root: base + "/server", backend: backend)
         defer { server.tearDown() }
@@ -169,8 +169,7 @@ struct ServerMountTest {
     @Test(arguments: MountServerBackend.allCases) func wrongTokensAndURLsAreClearErrorsAtMountTime(
         backend: MountServerBackend
     ) throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(root: base + "/server", backend: backend)
         defer { server.tearDown() }

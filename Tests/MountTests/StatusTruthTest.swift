@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `status` answers "is it safe to close the laptop?" truthfully (doc/CLI.md, `status`;
@@ -32,9 +33,7 @@ struct StatusTruthTest {
     }
 
     static func offlineFolder() throws -> (TestFolder, outage: String) {
-        var template = Array("/tmp/syncfs-outage-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp failed") }
-        let outage = String(cString: made) + "/outage"
+        let outage = try makeTemporaryDirectory("syncfs-outage") + "/outage"
         let folder = try TestFolder.make(
             .mount, mountArguments: ["--upload-delay", "20"], mountEnvironment: OutageSwitch.environment(outage))
         return (folder, outage)
@@ -58,7 +57,7 @@ struct StatusTruthTest {
         }
         #expect(offline, "status never said offline with one change: \(Self.describe(folder))")
         // Let the uploader try (and fail) a few times.
-        Thread.sleep(forTimeInterval: 2.5)
+        Thread.sleep(forTimeInterval: 2.5)  // scenario: the uploader fails a few times
         let truth = try Self.truth(folder)
         #expect(truth.online == false)
         #expect(truth.upToDate == false)
@@ -212,8 +211,7 @@ struct StatusTruthTest {
     /// `unmount` of a path inside a mount unmounts that mount (a daemon started by `mount`, so
     /// that the command can wait for it to exit).
     @Test func unmountTakesAPathInsideTheMount() throws {
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        let base = String(cString: try #require(mkdtemp(&template)))
+        let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let binary = try TestFolder.binaryPath()
         let mountpoint = base + "/mnt"

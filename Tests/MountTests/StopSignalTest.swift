@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// SIGINT (Ctrl-C) and SIGTERM stop a `mount --foreground` daemon as `unmount` does (doc/CLI.md,

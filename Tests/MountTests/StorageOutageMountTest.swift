@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The storage behind a server goes away while a mount syncs through it (doc/SEMANTICS.md,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Work is never stranded (doc/CLI.md, "`syncfs-mount list`", "Changes waiting elsewhere"):

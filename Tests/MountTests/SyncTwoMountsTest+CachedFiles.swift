@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Remote changes of the content or mtime of a regular file whose inode the receiving mount's

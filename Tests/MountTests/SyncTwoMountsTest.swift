@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Syncing between two mounts of one container (doc/SEMANTICS.md, "Syncing"): every kind of change
@@ -247,7 +248,7 @@ struct SyncTwoMountsTest {
             }
             let before = try a.syncStatus()
             #expect(before.pendingEntries >= count + 1, "the directory and every file are queued")
-            usleep(300_000)
+            usleep(300_000)  // scenario: time for an upload that must not happen
             #expect(!pathExists(b.path("batch")), "nothing is uploaded before the upload delay or a sync")
 
             let result = try a.runSync()
@@ -302,7 +303,7 @@ struct SyncTwoMountsTest {
             try makeDirectory(a.path("made-later"))
             #expect(try a.syncStatus().pendingEntries >= 3)
             try a.unmount()
-            usleep(200_000)
+            usleep(200_000)  // scenario: time for an upload that must not happen
             #expect(!pathExists(b.path("later.txt")), "nothing was uploaded before the unmount")
             try a.remount()
             #expect(try a.syncStatus().pendingEntries >= 3, "the queue is rebuilt from the state database")
@@ -391,7 +392,7 @@ struct SyncTwoMountsTest {
             func watch(milliseconds: Int) {
                 for _ in 0..<(milliseconds / 20) {
                     if pathExists(b.path(name)) { seenOnB = true }
-                    usleep(20_000)
+                    usleep(20_000)  // scenario: watching B for a name that must not appear
                 }
             }
             let scratch = patternBytes(count: 1 << 20, seed: 8)

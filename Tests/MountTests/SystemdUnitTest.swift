@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 /// systemd integration (doc/CLI.md, "systemd"): the shipped units' own command lines, run as
@@ -90,9 +91,7 @@ struct SystemdUnitTest {
             return
         }
         let binary = try TestFolder.binaryPath()
-        var template = Array("/tmp/syncfs-units-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw PosixError(code: errno, operation: "mkdtemp") }
-        let directory = String(cString: created)
+        let directory = try makeTemporaryDirectory("syncfs-units")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         for unit in Self.unitFiles {
             // The installed path is /usr/local/bin/syncfs-mount; verify the built binary in its place.

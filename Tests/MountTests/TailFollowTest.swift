@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Following a file another machine appends to (issue #15; doc/SEMANTICS.md, "Following a file

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A mount reads its token file again when the server refuses its token (doc/SECURITY.md,

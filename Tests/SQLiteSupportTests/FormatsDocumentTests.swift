@@ -115,7 +115,7 @@ struct FormatsDocumentTests {
     }
 
     @Test func theTablesTableNamesEveryTableAndColumn() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         try MetadataStore(path: database.path).close()
         let actual = try Self.columns(of: database.connection())
         var documented: [String: [String]] = [:]
@@ -135,9 +135,9 @@ struct FormatsDocumentTests {
         ("## Server token database", TokenStoreSchema.migrations),
     ])
     func theDocumentedSQLMakesTheMigratedSchema(heading: String, migrations: SQLiteMigrations) throws {
-        let migrated = ScratchDatabase()
+        let migrated = try ScratchDatabase()
         try migrations.migrate(migrated.connection())
-        let documented = ScratchDatabase()
+        let documented = try ScratchDatabase()
         let sql = Self.sqlBlock(under: heading)
         #expect(!sql.isEmpty, "no SQL under \(heading)")
         try documented.connection().execute(sql)

@@ -34,7 +34,7 @@ struct ManifestEncodingTests {
     }
 
     @Test func theContainerReadsWhatTheStateDatabaseWrote() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let store = try MetadataStore(path: database.path)
         let id = FileID.random()
         store.record([.syncBaseSet(id, SyncBase(version: 3, manifest: Self.manifest))])
@@ -47,7 +47,7 @@ struct ManifestEncodingTests {
     }
 
     @Test func theStateDatabaseReadsWhatTheContainerWrote() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         try MetadataStore(path: database.path).close()
         let id = FileID.random()
         let statement = try database.connection().statement(

@@ -12,7 +12,7 @@ import Testing
 @Suite("SQLiteConnection: connections of one process keep each other's locks")
 struct SQLiteConnectionLockTests {
     @Test func aSecondConnectionKeepsTheFirstConnectionsLocks() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let first = try database.connection()
         try first.execute("PRAGMA journal_mode = WAL")
         try first.execute("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1)")
@@ -30,7 +30,7 @@ struct SQLiteConnectionLockTests {
     }
 
     @Test func tighteningAPermissiveDatabaseKeepsTheLocksToo() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let first = try database.connection()
         try first.execute("PRAGMA journal_mode = WAL")
         try first.execute("CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1)")

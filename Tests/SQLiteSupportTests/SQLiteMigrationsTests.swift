@@ -2,21 +2,18 @@ import Foundation
 import SQLiteSupport
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 @testable import SyncFS
 
 /// A fresh database file in a directory of its own, removed when the value is dropped.
 final class ScratchDatabase {
-    let directory: String
+    private let temporary: TemporaryDirectory
+    var directory: String { temporary.path }
     var path: String { directory + "/test.db" }
 
-    init() {
-        directory = NSTemporaryDirectory() + "syncfs-sqlite-tests-" + UUID().uuidString
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
+    init() throws { temporary = try TemporaryDirectory("syncfs-sqlite-tests") }
 
     func connection() throws -> SQLiteConnection { try SQLiteConnection(path: path) }
 
@@ -40,7 +37,7 @@ struct SQLiteMigrationsTests {
     static let tables: [Set<String>] = [[], ["one"], ["one", "two"], ["one", "two"]]
 
     @Test func aFreshDatabaseGetsEveryStep() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let connection = try database.connection()
         try SQLiteMigrations(Self.steps).migrate(connection)
         #expect(try connection.userVersion == 3)
@@ -49,7 +46,7 @@ struct SQLiteMigrationsTests {
     }
 
     @Test(arguments: 0...3) func anOlderDatabaseGetsOnlyTheMissingSteps(from version: Int) throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let connection = try database.connection()
         try SQLiteMigrations(Array(Self.steps.prefix(version))).migrate(connection)
         #expect(try connection.userVersion == version)
@@ -63,7 +60,7 @@ struct SQLiteMigrationsTests {
     }
 
     @Test func aNewerDatabaseIsRefusedNamingBothVersionsAndLeftAlone() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let connection = try database.connection()
         try connection.execute("PRAGMA user_version = 7")
         #expect(throws: SQLiteSchemaTooNew(found: 7, supported: 3)) {
@@ -76,7 +73,7 @@ struct SQLiteMigrationsTests {
     }
 
     @Test func aFailingStepIsRolledBackAndLeavesTheVersion() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let connection = try database.connection()
         // Step 2 creates a table, then fails: neither that table nor version 2 may remain.
         let failing = SQLiteMigrations([
@@ -91,7 +88,7 @@ struct SQLiteMigrationsTests {
     }
 
     @Test func twoConnectionsMigratingTogetherApplyEachStepOnce() async throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         _ = try database.connection()
         let path = database.path
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -121,7 +118,7 @@ struct SchemaListTests {
         let (name, migrations, latest) = Self.schemas[index]
         #expect(migrations.latestVersion == latest, "\(name): the user_version a release writes changed")
         for version in 0..<latest {
-            let database = ScratchDatabase()
+            let database = try ScratchDatabase()
             let connection = try database.connection()
             try SQLiteMigrations(Array(migrations.steps.prefix(version))).migrate(connection)
             try migrations.migrate(connection)
@@ -130,13 +127,13 @@ struct SchemaListTests {
     }
 
     @Test func aStateDatabaseFromANewerBuildIsRefusedByTheStore() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         try database.connection().execute("PRAGMA user_version = 9")
         #expect(throws: SQLiteSchemaTooNew(found: 9, supported: 4)) { try MetadataStore(path: database.path) }
     }
 
     @Test func aContainerDatabaseFromANewerBuildIsAnUnsupportedFormat() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let root = database.directory + "/box"
         _ = try LocalContainer.openOrCreate(at: root)
         let connection = try SQLiteConnection(path: root + "/container.db")

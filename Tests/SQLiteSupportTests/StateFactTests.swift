@@ -10,7 +10,7 @@ import Testing
 @Suite("StateFact: typed facts, released text")
 struct StateFactTests {
     @Test func eachFactWritesItsReleasedTextAndReadsItBack() throws {
-        let database = ScratchDatabase()
+        let database = try ScratchDatabase()
         let store = try MetadataStore(path: database.path)
         let ids: Set<FileID> = [
             FileID(hex: "00000000000000000000000000000002")!, FileID(hex: "ff000000000000000000000000000001")!,

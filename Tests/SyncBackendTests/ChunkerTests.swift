@@ -142,9 +142,9 @@ func chunkHashes(_ data: [UInt8], _ chunker: ContentDefinedChunker) -> [ChunkHas
 
 /// Runs `body` with a read-only descriptor of a fresh temporary file holding `data`, then removes the file.
 func withTemporaryFile(_ data: [UInt8], _ body: (Int32) throws -> Void) throws {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("chunker-\(UUID().uuidString)").path
+    let directory = try TemporaryDirectory("chunker")
+    let path = directory.path + "/data"
     try Data(data).write(to: URL(fileURLWithPath: path))
-    defer { try? FileManager.default.removeItem(atPath: path) }
     let descriptor = open(path, O_RDONLY)
     try #require(descriptor >= 0)
     defer { close(descriptor) }

@@ -79,7 +79,7 @@ extension ContainerConformanceTests {
             let changed = try await container.waitForChanges(after: cursor, timeout: .seconds(60))
             return (changed, ContinuousClock.now)
         }
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(100))  // scenario: the waiter blocks before the commit
         let committing = ContinuousClock.now
         try await container.mustPut(.random(), base: 0, directoryState("after"))
         let (changed, woke) = try await waiter.value
@@ -115,7 +115,7 @@ extension ContainerConformanceTests {
         defer { fixture.remove() }
         let container = fixture.container
         let waiter = Task { try await container.waitForChanges(after: .beginning, timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(100))  // scenario: cancel a wait that is under way
         let start = ContinuousClock.now
         waiter.cancel()
         #expect(try await waiter.value == false)

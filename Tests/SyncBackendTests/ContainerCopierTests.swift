@@ -2,6 +2,7 @@ import Foundation
 import SyncBackend
 import SyncPostgres
 import Synchronization
+import TestSupport
 import Testing
 
 /// `ContainerCopier` (`syncfs-mount container copy`): the copy holds every entry with its ID,

@@ -203,13 +203,6 @@ struct TestSetupFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A new empty directory under the system's temporary directory.
-func makeTemporaryDirectory() throws -> String {
-    let path = NSTemporaryDirectory() + "syncbackend-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 /// A raw (uncompressed) chunk of `bytes`, hashed as a client would.
 func rawChunk(_ bytes: [UInt8]) -> EncodedChunk {
     EncodedChunk(hash: sha256(bytes), encoding: .raw, plainLength: bytes.count, payload: bytes)

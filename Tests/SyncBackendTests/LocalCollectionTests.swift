@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SQLiteSupport
+import TestSupport
 import Testing
 
 @testable import SyncBackend

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncBackend
@@ -224,7 +225,7 @@ struct LocalContainerTests {
             for _ in 0..<waiters {
                 group.addTask { try await container.waitForChanges(after: cursor, timeout: .seconds(20)) }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(200))  // scenario: the waiters block before the commit
             try await container.mustPut(FileID.random(), base: 0, directoryState("wake"))
             return try await group.reduce(into: [Bool]()) { $0.append($1) }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import SyncBackend
@@ -30,7 +31,7 @@ struct OutageFileContainerTests {
         _ = try await switched.entry(.root)
 
         touch(file)
-        try await Task.sleep(for: .milliseconds(5))
+        try await Task.sleep(for: .milliseconds(5))  // scenario: past the 1 ms check interval
         let calls: [() async throws -> Void] = [
             { _ = try await switched.missingChunks([chunk.hash]) },
             { try await switched.putChunk(chunk) },
@@ -48,7 +49,7 @@ struct OutageFileContainerTests {
         #expect(try await memory.missingChunks([chunk.hash]) == [chunk.hash])
 
         unlink(file)
-        try await Task.sleep(for: .milliseconds(5))
+        try await Task.sleep(for: .milliseconds(5))  // scenario: past the 1 ms check interval
         try await switched.putChunk(chunk)
         try await switched.mustPut(.random(), base: 0, fileState("f", chunks: [chunk]))
         #expect(try await switched.changes(after: .beginning, limit: 10).entries.count == 1)
@@ -63,7 +64,7 @@ struct OutageFileContainerTests {
         let cursor = try await memory.currentCursor()
         let start = ContinuousClock.now
         async let error = protocolError { _ = try await switched.waitForChanges(after: cursor, timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(100))  // scenario: the outage starts during the wait
         touch(file)
         let failure = await error
         #expect(failure?.isUnavailable == true, "\(String(describing: failure))")
@@ -81,7 +82,7 @@ struct OutageFileContainerTests {
         let cursor = try await memory.currentCursor()
         #expect(try await switched.waitForChanges(after: cursor, timeout: .milliseconds(50)) == false)
         async let changed = switched.waitForChanges(after: cursor, timeout: .seconds(30))
-        try await Task.sleep(for: .milliseconds(50))
+        try await Task.sleep(for: .milliseconds(50))  // scenario: the change lands during the wait
         try await memory.mustPut(.random(), base: 0, directoryState("d"))
         #expect(try await changed)
     }

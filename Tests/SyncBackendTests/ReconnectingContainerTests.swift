@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncBackend
@@ -67,7 +68,7 @@ struct ReconnectingContainerTests {
         try FileManager.default.moveItem(atPath: aside, toPath: path)
         // Within the retry interval the last answer stands, without looking at the path again.
         #expect(await protocolError { _ = try await container.entry(entry.id) }?.isUnavailable == true)
-        try await Task.sleep(for: .milliseconds(1_100))
+        try await Task.sleep(for: .milliseconds(1_100))  // scenario: past the 1 s retry interval
         #expect(try await container.entry(entry.id) == entry)
         let added = try await container.mustPut(.random(), base: 0, directoryState("added"))
         let direct = try LocalContainer.openOrCreate(at: path)
@@ -80,7 +81,7 @@ struct ReconnectingContainerTests {
         #expect(away?.isUnavailable == true)
         #expect(await protocolError { _ = try await container.entry(entry.id) }?.isUnavailable == true)
         try FileManager.default.moveItem(atPath: aside, toPath: path)
-        try await Task.sleep(for: .milliseconds(1_100))
+        try await Task.sleep(for: .milliseconds(1_100))  // scenario: past the 1 s retry interval
         #expect(try await container.entry(added.id) == added)
         #expect(try await container.changes(after: .beginning, limit: 10).entries.map(\.id) == [entry.id, added.id])
 
@@ -116,7 +117,7 @@ struct ReconnectingContainerTests {
             #expect(error?.isUnavailable == true)
             #expect(error?.description.contains(other.id) == true)
             #expect(error?.description.contains("expected-id") == true)
-            try await Task.sleep(for: .milliseconds(120))
+            try await Task.sleep(for: .milliseconds(120))  // scenario: past the 100 ms retry interval
         }
         #expect(try await other.changes(after: .beginning, limit: 10).entries.isEmpty, "nothing was written")
         // connectNow reported nothing (its caller says what it found); later looks found the
@@ -132,7 +133,7 @@ struct ReconnectingContainerTests {
         #expect(await protocolError { _ = try await container.entry(.root) }?.isUnavailable == true)
         let other = try LocalContainer.openOrCreate(at: path)
         for _ in 0..<4 {
-            try await Task.sleep(for: .milliseconds(120))
+            try await Task.sleep(for: .milliseconds(120))  // scenario: past the 100 ms retry interval
             let error = await protocolError { _ = try await container.entry(.root) }
             #expect(error?.description.contains(other.id) == true)
         }
@@ -167,7 +168,7 @@ struct ReconnectingContainerTests {
         _ = await protocolError { _ = try await reconnecting.entry(.root) }
         try FileManager.default.moveItem(atPath: aside, toPath: path)
         let waiter = Task { try await reconnecting.waitForChanges(after: .beginning, timeout: .seconds(10)) }
-        try await Task.sleep(for: .milliseconds(600))
+        try await Task.sleep(for: .milliseconds(600))  // scenario: the waiter outlives two 300 ms retries
         try await LocalContainer.openOrCreate(at: path).mustPut(.random(), base: 0, directoryState("new"))
         #expect(try await waiter.value == true)
     }

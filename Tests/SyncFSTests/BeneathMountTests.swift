@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -20,7 +21,7 @@ struct BeneathMountTests {
         var sentinelFile: String { sentinel + "/secret" }
 
         init() throws {
-            top = NSTemporaryDirectory() + "beneath-\(UUID().uuidString)"
+            top = try makeTemporaryDirectory("beneath")
             try FileManager.default.createDirectory(atPath: top + "/root", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: top + "/sentinel", withIntermediateDirectories: true)
             try Data("secret".utf8).write(to: URL(fileURLWithPath: top + "/sentinel/secret"))

@@ -99,7 +99,7 @@ import Testing
         let blocking = BlockingContainer(base: InMemoryContainer())
         let handle = CancelHandle()
         Thread.detachNewThread {
-            usleep(200_000)
+            usleep(200_000)  // scenario: cancel once the wait is under way
             handle.cancel()
         }
         let started = Date()

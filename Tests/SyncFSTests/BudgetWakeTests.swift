@@ -15,7 +15,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         let content = SeededGenerator.bytes(count: 2 << 20, seed: 7)
         try pair.a.makeFile("large.bin", contents: content)
-        try await pair.eventually("large.bin on B") { (try? contents(pair.b, "large.bin")) == content }
+        try await eventually("large.bin on B") { (try? contents(pair.b, "large.bin")) == content }
         try await pair.settle()
         let residency = pair.b.fs.residency
         let activity = residency.contentActivity

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -23,7 +24,7 @@ struct CacheFilePresenceTests {
     }
 
     @Test func theAnswerFollowsEveryOperationOfTheCache() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let earlier = FileID.random()
         try ContentCache(directory: directory.path).create(earlier)  // a cache file of an earlier run
         let cache = try ContentCache(directory: directory.path)
@@ -66,12 +67,12 @@ struct CacheFilePresenceTests {
     /// A file that vanished behind the cache's back stays "maybe" (a `stat` answers), and spare
     /// cache files made by the background thread are known.
     @Test func sparesAndFilesRemovedBehindItsBack() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let cache = try ContentCache(directory: directory.path)
         _ = cache.allIDs()
         let spares = SpareCacheFiles(cache: cache, target: 4)
         var taken: (FileID, Int32)?
-        try? awaitCondition {
+        _ = waitUntil(timeout: 10) {
             taken = spares.take()
             return taken != nil
         }
@@ -86,14 +87,5 @@ struct CacheFilePresenceTests {
         #expect(!cache.isKnownAbsent(spare), "removed behind its back: maybe")
         cache.remove(spare)
         #expect(cache.isKnownAbsent(spare))
-    }
-
-    /// Polls `condition` for up to 10 s.
-    private func awaitCondition(_ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() {
-            guard Date() < deadline else { throw CancellationError() }
-            usleep(10_000)
-        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -14,7 +15,7 @@ extension SyncEngineTests {
     private func damagedCopyOnB(_ good: [UInt8], damageAt offset: Int64) async throws -> (SyncedPair, InodeNumber) {
         let pair = try SyncedPair()
         try pair.a.makeFile("doc.bin", contents: good)
-        try await pair.eventually("doc.bin on B") { (try? contents(pair.b, "doc.bin")) == good }
+        try await eventually("doc.bin on B") { (try? contents(pair.b, "doc.bin")) == good }
         let cacheFile = try #require(pair.b.cacheFilePath(of: try pair.b.lookupIno("doc.bin")))
         try pair.restartB {
             let fd = open(cacheFile, O_WRONLY)
@@ -87,7 +88,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         let good = bytes(String(repeating: "an intact line\n", count: 200_000))
         try pair.a.makeFile("doc.txt", contents: good)
-        try await pair.eventually("doc.txt on B") { (try? contents(pair.b, "doc.txt")) == good }
+        try await eventually("doc.txt on B") { (try? contents(pair.b, "doc.txt")) == good }
         try pair.restartB()
         let ino = try pair.b.lookupIno("doc.txt")
         let node = try #require(pair.b.fs.live.transact { $0.nodes[ino] })
@@ -106,7 +107,7 @@ extension SyncEngineTests {
         let faulty = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: faulty)
         try pair.a.makeFile("doc.txt", contents: bytes("the synced version"))
-        try await pair.eventually("doc.txt on B") { (try? contents(pair.b, "doc.txt")) == bytes("the synced version") }
+        try await eventually("doc.txt on B") { (try? contents(pair.b, "doc.txt")) == bytes("the synced version") }
         faulty.startOutage()
         let ino = try pair.b.lookupIno("doc.txt")
         let handle = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -239,7 +240,7 @@ struct RemoteChangeEventsTests {
         let subscription = pair.b.fs.changeEvents.subscribe(.everything)
         var seen: [ChangeEvent] = []
         func waitFor(_ count: Int, _ what: String) async throws {
-            try await pair.eventually(what) {
+            try await eventually(what) {
                 seen += drain(subscription)
                 return seen.count >= count
             }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -12,13 +13,13 @@ import Testing
 @Suite struct ChunkWaitTests {
     /// A download of three chunks of 4 bytes into a temporary file.
     private final class Fixture {
-        let path: String
+        let directory: TemporaryDirectory
         let descriptor: Int32
         let hydration: Hydration
 
         init() throws {
-            path = NSTemporaryDirectory() + "/chunk-wait-\(UUID().uuidString)"
-            descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            directory = try TemporaryDirectory("chunk-wait")
+            descriptor = open(directory.path + "/download", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             try #require(descriptor >= 0)
             let manifest = (0..<3).map { index in
                 [UInt8](repeating: UInt8(index), count: 4).withUnsafeBytes {
@@ -30,10 +31,7 @@ import Testing
 
         func chunk(_ index: Int) -> [UInt8] { [UInt8](repeating: UInt8(index), count: 4) }
 
-        deinit {
-            close(descriptor)
-            unlink(path)
-        }
+        deinit { close(descriptor) }
     }
 
     /// Records each outcome an action is given.

@@ -2,14 +2,14 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
 
-/// Reductions of what the randomized convergence test (`Tests/MountTests/ConvergenceTest.swift`)
-/// found, each deterministic with one container and two folders. Those marked `withKnownIssue`
-/// are bugs of the conflict resolution (`SyncEngine+Uploader.swift`), which the merge work of
-/// issue #5 rewrites; each turns into a failure once it is fixed (remove the marker then).
+/// Races of the conflict resolution the randomized convergence test
+/// (`Tests/MountTests/ConvergenceTest.swift`) can reach, each made deterministic with one
+/// container and two folders.
 extension SyncEngineTests {
     /// A and B both edit a file; A's upload conflicts, so A keeps its version as a conflicted copy
     /// and takes B's version (downloading it). A local write that lands while that download runs
@@ -24,7 +24,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfA: faulty, policy: slow)
         try pair.a.makeFile("shared.txt", contents: bytes("base\n"))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("shared on B") { try contents(pair.b, "shared.txt") == bytes("base\n") }
+        try await eventually("shared on B") { try contents(pair.b, "shared.txt") == bytes("base\n") }
         let id = try #require(pair.a.fileID(of: try pair.a.lookupIno("shared.txt")))
 
         // A edits (its upload waits for the quiet delay); B edits and commits first.
@@ -37,16 +37,13 @@ extension SyncEngineTests {
         pair.b.fs.release(handle)
         pair.b.fs.outbox.expediteAll()
         let deviceB = pair.b.fs.deviceIdentity
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await base.entry(id)?.device != deviceB && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await eventually("B's edit committed") { try await base.entry(id)?.device == deviceB }
         #expect(try await base.entry(id)?.device == deviceB, "B's edit was committed first")
 
         // A uploads, conflicts, keeps its version as a copy and downloads B's: slowly.
         faulty.delay(.chunk, by: .milliseconds(1500))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("A downloads B's version") { faulty.callCount(.chunk) >= 1 }
+        try await eventually("A downloads B's version") { faulty.callCount(.chunk) >= 1 }
         // Meanwhile a program on A appends to the file.
         let current = try pair.a.lookupIno("shared.txt")
         handle = try pair.a.fs.open(current, flags: O_RDWR, caller: testCaller)
@@ -55,16 +52,19 @@ extension SyncEngineTests {
         pair.a.fs.release(handle)
 
         faulty.delay(.chunk, by: nil)
-        try await Task.sleep(for: .milliseconds(2000))
-        pair.a.fs.outbox.expediteAll()
-        try await pair.settle()
-        try await Task.sleep(for: .milliseconds(500))
+        // A taken remote version gives way to a local change made since the conflict was decided:
+        // A's write is uploaded after its quiet delay, beside the copy of A1 and B's version.
+        func texts() throws -> [String] {
+            try pair.a.childNames().map { String(decoding: try contents(pair.a, $0), as: UTF8.self) }
+        }
+        try await eventually("both queues drain with A2, A1 and B1 on A (A has \((try? texts()) ?? []))") {
+            let everything = try texts()
+            return pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0
+                && pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+                && ["A2", "A1", "B1"].allSatisfy { tag in everything.contains { $0.contains(tag) } }
+        }
         let names = try pair.a.childNames()
-        let everything = try names.map { String(decoding: try contents(pair.a, $0), as: UTF8.self) }
-        // Known bug (reported with issue #5's merge work, where the conflict resolution is being
-        // rewritten): `takeRemote` applies the container's version with `force`, which drops the
-        // outbox item and installs the remote content without checking that the file is unchanged
-        // since the conflict was decided and the copy made.
+        let everything = try texts()
         #expect(
             everything.contains { $0.contains("A2") },
             "the write made during the conflict's download is gone; A has \(names): \(everything)")
@@ -79,16 +79,16 @@ extension SyncEngineTests {
     @Test func aWriteOpenOfAnInodeARemoteEditReplacedIsStale() async throws {
         let pair = try SyncedPair()
         let inoA = try pair.a.makeFile("note.txt", contents: bytes("one\n"))
-        try await pair.eventually("note on B") { try contents(pair.b, "note.txt") == bytes("one\n") }
+        try await eventually("note on B") { try contents(pair.b, "note.txt") == bytes("one\n") }
         // Downloaded and finished (not a placeholder any more: its bytes are its own).
-        try await pair.eventually("note local on B") {
+        try await eventually("note local on B") {
             try pair.b.fs.getxattr(try pair.b.lookupIno("note.txt"), name: "user.syncfs.state") == bytes("local")
         }
         let old = try pair.b.lookupIno("note.txt")
         let handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
         try pair.a.write(handle, bytes("two\n"), at: 4)
         pair.a.fs.release(handle)
-        try await pair.eventually("the edit on B, under a new inode") { try pair.b.lookupIno("note.txt") != old }
+        try await eventually("the edit on B, under a new inode") { try pair.b.lookupIno("note.txt") != old }
 
         #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_WRONLY | O_APPEND, caller: testCaller) }
         #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDWR, caller: testCaller) }
@@ -99,7 +99,7 @@ extension SyncEngineTests {
         let fresh = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
         try pair.b.write(fresh, bytes("three\n"), at: 8)
         pair.b.fs.release(fresh)
-        try await pair.eventually("B's write on A") { try contents(pair.a, "note.txt") == bytes("one\ntwo\nthree\n") }
+        try await eventually("B's write on A") { try contents(pair.a, "note.txt") == bytes("one\ntwo\nthree\n") }
     }
 
     /// B's upload of an edit is under way when A's delete of the file lands; then B deletes the
@@ -112,7 +112,7 @@ extension SyncEngineTests {
         let faulty = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: faulty)
         try pair.a.makeFile("gone.txt", contents: bytes("base\n"))
-        try await pair.eventually("gone.txt on B") { try contents(pair.b, "gone.txt") == bytes("base\n") }
+        try await eventually("gone.txt on B") { try contents(pair.b, "gone.txt") == bytes("base\n") }
         try await pair.settle()
         let id = try #require(pair.a.fileID(of: try pair.a.lookupIno("gone.txt")))
 
@@ -122,20 +122,18 @@ extension SyncEngineTests {
         try pair.b.write(handle, bytes("B\n"), at: 5)
         pair.b.fs.release(handle)
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("B's upload started") { faulty.callCount(.putChunk) >= 1 }
+        try await eventually("B's upload started") { faulty.callCount(.putChunk) >= 1 }
         // A deletes the file, and then B does too, while B's upload still runs.
         try pair.a.fs.unlink(parent: .root, name: FileName("gone.txt"))
         pair.a.fs.outbox.expediteAll()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await base.entry(id)?.isDeleted != true && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await eventually("A's delete committed") { try await base.entry(id)?.isDeleted == true }
         try pair.b.fs.unlink(parent: .root, name: FileName("gone.txt"))
         faulty.delay(.putChunk, by: nil)
 
-        try await Task.sleep(for: .milliseconds(3000))
-        pair.b.fs.outbox.expediteAll()
-        try await Task.sleep(for: .milliseconds(500))
+        try await eventually("B's queue empties") {
+            pair.b.fs.outbox.expediteAll()
+            return pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
+        }
         let stuck = pair.b.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
         #expect(stuck.isEmpty, "B's queue never empties: \(stuck)")
         #expect(try await base.entry(id)?.isDeleted == true)
@@ -156,7 +154,7 @@ extension SyncEngineTests {
         try pair.a.mkdir("folder")
         try pair.a.makeFile("note.txt", contents: bytes("base\n"))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("both on B") { try contents(pair.b, "note.txt") == bytes("base\n") }
+        try await eventually("both on B") { try contents(pair.b, "note.txt") == bytes("base\n") }
         try await pair.settle()
 
         // A: edit the file, remove the folder (both queued).
@@ -172,12 +170,14 @@ extension SyncEngineTests {
             parent: .root, name: FileName("note.txt"), newParent: try pair.b.lookupIno("folder"),
             newName: FileName("note.txt"), flags: [])
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("B's changes committed") {
+        try await eventually("B's changes committed") {
             pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
         }
 
         pair.a.fs.outbox.expediteAll()
-        try await Task.sleep(for: .milliseconds(4000))
+        try await eventually("A's queue drains") {
+            pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0
+        }
         let queued = pair.a.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
         let names = try pair.a.childNames()
         #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
@@ -197,7 +197,7 @@ extension SyncEngineTests {
         try pair.a.mkdir("old")
         try pair.a.mkdir("other")
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("both folders on B") { try pair.b.childNames() == ["old", "other"] }
+        try await eventually("both folders on B") { try pair.b.childNames() == ["old", "other"] }
         try await pair.settle()
 
         // A: remove "old", rename "other" to "old" (both queued).
@@ -207,12 +207,14 @@ extension SyncEngineTests {
         // B: a file in "old"; B commits first.
         try pair.b.makeFile("added.txt", in: try pair.b.lookupIno("old"), contents: bytes("B\n"))
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("B's file committed") {
+        try await eventually("B's file committed") {
             pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
         }
 
         pair.a.fs.outbox.expediteAll()
-        try await Task.sleep(for: .milliseconds(5000))
+        try await eventually("A's queue drains") {
+            pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0
+        }
         let queued = pair.a.fs.outbox.items.map { "\($0.fileID): \($0.lastError ?? "-") (\($0.attempts) attempts)" }
         #expect(queued.isEmpty, "A's queue does not drain: \(queued)")
     }
@@ -231,7 +233,7 @@ extension SyncEngineTests {
         let original = Array("eighteen bytes!!\n\n".utf8.prefix(18))
         try pair.a.makeFile("doc.txt", contents: original)
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("doc.txt on B") { try pair.b.childNames() == ["doc.txt"] }
+        try await eventually("doc.txt on B") { try pair.b.childNames() == ["doc.txt"] }
         var changes = AttributeChanges()
         changes.mode = 0o600
         _ = try pair.b.fs.setattr(try pair.b.lookupIno("doc.txt"), changes, handle: nil)
@@ -240,16 +242,16 @@ extension SyncEngineTests {
         try pair.a.write(handle, Array(repeating: UInt8(ascii: "x"), count: 45), at: 0)
         pair.a.fs.release(handle)
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("A's rewrite committed") { pair.a.fs.outbox.items.isEmpty }
+        try await eventually("A's rewrite committed") { pair.a.fs.outbox.items.isEmpty }
         try pair.a.fs.unlink(parent: .root, name: FileName("doc.txt"))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("A's delete committed") { pair.a.fs.outbox.items.isEmpty }
+        try await eventually("A's delete committed") { pair.a.fs.outbox.items.isEmpty }
 
-        try await pair.eventually("B's change goes through") {
+        try await eventually("B's change goes through") {
             pair.b.fs.outbox.expediteAll()
             return pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
         }
-        try await pair.eventually("the file is back on A with B's mode and the content B knew") {
+        try await eventually("the file is back on A with B's mode and the content B knew") {
             pair.a.fs.outbox.expediteAll()
             return try pair.a.childNames() == ["doc.txt"]
                 && pair.a.fs.getattr(try pair.a.lookupIno("doc.txt")).mode & 0o7777 == 0o600
@@ -276,7 +278,7 @@ extension SyncEngineTests {
         let d1 = try pair.a.mkdir("d1")
         let d2 = try pair.a.mkdir("d2")
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("both folders on B") { try pair.b.childNames() == ["d1", "d2"] }
+        try await eventually("both folders on B") { try pair.b.childNames() == ["d1", "d2"] }
         try await pair.settle()
 
         // A: d1's mode, then d2 into d1 (both queued, d1 first).
@@ -289,7 +291,7 @@ extension SyncEngineTests {
             parent: .root, name: FileName("d1"), newParent: try pair.b.lookupIno("d2"), newName: FileName("d1"),
             flags: [])
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("B's move committed") {
+        try await eventually("B's move committed") {
             pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
         }
 
@@ -297,21 +299,16 @@ extension SyncEngineTests {
         faulty.delay(.commit, by: .milliseconds(300))
         pair.a.fs.outbox.expediteAll()
         var cycle = false
-        let deadline = ContinuousClock.now + .seconds(15)
-        while ContinuousClock.now < deadline {
-            if !reachesRoot(pair.a, d1) || !reachesRoot(pair.a, d2) {
-                cycle = true
-                break
-            }
-            if pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0 { break }
-            try await Task.sleep(for: .milliseconds(5))
+        try await eventually("A's commits answered, or a cycle") {
+            cycle = !reachesRoot(pair.a, d1) || !reachesRoot(pair.a, d2)
+            return cycle || (pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0)
         }
         #expect(!cycle, "A's folders d1 and d2 became each other's parent")
         guard !cycle else { return }
         faulty.delay(.commit, by: nil)
 
         for (side, fixture) in [("A", pair.a), ("B", pair.b)] {
-            try await pair.eventually("\(side) has d2/d1, with A's mode") {
+            try await eventually("\(side) has d2/d1, with A's mode") {
                 pair.a.fs.outbox.expediteAll()
                 let outer = try fixture.lookupIno("d2")
                 let inner = try fixture.lookupIno("d1", in: outer)

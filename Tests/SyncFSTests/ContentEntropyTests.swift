@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -29,8 +30,8 @@ struct ContentEntropyTests {
     }
 
     @Test func theSampleIsReadFromTheFileWithoutMovingItsOffset() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("entropy-\(UUID().uuidString)").path
-        defer { unlink(path) }
+        let directory = try TemporaryDirectory("entropy")
+        let path = directory.path + "/sample"
         let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600)
         #expect(descriptor >= 0)
         defer { close(descriptor) }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -20,7 +21,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         let oldFolder = try pair.a.mkdir("s2")
         let file = try pair.a.makeFile("f", in: oldFolder, contents: bytes("x"))
-        try await pair.eventually("s2/f on B") { try contents(pair.b, "s2/f") == bytes("x") }
+        try await eventually("s2/f on B") { try contents(pair.b, "s2/f") == bytes("x") }
         try await pair.settle()
 
         // Queued in this order before any is uploaded: the file's change, the old folder's
@@ -42,7 +43,7 @@ extension SyncEngineTests {
             usleep(50_000)  // every quiet delay over: the oldest change goes first
         }
 
-        try await pair.eventually("the file at the bottom of the new s2 on B") {
+        try await eventually("the file at the bottom of the new s2 on B") {
             try contents(pair.b, path + "/f") == bytes("x")
         }
         try await pair.settle()

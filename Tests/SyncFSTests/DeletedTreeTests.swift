@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -43,7 +44,7 @@ extension SyncEngineTests {
                 parent = folder
             }
         }
-        try await pair.eventually("the tree on B") {
+        try await eventually("the tree on B") {
             let last = (0..<depth).map { "c\(chains - 1)-\($0)" }.joined(separator: "/")
             return try contents(pair.b, "top/" + last + "/x") == Array("\(chains - 1).\(depth - 1)".utf8)
         }
@@ -59,7 +60,7 @@ extension SyncEngineTests {
         for folder in folders.reversed() { try pair.a.fs.rmdir(parent: folder.parent, name: FileName(folder.name)) }
 
         try await pair.settle()
-        try await pair.eventually("the tree gone from B") { try pair.b.childNames() == [] }
+        try await eventually("the tree gone from B") { try pair.b.childNames() == [] }
         #expect(try pair.a.childNames() == [], "nothing came back on A")
         #expect(try pair.b.childNames() == [])
         let live = try await pair.container.changes(after: .beginning, limit: 1000).entries.filter {

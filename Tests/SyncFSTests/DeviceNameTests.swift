@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -80,7 +81,7 @@ import Testing
                         manifest: [ChunkRef(hash: chunk.hash, length: Int64(content.count))])),
                 device: "good"))
         guard case .committed = outcome else { throw HostileTestFailure("commit: \(outcome)") }
-        try await fixture.eventually("the conflict is listed") {
+        try await eventually("the conflict is listed") {
             fixture.folder.fs.conflictsView.unresolved().count == 1
         }
         let listed = try #require(fixture.folder.fs.conflictsView.unresolved().first)

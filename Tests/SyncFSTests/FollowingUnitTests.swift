@@ -2,6 +2,7 @@ import Foundation
 import SyncBackend
 import SyncMerge
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -44,16 +45,6 @@ struct MergeCommandWorkerTests {
         .init(command: "slow", path: "a.txt", theirsVersion: version, ours: [], theirs: [], base: [])
     }
 
-    /// Waits (up to 20 s) until `condition` holds.
-    func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(5_000)
-        }
-        return condition()
-    }
-
     @Test func aResultIsTakenOnceForTheSameInputsAndDroppedForNewOnes() {
         let worker = MergeCommandWorker(outbox: outbox)
         let id = FileID.random()
@@ -80,14 +71,14 @@ struct MergeCommandWorkerTests {
         }
         #expect(parks.load(ordering: .relaxed) == 3, "every start and wait parks the item")
         gate.signal()
-        #expect(eventually { !worker.isBusy(id) })
+        #expect(waitUntil(timeout: 20) { !worker.isBusy(id) })
         // Its result was for old versions: dropped, the next ask merges again.
         guard case .idle = worker.answer(for: id, inputs: inputs(2), park: park) else {
             Issue.record("a stale result is never used")
             return
         }
         worker.start(id, inputs: inputs(2), park: park) { .success(.keepBoth(reason: "v2")) }
-        #expect(eventually { !worker.isBusy(id) })
+        #expect(waitUntil(timeout: 20) { !worker.isBusy(id) })
         guard case .done(.success(.keepBoth(let reason))) = worker.answer(for: id, inputs: inputs(2), park: park)
         else {
             Issue.record("the result for the current versions")
@@ -97,7 +88,7 @@ struct MergeCommandWorkerTests {
         // A result whose change is no longer queued (deleted meanwhile) is dropped at once.
         let gone = FileID.random()
         worker.start(gone, inputs: inputs(1), park: park) { .success(.keepBoth(reason: "late")) }
-        #expect(eventually { !worker.isBusy(gone) })
+        #expect(waitUntil(timeout: 20) { !worker.isBusy(gone) })
         guard case .idle = worker.answer(for: gone, inputs: inputs(1), park: park) else {
             Issue.record("a result for a change that is gone is not kept")
             return
@@ -125,8 +116,8 @@ struct MergeCommandWorkerTests {
                 return .success(.keepBoth(reason: "done"))
             }
         }
-        #expect(eventually { running.load(ordering: .sequentiallyConsistent) == 2 })
-        usleep(100_000)
+        #expect(waitUntil(timeout: 20) { running.load(ordering: .sequentiallyConsistent) == 2 })
+        usleep(100_000)  // scenario: time for a third run that must not start
         #expect(running.load(ordering: .sequentiallyConsistent) == 2, "bounded")
         // Two run and two wait: a sixth file is told to wait without reading its versions.
         let sixth = FileID.random()
@@ -135,7 +126,7 @@ struct MergeCommandWorkerTests {
             return
         }
         for _ in ids { gate.signal() }
-        #expect(eventually { ids.allSatisfy { !worker.isBusy($0) } })
+        #expect(waitUntil(timeout: 20) { ids.allSatisfy { !worker.isBusy($0) } })
         #expect(most.load(ordering: .sequentiallyConsistent) == 2)
         guard case .idle = worker.answer(for: sixth, inputs: inputs(1), park: nothing) else {
             Issue.record("its turn once the queue drained")

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -224,7 +225,7 @@ struct HostileContainerTests {
         let reason = fixture.engine.status().refusedRemoteEntries.first { $0.fileID == child.id.hex }?.reason
         #expect(reason?.contains("parent") == true, "the reason names the parent: \(reason ?? "none")")
         #expect(fixture.refusedIDs.contains(cycleA.hex) && fixture.refusedIDs.contains(cycleB.hex), "both of a cycle")
-        try await fixture.eventually("the follower is caught up: nothing deferred") {
+        try await eventually("the follower is caught up: nothing deferred") {
             fixture.engine.status().feedCaughtUp
         }
     }
@@ -238,7 +239,7 @@ struct HostileContainerTests {
     func aRootThatIsNotARootDirectoryIsRefused(_ what: String, _ state: EntryState) async throws {
         let fixture = try HostileFixture()
         try await fixture.commitGoodFile("before.txt", Array("before\n".utf8))
-        try await fixture.eventually("before.txt") { try fixture.folder.childNames() == ["before.txt"] }
+        try await eventually("before.txt") { try fixture.folder.childNames() == ["before.txt"] }
         let served = try await fixture.container.inject(.root, state)
         try await fixture.expectTheFeedGoesOn()
         fixture.expectRefused(served, what)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -24,7 +25,7 @@ struct HostileContentTests {
         let keepContent = Array("kept\n".utf8)
         let keep = try await fixture.commitGoodFile("keep.txt", keepContent, in: directory)
         let plain = try await fixture.commitGoodFile("plain.txt", Array("plain\n".utf8))
-        try await fixture.eventually("docs/keep.txt and plain.txt") {
+        try await eventually("docs/keep.txt and plain.txt") {
             try fixture.localPaths() == ["docs", "docs/keep.txt", "plain.txt"]
         }
         #expect(try await fixture.read("docs/keep.txt") == keepContent)
@@ -70,7 +71,7 @@ struct HostileContentTests {
         try await fixture.container.inject(
             FileID.random(), Hostile.directory(Array("shared".utf8), in: .root, mode: 0o2775))
         let plain = try await fixture.commitGoodFile("plain", Array("x".utf8))
-        try await fixture.eventually("tool, shared, plain") {
+        try await eventually("tool, shared, plain") {
             try fixture.folder.childNames() == ["plain", "shared", "tool"]
         }
         // A later version turns setuid on for a file that had none.
@@ -97,7 +98,7 @@ struct HostileContentTests {
             FileID.random(), Hostile.symlink(Array("out".utf8), in: .root, to: relative))
         let abs = try await fixture.container.inject(
             FileID.random(), Hostile.symlink(Array("abs".utf8), in: .root, to: absolute))
-        try await fixture.eventually("out and abs") { try fixture.folder.childNames() == ["abs", "out"] }
+        try await eventually("out and abs") { try fixture.folder.childNames() == ["abs", "out"] }
         // Content, a mode and a child sent "through" the links.
         let chunk = try await fixture.storeChunk(Hostile.pwned)
         try await fixture.container.inject(

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -12,7 +13,7 @@ import Testing
 /// that leaves the folder (`..`, `a/../b`) would reach the sentinel, exactly as through a root
 /// mount. Hostile entries only ever aim at `TMP/sentinel` (`mnt/..` is `TMP`).
 final class HostileFixture {
-    let temporary = TemporaryDirectory()
+    let temporary: TemporaryDirectory
     let container = HostileContainer()
     let folder: FileSystemFixture
     let engine: SyncEngine
@@ -23,6 +24,7 @@ final class HostileFixture {
     let before: [String: String]
 
     init(echo: Bool = true) throws {
+        temporary = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: temporary.path + "/mnt", withIntermediateDirectories: false)
         try SentinelTree.create(at: temporary.path + "/sentinel")
         before = SentinelTree.snapshot(of: temporary.path, skipping: "mnt")
@@ -140,11 +142,6 @@ final class HostileFixture {
             }
         }
         return paths
-    }
-
-    /// Waits (up to 20 s) until `condition` holds (the shared `eventually`).
-    func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        try await SyncFSTests.eventually(what, condition)
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -41,7 +42,7 @@ import Testing
         #expect(activity.waitForActivity(timeout: .seconds(30)))
         #expect(!activity.waitForActivity(timeout: .milliseconds(10)))
         let woke = Thread.detachNewThreadWithResult { activity.waitForActivity(timeout: .seconds(60)) }
-        usleep(50_000)
+        usleep(50_000)  // scenario: the note should find the thread waiting
         activity.note()
         #expect(try woke.value(within: .seconds(30)))
     }
@@ -50,7 +51,7 @@ import Testing
         let signal = StopSignal()
         #expect(signal.sleep(for: .milliseconds(5)))
         let slept = Thread.detachNewThreadWithResult { signal.sleep(for: .seconds(60)) }
-        usleep(50_000)
+        usleep(50_000)  // scenario: the stop should find the thread asleep
         signal.stop()
         #expect(try slept.value(within: .seconds(30)) == false)
         #expect(!signal.sleep(for: .seconds(60)))

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -50,7 +51,7 @@ struct InotifyEchoTests {
         var start = Date()
         #expect(
             echo.run {
-                usleep(1_000_000)
+                usleep(1_000_000)  // scenario: a step stuck past the echo's timeout
                 return 0
             } == nil)
         #expect(Date().timeIntervalSince(start) < 0.9, "the caller waited only its timeout")
@@ -112,7 +113,7 @@ struct InotifyEchoTests {
             tree.value.perform([.entry(parent: .root, name: FileName("x")), .attributes(InodeNumber(8))])
             sent.set(true)
         }.start()
-        usleep(200_000)
+        usleep(200_000)  // scenario: time for an invalidation that must wait
         #expect(!sent.isSet, "an entry invalidation waits while the echo's call is in the kernel")
         #expect(log.inodes == [InodeNumber(7)])
         release.signal()
@@ -157,11 +158,11 @@ struct InotifyEchoTests {
         let dir = try pair.a.mkdir("d")
         let ino = try pair.a.makeFile("f", in: dir, contents: bytes("v1"))
         // Names only: reading a placeholder here would block a cooperative thread on a download.
-        try await pair.eventually("f on B") { try pair.b.childNames(of: pair.b.lookupIno("d")) == ["f"] }
+        try await eventually("f on B") { try pair.b.childNames(of: pair.b.lookupIno("d")) == ["f"] }
         try pair.a.fs.rename(parent: dir, name: FileName("f"), newParent: .root, newName: FileName("g"), flags: [])
-        try await pair.eventually("g on B") { try pair.b.childNames() == ["d", "g"] }
+        try await eventually("g on B") { try pair.b.childNames() == ["d", "g"] }
         try pair.a.fs.unlink(parent: .root, name: FileName("g"))
-        try await pair.eventually("g gone on B") { try pair.b.childNames() == ["d"] }
+        try await eventually("g gone on B") { try pair.b.childNames() == ["d"] }
         var kinds: [String] = []
         while case .event(let event) = subscription.next(timeout: 0) {
             kinds.append("\(event.kind) \(event.path)" + (event.oldPath.map { " <- \($0)" } ?? ""))
@@ -182,14 +183,4 @@ struct InotifyEchoTests {
         #expect(!fixture.fs.echo.isEchoRequest(pid: 0) && !fixture.fs.echo.isEchoRequest(pid: getpid()))
         #expect(fixture.fs.echo.isEchoRequest(pid: fixture.fs.echo.echoThreadID))
     }
-}
-
-/// Polls `condition` every 10 ms for at most `timeout` seconds.
-private func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
 }

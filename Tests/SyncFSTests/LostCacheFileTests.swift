@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -21,7 +22,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfB: faulty)
         let good = bytes(String(repeating: "the good version\n", count: 100))
         try pair.a.makeFile("doc.txt", contents: good)
-        try await pair.eventually("doc.txt on B") { try contents(pair.b, "doc.txt") == good }
+        try await eventually("doc.txt on B") { try contents(pair.b, "doc.txt") == good }
         faulty.startOutage()
         let ino = try pair.b.lookupIno("doc.txt")
         let handle = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
@@ -40,10 +41,10 @@ extension SyncEngineTests {
         let commitsBefore = faulty.callCount(.commit)
         faulty.endOutage()
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("status names the lost file") {
+        try await eventually("status names the lost file") {
             pair.engineB.status().failing.contains { $0.reason.contains("the local edit is lost") }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(300))  // scenario: time for a second report that must not come
         let failing = pair.engineB.status().failing
         #expect(failing.count == 1 && failing.first?.path == "doc.txt", "\(failing.map { ($0.path, $0.reason) })")
         #expect(try contents(pair.a, "doc.txt") == good, "the container's good version is kept")
@@ -59,7 +60,7 @@ extension SyncEngineTests {
         try pair.b.write(again, bytes("rewritten\n"), at: 0)
         pair.b.fs.release(again)
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("the rewrite reaches A") { try contents(pair.a, "doc.txt") == bytes("rewritten\n") }
+        try await eventually("the rewrite reaches A") { try contents(pair.a, "doc.txt") == bytes("rewritten\n") }
     }
 
     @Test func aQueuedEditWhoseCacheFileVanishedIsNotUploaded() async throws {

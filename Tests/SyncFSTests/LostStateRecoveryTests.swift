@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -31,7 +32,7 @@ import Testing
             "2026-11-18T11:00:00+0000 notice syncfs: [SyncFS] upload of docs/queued.txt (\(id)) failed (attempt 1): refused\n"
         #expect(
             FileManager.default.createFile(atPath: fixture.directory.path + "/syncfs.log", contents: Data(log.utf8)))
-        let destination = TemporaryDirectory()
+        let destination = try TemporaryDirectory()
         let oldMask = umask(0)
         defer { umask(oldMask) }
         let outcome = try LostStateRecovery.recover(
@@ -57,8 +58,8 @@ import Testing
     /// gets the next name and nothing lands where the link points.
     @Test func aPlantedSymlinkIsNotFollowed() throws {
         let fixture = try lostState()
-        let destination = TemporaryDirectory()
-        let elsewhere = TemporaryDirectory()
+        let destination = try TemporaryDirectory()
+        let elsewhere = try TemporaryDirectory()
         #expect(symlink(elsewhere.path, destination.path + "/" + Self.folderName) == 0)
         let outcome = try LostStateRecovery.recover(
             stateDirectory: fixture.directory.path, into: destination.path, now: Self.moment)
@@ -71,7 +72,7 @@ import Testing
         try fixture.makeFile("kept.txt", contents: bytes("kept"))
         fixture.fs.store.factSet(.mountCount, 1)
         try fixture.shutDown()
-        let destination = TemporaryDirectory()
+        let destination = try TemporaryDirectory()
         #expect(throws: MountError.self) {
             try LostStateRecovery.recover(stateDirectory: fixture.directory.path, into: destination.path)
         }

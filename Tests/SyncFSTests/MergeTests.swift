@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -20,17 +21,17 @@ extension SyncEngineTests {
     ) async throws {
         try pair.a.makeFile(path, contents: bytes(base))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("\(path) on B") { try contents(pair.b, path) == bytes(base) }
+        try await eventually("\(path) on B") { try contents(pair.b, path) == bytes(base) }
         try await pair.settle()
         if let onA { try rewrite(pair.a, path, onA) }
         try changeA?(pair.a)
         if let onB { try rewrite(pair.b, path, onB) }
         try changeB?(pair.b)
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("A committed") {
+        try await eventually("A committed") {
             pair.a.fs.outbox.items.isEmpty && pair.a.fs.outbox.inFlightCount == 0
         }
-        try await pair.eventually("both outboxes drain") {
+        try await eventually("both outboxes drain") {
             // Changes the resolution queued (a conflict copy, say) wait for the long delay otherwise.
             pair.a.fs.outbox.expediteAll()
             pair.b.fs.outbox.expediteAll()
@@ -48,7 +49,7 @@ extension SyncEngineTests {
     /// Waits until both roots list the same names and every file has the same bytes; returns them.
     func converged(_ pair: SyncedPair) async throws -> [String: String] {
         var tree: [String: String] = [:]
-        try await pair.eventually("A and B converge") {
+        try await eventually("A and B converge") {
             // Changes the resolution queued (a conflict copy, say) wait for the long delay otherwise.
             pair.a.fs.outbox.expediteAll()
             pair.b.fs.outbox.expediteAll()
@@ -73,7 +74,7 @@ extension SyncEngineTests {
     func setRules(_ pair: SyncedPair, _ text: String) async throws {
         try pair.a.makeFile(".syncfs-rules", contents: bytes(text))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("rules on B") { try contents(pair.b, ".syncfs-rules") == bytes(text) }
+        try await eventually("rules on B") { try contents(pair.b, ".syncfs-rules") == bytes(text) }
     }
 
     @Test func editsToDifferentLinesOfATextFileMerge() async throws {
@@ -102,7 +103,7 @@ extension SyncEngineTests {
         #expect(tree[copy] == "B's line\n", "B's version is kept beside it")
         #expect(!tree.values.contains { $0.contains("<<<<<<<") }, "no conflict markers unless asked")
         for fixture in [pair.a, pair.b] {
-            try await pair.eventually("conflict state on both copies") {
+            try await eventually("conflict state on both copies") {
                 try state(fixture, "notes.txt") == "conflict" && state(fixture, copy) == "conflict"
             }
             let listed = fixture.fs.conflictsView.unresolved()
@@ -116,7 +117,7 @@ extension SyncEngineTests {
         #expect(!(try pair.a.fs.listxattr(try pair.a.lookupIno(copy))).contains("user.syncfs.conflict"))
         // Resolving on A clears it on both.
         #expect(try pair.a.fs.conflictsView.resolve(try pair.a.lookupIno("notes.txt")) == 1)
-        try await pair.eventually("resolved on B too") {
+        try await eventually("resolved on B too") {
             pair.a.fs.outbox.expediteAll()
             return try pair.b.fs.conflictsView.unresolved().isEmpty && state(pair.b, copy) == "local"
         }
@@ -189,7 +190,7 @@ extension SyncEngineTests {
         let tree = try await converged(pair)
         #expect(tree == ["script.sh": "echo 2\n"])
         for fixture in [pair.a, pair.b] {
-            try await pair.eventually("mode 755") {
+            try await eventually("mode 755") {
                 try fixture.fs.getattr(try fixture.lookupIno("script.sh")).mode & 0o7777 == 0o755
             }
         }
@@ -197,8 +198,7 @@ extension SyncEngineTests {
 
     /// A private directory (0700) holding a `merge-commands` file with `text`; removed by the caller.
     func localMergeCommands(_ text: String) throws -> (directory: String, commands: LocalMergeCommands) {
-        var template = Array("/tmp/syncfs-merge-test-XXXXXX".utf8CString)
-        let directory = String(cString: try #require(mkdtemp(&template)))
+        let directory = try makeTemporaryDirectory("syncfs-merge-test")
         let file = directory + "/merge-commands"
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
         chmod(file, 0o600)
@@ -267,9 +267,6 @@ extension SyncEngineTests {
 
     /// A daemon without any local configuration runs no command at all.
     @Test func withoutLocalConfigurationNoCommandRuns() async throws {
-        var template = Array("/tmp/syncfs-merge-test-XXXXXX".utf8CString)
-        let directory = String(cString: try #require(mkdtemp(&template)))
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let pair = try SyncedPair(policy: Self.holdUploads)
         try await setRules(pair, "*.list merge=command:sort-both\n")
         try await editOnBothSides(pair, "a.list", base: "b\n", onA: "b\nc\n", onB: "a\nb\n")
@@ -287,6 +284,6 @@ extension SyncEngineTests {
         let text = tree["doc.md"] ?? ""
         #expect(text.hasPrefix("title\n<<<<<<< "), "\(text)")
         #expect(text.contains("body A\n") && text.contains("body B\n") && text.contains(">>>>>>> "))
-        try await pair.eventually("marked as a conflict on B") { try state(pair.b, "doc.md") == "conflict" }
+        try await eventually("marked as a conflict on B") { try state(pair.b, "doc.md") == "conflict" }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import SQLiteSupport
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -33,7 +34,7 @@ let slowBatchDelay = Duration.milliseconds(900)
 @Suite("MetadataStore: afterCommit and failed commits")
 struct MetadataStoreCommitTests {
     @Test func afterCommitRunsOnlyOnceTheEarlierChangesAreCommitted() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         // The flusher waits `slowBatchDelay`, so nothing is committed behind the test's back meanwhile.
         let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)
@@ -62,15 +63,14 @@ struct MetadataStoreCommitTests {
     }
 
     @Test func theFlusherCommitsAndRunsActionsBehind() async throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path, batchDelay: .milliseconds(5))
         defer { try? store.close() }
         let log = ActionLog()
         store.entryCreated(sampleRecord(2))
         store.afterCommit { log.append("entry committed = \(committedEntryExists(path, 2))") }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while log.items.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the action after the commit ran", timeout: 10) { !log.items.isEmpty }
         #expect(log.items == ["entry committed = true"])
         #expect(committedEntryExists(path, 2))
     }
@@ -79,7 +79,7 @@ struct MetadataStoreCommitTests {
     /// store's `BEGIN IMMEDIATE` fails with SQLITE_BUSY after its busy timeout (5 s).
     @Test(.timeLimit(.minutes(1)))
     func aFailedCommitKeepsTheBatchInOrder() async throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)
         let log = ActionLog()
@@ -120,14 +120,14 @@ struct MetadataStoreCommitTests {
     /// `batchDelay` is how long the flusher waits to gather a batch; a delay of whole seconds
     /// must delay the commit, not be taken as zero.
     @Test func batchDelayOfWholeSecondsIsHonoured() async throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path, batchDelay: .seconds(2))
         store.entryCreated(sampleRecord(2))
         // Looked at 0.3 s later on a thread of its own: an await could resume much later than
         // that on a busy cooperative pool, after the flusher's 2 s.
         let committedEarly = await waiting {
-            Thread.sleep(forTimeInterval: 0.3)
+            Thread.sleep(forTimeInterval: 0.3)  // scenario: well inside the 2 s batch delay
             return committedEntryExists(path, 2)
         }
         #expect(!committedEarly, "committed before the 2 s batch delay was over")

@@ -2,6 +2,7 @@ import Foundation
 import SQLiteSupport
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -27,7 +28,7 @@ struct MetadataStoreTests {
     // MARK: Migrations
 
     @Test func migrationsSetUserVersionOnANewDatabase() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         let store = try MetadataStore(path: path)
         try store.close()
@@ -37,7 +38,7 @@ struct MetadataStoreTests {
     }
 
     @Test func migrationsAreAppliedOnlyOnce() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         let first = try MetadataStore(path: path)
         first.entryCreated(sampleRecord(2, name: "kept"))
@@ -51,7 +52,7 @@ struct MetadataStoreTests {
     }
 
     @Test func aDatabaseFromANewerBuildIsRefused() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         try MetadataStore(path: path).close()
         let latest = StateDatabaseSchema.migrations.latestVersion
@@ -60,7 +61,7 @@ struct MetadataStoreTests {
     }
 
     @Test func reopeningAFileDatabaseKeepsEverything() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         let record = sampleRecord(5, name: "file", size: 42)
         let first = try MetadataStore(path: path)
@@ -184,7 +185,7 @@ struct MetadataStoreTests {
     }
 
     @Test func commitMakesChangesVisibleToAnotherConnection() throws {
-        let directory = TemporaryDirectory()
+        let directory = try TemporaryDirectory()
         let path = directory.path + "/state.db"
         // The flusher waits `slowBatchDelay` before its own commit, so the reader sees this commit's.
         let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -8,7 +9,9 @@ import Testing
 /// message a busy unmount prints.
 @Suite("Mount users")
 struct MountUsersTests {
-    let proc = TemporaryDirectory()
+    let proc: TemporaryDirectory
+
+    init() throws { proc = try TemporaryDirectory() }
 
     /// A process entry: `links` maps `cwd`, `root` and `fd/N` to their targets.
     private func process(_ pid: Int, comm: String, links: [String: String], maps: String = "") throws {

@@ -43,8 +43,8 @@ extension SyncEngineTests {
             #expect(try !node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
             #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
         }
-        try await pair.eventually("uploaded") { try lifecycle(pair.a, "doc.txt") == State(.local, .clean) }
-        try await pair.eventually("on B") { try contents(pair.b, "doc.txt") == bytes("second") }
+        try await eventually("uploaded") { try lifecycle(pair.a, "doc.txt") == State(.local, .clean) }
+        try await eventually("on B") { try contents(pair.b, "doc.txt") == bytes("second") }
     }
 
     @Test func aPlaceholderHydratesToLocalAndEvictionMakesItAPlaceholderAgain() async throws {
@@ -53,7 +53,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfB: viewOfB)
         let data = SeededGenerator.bytes(count: 1 << 20, seed: 5)
         _ = try pair.a.makeFile("big.bin", contents: data)
-        try await pair.eventually("on B") { try pair.b.childNames() == ["big.bin"] }
+        try await eventually("on B") { try pair.b.childNames() == ["big.bin"] }
         try await pair.settle()
         #expect(try lifecycle(pair.b, "big.bin") == State(.placeholder, .clean))
 
@@ -64,14 +64,14 @@ extension SyncEngineTests {
         #expect(hydration != nil)
         #expect(try lifecycle(pair.b, "big.bin") == State(.hydrating, .clean))
         viewOfB.delay(.chunk, by: nil)
-        try await pair.eventually("downloaded") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
+        try await eventually("downloaded") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
         #expect(try contents(pair.b, "big.bin") == data)
 
         let outcome = try pair.b.fs.residency.evict(below: try pair.b.lookupIno("big.bin")).first?.outcome
         #expect(outcome == .evicted(bytes: 1 << 20))
         #expect(try lifecycle(pair.b, "big.bin") == State(.placeholder, .clean))
         #expect(try contents(pair.b, "big.bin") == data, "read back through a new download")
-        try await pair.eventually("local again") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
+        try await eventually("local again") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
     }
 
     @Test func aRemoteChangeWhileDirtyLeavesTheLocalChangeInPlace() async throws {
@@ -79,7 +79,7 @@ extension SyncEngineTests {
         let viewOfA = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfA: viewOfA)
         _ = try pair.a.makeFile("doc.txt", contents: bytes("base"))
-        try await pair.eventually("on B") { try contents(pair.b, "doc.txt") == bytes("base") }
+        try await eventually("on B") { try contents(pair.b, "doc.txt") == bytes("base") }
         try await pair.settle()
 
         // A's uploads fail (its feed still works): A's edit stays dirty.
@@ -93,9 +93,9 @@ extension SyncEngineTests {
         let edited = try pair.b.fs.open(try pair.b.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(edited, bytes("edit on B"), at: 0)
         pair.b.fs.release(edited)
-        try await pair.eventually("B's edit committed") { pair.b.fs.outbox.items.isEmpty }
+        try await eventually("B's edit committed") { pair.b.fs.outbox.items.isEmpty }
         let reads = viewOfA.callCount(.changes)
-        try await pair.eventually("A read the feed since") { viewOfA.callCount(.changes) >= reads + 2 }
+        try await eventually("A read the feed since") { viewOfA.callCount(.changes) >= reads + 2 }
         #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty), "the remote change is deferred")
         #expect(try contents(pair.a, "doc.txt") == bytes("edit on A"))
 
@@ -103,6 +103,6 @@ extension SyncEngineTests {
         viewOfA.endOutage()
         pair.a.fs.outbox.expediteAll()
         try await pair.settle()
-        try await pair.eventually("clean") { try lifecycle(pair.a, "doc.txt").modification == .clean }
+        try await eventually("clean") { try lifecycle(pair.a, "doc.txt").modification == .clean }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -17,7 +18,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfA: faulty, policy: longBackoff)
         faulty.startOutage()
         try pair.a.makeFile("written-offline.txt", contents: Array("queued".utf8))
-        try await pair.eventually("the upload failed once") {
+        try await eventually("the upload failed once") {
             pair.a.fs.outbox.items.first?.attempts ?? 0 >= 1
         }
         // Waiting for the container is not failing (doc/SEMANTICS.md, "Failures, outages and restarts").
@@ -25,7 +26,7 @@ extension SyncEngineTests {
         #expect(waiting.failing.isEmpty && waiting.changesWaiting == 1 && !waiting.online && waiting.upToDate == false)
         faulty.endOutage()
         let ended = ContinuousClock.now
-        try await pair.eventually("the file on B") { try pair.b.childNames() == ["written-offline.txt"] }
+        try await eventually("the file on B") { try pair.b.childNames() == ["written-offline.txt"] }
         let elapsed = ContinuousClock.now - ended
         #expect(elapsed < .seconds(10), "took \(elapsed) after the outage ended")
         #expect(try contents(pair.b, "written-offline.txt") == Array("queued".utf8))

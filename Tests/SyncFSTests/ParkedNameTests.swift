@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -95,10 +96,10 @@ extension SyncEngineTests {
         let parked = try await commitParked(id, in: pair.container, device: "elsewhere")
 
         let parkingName = String(decoding: ParkingName.of(id), as: UTF8.self)
-        try await pair.eventually("the parked name on A and B") {
+        try await eventually("the parked name on A and B") {
             try pair.a.childNames() == [parkingName] && pair.b.childNames() == [parkingName]
         }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(300))  // scenario: time for a rename that must not come
         try await pair.settle()
         #expect(try await pair.container.entry(id)?.version == parked.version, "nobody renamed it")
     }
@@ -116,19 +117,19 @@ extension SyncEngineTests {
         faulty.startOutage([.changes, .waitForChanges])
         _ = try await commitParked(id, in: base, device: pair.a.fs.deviceIdentity)
         let parkingName = String(decoding: ParkingName.of(id), as: UTF8.self)
-        try await pair.eventually("the parked name on B") { try pair.b.childNames() == [parkingName] }
+        try await eventually("the parked name on B") { try pair.b.childNames() == [parkingName] }
         _ = try pair.b.makeFile("added.txt", in: try pair.b.lookupIno(parkingName), contents: Array("b".utf8))
-        try await pair.eventually("B's file in the container") {
+        try await eventually("B's file in the container") {
             pair.b.fs.outbox.items.isEmpty && pair.b.fs.outbox.inFlightCount == 0
         }
 
         try pair.a.fs.rmdir(parent: .root, name: FileName("d1"))
-        try await pair.eventually("the folder back on A, under its real name") {
+        try await eventually("the folder back on A, under its real name") {
             try pair.a.childNames() == ["d1"]
         }
         faulty.endOutage()
         try await pair.settle()
-        try await pair.eventually("d1 with B's file on both sides") {
+        try await eventually("d1 with B's file on both sides") {
             try contents(pair.a, "d1/added.txt") == Array("b".utf8) && pair.b.childNames() == ["d1"]
                 && contents(pair.b, "d1/added.txt") == Array("b".utf8)
         }
@@ -145,14 +146,14 @@ extension SyncEngineTests {
     private func syncedFolder(_ name: String, _ pair: SyncedPair) async throws -> FileID {
         let folder = try pair.a.mkdir(name)
         let id = try #require(pair.a.fileID(of: folder))
-        try await pair.eventually("\(name) on B") { try pair.b.childNames() == [name] }
+        try await eventually("\(name) on B") { try pair.b.childNames() == [name] }
         try await pair.settle()
         return id
     }
 
     /// Waits until A and B both hold just `name` at the top.
     private func expectNamed(_ name: String, _ pair: SyncedPair) async throws {
-        try await pair.eventually("\(name) on A and B") {
+        try await eventually("\(name) on A and B") {
             try pair.a.childNames() == [name] && pair.b.childNames() == [name]
         }
     }
@@ -162,12 +163,10 @@ extension SyncEngineTests {
     private func waitForRealName(
         _ id: FileID, _ name: String, in container: any Container, after version: EntryVersion
     ) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
-        var entry = try #require(try await container.entry(id))
-        while entry.version <= version && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            entry = try #require(try await container.entry(id))
+        try await eventually("a commit of \(name) past the parked version") {
+            try await container.entry(id).map { $0.version > version } ?? false
         }
+        let entry = try #require(try await container.entry(id))
         #expect(entry.version > version, "nothing was committed after the parked version")
         #expect(String(decoding: entry.state.name, as: UTF8.self) == name)
     }

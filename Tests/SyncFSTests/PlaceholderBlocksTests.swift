@@ -39,7 +39,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfB: slow)
         let data = SeededGenerator.bytes(count: 16 << 20, seed: 21)
         _ = try pair.a.makeFile("movie.bin", contents: data)
-        try await pair.eventually("on B") { try pair.b.childNames() == ["movie.bin"] }
+        try await eventually("on B") { try pair.b.childNames() == ["movie.bin"] }
         try await pair.settle()
 
         // A placeholder never downloaded: no cache file, known, one block without a `stat`.
@@ -52,7 +52,7 @@ extension SyncEngineTests {
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         try pair.b.fs.residency.ensureContent(handle, offset: 0, count: 4096)
         pair.b.fs.release(handle)
-        try await pair.eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
+        try await eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
         now = try blocks(pair.b, "movie.bin")
         #expect(now.placeholder && !now.knownAbsent, "\(now)")
         #expect(now.reported == now.onDisk && now.reported >= 8, "the partial file is measured: \(now)")
@@ -71,7 +71,7 @@ extension SyncEngineTests {
         // Downloaded: local, measured.
         slow.delay(.chunk, by: nil)
         #expect(try contents(pair.b, "movie.bin") == data)
-        try await pair.eventually("local") { try !blocks(pair.b, "movie.bin").placeholder }
+        try await eventually("local") { try !blocks(pair.b, "movie.bin").placeholder }
         now = try blocks(pair.b, "movie.bin")
         #expect(!now.knownAbsent && now.reported == now.onDisk && now.reported >= Int64(data.count / 512), "\(now)")
 
@@ -91,7 +91,7 @@ extension SyncEngineTests {
         let id = try #require(pair.b.fileID(of: ino))
         try pair.b.fs.unlink(parent: .root, name: FileName("movie.bin"))
         pair.b.fs.forget(ino, count: pair.b.fs.live.transact { $0.inodes.lookupCount(ino) })
-        try await pair.eventually("the cache file removed") { access(pair.b.fs.cache.path(for: id), F_OK) != 0 }
+        try await eventually("the cache file removed") { access(pair.b.fs.cache.path(for: id), F_OK) != 0 }
         #expect(pair.b.fs.cache.isKnownAbsent(id))
     }
 
@@ -101,7 +101,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         let good = SeededGenerator.bytes(count: 3 << 20, seed: 22)
         try pair.a.makeFile("doc.bin", contents: good)
-        try await pair.eventually("doc.bin on B") { (try? contents(pair.b, "doc.bin")) == good }
+        try await eventually("doc.bin on B") { (try? contents(pair.b, "doc.bin")) == good }
         let cacheFile = try #require(pair.b.cacheFilePath(of: try pair.b.lookupIno("doc.bin")))
         try pair.restartB {
             let fd = open(cacheFile, O_WRONLY)

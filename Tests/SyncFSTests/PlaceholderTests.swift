@@ -22,7 +22,7 @@ extension SyncEngineTests {
         let big = SeededGenerator.bytes(count: 6 << 20, seed: 7)
         _ = try pair.a.makeFile("big.bin", contents: big)
         _ = try pair.a.makeFile("small.txt", contents: Array("small".utf8))
-        try await pair.eventually("both names on B") { try pair.b.childNames() == ["big.bin", "small.txt"] }
+        try await eventually("both names on B") { try pair.b.childNames() == ["big.bin", "small.txt"] }
         try await pair.settle()
         #expect(try pair.b.fs.getattr(try pair.b.lookupIno("big.bin")).size == Int64(big.count))
         #expect(pair.engineB.status().bytesDownloaded == 0, "names and attributes only")
@@ -36,7 +36,7 @@ extension SyncEngineTests {
         try pair.b.fs.residency.ensureContent(handle, offset: 3 << 20, count: 4096)
         #expect(readBytes(handle.descriptor, count: 4096, at: 3 << 20) == Array(big[(3 << 20)..<((3 << 20) + 4096)]))
         #expect(try contents(pair.b, "big.bin") == big)
-        try await pair.eventually("local") { try xattr(pair.b, "big.bin", "state") == "local" }
+        try await eventually("local") { try xattr(pair.b, "big.bin", "state") == "local" }
         #expect(try xattr(pair.b, "small.txt", "state") == "online", "only what was read is downloaded")
         #expect(throws: FSError.noAttribute) { try pair.b.fs.getxattr(ino, name: "user.syncfs.error") }
         #expect(try pair.b.fs.listxattr(ino).allSatisfy { !$0.hasPrefix("user.syncfs.") })
@@ -49,7 +49,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         let data = SeededGenerator.bytes(count: 12 << 20, seed: 11)
         _ = try pair.a.makeFile("shared.bin", contents: data)
-        try await pair.eventually("on B") { try pair.b.childNames() == ["shared.bin"] }
+        try await eventually("on B") { try pair.b.childNames() == ["shared.bin"] }
         try await pair.settle()
         let results = Mutex<[[UInt8]]>([])
         nonisolated(unsafe) let reader = pair.b
@@ -67,7 +67,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair()
         _ = try pair.a.makeFile("replace.txt", contents: SeededGenerator.bytes(count: 1 << 20, seed: 3))
         _ = try pair.a.makeFile("append.txt", contents: Array("old".utf8))
-        try await pair.eventually("on B") { try pair.b.childNames() == ["append.txt", "replace.txt"] }
+        try await eventually("on B") { try pair.b.childNames() == ["append.txt", "replace.txt"] }
         try await pair.settle()
         let truncated = try pair.b.fs.open(
             try pair.b.lookupIno("replace.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
@@ -78,7 +78,7 @@ extension SyncEngineTests {
         try pair.b.write(appending, Array("+more".utf8), at: 3)
         pair.b.fs.release(appending)
         #expect(try contents(pair.b, "append.txt") == Array("old+more".utf8))
-        try await pair.eventually("A has both edits") {
+        try await eventually("A has both edits") {
             try contents(pair.a, "replace.txt") == Array("new".utf8)
                 && contents(pair.a, "append.txt") == Array("old+more".utf8)
         }
@@ -90,10 +90,10 @@ extension SyncEngineTests {
             _ = try pair.a.makeFile(
                 "f\(index)", contents: SeededGenerator.bytes(count: 1 << 20, seed: UInt64(index + 1)))
         }
-        try await pair.eventually("on B") { try pair.b.childNames().count == 6 }
+        try await eventually("on B") { try pair.b.childNames().count == 6 }
         try await pair.settle()
         for index in 0..<6 { _ = try contents(pair.b, "f\(index)") }
-        try await pair.eventually("all local") { pair.b.fs.residency.cacheUsage().localBytes == 6 << 20 }
+        try await eventually("all local") { pair.b.fs.residency.cacheUsage().localBytes == 6 << 20 }
 
         // A modified file is kept; a clean one goes and reads back right.
         let edited = try pair.b.fs.open(try pair.b.lookupIno("f0"), flags: O_WRONLY, caller: testCaller)
@@ -110,10 +110,10 @@ extension SyncEngineTests {
         // 90% of it; pinned and recently used ones stay.
         try await pair.settle()
         try pair.b.fs.residency.setPinned(try pair.b.lookupIno("f5"), true)
-        try await pair.eventually("the pin downloads f5") { try xattr(pair.b, "f5", "state") == "local" }
+        try await eventually("the pin downloads f5") { try xattr(pair.b, "f5", "state") == "local" }
         for name in ["f1", "f2", "f3"] { _ = try contents(pair.b, name) }
         // A download is marked local just after its last byte is served.
-        try await pair.eventually("5 MiB local") { pair.b.fs.residency.cacheUsage().localBytes == 5 << 20 }
+        try await eventually("5 MiB local") { pair.b.fs.residency.cacheUsage().localBytes == 5 << 20 }
         #expect(pair.b.fs.residency.enforceBudget(4 << 20) == 2)
         #expect(pair.b.fs.residency.cacheUsage().localBytes == 3 << 20)
         #expect(try xattr(pair.b, "f0", "state") == "online", "least recently used")
@@ -130,7 +130,7 @@ extension SyncEngineTests {
         let faulty = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: faulty)
         _ = try pair.a.makeFile("far.bin", contents: SeededGenerator.bytes(count: 1 << 20, seed: 5))
-        try await pair.eventually("on B") { try pair.b.childNames() == ["far.bin"] }
+        try await eventually("on B") { try pair.b.childNames() == ["far.bin"] }
         try await pair.settle()
         faulty.startOutage()
         let started = Date()
@@ -152,7 +152,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfB: slow)
         let data = SeededGenerator.bytes(count: 16 << 20, seed: 13)
         _ = try pair.a.makeFile("movie.bin", contents: data)
-        try await pair.eventually("on B") { try pair.b.childNames() == ["movie.bin"] }
+        try await eventually("on B") { try pair.b.childNames() == ["movie.bin"] }
         try await pair.settle()
         slow.delay(.chunk, by: .milliseconds(150))
         let ino = try pair.b.lookupIno("movie.bin")
@@ -160,7 +160,7 @@ extension SyncEngineTests {
         try pair.b.fs.residency.ensureContent(handle, offset: 0, count: 4096)
         #expect(readBytes(handle.descriptor, count: 4096, at: 0) == Array(data.prefix(4096)))
         pair.b.fs.release(handle)
-        try await pair.eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
+        try await eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
         #expect(try xattr(pair.b, "movie.bin", "state") == "online")
         let partial = pair.engineB.status().bytesDownloaded
         #expect(partial < Int64(data.count) / 2, "stopped early: \(partial) bytes")
@@ -170,16 +170,16 @@ extension SyncEngineTests {
         #expect(try contents(pair.b, "movie.bin") == data)
         let total = pair.engineB.status().bytesDownloaded
         #expect(total < Int64(data.count) + partial, "chunks on disk were reused: \(total) bytes in all")
-        try await pair.eventually("local") { try xattr(pair.b, "movie.bin", "state") == "local" }
+        try await eventually("local") { try xattr(pair.b, "movie.bin", "state") == "local" }
     }
 
     @Test func evictionRefusesAFileBeingWritten() async throws {
         let pair = try SyncedPair()
         _ = try pair.a.makeFile("doc.txt", contents: Array("synced".utf8))
-        try await pair.eventually("on B") { try pair.b.childNames() == ["doc.txt"] }
+        try await eventually("on B") { try pair.b.childNames() == ["doc.txt"] }
         try await pair.settle()
         _ = try contents(pair.b, "doc.txt")
-        try await pair.eventually("local") { pair.b.fs.residency.cacheUsage().localBytes == 6 }
+        try await eventually("local") { pair.b.fs.residency.cacheUsage().localBytes == 6 }
         let ino = try pair.b.lookupIno("doc.txt")
         // A content change in progress (a write or truncate between its bracket) keeps the file.
         let node = try #require(pair.b.fs.live.transact { tree in tree.nodes[ino] })

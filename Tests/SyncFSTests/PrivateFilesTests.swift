@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SQLiteSupport
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -10,20 +11,14 @@ import Testing
 /// private, loose directories of ours are tightened, other users' are refused.
 @Suite("Private files: modes, tightening, refusal")
 struct PrivateFilesTests {
-    private func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/syncfs-privatefiles-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-        return String(cString: made)
-    }
-
     private func mode(_ path: String) -> mode_t {
         var info = stat()
         return lstat(path, &info) == 0 ? info.st_mode & 0o7777 : 0o7777
     }
 
     @Test func newDirectoriesAndParentsAre0700AndLooseOnesOfOursAreTightened() throws {
-        let base = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory("syncfs-privatefiles")
+        let base = temporary.path
         try PrivateFiles.directory(base + "/a/b/c")
         for path in ["/a", "/a/b", "/a/b/c"] { #expect(mode(base + path) == 0o700, "\(path)") }
 
@@ -34,8 +29,8 @@ struct PrivateFilesTests {
     }
 
     @Test func anotherUsersDirectoryIsRefusedAndASymlinkToo() throws {
-        let base = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory("syncfs-privatefiles")
+        let base = temporary.path
         mkdir(base + "/theirs", 0o700)
         chown(base + "/theirs", 65534, 65534)
         #expect(throws: PrivateFiles.Refusal.self) { try PrivateFiles.directory(base + "/theirs") }
@@ -55,8 +50,8 @@ struct PrivateFilesTests {
     }
 
     @Test func aStateDirectoryOfAnotherUserIsRefusedWithHowToFixIt() throws {
-        let base = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory("syncfs-privatefiles")
+        let base = temporary.path
         mkdir(base + "/state", 0o755)
         chown(base + "/state", 65534, 65534)
         do {
@@ -69,8 +64,8 @@ struct PrivateFilesTests {
     }
 
     @Test func aLooseDatabaseAndItsLogAreTightenedAndANewOneIs0600() throws {
-        let base = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let temporary = try TemporaryDirectory("syncfs-privatefiles")
+        let base = temporary.path
         do {
             let connection = try SQLiteConnection(path: base + "/new.db")
             try connection.execute("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)")

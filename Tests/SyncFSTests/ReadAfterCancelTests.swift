@@ -20,7 +20,7 @@ extension SyncEngineTests {
         let slow = FaultInjectingContainer(base)
         let pair = try SyncedPair(container: base, viewOfB: slow)
         _ = try pair.a.makeFile(name, contents: SeededGenerator.bytes(count: 4 << 20, seed: seed))
-        try await pair.eventually("on B") { try pair.b.childNames() == [name] }
+        try await eventually("on B") { try pair.b.childNames() == [name] }
         try await pair.settle()
         slow.delay(.chunk, by: chunkDelay)
         return (pair, try pair.b.lookupIno(name))
@@ -39,7 +39,7 @@ extension SyncEngineTests {
 
         let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
         pair.b.fs.release(truncating)
-        try await pair.eventually("the read is answered") {
+        try await eventually("the read is answered") {
             outcome.withLock { $0 } != nil
         }
         #expect(outcome.withLock { $0 } == .some(nil), "answered from the cache file, not ESTALE")
@@ -61,7 +61,7 @@ extension SyncEngineTests {
 
         let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
         pair.b.fs.release(truncating)
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(300))  // scenario: time for a second answer that must not come
         #expect(outcomes.withLock { $0 } == [.io(EINTR)], "answered once, with EINTR")
         #expect(try pair.b.fs.getattr(ino).size == 0)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -9,15 +10,9 @@ import Testing
 /// parts (`WriteFailures`, the `write_failures` fact, the content state). The full-disk behaviour
 /// on a real mount is `MountTests.FullDiskTest`.
 @Suite struct SpaceReserveTests {
-    private func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/syncfs-reserve-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-        return String(cString: made)
-    }
-
     @Test func theReserveIsAPrivateFileOfAllocatedBlocksReleasedOnceAndMadeAgain() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("syncfs-reserve")
+        let directory = temporary.path
         let old = umask(0)
         defer { umask(old) }
         let reserve = SpaceReserve(directory: directory, size: 256 << 10, logger: nil)
@@ -38,8 +33,8 @@ import Testing
     }
 
     @Test func withoutRoomThereIsNoReserveAndWritesMustLeaveItsRoom() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("syncfs-reserve")
+        let directory = temporary.path
         let reserve = SpaceReserve(directory: directory, size: 1 << 60, logger: nil)
         #expect(!reserve.isHeld)
         #expect(access(directory + "/reserve", F_OK) != 0)
@@ -49,8 +44,8 @@ import Testing
     }
 
     @Test func aSymlinkInPlaceOfTheReserveIsNeverFollowed() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("syncfs-reserve")
+        let directory = temporary.path
         let target = directory + "/elsewhere"
         _ = FileManager.default.createFile(atPath: target, contents: Data("keep".utf8))
         #expect(symlink(target, directory + "/reserve") == 0)

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -40,7 +41,7 @@ import Testing
         #expect(try pair.a.childNames() == [], "a stale version re-created a deleted entry")
         // Once the real follower reaches the tombstones, the bases kept for them are dropped.
         let uploads = UploadRecords(fileSystem: pair.a.fs)
-        try await pair.eventually("the tombstone bases are dropped") {
+        try await eventually("the tombstone bases are dropped") {
             ids.allSatisfy { uploads.syncBase(of: $0) == nil }
         }
         #expect(try pair.a.childNames() == [])
@@ -79,7 +80,7 @@ import Testing
         try await pair.settle()
         #expect(try await pair.container.entry(folderID)?.isDeleted == true, "the folder came back in the container")
         #expect(try pair.a.childNames() == [])
-        try await pair.eventually("B is empty") { try pair.b.childNames() == [] }
+        try await eventually("B is empty") { try pair.b.childNames() == [] }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SQLiteSupport
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -10,14 +11,6 @@ import Testing
 /// a shell reads back word for word.
 @Suite("State directory scan")
 struct StateDirectoryScanTests {
-    private func temporaryRoot() throws -> String {
-        var template = Array("/tmp/syncfs-scan-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
-        let root = String(cString: made)
-        chmod(root, 0o700)
-        return root
-    }
-
     /// A minimal state database: the facts and `queued` outbox rows.
     private func makeState(_ directory: String, container: String, mountpoint: String, queued: Int) throws {
         mkdir(directory, 0o700)
@@ -29,8 +22,8 @@ struct StateDirectoryScanTests {
     }
 
     @Test func aFlockHeldByAnyProcessIsSeenInProcLocks() throws {
-        let root = try temporaryRoot()
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        let temporary = try TemporaryDirectory("syncfs-scan")
+        let root = temporary.path
         let fd = open(root + "/lock", O_RDWR | O_CREAT, 0o600)
         try #require(fd >= 0)
         var info = stat()
@@ -44,8 +37,8 @@ struct StateDirectoryScanTests {
     }
 
     @Test func onlyIdleStateDirectoriesWithQueuedChangesAreWaiting() throws {
-        let root = try temporaryRoot()
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        let temporary = try TemporaryDirectory("syncfs-scan")
+        let root = temporary.path
         try makeState(root + "/queued", container: "/data/box", mountpoint: "/home/me/Box", queued: 3)
         try makeState(root + "/clean", container: "/data/box", mountpoint: "/home/me/Clean", queued: 0)
         try makeState(root + "/live", container: "/data/box", mountpoint: "/home/me/Live", queued: 2)
@@ -67,8 +60,8 @@ struct StateDirectoryScanTests {
     }
 
     @Test func aStateRootOthersCanWriteToIsNotRead() throws {
-        let root = try temporaryRoot()
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        let temporary = try TemporaryDirectory("syncfs-scan")
+        let root = temporary.path
         try makeState(root + "/queued", container: "/data/box", mountpoint: "/home/me/Box", queued: 1)
         chmod(root, 0o777)
         let scan = StateDirectoryScan.scan(root: root)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -73,11 +74,6 @@ final class SyncedPair {
         engineB.stop()
     }
 
-    /// Waits (up to 20 s) until `condition` holds (the shared `eventually`).
-    func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-        try await SyncFSTests.eventually(what, condition)
-    }
-
     /// Both queues empty.
     func settle() async throws {
         try await eventually("both outboxes drain") {
@@ -107,7 +103,7 @@ struct SyncEngineTests {
         let pair = try SyncedPair()
         let text = Array(String(repeating: "hello sync ", count: 10_000).utf8)
         try pair.a.makeFile("note.txt", contents: text)
-        try await pair.eventually("note.txt on B") { try contents(pair.b, "note.txt") == text }
+        try await eventually("note.txt on B") { try contents(pair.b, "note.txt") == text }
         #expect(try pair.b.fs.getattr(pair.b.lookupIno("note.txt")).mode == 0o644)
     }
 
@@ -115,36 +111,36 @@ struct SyncEngineTests {
         let pair = try SyncedPair()
         let dir = try pair.a.mkdir("docs")
         try pair.a.makeFile("draft.txt", contents: Array("v1".utf8))
-        try await pair.eventually("draft on B") { try contents(pair.b, "draft.txt") == Array("v1".utf8) }
+        try await eventually("draft on B") { try contents(pair.b, "draft.txt") == Array("v1".utf8) }
         let inoOnB = try pair.b.lookupIno("draft.txt")
         try pair.a.fs.rename(
             parent: .root, name: FileName("draft.txt"), newParent: dir, newName: FileName("final.txt"), flags: [])
-        try await pair.eventually("moved on B") { try contents(pair.b, "docs/final.txt") == Array("v1".utf8) }
+        try await eventually("moved on B") { try contents(pair.b, "docs/final.txt") == Array("v1".utf8) }
         let docsOnB = try pair.b.lookupIno("docs")
         #expect(try pair.b.lookupIno("final.txt", in: docsOnB) == inoOnB, "a rename is a rename, not delete + create")
         #expect(throws: FSError.notFound) { try pair.b.lookupIno("draft.txt") }
         try pair.a.fs.unlink(parent: dir, name: FileName("final.txt"))
         try pair.a.fs.rmdir(parent: .root, name: FileName("docs"))
-        try await pair.eventually("deleted on B") { try pair.b.childNames() == [] }
+        try await eventually("deleted on B") { try pair.b.childNames() == [] }
     }
 
     @Test func modeTimesAndXattrsPropagate() async throws {
         let pair = try SyncedPair()
         let ino = try pair.a.makeFile("script.sh", contents: Array("#!/bin/sh\n".utf8))
-        try await pair.eventually("script on B") { try pair.b.childNames() == ["script.sh"] }
+        try await eventually("script on B") { try pair.b.childNames() == ["script.sh"] }
         var changes = AttributeChanges()
         changes.mode = 0o755
         changes.mtime = .at(1_600_000_000_123_456_789)
         _ = try pair.a.fs.setattr(ino, changes, handle: nil)
         try pair.a.fs.setxattr(ino, name: "user.tag", value: Array("blue".utf8), mode: .any)
-        try await pair.eventually("attributes on B") {
+        try await eventually("attributes on B") {
             let attributes = try pair.b.fs.getattr(pair.b.lookupIno("script.sh"))
             let tag = try? pair.b.fs.getxattr(pair.b.lookupIno("script.sh"), name: "user.tag")
             return attributes.mode == 0o755 && attributes.mtime == 1_600_000_000_123_456_789
                 && tag == Array("blue".utf8)
         }
         try pair.a.fs.removexattr(ino, name: "user.tag")
-        try await pair.eventually("xattr removed on B") {
+        try await eventually("xattr removed on B") {
             (try? pair.b.fs.getxattr(pair.b.lookupIno("script.sh"), name: "user.tag")) == nil
         }
     }
@@ -163,14 +159,14 @@ struct SyncEngineTests {
     @Test func remoteContentIsSwappedInAndAnOpenReaderKeepsTheOldContent() async throws {
         let pair = try SyncedPair()
         let ino = try pair.a.makeFile("doc.txt", contents: Array("old content".utf8))
-        try await pair.eventually("doc on B") { try contents(pair.b, "doc.txt") == Array("old content".utf8) }
+        try await eventually("doc on B") { try contents(pair.b, "doc.txt") == Array("old content".utf8) }
         let inoB = try pair.b.lookupIno("doc.txt")
         let reader = try pair.b.fs.open(inoB, flags: O_RDONLY, caller: testCaller)
         defer { pair.b.fs.release(reader) }
         let writer = try pair.a.fs.open(ino, flags: O_RDWR | O_TRUNC, caller: testCaller)
         try pair.a.write(writer, Array("new content, longer".utf8), at: 0)
         pair.a.fs.release(writer)
-        try await pair.eventually("new content on B") {
+        try await eventually("new content on B") {
             try contents(pair.b, "doc.txt") == Array("new content, longer".utf8)
         }
         #expect(readBytes(reader.descriptor, count: 100, at: 0) == Array("old content".utf8))
@@ -183,7 +179,7 @@ struct SyncEngineTests {
     @Test func aRemoteEditGivesTheKernelAFreshInodeOnlyIfItKnowsTheOldOne() async throws {
         let pair = try SyncedPair()
         let ino = try pair.a.makeFile("log.txt", contents: Array("one".utf8))
-        try await pair.eventually("log on B") { try contents(pair.b, "log.txt") == Array("one".utf8) }
+        try await eventually("log on B") { try contents(pair.b, "log.txt") == Array("one".utf8) }
         let inoB = try pair.b.lookupIno("log.txt")
         let idB = pair.b.fileID(of: inoB)
         var writer = try pair.a.fs.open(ino, flags: O_RDWR, caller: testCaller)
@@ -191,7 +187,7 @@ struct SyncEngineTests {
         pair.a.fs.release(writer)
         // The "kernel" (these lookups) knows inoB: under the writeback cache it would keep the old
         // size and mtime for it, so the new version comes as a new inode, same identity.
-        try await pair.eventually("edit on B") { try contents(pair.b, "log.txt") == Array("onetwo".utf8) }
+        try await eventually("edit on B") { try contents(pair.b, "log.txt") == Array("onetwo".utf8) }
         let second = try pair.b.lookupIno("log.txt")
         #expect(second != inoB)
         #expect(pair.b.fileID(of: second) == idB)
@@ -201,7 +197,7 @@ struct SyncEngineTests {
         writer = try pair.a.fs.open(ino, flags: O_RDWR, caller: testCaller)
         try pair.a.write(writer, Array("three".utf8), at: 6)
         pair.a.fs.release(writer)
-        try await pair.eventually("second edit on B") {
+        try await eventually("second edit on B") {
             pair.b.fs.live.transact { tree in tree.nodes[second]?.size.load(ordering: .relaxed) == 11 }
         }
         #expect(try pair.b.lookupIno("log.txt") == second)
@@ -213,14 +209,14 @@ struct SyncEngineTests {
             policy: UploadQueue.Policy(quietDelay: 300_000_000, initialBackoff: 20_000_000, maximumBackoff: 200_000_000)
         )
         try pair.a.makeFile("essay.txt", contents: Array("draft 1".utf8))
-        try await pair.eventually("essay on B") { try contents(pair.b, "essay.txt") == Array("draft 1".utf8) }
+        try await eventually("essay on B") { try contents(pair.b, "essay.txt") == Array("draft 1".utf8) }
         let idOnB = pair.b.fileID(of: try pair.b.lookupIno("essay.txt"))
         // An editor's save: write a temporary file, rename it over the original.
         try pair.a.makeFile(".essay.txt.swp", contents: Array("draft 2".utf8))
         try pair.a.fs.rename(
             parent: .root, name: FileName(".essay.txt.swp"), newParent: .root, newName: FileName("essay.txt"),
             flags: [])
-        try await pair.eventually("save on B") { try contents(pair.b, "essay.txt") == Array("draft 2".utf8) }
+        try await eventually("save on B") { try contents(pair.b, "essay.txt") == Array("draft 2".utf8) }
         #expect(pair.b.fileID(of: try pair.b.lookupIno("essay.txt")) == idOnB, "same identity")
         try await pair.settle()
         #expect(try pair.b.childNames() == ["essay.txt"], "the temporary file never appeared")
@@ -231,7 +227,7 @@ struct SyncEngineTests {
         let pair = try SyncedPair(policy: slow)
         try pair.a.makeFile("shared.txt", contents: Array("base".utf8))
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("shared on B") { try contents(pair.b, "shared.txt") == Array("base".utf8) }
+        try await eventually("shared on B") { try contents(pair.b, "shared.txt") == Array("base".utf8) }
         let handleA = try pair.a.fs.open(
             try pair.a.lookupIno("shared.txt"), flags: O_RDWR | O_TRUNC, caller: testCaller)
         try pair.a.write(handleA, Array("edited on A".utf8), at: 0)
@@ -243,7 +239,7 @@ struct SyncEngineTests {
         pair.a.fs.outbox.expediteAll()
         pair.b.fs.outbox.expediteAll()
         try await pair.settle()
-        try await pair.eventually("both trees hold both versions") {
+        try await eventually("both trees hold both versions") {
             let namesA = try pair.a.childNames()
             let namesB = try pair.b.childNames()
             guard namesA.count == 2, namesA == namesB else { return false }
@@ -262,7 +258,7 @@ struct SyncEngineTests {
         try pair.restartB()
         #expect(pair.b.fs.outbox.items.count == 1, "the queue is rebuilt from the database")
         pair.b.fs.outbox.expediteAll()
-        try await pair.eventually("offline.txt on A") {
+        try await eventually("offline.txt on A") {
             try contents(pair.a, "offline.txt") == Array("written before the restart".utf8)
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -18,7 +19,10 @@ extension SyncEngineTests {
         faulty.startOutage()
         try pair.a.makeFile("during-outage.txt", contents: Array("queued".utf8))
         try pair.a.mkdir("folder")
-        try await Task.sleep(for: .milliseconds(300))
+        try await eventually("A's status shows the outage") {
+            let status = pair.engineA.status()
+            return status.lastContainerError != nil && !status.online
+        }
         #expect(try pair.b.childNames() == [], "nothing can reach the container")
         #expect(pair.a.fs.outbox.items.count == 2, "nothing was dropped")
         let status = pair.engineA.status()
@@ -28,7 +32,7 @@ extension SyncEngineTests {
         #expect(status.changesWaiting == 2 && status.upToDate == false)
         faulty.endOutage()
         pair.a.fs.outbox.expediteAll()
-        try await pair.eventually("both on B") { try pair.b.childNames() == ["during-outage.txt", "folder"] }
+        try await eventually("both on B") { try pair.b.childNames() == ["during-outage.txt", "folder"] }
         #expect(try contents(pair.b, "during-outage.txt") == Array("queued".utf8))
         try await pair.settle()
         #expect(pair.engineA.status().failing.isEmpty)
@@ -40,7 +44,7 @@ extension SyncEngineTests {
         let pair = try SyncedPair(container: base, viewOfA: faulty)
         faulty.loseNextCommitAnswers(3)
         try pair.a.makeFile("once.txt", contents: Array("exactly once".utf8))
-        try await pair.eventually("once.txt on B") { try contents(pair.b, "once.txt") == Array("exactly once".utf8) }
+        try await eventually("once.txt on B") { try contents(pair.b, "once.txt") == Array("exactly once".utf8) }
         try await pair.settle()
         #expect(try pair.a.childNames() == ["once.txt"], "no conflicted copy of our own commit")
         #expect(try pair.b.childNames() == ["once.txt"])
@@ -55,7 +59,7 @@ extension SyncEngineTests {
         faulty.failNextPutChunksAsPartialWrites(2)
         let data = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
         try pair.a.makeFile("big.bin", contents: data)
-        try await pair.eventually("big.bin on B") { try contents(pair.b, "big.bin") == data }
+        try await eventually("big.bin on B") { try contents(pair.b, "big.bin") == data }
     }
 
     @Test func aCorruptChunkIsDetectedAndNeverInstalled() async throws {
@@ -66,7 +70,7 @@ extension SyncEngineTests {
         faulty.corruptNextChunkPayloads(2)
         let text = Array(String(repeating: "verified ", count: 5_000).utf8)
         try pair.a.makeFile("checked.txt", contents: text)
-        try await pair.eventually("checked.txt on B, intact") { try contents(pair.b, "checked.txt") == text }
+        try await eventually("checked.txt on B, intact") { try contents(pair.b, "checked.txt") == text }
         #expect(faulty.callCount(.chunk) >= 3, "the corrupt downloads were retried")
     }
 }

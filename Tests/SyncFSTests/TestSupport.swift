@@ -1,24 +1,10 @@
 import Foundation
 import Glibc
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncFS
-
-/// A fresh directory under the system's temporary directory, removed when the value goes away.
-final class TemporaryDirectory: Sendable {
-    let path: String
-
-    init() {
-        let base = URL(fileURLWithPath: NSTemporaryDirectory())
-        var template = Array(base.appendingPathComponent("syncfs-tests-XXXXXX").path.utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        precondition(made != nil, "mkdtemp failed: \(errno)")
-        path = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 /// The caller every test acts as (ids chosen to differ from the test process's own).
 let testCaller = Caller(uid: 1234, gid: 5678)
@@ -26,7 +12,7 @@ let testCaller = Caller(uid: 1234, gid: 5678)
 /// A `SyncFileSystem` over a temporary state directory (`state.db` + `cache/`), as the daemon
 /// builds it, without FUSE. `reopen()` shuts it down and builds a new one over the same state.
 final class FileSystemFixture {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     private(set) var fileSystem: SyncFileSystem
     private var isShutDown = false
 
@@ -41,6 +27,7 @@ final class FileSystemFixture {
     init(uploadPolicy: UploadQueue.Policy = .standard, batchDelay: Duration = .milliseconds(5)) throws {
         self.uploadPolicy = uploadPolicy
         self.batchDelay = batchDelay
+        directory = try TemporaryDirectory()
         fileSystem = try Self.open(directory.path, uploadPolicy: uploadPolicy, batchDelay: batchDelay)
     }
 
@@ -141,18 +128,6 @@ func readBytes(_ descriptor: Int32, count: Int, at offset: Int64) -> [UInt8] {
 
 /// The UTF-8 bytes of `text`.
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
-
-/// Waits (up to 20 s) until `condition` holds, sleeping without blocking a thread; records an
-/// issue naming `what` and throws if it never does. Shared by the engine fixtures.
-func eventually(_ what: String, _ condition: () throws -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(20)
-    while Date() < deadline {
-        if (try? condition()) == true { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    Issue.record("timed out waiting for: \(what)")
-    throw CancellationError()
-}
 
 /// Runs a blocking wait (a socket read with a timeout, a SQLite busy wait, a flusher's delay) on a
 /// thread of its own and returns its result: a test that waits for seconds must not hold one of Swift's cooperative threads (two on

@@ -1,6 +1,7 @@
 import Foundation
 import SyncBackend
 import SyncBackendTesting
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -36,7 +37,7 @@ import Testing
         let seeder = SyncEngine(fileSystem: seeding.fs, container: source, logger: .init(label: "t"))
         seeder.start()
         for index in 0..<20 { try seeding.makeFile("f\(index)", contents: Array("x".utf8)) }
-        let uploaded = waitFor(timeout: 30) { seeding.fs.outbox.items.isEmpty }
+        let uploaded = waitUntil(timeout: 30) { seeding.fs.outbox.items.isEmpty }
         seeder.stop()
         try #require(uploaded, "the seeding mount did not upload its files")
 
@@ -81,14 +82,4 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(300))
         #expect(TreeAttach.isNeeded(try fixture.fs.store.load().facts), "still a first mount")
     }
-}
-
-/// Polls `condition` every 20 ms until it holds or `timeout` seconds pass.
-private func waitFor(timeout: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(20_000)
-    }
-    return condition()
 }

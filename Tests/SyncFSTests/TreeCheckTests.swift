@@ -1,5 +1,6 @@
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
@@ -12,7 +13,7 @@ struct TreeCheckTests {
         let pair = try SyncedPair()
         _ = try pair.a.makeFile("a.txt", contents: Array("a".utf8))
         _ = try pair.a.mkdir("d")
-        try await pair.eventually("both on B") { try Set(pair.b.childNames()) == ["a.txt", "d"] }
+        try await eventually("both on B") { try Set(pair.b.childNames()) == ["a.txt", "d"] }
         try await pair.settle()
         let report = try #require(pair.engineB.verifyTree(timeout: .seconds(20)))
         #expect(report.matched && report.isConsistent && report.entries == 2, "\(report)")
@@ -25,9 +26,9 @@ struct TreeCheckTests {
         let view = SwitchingView(base: container)
         let pair = try SyncedPair(container: container, viewOfB: view)
         _ = try pair.a.makeFile("real.txt", contents: Array("real".utf8))
-        try await pair.eventually("both on B") { try Set(pair.b.childNames()) == ["real.txt", "made-up.txt"] }
+        try await eventually("both on B") { try Set(pair.b.childNames()) == ["real.txt", "made-up.txt"] }
         view.switchToHonest()
-        try await pair.eventually("made-up.txt gone from B") { try pair.b.childNames() == ["real.txt"] }
+        try await eventually("made-up.txt gone from B") { try pair.b.childNames() == ["real.txt"] }
         try await pair.settle()
         #expect(try await container.entry(SwitchingView.madeUpID) == nil)
         let report = try #require(pair.engineB.verifyTree(timeout: .seconds(20)))
@@ -42,9 +43,9 @@ struct TreeCheckTests {
         let report = try #require(pair.engineB.verifyTree(timeout: .seconds(20)))
         #expect(report.error != nil && !report.isConsistent, "\(report)")
         _ = try pair.a.makeFile("later.txt", contents: Array("x".utf8))
-        try await pair.eventually("later.txt on B") { try contents(pair.b, "later.txt") == Array("x".utf8) }
+        try await eventually("later.txt on B") { try contents(pair.b, "later.txt") == Array("x".utf8) }
         // Nor is the mount shown as failing: the follower is caught up, without an error.
-        try await pair.eventually("B caught up without a failure") {
+        try await eventually("B caught up without a failure") {
             let progress = pair.engineB.progress
             return progress.feedCaughtUp && progress.lastFailure == nil
         }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncMerge
@@ -52,9 +53,8 @@ struct MergeCommandIdentityTests {
     }
 
     @Test func aHostilePathInPlaceholdersIsNeverExecuted() throws {
-        var template = Array("/tmp/syncmerge-hostile-XXXXXX".utf8CString)
-        let directory = String(cString: try #require(mkdtemp(&template)))
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("syncmerge-hostile")
+        let directory = temporary.path
         chmod(directory, 0o777)
         let marker = directory + "/pwned"
         let path = "$(touch \(marker))`touch \(marker)`;touch \(marker) '\"\n.txt"
@@ -86,9 +86,8 @@ struct MergeCommandIdentityTests {
             identity: identity)
         #expect(throws: MergeWorkspace.Failure.self) { try workspace.read("local", limit: 1 << 20) }
         // Removal goes through descriptors: a symlink to a folder outside is removed, not followed.
-        var template = Array("/tmp/syncmerge-outside-XXXXXX".utf8CString)
-        let outside = String(cString: try #require(mkdtemp(&template)))
-        defer { try? FileManager.default.removeItem(atPath: outside) }
+        let temporaryOutside = try TemporaryDirectory("syncmerge-outside")
+        let outside = temporaryOutside.path
         _ = FileManager.default.createFile(atPath: outside + "/keep", contents: Data("x".utf8))
         symlink(outside, workspace.path + "/sub/out")
         workspace.remove()

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncMerge
@@ -47,9 +48,8 @@ struct MergeCommandTableTests {
 
     /// A fresh 0700 directory below /tmp (sticky, root's: a trusted ancestor), removed after `body`.
     func withDirectory(_ body: (String) throws -> Void) throws {
-        var template = Array("/tmp/syncmerge-config-XXXXXX".utf8CString)
-        let directory = String(cString: try #require(mkdtemp(&template)))
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("syncmerge-config")
+        let directory = temporary.path
         try body(directory)
     }
 

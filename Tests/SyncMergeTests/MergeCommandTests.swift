@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncMerge
@@ -7,10 +8,8 @@ import Testing
 struct MergeCommandTests {
     /// A fresh directory, removed after `body`.
     func withDirectory(_ body: (String) throws -> Void) throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("syncmerge-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try body(path)
+        let directory = try TemporaryDirectory("syncmerge")
+        try body(directory.path)
     }
 
     func run(_ command: String, timeout: Int = 10, in directory: String = "/") -> (MergeCommandResult, Duration) {
@@ -66,13 +65,11 @@ struct MergeCommandTests {
             let pid = try String(contentsOfFile: directory + "/bg.pid", encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             // Gone, or a zombie waiting for its new parent to reap it.
-            var alive = true
-            for _ in 0..<40 where alive {
+            let gone = waitUntil(timeout: 2) {
                 let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-                alive = !stat.isEmpty && !stat.contains(") Z ")
-                if alive { Thread.sleep(forTimeInterval: 0.05) }
+                return stat.isEmpty || stat.contains(") Z ")
             }
-            #expect(!alive, "background process \(pid) still running")
+            #expect(gone, "background process \(pid) still running")
         }
     }
 

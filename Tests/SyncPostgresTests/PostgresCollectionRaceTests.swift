@@ -247,7 +247,7 @@ private struct Worker {
                 try await container.putChunk(chunk)
                 return
             } catch .unavailable {
-                try await Task.sleep(for: .milliseconds(10))
+                try await Task.sleep(for: .milliseconds(10))  // scenario: a client retrying after `unavailable`
             }
         }
         throw TestFailure("\(name): chunk \(chunk.hash) was never stored")

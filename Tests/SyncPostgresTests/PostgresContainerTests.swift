@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncPostgres
@@ -47,8 +48,8 @@ import Testing
         let (committed, elapsed) = try await Self.load(a, b, perWorker: perWorker)
         for versions in committed { #expect(versions == versions.sorted() && Set(versions).count == versions.count) }
         #expect(committed.flatMap { $0 }.sorted() == Array(1...EntryVersion(4 * perWorker)))
-        let local = NSTemporaryDirectory() + "syncpostgres-local-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: local) }
+        let temporary = try TemporaryDirectory("syncpostgres-local")
+        let local = temporary.path + "/container"
         let (_, localElapsed) = try await Self.load(
             try LocalContainer.openOrCreate(at: local), try LocalContainer.openOrCreate(at: local),
             perWorker: perWorker)
@@ -266,11 +267,11 @@ import Testing
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
             WHERE datname = current_database() AND pid <> pg_backend_pid()
             """)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while second.isListening, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        // The cut may heal before it is seen; either way the store listens again below.
+        try? await eventually("the store sees the cut", timeout: 30) { !second.isListening }
         try await waitUntilListening(second)
         let waiter = Task { try await b.waitForChanges(after: .beginning, timeout: .seconds(50)) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(300))  // let the waiter read version 0 and sleep
         // The pool may hand out a connection that was cut: that answer is `unavailable`, then it heals.
         var outcome: CommitOutcome?
         for _ in 0..<10 where outcome == nil {

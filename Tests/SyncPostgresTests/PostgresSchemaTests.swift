@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncPostgres
@@ -63,7 +64,7 @@ import Testing
         options.operationTimeout = .seconds(1)
         let (logger, logged) = CapturingLogHandler.logger()
         options.logger = logger
-        let blobs = try LocalChunkBlobStore.create(at: NSTemporaryDirectory() + "deadpg-" + UUID().uuidString)
+        let blobs = try LocalChunkBlobStore.create(at: try makeTemporaryDirectory("deadpg"))
         do {
             _ = try await PostgresStore.open(settings: settings, blobs: blobs, options: options)
             Issue.record("a dead server was opened")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncPostgres
@@ -68,9 +69,8 @@ struct PostgresSettingsTests {
     }
 
     @Test func passwordFromThePasswordFile() throws {
-        let directory = NSTemporaryDirectory() + "pgpass-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = try TemporaryDirectory("pgpass")
+        let directory = temporary.path
         let file = directory + "/.pgpass"
         let lines = [
             "# comment", "other:5432:files:alice:wrong", "db:5432:files:bob:wrong",

@@ -4,6 +4,7 @@ import PostgresNIO
 import SyncBackend
 import SyncPostgresTesting
 import Synchronization
+import TestSupport
 
 @testable import SyncPostgres
 
@@ -26,7 +27,7 @@ final class PostgresFixture: Sendable {
     /// A fresh database; initialised (the schema made) unless `initialize` is false.
     static func make(initialize: Bool = true) async throws -> PostgresFixture {
         let database = try await PostgresScratchDatabase.create()
-        let directory = NSTemporaryDirectory() + "syncpostgres-" + UUID().uuidString
+        let directory = try makeTemporaryDirectory("syncpostgres")
         let fixture = try PostgresFixture(database: database, blobDirectory: directory)
         if initialize { try await PostgresStore.initialize(settings: fixture.settings) }
         return fixture
@@ -60,13 +61,9 @@ final class PostgresFixture: Sendable {
     }
 }
 
-/// Waits (polling, generous deadline) until `store` listens for notifications.
+/// Waits (generous deadline) until `store` listens for notifications.
 func waitUntilListening(_ store: PostgresStore) async throws {
-    let deadline = ContinuousClock.now + .seconds(30)
-    while !store.isListening {
-        guard ContinuousClock.now < deadline else { throw TestFailure("the store never started listening") }
-        try await Task.sleep(for: .milliseconds(20))
-    }
+    try await eventually("the store listens for notifications", timeout: 30) { store.isListening }
 }
 
 struct TestFailure: Error, CustomStringConvertible {

@@ -1,6 +1,7 @@
 import Foundation
 import SyncBackend
 import SyncPostgresTesting
+import TestSupport
 import Testing
 
 @testable import SyncPostgres
@@ -67,7 +68,7 @@ import Testing
             _ = try await PostgresStore.open(
                 settings: settings,
                 blobs: LocalChunkBlobStore.create(
-                    at: NSTemporaryDirectory() + "syncpostgres-" + UUID().uuidString), options: options)
+                    at: try makeTemporaryDirectory("syncpostgres")), options: options)
         }
         await #expect(throws: PostgresStoreError.databaseMissing(settings.description)) {
             try await PostgresStore.initialize(settings: settings, options: options)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import SyncS3
@@ -20,9 +21,8 @@ import Testing
     }
 
     @Test func credentialsFileProfiles() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("s3-creds-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let temporary = try TemporaryDirectory("s3-creds")
+        let directory = URL(fileURLWithPath: temporary.path)
         let file = directory.appendingPathComponent("credentials")
         let text = """
             # comment

@@ -1,6 +1,7 @@
 import Foundation
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// Tokens: missing, unknown, malformed, revoked (while the server runs) and of another container

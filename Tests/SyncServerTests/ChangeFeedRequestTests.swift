@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// `GET .../changes` and `.../changes/wait`: parameters are checked strictly; the wait is a long

@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import TestSupport
 import Testing
 
 @testable import SyncServer

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// `PUT`/`GET .../chunks/HASH` and `POST .../chunks/missing`: a chunk is stored only when its

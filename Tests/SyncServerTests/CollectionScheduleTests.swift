@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SyncBackend
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncServer
@@ -43,7 +44,9 @@ struct CollectionScheduleTests {
         for round in 1...2 {
             try await clock.waitForSleepers(1)
             clock.wakeAll()
-            try await clock.waitUntil { failing.calls == round && good.calls == round }
+            try await eventually("round \(round) of both collections", timeout: 60) {
+                failing.calls == round && good.calls == round
+            }
         }
         try await clock.waitForSleepers(1)
         #expect(clock.loggedLines.contains { $0.contains("warning") && $0.contains("'bad' failed") })
@@ -63,13 +66,13 @@ struct CollectionScheduleTests {
         let running = Task { await schedule.run() }
         try await clock.waitForSleepers(1)
         clock.wakeAll()
-        try await clock.waitUntil { stuck.calls == 1 }
+        try await eventually("the stuck collection started", timeout: 60) { stuck.calls == 1 }
         let cancelled = ContinuousClock.now
         running.cancel()
         // Returns although the collection goes on, after waiting `finishWithin` for it.
         await running.value
         #expect(ContinuousClock.now - cancelled >= .milliseconds(100), "the stop did not wait for the collection")
-        try await clock.waitUntil { stuck.wasCancelled }
+        try await eventually("the stuck collection cancelled", timeout: 60) { stuck.wasCancelled }
         #expect(stuck.calls == 1)
         stuck.release()
         // And while sleeping: at once.
@@ -241,16 +244,7 @@ final class ManualSleeper: Sendable {
     func collectionEnded() { state.withLock { $0.collecting -= 1 } }
 
     func waitForSleepers(_ count: Int) async throws {
-        try await waitUntil { self.state.withLock { $0.sleepers.count } >= count }
-    }
-
-    /// Polls `condition` with a generous deadline (never a timed assertion).
-    func waitUntil(_ condition: @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw TestFailure("the condition never became true") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await eventually("\(count) sleepers", timeout: 60) { self.state.withLock { $0.sleepers.count } >= count }
     }
 }
 
@@ -301,7 +295,7 @@ final class CollectableStub: ForwardingTestContainer, CollectableContainer {
         if blocks {
             while !state.withLock({ $0.released }) {
                 if Task.isCancelled { state.withLock { $0.cancelled = true } }
-                try? await Task.sleep(for: .milliseconds(5))
+                try? await Task.sleep(for: .milliseconds(5))  // scenario: a collection running until released
             }
         }
         if let failure { throw failure }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// `syncfs-mount serve` and `syncfs-mount token` as scripts use them: the readiness line, exit

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// A graceful stop ends pending long polls at once (`changed: false`) and lets requests in flight

@@ -4,6 +4,7 @@ import SyncBackend
 import SyncClient
 import SyncServer
 import Synchronization
+import TestSupport
 import Testing
 
 /// `HTTPContainer`'s own promises, beyond the conformance suite (which runs it against a real
@@ -143,14 +144,12 @@ struct HTTPContainerTests {
         // Until the third request (bounded by what it watches, not by a fixed sleep a loaded
         // machine may overrun), at most 20 s.
         let started = ContinuousClock.now
-        while server.requests < 3 && ContinuousClock.now - started < .seconds(20) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await eventually("a third request", timeout: 20) { server.requests >= 3 }
         let elapsed = ContinuousClock.now - started
         let requests = server.requests
         // Cancelled in the backoff after that answer (a second at least), not while the client
         // still reads it: the call then ends with the server's last answer, busy.
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: .milliseconds(500))  // scenario: cancel within the backoff
         upload.cancel()
         let error = await upload.value
         #expect(requests >= 3, "asked again: \(requests) requests in \(elapsed)")

@@ -5,6 +5,7 @@ import SyncClient
 import SyncServer
 import SyncServerTesting
 import Synchronization
+import TestSupport
 
 /// A container with canned version history, for the server's and client's history endpoints
 /// (the real containers gain `ContainerHistory` on other branches): everything else is its

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `serve --lifeline` and standard input (doc/CLI.md, "serve"): with standard input already at
@@ -18,8 +19,7 @@ import Testing
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        _ = waitUntil(timeout: 30) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -37,7 +37,7 @@ import Testing
         let root = try TemporaryDirectory("syncfs-lifeline")
         defer { root.remove() }
         let server = try ServeProcess.start(root: root.path)  // standard input: /dev/null
-        usleep(500_000)
+        usleep(500_000)  // scenario: time in which a stop at end-of-file would happen
         #expect(server.isRunning, "serve without --lifeline stopped at end-of-file on standard input")
         #expect(server.stop() == 0)
     }

@@ -5,6 +5,7 @@ import NIOHTTP1
 import SyncBackend
 import SyncServer
 import Synchronization
+import TestSupport
 import Testing
 
 /// A bounded load test against a `syncfs-mount serve` child process: 16 clients commit their own
@@ -211,7 +212,7 @@ struct LoadClient: Sendable {
                 return (reply.status, refusals)
             }
             refusals += 1
-            try await Task.sleep(for: .seconds(delay))
+            try await Task.sleep(for: .seconds(delay))  // scenario: a client honours Retry-After
         }
     }
 

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// Large JSON bodies cost the server many times their size while they are decoded, stored and
@@ -45,6 +46,7 @@ import Testing
                             guard reply.status == 503 || reply.status == 429 else { return (reply.status, refusals) }
                             #expect(reply.headers.first(name: "Retry-After") != nil)
                             refusals += 1
+                            // scenario: a client backing off
                             try await Task.sleep(for: .milliseconds(Int.random(in: 500...1000)))
                         }
                     }

@@ -2,6 +2,7 @@ import Foundation
 import SyncBackend
 import SyncClient
 import SyncServer
+import TestSupport
 import Testing
 
 /// A hostile token holder, or anyone on the network, against the server's fairness limits
@@ -36,9 +37,8 @@ import Testing
             try await server.waitUntil("the abuser holds its share") { $0.chunkUploadsInProgress == share }
             let connections = slow
             // Polled, not a fixed wait: at load an answer takes more than the 50 ms each read waits.
-            let answered = ContinuousClock.now + .seconds(5)
-            while connections.filter(\.isReadable).count < 20 - share, ContinuousClock.now < answered {
-                try await Task.sleep(for: .milliseconds(20))
+            try await eventually("\(20 - share) answers to read", timeout: 5) {
+                connections.filter(\.isReadable).count >= 20 - share
             }
             let refused = await blocking { connections.map { $0.readUntilClosed(timeout: .milliseconds(50)).bytes } }
             let tooMany = refused.filter { String(decoding: $0, as: UTF8.self).hasPrefix("HTTP/1.1 429") }
@@ -121,9 +121,8 @@ import Testing
             defer { for connection in idle { connection.close() } }
             try await server.waitUntil("the cap holds") { $0.connections.open >= 16 }
             // Polled, not slept for: at load the closing of the 24 beyond the cap takes a while.
-            let deadline = ContinuousClock.now + .seconds(4)
-            while idle.filter(\.isClosedByServer).count < 24, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            try await eventually("the 24 beyond the cap closed", timeout: 4) {
+                idle.filter(\.isClosedByServer).count >= 24
             }
             #expect(server.connections.unauthenticated <= 16, "\(server.connections)")
             let closedEarly = idle.filter(\.isClosedByServer).count
@@ -142,7 +141,9 @@ import Testing
             )
 
             // After the idle time every silent connection is gone; the token holder still works.
-            try await Task.sleep(for: .seconds(6))
+            try await eventually("every silent connection closed after the idle time") {
+                idle.allSatisfy(\.isClosedByServer) && server.connections.unauthenticated <= 1
+            }
             let stillOpen = idle.filter { !$0.isClosedByServer }.count
             #expect(stillOpen == 0, "\(stillOpen) still open")
             #expect(server.connections.unauthenticated <= 1, "\(server.connections)")
@@ -159,7 +160,9 @@ import Testing
         try await ServerFixture.run(backend: backend, limits: limits) { fixture in
             let connections = try (0..<15).map { _ in try RawConnection(port: fixture.server.port) }
             defer { for connection in connections { connection.close() } }
-            try await Task.sleep(for: .milliseconds(300))
+            try await eventually("the 5 beyond the cap closed") {
+                connections.filter(\.isClosedByServer).count >= 5 && fixture.server.connections.open == 10
+            }
             #expect(connections.filter(\.isClosedByServer).count == 5)
             #expect(fixture.server.connections.open == 10)
         }

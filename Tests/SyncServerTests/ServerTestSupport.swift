@@ -7,20 +7,6 @@ import SyncServer
 import SyncServerTesting
 import Testing
 
-/// A temporary directory, removed by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init(_ prefix: String = "syncfs-server-tests") throws {
-        let template = FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX"
-        var bytes = Array(template.utf8CString)
-        guard let made = mkdtemp(&bytes) else { throw TestFailure("mkdtemp failed for \(template)") }
-        path = String(cString: made)
-    }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
-
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

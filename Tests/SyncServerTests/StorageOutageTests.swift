@@ -7,6 +7,7 @@ import SyncBackendTesting
 import SyncClient
 import SyncServerTesting
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncServer

@@ -2,6 +2,7 @@ import Foundation
 import NIOSSL
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 @testable import SyncClient

@@ -3,6 +3,7 @@ import Foundation
 import NIOSSL
 import SyncBackend
 import SyncServer
+import TestSupport
 import Testing
 
 /// HTTPS with a self-signed certificate made by the `openssl` command.

@@ -55,15 +55,15 @@ public enum ChildProcess {
     /// The wait status of `pid` once it has exited, or nil after `timeout` seconds (-1 if it was
     /// reaped elsewhere).
     public static func waitForExit(_ pid: pid_t, timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
-        while true {
+        var ended: Int32?
+        _ = waitUntil(timeout: timeout) {
             let result = waitpid(pid, &status, WNOHANG)
-            if result == pid { return status }
-            if result == -1 && errno != EINTR { return -1 }
-            if Date() >= deadline { return nil }
-            usleep(10_000)
+            if result == pid { ended = status }
+            if result == -1 && errno != EINTR { ended = -1 }
+            return ended != nil
         }
+        return ended
     }
 
     /// "exit status N" / "killed by signal N" for a wait status.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 struct ModelProcessResult: Sendable, CustomStringConvertible {
     var argv: [String]
@@ -82,23 +83,16 @@ final class ModelProcess: @unchecked Sendable {
                 argv: argv, status: 127, stdout: "",
                 stderr: "posix_spawnp failed: \(ModelSys.errnoName(spawnError))", timedOut: false)
         }
-        let deadline = Date().addingTimeInterval(timeout)
         var status: Int32 = 0
-        var timedOut = false
-        var delay: useconds_t = 1_000
-        while true {
+        let ended = waitUntil(timeout: timeout) {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid { break }
-            if r < 0 && errno != EINTR { break }
-            if Date() > deadline {
-                timedOut = true
-                kill(-pid, SIGKILL)
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                break
-            }
-            usleep(delay)
-            delay = min(delay * 2, 50_000)
+            return r == pid || (r < 0 && errno != EINTR)
+        }
+        let timedOut = !ended
+        if timedOut {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+            _ = waitpid(pid, &status, 0)
         }
         let code: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// Thin syscall helpers shared by the model, crash and programs tests.
 enum ModelSys {
@@ -177,9 +178,7 @@ enum ModelSys {
 
     /// Makes a fresh directory outside any folder under test.
     static func makeTempDir(_ prefix: String) -> String {
-        var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
-        guard let p = mkdtemp(&template) else { return "/tmp/\(prefix)-failed-\(getpid())" }
-        return String(cString: p)
+        (try? makeTemporaryDirectory(prefix)) ?? "/tmp/\(prefix)-failed-\(getpid())"
     }
 
     static func removeTree(_ path: String) {

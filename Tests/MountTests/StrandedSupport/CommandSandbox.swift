@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A private world for commands run as the user would: its own `$HOME`, `$XDG_STATE_HOME` (so
@@ -13,13 +14,7 @@ final class CommandSandbox: @unchecked Sendable {
 
     init() throws {
         umask(0o022)
-        var template = Array("/tmp/syncfs-stranded-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp: \(errnoName(errno))") }
-        guard let resolved = realpath(made, nil) else {
-            throw TestFolderError(message: "realpath: \(errnoName(errno))")
-        }
-        base = String(cString: resolved)
-        free(resolved)
+        base = try makeTemporaryDirectory("syncfs-stranded")
         try makeDirectory(base + "/home", mode: 0o700)
         try makeDirectory(base + "/run", mode: 0o700)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A container that already holds many entries, for the first-mount attach tests (issue #14,
@@ -36,11 +37,7 @@ final class AttachFixture {
     /// nanoseconds, its mode one of 0755, 0750, 0700.
     static func make(directories count: Int, filesPerDirectory: Int, onTmpfs: Bool) throws -> AttachFixture {
         umask(0o022)
-        var template = Array("/tmp/syncfs-attach-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        let base = String(cString: created)
+        let base = try makeTemporaryDirectory("syncfs-attach")
         var tmpfs: String?
         do {
             let source = base + "/source"

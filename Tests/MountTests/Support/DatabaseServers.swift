@@ -61,16 +61,13 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         let environment = try environment()
         setenv("AWS_ACCESS_KEY_ID", environment.s3AccessKeyID, 1)
         setenv("AWS_SECRET_ACCESS_KEY", environment.s3SecretAccessKey, 1)
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
+        let base = try makeTemporaryDirectory("syncfs-tests")
         let suffix = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
         let bucket = "syncfs-mount-\(suffix)"
         let store =
             "s3://\(bucket)/prefix?endpoint=\(environment.s3Endpoint)&region=\(environment.s3Region)"
         let fixture = DatabaseBackendFixture(
-            baseDir: String(cString: created), adminURL: environment.postgresURL,
+            baseDir: base, adminURL: environment.postgresURL,
             databaseName: "syncfs_mount_\(suffix)", chunkStore: store)
         fixture.bucket = bucket
         fixture.s3 = environment

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// `Support/hostile_server.py` as a child process on 127.0.0.1: a sync server that serves a
@@ -45,11 +46,7 @@ final class HostileServerProcess: @unchecked Sendable {
     }
 
     static func start(lifetime: Int = 240) throws -> HostileServerProcess {
-        var template = Array("/tmp/syncfs-hostile-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        let directory = String(cString: created)
+        let directory = try makeTemporaryDirectory("syncfs-hostile")
         try writeFile(directory + "/token", "sfs_hostile-token-the-server-accepts-anything\n", mode: 0o600)
         let log = open(directory + "/server.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         let null = open("/dev/null", O_RDONLY | O_CLOEXEC)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// `Support/lying_proxy.py` as a child process on 127.0.0.1: a proxy in front of a real `serve`
 /// that forwards every request and lies in the change feed only (an injected empty file
@@ -32,11 +33,7 @@ final class LyingProxyProcess: @unchecked Sendable {
         upstreamPort: Int, injectName: String, hideName: String,
         injectID: String = "11ed" + String(repeating: "0", count: 27) + "1"
     ) throws -> LyingProxyProcess {
-        var template = Array("/tmp/syncfs-liar-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        let directory = String(cString: created)
+        let directory = try makeTemporaryDirectory("syncfs-liar")
         let log = open(directory + "/proxy.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer {

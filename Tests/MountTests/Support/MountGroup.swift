@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Several SyncFS mounts of one container directory (like `SyncedMounts`, for any number): each a
@@ -31,11 +32,7 @@ final class MountGroup: @unchecked Sendable {
     /// appended to every `mount`.
     static func make(count: Int, uploadDelay: Int = 20, arguments: [String] = []) throws -> MountGroup {
         umask(0o022)
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        let base = String(cString: created)
+        let base = try makeTemporaryDirectory("syncfs-tests")
         let container = base + "/container"
         var mounts: [TestFolder] = []
         do {

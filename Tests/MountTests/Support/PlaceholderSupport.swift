@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 // Helpers for the placeholder tests (doc/SEMANTICS.md, "Placeholders, downloads and the local

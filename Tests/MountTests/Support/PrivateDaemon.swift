@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A mount for the privacy tests: the built binary in the foreground with `--lifeline`, started
@@ -30,9 +31,7 @@ final class PrivateDaemon {
     private var lifeline: Int32 = -1
 
     init() throws {
-        var template = Array("/tmp/syncfs-private-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFolderError(message: "mkdtemp: \(errnoName(errno))") }
-        base = String(cString: made)
+        base = try makeTemporaryDirectory("syncfs-private")
         try posix("chmod") { chmod(base, 0o755) }
         try makeDirectory(mountpoint, mode: 0o755)
     }

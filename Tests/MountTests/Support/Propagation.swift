@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Changes made on one mount of a `SyncedMounts`, each checked on the other as soon as it arrives,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// Two SyncFS mounts of the same container directory: mount A and mount B, each a daemon of the
@@ -45,11 +46,7 @@ final class SyncedMounts: @unchecked Sendable {
         backend: MountServerBackend = .embedded
     ) throws -> SyncedMounts {
         umask(0o022)
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        let base = String(cString: created)
+        let base = try makeTemporaryDirectory("syncfs-tests")
         var container = base + "/container"
         var server: ServerProcess?
         do {
@@ -115,19 +112,6 @@ final class SyncedMounts: @unchecked Sendable {
         "---- daemon A log (\(a.logPath)):\n\(a.daemonLog(limit: limit))\n"
             + "---- daemon B log (\(b.logPath)):\n\(b.daemonLog(limit: limit))"
             + (server.map { "\n---- server log (\($0.logPath)):\n\($0.log(limit: limit))" } ?? "")
-    }
-}
-
-// MARK: - Waiting
-
-/// Polls `condition` every 20 ms until it returns true (→ true) or `timeout` seconds pass
-/// (→ false). A condition that throws (a file not there yet) counts as false.
-func waitUntil(timeout: Double = 15, _ condition: () throws -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while true {
-        if (try? condition()) == true { return true }
-        if Date() >= deadline { return false }
-        usleep(20_000)
     }
 }
 

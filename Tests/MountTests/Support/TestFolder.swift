@@ -87,17 +87,7 @@ final class TestFolder: @unchecked Sendable {
     ) throws -> TestFolder {
         // Modes in the suites assume the usual umask.
         umask(0o022)
-        var template = Array("/tmp/syncfs-tests-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else {
-            throw TestFolderError(message: "mkdtemp failed: \(errnoName(errno))")
-        }
-        let base: String
-        if let resolved = realpath(created, nil) {
-            base = String(cString: resolved)
-            free(resolved)
-        } else {
-            base = String(cString: created)
-        }
+        let base = try makeTemporaryDirectory("syncfs-tests")
         let folder = TestFolder(
             kind: kind, baseDir: base, sharedContainer: sharedContainer, mountArguments: mountArguments,
             mountEnvironment: mountEnvironment)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// A program that runs beside a test and is read while it runs (`syncfs-mount events`,
 /// `inotifywait -m`): its output goes to temporary files the test polls. Always `stop()` it

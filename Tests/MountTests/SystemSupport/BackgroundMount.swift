@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// A mount made the way the system makes it — `syncfs-mount mount` in the background, mount(8),
@@ -16,9 +17,7 @@ final class BackgroundMount: @unchecked Sendable {
 
     init(sharedContainer: String? = nil) throws {
         umask(0o022)
-        var template = Array("/tmp/syncfs-system-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw PosixError(code: errno, operation: "mkdtemp") }
-        base = String(cString: created)
+        base = try makeTemporaryDirectory("syncfs-system")
         container = sharedContainer ?? base + "/container"
         mountpoint = base + "/mnt"
         stateDir = base + "/state"
@@ -79,8 +78,7 @@ final class BackgroundMount: @unchecked Sendable {
         if isMounted { _ = try? run(["unmount", mountpoint, "--sync-timeout", "5"], timeout: 60) }
         if isMounted { TestFolder.lazyUnmount(mountpoint) }
         if let pid {
-            let deadline = Date().addingTimeInterval(30)
-            while kill(pid, 0) == 0 && Date() < deadline { usleep(20_000) }
+            _ = waitUntil(timeout: 30) { kill(pid, 0) != 0 }
             if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
         }
         if isMounted {
@@ -109,9 +107,7 @@ struct HelperLink {
     var path: String { directory + "/mount.fuse.syncfs" }
 
     init(binary: String) throws {
-        var template = Array("/tmp/syncfs-helper-XXXXXX".utf8CString)
-        guard let created = mkdtemp(&template) else { throw PosixError(code: errno, operation: "mkdtemp") }
-        directory = String(cString: created)
+        directory = try makeTemporaryDirectory("syncfs-helper")
         try makeSymlink(target: binary, at: directory + "/mount.fuse.syncfs")
     }
 
