@@ -145,7 +145,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncFSTests",
-            dependencies: ["SyncFS", "SyncBackend", "SQLiteSupport", "TestSupport"],
+            dependencies: [
+                "SyncFS", "SyncBackend", "SQLiteSupport", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         // The SQLite plumbing every database shares (migrations, the manifest codec) and
