@@ -177,7 +177,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncFSTests",
-            dependencies: ["SyncFS", "SyncBackend", "SyncBackendTesting", "SQLiteSupport", "TestSupport"],
+            dependencies: [
+                "SyncFS", "SyncBackend", "SyncBackendTesting", "SQLiteSupport", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         // The SQLite plumbing every database shares (migrations, the manifest codec) and

@@ -56,6 +56,10 @@ fi
 if ! python3 scripts/public-api.py; then
     echo "lint: a public declaration of SyncFS that neither syncfs-mount nor syncfs-bench uses (see above)" >&2; fail=1
 fi
+# No silent try?: each one is listed with its reason (scripts/try-allowlist.txt, which only shrinks).
+if ! python3 scripts/try-allowlist.py --self-test >/dev/null || ! python3 scripts/try-allowlist.py >/dev/null; then
+    echo "lint: a try? in Sources that scripts/try-allowlist.txt does not list (handle the error or list it with a reason)" >&2; fail=1
+fi
 # No try! on request paths.
 if grep -rn "try!" Sources/SyncFS Sources/SyncServer Sources/SyncServerPostgres Sources/SyncClient Sources/SyncS3 Sources/SyncPostgres; then
     echo "lint: no try! in the SyncFS, SyncServer, SyncClient, SyncS3 and SyncPostgres libraries" >&2; fail=1

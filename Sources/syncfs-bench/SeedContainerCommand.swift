@@ -83,10 +83,8 @@ struct SeedContainerCommand: ParsableCommand {
         totals.directories = directories.count
         // Plain threads (each blocks on its container calls), taking files in turn.
         let work = SharedWork()
-        let finished = DispatchSemaphore(value: 0)
-        let workers = min(jobs, max(1, leaves.count))
-        for _ in 0..<workers {
-            Thread { [leaves, level, self] in
+        let workers = (0..<min(jobs, max(1, leaves.count))).map { _ in
+            Worker.start("syncfs-seed") { [leaves, level, self] _ in
                 let encoder = ChunkEncoder(level: level)
                 var local = Totals()
                 while true {
@@ -99,10 +97,9 @@ struct SeedContainerCommand: ParsableCommand {
                     }
                 }
                 work.state.withLock { $0.totals.add(local) }
-                finished.signal()
-            }.start()
+            }
         }
-        for _ in 0..<workers { finished.wait() }
+        for worker in workers { worker.join() }
         let (leafTotals, error) = work.state.withLock { ($0.totals, $0.error) }
         if let error { throw SeedError(error) }
         totals.add(leafTotals)

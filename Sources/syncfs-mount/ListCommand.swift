@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import SyncBackend
 import SyncFS
 
 /// `syncfs-mount list [--json]`: this user's mounts, and the state directories whose changes wait
@@ -100,14 +101,12 @@ struct ListCommand: ParsableCommand {
             var status: SyncStatus?
         }
         let answer = Answer()
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
+        let asker = Worker.start("syncfs-list-status") { _ in
             if case .success(let reply) = ControlClient.ask(ControlRequest(.status), mountpoint: mountpoint) {
                 answer.lock.withLock { answer.status = reply.status }
             }
-            done.signal()
         }
-        guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        guard asker.join(within: .seconds(timeout)) else { return nil }
         return answer.lock.withLock { answer.status }
     }
 

@@ -224,7 +224,8 @@ struct ServeCommand: ParsableCommand {
     /// started the server died or closed the pipe), sends this process SIGTERM — the same
     /// graceful stop as from outside.
     private static func stopAtEndOfInput() {
-        let thread = Thread {
+        // Never stopped: it blocks in read(2) for the server's whole life.
+        Worker.start("syncfs-serve-lifeline") { _ in
             var buffer = [UInt8](repeating: 0, count: 512)
             while true {
                 let count = read(STDIN_FILENO, &buffer, buffer.count)
@@ -234,7 +235,6 @@ struct ServeCommand: ParsableCommand {
                 return
             }
         }
-        thread.start()
     }
 
     /// A process started in the background (by a shell's `&`, or a test runner) may inherit

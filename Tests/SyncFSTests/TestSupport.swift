@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Logging
 import SyncBackend
 import TestSupport
 import Testing
@@ -36,12 +37,13 @@ final class FileSystemFixture {
     }
 
     static func open(
-        _ statePath: String, uploadPolicy: UploadQueue.Policy = .standard, batchDelay: Duration = .milliseconds(5)
+        _ statePath: String, uploadPolicy: UploadQueue.Policy = .standard, batchDelay: Duration = .milliseconds(5),
+        logger: Logger = Logger(label: "syncfs-tests")
     ) throws -> SyncFileSystem {
         let store = try MetadataStore(path: statePath + "/state.db", batchDelay: batchDelay)
         let cache = try ContentCache(directory: statePath + "/cache")
         return try SyncFileSystem(
-            store: store, cache: cache, statePath: statePath, logger: .init(label: "syncfs-tests"),
+            store: store, cache: cache, statePath: statePath, logger: logger,
             uploadPolicy: uploadPolicy)
     }
 

@@ -71,13 +71,12 @@ final class LocalChangeSignal: Sendable {
             let watch = inotify >= 0 ? inotify_add_watch(inotify, path, Self.watchMask) : -1
             let (path, reader, notifier, watching) = (path, ends[0], notifier, watching)
             watching.value.store(watch >= 0, ordering: .relaxed)
-            let thread = Thread {
+            // Stopped through the socket (`stop()`, also from deinit, so never joined here).
+            Worker.start("syncfs-container-signal") { _ in
                 Self.watch(
                     path: path, inotify: inotify, watch: watch, stopReader: reader, notifier: notifier,
                     watching: watching)
             }
-            thread.name = "syncfs-container-signal"
-            thread.start()
         }
     }
 

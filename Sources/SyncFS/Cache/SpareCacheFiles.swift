@@ -21,15 +21,16 @@ final class SpareCacheFiles: Sendable {
     private let cache: ContentCache
     private let target: Int
     private let state = Mutex(State())
-    private let refill = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let refill: DispatchSemaphore
+    private let worker: Worker
 
     init(cache: ContentCache, target: Int = 32) {
         self.cache = cache
         self.target = target
-        let thread = Thread { [self] in run() }
-        thread.name = "syncfs-spares"
-        thread.start()
+        let refill = DispatchSemaphore(value: 0)
+        self.refill = refill
+        worker = Worker("syncfs-spares", wake: { refill.signal() })
+        worker.start { [self] _ in run() }
         refill.signal()
     }
 
@@ -43,15 +44,13 @@ final class SpareCacheFiles: Sendable {
         return spare
     }
 
+    /// The worker: tops the spares up to `target` whenever `refill` is signalled, until closed.
     private func run() {
         while true {
             refill.wait()
             while true {
                 let (closed, count) = state.withLock { ($0.closed, $0.spares.count) }
-                if closed {
-                    stopped.signal()
-                    return
-                }
+                if closed { return }
                 if count >= target { break }
                 let id = FileID.random()
                 guard let fd = try? cache.createAndOpen(id) else { break }
@@ -63,8 +62,8 @@ final class SpareCacheFiles: Sendable {
     /// Stops the thread and deletes the spares.
     func close() {
         state.withLock { $0.closed = true }
-        refill.signal()
-        stopped.wait()
+        worker.stop()
+        worker.join()
         let spares = state.withLock { state in
             defer { state.spares = [] }
             return state.spares

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SyncBackend
 import Synchronization
 
 /// The daemon's control socket: a Unix socket next to its registry file, where
@@ -30,6 +31,8 @@ public final class ControlServer: @unchecked Sendable {
     static let writeDeadline: Double = 30
 
     private let listener: Int32
+    /// Accepts connections until `close()` shuts the listener down.
+    private let acceptor: Worker
     private let path: String
     private let engine: SyncEngine
     private let active = Mutex(0)
@@ -41,7 +44,8 @@ public final class ControlServer: @unchecked Sendable {
         path = MountRegistry.socketPath(for: mountpoint)
         self.engine = engine
         unlink(path)
-        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        self.listener = listener
         guard listener >= 0 else { throw ControlError("cannot create the control socket") }
         var address = try ControlAddress.make(path)
         let bound = withUnsafePointer(to: &address) {
@@ -55,18 +59,18 @@ public final class ControlServer: @unchecked Sendable {
             unlink(path)
             throw ControlError("cannot bind \(path): \(reason)")
         }
-        let thread = Thread { [self] in serve() }
-        thread.name = "syncfs-control"
-        thread.start()
+        acceptor = Worker("syncfs-control", wake: { [listener] in shutdown(listener, Int32(SHUT_RDWR)) })
+        acceptor.start { [self] worker in serve(worker) }
     }
 
-    private func serve() {
-        while true {
+    private func serve(_ worker: Worker) {
+        while !worker.isStopping {
             let client = accept(listener, nil, nil)
             if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
             if client < 0 {
                 if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
-                    if errno != EINTR { usleep(10_000) }
+                    // Out of descriptors: a pause before the next try (a stop ends it).
+                    if errno != EINTR { worker.sleep(for: .milliseconds(10)) }
                     continue
                 }
                 return
@@ -76,12 +80,11 @@ public final class ControlServer: @unchecked Sendable {
                 Self.refuse(client, refusal)
                 continue
             }
-            let thread = Thread { [self] in
+            // Not joined at close: a connection ends by its own deadlines (see the header).
+            Worker.start("syncfs-control-client") { [self] _ in
                 defer { active.withLock { $0 -= 1 } }
                 if handle(client) { Glibc.close(client) }
             }
-            thread.name = "syncfs-control-client"
-            thread.start()
         }
     }
 
@@ -172,7 +175,9 @@ public final class ControlServer: @unchecked Sendable {
     /// Stops answering, ends the event streams and removes the socket.
     public func close() {
         engine.fileSystem.changeEvents.closeAll()
-        shutdown(listener, Int32(SHUT_RDWR))
+        // The accept loop ends before the descriptor is closed (and could be reused).
+        acceptor.stop()
+        acceptor.join(within: .seconds(5))
         Glibc.close(listener)
         unlink(path)
     }

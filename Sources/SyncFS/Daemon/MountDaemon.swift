@@ -130,7 +130,11 @@ public enum MountDaemon {
                 flags: configuration.kernelFlags, logger: logger)
         } catch {
             engine.stop()
-            try? fileSystem.shutDown()
+            do {
+                try fileSystem.shutDown()
+            } catch {
+                logger.error("could not commit the state after the mount failed: \(error)")
+            }
             if let error = error as? MountError { throw error }
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
@@ -226,7 +230,8 @@ public enum MountDaemon {
 
     /// Ends the session when standard input reaches end-of-file.
     private static func watchLifeline(_ session: FuseSession, logger: Logger) {
-        let thread = Thread {
+        // Never stopped: it blocks in read(2) for the daemon's whole life.
+        Worker.start("syncfs-lifeline") { _ in
             var byte: UInt8 = 0
             while true {
                 let count = read(STDIN_FILENO, &byte, 1)
@@ -235,8 +240,6 @@ public enum MountDaemon {
             logger.info("lifeline closed; unmounting")
             session.exit()
         }
-        thread.name = "syncfs-lifeline"
-        thread.start()
     }
 
     /// Unmounts `mountpoint` and waits for its daemon to finish committing (at most `timeout`).

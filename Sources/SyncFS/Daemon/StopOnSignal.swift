@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import SyncBackend
 import Synchronization
 
 /// How a running daemon stops on SIGINT (Ctrl-C), SIGTERM or SIGHUP (doc/CLI.md, "Stopping a
@@ -38,9 +39,8 @@ final class StopOnSignal: @unchecked Sendable {
             return nil
         }
         let stopper = StopOnSignal(session: session, engine: engine, logger: logger)
-        let thread = Thread { stopper.serve(reader) }
-        thread.name = "syncfs-stop"
-        thread.start()
+        // Never stopped: it waits for a signal for the daemon's whole life.
+        Worker.start("syncfs-stop") { _ in stopper.serve(reader) }
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in SignalPipe.note(number) }
         sigemptyset(&action.sa_mask)

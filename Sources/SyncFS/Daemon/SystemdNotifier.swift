@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SyncBackend
 
 /// systemd's notify protocol (sd_notify(3)), spoken by a `--foreground` daemon that systemd runs
 /// as `Type=notify`: `READY=1` once the mount is live, `STATUS=…` whenever the engine's summary
@@ -22,6 +23,9 @@ final class SystemdNotifier: @unchecked Sendable {
     let watchdogInterval: Double?
     private let stopped = NSLock()
     private var isStopped = false
+    /// The FUSE check's thread and the reporting thread (`mountIsLive`), stopped by `stopping()`.
+    private let prober = Worker("syncfs-systemd-probe")
+    private let reporter = Worker("syncfs-systemd")
 
     init?(socketPath: String?, watchdogMicroseconds: String?, watchdogPID: String?) {
         guard let socketPath, socketPath.hasPrefix("/") || socketPath.hasPrefix("@"),
@@ -104,22 +108,18 @@ final class SystemdNotifier: @unchecked Sendable {
         send("READY=1\nSTATUS=\(first)")
         // The FUSE check only feeds the watchdog: without one, nothing probes the mount.
         if let probePeriod {
-            let fuse = Thread { [self] in
+            prober.start { [self] worker in
                 probes.isolate()
                 while !stopped.withLock({ isStopped }) {
                     if probes.fuseAnswers() { stopped.withLock { lastFuseAnswer = Date() } }
-                    usleep(UInt32(probePeriod * 1_000_000))
+                    worker.sleep(for: .seconds(probePeriod))
                 }
             }
-            fuse.name = "syncfs-systemd-probe"
-            fuse.start()
         }
-        let reporter = Thread { [self] in report(lastStatus: first, status: probes.status) }
-        reporter.name = "syncfs-systemd"
-        reporter.start()
+        reporter.start { [self] worker in report(lastStatus: first, status: probes.status, on: worker) }
     }
 
-    private func report(lastStatus: String, status: () -> String) {
+    private func report(lastStatus: String, status: () -> String, on worker: Worker) {
         var last = lastStatus
         var lastPing = Date.distantPast
         let freshness = max(3 * (probePeriod ?? period), watchdogInterval ?? 0)
@@ -137,13 +137,15 @@ final class SystemdNotifier: @unchecked Sendable {
                 send("WATCHDOG=1")
                 lastPing = Date()
             }
-            usleep(UInt32(period * 1_000_000))
+            worker.sleep(for: .seconds(period))
         }
     }
 
     /// The session ended: `STOPPING=1`, and the reporting thread stops.
     func stopping() {
         stopped.withLock { isStopped = true }
+        prober.stop()
+        reporter.stop()
         send("STOPPING=1\nSTATUS=unmounting")
     }
 }

@@ -1,5 +1,6 @@
 import CFuse
 import Dispatch
+import Foundation
 import Glibc
 import Synchronization
 
@@ -88,22 +89,38 @@ final class PendingReads: Sendable {
         var reads: [ObjectIdentifier: PendingRead] = [:]
         /// Whether a look is scheduled (none while nothing waits).
         var looking = false
+        /// Goes up with every read added or removed (what `endAll` waits for).
+        var generation: UInt64 = 0
     }
 
     static let signalLookMilliseconds = 200
     private let waiting = Mutex(Waiting())
+    /// Broadcast after every change of `generation`.
+    private let changed = NSCondition()
 
     fileprivate func add(_ read: PendingRead) {
         let startLooking = waiting.withLock { state -> Bool in
             state.reads[ObjectIdentifier(read)] = read
+            state.generation &+= 1
             defer { state.looking = true }
             return !state.looking
         }
+        announceChange()
         if startLooking { scheduleLook() }
     }
 
     fileprivate func remove(_ read: PendingRead) {
-        _ = waiting.withLock { $0.reads.removeValue(forKey: ObjectIdentifier(read)) }
+        waiting.withLock { state in
+            state.reads[ObjectIdentifier(read)] = nil
+            state.generation &+= 1
+        }
+        announceChange()
+    }
+
+    private func announceChange() {
+        changed.lock()
+        changed.broadcast()
+        changed.unlock()
     }
 
     private func scheduleLook() {
@@ -134,13 +151,18 @@ final class PendingReads: Sendable {
     /// signal look may still be replying on another thread, and the session must outlive that
     /// reply (each removes its read after replying). Gives up after `replyWaitLimit`.
     func endAll(with error: FSError) {
-        let deadline = ContinuousClock.now + Self.replyWaitLimit
+        let (seconds, attoseconds) = Self.replyWaitLimit.components
+        let deadline = Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
         while true {
             // Again each round: a worker thread still finishing a request may have added one.
-            let reads = waiting.withLock { Array($0.reads.values) }
+            let (reads, seen) = waiting.withLock { (Array($0.reads.values), $0.generation) }
             for read in reads { read.wait.end(error) }
-            if reads.isEmpty || ContinuousClock.now >= deadline { return }
-            usleep(1000)
+            if reads.isEmpty || Date() >= deadline { return }
+            // Until a read is removed (or added): a change after `seen` was read is never missed,
+            // as it is announced under `changed`'s lock, which this wait holds or releases.
+            changed.lock()
+            while waiting.withLock({ $0.generation }) == seen && changed.wait(until: deadline) {}
+            changed.unlock()
         }
     }
 

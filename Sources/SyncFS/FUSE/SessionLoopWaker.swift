@@ -1,5 +1,5 @@
+import Foundation
 import Glibc
-import Synchronization
 
 /// Wakes libfuse's loop once `FuseSession.exit()` ended the session from another thread.
 ///
@@ -16,7 +16,7 @@ import Synchronization
 /// loop sees the flag, cancels its idle workers and returns. The signal is repeated because one
 /// that arrives between the loop's look at the flag and its wait is lost. A `signal` sent to the
 /// daemon from outside does nothing (it used to end the process without committing the state).
-final class SessionLoopWaker: Sendable {
+final class SessionLoopWaker: @unchecked Sendable {
     /// The signal that wakes the loop's thread.
     static let signal = SIGUSR2
 
@@ -26,35 +26,42 @@ final class SessionLoopWaker: Sendable {
         case ended
     }
 
-    private let loop = Mutex<Loop>(.notStarted)
+    /// Guards `loop`; broadcast when the loop starts or ends.
+    private let condition = NSCondition()
+    private var loop = Loop.notStarted
 
     /// The loop's thread calls this before it enters the loop.
     func loopStarting() {
         Self.installHandler()
-        loop.withLock { $0 = .running(pthread_self()) }
+        changeLoop(to: .running(pthread_self()))
     }
 
     /// The loop's thread calls this once the loop returned; no signal is sent after it.
     func loopEnded() {
-        loop.withLock { $0 = .ended }
+        changeLoop(to: .ended)
+    }
+
+    private func changeLoop(to state: Loop) {
+        condition.lock()
+        loop = state
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Signals the loop's thread every `interval` microseconds until `loopEnded()` (the session's
-    /// exit flag must already be set). Waits, without signalling, while the loop has not started:
-    /// a loop entered with the flag set returns at once.
+    /// exit flag must already be set), and returns as soon as it is called. Waits, without
+    /// signalling, while the loop has not started: a loop entered with the flag set returns at
+    /// once.
     func wakeUntilEnded(interval: useconds_t = 50_000) {
+        condition.lock()
+        defer { condition.unlock() }
         while true {
-            let ended = loop.withLock { state -> Bool in
-                switch state {
-                case .ended: return true
-                case .notStarted: return false
-                case .running(let thread):
-                    pthread_kill(thread, Self.signal)
-                    return false
-                }
+            switch loop {
+            case .ended: return
+            case .notStarted: break
+            case .running(let thread): pthread_kill(thread, Self.signal)
             }
-            if ended { return }
-            usleep(interval)
+            _ = condition.wait(until: Date().addingTimeInterval(Double(interval) / 1e6))
         }
     }
 

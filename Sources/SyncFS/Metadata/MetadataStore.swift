@@ -31,8 +31,9 @@ final class MetadataStore: Sendable {
 
     private let connection: Mutex<SQLiteConnection>
     private let pending = Mutex(Pending())
-    private let wakeFlusher = DispatchSemaphore(value: 0)
-    private let flusherDone = DispatchSemaphore(value: 0)
+    private let wakeFlusher: DispatchSemaphore
+    /// Commits recorded changes in the background (`runFlusher`) until `close()`.
+    private let flusher: Worker
     private let batchDelay: Duration
     /// The latest commit error, reported by `commit` and logged by the owner.
     private let lastError = Mutex<MetadataError?>(nil)
@@ -60,9 +61,10 @@ final class MetadataStore: Sendable {
         self.connection = Mutex(connection)
         self.batchDelay = batchDelay
         self.reserve = reserve
-        let thread = Thread { [self] in runFlusher() }
-        thread.name = "syncfs-metadata"
-        thread.start()
+        let wakeFlusher = DispatchSemaphore(value: 0)
+        self.wakeFlusher = wakeFlusher
+        flusher = Worker("syncfs-metadata", wake: { wakeFlusher.signal() })
+        flusher.start { [self] worker in runFlusher(worker) }
     }
 
     /// Whether opening may have failed for want of space: SQLite said the disk is full, or it
@@ -299,25 +301,23 @@ final class MetadataStore: Sendable {
         }
     }
 
-    private func runFlusher() {
+    private func runFlusher(_ worker: Worker) {
         while true {
             wakeFlusher.wait()
             let closed = pending.withLock { $0.closed }
-            if closed { break }
-            let (seconds, attoseconds) = batchDelay.components
-            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+            // Gathers a batch; a stop (`close`, which commits by itself) ends the wait.
+            if closed || !worker.sleep(for: batchDelay) { break }
             // A failed background commit keeps its batch queued; the next wake retries it.
             try? commit(durable: false)
         }
-        flusherDone.signal()
     }
 
     /// Commits everything durably and stops the flusher. The store must not be used afterwards.
     func close() throws {
         defer {
             pending.withLock { $0.closed = true }
-            wakeFlusher.signal()
-            flusherDone.wait()
+            flusher.stop()
+            flusher.join()
         }
         try commit(durable: true)
         try connection.withLock { connection in

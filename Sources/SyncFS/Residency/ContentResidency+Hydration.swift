@@ -150,9 +150,10 @@ extension ContentResidency {
     /// A placeholder whose content is about to be discarded (truncated to 0, `O_TRUNC`) becomes
     /// an empty local file: the download stops, the cache file is emptied.
     func makeLocalWithoutContent(_ node: Node, in tree: inout TreeTransaction) -> Bool {
-        cancelHydration(of: node, in: &tree)
+        // The cache file first: if it cannot be opened, the download goes on and nothing changed.
         guard let descriptor = try? cache.open(node.fileID) else { return false }
         defer { close(descriptor) }
+        cancelHydration(of: node, in: &tree)
         guard ftruncate(descriptor, 0) == 0 else { return false }
         node.retiredManifest = nil
         node.apply(.openedTruncating, queued: outbox.isPending(node.fileID))
@@ -183,15 +184,11 @@ extension ContentResidency {
         node.apply(.hydrationStarted, queued: outbox.isPending(node.fileID))
         let path = tree.displayPath(of: node)
         let id = node.fileID
-        activeDownloads.add(1, ordering: .relaxed)
-        let thread = Thread { [self] in
+        downloadDrivers.start("syncfs-download") { [self] worker in
             Self.downloadSlots.wait()
-            runHydration(hydration, of: node, id: id, path: path)
+            runHydration(hydration, of: node, id: id, path: path, on: worker)
             Self.downloadSlots.signal()
-            activeDownloads.subtract(1, ordering: .relaxed)
         }
-        thread.name = "syncfs-download"
-        thread.start()
         return hydration
     }
 
@@ -204,21 +201,16 @@ extension ContentResidency {
     /// zlib work of the other.
     static let fetchersPerDownload = 2
 
-    private func runHydration(_ hydration: Hydration, of node: Node, id: FileID, path: String) {
+    private func runHydration(_ hydration: Hydration, of node: Node, id: FileID, path: String, on worker: Worker) {
         let started = Clock.nowNanoseconds()
         transfers.started(id, direction: .download, total: hydration.length)
-        let helpers = DispatchGroup()
-        for _ in 1..<Self.fetchersPerDownload {
-            helpers.enter()
-            let thread = Thread { [self] in
-                fetchChunks(of: hydration, id: id, path: path)
-                helpers.leave()
+        let helpers = (1..<Self.fetchersPerDownload).map { _ in
+            Worker.start("syncfs-download") { [self] helper in
+                fetchChunks(of: hydration, id: id, path: path, on: helper)
             }
-            thread.name = "syncfs-download"
-            thread.start()
         }
-        fetchChunks(of: hydration, id: id, path: path)
-        helpers.wait()
+        fetchChunks(of: hydration, id: id, path: path, on: worker)
+        for helper in helpers { helper.join() }
         var complete = hydration.isComplete
         if complete && Glibc.fsync(hydration.descriptor) != 0 {
             hydration.fail(.fromErrno())
@@ -250,7 +242,7 @@ extension ContentResidency {
 
     /// One fetcher of a download: takes chunks until none is left, the download failed or was
     /// cancelled. An unreachable container is retried for `unreachableGiveUp` seconds.
-    private func fetchChunks(of hydration: Hydration, id: FileID, path: String) {
+    private func fetchChunks(of hydration: Hydration, id: FileID, path: String, on worker: Worker) {
         var failingSince: Date?
         var pause = 0.05
         while let index = hydration.nextChunk() {
@@ -312,7 +304,7 @@ extension ContentResidency {
                         hydration.fail(.containerUnreachable)
                         return
                     }
-                    Thread.sleep(forTimeInterval: pause)
+                    worker.sleep(for: .seconds(pause))
                     pause = min(pause * 2, 0.5)
                 case .unavailable(let reason):
                     if !hydration.hasEnded { logger.error("cannot download \(path): \(reason)") }
@@ -349,8 +341,7 @@ extension ContentResidency {
 
     /// Waits (at most `seconds`) for downloads still running to end (at shutdown).
     func waitForDownloads(seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while activeDownloads.load(ordering: .relaxed) > 0 && Date() < deadline { usleep(10_000) }
+        downloadDrivers.join(within: .seconds(seconds))
     }
 
     /// Stops the download of `node` (its content is being replaced or truncated).

@@ -15,8 +15,8 @@ final class ContentResidency: Sendable, HoldsTheTree {
     let transfers = TransferBoard()
     /// Where placeholders' content comes from; nil until the sync engine starts.
     let chunkSource = Mutex<(any ChunkSource)?>(nil)
-    /// Download driver threads running.
-    let activeDownloads = Atomic<Int>(0)
+    /// Download driver threads running (one per file downloading or waiting for a slot).
+    let downloadDrivers = WorkerGroup()
     /// See `setDownloadExclusions`.
     let downloadExclusions = Mutex<Set<String>>([])
     /// When a download last gave up on an unreachable container (ns; 0: since succeeded).

@@ -38,6 +38,10 @@ final class EchoChannel: Sendable {
     /// `LiveTree.perform`, which holds kernel invalidations back meanwhile).
     var stepInKernel: Bool { current?.isStepRunning ?? false }
 
+    /// Returns once no call of the echo thread is in the kernel (at once without an echo), or
+    /// the echo stopped; waits on a condition, without polling.
+    func waitWhileStepInKernel() { current?.waitWhileStepRunning() }
+
     /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
     @inline(__always)
     func isEchoRequest(pid: Int32) -> Bool {

@@ -65,13 +65,11 @@ final class InotifyEcho: @unchecked Sendable {
     ) {
         beneathMount = BeneathMount(mountpoint: mountpoint)
         self.timeout = timeout
-        let thread = Thread { [self] in
+        Worker.start("syncfs-echo") { [self] _ in
             guard prepare() else { return stop() }
             started(Self.currentThreadID())
             loop()
         }
-        thread.name = "syncfs-echo"
-        thread.start()
     }
 
     /// True while a step has been handed to the echo thread and has not returned: its call may
@@ -80,6 +78,13 @@ final class InotifyEcho: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return running || job != nil
+    }
+
+    /// Waits, on the echo's condition, until no step is running or the echo is stopped.
+    func waitWhileStepRunning() {
+        condition.lock()
+        defer { condition.unlock() }
+        while !stopped && (running || job != nil) { condition.wait() }
     }
 
     /// False while stopped or while a step is still running (stuck): callers apply directly.

@@ -125,15 +125,15 @@ final class LiveTree: Sendable {
     /// would never leave the kernel, `/dev/fuse` would never be released and the connection never
     /// aborted — an unkillable daemon (seen under load: a zombie with one thread in
     /// `fuse_reverse_inval_entry`, the echo thread in `request_wait_answer`). So while an echo
-    /// call is in the kernel (`EchoChannel.stepInKernel`), entry invalidations wait for it here,
-    /// in user space, where a kill ends the wait — the same wait as before, at the same point, so
-    /// the kernel's names are as fresh as before. Only engine threads send entry invalidations
+    /// call is in the kernel, entry invalidations wait for it here, in user space, on a condition
+    /// (`EchoChannel.waitWhileStepInKernel`), where a kill ends the wait — the same wait as
+    /// before, at the same point, so the kernel's names are as fresh as before. Only engine threads send entry invalidations
     /// (the echo's own, applied by a FUSE handler, are sent by the follower after its call).
     /// Attribute and content invalidations take no directory lock and go at once.
     func perform(_ invalidations: [KernelInvalidation]) {
         guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
         if invalidations.contains(where: \.takesDirectoryLock) {
-            while echo.stepInKernel { usleep(1_000) }
+            echo.waitWhileStepInKernel()
         }
         send(invalidations, to: kernel)
     }

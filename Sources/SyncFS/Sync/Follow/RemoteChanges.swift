@@ -247,6 +247,14 @@ extension RemoteChanges {
             tree.invalidate(
                 .deleted(parent: fresh.parent ?? .root, child: existing.ino, name: fresh.name))
         }
+        // The content before anything else: when it cannot be installed, the node is untouched.
+        if let contentFile {
+            node.beginContentChange()
+            let installed = installContent(contentFile, as: node.fileID, name: node.name)
+            if installed { node.size.store(state.size, ordering: .relaxed) }
+            node.endContentChange()
+            guard installed else { return false }
+        }
         var moved = false
         if node.ino != .root, let parentID = state.parent, let parent = tree.node(withID: parentID) {
             let name = FileName(bytes: state.name)
@@ -261,11 +269,7 @@ extension RemoteChanges {
         node.ctime = Clock.nowNanoseconds()
         node.symlinkTarget = state.symlinkTarget ?? node.symlinkTarget
         applyXattrs(state.xattrs, to: node, tree: &tree)
-        if let contentFile {
-            node.beginContentChange()
-            defer { node.endContentChange() }
-            guard (try? cache.install(contentFile, as: node.fileID)) != nil else { return false }
-            node.size.store(state.size, ordering: .relaxed)
+        if contentFile != nil {
             tree.invalidate(.content(node.ino))
         } else {
             tree.invalidate(.attributes(node.ino))
@@ -293,7 +297,7 @@ extension RemoteChanges {
     ) -> Node? {
         guard let parentIno = old.parent, let parent = tree.nodes[parentIno] else { return nil }
         let id = old.fileID
-        if let content { guard (try? cache.install(content, as: id)) != nil else { return nil } }
+        if let content { guard installContent(content, as: id, name: old.name) else { return nil } }
         let retiring = old.isPlaceholder
         if retiring { old.retiredManifest = old.retiredManifest ?? tree.bases[id]?.manifest }
         let name = old.name
@@ -317,6 +321,19 @@ extension RemoteChanges {
         return fresh
     }
 
+    /// Moves a downloaded content file into place as `id`'s cache file. Called before the tree
+    /// changes: a failure (a full disk, a lost temporary file) is logged and returns false, and
+    /// the change is applied later (`RemotePlan.later`) with the tree as it was.
+    private func installContent(_ contentFile: String, as id: FileID, name: FileName) -> Bool {
+        do throws(FSError) {
+            try cache.install(contentFile, as: id)
+            return true
+        } catch {
+            logger.warning("cannot install the downloaded content of \(name) (\(id)); applying it later: \(error)")
+            return false
+        }
+    }
+
     private func create(
         _ entry: RemoteEntry, contentFile: String?, tree: inout TreeTransaction,
         application: inout RemoteApplication
@@ -333,7 +350,9 @@ extension RemoteChanges {
         var isPlaceholder = false
         if state.kind == .file {
             if let contentFile {
-                guard (try? cache.install(contentFile, as: entry.id)) != nil else { return false }
+                guard installContent(contentFile, as: entry.id, name: FileName(bytes: state.name)) else {
+                    return false
+                }
             } else {
                 // A placeholder: names and attributes only; the content comes when read. A
                 // left-over partial download of the same ID is not trusted.
