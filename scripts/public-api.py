@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SyncFS's public API is what the command line uses (#13); everything else is internal.
+"""SyncFS's public API is what the command line uses; everything else is internal.
 
 The `SyncFS` library has one client, `Sources/syncfs-mount` (the tests use `@testable import`).
 This check fails on a `public` (or `package`, `open`) declaration in `Sources/SyncFS` that the

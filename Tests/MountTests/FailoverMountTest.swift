@@ -3,8 +3,8 @@ import Glibc
 import Synchronization
 import Testing
 
-/// Mounts given two `serve --database` processes of one container (`mount URL1,URL2`; issue
-/// #16), against the real PostgreSQL and Ceph RGW of the test services: one process is
+/// Mounts given two `serve --database` processes of one container (`mount URL1,URL2`),
+/// against the real PostgreSQL and Ceph RGW of the test services: one process is
 /// `kill -9`ed under load and the mounts carry on through the other — nothing acknowledged is
 /// lost, the writer recovers within seconds, `status` names the server in use, and an upload cut
 /// in the middle is never seen half-done and completes through the other server.

@@ -6,9 +6,8 @@ import Testing
 @testable import SyncFS
 
 /// Reductions of what the randomized convergence test (`Tests/MountTests/ConvergenceTest.swift`)
-/// found, each deterministic with one container and two folders. Those marked `withKnownIssue`
-/// are bugs of the conflict resolution (`SyncEngine+Uploader.swift`), which the merge work of
-/// issue #5 rewrites; each turns into a failure once it is fixed (remove the marker then).
+/// found, each deterministic with one container and two folders: each states an outcome the
+/// conflict resolution (`SyncEngine+Uploader.swift`) must reach.
 extension SyncEngineTests {
     /// A and B both edit a file; A's upload conflicts, so A keeps its version as a conflicted copy
     /// and takes B's version (downloading it). A local write that lands while that download runs
@@ -60,10 +59,8 @@ extension SyncEngineTests {
         try await Task.sleep(for: .milliseconds(500))
         let names = try pair.a.childNames()
         let everything = try names.map { String(decoding: try contents(pair.a, $0), as: UTF8.self) }
-        // Known bug (reported with issue #5's merge work, where the conflict resolution is being
-        // rewritten): `takeRemote` applies the container's version with `force`, which drops the
-        // outbox item and installs the remote content without checking that the file is unchanged
-        // since the conflict was decided and the copy made.
+        // `takeRemote` must not install the container's version over a write made after the
+        // conflict was decided and the copy made: that write is kept.
         #expect(
             everything.contains { $0.contains("A2") },
             "the write made during the conflict's download is gone; A has \(names): \(everything)")

@@ -6,7 +6,7 @@ import Testing
 
 @testable import SyncPostgres
 
-/// Garbage collection of `PostgresContainer` (#17): grace, dry runs, chunks shared between
+/// Garbage collection of `PostgresContainer`: grace, dry runs, chunks shared between
 /// containers (one blob store per database), commits and uploads racing a collection, and
 /// sweeps that fail halfway. Against the PostgreSQL of `scripts/services.sh`.
 @Suite struct PostgresCollectionTests {

@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-/// A container that already holds many entries, for the first-mount attach tests (issue #14,
-/// items 5 and 6): a plain tree is written under a temporary directory, its directories get
+/// A container that already holds many entries, for the first-mount attach tests: a plain
+/// tree is written under a temporary directory, its directories get
 /// distinct old mtimes and modes, and `syncfs-mount seed-container` copies it into a local
 /// container through the `Container` API (the uploader's way, without a mount). With `onTmpfs`
 /// the container lives on a small tmpfs mounted for the fixture (every container commit is an
