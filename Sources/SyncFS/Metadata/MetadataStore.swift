@@ -7,10 +7,14 @@ import Synchronization
 
 /// The one owner of the state database (SQLite, WAL mode).
 ///
-/// The folder records every metadata change here through intention-named calls (`entryCreated`,
-/// `entryRemoved`, …). Changes are *written behind*: they are queued in order and committed in
-/// batches by a flusher thread, one SQLite transaction per batch, a few milliseconds after the
-/// change — so `create` of 10,000 files costs a handful of commits, not 10,000.
+/// The folder records its metadata changes here as `MetadataChange` values: every tree
+/// transaction hands its changes to `record` as one batch and its cache-file removals to
+/// `afterCommit` (`TreeTransaction`); state facts are set with `factSet`; the mount-time repair
+/// of the loaded tree also uses `entryCreated` and `entryChanged`. (`entriesChanged`,
+/// `entryRemoved`, `xattrSet` and `xattrRemoved` are one-change shorthands only tests use.)
+/// Changes are *written behind*: they are queued in order and committed in batches by a flusher
+/// thread, one SQLite transaction per batch, a few milliseconds after the change — so `create` of
+/// 10,000 files costs a handful of commits, not 10,000.
 ///
 /// Invariants:
 /// - Changes are committed in exactly the order they were recorded, and a batch is committed
@@ -89,7 +93,7 @@ final class MetadataStore: Sendable {
         return connection
     }
 
-    // MARK: Intention-named changes (queued, committed behind)
+    // MARK: Recording changes (queued, committed behind)
 
     func entryCreated(_ record: EntryRecord) { enqueue(.upsert(record)) }
     func entryChanged(_ record: EntryRecord) { enqueue(.upsert(record)) }
