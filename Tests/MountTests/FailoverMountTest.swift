@@ -77,7 +77,7 @@ struct FailoverMountTest {
             print(
                 "failover: the first file written after kill -9 reached the follower \(Int(recovery * 1000)) ms after the kill"
             )
-            // The goal is 5 s; the bound is generous for a loaded machine (doc/PERFORMANCE.md has the figure).
+            // The goal is 5 s; the bound is generous for a loaded machine (doc/performance-log.md has the figure).
             #expect(recovery < 30, "\(recovery) s to recover\n\(logs())")
         }
         // Nothing acknowledged (nor anything else written) is lost: the follower and a new mount

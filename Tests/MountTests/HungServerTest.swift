@@ -10,7 +10,7 @@ import Testing
 /// with ENETDOWN after the chunk deadline, and everything reads again once the server is resumed.
 ///
 /// Timing bounds here are generous (a loaded 2-core machine); the typical figures are in
-/// doc/PERFORMANCE.md, "A server that does not answer".
+/// doc/performance-log.md, "A server that does not answer".
 @Suite(.serialized)
 struct HungServerTest {
     /// Mounts A and B over a server; A writes `files`, B sees them as placeholders.

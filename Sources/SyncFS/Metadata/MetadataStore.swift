@@ -344,7 +344,7 @@ final class MetadataStore: Sendable {
     /// applying a whole feed writes all over their B-trees; with 2 MiB almost every insert read
     /// its pages back from the OS, from the disk once the OS's cache was reclaimed (1,000,000
     /// entries: 9.3 million reads, 1 GB from the disk; with 64 MiB: 3.4 million, 62 MB —
-    /// doc/PERFORMANCE.md, "A container of 1,000,000 entries").
+    /// doc/performance-log.md, "A container of 1,000,000 entries").
     static let attachCacheKiB = 65_536
     /// SQLite's default page cache (2 MiB), used otherwise: a running mount's RSS stays low.
     static let normalCacheKiB = 2_000
