@@ -34,7 +34,7 @@ struct FirstAttachTest {
             "entries right after ready: \(found.count) of \(fixture.entries.count)")
         #expect(found == fixture.entries, "missing: \(Set(fixture.entries).subtracting(found).sorted().prefix(10))")
 
-        // Directories show the container's times and modes (item 6).
+        // Directories show the container's times and modes.
         var wrong: [String] = []
         for directory in fixture.directories {
             let expected = try DirectoryLook(fixture.source + "/" + directory)
