@@ -15,6 +15,25 @@ source "$HELPERS/common.sh"
 # shellcheck source=bench/options.sh
 source "$HELPERS/options.sh"
 
+# Where each run whose workloads ran keeps its raw results and settings for `--report`.
+LAST_RUN=$WORKDIR/syncfs-bench-last
+
+# ---------------------------------------------------------------- --report: tables of the last run
+if [[ $REPORT_ONLY == 1 ]]; then
+    [[ -s $LAST_RUN/results.tsv && -s $LAST_RUN/meta.env ]] \
+        || die "no saved run in $LAST_RUN (run scripts/bench.sh with workloads first)"
+    setting() { sed -n "s/^$1=//p" "$LAST_RUN/meta.env" | head -n 1; }
+    RESULTS=$LAST_RUN/results.tsv
+    SIZE=$(to_bytes "$(setting size)") || die "no size in $LAST_RUN/meta.env"
+    NFILES=$(setting files)
+    TREE_FILES=$(setting tree_files)
+    # shellcheck source=bench/uploads.sh
+    source "$HELPERS/uploads.sh"
+    python3 "$HELPERS/report.py" "$RESULTS" "$LAST_RUN/meta.env" "${OUT:--}"
+    report_uploads "$OUT"
+    exit 0
+fi
+
 # ---------------------------------------------------------------- prerequisites
 for c in python3 fusermount3 timeout numfmt; do
     command -v "$c" >/dev/null || die "$c not found"
@@ -149,6 +168,10 @@ MD=${OUT:--}
 echo
 python3 "$HELPERS/report.py" "$RESULTS" "$META" "$MD"
 report_uploads "$OUT"
+if [[ ${#WANT_W[@]} -gt 0 ]]; then
+    mkdir -p "$LAST_RUN" && cp "$RESULTS" "$LAST_RUN/results.tsv" && cp "$META" "$LAST_RUN/meta.env" \
+        && log "results saved in $LAST_RUN (scripts/bench.sh --report prints their tables again)"
+fi
 log "total time $(python3 -c "print(f'{($EPOCHREALTIME - $T_START) / 60:.1f}')") min; $ERRORS error(s)"
 # shellcheck source=bench/parts.sh
 source "$HELPERS/parts.sh"

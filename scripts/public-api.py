@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SyncFS's public API is what the command lines use (#13); everything else is internal.
+"""SyncFS's public API is what the command lines use; everything else is internal.
 
 The `SyncFS` library has two clients, the shipped `Sources/syncfs-mount` and the benchmarks'
 `Sources/syncfs-bench` (the tests use `@testable import`). This check fails on a `public` (or

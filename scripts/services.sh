@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throwaway servers for the tests of the PostgreSQL + S3 backend (#16), from Debian's packages:
+# Throwaway servers for the tests of the PostgreSQL + S3 backend, from Debian's packages:
 #   - PostgreSQL 15: a cluster made with initdb, trust authentication, 127.0.0.1 only;
 #   - Ceph RGW: one monitor, one OSD on memstore (in memory), radosgw, auth none, size-1 pools,
 #     127.0.0.1 only, and one S3 user with throwaway keys.

@@ -5,7 +5,7 @@
 # Defaults: ~/SyncFS on the container ~/.local/share/syncfs/default-container.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# ---- System integration (#15): --enable-unit anywhere in the arguments also enables the unit.
+# ---- System integration: --enable-unit anywhere in the arguments also enables the unit.
 enable_unit=()
 positional=()
 for argument in "$@"; do
@@ -23,7 +23,7 @@ scripts/install-deps.sh
 # Only the shipped command (not the benchmarks' syncfs-bench).
 swift build -c release --product syncfs-mount
 binary="$PWD/.build/release/syncfs-mount"
-# ---- System integration (#15): the binary at a stable path, mount(8)'s helper, systemd units
+# ---- System integration: the binary at a stable path, mount(8)'s helper, systemd units
 # (not enabled unless --enable-unit). See scripts/install-system.sh.
 if [ "${#enable_unit[@]}" -gt 0 ]; then
     scripts/install-system.sh "$binary" --enable-unit "$mountpoint" "$container"

@@ -1,6 +1,6 @@
 import PostgresNIO
 
-/// Schema step 4 (#17): version history, retention and safe garbage collection
+/// Schema step 4: version history, retention and safe garbage collection
 /// (doc/FORMATS.md "PostgreSQL schema", doc/SEMANTICS.md "Garbage collection").
 ///
 /// - `syncfs_entries` gains `committed_at` (nanoseconds since the epoch by the database's clock,

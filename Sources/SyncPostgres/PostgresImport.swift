@@ -5,7 +5,7 @@ extension PostgresContainer: ImportableContainer {
     /// Writes `entries` as they are, in one transaction (`ImportableContainer`): one statement
     /// for all the rows (`PostgresBulkEntries`: each column as an array, `unnest`ed), then the
     /// counter raised to the newest version. The per-row statements this replaced made
-    /// `container copy` of 1,000,000 entries take ~17 minutes (doc/PERFORMANCE.md).
+    /// `container copy` of 1,000,000 entries take ~17 minutes (doc/performance-log.md).
     public func importEntries(_ entries: [RemoteEntry]) async throws(ContainerProtocolError) {
         guard !entries.isEmpty else { return }
         let rows = PostgresBulkEntries(entries)

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import SyncBackend
 
-/// Chunk bytes in an S3-compatible bucket (#16): the object at `PREFIX/chunks/HH/<64 hex>` (`HH`
+/// Chunk bytes in an S3-compatible bucket: the object at `PREFIX/chunks/HH/<64 hex>` (`HH`
 /// the hash's first two hex digits) holds the chunk exactly as a local chunk file does
 /// (`LocalChunkFile`: a 16-byte header, then the encoded payload). See doc/FORMATS.md, "Chunks in
 /// an object store".

@@ -4,7 +4,7 @@ import SyncBackend
 import SyncFS
 import SyncPostgres
 
-/// `container gc`, `container stats` and `container retention` (#17; doc/CLI.md): garbage
+/// `container gc`, `container stats` and `container retention` (doc/CLI.md): garbage
 /// collection, storage figures and the retention policy of a container the caller administers —
 /// a local container directory, or `db:NAME` in `--database` with chunks in `--chunk-store`.
 ///

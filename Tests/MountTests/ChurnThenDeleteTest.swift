@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Deletes stay deleted (issue #14, item 7): after heavy concurrent churn on one mount (several
+/// Deletes stay deleted: after heavy concurrent churn on one mount (several
 /// threads making, moving and removing chains of nested folders and files, racing the uploads)
 /// and an `rm -rf` of the whole tree, the folder must stay empty — nothing re-created by the
 /// daemon a moment later —, `sync` must empty the queue, the other mount must become empty, and a

@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// `syncfs-mount container copy` (issue #16): a container made through a mount on the embedded
+/// `syncfs-mount container copy`: a container made through a mount on the embedded
 /// server moves to PostgreSQL + RGW and back; a fresh mount of each copy shows the same tree,
 /// byte for byte, and bad requests are refused before anything is written. Against the real
 /// PostgreSQL and RGW of the test services.

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// `syncfs-mount container stats`, `container retention` and `container gc` (#17) on the local
+/// `syncfs-mount container stats`, `container retention` and `container gc` on the local
 /// container of a live mount: the figures match what was written, overwritten and deleted; a
 /// collection within retention frees nothing; after retention is cut to zero days the old
 /// versions and the deleted file go; every current file still reads back byte for byte from a

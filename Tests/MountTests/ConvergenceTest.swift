@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// The seeded randomized convergence test (issue #5): three mounts of one container, one thread
+/// The seeded randomized convergence test: three mounts of one container, one thread
 /// per mount running its own random stream of operations at once (create, append, insert,
 /// replace a line, save-by-rename, rename, move, delete, mkdir, rmdir, move and rename folders)
 /// over a small shared name space, so that the mounts really conflict; meanwhile one or two
@@ -18,16 +18,10 @@ import Testing
 /// those seeds (else two default ones), `SYNCFS_CONVERGE_OPS=<n>` sets the operations per seed
 /// (all mounts together; default 3000), `SYNCFS_CONVERGE_TIMEOUT=<s>` the wait for convergence.
 ///
-/// **On by default** (two seeds, about 30 s each); `SYNCFS_CONVERGE=0` skips it. History: with
-/// the conflict resolution of issue #5, seeds 1–10 and both defaults passed (2026-11-22
-/// 04:00–04:24 UTC), but one CI run (05:05 UTC, seed 0xc0ffee) converged with one token lost — an
-/// append on mount A to `f1.txt` that no other mount ever read. That loss did not recur here,
-/// but its most likely cause was found and fixed (06:00–06:40 UTC): the inotify echo's touch
-/// (`truncate` to the same size) made the kernel drop an append still in its page cache
-/// (`anAppendMadeJustAfterARemoteEditSurvivesTheEchosTouch` in `EventsTest`); seeds 0x8 and 0xc
-/// meanwhile hung on a folder cycle made by a merge
-/// (`aMergedMoveOfAFolderIntoItsOwnSubfolderMakesNoCycle`). Each product bug it found is a
-/// deterministic test in `Tests/SyncFSTests/ConflictRaceTests.swift` or the mount tests.
+/// **On by default** (two seeds, about 30 s each); `SYNCFS_CONVERGE=0` skips it. Each product bug
+/// it found is a deterministic test in `Tests/SyncFSTests/ConflictRaceTests.swift` or the mount
+/// tests (e.g. `anAppendMadeJustAfterARemoteEditSurvivesTheEchosTouch` in `EventsTest`,
+/// `aMergedMoveOfAFolderIntoItsOwnSubfolderMakesNoCycle`).
 @Suite(
     .serialized,
     .enabled(if: convergenceTestRequested, "skipped with SYNCFS_CONVERGE=0"))

@@ -3,8 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Issue #14 item 3: a clean cached file with garbage written into it was served to readers as if
-/// good. The first reads after a mount check the cached copy against its manifest's chunk hashes;
+/// A clean cached file with garbage written into it is never served as if good. The first reads after a mount check the cached copy against its manifest's chunk hashes;
 /// a damaged copy is discarded and downloaded again. doc/SEMANTICS.md, "Damaged cached content".
 @Suite struct DamagedCacheTest {
     enum When: String, CaseIterable {

@@ -3,7 +3,7 @@ import Testing
 
 /// Credentials given the supported way — `PGPASSWORD` for PostgreSQL, `AWS_ACCESS_KEY_ID` and
 /// `AWS_SECRET_ACCESS_KEY` for S3 — never appear in what `serve --database` prints when it cannot
-/// connect, even at `--log-level trace` (issue #16), against the real services. (A password in
+/// connect, even at `--log-level trace`, against the real services. (A password in
 /// the database URL is refused outright: `DatabaseServeInputTest`.)
 @Suite(.serialized)
 struct DatabaseCredentialsTest {

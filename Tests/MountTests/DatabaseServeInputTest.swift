@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// `serve --database` and `server-init` refuse bad input clearly, never show a credential, and
-/// leave nothing half-made (issue #16), against the real PostgreSQL and RGW of the test services.
+/// leave nothing half-made, against the real PostgreSQL and RGW of the test services.
 @Suite(.serialized)
 struct DatabaseServeInputTest {
     private func serve(_ backend: DatabaseBackendFixture, _ arguments: [String]) throws -> ModelProcessResult {

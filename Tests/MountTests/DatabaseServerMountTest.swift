@@ -3,8 +3,8 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Mounts that sync through `syncfs-mount serve --database postgres://… --chunk-store s3://…`
-/// (issue #16), against the real PostgreSQL and Ceph RGW the test services run: the server keeps
+/// Mounts that sync through `syncfs-mount serve --database postgres://… --chunk-store s3://…`,
+/// against the real PostgreSQL and Ceph RGW the test services run: the server keeps
 /// no container on its disk, and several server processes serve one container.
 @Suite(.serialized)
 struct DatabaseServerMountTest {

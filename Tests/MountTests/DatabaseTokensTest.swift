@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Tokens kept in PostgreSQL (issue #16): `server-init --token` and `token create|list|revoke
+/// Tokens kept in PostgreSQL: `server-init --token` and `token create|list|revoke
 /// --database` manage them, every `serve --database` process (without `--tokens`) accepts them,
 /// a revocation reaches every process at once, and a hostile client is refused exactly as by the
 /// embedded server (`serve --root`). Against the real PostgreSQL and RGW of the test services.

@@ -4,8 +4,8 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// Mounts given two `serve --database` processes of one container (`mount URL1,URL2`; issue
-/// #16), against the real PostgreSQL and Ceph RGW of the test services: one process is
+/// Mounts given two `serve --database` processes of one container (`mount URL1,URL2`),
+/// against the real PostgreSQL and Ceph RGW of the test services: one process is
 /// `kill -9`ed under load and the mounts carry on through the other — nothing acknowledged is
 /// lost, the writer recovers within seconds, `status` names the server in use, and an upload cut
 /// in the middle is never seen half-done and completes through the other server.
@@ -78,7 +78,7 @@ struct FailoverMountTest {
             print(
                 "failover: the first file written after kill -9 reached the follower \(Int(recovery * 1000)) ms after the kill"
             )
-            // The goal is 5 s; the bound is generous for a loaded machine (doc/PERFORMANCE.md has the figure).
+            // The goal is 5 s; the bound is generous for a loaded machine (doc/performance-log.md has the figure).
             #expect(recovery < 30, "\(recovery) s to recover\n\(logs())")
         }
         // Nothing acknowledged (nor anything else written) is lost: the follower and a new mount

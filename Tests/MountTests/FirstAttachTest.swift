@@ -3,8 +3,8 @@ import Glibc
 import TestSupport
 import Testing
 
-/// The first mount of a state directory (doc/SEMANTICS.md, "The first mount attaches the tree";
-/// issue #14 items 5 and 6): it says `ready` only once the container's tree is attached, so no
+/// The first mount of a state directory (doc/SEMANTICS.md, "The first mount attaches the tree"):
+/// it says `ready` only once the container's tree is attached, so no
 /// existing name is ever answered ENOENT and `O_CREAT|O_EXCL` of one fails; directories show the
 /// container's mtime, mode and `user.` attributes, and attaching queues no upload; a container
 /// unreachable during the attach fails the mount after `--attach-timeout` with exit status 75,
@@ -35,7 +35,7 @@ struct FirstAttachTest {
             "entries right after ready: \(found.count) of \(fixture.entries.count)")
         #expect(found == fixture.entries, "missing: \(Set(fixture.entries).subtracting(found).sorted().prefix(10))")
 
-        // Directories show the container's times and modes (item 6).
+        // Directories show the container's times and modes.
         var wrong: [String] = []
         for directory in fixture.directories {
             let expected = try DirectoryLook(fixture.source + "/" + directory)

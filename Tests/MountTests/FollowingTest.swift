@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// What programs following a mount need (issue #15, "apps can follow everything they need"):
+/// What programs following a mount need ("apps can follow everything they need"):
 /// `events` reports the mount going offline and online, finished downloads and rules-file
 /// errors; `status` shows a rules error as soon as the file is saved; `user.syncfs.id` gives a
 /// file's stable ID.
@@ -147,9 +147,8 @@ struct FollowingTest {
         }
     }
 
-    /// The complaint of issue #15: a broken rules line was logged by the merging mount once per
-    /// read of the rules, many times per merge round. Three merges on B with a bad line in the
-    /// rules: one log line for it.
+    /// A broken rules line is logged once, not once per read of the rules (a merge round reads
+    /// them many times). Three merges on B with a bad line in the rules: one log line for it.
     @Test func aRulesErrorIsLoggedOnceHoweverManyMergesReadTheRules() throws {
         let directory = try privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

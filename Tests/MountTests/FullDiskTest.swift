@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Issue #14 item 1, a full disk under the state directory, on real mounts: the state directory
+/// A full disk under the state directory, on real mounts: the state directory
 /// is a small tmpfs (mounted in the test's private mount namespace, unmounted in teardown).
 /// doc/SEMANTICS.md, "Full disk".
 @Suite(.serialized) struct FullDiskTest {

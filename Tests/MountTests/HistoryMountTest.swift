@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// Version history and the trash through real mounts (doc/SEMANTICS.md "Version history and the
-/// trash"; issue #17): `versions`, `trash` and `restore` on mount A of a container two mounts
+/// trash"): `versions`, `trash` and `restore` on mount A of a container two mounts
 /// share — the embedded container, a server of embedded containers, and a server on
 /// PostgreSQL + S3 — and what B sees of each restore.
 @Suite(.serialized)

@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// The trust boundary through a real root mount (issue 12): the built binary mounts a container
+/// The trust boundary through a real root mount: the built binary mounts a container
 /// served by `Support/hostile_server.py`, whose feed mixes every class of bad remote entry (names
 /// `..`, `.`, `a/b`, NUL, empty, 256 bytes; sizes and chunk lengths that do not add up; bad
 /// symlink targets; manifests on directories and symlinks; an entry inside itself; a parent

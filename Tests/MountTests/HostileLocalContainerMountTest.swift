@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// The trust boundary for a local container (issue 12): another writer of the container
+/// The trust boundary for a local container: another writer of the container
 /// directory (a synced folder, a shared disk) puts rows in `container.db` that no commit would
 /// make — names `..`, `.` and `../x` aiming at a sentinel tree beside the mount point — and signals
 /// them. The root mount with the inotify echo on (the default) refuses them, changes nothing

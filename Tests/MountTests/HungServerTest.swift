@@ -3,14 +3,14 @@ import Glibc
 import TestSupport
 import Testing
 
-/// A server that hangs (issue #14 item 8; doc/SEMANTICS.md, "A server that does not answer"): a
+/// A server that hangs (doc/SEMANTICS.md, "A server that does not answer"): a
 /// `syncfs-mount serve` child is stopped with SIGSTOP, so the kernel still accepts its connections
 /// and takes the requests, but nothing answers. Readers of placeholders must not wait forever: a
 /// signal ends their read with EINTR at once, other operations on the mount go on, a read gives up
 /// with ENETDOWN after the chunk deadline, and everything reads again once the server is resumed.
 ///
 /// Timing bounds here are generous (a loaded 2-core machine); the typical figures are in
-/// doc/PERFORMANCE.md, "A server that does not answer".
+/// doc/performance-log.md, "A server that does not answer".
 @Suite(.serialized)
 struct HungServerTest {
     /// Mounts A and B over a server; A writes `files`, B sees them as placeholders.

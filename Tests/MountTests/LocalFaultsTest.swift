@@ -3,8 +3,8 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Issue #14, local faults on real mounts: a damaged cache file of a queued edit (item 2) and a
-/// lost state database (item 4). doc/SEMANTICS.md, "Lost local content" and "A lost state
+/// Local faults on real mounts: a damaged cache file of a queued edit and a lost state
+/// database. doc/SEMANTICS.md, "Lost local content" and "A lost state
 /// database".
 @Suite struct LocalFaultsTest {
     enum Damage: String, CaseIterable {

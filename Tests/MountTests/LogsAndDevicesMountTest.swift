@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Logs people can read and conflict copies that name the mount (issue #15, doc/SEMANTICS.md
+/// Logs people can read and conflict copies that name the mount (doc/SEMANTICS.md
 /// "Logs" and "Device names").
 @Suite(.serialized)
 struct LogsAndDevicesMountTest {

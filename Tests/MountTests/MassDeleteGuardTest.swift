@@ -122,7 +122,7 @@ struct MassDeleteGuardTest {
             let removed = Date()
             #expect(!exists(a.path("big")))
             try expectHeld(a)
-            // The guard's detection time (doc/PERFORMANCE.md): from the end of `rm -rf` to a
+            // The guard's detection time (doc/performance-log.md): from the end of `rm -rf` to a
             // `status` that says held (includes one `status` process, ~0.1 s).
             print(
                 "mass-delete guard: held \(String(format: "%.2f", Date().timeIntervalSince(removed))) s after "

@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Merges and conflicts on real mounts (issue #5): the built binary, two daemons on one container,
+/// Merges and conflicts on real mounts: the built binary, two daemons on one container,
 /// edits made through the mount points while neither uploads, then `sync` on A, then on B.
 @Suite(.serialized)
 struct MergeMountTest {
@@ -131,8 +131,8 @@ extension MergeMountTest {
         return try makeTemporaryDirectory("syncfs-merge")
     }
 
-    /// Issue #12: a synced rules file names a command this machine never allowed. Before the fix
-    /// B ran it (as root here); now the merge keeps both, says why, and the command never runs.
+    /// A synced rules file names a command this machine never allowed: the merge keeps both, says
+    /// why, and the command never runs (B runs as root here).
     @Test func aCommandTheMachineDidNotAllowNeverRuns() throws {
         let directory = try privateDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

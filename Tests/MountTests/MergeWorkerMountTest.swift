@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Merge commands run off the upload path (issue #15): a slow `merge=command:` delays only its
+/// Merge commands run off the upload path: a slow `merge=command:` delays only its
 /// own file. Before, the uploader ran the command itself, and every other upload of the mount
 /// waited for it (an unrelated file took 3.86 s instead of 0.1 s).
 @Suite(.serialized)

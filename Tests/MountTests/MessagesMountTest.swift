@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Messages people can act on (issue #15): TLS failures say what failed and what to do, with no
+/// Messages people can act on: TLS failures say what failed and what to do, with no
 /// library internals; a token file others can read is a warning on the `mount` command's
 /// standard error; `--lifeline` with standard input already at end-of-file is a usage error.
 @Suite(.serialized)

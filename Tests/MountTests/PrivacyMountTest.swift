@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// Private by default (issue #12; doc/FORMATS.md, "Permissions"; doc/CLI.md, "The runtime
+/// Private by default (doc/FORMATS.md, "Permissions"; doc/CLI.md, "The runtime
 /// directory"): another local user can read nothing a root mount keeps on disk, cannot talk to
 /// its daemon, and cannot hijack the registry; an idle client never delays another.
 @Suite(.serialized)

@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Issue #14 item 4: a state directory whose `state.db` was lost is refused by the mount (exit
+/// A state directory whose `state.db` was lost is refused by the mount (exit
 /// 65); `syncfs-mount recover` gets its cached content back so nothing is lost, and the mount
 /// starts over. doc/CLI.md, "recover"; doc/SEMANTICS.md, "A lost state database".
 @Suite struct RecoverTest {

@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Mounts that sync through the HTTP server (`syncfs-mount serve`, issue #6): two mounts with
+/// Mounts that sync through the HTTP server (`syncfs-mount serve`): two mounts with
 /// separate state directories converge through it; stopping and restarting the server loses
 /// nothing queued on either side; wrong tokens and URLs are clear errors at mount time.
 ///

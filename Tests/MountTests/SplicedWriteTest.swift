@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-/// Large writes reach the cache file by splice, never through the daemon's memory (issue #18,
-/// `FuseTransferSizes`; doc/PERFORMANCE.md, "Sequential I/O at the ceiling").
+/// Large writes reach the cache file by splice, never through the daemon's memory
+/// (`FuseTransferSizes`; doc/performance-log.md, "Sequential I/O at the ceiling").
 ///
 /// How it is seen from outside: `rchar` in `/proc/PID/io` counts the bytes a process got from
 /// `read()`/`pread()`, not what it moved with `splice`. The daemon receives every request from

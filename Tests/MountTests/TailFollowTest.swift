@@ -3,7 +3,7 @@ import Glibc
 import TestSupport
 import Testing
 
-/// Following a file another machine appends to (issue #15; doc/SEMANTICS.md, "Following a file
+/// Following a file another machine appends to (doc/SEMANTICS.md, "Following a file
 /// another machine changes"), measured with the real tools: `tail -F` on mount B and
 /// `inotifywait -m` on B's folder while mount A appends a line at a time.
 ///

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// Tree walks answer the same on a mount as on a plain directory whichever way their listings
-/// came (issue #18): a walk that only descends gets names only (`ReaddirPlusReaders`), one that
+/// came: a walk that only descends gets names only (`ReaddirPlusReaders`), one that
 /// stats gets attributes after its first folder, and a walk after another reads the listings the
 /// kernel kept from it. Each walk is a new process on a freshly mounted (cold) folder, then again
 /// warm; every output must equal the plain directory's.

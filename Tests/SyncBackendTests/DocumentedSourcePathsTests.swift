@@ -31,7 +31,20 @@ struct DocumentedSourcePathsTests {
             })
     }
 
-    @Test(arguments: ["doc/ARCHITECTURE.md", "doc/SEMANTICS.md", "doc/SECURITY.md", "doc/FORMATS.md", "README.md"])
+    /// The documents checked: the fixed ones and every decision record.
+    static let documents: [String] =
+        [
+            "doc/ARCHITECTURE.md", "doc/SEMANTICS.md", "doc/SECURITY.md", "doc/FORMATS.md", "doc/DEVELOPMENT.md",
+            "doc/PERFORMANCE.md", "README.md",
+        ] + decisionRecords().map { "doc/decisions/" + $0 }
+
+    /// The numbered decision records (`NNN-title.md`) in doc/decisions/, sorted.
+    static func decisionRecords() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path + "/doc/decisions")) ?? []
+        return names.filter { $0.range(of: "^[0-9]{3}-.+\\.md$", options: .regularExpression) != nil }.sorted()
+    }
+
+    @Test(arguments: documents)
     func everyNamedFileExists(document: String) throws {
         let text = try String(contentsOf: Self.root.appendingPathComponent(document), encoding: .utf8)
         let named = Self.namedFiles(in: text)
@@ -41,6 +54,18 @@ struct DocumentedSourcePathsTests {
             let found = files.contains { $0 == name || $0.hasSuffix("/" + name) }
             #expect(found, "\(document) names `\(name)`, which is not in Sources/, Tests/, scripts/ or dist/")
         }
+    }
+
+    /// The index of decision records links every numbered record, and each number is used once.
+    @Test func theDecisionIndexListsEveryRecord() throws {
+        let records = Self.decisionRecords()
+        #expect(!records.isEmpty, "doc/decisions/ holds no NNN-title.md record")
+        let index = try String(contentsOf: Self.root.appendingPathComponent("doc/decisions/README.md"), encoding: .utf8)
+        for record in records {
+            #expect(index.contains("(\(record))"), "doc/decisions/README.md does not link \(record)")
+        }
+        let numbers = records.map { $0.prefix(3) }
+        #expect(Set(numbers).count == numbers.count, "two decision records share a number: \(records)")
     }
 
     @Test func theCheckFindsAMissingFile() {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SyncBackend
 
-/// The garbage collection's safety under concurrent commits (#17): several instances of one local
+/// The garbage collection's safety under concurrent commits: several instances of one local
 /// container (as several processes) create, rewrite (sharing chunks), delete and restore files
 /// while collections with no grace period run; a commit refused with `chunksMissing` uploads its
 /// chunks again and retries, as the client does. At the end every version the history still

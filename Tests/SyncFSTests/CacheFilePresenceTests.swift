@@ -6,7 +6,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Issue #18: the content cache knows which file IDs have a cache file (`CacheFilePresence`), so a
+/// The content cache knows which file IDs have a cache file (`CacheFilePresence`), so a
 /// placeholder without one gets its `st_blocks` without a `stat`. It must never say "absent"
 /// while a file exists: after each operation of the cache, its answer is checked against the
 /// disk.

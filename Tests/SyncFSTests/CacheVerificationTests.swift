@@ -7,7 +7,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Issue #14 item 3: a clean cached copy with garbage in it was served as if good. The first reads
+/// A clean cached copy with garbage in it is never served as if good. The first reads
 /// after a mount check it against its manifest's chunk hashes; a damaged copy becomes a
 /// placeholder again and the read downloads the good bytes. In the serialized engine suite.
 extension SyncEngineTests {

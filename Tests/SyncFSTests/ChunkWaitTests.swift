@@ -7,7 +7,7 @@ import Testing
 
 @testable import SyncFS
 
-/// A reader's wait without a thread (`Hydration.wait`, `ChunkWait`; issue #14 item 8): it ends
+/// A reader's wait without a thread (`Hydration.wait`, `ChunkWait`): it ends
 /// exactly once — when its chunks are stored, when the download fails or is cancelled, or when
 /// the reader is interrupted — and its action runs once, with that outcome.
 @Suite struct ChunkWaitTests {

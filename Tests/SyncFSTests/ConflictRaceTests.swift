@@ -9,7 +9,8 @@ import Testing
 
 /// Races of the conflict resolution the randomized convergence test
 /// (`Tests/MountTests/ConvergenceTest.swift`) can reach, each made deterministic with one
-/// container and two folders.
+/// container and two folders: each states an outcome the conflict resolution
+/// (`Uploader+Conflicts.swift`) must reach.
 extension SyncEngineTests {
     /// A and B both edit a file; A's upload conflicts, so A keeps its version as a conflicted copy
     /// and takes B's version (downloading it). A local write that lands while that download runs
@@ -65,6 +66,8 @@ extension SyncEngineTests {
         }
         let names = try pair.a.childNames()
         let everything = try texts()
+        // `takeRemote` must not install the container's version over a write made after the
+        // conflict was decided and the copy made: that write is kept.
         #expect(
             everything.contains { $0.contains("A2") },
             "the write made during the conflict's download is gone; A has \(names): \(everything)")

@@ -95,7 +95,7 @@ struct ContentLifecycleTests {
             .impossible, .to(placeholderUploading, [.upload(manifestPermit)]), .impossible,
             .impossible, .to(hydratingUploading, [.upload(manifestPermit)]), .impossible,
             .impossible, .to(localUploading, [.upload(cacheFilePermit)]), .impossible,
-            // Never uploaded (issue #14 items 1 and 2): the container's version stays.
+            // Never uploaded: the container's version stays.
             .to(localWriteFailed, [.refuseUpload]),
             .to(lost, [.refuseUpload]),
         ],
@@ -187,7 +187,7 @@ struct ContentLifecycleTests {
             .to(placeholderClean, []), .to(placeholderDirty, []), .to(placeholderUploading, []),
             .to(hydratingClean, []), .to(hydratingDirty, []), .to(hydratingUploading, []),
             .to(placeholderClean, [.recordResidency]),
-            // Issue #14 item 2: never an empty file over the container's version.
+            // Never an empty file over the container's version.
             .to(lost, [.markLost]), .to(lost, [.markLost]), .to(lost, [.markLost]),
             .to(lost, []),
         ],
@@ -309,7 +309,7 @@ struct ContentLifecycleTests {
         #expect(ContentLifecycle.cacheFileCheck(recorded: 0, onDisk: nil) == .cacheFileMissing)
     }
 
-    /// The write path of issue #14 item 1, as a sequence: ENOSPC in the middle of a copy, the
+    /// The write path on a failing disk, as a sequence: ENOSPC in the middle of a copy, the
     /// close records the file, the uploader finds nothing it may send.
     @Test func aCopyThatHitENOSPCIsNeverUploaded() {
         var state = Self.localClean

@@ -62,7 +62,7 @@ enum HostileName: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// and the feed must go on: a good entry committed after it arrives.
 @Suite("Hostile container: refused remote entries", .serialized)
 struct HostileContainerTests {
-    /// What was seen (issue 12, item 1): names `..`, `.`, `a/b` walk out of the folder; as root
+    /// What was seen: names `..`, `.`, `a/b` walk out of the folder; as root
     /// the echo truncated, chmod'ed 6777, deleted and created files outside and planted a symlink.
     @Test(arguments: HostileName.allCases)
     func aNameThatIsNotOnePathComponentIsRefusedAndReachesNothing(_ hostile: HostileName) async throws {

@@ -7,7 +7,7 @@ import Testing
 
 @testable import SyncFS
 
-/// An idle mount is quiet: no database writes, no polling loops (doc/PERFORMANCE.md, "An idle
+/// An idle mount is quiet: no database writes, no polling loops (doc/performance-log.md, "An idle
 /// mount").
 @Suite struct IdleMountTests {
     @Test func aFollowerWaitingOnAnUnchangedFeedWritesNothing() async throws {

@@ -7,7 +7,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Issue #14 item 2: a queued edit whose cache file vanished or was truncated must never be
+/// A queued edit whose cache file vanished or was truncated must never be
 /// uploaded (it once replaced the container's good version with an empty or short file, on every
 /// mount). The file becomes `lost`: `user.syncfs.state` is `error`, `status` names it with the
 /// reason, reads fail with EIO, and the container's version stays. In the serialized engine suite.

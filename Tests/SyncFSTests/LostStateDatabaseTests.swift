@@ -5,7 +5,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Issue #14 item 4: a deleted or emptied `state.db` next to a cache that holds content must not
+/// A deleted or emptied `state.db` next to a cache that holds content must not
 /// start fresh (that dropped the queue silently, then deleted the cache files holding it).
 @Suite struct LostStateDatabaseTests {
     enum Loss: CaseIterable { case deleted, emptied }

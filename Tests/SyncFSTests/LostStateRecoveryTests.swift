@@ -6,7 +6,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Issue #14 item 4: `syncfs-mount recover` gets the cached content of a state directory whose
+/// `syncfs-mount recover` gets the cached content of a state directory whose
 /// database was lost back into a new private folder, and the state directory mounts again.
 @Suite struct LostStateRecoveryTests {
     static let moment = Date(timeIntervalSince1970: 1_795_000_000)

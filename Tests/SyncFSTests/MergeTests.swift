@@ -235,7 +235,7 @@ extension SyncEngineTests {
         #expect(tree[hostile] == hostile, "%P arrived as the literal name")
     }
 
-    /// Issue #12: a synced rule naming a command this machine does not define (or a whole command
+    /// A synced rule naming a command this machine does not define (or a whole command
     /// line, as rules files of earlier versions did) runs nothing; both versions are kept, and
     /// the conflict copy's reason says why.
     @Test func aCommandTheMachineDoesNotDefineNeverRuns() async throws {

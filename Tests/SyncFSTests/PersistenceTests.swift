@@ -160,7 +160,7 @@ struct PersistenceTests {
     }
 
     /// A missing cache file of an unsynced file no longer leaves an empty file (which then
-    /// uploaded if queued): the file is `lost`, its size kept, reads fail (issue #14 item 2).
+    /// uploaded if queued): the file is `lost`, its size kept, reads fail.
     @Test func aMissingCacheFileMakesAModifiedFileLost() throws {
         let fixture = try FileSystemFixture()
         let ino = try fixture.makeFile("f", contents: bytes("lost"))

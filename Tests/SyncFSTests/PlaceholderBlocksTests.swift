@@ -7,7 +7,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Issue #18: a placeholder's `st_blocks` without a `stat` of a cache file it does not have
+/// A placeholder's `st_blocks` without a `stat` of a cache file it does not have
 /// (`ContentCache.isKnownAbsent`), and measured whenever it has one — across a file's lifecycle.
 /// In the serialized engine suite.
 extension SyncEngineTests {

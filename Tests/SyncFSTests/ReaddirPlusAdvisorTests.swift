@@ -2,7 +2,7 @@ import Testing
 
 @testable import SyncFS
 
-/// `ReaddirPlusReaders`: names only until a reader stats what it lists (issue #18). Each test is
+/// `ReaddirPlusReaders`: names only until a reader stats what it lists. Each test is
 /// a sequence of READDIRPLUS pages (with the answer expected) and LOOKUPs.
 @Suite struct ReaddirPlusAdvisorTests {
     enum Step {

@@ -7,7 +7,7 @@ import Testing
 
 @testable import SyncFS
 
-/// Deletes stay deleted (issue #14, item 7). The follower applies a batch of the change feed some
+/// Deletes stay deleted. The follower applies a batch of the change feed some
 /// time after reading it; meanwhile this mount's uploader may commit the deletion of entries in
 /// that batch. An entry's older version read before its deletion must never bring it back: not
 /// as a new local entry, and not — through a folder that is "not empty" when its own tombstone

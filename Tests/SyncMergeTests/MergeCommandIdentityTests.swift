@@ -4,7 +4,7 @@ import Testing
 
 @testable import SyncMerge
 
-/// Who a merge command runs as, what it inherits, and where its files are (issue #12).
+/// Who a merge command runs as, what it inherits, and where its files are.
 @Suite("MergeCommand identity and workspace")
 struct MergeCommandIdentityTests {
     func output(_ result: MergeCommandResult) -> String { String(decoding: result.output, as: UTF8.self) }

@@ -8,7 +8,7 @@ import Testing
 
 @testable import SyncPostgres
 
-/// The randomized test of #17: on PostgreSQL + S3 (Ceph RGW of `scripts/services.sh`), several
+/// The randomized garbage-collection test: on PostgreSQL + S3 (Ceph RGW of `scripts/services.sh`), several
 /// tasks commit (creates, rewrites sharing chunks, deletes, restores of old states on
 /// tombstones) through one store while two collections with grace 0 and a short retention run
 /// at once, through that store and another (two processes); a commit refused `chunksMissing` uploads again and retries.

@@ -6,7 +6,7 @@ import Testing
 
 @testable import SyncPostgres
 
-/// Garbage collection of `PostgresContainer` (#17): grace, dry runs, chunks shared between
+/// Garbage collection of `PostgresContainer`: grace, dry runs, chunks shared between
 /// containers (one blob store per database), commits and uploads racing a collection, and
 /// sweeps that fail halfway. Against the PostgreSQL of `scripts/services.sh`.
 @Suite struct PostgresCollectionTests {
@@ -228,7 +228,7 @@ import Testing
 /// A collection of a container of many chunks, half of them referenced (rows made in SQL; the
 /// blobs are absent, so the sweep's deletions are the blob store's idempotent no-ops): the
 /// referenced half stays, the rest goes. `SYNCFS_GC_BENCH_CHUNKS` sets the size (default 20,000)
-/// for the throughput figure of doc/PERFORMANCE.md, printed.
+/// for the throughput figure of doc/performance-log.md, printed.
 @Suite struct PostgresCollectionScaleTests {
     @Test func aCollectionOfManyChunksDeletesExactlyTheUnreferencedHalf() async throws {
         let chunks = ProcessInfo.processInfo.environment["SYNCFS_GC_BENCH_CHUNKS"].flatMap { Int($0) } ?? 20_000

@@ -4,7 +4,7 @@ import Testing
 
 @testable import SyncPostgres
 
-/// Version history, the trash, retention and storage accounting of `PostgresContainer` (#17),
+/// Version history, the trash, retention and storage accounting of `PostgresContainer`,
 /// against the PostgreSQL of `scripts/services.sh` (without `SYNCFS_TEST_PG_URL` these fail).
 @Suite struct PostgresHistoryTests {
     @Test func historyListsEveryVersionNewestFirstAndTheTrashItsTombstones() async throws {

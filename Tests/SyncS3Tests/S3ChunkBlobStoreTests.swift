@@ -305,7 +305,7 @@ import Testing
         }
     }
 
-    /// Put and get throughput and latency on loopback RGW, printed for doc/PERFORMANCE.md; asserts
+    /// Put and get throughput and latency on loopback RGW, printed for doc/performance-log.md; asserts
     /// only that every chunk round-trips.
     @Test func throughputAndLatency() async throws {
         try await Self.withStores { stores, _ in

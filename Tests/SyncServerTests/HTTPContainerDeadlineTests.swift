@@ -4,8 +4,8 @@ import SyncBackend
 import SyncClient
 import Testing
 
-/// A server that accepts connections and never answers (stopped with SIGSTOP, hung; issue #14
-/// item 8): every `HTTPContainer` call ends at its deadline as `unavailable` (doc/SEMANTICS.md,
+/// A server that accepts connections and never answers (stopped with SIGSTOP, hung): every
+/// `HTTPContainer` call ends at its deadline as `unavailable` (doc/SEMANTICS.md,
 /// "A server that does not answer"). A chunk read — what readers of placeholders wait on — gives
 /// up at 10 s, not at the 120 s of an upload.
 @Suite("HTTPContainer: a server that never answers")

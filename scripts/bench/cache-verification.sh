@@ -1,5 +1,5 @@
 #!/bin/bash
-# The cost of cache verification (doc/PERFORMANCE.md, "Cache verification"): the first read of a
+# The cost of cache verification (doc/performance-log.md, "Cache verification"): the first read of a
 # clean 512 MiB file after a mount, a cold read through the daemon after it, and a warm read,
 # alternating two binaries (e.g. before and after a change) for ROUNDS rounds. Root (drop_caches);
 # run it inside a private mount namespace (e.g. /work/bin/wt), it mounts under a temporary directory.

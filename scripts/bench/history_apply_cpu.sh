@@ -1,5 +1,5 @@
 #!/bin/bash
-# History's cost inside PostgreSQL (#17): CPU and wall time per commit of syncfs_commit_apply with
+# History's cost inside PostgreSQL: CPU and wall time per commit of syncfs_commit_apply with
 # and without the copy into syncfs_versions, one backend, 5,000 commits per run, interleaved.
 set -e
 BINARY=${1:?usage: history_apply_cpu.sh BINARY}

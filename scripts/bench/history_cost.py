@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""History's cost on the commit rate of a PostgreSQL server (issue #17), A/B in one database:
+"""History's cost on the commit rate of a PostgreSQL server, A/B in one database:
 the schema 4 `syncfs_commit_apply` (which copies the replaced row into `syncfs_versions`) against
 the same function without that copy (the schema 3 write), swapped with CREATE OR REPLACE between
 runs, interleaved. One `serve --database … --chunk-store DIR` process of BINARY,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How quiet an idle mount is (doc/PERFORMANCE.md, "An idle mount"):
+# How quiet an idle mount is (doc/performance-log.md, "An idle mount"):
 #   scripts/bench/idle-mount.sh BINARY [SECONDS]
 # Mounts a new local container, writes and syncs one file, lets it settle, then counts the
 # daemon's context switches (all threads, /proc/PID/task/*/status) and the growth of its

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Merge benchmark of SyncFS (issue #5), run by scripts/bench.sh (or alone).
+"""Merge benchmark of SyncFS, run by scripts/bench.sh (or alone).
 
 Two mounts of one local container that hold uploads back (long upload delay); a text file of
 SIZE MiB (lines of ~60 bytes) synced to both; then A edits a line near the start and B a line

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A container of 1,000,000 entries (issue #16), run by `scripts/bench.sh --server-only --million`
+"""A container of 1,000,000 entries, run by `scripts/bench.sh --server-only --million`
 (or alone). Not part of the default run: it takes ~10-20 minutes.
 
 On both backends, the embedded server (`serve --root`) and PostgreSQL + S3 (`serve --database …

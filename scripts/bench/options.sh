@@ -66,6 +66,9 @@ Options:
                       (PREFAULT_GIB), and restores it on exit: with it on, a cold read is
                       2.5-4x slower or not depending on the seconds after drop_caches, and a
                       write into pages the host took back costs ~4x the CPU)
+  --report            run nothing: print the Markdown tables of the last run whose workloads
+                      ran (saved in WORKDIR/syncfs-bench-last/ by every such run); with --out
+                      FILE, also write them to FILE
   -h, --help          this text
 
 Environment:
@@ -88,7 +91,7 @@ EOF
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
 O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES= O_WALK_FILES=
-SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS= KEEP_PAGE_REPORTING=0
+SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS= KEEP_PAGE_REPORTING=0 REPORT_ONLY=0
 TARGETS=native,syncfs,rclone,hp WORKLOADS=seq,rand,files,untar,clone,walk
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
@@ -125,6 +128,7 @@ while [[ $# -gt 0 ]]; do
         --keep-logs) need_arg "$@"; KEEP_LOGS=$2; shift 2 ;;
         --step-timeout) need_arg "$@"; O_STEP_TIMEOUT=$2; shift 2 ;;
         --keep-page-reporting) KEEP_PAGE_REPORTING=1; shift ;;
+        --report) REPORT_ONLY=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "bench.sh: unknown option: $1 (see --help)" >&2; exit 64 ;;
     esac

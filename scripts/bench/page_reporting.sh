@@ -11,7 +11,7 @@
 # read started at once after the drop, for every target (native too), and which regime a target's
 # read falls in depends on the seconds between the drop and the read: noise of 2× between targets
 # in one run. With reporting paused every cold read gets pages the host still backs, the way a
-# machine without a balloon always does. Measured in doc/PERFORMANCE.md ("Cold reads and the
+# machine without a balloon always does. Measured in doc/performance-log.md ("Cold reads and the
 # balloon's free page reporting").
 #
 #   pause_page_reporting    raise page_reporting_order above the largest free block (nothing is

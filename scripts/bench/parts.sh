@@ -58,7 +58,7 @@ run_parts() {
         [[ -n $OUT ]] && server_args+=(--out "$OUT")
         echo
         run_script_step "the sync server benchmarks" 1800 server.py "$W" "${server_args[@]}"
-        # On PostgreSQL + S3 (#16): two `serve --database` processes, 8 mounts, against the embedded
+        # On PostgreSQL + S3: two `serve --database` processes, 8 mounts, against the embedded
         # server in the same run; needs the services' environment (scripts/services.sh start).
         if [[ -n ${SYNCFS_TEST_PG_URL:-} && -n ${SYNCFS_TEST_S3_ENDPOINT:-} ]]; then
             echo

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Placeholder benchmarks of SyncFS (issue #4), run by scripts/bench.sh (or alone).
+"""Placeholder benchmarks of SyncFS, run by scripts/bench.sh (or alone).
 
 A container holding N small files (about 1 KiB each, spread over D directories) and one large
 file (100 MiB of mixed random and text data) is mounted with a fresh state directory (mount B),
@@ -13,7 +13,7 @@ Measures, with the release binary, medians of --runs runs:
     the same tree in a plain directory (native) and over `rclone mount --vfs-cache-mode full` of
     that directory (if rclone is installed); the content downloaded by it (should be 0)
   - after those, `find` and `du -s` of the tree, each after dropping the kernel's caches (the
-    tree walks of issue #18), on B, native and rclone
+    tree walks), on B, native and rclone
   - the large file: time to the first 4 KiB (open + read) and a full read (cat) of the
     placeholder, a second full read, against native (and rclone)
   - the daemon's RSS after `ls -lR`, goal < 150 MB
@@ -400,7 +400,7 @@ class Bench:
         t0 = time.perf_counter()
         m = self.track(Mount(self.a.binary, container, mp, state))
         t_ready = time.perf_counter() - t0
-        # A first mount says `ready` only once its tree is attached (issue #14 item 5): the first
+        # A first mount says `ready` only once its tree is attached: the first
         # status after `ready` must already say caught up (a walk would cost seconds at 100,000).
         first = m.status()
         self.add("syncfs_caught_up_at_ready", 1 if first.get("feedCaughtUp", False) else 0)
@@ -495,7 +495,7 @@ class Bench:
         self.untrack(m)
 
     def cold_walks(self, root, prefix):
-        """Issue #18's tree walks over the placeholders, each after dropping the kernel's caches
+        """The tree walks over the placeholders, each after dropping the kernel's caches
         (the daemon's memory stays): `find` (names only) and `du -s` (every file's blocks)."""
         if not self.drop:
             return

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sync server benchmarks of SyncFS (issue #6), run by scripts/bench.sh (or alone).
+"""Sync server benchmarks of SyncFS, run by scripts/bench.sh (or alone).
 
 With the release binary, on loopback:
   - propagation through the server: two mounts of one served container (`syncfs-mount serve`,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sync server benchmarks on PostgreSQL + S3 (issue #16), run by scripts/bench.sh --server-db
+"""Sync server benchmarks on PostgreSQL + S3, run by scripts/bench.sh --server-db
 (or alone), against the services of `scripts/services.sh start` (its environment:
 SYNCFS_TEST_PG_URL, SYNCFS_TEST_S3_ENDPOINT, SYNCFS_TEST_S3_REGION, SYNCFS_TEST_S3_ACCESS_KEY_ID,
 SYNCFS_TEST_S3_SECRET_ACCESS_KEY). A scratch database and bucket of its own, removed at the end.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sync benchmarks of SyncFS (issue #3), run by scripts/bench.sh (or alone).
+"""Sync benchmarks of SyncFS, run by scripts/bench.sh (or alone).
 
 Measures, with the release binary, on two mounts of one local container:
   - propagation: close on mount A -> new content visible on mount B, N edits: p50, p99 (ms)

@@ -90,7 +90,7 @@ start_syncfs() {
     local create=()
     # (Not `| grep -q`: under pipefail, the help text's writer may die of SIGPIPE once grep has matched.)
     [[ $("$SYNCFS_BIN" mount --help 2>/dev/null) == *--create* ]] && create=(--create)
-    # The workloads delete 10,000 files at once: the mass-delete guard (#17) would rightly hold
+    # The workloads delete 10,000 files at once: the mass-delete guard would rightly hold
     # every upload after that step (and `sync` exit 75), so the bench measures without it.
     [[ $("$SYNCFS_BIN" mount --help 2>/dev/null) == *--no-guard* ]] && create+=(--no-guard)
     # shellcheck disable=SC2086

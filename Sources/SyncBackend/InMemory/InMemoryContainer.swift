@@ -13,7 +13,7 @@ public final class InMemoryContainer: Container {
         var chunks: [ChunkHash: EncodedChunk] = [:]
         /// The latest version handed out (0 before the first commit).
         var version: EntryVersion = 0
-        /// History (#17, `InMemoryContainer+History.swift`): when each current entry was committed,
+        /// History (`InMemoryContainer+History.swift`): when each current entry was committed,
         /// the tombstones purged out of the trash, the superseded versions of each entry (oldest
         /// first), when each chunk was last stored, and the retention policy.
         var committedAt: [FileID: Int64] = [:]

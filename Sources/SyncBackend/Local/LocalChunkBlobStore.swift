@@ -4,7 +4,7 @@ import Glibc
 /// (`chunks/XY/<64 hex>` in `LocalChunkFile` format, written under a temporary name, fsync'd and
 /// renamed), under a directory that holds the marker `syncfs-blobs` instead of a container's.
 ///
-/// For a server whose entries live elsewhere (PostgreSQL, #16) without an object store, and for
+/// For a server whose entries live elsewhere (PostgreSQL) without an object store, and for
 /// tests. The directory is made by `create(at:)` (mode 0700); `init(at:)` only opens it, and
 /// every call first checks the marker, so a directory on an unplugged disk is `unavailable`,
 /// never an empty store.

@@ -33,7 +33,7 @@ package enum LocalContainerSchema {
         -- A backstop for the name check the commit makes: live names are unique per directory.
         CREATE UNIQUE INDEX entries_live_names ON entries (parent, name) WHERE deleted = 0;
         """,
-        // 2 (#17): history. When each row was committed, tombstones purged out of the trash, every
+        // 2: history. When each row was committed, tombstones purged out of the trash, every
         // superseded version (copied by the commit that replaces it, in its transaction), and the
         // container's settings (its retention policy, and since when it keeps history).
         """

@@ -1,6 +1,6 @@
 import SQLiteSupport
 
-/// The history of a local container (#17): superseded versions in `versions`, the trash (tombstones
+/// The history of a local container: superseded versions in `versions`, the trash (tombstones
 /// not yet purged) in `entries`, and the retention policy in `settings` (doc/FORMATS.md,
 /// "`container.db`"). Reads see one committed snapshot each.
 extension LocalEntryStore {

@@ -78,7 +78,7 @@ final class LocalEntryStore: Sendable {
                     let entry = RemoteEntry(
                         id: request.id, version: version, isDeleted: isDeleted, device: request.device, state: state)
                     let now = WallClock.nanoseconds()
-                    // History (#17): the version this commit replaces is kept, in this transaction.
+                    // History: the version this commit replaces is kept, in this transaction.
                     try LocalEntryRow.keepSuperseded(request.id, replacedAt: now, in: connection)
                     try LocalEntryRow.upsert(entry, committedAt: now, in: connection)
                     return .committed(entry)

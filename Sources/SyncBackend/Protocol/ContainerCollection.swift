@@ -111,7 +111,7 @@ public struct StorageStats: Equatable, Sendable, Codable {
     public var compressionRatio: Double? { storedBytes > 0 ? Double(chunkPlainBytes) / Double(storedBytes) : nil }
 }
 
-/// A container an administrator can account for and collect (#17): `syncfs-mount container gc`,
+/// A container an administrator can account for and collect: `syncfs-mount container gc`,
 /// `container stats`, `container retention`, and the server's schedule (`serve --gc-every`).
 /// Implemented by the stores that own their data (the local container, PostgreSQL + a chunk
 /// store), not by clients of a server.

@@ -1,4 +1,4 @@
-/// One version of an entry as a container's history keeps it (#17, doc/SEMANTICS.md "Version
+/// One version of an entry as a container's history keeps it (doc/SEMANTICS.md "Version
 /// history and the trash").
 public struct HistoricVersion: Equatable, Sendable, Codable {
     /// The entry at that version (a tombstone for a deletion: its state is the last live state).

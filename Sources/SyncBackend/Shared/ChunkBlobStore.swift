@@ -1,6 +1,6 @@
 /// Where a container keeps chunk bytes, apart from its entries: a local directory
 /// (`LocalChunkStore`), an S3-compatible bucket (`SyncS3`). The container's database decides what
-/// exists; a blob store only holds bytes (groundwork of the PostgreSQL + S3 server, #16).
+/// exists; a blob store only holds bytes (groundwork of the PostgreSQL + S3 server).
 ///
 /// Contracts every implementation keeps:
 /// - `put` is idempotent and whole-or-nothing: after it returns, `get` of that hash returns the

@@ -2,7 +2,7 @@ import SyncBackend
 import Synchronization
 
 /// Which file IDs have a cache file, so that a placeholder without one is answered without a
-/// `stat` (issue #18: a cold `find` of 100,000 placeholders made the daemon `stat` 100,000
+/// `stat` (a cold `find` of 100,000 placeholders made the daemon `stat` 100,000
 /// missing cache files in cache directories the kernel had dropped — one disk read each — only
 /// for the `st_blocks` of READDIRPLUS replies).
 ///

@@ -3,7 +3,7 @@ import Glibc
 import SyncBackend
 
 /// The check of a clean cached file against the chunk hashes of the manifest it is recorded to
-/// hold (issue #14 item 3), shared by every reader of the file during its first reads after a
+/// hold, shared by every reader of the file during its first reads after a
 /// mount. Chunks are checked when a read first covers them (SHA-256 of the bytes in the cache
 /// file), each once; readers of a chunk being checked wait for that check. Invariant: a chunk
 /// marked verified held exactly its manifest bytes when it was read (writes clear the file's

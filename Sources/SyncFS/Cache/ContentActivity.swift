@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 
 /// Wakes the cache budget keeper when local content may have grown, so an idle mount's keeper
-/// sleeps instead of walking the tree every second (doc/PERFORMANCE.md, "An idle mount").
+/// sleeps instead of walking the tree every second (doc/performance-log.md, "An idle mount").
 ///
 /// Contract: after `note()`, the next `waitForActivity` (or the one in progress) returns true
 /// promptly. `note()` is cheap enough for the write path: one atomic exchange, and a semaphore

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import SyncBackend
 
-/// `syncfs-mount recover` (issue #14 item 4; doc/CLI.md, "recover"; doc/SEMANTICS.md, "A lost
+/// `syncfs-mount recover` (doc/CLI.md, "recover"; doc/SEMANTICS.md, "A lost
 /// state database"): the way back for a state directory whose `state.db` is missing or empty but
 /// whose cache still holds content (`UsedStateGuard`), or damaged (`DamagedStateDatabase`; it is
 /// set aside once the cache is emptied), which the mount refuses.

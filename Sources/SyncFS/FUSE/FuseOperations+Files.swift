@@ -86,7 +86,7 @@ func fuseWriteBuf(
     // Moves the kernel's pipe (or buffer) into the cache file's descriptor: all its bytes, or
     // -errno. `fuse_buf_copy` answers a short count when the disk fills part way (and advances
     // the source): asked again for the rest, it gives the errno. A short answer to the kernel's
-    // write-back would drop the rest of its pages without an error (issue #14 item 1).
+    // write-back would drop the rest of its pages without an error.
     let size = fuse_buf_size(source)
     let splice = { (descriptor: Int32) -> Int in
         var done = 0

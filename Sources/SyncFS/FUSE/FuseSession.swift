@@ -189,7 +189,7 @@ private func fuseInit(_ userdata: UnsafeMutableRawPointer?, _ conn: UnsafeMutabl
     for capability in wanted where conn.pointee.capable & UInt32(capability) != 0 {
         conn.pointee.want |= UInt32(capability)
     }
-    // Tree walks (#18): see `KernelCachePolicy.readdirPlusAlways` and `.declaresPosixACL`.
+    // Tree walks: see `KernelCachePolicy.readdirPlusAlways` and `.declaresPosixACL`.
     if KernelCachePolicy.readdirPlusAlways { conn.pointee.want &= ~UInt32(FUSE_CAP_READDIRPLUS_AUTO) }
     if !KernelCachePolicy.declaresPosixACL { conn.pointee.want &= ~UInt32(FUSE_CAP_POSIX_ACL) }
     conn.pointee.time_gran = 1

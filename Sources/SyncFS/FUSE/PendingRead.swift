@@ -185,7 +185,7 @@ private func pendingReadInterrupted(_ req: fuse_req_t?, _ data: UnsafeMutableRaw
 /// Spliced without `FUSE_BUF_SPLICE_MOVE` (as `passthrough_hp` does): asked to move, the kernel
 /// first tries to steal each of the cache file's page-cache folios (locking it, sometimes waiting
 /// for it), fails — they belong to the cache file — and copies anyway. Without the attempt a cold
-/// 1 GiB read took 11 % less daemon CPU and ran 6.5 % faster (doc/PERFORMANCE.md, "Replies
+/// 1 GiB read took 11 % less daemon CPU and ran 6.5 % faster (doc/performance-log.md, "Replies
 /// copied, not moved").
 func replyFromCacheFile(_ req: fuse_req_t?, _ handle: OpenFile, size: Int, offset: off_t) {
     var buffer = fuse_bufvec()

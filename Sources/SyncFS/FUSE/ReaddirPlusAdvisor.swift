@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Whether a READDIRPLUS page carries each entry's attributes or only its name and type
-/// (issue #18, doc/PERFORMANCE.md "Names-only listings").
+/// (doc/performance-log.md "Names-only listings").
 ///
 /// Every directory read is a READDIRPLUS (`KernelCachePolicy.readdirPlusAlways`). With
 /// attributes, the kernel makes a dentry and an inode for every entry — what a walk that stats

@@ -7,10 +7,14 @@ import Synchronization
 
 /// The one owner of the state database (SQLite, WAL mode).
 ///
-/// The folder records every metadata change here through intention-named calls (`entryCreated`,
-/// `entryRemoved`, …). Changes are *written behind*: they are queued in order and committed in
-/// batches by a flusher thread, one SQLite transaction per batch, a few milliseconds after the
-/// change — so `create` of 10,000 files costs a handful of commits, not 10,000.
+/// The folder records its metadata changes here as `MetadataChange` values: every tree
+/// transaction hands its changes to `record` as one batch and its cache-file removals to
+/// `afterCommit` (`TreeTransaction`); state facts are set with `factSet`; the mount-time repair
+/// of the loaded tree also uses `entryCreated` and `entryChanged`. (`entriesChanged`,
+/// `entryRemoved`, `xattrSet` and `xattrRemoved` are one-change shorthands only tests use.)
+/// Changes are *written behind*: they are queued in order and committed in batches by a flusher
+/// thread, one SQLite transaction per batch, a few milliseconds after the change — so `create` of
+/// 10,000 files costs a handful of commits, not 10,000.
 ///
 /// Invariants:
 /// - Changes are committed in exactly the order they were recorded, and a batch is committed
@@ -91,7 +95,7 @@ final class MetadataStore: Sendable {
         return connection
     }
 
-    // MARK: Intention-named changes (queued, committed behind)
+    // MARK: Recording changes (queued, committed behind)
 
     func entryCreated(_ record: EntryRecord) { enqueue(.upsert(record)) }
     func entryChanged(_ record: EntryRecord) { enqueue(.upsert(record)) }
@@ -340,7 +344,7 @@ final class MetadataStore: Sendable {
     /// applying a whole feed writes all over their B-trees; with 2 MiB almost every insert read
     /// its pages back from the OS, from the disk once the OS's cache was reclaimed (1,000,000
     /// entries: 9.3 million reads, 1 GB from the disk; with 64 MiB: 3.4 million, 62 MB —
-    /// doc/PERFORMANCE.md, "A container of 1,000,000 entries").
+    /// doc/performance-log.md, "A container of 1,000,000 entries").
     static let attachCacheKiB = 65_536
     /// SQLite's default page cache (2 MiB), used otherwise: a running mount's RSS stays low.
     static let normalCacheKiB = 2_000

@@ -2,7 +2,7 @@ import Glibc
 import Logging
 import Synchronization
 
-/// Room kept for the state database on the disk that holds it (issue #14 item 1).
+/// Room kept for the state database on the disk that holds it.
 ///
 /// The state directory's disk is shared with the cache files, which a program can fill. When it
 /// is full, SQLite cannot append to its WAL ("database or disk is full"), so an unlink, a rename

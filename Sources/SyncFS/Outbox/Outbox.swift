@@ -7,7 +7,9 @@ import Synchronization
 /// Core calls `changed` for every local change that syncs, under its namespace lock, and puts
 /// the returned row in the same store batch as the entry change (one transaction). The uploader
 /// takes items, and reports how they ended; each report returns the store change that mirrors it.
-/// Lock order: namespace → outbox → store.
+/// Its queue lock is a leaf (`LiveTree`'s lock hierarchy): taken inside the namespace lock or
+/// alone, and nothing is taken while it is held — the store changes it returns are recorded by
+/// the caller after it is released.
 final class Outbox: Sendable {
     private let queue: Mutex<UploadQueue>
     /// Signalled when an item may have become ready (a change, a `sync` request).

@@ -2,7 +2,7 @@ import Glibc
 import Logging
 import SyncBackend
 
-/// Cached content is verified (issue #14 item 3; doc/SEMANTICS.md, "Damaged cached content"): the
+/// Cached content is verified (doc/SEMANTICS.md, "Damaged cached content"): the
 /// first reads of a clean local file after a mount check the chunks they cover against the chunk
 /// hashes of the manifest the file is recorded to hold (`Node.contentUnverified`). A mismatch
 /// discards the copy — the file becomes a placeholder again (the kernel's cached pages of it stay:

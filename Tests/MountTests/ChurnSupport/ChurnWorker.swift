@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import TestSupport
 
-/// The operations of the churn-then-delete test (issue #14, item 7), each one plain system calls
+/// The operations of the churn-then-delete test, each one plain system calls
 /// on the folder, as a program would make them. Most fail now and then (a name another worker
 /// just removed, a folder not empty): that is the point, the churn is what races the uploads.
 enum ChurnOp: String, CaseIterable, Sendable {

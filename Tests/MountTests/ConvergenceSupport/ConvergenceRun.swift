@@ -87,7 +87,7 @@ func runConcurrently(_ bodies: [@Sendable () -> Void]) {
 ///   torn), and no file holds conflict markers.
 /// - Every name is one the workload makes (`fN.txt`, `dN`), optionally followed by conflict-copy
 ///   suffixes of either documented form: `NAME (conflicted copy from DEVICE).EXT` (now) or
-///   `NAME (conflict from HOST YYYY-MM-DD HHMMSS).EXT` (the merge policies of issue #5), the
+///   `NAME (conflict from HOST YYYY-MM-DD HHMMSS).EXT` (the older merge policies), the
 ///   part before the last suffix cut short when the name would pass 255 bytes. No temporary
 ///   names are left (`.save-…`, `.delete-…`, `.syncfs-moving-…`).
 struct ConvergenceOracle {

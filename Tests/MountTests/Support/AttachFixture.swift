@@ -3,9 +3,9 @@ import Glibc
 import TestSupport
 import Testing
 
-/// A container that already holds many entries, for the first-mount attach tests (issue #14,
-/// items 5 and 6): a plain tree is written under a temporary directory, its directories get
-/// distinct old mtimes and modes, and `syncfs-bench seed-container` copies it into a local
+/// A container that already holds many entries, for the first-mount attach tests: a plain
+/// tree is written under a temporary directory, its directories get distinct old mtimes and
+/// modes, and `syncfs-bench seed-container` copies it into a local
 /// container through the `Container` API (the uploader's way, without a mount). With `onTmpfs`
 /// the container lives on a small tmpfs mounted for the fixture (every container commit is an
 /// fsync: 14,000 of them take seconds on tmpfs, much longer on a disk); `tearDown` unmounts it.

@@ -242,7 +242,7 @@ func timedRead(_ path: String, count: Int, offset: off_t = 0, deadline: Double) 
 
 // MARK: - The suite
 
-/// The placeholder tests (issue #4; doc/SEMANTICS.md, "Placeholders, downloads and the local
+/// The placeholder tests (doc/SEMANTICS.md, "Placeholders, downloads and the local
 /// cache"), one nested suite per concern in `Tests/MountTests/Placeholder*.swift`. Mount A writes,
 /// mount B is the device that attaches: its files stay placeholders until read, pinned or
 /// downloaded. The suites run one at a time (they move tens of MiB on a shared 2-core machine).

@@ -149,7 +149,7 @@ func expectConverged(
 // MARK: - The sync and status commands
 
 /// `syncfs-mount status MOUNTPOINT --json` (doc/CLI.md). The fields that came with placeholders
-/// (issue #4) are optional here, so a daemon that lacks one fails the test that needs it, not
+/// are optional here, so a daemon that lacks one fails the test that needs it, not
 /// every test that reads the queue.
 struct MountSyncStatus: Decodable {
     struct Failing: Decodable {
@@ -189,7 +189,7 @@ struct MountSyncStatus: Decodable {
     var cachedBytes: Int64?
     var cacheBudget: Int64?
     var transfers: [Transfer]?
-    /// Cached copies found damaged since the mount (issue #14 item 3).
+    /// Cached copies found damaged since the mount.
     var damagedCacheCopies: Int?
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A hostile sync server for HostileContainerMountTest (issue 12): it speaks the container
+"""A hostile sync server for HostileContainerMountTest: it speaks the container
 protocol of doc/PROTOCOL.md (enough of it for a mount to follow a container) and serves a scripted
 feed mixing every class of bad remote entry with good ones.
 
