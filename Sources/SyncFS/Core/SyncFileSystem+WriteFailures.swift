@@ -1,7 +1,7 @@
 import Glibc
 import SyncBackend
 
-/// The write path's side of a full or failing disk (issue #14 item 1; doc/SEMANTICS.md, "Full
+/// The write path's side of a full or failing disk (doc/SEMANTICS.md, "Full
 /// disk"): a write that fails is the program's error and makes the file write-failed
 /// (`WriteFailures`); while the state database's reserve is released, writes into files must
 /// leave its room free (`SpaceReserve.admitting`).

@@ -1,6 +1,6 @@
 import SyncBackend
 
-/// Issue #14 item 4: a state directory whose database is missing or empty but whose cache still
+/// A state directory whose database is missing or empty but whose cache still
 /// holds content was used before — its database was deleted, truncated or replaced. Starting
 /// fresh there would silently drop the queue (queued edits and new files) and then delete the
 /// cache files that hold them (`Namespace.reconcileCache` removes cache files without an entry).

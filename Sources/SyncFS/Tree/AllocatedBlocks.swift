@@ -1,7 +1,7 @@
 import SyncBackend
 
 /// A local file's `st_blocks`, measured once (a `stat` of its cache file) and kept in memory
-/// while the cache file cannot have changed (issue #18: after the kernel drops its caches, a
+/// while the cache file cannot have changed (after the kernel drops its caches, a
 /// walk of the tree asks for the attributes of every file again, and a `stat` per file in the
 /// cache directory — itself dropped from the kernel's caches — cost a disk read per file).
 ///

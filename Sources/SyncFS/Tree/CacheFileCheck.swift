@@ -1,7 +1,7 @@
 import Glibc
 
 /// The cache file of a local file checked against the size recorded for it, where it is read
-/// for an upload and at mount (`ContentLifecycle.cacheFileCheck`, issue #14 item 2).
+/// for an upload and at mount (`ContentLifecycle.cacheFileCheck`).
 enum CacheFileCheck {
     /// The check's event for the cache file open as `descriptor` (nil: missing), and its size on
     /// disk (nil: missing, or `fstat` failed, which vouches for nothing either).

@@ -1,5 +1,5 @@
 /// The transitions of `ContentLifecycle`, one function per event. Each says which function's
-/// behaviour it mirrors today, and where it deliberately differs (issue #14).
+/// behaviour it carries out, and where the safe answer differs from what the flags once did.
 extension ContentLifecycle {
     /// Mirrors `placeholderNeedingContent` + `openingWithDownloads` (and `prepareForWriting` for
     /// a non-zero truncate): a placeholder is downloaded whole before the open goes ahead; a local
@@ -52,7 +52,7 @@ extension ContentLifecycle {
     /// with ENOSPC, EDQUOT or EIO, or the state database's reserve refused it): the file becomes
     /// `writeFailed` — shown as `error`, never uploaded, named in `status` and the log, kept in
     /// the `write_failures` fact — until it is truncated (`openedTruncating`) or removed. Before
-    /// issue #14 it was uploaded with zeros where the write failed.
+    /// a failed write was uploaded with zeros where it failed.
     static func writeFailed(_ state: State) -> Transition {
         switch state.residency {
         case .placeholder, .hydrating:
@@ -81,7 +81,7 @@ extension ContentLifecycle {
     /// manifest it stands for; a local file sends its cache file.
     ///
     /// Safe answer (new): `lost` and `writeFailed` get `refuseUpload` (today they uploaded an empty,
-    /// short or zero-filled file over the container's good version: issue #14 items 1 and 2).
+    /// short or zero-filled file over the container's good version).
     static func uploadTaken(_ state: State) -> Transition {
         if let permit = state.uploadPermit {
             return .to(State(state.residency, .uploading), .upload(permit))
@@ -216,7 +216,7 @@ extension ContentLifecycle {
     ///
     /// Safe answers (new): a modified file whose cache file is missing or short becomes `lost`
     /// (today: an empty file — uploaded if its change was queued — or a short one queued as a
-    /// local change; issue #14 item 2). A clean file whose cache file is short becomes a
+    /// local change). A clean file whose cache file is short becomes a
     /// placeholder like a missing one (today the short file was queued as a local change and
     /// replaced the container's good version).
     static func cacheFileDamaged(_ state: State, missing: Bool) -> Transition {

@@ -1,4 +1,4 @@
-/// Which cached copies the first reads after a mount check (issue #14 item 3; doc/SEMANTICS.md,
+/// Which cached copies the first reads after a mount check (doc/SEMANTICS.md,
 /// "Damaged cached content").
 extension Namespace {
     /// Marks every clean local file (synced, unmodified, its recorded length its base manifest's)

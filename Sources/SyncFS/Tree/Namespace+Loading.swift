@@ -106,7 +106,7 @@ extension Namespace {
     /// A local file's cache file is missing or shorter than recorded (`ContentLifecycle.cacheFileDamaged`):
     /// a synced, unmodified file becomes a placeholder again (the container has it); a modified
     /// one becomes `lost` — its size kept, queued so that the refused upload names it in `status`,
-    /// never uploaded (issue #14 item 2).
+    /// never uploaded.
     private static func cacheFileDamaged(
         _ node: Node, event: ContentLifecycle.Event, onDisk: Int64?, tree: Namespace, cache: ContentCache,
         store: MetadataStore, outbox: Outbox, logger: Logger

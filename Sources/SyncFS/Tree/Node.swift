@@ -67,7 +67,7 @@ final class Node: @unchecked Sendable {
     /// changed only by `apply` (the machine) and the write path's `noteContentWritten`.
     let content: Atomic<UInt64>
     /// This clean local file's cached copy has not yet been checked against its manifest's chunk
-    /// hashes since the mount (issue #14 item 3): its reads check the chunks they cover first
+    /// hashes since the mount: its reads check the chunks they cover first
     /// (`ContentResidency.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
     /// under the namespace lock once every chunk was checked, the copy was discarded, or the file
     /// became something a program wrote; the read path checks it without a lock.

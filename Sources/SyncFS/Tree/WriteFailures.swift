@@ -2,7 +2,7 @@ import Glibc
 import SyncBackend
 
 /// Files a write into failed (`Node.writeFailure`; `ContentLifecycle.Modification.writeFailed`;
-/// issue #14 item 1, doc/SEMANTICS.md "Full disk").
+/// doc/SEMANTICS.md "Full disk").
 ///
 /// A write whose bytes did not all land in the cache file (ENOSPC, EDQUOT, EIO) returns its
 /// error to the program, and the file becomes write-failed: shown as `error`, named in `status`

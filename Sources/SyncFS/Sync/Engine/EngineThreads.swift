@@ -1,25 +1,23 @@
-import Foundation
+import SyncBackend
+import Synchronization
 
-/// The engine's threads: each started with a name, all joined at once at `stop` — a join on
-/// their ends, never a poll of flags.
+/// The engine's threads, each a `Worker`: started with a name and what wakes it from its wait;
+/// at `stop` all are signalled first, then joined against one deadline (a join on their ends,
+/// never a poll of flags).
 final class EngineThreads: Sendable {
-    private let running = DispatchGroup()
+    private let workers = Mutex<[Worker]>([])
 
     init() {}
 
-    /// Runs `body` on a new thread named `name`.
-    func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        running.enter()
-        let thread = Thread { [running] in
-            body()
-            running.leave()
-        }
-        thread.name = name
-        thread.start()
+    /// Runs `body` on a new thread named `name`; `wake` ends whatever `body` waits on.
+    func start(_ name: String, wake: @escaping @Sendable () -> Void, body: @escaping @Sendable () -> Void) {
+        let worker = Worker.start(name, wake: wake, body: { _ in body() })
+        workers.withLock { $0.append(worker) }
     }
 
-    /// Waits until every started thread has ended, at most `limit`. False if one has not.
-    func join(within limit: Duration) -> Bool {
-        running.wait(timeout: .now() + .nanoseconds(Int(limit.inNanoseconds))) == .success
+    /// Signals every thread, then waits at most `limit` for all of them to end; returns the
+    /// names of those that had not (empty: all ended).
+    func stop(within limit: Duration) -> [String] {
+        Worker.stop(workers.withLock { $0 }, within: limit)
     }
 }

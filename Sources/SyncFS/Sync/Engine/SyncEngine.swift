@@ -132,11 +132,16 @@ final class SyncEngine: Sendable {
             queue.pokeForPins()
             activity.note()  // an unpinned file may now be evicted
         }
-        threads.start("syncfs-downloader") { [downloader] in downloader.runDownloads() }
-        if let budgetKeeper { threads.start("syncfs-cache") { budgetKeeper.runChecks() } }
-        threads.start("syncfs-rules") { [rules] in rules.runChecks() }
-        threads.start("syncfs-uploader") { [uploader] in uploader.runUploads() }
-        threads.start("syncfs-follower") { [follower] in follower.runFollowing() }
+        let outbox = fileSystem.outbox
+        let activity = fileSystem.residency.contentActivity
+        let rulesWatch = fileSystem.rulesWatch
+        threads.start("syncfs-downloader", wake: downloader.stop, body: downloader.runDownloads)
+        if let budgetKeeper {
+            threads.start("syncfs-cache", wake: activity.note, body: budgetKeeper.runChecks)
+        }
+        threads.start("syncfs-rules", wake: rulesWatch.poke, body: rules.runChecks)
+        threads.start("syncfs-uploader", wake: outbox.poke, body: uploader.runUploads)
+        threads.start("syncfs-follower", wake: follower.stopWaiting.cancel, body: follower.runFollowing)
     }
 
     /// Stops every thread (an upload in progress finishes its current call): each is woken from
@@ -145,14 +150,10 @@ final class SyncEngine: Sendable {
         run.stop()
         fileSystem.residency.setChunkSource(nil)
         fileSystem.residency.setPinObserver(nil)
-        downloader.stop()
         uploader.merger.mergeWorker.stop()
-        follower.stopWaiting.cancel()
-        fileSystem.residency.contentActivity.note()
-        fileSystem.rulesWatch.poke()
-        fileSystem.outbox.poke()
-        if !threads.join(within: .seconds(10)) {
-            logger.warning("the sync engine did not stop within 10 s")
+        let late = threads.stop(within: .seconds(10))
+        if !late.isEmpty {
+            logger.warning("the sync engine did not stop within 10 s: \(late.joined(separator: ", ")) still running")
         }
     }
 

@@ -1,7 +1,6 @@
 import Synchronization
 
-/// Whether a state directory's tree is attached, and how far its first attach has come (issue
-/// #14 item 5; doc/SEMANTICS.md, "The first mount attaches the tree").
+/// Whether a state directory's tree is attached, and how far its first attach has come (doc/SEMANTICS.md, "The first mount attaches the tree").
 ///
 /// A state directory that never reached the end of its container's change feed has no tree to
 /// serve: the names it shows would be a part of the container's, and a name not yet applied

@@ -50,6 +50,8 @@ final class MergeCommandWorker: @unchecked Sendable {
     let slots: Int
     private let outbox: Outbox
     private let condition = NSCondition()
+    /// The running commands' threads (never joined: a command ends by its own timeout).
+    private let commands = WorkerGroup()
     private var jobs: [FileID: Job] = [:]
     private var order: [FileID] = []
     private var running = 0
@@ -142,12 +144,10 @@ final class MergeCommandWorker: @unchecked Sendable {
             guard case .queued(let inputs, let work) = jobs[id] else { continue }
             jobs[id] = .running(inputs)
             running += 1
-            let thread = Thread { [self] in
+            commands.start("syncfs-merge") { [self] _ in
                 let outcome = work()
                 finish(id, inputs: inputs, outcome: outcome)
             }
-            thread.name = "syncfs-merge"
-            thread.start()
         }
     }
 
