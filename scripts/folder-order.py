@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The folder order inside Sources/SyncFS, checked by type references (doc/ARCHITECTURE.md).
+"""The folder graph inside Sources/SyncFS, checked by type references (doc/ARCHITECTURE.md).
 
-The folders of the SyncFS target form layers, bottom first (ORDER below). A file may name the
-types declared in its own folder and in the folders below it, never one declared in a folder
-above: arrows point one way, as `scripts/lint.sh` already checks for imports between modules.
+The folders of the SyncFS target form a graph without cycles (USES below: which folders each may
+use). A file may name the types declared in its own folder and in the folders its folder may use,
+never another: arrows point one way, as `scripts/lint.sh` already checks for imports between
+modules.
 
 How it works (standard library only, no Swift parser):
 - every top-level `struct`, `class`, `enum`, `protocol`, `actor` and `typealias` declared in a
@@ -14,7 +15,7 @@ How it works (standard library only, no Swift parser):
   SyncFileSystem { func f … }` in Sync) belongs to the extension's folder: `.f` or `f(` in a
   lower folder is a reference to `SyncFileSystem.f` (names also declared, or used as labels,
   outside that folder are left out: they cannot be told apart);
-- a reference from a folder to a type of a higher folder is a *back-reference*. It fails the
+- a reference from a folder to a type of a folder it may not use is a *back-reference*. It fails the
   check unless the allowlist (`scripts/folder-order-allowlist.txt`; one line per file and type:
   `FILE TYPE WHY…`, `#` comments) names it; an allowlist line that matches nothing also fails,
   so the list only shrinks as the back-references are removed.
@@ -34,23 +35,39 @@ import os
 import re
 import sys
 
-# Bottom first. Every folder of Sources/SyncFS must be listed (an unlisted folder fails).
-ORDER = [
-    "Model",
-    "Support",
-    "Metadata",
-    "Outbox",
-    "Inodes",
-    "Cache",
-    "Tree",
-    "Handles",
-    "Residency",
-    "Core",
-    "Sync",
-    "FUSE",
-    "Daemon",
-    "Report",
-]
+# Which folders each folder of Sources/SyncFS may use (name the types of). Every folder must be
+# listed; the arrows must form no cycle (checked). FUSE and Sync never use each other; Report
+# (terminal output for the command line) uses nothing. Keep it the graph the code has: an arrow
+# no file uses any more is printed, to be removed.
+USES = {
+    "Model": set(),
+    "Support": set(),
+    "Report": set(),
+    "Metadata": {"Model", "Support"},
+    "Outbox": {"Metadata", "Model"},
+    "Cache": {"Model"},
+    "Tree": {"Cache", "Metadata", "Model", "Outbox", "Support"},
+    "Residency": {"Cache", "Model", "Support", "Tree"},
+    "Core": {"Cache", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
+    "Sync": {"Cache", "Core", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
+    "FUSE": {"Cache", "Core", "Model", "Support", "Tree"},
+    "Daemon": {"Cache", "Core", "FUSE", "Metadata", "Model", "Outbox", "Support", "Sync", "Tree"},
+}
+
+
+def reachable(uses):
+    """For each folder, every folder it reaches through the arrows (itself excluded)."""
+    found = {}
+    for start in uses:
+        seen, todo = set(), list(uses[start])
+        while todo:
+            folder = todo.pop()
+            if folder not in seen:
+                seen.add(folder)
+                todo.extend(uses.get(folder, ()))
+        found[start] = seen
+    return found
+
 
 DECLARATION = re.compile(
     r"^(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*"
@@ -191,11 +208,14 @@ def main():
     fail = False
     files = list(swift_files(args.root))
     for folder in sorted({folder for folder, _ in files}):
-        if folder not in ORDER:
-            print(f"folder-order: {args.root}/{folder} is not in ORDER of scripts/folder-order.py; "
-                  "place it between the folders it uses and the folders that use it", file=sys.stderr)
+        if folder not in USES:
+            print(f"folder-order: {args.root}/{folder} is not in USES of scripts/folder-order.py; "
+                  "name the folders it may use", file=sys.stderr)
             fail = True
-    rank = {folder: position for position, folder in enumerate(ORDER)}
+    for group in cycles({a: set(b) for a, b in USES.items()}, sorted(USES)):
+        print(f"folder-order: the arrows of USES form a cycle: {' '.join(group)}", file=sys.stderr)
+        fail = True
+    reach = reachable(USES)
 
     codes, declared_in = {}, {}
     for folder, path in files:
@@ -223,7 +243,7 @@ def main():
     for path, (folder, code) in codes.items():
         for type_name, member in extension_members(code):
             home = declared_in.get(type_name)
-            if home in rank and folder in rank and rank[home] < rank[folder]:
+            if home in USES and folder in USES and home != folder and home in reach[folder]:
                 if declared_elsewhere.get(member, set()) <= {folder}:
                     added_by[member] = (type_name, folder)
 
@@ -238,10 +258,10 @@ def main():
             if re.search(r"\.\s*" + member + r"\b|\b" + member + r"\s*\(", code):
                 references.append((f"{type_name}.{member}", home))
         for name, target in references:
-            if target is None or target == folder or folder not in rank or target not in rank:
+            if target is None or target == folder or folder not in USES or target not in USES:
                 continue
             edges.setdefault(folder, set()).add(target)
-            if rank[target] > rank[folder]:
+            if target not in USES[folder]:
                 back.append((path, name, folder, target))
                 if (path, name) in allowed:
                     used.add((path, name))
@@ -249,22 +269,26 @@ def main():
                     unlisted.append((path, name, folder, target))
 
     for path, name, folder, target in unlisted:
-        print(f"folder-order: {path} ({folder}) uses {name}, declared in {target}, a folder above it; "
-              f"move the type down or pass a value of a lower folder instead (only an arrow being removed goes in "
+        print(f"folder-order: {path} ({folder}) uses {name}, declared in {target}, a folder it may not use; "
+              f"move the type, or pass a value of a folder it may use (only an arrow being removed goes in "
               f"{args.allowlist}: '{path} {name} WHY')", file=sys.stderr)
         fail = True
     for (path, name), number in sorted(allowed.items(), key=lambda item: item[1]):
         if (path, name) not in used:
-            print(f"folder-order: {args.allowlist}:{number}: {path} no longer uses {name} from a higher "
-                  "folder; remove the line", file=sys.stderr)
+            print(f"folder-order: {args.allowlist}:{number}: {path} no longer uses {name} from a folder "
+                  "it may not use; remove the line", file=sys.stderr)
             fail = True
     if args.verbose:
         for path, name, folder, target in back:
             print(f"  back-reference: {path} ({folder}) -> {name} ({target})")
 
-    pairs = sorted(
-        (a, b) for a in edges for b in edges[a] if rank.get(a, 0) < rank.get(b, 0) and a in edges.get(b, ()))
-    groups = cycles(edges, [f for f in ORDER if f in edges or any(f in t for t in edges.values())])
+    present = {folder for folder, _ in files}
+    unused = sorted((a, b) for a in USES if a in present for b in USES[a] if b in present and b not in edges.get(a, ()))
+    if unused:
+        print("folder-order: arrows of USES no file follows (remove them): "
+              + ", ".join(f"{a} -> {b}" for a, b in unused))
+    pairs = sorted((a, b) for a in edges for b in edges[a] if a < b and a in edges.get(b, ()))
+    groups = cycles(edges, sorted(f for f in USES if f in edges or any(f in t for t in edges.values())))
     print(f"folder order: {len(back)} back-references ({len(back) - len(unlisted)} allowlisted, "
           f"{len(unlisted)} not), {len(pairs)} cross-folder cycles between two folders"
           + "".join(f" [{a} <-> {b}]" for a, b in pairs)
@@ -308,7 +332,10 @@ def self_test():
          model | sync | {"Sync/More.swift": "extension Tree {\n    func upward() {}\n}\n",
                          "Core/Call.swift": "extension Tree {\n    func g() { upward() }\n}\n"},
          "", 1, "uses Tree.upward, declared in Sync"),
-        ("a folder missing from ORDER fails", model | {"Extra/X.swift": "struct X {}\n"}, "", 1, "Extra is not in ORDER"),
+        ("a folder missing from USES fails", model | {"Extra/X.swift": "struct X {}\n"}, "", 1, "Extra is not in USES"),
+        ("a folder using one it may not fails (no order between them)",
+         model | sync | {"FUSE/Ops.swift": "struct Ops { let e: Engine }\n"}, "", 1,
+         "FUSE/Ops.swift (FUSE) uses Engine, declared in Sync, a folder it may not use"),
     ]
     failed = 0
     for title, files, allowlist, status, expected in cases:

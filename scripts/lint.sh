@@ -47,10 +47,10 @@ fi
 if grep -rln "LocalContainer\|InMemoryContainer" Sources/SyncFS/Core Sources/SyncFS/FUSE; then
     echo "lint: Core and FUSE must not name a container implementation" >&2; fail=1
 fi
-# Inside SyncFS, folders use only the folders below them (scripts/folder-order.py names the order;
-# known back-references are in scripts/folder-order-allowlist.txt, which only shrinks).
+# Inside SyncFS, a folder uses only the folders scripts/folder-order.py lets it (a graph without
+# cycles); known exceptions are in scripts/folder-order-allowlist.txt, which only shrinks.
 if ! python3 scripts/folder-order.py --self-test || ! python3 scripts/folder-order.py; then
-    echo "lint: a file in Sources/SyncFS uses a type of a folder above its own (see above)" >&2; fail=1
+    echo "lint: a file in Sources/SyncFS uses a type of a folder its own may not use (see above)" >&2; fail=1
 fi
 # SyncFS's public API is what the command lines use (the tests use @testable import).
 if ! python3 scripts/public-api.py; then
@@ -74,7 +74,7 @@ if grep -rnE '^\s*(@(Option|Flag)[^)]*\)\s*)?(public\s+)?var test[A-Z_]|(customL
     Sources/syncfs-mount; then
     echo "lint: no command-line option may be a test hook (named test…); read an environment variable in the daemon instead" >&2; fail=1
 fi
-# Test code lives in test targets only (doc/decisions/test-doubles-in-test-targets.md): the test
+# Test code lives in test targets only (doc/decisions/024-test-doubles-in-test-targets.md): the test
 # doubles are in the Sync*Testing targets, which nothing outside them, Tests/ and syncfs-bench
 # imports; no product folder holds a Testing/ folder or a file or type named as a test double (the
 # daemon's one outage switch, OutageFileContainer, is an environment-gated hook, CLI.md "Test
