@@ -18,29 +18,9 @@ struct ControlCommands {
             case .pathStatus:
                 return ControlReply(path: PathStatus(try fileSystem.residency.pathStatus(try target(request))))
             case .pin, .unpin:
-                let ino = try target(request)
-                do throws(FSError) {
-                    try fileSystem.residency.setPinned(ino, request.command == .pin)
-                } catch .notPermitted {
-                    let folder = fileSystem.residency.pinningAncestor(of: ino).map {
-                        $0.isEmpty ? "the mount's root" : $0
-                    }
-                    return ControlReply(
-                        error: "it is pinned through the folder \(folder ?? "above it"); unpin that folder")
-                }
-                return ControlReply(action: ActionReport())
+                return try pin(try target(request), request.command == .pin)
             case .evict:
-                var report = ActionReport()
-                for (path, outcome) in try fileSystem.residency.evict(below: try target(request)) {
-                    switch outcome {
-                    case .evicted(let bytes):
-                        report.files += 1
-                        report.bytes += bytes
-                    case .alreadyOnline: break
-                    case .refused(let reason): report.refused.append(.init(path: path, reason: reason))
-                    }
-                }
-                return ControlReply(action: report)
+                return ControlReply(action: try evict(below: try target(request)))
             case .events:
                 return ControlReply(error: "events is a stream (ControlServer answers it)")
             case .download:
@@ -71,6 +51,32 @@ struct ControlCommands {
             return ControlReply(
                 error: error == .notFound ? "no such file or directory" : "\(error) (errno \(error.errno))")
         }
+    }
+
+    /// `pin` / `unpin`: a file pinned through a folder above it is refused, naming the folder.
+    private func pin(_ ino: InodeNumber, _ pinned: Bool) throws(FSError) -> ControlReply {
+        do throws(FSError) {
+            try fileSystem.residency.setPinned(ino, pinned)
+        } catch .notPermitted {
+            let folder = fileSystem.residency.pinningAncestor(of: ino).map { $0.isEmpty ? "the mount's root" : $0 }
+            return ControlReply(error: "it is pinned through the folder \(folder ?? "above it"); unpin that folder")
+        }
+        return ControlReply(action: ActionReport())
+    }
+
+    /// `evict`: what was freed below `ino`, and what was kept and why.
+    private func evict(below ino: InodeNumber) throws(FSError) -> ActionReport {
+        var report = ActionReport()
+        for (path, outcome) in try fileSystem.residency.evict(below: ino) {
+            switch outcome {
+            case .evicted(let bytes):
+                report.files += 1
+                report.bytes += bytes
+            case .alreadyOnline: break
+            case .refused(let reason): report.refused.append(.init(path: path, reason: reason))
+            }
+        }
+        return report
     }
 
     private func target(_ request: ControlRequest) throws(FSError) -> InodeNumber {

@@ -67,22 +67,54 @@ public enum MountDaemon {
         let systemd = SystemdNotifier.fromEnvironment()
         try checkFuseAvailable()
         try prepareMountpoint(configuration.mountpoint, logger: logger)
-        var policy = UploadQueue.Policy.standard
-        policy.quietDelay = Duration.milliseconds(configuration.uploadDelayMilliseconds).inNanoseconds
         let state = StateDirectory(path: configuration.stateDirectory)
         try state.create()
         let lock = try state.lock()
         defer { close(lock) }
         try MountRegistry.prepare()
+        let (fileSystem, container) = try openState(
+            state, configuration: configuration, openContainer: openContainer, logger: logger)
+        fileSystem.residency.setDownloadExclusions(configuration.noDownloadProcesses)
+        fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
+        // The engine starts before the session: a first mount is served only once its tree is
+        // attached (`FirstAttach`); the kernel learns nothing before it is mounted.
+        let engine = SyncEngine(
+            fileSystem: fileSystem, container: container,
+            options: engineOptions(configuration, statePath: state.path, logger: logger), logger: logger)
+        engine.attaching.prepare()
+        engine.start()
+        let session = try mount(
+            fileSystem, engine: engine, configuration: configuration, systemd: systemd, logger: logger)
+        let result = serve(
+            session, fileSystem: fileSystem, engine: engine, configuration: configuration, statePath: state.path,
+            systemd: systemd, logger: logger, ready: ready)
+        let left = fileSystem.outbox.items.count
+        logger.info(
+            "unmounted \(configuration.mountpoint); committing state (\(left) changes stay queued for the next mount)")
+        do {
+            try fileSystem.shutDown()
+        } catch {
+            throw MountError(.failed, "could not commit the state database on unmount: \(error)")
+        }
+        // libfuse returns a negative errno when the loop failed.
+        if result < 0 {
+            logger.warning("the FUSE session ended with error \(-result)")
+        }
+    }
 
-        let fileSystem: SyncFileSystem
-        let container: any Container
+    /// Opens the state database and the cache, then the container (a state directory's first
+    /// mount creates the recorded one; later ones may start offline), and records what this
+    /// mount was given.
+    private static func openState(
+        _ state: StateDirectory, configuration: MountConfiguration, openContainer: ContainerOpener, logger: Logger
+    ) throws(MountError) -> (SyncFileSystem, any Container) {
+        var policy = UploadQueue.Policy.standard
+        policy.quietDelay = Duration.milliseconds(configuration.uploadDelayMilliseconds).inNanoseconds
         do {
             let store = try MetadataStore(
                 path: state.databasePath, reserve: SpaceReserve(directory: state.path, logger: logger))
             let facts = try store.load().facts
-            // Created only by a state directory's first mount; later ones may start offline.
-            container = try openContainer(
+            let container = try openContainer(
                 RecordedContainer(id: facts[.containerID], location: facts[.container], stateDirectory: state.path))
             store.factSet(.containerID, container.containerID)
             store.factSet(.container, configuration.container)
@@ -91,10 +123,10 @@ public enum MountDaemon {
             store.factSet(.mountpoint, configuration.mountpoint)
             store.factSet(.tokenFile, configuration.tokenFile)
             store.factSet(.caFile, configuration.caFile)
-            fileSystem = try SyncFileSystem(
+            let fileSystem = try SyncFileSystem(
                 store: store, cache: try ContentCache(directory: state.cachePath), statePath: state.path,
-                logger: logger,
-                uploadPolicy: policy, deviceName: configuration.deviceName)
+                logger: logger, uploadPolicy: policy, deviceName: configuration.deviceName)
+            return (fileSystem, container)
         } catch let error as MountError {
             throw error
         } catch let refusal as UsedStateGuard.Refusal {
@@ -103,27 +135,33 @@ public enum MountDaemon {
             if let refusal = DamagedStateDatabase.refusal(error, statePath: state.path) { throw refusal }
             throw MountError(.cannotCreate, "cannot open the state in \(state.path): \(error)")
         }
+    }
 
-        fileSystem.residency.setDownloadExclusions(configuration.noDownloadProcesses)
-        fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
+    /// The engine's options from the mount's configuration.
+    private static func engineOptions(_ configuration: MountConfiguration, statePath: String, logger: Logger)
+        -> SyncEngine.Options
+    {
         var options = SyncEngine.Options()
         options.compressionLevel = configuration.compressionLevel
-        options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: state.path)
+        options.cacheBudget = configuration.cacheSize.bytes(forFilesystemOf: statePath)
         options.mergeCommands = LocalMergeCommands(
             path: configuration.mergeCommandsFile, mountpoint: configuration.mountpoint)
         options.deleteGuard = configuration.deleteGuard?.window
         if let budget = options.cacheBudget {
             logger.info("cache budget: \(budget) bytes")
         }
-        // The engine starts before the session: a first mount is served only once its tree is
-        // attached (`FirstAttach`); the kernel learns nothing before it is mounted.
-        let engine = SyncEngine(fileSystem: fileSystem, container: container, options: options, logger: logger)
-        engine.attaching.prepare()
-        engine.start()
-        let session: FuseSession
+        return options
+    }
+
+    /// Waits for a needed first attach, then mounts. On failure the engine is stopped and the
+    /// state committed before the error is thrown.
+    private static func mount(
+        _ fileSystem: SyncFileSystem, engine: SyncEngine, configuration: MountConfiguration,
+        systemd: SystemdNotifier?, logger: Logger
+    ) throws(MountError) -> FuseSession {
         do {
             try FirstAttach.waitIfNeeded(engine, configuration: configuration, systemd: systemd, logger: logger)
-            session = try FuseSession(
+            return try FuseSession(
                 fileSystem: fileSystem, mountpoint: configuration.mountpoint,
                 fsName: "syncfs:" + configuration.container,
                 cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
@@ -138,6 +176,15 @@ public enum MountDaemon {
             if let error = error as? MountError { throw error }
             throw MountError(geteuid() == 0 ? .failed : .permissionDenied, "\(error)")
         }
+    }
+
+    /// Serves the mount until its session ends (signals, the control socket, the lifeline, the
+    /// inotify echo, systemd), then stops them in order: the echo, the control socket, the
+    /// engine (it may still send kernel notifications), the session. Returns the loop's result.
+    private static func serve(
+        _ session: FuseSession, fileSystem: SyncFileSystem, engine: SyncEngine, configuration: MountConfiguration,
+        statePath: String, systemd: SystemdNotifier?, logger: Logger, ready: () -> Void
+    ) -> Int32 {
         session.prepareSignals()
         let stopper = StopOnSignal.install(session: session, engine: engine, logger: logger)
         MountRegistry.register(mountpoint: configuration.mountpoint)
@@ -155,7 +202,7 @@ public enum MountDaemon {
         }
         if configuration.lifeline { watchLifeline(session, logger: logger) }
         logger.info(
-            "mounted \(configuration.container) at \(configuration.mountpoint) as device '\(fileSystem.deviceName)' (state \(state.path))"
+            "mounted \(configuration.container) at \(configuration.mountpoint) as device '\(fileSystem.deviceName)' (state \(statePath))"
         )
         if configuration.inotifyEcho && !configuration.kernelFlags.readOnly {
             fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
@@ -166,27 +213,14 @@ public enum MountDaemon {
         }
         ready()
         systemd?.mountIsLive(session: session, engine: engine, mountpoint: configuration.mountpoint)
-
         let result = session.run()
         stopper?.sessionEnded()
         systemd?.stopping()
         fileSystem.stopInotifyEcho()
-        // The engine may still send kernel notifications: stop it before the session goes.
         control?.close()
         engine.stop()
         session.unmount()
-        let left = fileSystem.outbox.items.count
-        logger.info(
-            "unmounted \(configuration.mountpoint); committing state (\(left) changes stay queued for the next mount)")
-        do {
-            try fileSystem.shutDown()
-        } catch {
-            throw MountError(.failed, "could not commit the state database on unmount: \(error)")
-        }
-        // libfuse returns a negative errno when the loop failed.
-        if result < 0 {
-            logger.warning("the FUSE session ended with error \(-result)")
-        }
+        return result
     }
 
     private static func checkFuseAvailable() throws(MountError) {

@@ -43,6 +43,38 @@ func fuseReaddirplus(
 /// (`readdirPlusEntries`), which counts a lookup for each (never for `.` and `..`): every counted
 /// entry is sent. Without `attributes` every entry is a name and type (node ID 0), which the
 /// kernel does not instantiate and nothing counts.
+/// One entry's name as a C string, in a buffer reused for every entry of a reply.
+private struct EntryNames {
+    private var buffer: [CChar]
+
+    init() {
+        buffer = []
+        buffer.reserveCapacity(FileName.maxLength + 1)
+    }
+
+    mutating func with<R>(_ entry: OpenDirectory.Entry, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        buffer.removeAll(keepingCapacity: true)
+        for byte in entry.name.bytes { buffer.append(CChar(bitPattern: byte)) }
+        buffer.append(0)
+        return buffer.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
+
+/// How many of `listed` fit in a READDIRPLUS reply of `size` bytes (sized before any attribute
+/// is looked up).
+private func plusEntriesFitting(
+    _ req: fuse_req_t?, _ listed: ArraySlice<OpenDirectory.Entry>, size: Int, names: inout EntryNames
+) -> Int {
+    var fitting = 0
+    var needed = 0
+    for entry in listed {
+        needed += names.with(entry) { fuse_add_direntry_plus(req, nil, 0, $0, nil, 0) }
+        if needed > size { break }
+        fitting += 1
+    }
+    return fitting
+}
+
 private func fillDirectory(
     _ req: fuse_req_t?, size: Int, offset: off_t, info: UnsafeMutablePointer<fuse_file_info>?, plus: Bool,
     attributes: Bool = false
@@ -55,26 +87,16 @@ private func fillDirectory(
     } catch {
         return replyError(req, error)
     }
-    var name = [CChar]()
-    name.reserveCapacity(FileName.maxLength + 1)
+    var names = EntryNames()
     func withName<R>(_ entry: OpenDirectory.Entry, _ body: (UnsafePointer<CChar>) -> R) -> R {
-        name.removeAll(keepingCapacity: true)
-        for byte in entry.name.bytes { name.append(CChar(bitPattern: byte)) }
-        name.append(0)
-        return name.withUnsafeBufferPointer { body($0.baseAddress!) }
+        names.with(entry, body)
     }
     let entries: ArraySlice<OpenDirectory.Entry>
     var replies: [EntryReply?] = []
     if plus {
-        var fitting = 0
-        var needed = 0
-        for entry in listed {
-            needed += withName(entry) { fuse_add_direntry_plus(req, nil, 0, $0, nil, 0) }
-            if needed > size { break }
-            fitting += 1
-        }
-        entries = listed.prefix(fitting)
-        replies = attributes ? context.fileSystem.readdirPlusEntries(entries) : Array(repeating: nil, count: fitting)
+        entries = listed.prefix(plusEntriesFitting(req, listed, size: size, names: &names))
+        replies =
+            attributes ? context.fileSystem.readdirPlusEntries(entries) : Array(repeating: nil, count: entries.count)
     } else {
         entries = listed
     }

@@ -224,36 +224,40 @@ final class MetadataStore: Sendable {
         return result
     }
 
+    private func upsert(_ entry: EntryRecord, on connection: SQLiteConnection) throws {
+        let statement = try connection.statement(
+            """
+            INSERT OR REPLACE INTO entries
+            (ino, file_id, parent_ino, name, kind, mode, uid, gid, size, atime_ns, mtime_ns, ctime_ns, symlink_target,
+             placeholder, pinned)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        statement.bind(1, Int64(bitPattern: entry.ino.rawValue))
+        statement.bind(2, entry.fileID.hex)
+        if let parent = entry.parent {
+            statement.bind(3, Int64(bitPattern: parent.rawValue))
+        } else {
+            statement.bindNull(3)
+        }
+        statement.bind(4, bytes: entry.name.bytes)
+        statement.bind(5, entry.kind.rawValue)
+        statement.bind(6, Int64(entry.mode))
+        statement.bind(7, Int64(entry.uid))
+        statement.bind(8, Int64(entry.gid))
+        statement.bind(9, entry.size)
+        statement.bind(10, entry.atime)
+        statement.bind(11, entry.mtime)
+        statement.bind(12, entry.ctime)
+        statement.bind(13, bytes: entry.symlinkTarget)
+        statement.bind(14, entry.isPlaceholder ? 1 : 0)
+        statement.bind(15, entry.isPinned ? 1 : 0)
+        try statement.run()
+    }
+
     private func apply(_ change: MetadataChange, on connection: SQLiteConnection) throws {
         switch change {
         case .upsert(let entry):
-            let statement = try connection.statement(
-                """
-                INSERT OR REPLACE INTO entries
-                (ino, file_id, parent_ino, name, kind, mode, uid, gid, size, atime_ns, mtime_ns, ctime_ns, symlink_target,
-                 placeholder, pinned)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            statement.bind(1, Int64(bitPattern: entry.ino.rawValue))
-            statement.bind(2, entry.fileID.hex)
-            if let parent = entry.parent {
-                statement.bind(3, Int64(bitPattern: parent.rawValue))
-            } else {
-                statement.bindNull(3)
-            }
-            statement.bind(4, bytes: entry.name.bytes)
-            statement.bind(5, entry.kind.rawValue)
-            statement.bind(6, Int64(entry.mode))
-            statement.bind(7, Int64(entry.uid))
-            statement.bind(8, Int64(entry.gid))
-            statement.bind(9, entry.size)
-            statement.bind(10, entry.atime)
-            statement.bind(11, entry.mtime)
-            statement.bind(12, entry.ctime)
-            statement.bind(13, bytes: entry.symlinkTarget)
-            statement.bind(14, entry.isPlaceholder ? 1 : 0)
-            statement.bind(15, entry.isPinned ? 1 : 0)
-            try statement.run()
+            try upsert(entry, on: connection)
         case .delete(let ino):
             for sql in ["DELETE FROM entries WHERE ino = ?", "DELETE FROM xattrs WHERE ino = ?"] {
                 let statement = try connection.statement(sql)

@@ -242,6 +242,38 @@ extension ContentResidency {
 
     /// One fetcher of a download: takes chunks until none is left, the download failed or was
     /// cancelled. An unreachable container is retried for `unreachableGiveUp` seconds.
+    /// A chunk arrived: downloads that were failing work again (logged once).
+    private func noteDownloadsAnswered(afterFailing: Bool) {
+        if afterFailing || lastUnreachableDownload.load(ordering: .relaxed) != 0 {
+            logDownloadsWorkAgain()
+        }
+        lastUnreachableDownload.store(0, ordering: .relaxed)
+        lastUnansweredDownload.store(0, ordering: .relaxed)
+    }
+
+    /// The container did not answer for a chunk of `hydration`: gives up (true) if it was known
+    /// unreachable a moment ago (the kernel retrying a failed readahead with a smaller read) or
+    /// has failed since `failingSince` for `unreachableGiveUp`. Not a failure of this file: the
+    /// mount is offline (`status` says so once) and the file stays a placeholder, readable again
+    /// once it is back.
+    private func gaveUpUnreachable(
+        _ hydration: Hydration, id: FileID, path: String, reason: String, failingSince: Date, attemptStarted: Date
+    ) -> Bool {
+        let knownDown =
+            Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed)
+            < Self.unreachableRemembered.inNanoseconds
+        guard knownDown || Date().timeIntervalSince(failingSince) >= Self.unreachableGiveUp else { return false }
+        lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+        if Date().timeIntervalSince(attemptStarted) >= 1 {
+            lastUnansweredDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
+        }
+        // Logged before readers are woken with the error (they may look for it).
+        if !hydration.hasEnded { logDownloadUnreachable(path, id: id, reason: reason) }
+        transfers.ended(id)
+        hydration.fail(.containerUnreachable)
+        return true
+    }
+
     private func fetchChunks(of hydration: Hydration, id: FileID, path: String, on worker: Worker) {
         var failingSince: Date?
         var pause = 0.05
@@ -271,12 +303,8 @@ extension ContentResidency {
             let attemptStarted = Date()
             do throws(ChunkFetchError) {
                 let bytes = try source.plainChunk(ref)
-                if failingSince != nil || lastUnreachableDownload.load(ordering: .relaxed) != 0 {
-                    logDownloadsWorkAgain()
-                }
+                noteDownloadsAnswered(afterFailing: failingSince != nil)
                 failingSince = nil
-                lastUnreachableDownload.store(0, ordering: .relaxed)
-                lastUnansweredDownload.store(0, ordering: .relaxed)
                 pause = 0.05
                 guard hydration.store(index, bytes) else { return }
                 transfers.progressed(id, done: hydration.progress.done)
@@ -286,22 +314,10 @@ extension ContentResidency {
                 case .unreachable(let reason):
                     let since = failingSince ?? attemptStarted
                     failingSince = since
-                    // Known unreachable a moment ago (e.g. the kernel retrying a failed readahead
-                    // with a smaller read): fail at once instead of waiting again.
-                    let knownDown =
-                        Clock.nowNanoseconds() - lastUnreachableDownload.load(ordering: .relaxed)
-                        < Self.unreachableRemembered.inNanoseconds
-                    if knownDown || Date().timeIntervalSince(since) >= Self.unreachableGiveUp {
-                        lastUnreachableDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
-                        if Date().timeIntervalSince(attemptStarted) >= 1 {
-                            lastUnansweredDownload.store(Clock.nowNanoseconds(), ordering: .relaxed)
-                        }
-                        // Logged before readers are woken with the error (they may look for it).
-                        if !hydration.hasEnded { logDownloadUnreachable(path, id: id, reason: reason) }
-                        // Not a failure of this file: the mount is offline (`status` says so once)
-                        // and the file stays a placeholder, readable again once it is back.
-                        transfers.ended(id)
-                        hydration.fail(.containerUnreachable)
+                    if gaveUpUnreachable(
+                        hydration, id: id, path: path, reason: reason, failingSince: since,
+                        attemptStarted: attemptStarted)
+                    {
                         return
                     }
                     worker.sleep(for: .seconds(pause))

@@ -215,22 +215,9 @@ extension RemoteChanges {
             || existing.xattrs != state.xattrs || (state.symlinkTarget.map { $0 != existing.symlinkTarget } ?? false)
         let timesOrContentChanged =
             contentFile != nil || placeholderChanged || existing.mtime.load(ordering: .relaxed) != state.mtime
-        if contentFile != nil && !existing.isPlaceholder && outbox.isPending(existing.fileID)
-            && state.size < existing.size.load(ordering: .relaxed)
-        {
-            // Content adopted over a local change (a merge): its record must not claim more
-            // bytes than the cache file about to hold it (`TreeTransaction.commitSizeAhead`).
-            do {
-                try tree.commitSizeAhead(of: existing, size: state.size)
-            } catch {
-                logger.warning("could not record the new size of \(existing.name) before replacing it: \(error)")
-            }
-        }
-        if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
-            // Nobody reads it: the part already downloaded is simply dropped.
-            residency.cancelHydration(of: existing, in: &tree)
-            cache.remove(existing.fileID)
-        }
+        prepareForContent(
+            of: existing, size: state.size, hasContentFile: contentFile != nil, placeholderChanged: placeholderChanged,
+            tree: &tree)
         if existing.kind == .file && timesOrContentChanged
             && (existing.openCount > 0 || tree.inodes.isReferenced(existing.ino))
         {
@@ -255,30 +242,15 @@ extension RemoteChanges {
             node.endContentChange()
             guard installed else { return false }
         }
-        var moved = false
-        if node.ino != .root, let parentID = state.parent, let parent = tree.node(withID: parentID) {
-            let name = FileName(bytes: state.name)
-            if node.parent != parent.ino || node.name != name {
-                place(
-                    node, in: parent, as: name, tree: &tree)
-                moved = true
-            }
-        }
+        let moved = move(node, to: state, tree: &tree)
         node.mode = appliedMode(state.mode)
         node.mtime.store(state.mtime, ordering: .relaxed)
         node.ctime = Clock.nowNanoseconds()
         node.symlinkTarget = state.symlinkTarget ?? node.symlinkTarget
         applyXattrs(state.xattrs, to: node, tree: &tree)
-        if contentFile != nil {
-            tree.invalidate(.content(node.ino))
-        } else {
-            tree.invalidate(.attributes(node.ino))
-        }
+        tree.invalidate(contentFile != nil ? .content(node.ino) : .attributes(node.ino))
         if node !== existing || node.isPlaceholder { node.size.store(state.size, ordering: .relaxed) }
-        tree.record(.upsert(node.record))
-        let base = SyncBase(version: entry.version, manifest: state.manifest)
-        tree.bases[entry.id] = base
-        tree.record(.syncBaseSet(entry.id, base, state: state))
+        record(node, at: entry, tree: &tree)
         if moved { tree.noteChange(.renamed, node, origin: .remote, oldPath: oldPath) }
         if contentChanged || metadataChanged {
             tree.noteChange(.modified, node, origin: .remote)
@@ -287,6 +259,47 @@ extension RemoteChanges {
             }
         }
         return true
+    }
+
+    /// Before new content replaces `existing`'s: content adopted over a local change (a merge)
+    /// must not leave a record claiming more bytes than the cache file about to hold it
+    /// (`TreeTransaction.commitSizeAhead`); a placeholder nobody reads drops the part of its old
+    /// content already downloaded.
+    private func prepareForContent(
+        of existing: Node, size: Int64, hasContentFile: Bool, placeholderChanged: Bool, tree: inout TreeTransaction
+    ) {
+        if hasContentFile && !existing.isPlaceholder && outbox.isPending(existing.fileID)
+            && size < existing.size.load(ordering: .relaxed)
+        {
+            do {
+                try tree.commitSizeAhead(of: existing, size: size)
+            } catch {
+                logger.warning("could not record the new size of \(existing.name) before replacing it: \(error)")
+            }
+        }
+        if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
+            residency.cancelHydration(of: existing, in: &tree)
+            cache.remove(existing.fileID)
+        }
+    }
+
+    /// Moves `node` to the parent and name of `state` if it is elsewhere; true if it moved.
+    private func move(_ node: Node, to state: EntryState, tree: inout TreeTransaction) -> Bool {
+        guard node.ino != .root, let parentID = state.parent, let parent = tree.node(withID: parentID) else {
+            return false
+        }
+        let name = FileName(bytes: state.name)
+        guard node.parent != parent.ino || node.name != name else { return false }
+        place(node, in: parent, as: name, tree: &tree)
+        return true
+    }
+
+    /// Records `node` as applied at `entry`'s version: its record and its new sync base.
+    private func record(_ node: Node, at entry: RemoteEntry, tree: inout TreeTransaction) {
+        tree.record(.upsert(node.record))
+        let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
+        tree.bases[entry.id] = base
+        tree.record(.syncBaseSet(entry.id, base, state: entry.state))
     }
 
     /// Gives `old`'s place and identity to a new node (new inode number) whose cache file is
