@@ -119,9 +119,13 @@ extension ContentResidency {
     // MARK: Eviction
 
     /// Frees the local content of every file at or below `ino`; returns each file's outcome by path.
-    /// The kernel's cached pages of evicted files are dropped too (a later read downloads).
+    /// The kernel's cached pages of evicted files are dropped too (a later read downloads). A
+    /// download whose bytes have all arrived — it only syncs and records the file now, as right
+    /// after a program read the whole file — is waited for first (at most
+    /// `finishingDownloadWait`), so the file is evicted rather than kept as being downloaded.
     func evict(below ino: InodeNumber) throws(FSError) -> [(path: String, outcome: EvictOutcome)] {
-        try live.transact { tree throws(FSError) in
+        waitForFinishingDownloads(below: ino)
+        return try live.transact { tree throws(FSError) in
             var files: [Node] = []
             collectFiles(below: try tree.node(ino), in: tree) { files.append($0) }
             var results: [(String, EvictOutcome)] = []
@@ -131,6 +135,30 @@ extension ContentResidency {
                 results.append((tree.displayPath(of: file), outcome))
             }
             return results
+        }
+    }
+
+    /// How long `evict` waits for downloads that have all their bytes to finish.
+    static let finishingDownloadWait: Duration = .seconds(5)
+
+    /// Waits (together at most `finishingDownloadWait`) for every download at or below `ino`
+    /// whose chunks are all here to end.
+    private func waitForFinishingDownloads(below ino: InodeNumber) {
+        let finishing: [Hydration] = live.transact { tree in
+            guard let top = tree.nodes[ino] else { return [] }
+            var found: [Hydration] = []
+            collectFiles(below: top, in: tree) { node in
+                if node.isPlaceholder, let hydration = node.hydration, hydration.isComplete { found.append(hydration) }
+            }
+            return found
+        }
+        let deadline = ContinuousClock.now + Self.finishingDownloadWait
+        for hydration in finishing {
+            do throws(FSError) {
+                try hydration.waitUntilFinished(stops: { ContinuousClock.now >= deadline })
+            } catch {
+                // Failed, or still syncing at the deadline: the eviction then says why it keeps it.
+            }
         }
     }
 
