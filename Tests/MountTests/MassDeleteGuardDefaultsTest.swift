@@ -113,8 +113,12 @@ struct MassDeleteGuardDefaultsTest {
         }
     }
 
+    /// A's changes wait 2 s after their last write: the whole burst is queued before its first
+    /// rewrite goes, however slowly a loaded machine writes it, so every rewrite comes before the
+    /// trip and `discard` undoes them all (rewrites are counted as they go; a program still
+    /// writing after the trip makes edits held, which `discard` keeps: doc/SEMANTICS.md).
     @Test func rewritingEstablishedFilesWithRandomBytesTripsAndDiscardRestoresThem() throws {
-        try SyncedMounts.with { mounts in
+        try SyncedMounts.with(uploadDelay: 2000, uploadDelayB: 20) { mounts in
             let contents = try makeEstablished(mounts, "docs", files: 110)
             for name in contents.keys.sorted() {
                 try writeFile(mounts.a.path(name), (0..<4096).map { _ in UInt8.random(in: 0...255) })
