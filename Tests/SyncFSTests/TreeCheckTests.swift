@@ -1,4 +1,5 @@
 import SyncBackend
+import SyncBackendTesting
 import Synchronization
 import TestSupport
 import Testing
@@ -57,15 +58,13 @@ struct TreeCheckTests {
 /// Forwards every call to `base`; while lying, every page of the feed with entries gets an
 /// empty file `made-up.txt` in the root. `switchToHonest` stops lying and tells the observers
 /// of switches, as `FailoverContainer` does when it moves to another server.
-private final class SwitchingView: Container, ServerSwitching {
+private final class SwitchingView: ForwardingTestContainer, ServerSwitching {
     static let madeUpID = FileID(high: 0x11ed, low: 1)
-    let base: any Container
+    let base: InMemoryContainer
     private let lying = Atomic(true)
     private let observers = Mutex<[@Sendable () -> Void]>([])
 
-    init(base: any Container) { self.base = base }
-
-    var containerID: String { base.containerID }
+    init(base: InMemoryContainer) { self.base = base }
 
     func switchToHonest() {
         lying.store(false, ordering: .relaxed)
@@ -85,43 +84,14 @@ private final class SwitchingView: Container, ServerSwitching {
         return batch
     }
 
-    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        try await base.missingChunks(hashes)
-    }
-    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
-    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
-    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
-    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        try await base.commit(request)
-    }
-    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
-        try await base.waitForChanges(after: cursor, timeout: timeout)
-    }
     func treeDigest() async throws(ContainerProtocolError) -> TreeDigest { try await base.treeDigest() }
 }
 
 /// Forwards every call to `base` but the tree digest, which fails as a server older than it answers.
-private struct DigestlessView: Container {
-    let base: any Container
-    var containerID: String { base.containerID }
+private struct DigestlessView: ForwardingTestContainer {
+    let base: InMemoryContainer
 
     func treeDigest() async throws(ContainerProtocolError) -> TreeDigest {
         throw .unavailable("404 notFound (a server older than the tree digest answers so as well)")
-    }
-
-    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        try await base.missingChunks(hashes)
-    }
-    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
-    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
-    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
-    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        try await base.commit(request)
-    }
-    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await base.changes(after: cursor, limit: limit)
-    }
-    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
-        try await base.waitForChanges(after: cursor, timeout: timeout)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SyncBackend
+import SyncBackendTesting
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import SyncBackend
+import SyncBackendTesting
 import SyncClient
 import SyncServer
 import SyncServerTesting
@@ -52,31 +53,6 @@ final class CannedHistoryContainer: ForwardingTestContainer, ContainerHistory {
 /// an `InMemoryContainer`'s `Container` calls only.
 final class HistorylessContainer: ForwardingTestContainer {
     let base = InMemoryContainer()
-}
-
-/// A test container that forwards every `Container` call to `base` (an `InMemoryContainer`):
-/// conformers add only what they test (canned history, a collection stub).
-protocol ForwardingTestContainer: Container {
-    var base: InMemoryContainer { get }
-}
-
-extension ForwardingTestContainer {
-    var containerID: String { base.containerID }
-    func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
-        try await base.missingChunks(hashes)
-    }
-    func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) { try await base.putChunk(chunk) }
-    func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk { try await base.chunk(hash) }
-    func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? { try await base.entry(id) }
-    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        try await base.commit(request)
-    }
-    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await base.changes(after: cursor, limit: limit)
-    }
-    func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool {
-        try await base.waitForChanges(after: cursor, timeout: timeout)
-    }
 }
 
 /// A server's containers by name, fixed (`ContainerSource`).
