@@ -10,7 +10,7 @@ packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev pkg-config attr inotify-t
 services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
 case "${1:-}" in
 --test) packages+=(git sqlite3 tar rsync openssl python3 groff-base) ;;
---bench) packages+=(g++ curl xz-utils fio rclone git tar python3) ;;
+--bench) packages+=(g++ xz-utils fio rclone git tar python3) ;;
 --services) packages=() ;;
 *) services=() ;;
 esac

@@ -2,34 +2,56 @@
 # `example/passthrough_hp.cc`, the FUSE ceiling of this kernel and library.
 #
 # Sourced by bench.sh (needs its log, die, alive, is_mounted, wait_gone, force_unmount, $W, $LOGS).
-# The source is never part of this repository: it is fetched at bench time from Debian's archive
-# (the upstream tarball Debian ships, fuse3_3.14.0.orig.tar.xz), checked against the SHA-256 in
-# Debian's signed fuse3_3.14.0-4.dsc, and only two files are taken from it: the example and the
-# option parser it includes. Everything lands in the bench's work directory and goes with it.
+# The source is never part of this repository: `apt-get source --download-only fuse3=3.14.0-4`
+# takes it from the Debian archive this machine installs from (apt checks it against the archive's
+# signed index), through a private deb-src list in the bench's work directory, so the machine's
+# apt configuration is left as it is. The upstream tarball is checked once more against the
+# SHA-256 in Debian's fuse3_3.14.0-4.dsc, and only two files are taken from it: the example and
+# the option parser it includes. Everything lands in the work directory and goes with it.
 #
-#   hp_build      download (or take $HP_TARBALL), verify, extract, compile → $HP_BIN
+#   hp_build      apt-get source (or take $HP_TARBALL), verify, extract, compile → $HP_BIN
 #   hp_start      mount `passthrough_hp --foreground $W/hp/source $HP_MP` in the background
 #   hp_stop       fusermount3 -u, then TERM, then KILL (like rclone), in every cleanup path
 
-HP_URL=http://deb.debian.org/debian/pool/main/f/fuse3/fuse3_3.14.0.orig.tar.xz
+HP_SOURCE_VERSION=3.14.0-4
 HP_SHA256=96115b2a8ff34bd1e0c7b00c5dfd8297571d7e165042b94498c9a26356a9a70a
 HP_MEMBERS=(fuse-3.14.0/example/passthrough_hp.cc fuse-3.14.0/example/cxxopts.hpp)
 HP_PID= HP_MP=$W/hp/mnt HP_BIN=$W/hp/passthrough_hp
 
 # hp_prerequisites — the tools the build needs; bench.sh dies early when one is missing.
-# What is missing is installed by `scripts/install-deps.sh --bench` (g++, libfuse3-dev, curl, xz).
+# What is missing is installed by `scripts/install-deps.sh --bench` (g++, libfuse3-dev, xz).
 hp_prerequisites() {
     local c
-    if ! command -v g++ >/dev/null || ! command -v xz >/dev/null || ! pkg-config --exists fuse3 2>/dev/null \
-        || { [[ -z ${HP_TARBALL:-} ]] && ! command -v curl >/dev/null; }; then
+    if ! command -v g++ >/dev/null || ! command -v xz >/dev/null || ! pkg-config --exists fuse3 2>/dev/null; then
         log "hp target: installing its build dependencies (scripts/install-deps.sh --bench)"
         "$REPO_ROOT/scripts/install-deps.sh" --bench >&2 || die "hp target: installing g++/libfuse3-dev failed"
     fi
     for c in g++ pkg-config tar xz sha256sum; do
         command -v "$c" >/dev/null || die "hp target: $c not found (scripts/install-deps.sh --bench)"
     done
-    [[ -n ${HP_TARBALL:-} ]] || command -v curl >/dev/null || die "hp target: curl not found"
+    [[ -n ${HP_TARBALL:-} ]] || command -v apt-get >/dev/null || die "hp target: apt-get not found"
     pkg-config --exists fuse3 || die "hp target: libfuse3-dev not installed (pkg-config fuse3)"
+}
+
+# hp_fetch_source DIR — `apt-get source --download-only` of fuse3 $HP_SOURCE_VERSION into DIR,
+# from the main component of the archive and suite this machine's apt installs from, signed by
+# Debian's archive keyring; apt's lists and cache stay in the work directory.
+hp_fetch_source() {
+    local into=$1 apt=$W/hp/apt uri suite
+    read -r uri suite < <(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' \
+        'Identifier: Packages' 'Component: main' | grep -v -e '-security' -e '-updates' | head -n 1)
+    [[ -n $uri && -n $suite ]] || die "hp: no Debian archive with a main component in apt's sources"
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts"
+    printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$uri" "$suite" \
+        >"$apt/sources.list"
+    local options=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/parts"
+        -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root
+        -o Debug::NoLocking=1)
+    log "hp: apt-get source fuse3=$HP_SOURCE_VERSION from $uri $suite"
+    apt-get "${options[@]}" -qq update >"$LOGS/hp-apt.log" 2>&1 \
+        || { tail -n 5 "$LOGS/hp-apt.log" >&2; die "hp: apt-get update of the deb-src list failed"; }
+    (cd "$into" && apt-get "${options[@]}" -qq source --download-only "fuse3=$HP_SOURCE_VERSION") \
+        >>"$LOGS/hp-apt.log" 2>&1 || { tail -n 5 "$LOGS/hp-apt.log" >&2; die "hp: apt-get source fuse3 failed"; }
 }
 
 hp_build() {
@@ -38,9 +60,8 @@ hp_build() {
     if [[ -n ${HP_TARBALL:-} ]]; then
         tarball=$HP_TARBALL
     else
+        hp_fetch_source "$dir"
         tarball=$dir/fuse3_3.14.0.orig.tar.xz
-        log "hp: downloading $HP_URL"
-        curl -fsSL --max-time 120 -o "$tarball" "$HP_URL" || die "hp: download of $HP_URL failed"
     fi
     actual=$(sha256sum <"$tarball" | cut -d' ' -f1)
     [[ $actual == "$HP_SHA256" ]] \

@@ -77,7 +77,7 @@ Environment:
   SYNCFS_MOUNT_ARGS    extra arguments for `syncfs-mount mount` (word-split)
   RCLONE_MOUNT_ARGS    extra arguments for `rclone mount` (word-split)
   HP_MOUNT_ARGS        extra arguments for passthrough_hp (word-split)
-  HP_TARBALL           a local copy of fuse3_3.14.0.orig.tar.xz instead of downloading it
+  HP_TARBALL           a local copy of fuse3_3.14.0.orig.tar.xz instead of `apt-get source`
                        (checked against the same SHA-256)
 
 The SyncFS daemon runs as `syncfs-mount mount C MP --state-dir S --foreground --lifeline --create
