@@ -108,7 +108,8 @@ extension ContentLifecycle {
         }
     }
 
-    /// Mirrors `uploadFailed` / `Outbox.postpone`: the item stays queued and waits.
+    /// Mirrors an upload that ends without a commit (`uploadReturned`, after `uploadFailed` or
+    /// `Outbox.postpone`): the item stays queued and waits.
     static func uploadRefused(_ state: State) -> Transition {
         switch state.modification {
         case .uploading: return .to(State(state.residency, .dirty), .retryUpload)

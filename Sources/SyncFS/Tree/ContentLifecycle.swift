@@ -159,11 +159,12 @@ enum ContentLifecycle {
         /// The node's record was handed to the store with an outbox row (`recordLocalChange`: on
         /// close, `fsync`, and on every metadata change that syncs).
         case recorded
-        /// The uploader took the queued item (`prepareUpload`).
+        /// The uploader took the queued item (`prepareUpload`, in every round of its upload).
         case uploadTaken
         /// The container committed what was taken (`uploadCommitted`).
         case uploadCommitted
-        /// The upload failed or was postponed (`uploadFailed`, `postpone`): it stays queued.
+        /// The upload ended without a commit (`uploadReturned`: failed, postponed, busy, parked,
+        /// waiting): it stays queued.
         case uploadRefused
         /// The container's content changed and no one in the kernel holds the inode
         /// (`applyRemote` → `update`).
