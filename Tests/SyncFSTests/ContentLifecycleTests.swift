@@ -92,9 +92,13 @@ struct ContentLifecycleTests {
             .to(lost, []),
         ],
         .uploadTaken: [
-            .impossible, .to(placeholderUploading, [.upload(manifestPermit)]), .impossible,
-            .impossible, .to(hydratingUploading, [.upload(manifestPermit)]), .impossible,
-            .impossible, .to(localUploading, [.upload(cacheFilePermit)]), .impossible,
+            // Uploading: the next round of the same upload takes it again.
+            .impossible, .to(placeholderUploading, [.upload(manifestPermit)]),
+            .to(placeholderUploading, [.upload(manifestPermit)]),
+            .impossible, .to(hydratingUploading, [.upload(manifestPermit)]),
+            .to(hydratingUploading, [.upload(manifestPermit)]),
+            .impossible, .to(localUploading, [.upload(cacheFilePermit)]),
+            .to(localUploading, [.upload(cacheFilePermit)]),
             // Never uploaded: the container's version stays.
             .to(localWriteFailed, [.refuseUpload]),
             .to(lost, [.refuseUpload]),

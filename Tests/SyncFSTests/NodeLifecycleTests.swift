@@ -1,6 +1,7 @@
 import Glibc
 import SyncBackend
 import SyncBackendTesting
+import Synchronization
 import TestSupport
 import Testing
 
@@ -104,5 +105,116 @@ extension SyncEngineTests {
         pair.a.fs.outbox.expediteAll()
         try await pair.settle()
         try await eventually("clean") { try lifecycle(pair.a, "doc.txt").modification == .clean }
+    }
+
+    /// Writes `text` over the file `name` through open, write and release (recorded on release).
+    private func overwrite(_ fixture: FileSystemFixture, _ name: String, _ text: String) throws {
+        let handle = try fixture.fs.open(try fixture.lookupIno(name), flags: O_WRONLY | O_TRUNC, caller: testCaller)
+        try fixture.write(handle, bytes(text), at: 0)
+        fixture.fs.release(handle)
+    }
+
+    /// The uploader's half of the machine, as the daemon runs it: a file whose commit is at the
+    /// container is `uploading`; the commit makes it clean; a write during the upload makes it
+    /// dirty, and the commit of what was taken leaves it dirty; a failed commit gives it back.
+    @Test func aFileIsUploadingWhileItsCommitIsInFlight() async throws {
+        let base = InMemoryContainer()
+        let gate = CommitGate(base)
+        defer { gate.open() }
+        let pair = try SyncedPair(container: base, viewOfA: gate)
+        _ = try pair.a.makeFile("doc.txt", contents: bytes("first"))
+        try await pair.settle()
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .clean))
+
+        // The commit waits at the container: taken, unchanged since.
+        gate.close()
+        try overwrite(pair.a, "doc.txt", "second")
+        try await eventually("the commit is at the container") { gate.waiting == 1 }
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .uploading))
+        #expect(try node(pair.a, "doc.txt").heldContent.isTakenForUpload)
+        gate.open()
+        try await eventually("committed") { try lifecycle(pair.a, "doc.txt") == State(.local, .clean) }
+        #expect(try !node(pair.a, "doc.txt").heldContent.isTakenForUpload)
+
+        // Written while the commit waits: dirty at once, and still dirty once it is committed;
+        // the newer content goes next.
+        gate.close()
+        try overwrite(pair.a, "doc.txt", "third")
+        try await eventually("the commit is at the container") { gate.waiting == 1 }
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .uploading))
+        let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_WRONLY, caller: testCaller)
+        try pair.a.write(handle, bytes("fourth"), at: 0)
+        #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty), "the write path clears the mark")
+        pair.a.fs.release(handle)
+
+        // Every commit fails (the taken one first): after each the file is given back, dirty
+        // until the next round takes it again.
+        gate.fail(with: .storageFailure("injected"))
+        try await eventually("the taken commit failed") { gate.failed >= 1 }
+        let failedBefore = gate.failed
+        try await eventually("a later commit failed and the file was given back") {
+            guard gate.failed > failedBefore else { return false }
+            return try lifecycle(pair.a, "doc.txt") == State(.local, .dirty)
+                && !node(pair.a, "doc.txt").heldContent.isTakenForUpload
+        }
+        gate.open()
+        pair.a.fs.outbox.expediteAll()
+        try await eventually("on B") { try contents(pair.b, "doc.txt") == bytes("fourth") }
+        try await eventually("clean") { try lifecycle(pair.a, "doc.txt") == State(.local, .clean) }
+    }
+}
+
+/// A view of a container whose commits wait while the gate is closed, and fail while it fails.
+private final class CommitGate: ForwardingTestContainer, Sendable {
+    private struct Gate {
+        var closed = false
+        var failure: ContainerProtocolError?
+        var waiting: [CheckedContinuation<Void, Never>] = []
+        var failed = 0
+    }
+
+    let base: InMemoryContainer
+    private let gate = Mutex(Gate())
+
+    init(_ base: InMemoryContainer) { self.base = base }
+
+    /// Commits wait from now on.
+    func close() { gate.withLock { $0.closed = true } }
+
+    /// Commits go through, the waiting ones first.
+    func open() { release(failure: nil) }
+
+    /// Commits fail with `error`, the waiting ones first, until `open`.
+    func fail(with error: ContainerProtocolError) { release(failure: error) }
+
+    private func release(failure: ContainerProtocolError?) {
+        let waiting = gate.withLock { gate in
+            gate.closed = false
+            gate.failure = failure
+            defer { gate.waiting = [] }
+            return gate.waiting
+        }
+        for commit in waiting { commit.resume() }
+    }
+
+    /// Commits waiting at the gate now.
+    var waiting: Int { gate.withLock { $0.waiting.count } }
+    /// Commits failed so far.
+    var failed: Int { gate.withLock { $0.failed } }
+
+    func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        await withCheckedContinuation { (commit: CheckedContinuation<Void, Never>) in
+            let waits = gate.withLock { gate in
+                if gate.closed { gate.waiting.append(commit) }
+                return gate.closed
+            }
+            if !waits { commit.resume() }
+        }
+        let failure = gate.withLock { gate -> ContainerProtocolError? in
+            if gate.failure != nil { gate.failed += 1 }
+            return gate.failure
+        }
+        if let failure { throw failure }
+        return try await base.commit(request)
     }
 }

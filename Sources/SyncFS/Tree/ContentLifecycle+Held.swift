@@ -1,11 +1,12 @@
 extension ContentLifecycle {
     /// The part of a file's content state its node holds (`Node.apply`): where the bytes are, the
-    /// writes not yet handed to the store, and the failure of a write. The outbox holds the rest
-    /// (whether a change is queued); `state(queued:)` puts the two together.
+    /// writes not yet handed to the store, whether the uploader holds the file taken, and the
+    /// failure of a write. The outbox holds the rest (whether a change is queued);
+    /// `state(queued:)` puts the two together.
     ///
     /// Packed in one word so the node keeps it in one atomic, read without a lock by the data
-    /// path: bits 0–1 the residency, bit 2 the unrecorded writes, bits 32–63 the errno of the
-    /// failed write (0: none).
+    /// path: bits 0–1 the residency, bit 2 the unrecorded writes, bit 3 taken for upload, bits
+    /// 32–63 the errno of the failed write (0: none).
     struct Held: Hashable, Sendable, CustomStringConvertible {
         var residency: Residency
         /// Bytes went into the cache file since the node's record was last handed to the store.
@@ -13,14 +14,25 @@ extension ContentLifecycle {
         /// A write into the cache file failed with this errno (ENOSPC, EDQUOT, EIO); 0: none. Kept
         /// until a truncation to 0 (`openedTruncating`) even while the content is `lost`.
         var writeFailure: Int32 = 0
+        /// Taken by the uploader (`uploadTaken`) and unchanged since: the state is `uploading`.
+        /// Cleared by the upload's end (`uploadCommitted`, `uploadRefused`) and by every event
+        /// that leaves the state elsewhere (a write, a truncation, a record, a lost cache file, a
+        /// failed write, an adopted merge); the write path clears it without a lock
+        /// (`Node.noteContentWritten`).
+        var isTakenForUpload = false
 
-        init(residency: Residency, hasUnrecordedWrites: Bool = false, writeFailure: Int32 = 0) {
+        init(
+            residency: Residency, hasUnrecordedWrites: Bool = false, writeFailure: Int32 = 0,
+            isTakenForUpload: Bool = false
+        ) {
             self.residency = residency
             self.hasUnrecordedWrites = hasUnrecordedWrites
             self.writeFailure = writeFailure
+            self.isTakenForUpload = isTakenForUpload
         }
 
         static let unrecordedWritesBit: UInt64 = 1 << 2
+        static let takenForUploadBit: UInt64 = 1 << 3
         /// The residency codes: bit 1 set for the two with local bytes (`hasLocalBytes`).
         private static let placeholderCode: UInt64 = 0
         private static let hydratingCode: UInt64 = 1
@@ -35,6 +47,7 @@ extension ContentLifecycle {
             default: residency = .lost
             }
             hasUnrecordedWrites = word & Self.unrecordedWritesBit != 0
+            isTakenForUpload = word & Self.takenForUploadBit != 0
             writeFailure = Int32(bitPattern: UInt32(truncatingIfNeeded: word >> 32))
         }
 
@@ -47,7 +60,7 @@ extension ContentLifecycle {
             case .lost: code = Self.lostCode
             }
             return code | (hasUnrecordedWrites ? Self.unrecordedWritesBit : 0)
-                | UInt64(UInt32(bitPattern: writeFailure)) << 32
+                | (isTakenForUpload ? Self.takenForUploadBit : 0) | UInt64(UInt32(bitPattern: writeFailure)) << 32
         }
 
         /// Every byte is in the cache file, or was and is gone (`lost`): the data path uses the
@@ -59,24 +72,26 @@ extension ContentLifecycle {
         static func isLost(_ word: UInt64) -> Bool { word & 3 == lostCode }
 
         var description: String {
-            "\(residency.rawValue)\(hasUnrecordedWrites ? "+unrecorded" : "")"
+            "\(residency.rawValue)\(hasUnrecordedWrites ? "+unrecorded" : "")\(isTakenForUpload ? "+taken" : "")"
                 + (writeFailure != 0 ? "+writeFailure(\(writeFailure))" : "")
         }
 
-        /// The whole state: the held part, with `queued` (an outbox row for the file) and
-        /// `uploadInFlight` (the uploader took it and it is unchanged since) from their owners.
-        func state(queued: Bool, uploadInFlight: Bool = false) -> State {
+        /// The whole state: the held part, with `queued` (an outbox row for the file) from the
+        /// outbox. A file taken for upload is `uploading` (its item is queued while taken).
+        func state(queued: Bool) -> State {
             State(
                 downloadRunning: residency == .hydrating, isPlaceholder: !hasLocalBytes,
-                hasLocalChanges: queued || hasUnrecordedWrites, uploadInFlight: uploadInFlight,
-                contentLost: residency == .lost, writeFailed: writeFailure != 0)
+                hasLocalChanges: queued || hasUnrecordedWrites || isTakenForUpload,
+                uploadInFlight: isTakenForUpload, contentLost: residency == .lost, writeFailed: writeFailure != 0)
         }
 
         /// What the node holds after `transition` (the machine's answer to `event`): its
-        /// residency, and the marks the event sets or clears (`code`: the errno of `writeFailed`).
+        /// residency, whether it is taken for upload (the transition's state is `uploading`), and
+        /// the marks the event sets or clears (`code`: the errno of `writeFailed`).
         func after(_ event: Event, _ transition: Transition, writeFailure code: Int32 = 0) -> Held {
             var next = self
             next.residency = transition.state.residency
+            next.isTakenForUpload = transition.state.modification == .uploading
             switch event {
             case .written: next.hasUnrecordedWrites = true
             case .recorded: next.hasUnrecordedWrites = false

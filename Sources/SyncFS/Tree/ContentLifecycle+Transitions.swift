@@ -78,18 +78,21 @@ extension ContentLifecycle {
 
     /// Mirrors `prepareUpload` returning `.put`: a placeholder (or a file still downloading:
     /// `isPlaceholder` is true until the download is recorded) sends its metadata with the
-    /// manifest it stands for; a local file sends its cache file.
+    /// manifest it stands for; a local file sends its cache file. A file still `uploading` is
+    /// taken again by the next round of the same upload (a commit to retry on a new base, a
+    /// parent that went first): the queue never hands out an item in flight, the upload holding
+    /// it reads it anew.
     ///
     /// Safe answer (new): `lost` and `writeFailed` get `refuseUpload` (today they uploaded an empty,
     /// short or zero-filled file over the container's good version).
     static func uploadTaken(_ state: State) -> Transition {
-        if let permit = state.uploadPermit {
+        let queued = state.modification == .uploading ? State(state.residency, .dirty) : state
+        if let permit = queued.uploadPermit {
             return .to(State(state.residency, .uploading), .upload(permit))
         }
         switch (state.residency, state.modification) {
         case (.lost, _), (_, .writeFailed): return .to(state, .refuseUpload)
-        case (_, .clean): return impossible(state, .uploadTaken, "nothing is queued")
-        default: return impossible(state, .uploadTaken, "the queue never hands out an item in flight")
+        default: return impossible(state, .uploadTaken, "nothing is queued")
         }
     }
 
@@ -105,7 +108,8 @@ extension ContentLifecycle {
         }
     }
 
-    /// Mirrors `uploadFailed` / `Outbox.postpone`: the item stays queued and waits.
+    /// Mirrors an upload that ends without a commit (`uploadReturned`, after `uploadFailed` or
+    /// `Outbox.postpone`): the item stays queued and waits.
     static func uploadRefused(_ state: State) -> Transition {
         switch state.modification {
         case .uploading: return .to(State(state.residency, .dirty), .retryUpload)

@@ -4,11 +4,25 @@
 /// events under its own lock and performs the actions (`ContentLifecycleTests` checks every
 /// (state, event) pair; doc/SEMANTICS.md, "The content state machine", has the states).
 ///
-/// Each node holds its state (`Node+Content.swift`: the residency, the writes not yet recorded
-/// and a write failure, packed in one atomic word as `Held`); the outbox holds the rest of the
-/// modification (a queued change, `Outbox.isPending`). Every path that changes the held part
-/// feeds the node an event (`Node.apply`), which runs `transition(from:on:)` on the whole state
-/// and keeps the result; the caller carries out the actions. Where an earlier behaviour was unsafe
+/// Each node holds its state (`Node+Content.swift`: the residency, the writes not yet recorded,
+/// whether the uploader holds it taken, and a write failure, packed in one atomic word as `Held`);
+/// the outbox holds the rest of the modification (a queued change, `Outbox.isPending`). Every
+/// path that changes the held part feeds the node an event (`Node.apply`), which runs
+/// `transition(from:on:)` on the whole state and keeps the result; the caller carries out the
+/// actions. Who feeds what:
+/// - the file system: `openedForWriting`, `openedTruncating`, `written` (its lock-free share,
+///   `Node.noteContentWritten`), `writeFailed`, `recorded`;
+/// - the residency: `hydrationStarted`, `hydrationFinished`, `hydrationFailed`, `evict`,
+///   `cachedCopyDamaged`; the mount's cache check: `cacheFileMissing`, `cacheFileShort`,
+///   `cacheFileLonger` (also before an upload reads the cache file);
+/// - the uploader (`UploadRecords`): `uploadTaken` (its `.upload(permit)` is what it may send),
+///   `uploadCommitted`, and `uploadRefused` when an upload ends without a commit (postponed,
+///   failed, busy, parked, waiting for a merge or for others); `mergeAdopted(WhileHeld)` when a
+///   merge is adopted (`Conflicts.adoptMerged`).
+/// The follower's content replacement (`RemoteChanges.update`) still decides with its own checks
+/// (`plan`'s `.localChangesPending`); the table's `remoteContentChanged` rows describe it.
+///
+/// Where an earlier behaviour was unsafe
 /// (a file whose write failed was uploaded with the bytes it never got; a queued edit whose cache
 /// file vanished or was truncated was uploaded as an empty or short file), the machine gives the
 /// safe answer and its transition says so.
@@ -75,9 +89,9 @@ enum ContentLifecycle {
         }
 
         /// The state from its parts (the mapping `Held.state` uses): a download running, a
-        /// placeholder, local changes (an outbox row or writes not yet recorded); `uploading` when
-        /// the caller knows the item is in flight and unchanged since taken; `lost` (always
-        /// modified); `writeFailed` on local content (`WriteFailures`).
+        /// placeholder, local changes (an outbox row or writes not yet recorded); `uploading` for
+        /// local changes taken by the uploader and unchanged since (`Held.isTakenForUpload`);
+        /// `lost` (always modified); `writeFailed` on local content (`WriteFailures`).
         init(
             downloadRunning: Bool, isPlaceholder: Bool, hasLocalChanges: Bool, uploadInFlight: Bool = false,
             contentLost: Bool = false, writeFailed: Bool = false
@@ -94,8 +108,9 @@ enum ContentLifecycle {
         }.filter(\.isReachable)
 
         /// What an upload that starts now may send, or nil: nothing to send (clean, already
-        /// taken) or nothing that may be sent (`lost`, `writeFailed`). The only way to get an
-        /// `UploadPermit`.
+        /// taken) or nothing that may be sent (`lost`, `writeFailed`). The only way to make an
+        /// `UploadPermit`; the daemon gets one only from the `uploadTaken` transition's
+        /// `.upload(permit)` action.
         var uploadPermit: UploadPermit? {
             guard modification == .dirty else { return nil }
             switch residency {
@@ -144,11 +159,12 @@ enum ContentLifecycle {
         /// The node's record was handed to the store with an outbox row (`recordLocalChange`: on
         /// close, `fsync`, and on every metadata change that syncs).
         case recorded
-        /// The uploader took the queued item (`prepareUpload`).
+        /// The uploader took the queued item (`prepareUpload`, in every round of its upload).
         case uploadTaken
         /// The container committed what was taken (`uploadCommitted`).
         case uploadCommitted
-        /// The upload failed or was postponed (`uploadFailed`, `postpone`): it stays queued.
+        /// The upload ended without a commit (`uploadReturned`: failed, postponed, busy, parked,
+        /// waiting): it stays queued.
         case uploadRefused
         /// The container's content changed and no one in the kernel holds the inode
         /// (`applyRemote` → `update`).

@@ -6,8 +6,12 @@ import Synchronization
 ///
 /// Concurrency contract: `apply` and `recordHandedToStore` run under the namespace lock (they
 /// compare-and-exchange the word with acquire-release ordering, so they never lose a bit the
-/// write path sets meanwhile). The write path sets the unrecorded-writes bit without a lock
-/// (`noteWrite`, relaxed: only what the store is handed under the lock depends on it). Readers
+/// write path sets meanwhile). The write path sets the unrecorded-writes bit and clears the
+/// taken-for-upload bit without a lock (`noteWrite`, relaxed: only what the store is handed
+/// under the lock depends on the first; the second is the machine's view only). Whether what the
+/// uploader read is the file stays the seqlock's answer (`contentUnchanged(since:)`, checked
+/// before every commit): a write that races the upload's read is caught there, whatever the
+/// bit says at that instant. Readers
 /// on the data path (`contentIsLocal`, `contentLost`) load with acquiring ordering: a residency
 /// seen pairs with everything done under the lock before it changed.
 extension Node {
@@ -15,9 +19,9 @@ extension Node {
     var heldContent: ContentLifecycle.Held { ContentLifecycle.Held(word: content.load(ordering: .acquiring)) }
 
     /// The machine's whole state for this node: what it holds, with `queued` (an outbox row for
-    /// the file, `Outbox.isPending`) and `uploadInFlight` from their owners. Files only.
-    func contentState(queued: Bool, uploadInFlight: Bool = false) -> ContentLifecycle.State {
-        heldContent.state(queued: queued, uploadInFlight: uploadInFlight)
+    /// the file, `Outbox.isPending`) from the outbox. Files only.
+    func contentState(queued: Bool) -> ContentLifecycle.State {
+        heldContent.state(queued: queued)
     }
 
     /// Files: every byte is in the cache file (false for a placeholder, whose cache file is
@@ -82,11 +86,20 @@ extension Node {
     }
 
     /// The write path's share of `written` (lock-free): the machine's `written` changes only the
-    /// unrecorded-writes mark of a node whose bytes are local (`ContentLifecycleHeldTests` checks
-    /// it against the table), so it is set here without running the table, and only if not set.
+    /// marks of a node whose bytes are local: writes not yet recorded, and no longer taken for
+    /// upload (`uploading` becomes `dirty`; `ContentLifecycleHeldTests` checks it against the
+    /// table). So they are set here without running the table, and only if not set already (one
+    /// relaxed load on the path of every write after the first).
     func noteContentWritten() {
-        let bit = ContentLifecycle.Held.unrecordedWritesBit
-        if content.load(ordering: .relaxed) & bit == 0 { content.bitwiseOr(bit, ordering: .relaxed) }
+        let unrecorded = ContentLifecycle.Held.unrecordedWritesBit
+        let taken = ContentLifecycle.Held.takenForUploadBit
+        var current = content.load(ordering: .relaxed)
+        while current & (unrecorded | taken) != unrecorded {
+            let (exchanged, original) = content.compareExchange(
+                expected: current, desired: (current | unrecorded) & ~taken, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
     }
 
     /// Marks the node with the write failure the store kept from an earlier mount (at load, before

@@ -65,6 +65,13 @@ extension Conflicts {
                     node, to: entry, contentFile: contentFile, tree: &tree,
                     application: &application)
             else { return false }
+            if node.kind == .file {
+                // The content machine's side of what `update` did: the file taken for upload is
+                // `dirty` again, to be committed on top of the container's version (a new inode,
+                // if the kernel held the old one, starts untaken: `dirty` too).
+                let held = tree.node(withID: id) !== node
+                node.apply(held ? .mergeAdoptedWhileHeld : .mergeAdopted, queued: true)
+            }
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
             tree.bases[id] = base
             tree.record(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))

@@ -70,16 +70,14 @@ extension UploadRecords {
             let size = node.size.load(ordering: .relaxed)
             var knownManifest: [ChunkRef] = []
             if node.kind == .file {
-                // What may be sent is the content state machine's answer: only a state that may
-                // upload gives a permit (never lost content or a failed write).
-                let lifecycle = node.contentState(queued: true)
-                guard let permit = lifecycle.uploadPermit else {
-                    if lifecycle.residency == .lost { return .refused(CacheFileCheck.lostReason) }
-                    if lifecycle.modification == .writeFailed {
-                        return .refused(WriteFailures.reason(node.writeFailure))
-                    }
-                    return .refused(
-                        "its content cannot be vouched for (\(lifecycle.residency), \(lifecycle.modification))")
+                // What may be sent is the content state machine's answer: taking the file gives
+                // a permit only in a state that may upload (never lost content or a failed
+                // write). The file is `uploading` until the upload ends (`uploadCommitted`,
+                // `uploadReturned`).
+                let permit: ContentLifecycle.UploadPermit
+                switch takeForUpload(node) {
+                case .permit(let granted): permit = granted
+                case .refused(let reason): return .refused(reason)
                 }
                 switch permit.content {
                 case .knownManifest:
@@ -113,6 +111,38 @@ extension UploadRecords {
         }
     }
 
+    /// What taking a file for upload gave: the permit of the transition's `.upload` action, or
+    /// why there is none (`.refuseUpload`, or a pair the machine calls impossible).
+    private enum Taken {
+        case permit(ContentLifecycle.UploadPermit)
+        case refused(String)
+    }
+
+    /// Feeds `uploadTaken` to the file `node` (queued: the uploader took its item).
+    private func takeForUpload(_ node: Node) -> Taken {
+        let transition = node.apply(.uploadTaken, queued: true)
+        for action in transition.actions {
+            if case .upload(let permit) = action { return .permit(permit) }
+        }
+        let state = transition.state
+        if state.residency == .lost { return .refused(CacheFileCheck.lostReason) }
+        if state.modification == .writeFailed { return .refused(WriteFailures.reason(node.writeFailure)) }
+        return .refused("its content cannot be vouched for (\(state.residency), \(state.modification))")
+    }
+
+    /// The upload of `item` ended without a commit (postponed, failed, busy, refused, parked,
+    /// waiting for a merge command or for other changes, or its change dropped for the
+    /// container's version): a file still taken is no longer in flight (`uploadRefused`; the
+    /// path that ended it already handed the item back to the queue, the `retryUpload` the
+    /// machine asks for). Called once per upload that ends, whatever ended it.
+    func uploadReturned(_ item: OutboxItem) {
+        live.transact { tree in
+            guard let node = tree.node(withID: item.fileID), node.kind == .file, node.heldContent.isTakenForUpload
+            else { return }
+            node.apply(.uploadRefused, queued: outbox.isPending(item.fileID))
+        }
+    }
+
     /// True if the file was not written since `content` was taken (what was read is the file).
     func contentUnchanged(_ content: ContentSnapshot) -> Bool {
         content.node.contentUnchanged(since: content.token)
@@ -140,6 +170,10 @@ extension UploadRecords {
                 let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
                 tree.bases[item.fileID] = base
                 tree.record(.syncBaseSet(item.fileID, base, state: entry.state))
+            }
+            if !entry.isDeleted, let node = tree.node(withID: item.fileID), node.kind == .file, !node.isUnlinked {
+                // Taken and unchanged since: clean once the item goes; changed since: still dirty.
+                node.apply(.uploadCommitted, queued: outbox.isPending(item.fileID))
             }
             guard let done = outbox.succeeded(item) else { return false }
             tree.record(done)

@@ -10,6 +10,11 @@ import Synchronization
 /// entry, uploads its content, commits it and returns an `UploadStep`. A step that asks for other
 /// queued changes to go first (a new parent, the holder of a name, the deletes below a folder)
 /// pushes them above the frame; the frame's next round runs once they are done.
+///
+/// A file's content state follows its upload (`ContentLifecycle`): each round's
+/// `prepareUpload` takes it (`uploadTaken`: `uploading`, with the permit of what may be sent), a
+/// commit makes it clean (`uploadCommitted`), and a frame that ends any other way gives it back
+/// (`uploadReturned`: `uploadRefused`).
 final class Uploader: Sendable {
     /// Commit attempts of one change per upload before it goes back to the queue (a conflict
     /// answer may ask for a retry on a new base).
@@ -98,6 +103,7 @@ final class Uploader: Sendable {
             }
             guard frame.rounds < Self.roundsPerUpload else {
                 failed(frame.item, .local("the entry kept conflicting with the container; will try again"))
+                uploads.uploadReturned(frame.item)
                 continue
             }
             let step: UploadStep
@@ -105,12 +111,17 @@ final class Uploader: Sendable {
                 step = try round(&frame.context, of: frame.item)
             } catch {
                 failed(frame.item, error)
+                uploads.uploadReturned(frame.item)
                 continue
             }
             frame.rounds += 1
             switch step {
-            case .done: finished(frame.item)
-            case .later(let reason): failed(frame.item, .local(reason))
+            case .done:
+                finished(frame.item)
+                uploads.uploadReturned(frame.item)
+            case .later(let reason):
+                failed(frame.item, .local(reason))
+                uploads.uploadReturned(frame.item)
             case .again: stack.append(.frame(frame))
             case .first(let others):
                 stack.append(.frame(frame))
