@@ -48,8 +48,9 @@ USES = {
     "Cache": {"Model"},
     "Tree": {"Cache", "Metadata", "Model", "Outbox", "Support"},
     "Residency": {"Cache", "Model", "Support", "Tree"},
-    "Core": {"Cache", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
-    "Sync": {"Cache", "Core", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
+    "Echo": {"Cache", "Model", "Tree"},
+    "Core": {"Cache", "Echo", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
+    "Sync": {"Cache", "Core", "Echo", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
     "FUSE": {"Cache", "Core", "Model", "Support", "Tree"},
     "Daemon": {"Cache", "Core", "FUSE", "Metadata", "Model", "Outbox", "Support", "Sync", "Tree"},
 }

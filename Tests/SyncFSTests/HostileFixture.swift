@@ -29,14 +29,14 @@ final class HostileFixture {
         try SentinelTree.create(at: temporary.path + "/sentinel")
         before = SentinelTree.snapshot(of: temporary.path, skipping: "mnt")
         folder = try FileSystemFixture(uploadPolicy: SyncedPair.fastPolicy)
-        if echo { folder.fs.startInotifyEcho(mountpoint: temporary.path + "/mnt", timeout: 1) }
+        if echo { folder.fs.echo.channel.start(mountpoint: temporary.path + "/mnt", timeout: 1) }
         engine = SyncedPair.engine(folder, container)
         engine.start()
     }
 
     deinit {
         engine.stop()
-        folder.fs.stopInotifyEcho()
+        folder.fs.echo.channel.stop()
     }
 
     /// A file committed the honest way (through `base`'s rules), with its chunk stored.

@@ -72,16 +72,17 @@ struct InotifyEchoTests {
     @Test func theTouchsTruncateIsRefusedWhileAWriteMayBeInThePageCache() throws {
         let fixture = try FileSystemFixture()
         let ino = try fixture.makeFile("f", contents: bytes("one\n"))
-        #expect(try fixture.fs.echoSetattr(ino, size: 4).size == 4)
+        let echoed = EchoCall(requests: fixture.fs.echo)
+        #expect(try echoed.setattr(ino, size: 4).size == 4)
         let handle = try fixture.fs.open(ino, flags: O_WRONLY | O_APPEND, caller: testCaller)
-        #expect(throws: FSError.io(EBUSY)) { try fixture.fs.echoSetattr(ino, size: 4) }
-        #expect(try fixture.fs.echoSetattr(ino, size: nil).size == 4)
+        #expect(throws: FSError.io(EBUSY)) { try echoed.setattr(ino, size: 4) }
+        #expect(try echoed.setattr(ino, size: nil).size == 4)
         try fixture.write(handle, bytes("two\n"), at: 4)
         fixture.fs.release(handle)
         #expect(throws: FSError.io(EBUSY), "written and closed since the touch was planned") {
-            try fixture.fs.echoSetattr(ino, size: 4)
+            try echoed.setattr(ino, size: 4)
         }
-        #expect(try fixture.fs.echoSetattr(ino, size: 8).size == 8)
+        #expect(try echoed.setattr(ino, size: 8).size == 8)
         #expect(fixture.cacheContents(of: ino) == bytes("one\ntwo\n"))
     }
 
@@ -94,17 +95,17 @@ struct InotifyEchoTests {
         let fixture = try FileSystemFixture()
         let log = InvalidationLog()
         fixture.fs.setInvalidator(log)
-        fixture.fs.startInotifyEcho(mountpoint: "/nonexistent", timeout: 0.05)
-        defer { fixture.fs.stopInotifyEcho() }
-        #expect(waitUntil(timeout: 5) { fixture.fs.echo.current?.isAvailable == true })
+        fixture.fs.echo.channel.start(mountpoint: "/nonexistent", timeout: 0.05)
+        defer { fixture.fs.echo.channel.stop() }
+        #expect(waitUntil(timeout: 5) { fixture.fs.echo.channel.current?.isAvailable == true })
         let release = DispatchSemaphore(value: 0)
         // A step stuck in the kernel: the caller's wait ends (timeout), the step goes on.
         #expect(
-            fixture.fs.echo.current?.run {
+            fixture.fs.echo.channel.current?.run {
                 release.wait()
                 return 0
             } == nil)
-        #expect(fixture.fs.echo.stepInKernel)
+        #expect(fixture.fs.echo.channel.stepInKernel)
         fixture.fs.live.perform([.attributes(InodeNumber(7))])
         #expect(log.inodes == [InodeNumber(7)], "attributes go at once")
         let sent = SharedFlag()
@@ -129,10 +130,10 @@ struct InotifyEchoTests {
     @Test func theEchoThreadsRequestsAreToldApartInCore() throws {
         let fixture = try FileSystemFixture()
         let ino = try fixture.makeFile("f", contents: bytes("one\n"))
-        fixture.fs.startInotifyEcho(mountpoint: "/nonexistent")
-        defer { fixture.fs.stopInotifyEcho() }
-        #expect(waitUntil(timeout: 5) { fixture.fs.echo.echoThreadID != 0 })
-        let echo = Caller(uid: 0, gid: 0, pid: fixture.fs.echo.echoThreadID)
+        fixture.fs.echo.channel.start(mountpoint: "/nonexistent")
+        defer { fixture.fs.echo.channel.stop() }
+        #expect(waitUntil(timeout: 5) { fixture.fs.echo.channel.echoThreadID != 0 })
+        let echo = Caller(uid: 0, gid: 0, pid: fixture.fs.echo.channel.echoThreadID)
         #expect(throws: FSError.io(EAGAIN)) { try fixture.fs.unlink(parent: .root, name: FileName("f"), caller: echo) }
         #expect(throws: FSError.io(EAGAIN)) {
             try fixture.fs.mkdir(parent: .root, name: FileName("d"), mode: 0o755, caller: echo)
@@ -152,8 +153,8 @@ struct InotifyEchoTests {
     @Test func remoteChangesTheEchoCannotCarryAreAppliedDirectly() async throws {
         let pair = try SyncedPair()
         // No mount answers there: every echo call fails at once, and B applies directly.
-        pair.b.fs.startInotifyEcho(mountpoint: "/nonexistent/syncfs-echo", timeout: 1)
-        defer { pair.b.fs.stopInotifyEcho() }
+        pair.b.fs.echo.channel.start(mountpoint: "/nonexistent/syncfs-echo", timeout: 1)
+        defer { pair.b.fs.echo.channel.stop() }
         let subscription = pair.b.fs.changeEvents.subscribe(.everything)
         let dir = try pair.a.mkdir("d")
         let ino = try pair.a.makeFile("f", in: dir, contents: bytes("v1"))
@@ -169,18 +170,22 @@ struct InotifyEchoTests {
         }
         #expect(kinds == ["created d", "created d/f", "renamed g <- d/f", "deleted g"])
         #expect(pair.b.fs.outbox.items.isEmpty)
-        #expect((pair.b.fs.echo.statistics?.completed ?? 0) >= 4, "the echo was tried")
+        #expect((pair.b.fs.echo.channel.statistics?.completed ?? 0) >= 4, "the echo was tried")
         _ = ino
     }
 
     @Test func requestsFromOtherThreadsAreNeverTakenForTheEcho() throws {
         let fixture = try FileSystemFixture()
-        #expect(!fixture.fs.echo.isEchoRequest(pid: 0))
-        #expect(!fixture.fs.echo.isEchoRequest(pid: getpid()))
-        fixture.fs.startInotifyEcho(mountpoint: "/nonexistent")
-        defer { fixture.fs.stopInotifyEcho() }
-        #expect(waitUntil(timeout: 5) { fixture.fs.echo.echoThreadID != 0 })
-        #expect(!fixture.fs.echo.isEchoRequest(pid: 0) && !fixture.fs.echo.isEchoRequest(pid: getpid()))
-        #expect(fixture.fs.echo.isEchoRequest(pid: fixture.fs.echo.echoThreadID))
+        let channel = fixture.fs.echo.channel
+        #expect(!channel.isEchoRequest(pid: 0))
+        #expect(!channel.isEchoRequest(pid: getpid()))
+        #expect(fixture.fs.echo.request(from: testCaller) == nil)
+        channel.start(mountpoint: "/nonexistent")
+        defer { channel.stop() }
+        #expect(waitUntil(timeout: 5) { channel.echoThreadID != 0 })
+        #expect(!channel.isEchoRequest(pid: 0) && !channel.isEchoRequest(pid: getpid()))
+        #expect(channel.isEchoRequest(pid: channel.echoThreadID))
+        #expect(fixture.fs.echo.request(from: testCaller) == nil)
+        #expect(fixture.fs.echo.request(from: Caller(uid: 0, gid: 0, pid: channel.echoThreadID)) != nil)
     }
 }

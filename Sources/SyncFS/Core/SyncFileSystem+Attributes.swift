@@ -45,11 +45,11 @@ extension SyncFileSystem {
     /// Permission checks are the kernel's (`default_permissions`).
     ///
     /// From the echo thread (a content or attribute touch, `InotifyEcho`) it changes nothing
-    /// (`echoSetattr`).
+    /// (`EchoCall.setattr`).
     func setattr(
         _ ino: InodeNumber, _ changes: AttributeChanges, handle: OpenFile?, caller: Caller = .thisProcess
     ) throws(FSError) -> FileAttributes {
-        if echo.isEchoRequest(pid: caller.pid) { return try echoSetattr(ino, size: changes.size) }
+        if let echoed = echo.request(from: caller) { return try echoed.setattr(ino, size: changes.size) }
         if let size = changes.size {
             guard size >= 0 else { throw .invalidArgument }
             try truncateContent(ino, to: size, handle: handle)

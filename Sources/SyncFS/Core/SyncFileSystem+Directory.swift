@@ -30,8 +30,8 @@ extension SyncFileSystem {
     func mkdir(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
-        if echo.isEchoRequest(pid: caller.pid) {
-            return try echoedEntry(.create(parent: parent, name: name, kind: .directory))
+        if let echoed = echo.request(from: caller) {
+            return try echoed.create(parent: parent, name: name, kind: .directory)
         }
         let name = try name.validated()
         return try live.transact { tree throws(FSError) in
@@ -42,7 +42,7 @@ extension SyncFileSystem {
     }
 
     func rmdir(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
-        if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
+        if let echoed = echo.request(from: caller) { return try echoed.remove(parent: parent, name: name) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }

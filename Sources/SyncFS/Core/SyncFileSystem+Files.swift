@@ -65,8 +65,8 @@ extension SyncFileSystem {
     func mknod(parent: InodeNumber, name: FileName, mode: UInt32, caller: Caller) throws(FSError)
         -> EntryReply
     {
-        if echo.isEchoRequest(pid: caller.pid) {
-            return try echoedEntry(.create(parent: parent, name: name, kind: .file))
+        if let echoed = echo.request(from: caller) {
+            return try echoed.create(parent: parent, name: name, kind: .file)
         }
         guard mode & UInt32(S_IFMT) == UInt32(S_IFREG) || mode & UInt32(S_IFMT) == 0 else { throw .notPermitted }
         let name = try name.validated()
@@ -92,9 +92,9 @@ extension SyncFileSystem {
     /// the name up again.
     ///
     /// The echo thread's open (a content touch, `InotifyEcho`) downloads nothing and counts as
-    /// neither open nor writing (`openForEcho`).
+    /// neither open nor writing (`EchoCall.open`).
     func open(_ ino: InodeNumber, flags: Int32, caller: Caller) throws(FSError) -> OpenFile {
-        if echo.isEchoRequest(pid: caller.pid) { return try openForEcho(ino) }
+        if let echoed = echo.request(from: caller) { return try echoed.open(ino) }
         // Writes never meet an unchecked cached copy (a damaged one is downloaded first).
         if flags & O_ACCMODE != O_RDONLY && flags & O_TRUNC == 0, let node = try? live.transact({ try $0.node(ino) }) {
             residency.verifyBeforeWriting(node)

@@ -9,7 +9,7 @@ struct RenameFlags: OptionSet, Sendable {
 
 extension SyncFileSystem {
     func unlink(parent: InodeNumber, name: FileName, caller: Caller = .thisProcess) throws(FSError) {
-        if echo.isEchoRequest(pid: caller.pid) { return try echoed(.remove(parent: parent, name: name)) }
+        if let echoed = echo.request(from: caller) { return try echoed.remove(parent: parent, name: name) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
@@ -21,8 +21,8 @@ extension SyncFileSystem {
     func symlink(target: [UInt8], parent: InodeNumber, name: FileName, caller: Caller) throws(FSError)
         -> EntryReply
     {
-        if echo.isEchoRequest(pid: caller.pid) {
-            return try echoedEntry(.create(parent: parent, name: name, kind: .symlink))
+        if let echoed = echo.request(from: caller) {
+            return try echoed.create(parent: parent, name: name, kind: .symlink)
         }
         let name = try name.validated()
         guard !target.isEmpty else { throw .notFound }
@@ -53,8 +53,8 @@ extension SyncFileSystem {
         parent: InodeNumber, name: FileName, newParent: InodeNumber, newName: FileName, flags: RenameFlags,
         caller: Caller = .thisProcess
     ) throws(FSError) {
-        if echo.isEchoRequest(pid: caller.pid) {
-            return try echoed(.move(parent: parent, name: name, newParent: newParent, newName: newName))
+        if let echoed = echo.request(from: caller) {
+            return try echoed.move(parent: parent, name: name, newParent: newParent, newName: newName)
         }
         let newName = try newName.validated()
         if flags.contains(.noReplace) && flags.contains(.exchange) { throw .invalidArgument }

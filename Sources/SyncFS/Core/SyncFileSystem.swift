@@ -40,8 +40,9 @@ final class SyncFileSystem: Sendable {
     let residency: ContentResidency
     /// What the types that hold the tree share (`HoldsTheTree`).
     let parts: FolderParts
-    /// The inotify echo of remote changes (`InotifyEcho`), shared with the follower.
-    let echo = EchoChannel()
+    /// The inotify echo's seam (`EchoRequests`): its thread's calls on the mount told apart and
+    /// answered; its channel started, stopped and shared with the follower.
+    let echo: EchoRequests
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
     /// default: see `RemoteChanges.appliedMode`.
     let remoteSetuid = SharedFlag()
@@ -93,9 +94,11 @@ final class SyncFileSystem: Sendable {
         let tree = try Namespace.load(
             stored, generation: generation, store: store, cache: cache, outbox: outbox, logger: logger)
         WriteFailures.restore(storedFacts[.writeFailures], in: tree)
+        let echoChannel = EchoChannel()
         live = LiveTree(
             tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch,
-            echo: echo)
+            ownMountCalls: echoChannel)
+        echo = EchoRequests(channel: echoChannel, live: live, cache: cache)
         parts = FolderParts(
             live: live, cache: cache, logger: logger, deviceIdentity: deviceIdentity, deviceName: deviceName)
         residency = ContentResidency(parts: parts)

@@ -205,7 +205,7 @@ public enum MountDaemon {
             "mounted \(configuration.container) at \(configuration.mountpoint) as device '\(fileSystem.deviceName)' (state \(statePath))"
         )
         if configuration.inotifyEcho && !configuration.kernelFlags.readOnly {
-            fileSystem.startInotifyEcho(mountpoint: configuration.mountpoint) {
+            fileSystem.echo.channel.start(mountpoint: configuration.mountpoint) {
                 if session.isolateCallingThreadFromDevice() { return true }
                 logger.warning("no inotify echo: its thread cannot get a descriptor table of its own")
                 return false
@@ -216,7 +216,7 @@ public enum MountDaemon {
         let result = session.run()
         stopper?.sessionEnded()
         systemd?.stopping()
-        fileSystem.stopInotifyEcho()
+        fileSystem.echo.channel.stop()
         control?.close()
         engine.stop()
         session.unmount()

@@ -59,8 +59,8 @@ final class LiveTree: Sendable {
     private let state: Mutex<TreeTransaction>
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     private let invalidator = Mutex<(any KernelCacheInvalidating)?>(nil)
-    /// The inotify echo, whose calls on the mount entry invalidations wait for (`perform`).
-    private let echo: EchoChannel
+    /// The inotify echo's calls on the mount, which entry invalidations wait for (`perform`).
+    private let ownMountCalls: any OwnMountCalls
     /// The container version of the newest change-feed entry the follower has begun to apply
     /// (0 until it does; in memory only). The feed lists each entry once, at its newest version,
     /// in version order: once the follower has reached version `v`, no version older than `v` of
@@ -75,9 +75,9 @@ final class LiveTree: Sendable {
 
     init(
         _ namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,
-        changeEvents: ChangeEvents, rulesWatch: RulesWatch, echo: EchoChannel = EchoChannel()
+        changeEvents: ChangeEvents, rulesWatch: RulesWatch, ownMountCalls: any OwnMountCalls
     ) {
-        self.echo = echo
+        self.ownMountCalls = ownMountCalls
         self.store = store
         self.cache = cache
         self.outbox = outbox
@@ -126,14 +126,14 @@ final class LiveTree: Sendable {
     /// aborted — an unkillable daemon (seen under load: a zombie with one thread in
     /// `fuse_reverse_inval_entry`, the echo thread in `request_wait_answer`). So while an echo
     /// call is in the kernel, entry invalidations wait for it here, in user space, on a condition
-    /// (`EchoChannel.waitWhileStepInKernel`), where a kill ends the wait — the same wait as
+    /// (`OwnMountCalls.waitWhileCallInKernel`), where a kill ends the wait — the same wait as
     /// before, at the same point, so the kernel's names are as fresh as before. Only engine threads send entry invalidations
     /// (the echo's own, applied by a FUSE handler, are sent by the follower after its call).
     /// Attribute and content invalidations take no directory lock and go at once.
     func perform(_ invalidations: [KernelInvalidation]) {
         guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
         if invalidations.contains(where: \.takesDirectoryLock) {
-            echo.waitWhileStepInKernel()
+            ownMountCalls.waitWhileCallInKernel()
         }
         send(invalidations, to: kernel)
     }

@@ -182,7 +182,7 @@ struct Caller: Sendable {
     var uid: UInt32
     var gid: UInt32
     /// The calling thread's id as the kernel gave it (0 when unknown): how the daemon's own echo
-    /// thread is told apart (`EchoChannel.isEchoRequest`).
+    /// thread is told apart (`EchoRequests.request(from:)`).
     var pid: Int32
     init(uid: UInt32, gid: UInt32, pid: Int32 = 0) {
         self.uid = uid

@@ -15,7 +15,7 @@ final class OpenFile: Sendable {
     let writable: Bool
     /// Set by the first write: the handle has content to record on flush/release.
     let wrote = Atomic<Bool>(false)
-    /// Opened by the inotify echo thread (`SyncFileSystem.openForEcho`): not counted as open.
+    /// Opened by the inotify echo thread (`EchoCall.open`): not counted as open.
     let isEcho: Bool
 
     init(node: Node, descriptor: Int32, writable: Bool, isEcho: Bool = false) {

@@ -15,7 +15,7 @@ import SyncBackend
 ///    base recorded and the change events published;
 /// 5. **echo**, with the inotify echo on: creates, deletes and moves are made through the mount
 ///    point, content and attribute changes touched, so inotify watchers see them
-///    (`RemoteChanges+Echo`);
+///    (`RemoteEcho`);
 /// 6. **invalidate**: the kernel's caches of what changed are dropped after the transaction.
 /// 7. **record**: the follower stores its cursor behind the batch (`Follower`).
 ///

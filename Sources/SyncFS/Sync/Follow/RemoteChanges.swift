@@ -6,19 +6,20 @@ import Synchronization
 /// The container's changes applied to the tree (the follower's side): each remote entry is
 /// planned against the local state (`planRemote`), then applied — created, updated, moved or
 /// deleted, with its new sync base, in one transaction, without queueing an upload — and, with
-/// the inotify echo on, made visible to inotify watchers (`RemoteChanges+Echo`).
-final class RemoteChanges: Sendable, HoldsTheTree {
+/// the inotify echo on, made visible to inotify watchers (`RemoteEcho`, which calls back through
+/// `RemoteApplying`).
+final class RemoteChanges: Sendable, HoldsTheTree, RemoteApplying {
     let parts: FolderParts
     let residency: ContentResidency
-    /// The inotify echo, shared with the kernel's side (`SyncFileSystem`).
-    let echoChannel: EchoChannel
+    /// The follower's side of the inotify echo.
+    let echo: RemoteEcho
     /// `mount --allow-remote-setuid` (see `appliedMode`).
     let remoteSetuid: SharedFlag
 
     init(fileSystem: SyncFileSystem) {
         parts = fileSystem.parts
         residency = fileSystem.residency
-        echoChannel = fileSystem.echo
+        echo = RemoteEcho(channel: fileSystem.echo.channel, live: fileSystem.live, logger: fileSystem.logger)
         remoteSetuid = fileSystem.remoteSetuid
     }
 }
@@ -89,7 +90,7 @@ extension RemoteChanges {
     /// old content. Re-plans in its transaction and returns the plan if it is no longer `apply`
     /// (the caller then deletes `contentFile`).
     ///
-    /// With the inotify echo on (`startInotifyEcho`), creates, deletes and moves are applied
+    /// With the inotify echo on (`EchoChannel.start`), creates, deletes and moves are applied
     /// through the mount point and content and attribute changes are touched afterwards, so
     /// programs watching with inotify see them (see `InotifyEcho`).
     ///
@@ -99,8 +100,8 @@ extension RemoteChanges {
     func applyRemote(
         _ entry: RemoteEntry, contentFile: String?, force: Bool = false, giving item: OutboxItem? = nil
     ) -> RemotePlan {
-        if item == nil, let echo = echoChannel.current {
-            return applyRemoteEchoed(entry, contentFile: contentFile, force: force, echo: echo)
+        if item == nil, let echoed = echo.apply(entry, contentFile: contentFile, force: force, by: self) {
+            return echoed
         }
         var application = RemoteApplication()
         return live.transact { tree -> RemotePlan in
@@ -255,7 +256,7 @@ extension RemoteChanges {
         if contentChanged || metadataChanged {
             tree.noteChange(.modified, node, origin: .remote)
             if application.wantsTouch {
-                application.touch = echoTouch(for: node, contentChanged: contentChanged, in: tree)
+                application.touch = EchoTouch(after: node, contentChanged: contentChanged, in: tree)
             }
         }
         return true
@@ -391,7 +392,7 @@ extension RemoteChanges {
         tree.noteChange(.created, node, origin: .remote)
         // A new file is echoed as written and closed too, as a local copy would be seen.
         if application.wantsTouch && node.kind == .file {
-            application.touch = echoTouch(for: node, contentChanged: true, in: tree)
+            application.touch = EchoTouch(after: node, contentChanged: true, in: tree)
         }
         return true
     }

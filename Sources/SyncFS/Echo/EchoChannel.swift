@@ -1,9 +1,10 @@
 import Synchronization
 
-/// The inotify echo as both of its sides see it: the follower (`RemoteChanges`), which hands
-/// structural changes to the echo thread, and the kernel's operations (`SyncFileSystem`), which
-/// recognise the echo thread's requests and apply the change they carry. See `InotifyEcho`.
-final class EchoChannel: Sendable {
+/// The running inotify echo as both of its sides see it: the follower's (`RemoteEcho`), which
+/// hands structural changes to the echo thread, and the kernel's (`EchoRequests`), which
+/// recognises the echo thread's requests and applies the change they carry; and as the tree
+/// sees it (`OwnMountCalls`). See `InotifyEcho`.
+final class EchoChannel: OwnMountCalls {
     /// The running echo; nil when off.
     private let running = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
@@ -35,12 +36,12 @@ final class EchoChannel: Sendable {
     var current: InotifyEcho? { running.withLock { $0 } }
 
     /// True while a call of the echo thread on the mount may be in the kernel (see
-    /// `LiveTree.perform`, which holds kernel invalidations back meanwhile).
+    /// `LiveTree.perform`, which holds entry invalidations back meanwhile).
     var stepInKernel: Bool { current?.isStepRunning ?? false }
 
     /// Returns once no call of the echo thread is in the kernel (at once without an echo), or
     /// the echo stopped; waits on a condition, without polling.
-    func waitWhileStepInKernel() { current?.waitWhileStepRunning() }
+    func waitWhileCallInKernel() { current?.waitWhileStepRunning() }
 
     /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
     @inline(__always)

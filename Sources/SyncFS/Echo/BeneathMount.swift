@@ -5,32 +5,6 @@ import SyncBackend
 /// without opening it (no FUSE open request), usable as the directory of `*at` calls.
 private let openPathOnly: Int32 = 0o10000000
 
-/// Where an entry sits below the mount point: the names of the directories from the mount root
-/// to its parent, and its own name (nil: the mount root itself). Every name is one path
-/// component (`FileName.validated`: not `.` or `..`, no `/`), so a location can only ever name
-/// something below the mount point.
-struct EchoLocation: Sendable, Equatable {
-    let directories: [FileName]
-    let name: FileName?
-
-    /// Nil if any name is not a single path component (the caller then does not echo).
-    init?(directories: [FileName], name: FileName?) {
-        for component in directories + (name.map { [$0] } ?? []) {
-            guard (try? component.validated()) != nil else { return nil }
-        }
-        self.directories = directories
-        self.name = name
-    }
-}
-
-extension EchoLocation {
-    /// The location of the entry `name` inside the directory at this location.
-    func child(_ name: FileName) -> EchoLocation? {
-        guard let own = self.name else { return EchoLocation(directories: [], name: name) }
-        return EchoLocation(directories: directories + [own], name: name)
-    }
-}
-
 /// The daemon's calls on its own mount point, made relative to a descriptor of the mount root
 /// (`openat`-family calls, one path component at a time, `O_NOFOLLOW`, never leaving the
 /// mount's filesystem), never through a host path built from names. Even a name that slipped

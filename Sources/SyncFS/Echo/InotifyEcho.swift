@@ -12,12 +12,12 @@ import Synchronization
 ///
 /// - **Structural changes go through the mount** (`EchoStep.create`, `.remove`, `.move`): the
 ///   echo thread calls mknod/mkdir/symlink, unlink/rmdir or renameat2(RENAME_NOREPLACE) on the
-///   mount; the FUSE handler, seeing the echo thread's id as the request's pid, applies the
-///   pending remote change (`SyncFileSystem.applyEchoed`, the same code under the same lock as
-///   `RemoteChanges.applyRemote`) and
-///   replies as if the call had done it, so the kernel updates its dentries and emits IN_CREATE,
-///   IN_DELETE, IN_MOVED_FROM/IN_MOVED_TO. Invalidations are sent after the call returns (the
-///   kernel holds the directory locks during it).
+///   mount; the FUSE handler, seeing the echo thread's id as the request's pid
+///   (`EchoRequests`), applies the pending remote change (`EchoCall`: the follower's own code,
+///   `RemoteApplying`, under the same lock as a direct apply) and replies as if the call had
+///   done it, so the kernel updates its dentries and emits IN_CREATE, IN_DELETE,
+///   IN_MOVED_FROM/IN_MOVED_TO. Invalidations are sent after the call returns (the kernel holds
+///   the directory locks during it).
 /// - **Content and attributes are echoed after the fact** (`EchoTouch`): the change is applied
 ///   directly, then the echo thread calls open(O_WRONLY), truncate(path, same size), close
 ///   (IN_OPEN, IN_MODIFY, IN_CLOSE_WRITE) or chmod(same mode) / lchown(same owner) for symlinks
@@ -27,6 +27,10 @@ import Synchronization
 /// Robustness: one step at a time; a caller waits at most `timeout` for the echo thread, then
 /// withdraws the pending change and applies it directly. While a step is stuck (a hung mount),
 /// later changes skip the echo. Any failure of the call falls back to applying directly.
+///
+/// The echo's parts (all in `Echo/`): this thread; `EchoChannel`, the running echo its two sides
+/// share; `RemoteEcho`, the follower's side; `EchoRequests` and `EchoCall`, the kernel's side;
+/// `PendingSlot`, the change a step carries; `BeneathMount`, the calls on the mount.
 final class InotifyEcho: @unchecked Sendable {
     /// The echo thread's calls on the mount, below a descriptor of its root (never a host path
     /// built from names). Used on the echo thread only.
@@ -173,42 +177,4 @@ final class InotifyEcho: @unchecked Sendable {
             return beneathMount.touchAttributes(location, kind: kind, mode: mode, uid: uid)
         }
     }
-}
-
-/// A remote change the kernel must see as a VFS call on the mount (locations below its root).
-enum EchoStep: Sendable, Equatable {
-    case create(EchoLocation, kind: NodeKind, target: [UInt8]?)
-    case remove(EchoLocation, isDirectory: Bool)
-    case move(from: EchoLocation, to: EchoLocation)
-}
-
-/// A remote change of content or attributes, echoed after it was applied.
-enum EchoTouch: Sendable, Equatable {
-    case content(EchoLocation, size: Int64)
-    case attributes(EchoLocation, kind: NodeKind, mode: UInt32, uid: UInt32)
-}
-
-/// The remote change an echo step carries to the FUSE handler, and what the handler made of it.
-enum PendingSlot {
-    case empty
-    case waiting(PendingRemoteChange)
-    case done(RemotePlan, RemoteApplication)
-}
-
-struct PendingRemoteChange {
-    let entry: RemoteEntry
-    let step: EchoStep
-    /// Applies the change inside the FUSE handler's transaction (`RemoteChanges.applyRemoteLocked`,
-    /// given by the follower, so the kernel's side of the echo needs no sync type).
-    let apply: @Sendable (inout TreeTransaction, inout RemoteApplication) -> RemotePlan
-}
-
-/// What applying one remote change produced besides the tree change itself.
-struct RemoteApplication {
-    /// Kernel invalidations to send once the namespace lock is dropped (and, for changes applied
-    /// inside a FUSE handler, once the echo thread's call has returned).
-    var invalidations: [KernelInvalidation] = []
-    /// The echo is on: compute `touch`.
-    var wantsTouch = false
-    var touch: EchoTouch?
 }
