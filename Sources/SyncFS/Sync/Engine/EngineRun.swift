@@ -1,3 +1,4 @@
+import SyncBackend
 import Synchronization
 
 /// Whether the engine runs, shared by its threads: each loop checks `isRunning`, and every
