@@ -226,6 +226,7 @@ enum DownloadWaiter {
                         + "; \(HumanUnits.count(remaining, "file")) not downloaded")
             }
             polls += 1
+            // Each answer redraws the progress line, so the status is asked for at that pace.
             Thread.sleep(forTimeInterval: polls < 4 ? 0.05 : 0.25)
         }
     }

@@ -90,6 +90,7 @@ enum SyncWaiter {
                 return .stalled(status)
             }
             polls += 1
+            // Each answer redraws the progress line, so the status is asked for at that pace.
             Thread.sleep(forTimeInterval: polls < 4 ? 0.05 : 0.25)
             switch askSync(mountpoint) {
             case .success(let answer): status = answer

@@ -57,38 +57,3 @@ import Testing
         #expect(!signal.sleep(for: .seconds(60)))
     }
 }
-
-extension Thread {
-    /// Runs `body` on a new thread; its result is read with `value(within:)`.
-    fileprivate static func detachNewThreadWithResult<T: Sendable>(_ body: @escaping @Sendable () -> T)
-        -> ThreadResult<T>
-    {
-        let result = ThreadResult<T>()
-        Thread.detachNewThread { result.set(body()) }
-        return result
-    }
-}
-
-private final class ThreadResult<T: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var result: T?
-
-    func set(_ value: T) {
-        condition.lock()
-        result = value
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    struct TimedOut: Error {}
-
-    /// The thread's result; throws if it has not returned within `limit` (a hung wait).
-    func value(within limit: Duration) throws -> T {
-        let deadline = Date().addingTimeInterval(Double(limit.components.seconds))
-        condition.lock()
-        defer { condition.unlock() }
-        while result == nil { if !condition.wait(until: deadline) { break } }
-        guard let result else { throw TimedOut() }
-        return result
-    }
-}

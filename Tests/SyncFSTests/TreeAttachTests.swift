@@ -82,4 +82,37 @@ import Testing
         #expect(ContinuousClock.now - started >= .milliseconds(300))
         #expect(TreeAttach.isNeeded(try fixture.fs.store.load().facts), "still a first mount")
     }
+
+    /// The wait sleeps until the follower notes something: the end of the feed ends it at once,
+    /// long before its next report or any stall limit.
+    @Test func theEndOfTheFeedEndsTheWaitAtOnce() throws {
+        let fixture = try FileSystemFixture()
+        let tracker = AttachTracker(fileSystem: fixture.fs, progress: EngineProgress())
+        let waited = Thread.detachNewThreadWithResult {
+            tracker.waitUntilAttached(stallLimit: .seconds(3600), interval: .seconds(3600)) { _ in }
+        }
+        #expect(waitUntil { tracker.changes.waiting == 1 }, "the thread is inside its wait")
+        tracker.followerHandled(5)
+        tracker.followerReachedEnd()
+        #expect(try waited.value(within: .seconds(30)) == .attached(entries: 5))
+    }
+
+    /// While nothing happens the wait still reports, once per interval, the entries so far.
+    @Test func theWaitReportsEveryIntervalWhileNothingMoves() throws {
+        let fixture = try FileSystemFixture()
+        let tracker = AttachTracker(fileSystem: fixture.fs, progress: EngineProgress())
+        tracker.followerHandled(7)
+        let reports = AwaitedVersion()
+        let reportedEntries = AwaitedVersion()
+        let waited = Thread.detachNewThreadWithResult {
+            tracker.waitUntilAttached(stallLimit: .seconds(3600), interval: .milliseconds(10)) { entries in
+                reportedEntries.advance(to: UInt64(entries))
+                reports.increment()
+            }
+        }
+        #expect(reports.wait(forAtLeast: 3, within: .seconds(30)), "three reports, each after an interval")
+        #expect(reportedEntries.value == 7)
+        tracker.followerReachedEnd()
+        #expect(try waited.value(within: .seconds(30)) == .attached(entries: 7))
+    }
 }

@@ -24,11 +24,12 @@ package final class Worker: @unchecked Sendable {
     package let name: String
     private let stackSize: Int?
     private let wake: @Sendable () -> Void
-    /// Guards the three flags below and is what `join` and `sleep` wait on.
+    /// Guards the two flags below and is what `join` waits on.
     private let condition = NSCondition()
     private var started = false
-    private var stopping = false
     private var ended = false
+    /// The worker's stop, which `sleep(for:)` sleeps on.
+    private let stopSignal = StopSignal()
 
     /// A worker not started yet. `stackSize` (bytes) overrides the thread default.
     package init(_ name: String, stackSize: Int? = nil, wake: @escaping @Sendable () -> Void = {}) {
@@ -67,11 +68,7 @@ package final class Worker: @unchecked Sendable {
     }
 
     /// True once `stop()` was called.
-    package var isStopping: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return stopping
-    }
+    package var isStopping: Bool { stopSignal.isStopped }
 
     /// True once `body` returned.
     package var hasEnded: Bool {
@@ -82,12 +79,7 @@ package final class Worker: @unchecked Sendable {
 
     /// Asks the worker to stop (see the contract); does not wait.
     package func stop() {
-        condition.lock()
-        let first = !stopping
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-        if first { wake() }
+        if stopSignal.stop() { wake() }
     }
 
     /// Waits until `body` returned (true) or `deadline` passed (false).
@@ -97,7 +89,7 @@ package final class Worker: @unchecked Sendable {
         defer { condition.unlock() }
         guard started else { return true }
         while !ended {
-            if !condition.wait(until: Self.bounded(deadline)) && Date() >= deadline { return ended }
+            if !condition.wait(until: ConditionDeadline.bounded(deadline)) && Date() >= deadline { return ended }
         }
         return true
     }
@@ -112,36 +104,21 @@ package final class Worker: @unchecked Sendable {
 
     /// Waits at most `timeout` for `body` to return; true if it did.
     @discardableResult
-    package func join(within timeout: Duration) -> Bool { join(until: Self.deadline(after: timeout)) }
+    package func join(within timeout: Duration) -> Bool { join(until: ConditionDeadline.after(timeout)) }
 
     /// Pauses the calling thread (the worker's own) for `duration`, or less if the worker is asked
     /// to stop meanwhile; returns false once it is stopping. For pacing (a period, a backoff).
     @discardableResult
-    package func sleep(for duration: Duration) -> Bool {
-        let deadline = Self.deadline(after: duration)
-        condition.lock()
-        defer { condition.unlock() }
-        while !stopping && Date() < deadline { _ = condition.wait(until: Self.bounded(deadline)) }
-        return !stopping
-    }
+    package func sleep(for duration: Duration) -> Bool { stopSignal.sleep(for: duration) }
 
     /// Signals every worker, then joins each against one deadline `timeout` from now; returns
     /// the names of the workers that had not ended by then (empty: all ended).
     @discardableResult
     package static func stop(_ workers: [Worker], within timeout: Duration) -> [String] {
         for worker in workers { worker.stop() }
-        let deadline = deadline(after: timeout)
+        let deadline = ConditionDeadline.after(timeout)
         return workers.filter { !$0.join(until: deadline) }.map(\.name)
     }
-
-    static func deadline(after duration: Duration) -> Date {
-        let (seconds, attoseconds) = duration.components
-        return Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
-    }
-
-    /// `deadline`, or a day from now if later: `NSCondition.wait(until:)` traps on a date as far
-    /// as `Date.distantFuture` (its nanoseconds overflow). Callers loop until the real deadline.
-    static func bounded(_ deadline: Date) -> Date { min(deadline, Date().addingTimeInterval(86_400)) }
 }
 
 /// Workers started one per job (a client connection, a download), which a shutdown stops and
@@ -193,11 +170,13 @@ package final class WorkerGroup: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while !running.isEmpty {
-            if !condition.wait(until: Worker.bounded(deadline)) && Date() >= deadline { return running.isEmpty }
+            if !condition.wait(until: ConditionDeadline.bounded(deadline)) && Date() >= deadline {
+                return running.isEmpty
+            }
         }
         return true
     }
 
     @discardableResult
-    package func join(within timeout: Duration) -> Bool { join(until: Worker.deadline(after: timeout)) }
+    package func join(within timeout: Duration) -> Bool { join(until: ConditionDeadline.after(timeout)) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import SyncBackend
 
 /// The daemon's side of a first attach (doc/SEMANTICS.md, "The first mount attaches the tree";
 /// `TreeAttach`): a state directory whose tree is not attached yet is served only once the
@@ -38,7 +39,7 @@ public enum FirstAttach {
                 logger.info("attaching: \(entries) entries so far")
             }
         }
-        let seconds = (ContinuousClock.now - started).seconds
+        let seconds = (ContinuousClock.now - started).inSeconds
         switch outcome {
         case .attached(let entries):
             logger.info("attached the container's tree: \(entries) entries in \(String(format: "%.2f", seconds)) s")
@@ -49,12 +50,5 @@ public enum FirstAttach {
                     + "(\(reason)); nothing was mounted. The \(entries) entries attached so far are kept: mount "
                     + "again once the container answers (--attach-timeout sets how long a first mount waits)")
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    fileprivate var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) * 1e-18
     }
 }

@@ -283,7 +283,8 @@ public enum MountDaemon {
         }
         let daemon = MountRegistry.daemon(of: mountpoint)
         // A mount is often busy for a moment only (an indexer's open, a shell's `cd` that just
-        // left, the inotify echo's call): look again for up to 3 s before calling it busy.
+        // left, the inotify echo's call): look again for up to 3 s before calling it busy. A poll
+        // is right here: the kernel tells no one when a mount stops being busy.
         var result = Unmounter.unmount(mountpoint)
         let busyUntil = Date().addingTimeInterval(3)
         while result == EBUSY && Date() < busyUntil {
@@ -299,6 +300,9 @@ public enum MountDaemon {
         default: throw MountError(.failed, "cannot unmount \(mountpoint): \(String(cString: strerror(result)))")
         }
         guard let daemon else { return }
+        // The daemon is not this process's child (no wait(2)), and the one way to wait for any
+        // process's exit, a pidfd, is not callable from Swift here (pidfd_open needs glibc 2.36,
+        // and syscall(2) is variadic): look every 20 ms, a tenth of a human's notice.
         let deadline = Date().addingTimeInterval(timeout)
         while kill(daemon, 0) == 0 {
             if Date() > deadline {

@@ -70,8 +70,8 @@ final class LiveTree: Sendable {
     /// The container version of the newest change-feed entry the follower is done with (applied,
     /// or deferred, and the kernel's caches invalidated; 0 until then; in memory only): a
     /// command that made a version in the container (`restore`) waits for it, so the folder
-    /// shows that version when the command returns.
-    let feedHandled = Atomic<UInt64>(0)
+    /// shows that version when the command returns (`AwaitedVersion.wait`).
+    let feedHandled = AwaitedVersion()
 
     init(
         _ namespace: consuming Namespace, store: MetadataStore, cache: ContentCache, outbox: Outbox,

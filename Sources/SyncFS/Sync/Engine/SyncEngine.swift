@@ -62,7 +62,12 @@ final class SyncEngine: Sendable {
     private let uncheckedContainer: BlockingContainer
     private let threads = EngineThreads()
 
-    init(fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger) {
+    /// `sleeper`: what the engine's pauses between attempts sleep on (`EngineSleeper`); real time
+    /// unless a test drives them.
+    init(
+        fileSystem: SyncFileSystem, container: any Container, options: Options = Options(), logger: Logger,
+        sleeper: any EngineSleeper = StopSignal()
+    ) {
         self.fileSystem = fileSystem
         self.options = options
         self.logger = logger
@@ -82,7 +87,7 @@ final class SyncEngine: Sendable {
         let transfer = ContentTransfer(container: blocking, compressionLevel: options.compressionLevel)
         let reported = EngineProgress()
         self.reported = reported
-        let run = EngineRun()
+        let run = EngineRun(sleeper: sleeper)
         self.run = run
         let log = EngineLog(logger: logger, fileSystem: fileSystem)
 

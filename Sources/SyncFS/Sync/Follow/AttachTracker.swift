@@ -8,6 +8,8 @@ final class AttachTracker: Sendable {
     let attach: TreeAttach
     private let store: MetadataStore
     private let reported: EngineProgress
+    /// Counts what the follower notes here (entries, the end): what the wait sleeps on.
+    let changes = AwaitedVersion()
 
     init(fileSystem: SyncFileSystem, progress: EngineProgress) {
         attach = TreeAttach(facts: fileSystem.storedFacts)
@@ -46,12 +48,14 @@ final class AttachTracker: Sendable {
     /// records queued for the flusher.
     func followerHandled(_ count: Int) {
         attach.noteEntries(count)
+        changes.increment()
         if store.queuedChanges > Self.followerBacklogLimit { try? store.commit(durable: false) }
     }
 
     /// The follower reached the end of the feed (and retried what it deferred): a needed attach is
     /// complete, recorded behind the cursor that reached it.
     func followerReachedEnd() {
+        defer { changes.increment() }
         guard attach.noteEndReached(), attach.isNeeded else { return }
         store.record([.fact(.treeAttached, true)])
         store.useAttachCache(false)
@@ -61,14 +65,18 @@ final class AttachTracker: Sendable {
     /// entries handled so far about every `interval`. Gives up when the follower has been
     /// failing without handling a single entry for `stallLimit` (a container unreachable since
     /// the attach began, or one that refuses the feed); a slow but moving attach has no limit.
+    /// Sleeps until the follower notes entries or the end (`changes`), the next report or the end
+    /// of the stall limit, whichever comes first; the follower's failure (`EngineProgress`) is
+    /// looked at on each wake, so a stall is counted from at most `interval` after it began.
     func waitUntilAttached(
         stallLimit: Duration, interval: Duration = .seconds(1), report: (Int) -> Void
     ) -> AttachOutcome {
         let clock = ContinuousClock()
         var lastEntries = -1
         var stalledSince: ContinuousClock.Instant?
-        var lastReport = clock.now
+        var nextReport = clock.now + interval
         while true {
+            let seen = changes.value
             let progress = attach.progress
             if progress.endReached {
                 // `ready` means the attached tree (and `tree_attached` = 1) is on disk: a crash
@@ -89,11 +97,12 @@ final class AttachTracker: Sendable {
             } else {
                 stalledSince = now
             }
-            if now - lastReport >= interval {
-                lastReport = now
+            if now >= nextReport {
+                nextReport = now + interval
                 report(progress.entries)
             }
-            Thread.sleep(forTimeInterval: 0.05)  // the daemon's main thread, reporting progress
+            let wakeAt = stalledSince.map { min(nextReport, $0 + stallLimit) } ?? nextReport
+            _ = changes.wait(forAtLeast: seen + 1, within: wakeAt - clock.now)
         }
     }
 }

@@ -31,7 +31,7 @@ extension RemoteChanges {
 
     /// The follower is done with the feed entry of container version `version` (see
     /// `LiveTree.feedHandled`). Called by the follower thread only, in feed order.
-    func noteFeedHandled(_ version: EntryVersion) { advance(live.feedHandled, to: version) }
+    func noteFeedHandled(_ version: EntryVersion) { live.feedHandled.advance(to: version) }
 
     /// Moves a marker only the follower thread writes forward to `version`.
     private func advance(_ marker: borrowing Atomic<UInt64>, to version: EntryVersion) {

@@ -321,17 +321,13 @@ final class HistoryService: Sendable {
         TrashIndex(try history.trash(), livePath: fileSystem.displayPath(of:))
     }
 
-    /// Waits (at most `restoreApplyWait`) until the follower is done with `version`
+    /// Waits (at most `timeout`) until the follower is done with `version`
     /// (`LiveTree.feedHandled`, not `feedReached`, which moves when the follower begins an
     /// entry): applied, the kernel's caches dropped — or deferred, when a local change of the
-    /// entry waits to upload and will meet the restored version as a conflict.
-    private func waitUntilApplied(_ version: EntryVersion) -> Bool {
-        let deadline = ContinuousClock.now + Self.restoreApplyWait
-        while fileSystem.live.feedHandled.load(ordering: .acquiring) < version {
-            if ContinuousClock.now >= deadline { return false }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        return true
+    /// entry waits to upload and will meet the restored version as a conflict. Returns as soon
+    /// as the follower gets there (it signals each entry it is done with); false on a timeout.
+    func waitUntilApplied(_ version: EntryVersion, within timeout: Duration = restoreApplyWait) -> Bool {
+        fileSystem.live.feedHandled.wait(forAtLeast: version, within: timeout)
     }
 
     private func display(_ path: String) -> String { path.isEmpty ? "the mount's root" : path }
