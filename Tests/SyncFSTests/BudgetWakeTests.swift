@@ -27,7 +27,7 @@ extension SyncEngineTests {
         let overAfterOpen = residency.overBudget.load(ordering: .relaxed)
         #expect(overAfterOpen, "over the budget with the open file")
         _ = activity.waitForActivity(timeout: .zero)
-        pair.b.fs.release(reader)
+        pair.b.fs.fileIO.release(reader)
         #expect(activity.waitForActivity(timeout: .zero), "the last close woke the keeper")
         #expect(residency.enforceBudget(1 << 20) == 1, "the closed file goes")
         let overAfterEviction = residency.overBudget.load(ordering: .relaxed)
@@ -36,7 +36,7 @@ extension SyncEngineTests {
         // Within the budget, closes wake nobody (an idle mount's keeper sleeps).
         let again = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         _ = activity.waitForActivity(timeout: .zero)
-        pair.b.fs.release(again)
+        pair.b.fs.fileIO.release(again)
         #expect(!activity.waitForActivity(timeout: .zero), "no wake-up within the budget")
     }
 

@@ -77,7 +77,7 @@ struct InotifyEchoTests {
         #expect(throws: FSError.io(EBUSY)) { try fixture.fs.echoSetattr(ino, size: 4) }
         #expect(try fixture.fs.echoSetattr(ino, size: nil).size == 4)
         try fixture.write(handle, bytes("two\n"), at: 4)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(throws: FSError.io(EBUSY), "written and closed since the touch was planned") {
             try fixture.fs.echoSetattr(ino, size: 4)
         }
@@ -142,7 +142,7 @@ struct InotifyEchoTests {
         #expect(try fixture.fs.setattr(ino, chmod, handle: nil, caller: echo).mode & 0o777 == 0o644)
         let handle = try fixture.fs.open(ino, flags: O_WRONLY, caller: echo)
         #expect(fixture.fs.live.transact { _ in handle.node.openCount == 0 && handle.node.openWriters == 0 })
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(try fixture.childNames() == ["f"])
         #expect(try fixture.fs.setattr(ino, chmod, handle: nil, caller: testCaller).mode & 0o777 == 0o600)
         try fixture.fs.unlink(parent: .root, name: FileName("f"), caller: testCaller)

@@ -38,7 +38,7 @@ extension SyncEngineTests {
             #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
             #expect(try node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
             #expect(!pair.a.fs.outbox.isPending(try node(pair.a, "doc.txt").fileID))
-            pair.a.fs.release(handle)
+            pair.a.fs.fileIO.release(handle)
             // Recorded on close: the outbox holds the change now.
             #expect(try !node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
             #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
@@ -60,7 +60,7 @@ extension SyncEngineTests {
         // The download waits for its chunks: hydrating meanwhile.
         viewOfB.delay(.chunk, by: .milliseconds(300))
         let file = try node(pair.b, "big.bin")
-        let hydration = try pair.b.fs.residency.hydration(of: file)
+        let hydration = try pair.b.fs.residency.hydrations.hydration(of: file)
         #expect(hydration != nil)
         #expect(try lifecycle(pair.b, "big.bin") == State(.hydrating, .clean))
         viewOfB.delay(.chunk, by: nil)
@@ -86,13 +86,13 @@ extension SyncEngineTests {
         viewOfA.startOutage([.missingChunks, .putChunk, .commit])
         let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.a.write(handle, bytes("edit on A"), at: 0)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
 
         // B changes the file; A's follower reads the change (two feed reads after the commit).
         let edited = try pair.b.fs.open(try pair.b.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(edited, bytes("edit on B"), at: 0)
-        pair.b.fs.release(edited)
+        pair.b.fs.fileIO.release(edited)
         try await eventually("B's edit committed") { pair.b.fs.outbox.items.isEmpty }
         let reads = viewOfA.callCount(.changes)
         try await eventually("A read the feed since") { viewOfA.callCount(.changes) >= reads + 2 }
