@@ -67,7 +67,7 @@ extension SyncEngineTests {
         try await eventually("downloaded") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
         #expect(try contents(pair.b, "big.bin") == data)
 
-        let outcome = try pair.b.fs.residency.evict(below: try pair.b.lookupIno("big.bin")).first?.outcome
+        let outcome = try pair.b.fs.residency.eviction.evict(below: try pair.b.lookupIno("big.bin")).first?.outcome
         #expect(outcome == .evicted(bytes: 1 << 20))
         #expect(try lifecycle(pair.b, "big.bin") == State(.placeholder, .clean))
         #expect(try contents(pair.b, "big.bin") == data, "read back through a new download")

@@ -63,7 +63,7 @@ extension SyncEngineTests {
         #expect(now.placeholder && !now.knownAbsent && now.reported == now.onDisk && now.reported >= 8, "\(now)")
 
         // Evicting a placeholder frees the partial download's bytes: known absent again.
-        let freed = try pair.b.fs.residency.evict(below: .root)
+        let freed = try pair.b.fs.residency.eviction.evict(below: .root)
         #expect(freed.map(\.outcome) == [.alreadyOnline])
         now = try blocks(pair.b, "movie.bin")
         #expect(now == Blocks(reported: 1, onDisk: nil, knownAbsent: true, placeholder: true), "\(now)")
@@ -76,7 +76,7 @@ extension SyncEngineTests {
         #expect(!now.knownAbsent && now.reported == now.onDisk && now.reported >= Int64(data.count / 512), "\(now)")
 
         // Evicted back to a placeholder: the daemon removed the file, so it knows.
-        let evicted = try pair.b.fs.residency.evict(below: .root)
+        let evicted = try pair.b.fs.residency.eviction.evict(below: .root)
         #expect(evicted.map(\.outcome) == [.evicted(bytes: Int64(data.count))])
         now = try blocks(pair.b, "movie.bin")
         #expect(now == Blocks(reported: 1, onDisk: nil, knownAbsent: true, placeholder: true), "\(now)")

@@ -99,7 +99,7 @@ extension SyncEngineTests {
         let edited = try pair.b.fs.open(try pair.b.lookupIno("f0"), flags: O_WRONLY, caller: testCaller)
         try pair.b.write(edited, Array("changed".utf8), at: 0)
         let outcomes = Dictionary(
-            uniqueKeysWithValues: try pair.b.fs.residency.evict(below: .root).map { ($0.path, $0.outcome) })
+            uniqueKeysWithValues: try pair.b.fs.residency.eviction.evict(below: .root).map { ($0.path, $0.outcome) })
         #expect(outcomes["f0"] == .refused("has changes not yet uploaded"))
         #expect(outcomes["f1"] == .evicted(bytes: 1 << 20))
         pair.b.fs.fileIO.release(edited)
@@ -114,7 +114,7 @@ extension SyncEngineTests {
         for name in ["f1", "f2", "f3"] { _ = try contents(pair.b, name) }
         // A download is marked local just after its last byte is served.
         try await eventually("5 MiB local") { pair.b.fs.residency.cacheUsage().localBytes == 5 << 20 }
-        #expect(pair.b.fs.residency.enforceBudget(4 << 20) == 2)
+        #expect(pair.b.fs.residency.eviction.enforceBudget(4 << 20) == 2)
         #expect(pair.b.fs.residency.cacheUsage().localBytes == 3 << 20)
         #expect(try xattr(pair.b, "f0", "state") == "online", "least recently used")
         #expect(try xattr(pair.b, "f1", "state") == "online")
@@ -184,13 +184,13 @@ extension SyncEngineTests {
         // A content change in progress (a write or truncate between its bracket) keeps the file.
         let node = try #require(pair.b.fs.live.transact { tree in tree.nodes[ino] })
         node.beginContentChange()
-        let during = try pair.b.fs.residency.evict(below: ino).first?.outcome
+        let during = try pair.b.fs.residency.eviction.evict(below: ino).first?.outcome
         #expect(during == .refused("is being written"), "\(String(describing: during))")
         node.endContentChange()
         // So does an open handle.
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        #expect(try pair.b.fs.residency.evict(below: ino).first?.outcome == .refused("is open"))
+        #expect(try pair.b.fs.residency.eviction.evict(below: ino).first?.outcome == .refused("is open"))
         pair.b.fs.fileIO.release(handle)
-        #expect(try pair.b.fs.residency.evict(below: ino).first?.outcome == .evicted(bytes: 6))
+        #expect(try pair.b.fs.residency.eviction.evict(below: ino).first?.outcome == .evicted(bytes: 6))
     }
 }

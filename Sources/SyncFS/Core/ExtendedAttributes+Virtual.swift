@@ -9,7 +9,7 @@ extension ExtendedAttributes {
             case "state": return Array(residency.contentState(of: node, in: tree).rawValue.utf8)
             // The stable file ID: the same on every mount and across renames (`ChangeEvent.fileID`).
             case "id": return Array(node.fileID.hex.utf8)
-            case "pinned": return Array(residency.pinState(of: node, in: tree).rawValue.utf8)
+            case "pinned": return Array(tree.pinState(of: node).rawValue.utf8)
             case "progress":
                 if let transfer = residency.transfers.transfer(node.fileID) {
                     return Array("\(transfer.done)/\(transfer.total)".utf8)

@@ -35,7 +35,7 @@ final class OpenFileIO: Sendable, HoldsTheTree {
         copy: (_ descriptor: Int32) -> Int
     ) throws(FSError) -> Int {
         guard handle.node.contentIsLocal else { throw .stale }
-        residency.throttleWriteIfOverBudget()
+        residency.eviction.throttleWriteIfOverBudget()
         handle.node.beginContentChange()
         defer { handle.node.endContentChange() }
         guard let copied = admittedWrite(count, { copy(handle.descriptor) }) else {
@@ -117,7 +117,7 @@ final class OpenFileIO: Sendable, HoldsTheTree {
             tree.releaseIfUnused(handle.node.ino)
             return handle.node.openCount == 0
         }
-        if lastClose { residency.noteMaybeEvictable() }
+        if lastClose { residency.eviction.noteMaybeEvictable() }
     }
 
     /// Makes the file's content and all metadata recorded so far durable.

@@ -97,7 +97,7 @@ extension SyncFileSystem {
             tree.touchDirectory(source, now: now)
             if destination.ino != source.ino { tree.touchDirectory(destination, now: now) }
             tree.noteChange(.renamed, node, origin: .local, oldPath: oldPath)
-            return destination.ino != source.ino && residency.pinState(of: node, in: tree) != .none
+            return destination.ino != source.ino && tree.pinState(of: node) != .none
         }
         // Placeholders moved under a pin are downloaded like those that arrive there.
         if movedUnderAPin { residency.pinsChanged() }

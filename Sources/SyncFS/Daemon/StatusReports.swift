@@ -57,7 +57,7 @@ extension SyncEngine {
     func syncAnswer() -> SyncStatus {
         let status = status()
         guard status.pendingEntries == 0, let budget = options.cacheBudget,
-            fileSystem.residency.enforceBudget(budget) > 0
+            fileSystem.residency.eviction.enforceBudget(budget) > 0
         else { return status }
         return self.status()
     }

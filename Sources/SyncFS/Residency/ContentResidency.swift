@@ -9,8 +9,8 @@ import Synchronization
 /// Holds the tree (`LiveTree`) and the cache; the kernel's operations (`SyncFileSystem`) call it
 /// to open placeholders for reading or writing, the sync engine to download pinned files and
 /// keep the budget, the daemon for status. The downloads themselves run in `Hydrations`, the
-/// checks of cached copies in `CacheVerifier`; the rest is grouped by concern in
-/// `ContentResidency+*.swift`.
+/// checks of cached copies in `CacheVerifier`, evictions and the budget in `Eviction`; the rest
+/// is grouped by concern in `ContentResidency+*.swift`.
 final class ContentResidency: Sendable, HoldsTheTree {
     let parts: FolderParts
     /// Transfers in progress and transfer failures, per entry.
@@ -19,12 +19,8 @@ final class ContentResidency: Sendable, HoldsTheTree {
     let hydrations: Hydrations
     /// The checks of cached copies before they are served or changed.
     let cacheVerifier: CacheVerifier
-    /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
-    let writesThrottled = Atomic<Bool>(false)
-    /// The last budget check left the cache over its budget (open, pinned or modified files
-    /// could not be evicted): the last close of a file wakes the budget keeper, so a file read
-    /// through a small budget goes once it is closed, not at the keeper's idle check.
-    let overBudget = Atomic<Bool>(false)
+    /// Freeing local content: on request and to keep the cache within its budget.
+    let eviction: Eviction
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
     let contentActivity: ContentActivity
     /// Wakes the background downloader when pins change (set by the sync engine).
@@ -38,6 +34,7 @@ final class ContentResidency: Sendable, HoldsTheTree {
         self.contentActivity = contentActivity
         hydrations = Hydrations(parts: parts, transfers: transfers, contentActivity: contentActivity)
         cacheVerifier = CacheVerifier(parts: parts)
+        eviction = Eviction(parts: parts, contentActivity: contentActivity)
     }
 
     func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
