@@ -18,7 +18,7 @@ struct AllocatedBlocksTests {
 
     @Test func writesTruncatesAndFallocateShowInTheNextGetattr() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("f"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         let ino = reply.attributes.ino
         #expect(try blocks(fixture, ino) == 0)
@@ -29,7 +29,7 @@ struct AllocatedBlocksTests {
         #expect(written >= 128, "64 KiB written: \(written) blocks")
         #expect(written == (try cacheBlocks(fixture, ino)))
 
-        try fixture.fs.fallocate(handle, mode: 0, offset: 0, length: 1 << 20)
+        try fixture.fs.fileIO.fallocate(handle, mode: 0, offset: 0, length: 1 << 20)
         #expect(try blocks(fixture, ino) >= 2048, "fallocate of 1 MiB")
         #expect(try blocks(fixture, ino) == (try cacheBlocks(fixture, ino)))
 
@@ -37,12 +37,12 @@ struct AllocatedBlocksTests {
         changes.size = 0
         _ = try fixture.fs.setattr(ino, changes, handle: handle, caller: testCaller)
         #expect(try blocks(fixture, ino) == 0, "truncated to 0")
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
 
         // A hole: only the written byte takes space.
         let sparse = try fixture.fs.open(ino, flags: O_RDWR, caller: testCaller)
         try fixture.write(sparse, [1], at: 64 << 20)
-        fixture.fs.release(sparse)
+        fixture.fs.fileIO.release(sparse)
         let afterHole = try blocks(fixture, ino)
         #expect(afterHole > 0 && afterHole < 1024, "\(afterHole) blocks")
         #expect(afterHole == (try cacheBlocks(fixture, ino)))
@@ -89,12 +89,12 @@ struct AllocatedBlocksTests {
         let b = try fixture.makeFile("b")
         let d = try fixture.mkdir("d")
         for ino in [a, b, d] { fixture.fs.forget(ino, count: 1) }
-        let handle = try fixture.fs.opendir(.root)
-        defer { fixture.fs.releasedir(handle) }
-        let entries = try fixture.fs.readdir(handle, offset: 0)
+        let handle = try fixture.fs.listings.opendir(.root)
+        defer { fixture.fs.listings.releasedir(handle) }
+        let entries = try fixture.fs.listings.readdir(handle, offset: 0)
         #expect(entries.map(\.isDot) == [true, true, false, false, false])
         try fixture.fs.unlink(parent: .root, name: FileName("b"))
-        let replies = fixture.fs.readdirPlusEntries(entries)
+        let replies = fixture.fs.listings.readdirPlusEntries(entries)
         #expect(replies.map { $0?.attributes.ino } == [nil, nil, a, nil, d])
         #expect(replies[2]?.attributes.kind == .file && replies[4]?.attributes.kind == .directory)
         let counts = fixture.fs.live.transact { tree in [a, b, d].map { tree.inodes.lookupCount($0) } }

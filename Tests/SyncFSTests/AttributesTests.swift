@@ -89,7 +89,7 @@ struct AttributesTests {
         let fixture = try FileSystemFixture()
         let ino = try fixture.makeFile("f", contents: bytes("abcdef"))
         let handle = try fixture.fs.open(ino, flags: O_RDWR, caller: testCaller)
-        defer { fixture.fs.release(handle) }
+        defer { fixture.fs.fileIO.release(handle) }
         var changes = AttributeChanges()
         changes.size = 2
         #expect(try fixture.fs.setattr(ino, changes, handle: handle).size == 2)
@@ -129,7 +129,7 @@ struct AttributesTests {
         for ino in [executable, plain] {
             let handle = try fixture.fs.open(ino, flags: O_WRONLY, caller: testCaller)
             try fixture.write(handle, bytes("data"), at: 0, as: testCaller)
-            fixture.fs.release(handle)
+            fixture.fs.fileIO.release(handle)
         }
         #expect(try fixture.fs.getattr(executable).mode == 0o0755)
         #expect(try fixture.fs.getattr(plain).mode == 0o2644, "setgid without group-exec is no privilege")
@@ -143,7 +143,7 @@ struct AttributesTests {
         let ino = try fileWithMode(fixture, "x", 0o4755)
         let handle = try fixture.fs.open(ino, flags: O_WRONLY, caller: Caller(uid: 0, gid: 0))
         try fixture.write(handle, bytes("data"), at: 0, as: Caller(uid: 0, gid: 0))
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(try fixture.fs.getattr(ino).mode == 0o4755)
         #expect(try fixture.fs.getattr(ino).size == 4)
     }
@@ -152,8 +152,9 @@ struct AttributesTests {
         let fixture = try FileSystemFixture()
         let byUser = try fileWithMode(fixture, "u", 0o4755)
         let byRoot = try fileWithMode(fixture, "r", 0o4755)
-        fixture.fs.release(try fixture.fs.open(byUser, flags: O_WRONLY | O_TRUNC, caller: testCaller))
-        fixture.fs.release(try fixture.fs.open(byRoot, flags: O_WRONLY | O_TRUNC, caller: Caller(uid: 0, gid: 0)))
+        fixture.fs.fileIO.release(try fixture.fs.open(byUser, flags: O_WRONLY | O_TRUNC, caller: testCaller))
+        fixture.fs.fileIO.release(
+            try fixture.fs.open(byRoot, flags: O_WRONLY | O_TRUNC, caller: Caller(uid: 0, gid: 0)))
         #expect(try fixture.fs.getattr(byUser).mode == 0o0755)
         #expect(try fixture.fs.getattr(byRoot).mode == 0o4755)
     }

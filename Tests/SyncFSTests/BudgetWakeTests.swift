@@ -23,20 +23,20 @@ extension SyncEngineTests {
 
         // Open, so the budget keeper cannot evict it: the cache stays over its budget.
         let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        #expect(residency.enforceBudget(1 << 20) == 0, "an open file is never evicted")
-        let overAfterOpen = residency.overBudget.load(ordering: .relaxed)
+        #expect(residency.eviction.enforceBudget(1 << 20) == 0, "an open file is never evicted")
+        let overAfterOpen = residency.eviction.overBudget.load(ordering: .relaxed)
         #expect(overAfterOpen, "over the budget with the open file")
         _ = activity.waitForActivity(timeout: .zero)
-        pair.b.fs.release(reader)
+        pair.b.fs.fileIO.release(reader)
         #expect(activity.waitForActivity(timeout: .zero), "the last close woke the keeper")
-        #expect(residency.enforceBudget(1 << 20) == 1, "the closed file goes")
-        let overAfterEviction = residency.overBudget.load(ordering: .relaxed)
+        #expect(residency.eviction.enforceBudget(1 << 20) == 1, "the closed file goes")
+        let overAfterEviction = residency.eviction.overBudget.load(ordering: .relaxed)
         #expect(!overAfterEviction)
 
         // Within the budget, closes wake nobody (an idle mount's keeper sleeps).
         let again = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         _ = activity.waitForActivity(timeout: .zero)
-        pair.b.fs.release(again)
+        pair.b.fs.fileIO.release(again)
         #expect(!activity.waitForActivity(timeout: .zero), "no wake-up within the budget")
     }
 
@@ -49,15 +49,15 @@ extension SyncEngineTests {
         let activity = residency.contentActivity
         try pair.withEngineAStopped {
             try pair.a.makeFile("written.bin", contents: SeededGenerator.bytes(count: 2 << 20, seed: 8))
-            #expect(residency.enforceBudget(1 << 20) == 0, "a queued file is never evicted")
-            let overWhileQueued = residency.overBudget.load(ordering: .relaxed)
+            #expect(residency.eviction.enforceBudget(1 << 20) == 0, "a queued file is never evicted")
+            let overWhileQueued = residency.eviction.overBudget.load(ordering: .relaxed)
             #expect(overWhileQueued, "over the budget with the queued file")
             _ = activity.waitForActivity(timeout: .zero)
         }
         try await pair.settle()
         // (The queue empties inside the upload's commit; the wake-up follows it.)
         #expect(activity.waitForActivity(timeout: .seconds(5)), "the upload woke the keeper")
-        #expect(residency.enforceBudget(1 << 20) == 1, "the uploaded file goes")
+        #expect(residency.eviction.enforceBudget(1 << 20) == 1, "the uploaded file goes")
 
         // Within the budget, uploads wake nobody (an idle mount's keeper sleeps).
         try pair.a.makeFile("small.txt", contents: Array("small".utf8))

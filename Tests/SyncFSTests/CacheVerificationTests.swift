@@ -43,14 +43,14 @@ extension SyncEngineTests {
         // A read of the intact start checks only its chunks and serves them.
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         #expect(
-            try pair.b.fs.prepareRead(handle, offset: 0, count: 4096, processName: { nil }) == nil,
+            try pair.b.fs.reads.prepareRead(handle, offset: 0, count: 4096, processName: { nil }) == nil,
             "intact: served at once")
         #expect(readBytes(handle.descriptor, count: 4096, at: 0) == Array(good[0..<4096]))
-        #expect(pair.b.fs.residency.damagedCopiesFound.load(ordering: .relaxed) == 0)
-        pair.b.fs.release(handle)
+        #expect(pair.b.fs.residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed) == 0)
+        pair.b.fs.fileIO.release(handle)
         // The whole file: the damaged chunk is found, the good bytes are downloaded.
         #expect(try contents(pair.b, "doc.bin") == good)
-        #expect(pair.b.fs.residency.damagedCopiesFound.load(ordering: .relaxed) == 1)
+        #expect(pair.b.fs.residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed) == 1)
         #expect(pair.engineB.status().damagedCacheCopies == 1, "counted in status")
         let stillUnchecked = node.contentUnverified.load(ordering: .relaxed)
         #expect(!stillUnchecked)
@@ -69,15 +69,17 @@ extension SyncEngineTests {
         let first = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         let second = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         defer {
-            pair.b.fs.release(first)
-            pair.b.fs.release(second)
+            pair.b.fs.fileIO.release(first)
+            pair.b.fs.fileIO.release(second)
         }
         // Both readers found the file local; the first checks the damaged range and discards.
-        #expect(!residency.verifyCachedContent(first, offset: 2 << 20, count: 4096), "the first finds the damage")
-        #expect(residency.damagedCopiesFound.load(ordering: .relaxed) == 1)
+        #expect(
+            !residency.cacheVerifier.verifyCachedContent(first, offset: 2 << 20, count: 4096),
+            "the first finds the damage")
+        #expect(residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed) == 1)
         // The second asks only now: the copy it would be served from is discarded.
         #expect(
-            !residency.verifyCachedContent(second, offset: 2 << 20, count: 4096),
+            !residency.cacheVerifier.verifyCachedContent(second, offset: 2 << 20, count: 4096),
             "the second reader is sent to the download, not to the damaged cache file")
         #expect(try contents(pair.b, "doc.bin") == good)
     }
@@ -98,7 +100,7 @@ extension SyncEngineTests {
         let after = node.contentUnverified.load(ordering: .relaxed)
         #expect(!after, "checked once")
         #expect(pair.b.fs.live.transact { _ in node.verification == nil })
-        #expect(pair.b.fs.residency.damagedCopiesFound.load(ordering: .relaxed) == 0)
+        #expect(pair.b.fs.residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed) == 0)
     }
 
     /// A file with a local change queued has no manifest to be checked against: never discarded.
@@ -112,13 +114,13 @@ extension SyncEngineTests {
         let ino = try pair.b.lookupIno("doc.txt")
         let handle = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(handle, bytes("a local edit, queued"), at: 0)
-        pair.b.fs.release(handle)
+        pair.b.fs.fileIO.release(handle)
         try pair.restartB()
         let node = try #require(pair.b.fs.live.transact { $0.nodes[ino] })
         let marked = node.contentUnverified.load(ordering: .relaxed)
         #expect(!marked, "a queued edit is not marked for checking")
         #expect(try contents(pair.b, "doc.txt") == bytes("a local edit, queued"))
-        #expect(pair.b.fs.residency.damagedCopiesFound.load(ordering: .relaxed) == 0)
+        #expect(pair.b.fs.residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed) == 0)
     }
 
     /// An open for writing checks the whole copy first: an edit never builds on damaged bytes.
@@ -126,8 +128,8 @@ extension SyncEngineTests {
         let good = bytes(String(repeating: "a line of the good version\n", count: 4000))
         let (pair, ino) = try await damagedCopyOnB(good, damageAt: 50_000)
         let handle = try pair.b.fs.open(ino, flags: O_WRONLY, caller: testCaller)
-        pair.b.fs.release(handle)
-        #expect(pair.b.fs.residency.damagedCopiesFound.load(ordering: .relaxed) == 1)
+        pair.b.fs.fileIO.release(handle)
+        #expect(pair.b.fs.residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed) == 1)
         #expect(pair.b.cacheContents(of: ino) == good, "downloaded again before the open returned")
     }
 }

@@ -134,11 +134,11 @@ struct LocalChangeEventsTests {
     @Test func createWriteCloseIsCreatedThenModifiedOnce() throws {
         let fixture = try FileSystemFixture()
         let subscription = fixture.fs.changeEvents.subscribe(.everything)
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("f"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         for index in 0..<10 { try fixture.write(handle, bytes("x"), at: Int64(index)) }
         #expect(summary(drain(subscription)) == ["created f"], "writes alone publish nothing")
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         let events = drain(subscription)
         #expect(summary(events) == ["modified f"])
         #expect(events.first?.origin == .local && events.first?.type == .file)
@@ -153,14 +153,14 @@ struct LocalChangeEventsTests {
         let second = try fixture.fs.open(ino, flags: O_WRONLY, caller: testCaller)
         try fixture.write(first, bytes("a"), at: 0)
         try fixture.write(second, bytes("b"), at: 1)
-        fixture.fs.release(first)
+        fixture.fs.fileIO.release(first)
         #expect(drain(subscription).isEmpty, "another writer still has it open")
-        try fixture.fs.fsync(second, dataOnly: false)
+        try fixture.fs.fileIO.fsync(second, dataOnly: false)
         #expect(summary(drain(subscription)) == ["modified f"])
-        fixture.fs.release(second)
+        fixture.fs.fileIO.release(second)
         #expect(drain(subscription).isEmpty, "nothing written since the fsync")
         let reader = try fixture.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        fixture.fs.release(reader)
+        fixture.fs.fileIO.release(reader)
         #expect(drain(subscription).isEmpty, "a reader changes nothing")
     }
 
@@ -210,11 +210,11 @@ struct LocalChangeEventsTests {
         var truncate = AttributeChanges()
         truncate.size = 2
         _ = try fixture.fs.setattr(ino, truncate, handle: nil)
-        try fixture.fs.setxattr(ino, name: "user.k", value: bytes("v"), mode: .any)
-        try fixture.fs.removexattr(ino, name: "user.k")
+        try fixture.fs.xattrs.set(ino, name: "user.k", value: bytes("v"), mode: .any)
+        try fixture.fs.xattrs.remove(ino, name: "user.k")
         #expect(summary(drain(subscription)) == Array(repeating: "modified f", count: 5))
         _ = try fixture.fs.setattr(ino, chmod, handle: nil)
-        try fixture.fs.setxattr(ino, name: "user.syncfs.pinned", value: bytes("1"), mode: .any)
+        try fixture.fs.xattrs.set(ino, name: "user.syncfs.pinned", value: bytes("1"), mode: .any)
         #expect(drain(subscription).isEmpty, "the same mode again and a pin change nothing that syncs")
     }
 
@@ -228,7 +228,7 @@ struct LocalChangeEventsTests {
         _ = try fixture.fs.setattr(ino, truncate, handle: handle)
         try fixture.write(handle, bytes("z"), at: 1)
         #expect(drain(subscription).isEmpty)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(summary(drain(subscription)) == ["modified f"])
     }
 }
@@ -250,7 +250,7 @@ struct RemoteChangeEventsTests {
         try await waitFor(2, "two creates on B")
         let handle = try pair.a.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.a.write(handle, bytes("v2"), at: 0)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         try await waitFor(3, "the modification on B")
         try pair.a.fs.rename(
             parent: .root, name: FileName("draft.txt"), newParent: dir, newName: FileName("final.txt"), flags: [])

@@ -32,10 +32,10 @@ extension SyncEngineTests {
         let inoA = try pair.a.lookupIno("shared.txt")
         var handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
         try pair.a.write(handle, bytes("A1\n"), at: 5)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         handle = try pair.b.fs.open(try pair.b.lookupIno("shared.txt"), flags: O_RDWR, caller: testCaller)
         try pair.b.write(handle, bytes("B1\n"), at: 5)
-        pair.b.fs.release(handle)
+        pair.b.fs.fileIO.release(handle)
         pair.b.fs.outbox.expediteAll()
         let deviceB = pair.b.fs.deviceIdentity
         try await eventually("B's edit committed") { try await base.entry(id)?.device == deviceB }
@@ -50,7 +50,7 @@ extension SyncEngineTests {
         handle = try pair.a.fs.open(current, flags: O_RDWR, caller: testCaller)
         let size = try pair.a.fs.getattr(current).size
         try pair.a.write(handle, bytes("A2\n"), at: size)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
 
         faulty.delay(.chunk, by: nil)
         // A taken remote version gives way to a local change made since the conflict was decided:
@@ -85,12 +85,12 @@ extension SyncEngineTests {
         try await eventually("note on B") { try contents(pair.b, "note.txt") == bytes("one\n") }
         // Downloaded and finished (not a placeholder any more: its bytes are its own).
         try await eventually("note local on B") {
-            try pair.b.fs.getxattr(try pair.b.lookupIno("note.txt"), name: "user.syncfs.state") == bytes("local")
+            try pair.b.fs.xattrs.get(try pair.b.lookupIno("note.txt"), name: "user.syncfs.state") == bytes("local")
         }
         let old = try pair.b.lookupIno("note.txt")
         let handle = try pair.a.fs.open(inoA, flags: O_RDWR, caller: testCaller)
         try pair.a.write(handle, bytes("two\n"), at: 4)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         try await eventually("the edit on B, under a new inode") { try pair.b.lookupIno("note.txt") != old }
 
         #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_WRONLY | O_APPEND, caller: testCaller) }
@@ -101,7 +101,7 @@ extension SyncEngineTests {
         // What the name leads to now opens, and a write there syncs.
         let fresh = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
         try pair.b.write(fresh, bytes("three\n"), at: 8)
-        pair.b.fs.release(fresh)
+        pair.b.fs.fileIO.release(fresh)
         try await eventually("B's write on A") { try contents(pair.a, "note.txt") == bytes("one\ntwo\nthree\n") }
     }
 
@@ -123,7 +123,7 @@ extension SyncEngineTests {
         faulty.delay(.putChunk, by: .milliseconds(1500))
         let handle = try pair.b.fs.open(try pair.b.lookupIno("gone.txt"), flags: O_RDWR, caller: testCaller)
         try pair.b.write(handle, bytes("B\n"), at: 5)
-        pair.b.fs.release(handle)
+        pair.b.fs.fileIO.release(handle)
         pair.b.fs.outbox.expediteAll()
         try await eventually("B's upload started") { faulty.callCount(.putChunk) >= 1 }
         // A deletes the file, and then B does too, while B's upload still runs.
@@ -163,12 +163,12 @@ extension SyncEngineTests {
         // A: edit the file, remove the folder (both queued).
         var handle = try pair.a.fs.open(try pair.a.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
         try pair.a.write(handle, bytes("A\n"), at: 5)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         try pair.a.fs.rmdir(parent: .root, name: FileName("folder"))
         // B: edit the file and move it into the folder; B commits first.
         handle = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
         try pair.b.write(handle, bytes("B\n"), at: 5)
-        pair.b.fs.release(handle)
+        pair.b.fs.fileIO.release(handle)
         try pair.b.fs.rename(
             parent: .root, name: FileName("note.txt"), newParent: try pair.b.lookupIno("folder"),
             newName: FileName("note.txt"), flags: [])
@@ -243,7 +243,7 @@ extension SyncEngineTests {
 
         let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_RDWR | O_TRUNC, caller: testCaller)
         try pair.a.write(handle, Array(repeating: UInt8(ascii: "x"), count: 45), at: 0)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         pair.a.fs.outbox.expediteAll()
         try await eventually("A's rewrite committed") { pair.a.fs.outbox.items.isEmpty }
         try pair.a.fs.unlink(parent: .root, name: FileName("doc.txt"))

@@ -55,9 +55,9 @@ struct FileSystemTests {
 
     @Test func createMakesAnEmptyFileWithACacheFile() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("new.txt"), mode: 0o640, flags: O_CREAT | O_WRONLY, caller: testCaller)
-        defer { fixture.fs.release(handle) }
+        defer { fixture.fs.fileIO.release(handle) }
         let attributes = reply.attributes
         #expect(attributes.kind == .file)
         #expect(attributes.size == 0)
@@ -86,11 +86,11 @@ struct FileSystemTests {
         #expect(throws: FSError.exists) { try fixture.mkdir("d") }
         #expect(throws: FSError.exists) { try fixture.mkdir("f") }
         #expect(throws: FSError.exists) {
-            try fixture.fs.create(
+            try fixture.fs.opener.create(
                 parent: .root, name: FileName("f"), mode: 0o644, flags: O_CREAT | O_EXCL | O_RDWR, caller: testCaller)
         }
         #expect(throws: FSError.isDirectory) {
-            try fixture.fs.create(
+            try fixture.fs.opener.create(
                 parent: .root, name: FileName("d"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         }
     }
@@ -110,7 +110,7 @@ struct FileSystemTests {
 
     @Test func writeThroughAnOpenFileReachesTheCacheFile() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("data"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         let ino = reply.attributes.ino
         try fixture.write(handle, bytes("hello world"), at: 0)
@@ -120,7 +120,7 @@ struct FileSystemTests {
         try fixture.write(handle, bytes("end"), at: 20)
         #expect(try fixture.fs.getattr(ino).size == 23)
         #expect(readBytes(handle.descriptor, count: 100, at: 0).count == 23)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
 
         let expected = bytes("HELLO world") + [UInt8](repeating: 0, count: 9) + bytes("end")
         #expect(fixture.cacheContents(of: ino) == expected)
@@ -129,13 +129,13 @@ struct FileSystemTests {
 
     @Test func flushRecordsTheSizeInTheStore() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("data"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         try fixture.write(handle, [UInt8](repeating: 7, count: 4096), at: 0)
-        fixture.fs.flush(handle)
+        fixture.fs.fileIO.flush(handle)
         let stored = try fixture.fs.store.load().entries.first { $0.ino == reply.attributes.ino }
         #expect(stored?.size == 4096)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
     }
 
     @Test func openWithTruncateEmptiesTheFile() throws {
@@ -143,7 +143,7 @@ struct FileSystemTests {
         let ino = try fixture.makeFile("f", contents: bytes("some content"))
         #expect(try fixture.fs.getattr(ino).size == 12)
         let handle = try fixture.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(try fixture.fs.getattr(ino).size == 0)
         #expect(fixture.cacheContents(of: ino) == [])
     }
@@ -167,11 +167,11 @@ struct FileSystemTests {
         ).attributes.ino
         var handle: OpenFile?
         #expect(throws: FSError.self) {
-            handle = try fixture.fs.create(
+            handle = try fixture.fs.opener.create(
                 parent: .root, name: FileName("l"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller
             ).1
         }
-        if let handle { fixture.fs.release(handle) }
+        if let handle { fixture.fs.fileIO.release(handle) }
         #expect(fixture.cacheContents(of: link) == nil, "a symlink has no cache file")
         #expect(try fixture.fs.readlink(link) == bytes("elsewhere"))
         #expect(try fixture.fs.getattr(link).kind == .symlink)
@@ -208,7 +208,8 @@ struct FileSystemTests {
             try fixture.fs.mkdir(parent: .root, name: name, mode: 0o755, caller: testCaller)
         }
         #expect(throws: FSError.nameTooLong) {
-            try fixture.fs.create(parent: .root, name: name, mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
+            try fixture.fs.opener.create(
+                parent: .root, name: name, mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         }
         #expect(throws: FSError.nameTooLong) { try fixture.fs.lookup(parent: .root, name: name) }
         #expect(throws: FSError.nameTooLong) {
@@ -230,7 +231,8 @@ struct FileSystemTests {
             try fixture.fs.mkdir(parent: .root, name: name, mode: 0o755, caller: testCaller)
         }
         #expect(throws: FSError.invalidArgument) {
-            try fixture.fs.create(parent: .root, name: name, mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
+            try fixture.fs.opener.create(
+                parent: .root, name: name, mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         }
         #expect(throws: FSError.invalidArgument) {
             try fixture.fs.rename(parent: .root, name: FileName("f"), newParent: .root, newName: name, flags: [])

@@ -32,9 +32,9 @@ struct HostileContentTests {
         let docsIno = try fixture.folder.lookupIno("docs")
         let keepIno = try fixture.folder.lookupIno("keep.txt", in: docsIno)
         let file = try fixture.folder.fs.open(keepIno, flags: O_RDONLY, caller: testCaller)
-        defer { fixture.folder.fs.release(file) }
-        let listing = try fixture.folder.fs.opendir(docsIno)
-        defer { fixture.folder.fs.releasedir(listing) }
+        defer { fixture.folder.fs.fileIO.release(file) }
+        let listing = try fixture.folder.fs.listings.opendir(docsIno)
+        defer { fixture.folder.fs.listings.releasedir(listing) }
 
         let target: (id: FileID, state: EntryState)
         switch change {
@@ -56,7 +56,7 @@ struct HostileContentTests {
         #expect(try fixture.folder.fs.getattr(fixture.folder.lookupIno("plain.txt")).kind == .file)
         #expect(try fixture.localPaths() == ["after.txt", "docs", "docs/keep.txt", "plain.txt"])
         #expect(readBytes(file.descriptor, count: 64, at: 0) == keepContent, "the open handle keeps working")
-        #expect(try fixture.folder.fs.readdir(listing, offset: 0).map(\.name.description).contains("keep.txt"))
+        #expect(try fixture.folder.fs.listings.readdir(listing, offset: 0).map(\.name.description).contains("keep.txt"))
         _ = keep
     }
 
@@ -159,7 +159,7 @@ struct HostileContentTests {
         try await fixture.expectTheFeedGoesOn()
         let ino = try fixture.folder.lookupIno("lying.bin")
         let handle = try fixture.folder.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { fixture.folder.fs.release(handle) }
+        defer { fixture.folder.fs.fileIO.release(handle) }
         let size = Int(try fixture.folder.fs.getattr(ino).size)
         let outcome = try await fixture.offThePool { [fs = Unchecked(fixture.folder.fs), handle = Unchecked(handle)] in
             Result { () throws(FSError) in try fs.value.residency.ensureContent(handle.value, offset: 0, count: size) }

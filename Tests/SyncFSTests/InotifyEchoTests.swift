@@ -78,7 +78,7 @@ struct InotifyEchoTests {
         #expect(throws: FSError.io(EBUSY)) { try echoed.setattr(ino, size: 4) }
         #expect(try echoed.setattr(ino, size: nil).size == 4)
         try fixture.write(handle, bytes("two\n"), at: 4)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(throws: FSError.io(EBUSY), "written and closed since the touch was planned") {
             try echoed.setattr(ino, size: 4)
         }
@@ -143,7 +143,7 @@ struct InotifyEchoTests {
         #expect(try fixture.fs.setattr(ino, chmod, handle: nil, caller: echo).mode & 0o777 == 0o644)
         let handle = try fixture.fs.open(ino, flags: O_WRONLY, caller: echo)
         #expect(fixture.fs.live.transact { _ in handle.node.openCount == 0 && handle.node.openWriters == 0 })
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(try fixture.childNames() == ["f"])
         #expect(try fixture.fs.setattr(ino, chmod, handle: nil, caller: testCaller).mode & 0o777 == 0o600)
         try fixture.fs.unlink(parent: .root, name: FileName("f"), caller: testCaller)

@@ -27,8 +27,8 @@ extension SyncEngineTests {
         let ino = try pair.b.lookupIno("doc.txt")
         let handle = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(handle, bytes(String(repeating: "an edit that will be lost\n", count: 100)), at: 0)
-        try pair.b.fs.fsync(handle, dataOnly: false)
-        pair.b.fs.release(handle)
+        try pair.b.fs.fileIO.fsync(handle, dataOnly: false)
+        pair.b.fs.fileIO.release(handle)
         #expect(pair.b.fs.outbox.isPending(try #require(pair.b.fileID(of: ino))), "the edit is queued")
         let cacheFile = try #require(pair.b.cacheFilePath(of: ino))
         let harm = {
@@ -50,7 +50,7 @@ extension SyncEngineTests {
         #expect(try contents(pair.a, "doc.txt") == good, "the container's good version is kept")
         #expect(faulty.callCount(.commit) == commitsBefore, "nothing was committed")
         let lostIno = try pair.b.lookupIno("doc.txt")
-        #expect(try pair.b.fs.getxattr(lostIno, name: "user.syncfs.state") == bytes("error"))
+        #expect(try pair.b.fs.xattrs.get(lostIno, name: "user.syncfs.state") == bytes("error"))
         #expect(throws: FSError.io(EIO), "a read of the lost edit fails") { try contents(pair.b, "doc.txt") }
         #expect(throws: FSError.io(EIO), "so does an open for writing without O_TRUNC") {
             try pair.b.fs.open(lostIno, flags: O_WRONLY, caller: testCaller)
@@ -58,7 +58,7 @@ extension SyncEngineTests {
         // O_TRUNC is the way out: what is written afterwards is the program's, and uploads.
         let again = try pair.b.fs.open(lostIno, flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(again, bytes("rewritten\n"), at: 0)
-        pair.b.fs.release(again)
+        pair.b.fs.fileIO.release(again)
         pair.b.fs.outbox.expediteAll()
         try await eventually("the rewrite reaches A") { try contents(pair.a, "doc.txt") == bytes("rewritten\n") }
     }

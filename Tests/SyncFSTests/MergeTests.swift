@@ -43,7 +43,7 @@ extension SyncEngineTests {
     func rewrite(_ fixture: FileSystemFixture, _ path: String, _ text: String) throws {
         let handle = try fixture.fs.open(try fixture.lookupIno(path), flags: O_RDWR | O_TRUNC, caller: testCaller)
         try fixture.write(handle, bytes(text), at: 0)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
     }
 
     /// Waits until both roots list the same names and every file has the same bytes; returns them.
@@ -68,7 +68,8 @@ extension SyncEngineTests {
     }
 
     func state(_ fixture: FileSystemFixture, _ path: String) throws -> String {
-        String(decoding: try fixture.fs.getxattr(try fixture.lookupIno(path), name: "user.syncfs.state"), as: UTF8.self)
+        String(
+            decoding: try fixture.fs.xattrs.get(try fixture.lookupIno(path), name: "user.syncfs.state"), as: UTF8.self)
     }
 
     func setRules(_ pair: SyncedPair, _ text: String) async throws {
@@ -111,10 +112,10 @@ extension SyncEngineTests {
             #expect(listed.first?.originalPath == "notes.txt")
             #expect(fixture.fs.conflictsView.unresolvedCount() == 1)
         }
-        let note = try pair.a.fs.getxattr(try pair.a.lookupIno(copy), name: "user.syncfs.conflict")
+        let note = try pair.a.fs.xattrs.get(try pair.a.lookupIno(copy), name: "user.syncfs.conflict")
         #expect(
             String(decoding: note, as: UTF8.self).contains(pair.a.fileID(of: try pair.a.lookupIno("notes.txt"))!.hex))
-        #expect(!(try pair.a.fs.listxattr(try pair.a.lookupIno(copy))).contains("user.syncfs.conflict"))
+        #expect(!(try pair.a.fs.xattrs.list(try pair.a.lookupIno(copy))).contains("user.syncfs.conflict"))
         // Resolving on A clears it on both.
         #expect(try pair.a.fs.conflictsView.resolve(try pair.a.lookupIno("notes.txt")) == 1)
         try await eventually("resolved on B too") {
@@ -258,7 +259,7 @@ extension SyncEngineTests {
         #expect(copies.count == 2, "\(tree.keys.sorted())")
         for copy in copies {
             let note = String(
-                decoding: try pair.b.fs.getxattr(try pair.b.lookupIno(copy), name: "user.syncfs.conflict"),
+                decoding: try pair.b.fs.xattrs.get(try pair.b.lookupIno(copy), name: "user.syncfs.conflict"),
                 as: UTF8.self)
             #expect(note.contains("is not allowed on this machine"), "\(note)")
             #expect(note.contains(copy.hasSuffix(".evil") ? "does not define it" : "must name a command"), "\(note)")

@@ -39,7 +39,7 @@ extension SyncEngineTests {
             #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
             #expect(try node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
             #expect(!pair.a.fs.outbox.isPending(try node(pair.a, "doc.txt").fileID))
-            pair.a.fs.release(handle)
+            pair.a.fs.fileIO.release(handle)
             // Recorded on close: the outbox holds the change now.
             #expect(try !node(pair.a, "doc.txt").heldContent.hasUnrecordedWrites)
             #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
@@ -61,14 +61,14 @@ extension SyncEngineTests {
         // The download waits for its chunks: hydrating meanwhile.
         viewOfB.delay(.chunk, by: .milliseconds(300))
         let file = try node(pair.b, "big.bin")
-        let hydration = try pair.b.fs.residency.hydration(of: file)
+        let hydration = try pair.b.fs.residency.hydrations.hydration(of: file)
         #expect(hydration != nil)
         #expect(try lifecycle(pair.b, "big.bin") == State(.hydrating, .clean))
         viewOfB.delay(.chunk, by: nil)
         try await eventually("downloaded") { try lifecycle(pair.b, "big.bin") == State(.local, .clean) }
         #expect(try contents(pair.b, "big.bin") == data)
 
-        let outcome = try pair.b.fs.residency.evict(below: try pair.b.lookupIno("big.bin")).first?.outcome
+        let outcome = try pair.b.fs.residency.eviction.evict(below: try pair.b.lookupIno("big.bin")).first?.outcome
         #expect(outcome == .evicted(bytes: 1 << 20))
         #expect(try lifecycle(pair.b, "big.bin") == State(.placeholder, .clean))
         #expect(try contents(pair.b, "big.bin") == data, "read back through a new download")
@@ -87,13 +87,13 @@ extension SyncEngineTests {
         viewOfA.startOutage([.missingChunks, .putChunk, .commit])
         let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.a.write(handle, bytes("edit on A"), at: 0)
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
         #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty))
 
         // B changes the file; A's follower reads the change (two feed reads after the commit).
         let edited = try pair.b.fs.open(try pair.b.lookupIno("doc.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(edited, bytes("edit on B"), at: 0)
-        pair.b.fs.release(edited)
+        pair.b.fs.fileIO.release(edited)
         try await eventually("B's edit committed") { pair.b.fs.outbox.items.isEmpty }
         let reads = viewOfA.callCount(.changes)
         try await eventually("A read the feed since") { viewOfA.callCount(.changes) >= reads + 2 }
@@ -111,7 +111,7 @@ extension SyncEngineTests {
     private func overwrite(_ fixture: FileSystemFixture, _ name: String, _ text: String) throws {
         let handle = try fixture.fs.open(try fixture.lookupIno(name), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try fixture.write(handle, bytes(text), at: 0)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
     }
 
     /// The uploader's half of the machine, as the daemon runs it: a file whose commit is at the
@@ -145,7 +145,7 @@ extension SyncEngineTests {
         let handle = try pair.a.fs.open(try pair.a.lookupIno("doc.txt"), flags: O_WRONLY, caller: testCaller)
         try pair.a.write(handle, bytes("fourth"), at: 0)
         #expect(try lifecycle(pair.a, "doc.txt") == State(.local, .dirty), "the write path clears the mark")
-        pair.a.fs.release(handle)
+        pair.a.fs.fileIO.release(handle)
 
         // Every commit fails (the taken one first): after each the file is given back, dirty
         // until the next round takes it again.

@@ -19,10 +19,10 @@ struct PersistenceTests {
         let raw = try fixture.fs.mkdir(
             parent: .root, name: FileName(bytes: [0xff, 0x41]), mode: 0o700, caller: testCaller
         ).attributes.ino
-        try fixture.fs.setxattr(file, name: "user.colour", value: bytes("blue"), mode: .any)
-        try fixture.fs.setxattr(docs, name: "user.tag", value: [0, 1, 2], mode: .any)
-        try fixture.fs.setxattr(file, name: "user.gone", value: [1], mode: .any)
-        try fixture.fs.removexattr(file, name: "user.gone")
+        try fixture.fs.xattrs.set(file, name: "user.colour", value: bytes("blue"), mode: .any)
+        try fixture.fs.xattrs.set(docs, name: "user.tag", value: [0, 1, 2], mode: .any)
+        try fixture.fs.xattrs.set(file, name: "user.gone", value: [1], mode: .any)
+        try fixture.fs.xattrs.remove(file, name: "user.gone")
         let ids = [docs, nested, file, empty, link, raw].map { fixture.fileID(of: $0) }
         let before = try [InodeNumber.root, docs, nested, file, empty, link, raw].map { try fixture.fs.getattr($0) }
 
@@ -40,13 +40,13 @@ struct PersistenceTests {
         #expect(after == before)
         #expect([docs, nested, file, empty, link, raw].map { fixture.fileID(of: $0) } == ids)
         #expect(try fixture.fs.readlink(link) == bytes("docs/a.txt"))
-        #expect(try fixture.fs.getxattr(file, name: "user.colour") == bytes("blue"))
-        #expect(try fixture.fs.getxattr(docs, name: "user.tag") == [0, 1, 2])
-        #expect(try fixture.fs.listxattr(file) == ["user.colour"])
+        #expect(try fixture.fs.xattrs.get(file, name: "user.colour") == bytes("blue"))
+        #expect(try fixture.fs.xattrs.get(docs, name: "user.tag") == [0, 1, 2])
+        #expect(try fixture.fs.xattrs.list(file) == ["user.colour"])
         #expect(fixture.cacheContents(of: file) == bytes("hello, world"))
         let handle = try fixture.fs.open(file, flags: O_RDONLY, caller: testCaller)
         #expect(readBytes(handle.descriptor, count: 64, at: 0) == bytes("hello, world"))
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
     }
 
     @Test func renamesUnlinksAndExchangesSurviveARemount() throws {
@@ -75,7 +75,7 @@ struct PersistenceTests {
 
     @Test func writesWithoutAFlushAreRecordedAtShutDown() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("f"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         let ino = reply.attributes.ino
         try fixture.write(handle, bytes("unflushed"), at: 0)
@@ -167,9 +167,9 @@ struct PersistenceTests {
         let path = try #require(fixture.cacheFilePath(of: ino))
         try fixture.reopen { #expect(unlink(path) == 0) }
         #expect(try fixture.fs.getattr(ino).size == 4)
-        #expect(try fixture.fs.getxattr(ino, name: "user.syncfs.state") == bytes("error"))
+        #expect(try fixture.fs.xattrs.get(ino, name: "user.syncfs.state") == bytes("error"))
         let handle = try fixture.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { fixture.fs.release(handle) }
+        defer { fixture.fs.fileIO.release(handle) }
         #expect(throws: FSError.io(EIO)) { try fixture.fs.residency.ensureContent(handle, offset: 0, count: 4) }
     }
 

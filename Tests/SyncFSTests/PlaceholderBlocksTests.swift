@@ -51,7 +51,7 @@ extension SyncEngineTests {
         let ino = try pair.b.lookupIno("movie.bin")
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         try pair.b.fs.residency.ensureContent(handle, offset: 0, count: 4096)
-        pair.b.fs.release(handle)
+        pair.b.fs.fileIO.release(handle)
         try await eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
         now = try blocks(pair.b, "movie.bin")
         #expect(now.placeholder && !now.knownAbsent, "\(now)")
@@ -63,7 +63,7 @@ extension SyncEngineTests {
         #expect(now.placeholder && !now.knownAbsent && now.reported == now.onDisk && now.reported >= 8, "\(now)")
 
         // Evicting a placeholder frees the partial download's bytes: known absent again.
-        let freed = try pair.b.fs.residency.evict(below: .root)
+        let freed = try pair.b.fs.residency.eviction.evict(below: .root)
         #expect(freed.map(\.outcome) == [.alreadyOnline])
         now = try blocks(pair.b, "movie.bin")
         #expect(now == Blocks(reported: 1, onDisk: nil, knownAbsent: true, placeholder: true), "\(now)")
@@ -76,7 +76,7 @@ extension SyncEngineTests {
         #expect(!now.knownAbsent && now.reported == now.onDisk && now.reported >= Int64(data.count / 512), "\(now)")
 
         // Evicted back to a placeholder: the daemon removed the file, so it knows.
-        let evicted = try pair.b.fs.residency.evict(below: .root)
+        let evicted = try pair.b.fs.residency.eviction.evict(below: .root)
         #expect(evicted.map(\.outcome) == [.evicted(bytes: Int64(data.count))])
         now = try blocks(pair.b, "movie.bin")
         #expect(now == Blocks(reported: 1, onDisk: nil, knownAbsent: true, placeholder: true), "\(now)")
@@ -85,7 +85,7 @@ extension SyncEngineTests {
         let reopened = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         now = try blocks(pair.b, "movie.bin")
         #expect(now.placeholder && !now.knownAbsent && now.onDisk != nil, "\(now)")
-        pair.b.fs.release(reopened)
+        pair.b.fs.fileIO.release(reopened)
 
         // Discarded: the file deleted, its cache file goes with it.
         let id = try #require(pair.b.fileID(of: ino))
@@ -112,9 +112,9 @@ extension SyncEngineTests {
         }
         let ino = try pair.b.lookupIno("doc.bin")
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { pair.b.fs.release(handle) }
+        defer { pair.b.fs.fileIO.release(handle) }
         // The check of the damaged chunk discards the copy; the file is a placeholder again.
-        #expect(!pair.b.fs.residency.verifyCachedContent(handle, offset: 2 << 20, count: 4096))
+        #expect(!pair.b.fs.residency.cacheVerifier.verifyCachedContent(handle, offset: 2 << 20, count: 4096))
         let now = try blocks(pair.b, "doc.bin")
         #expect(now.placeholder && !now.knownAbsent && now.reported == now.onDisk, "\(now)")
         #expect(now.reported >= Int64(good.count / 512), "the kept copy's blocks: \(now)")

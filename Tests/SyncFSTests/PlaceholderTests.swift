@@ -14,7 +14,7 @@ import Testing
 extension SyncEngineTests {
     private func xattr(_ fixture: FileSystemFixture, _ name: String, _ key: String) throws -> String {
         let ino = try fixture.lookupIno(name)
-        return String(decoding: try fixture.fs.getxattr(ino, name: "user.syncfs." + key), as: UTF8.self)
+        return String(decoding: try fixture.fs.xattrs.get(ino, name: "user.syncfs." + key), as: UTF8.self)
     }
 
     @Test func remoteFilesArriveAsPlaceholdersAndAReadDownloadsThem() async throws {
@@ -32,16 +32,16 @@ extension SyncEngineTests {
         // A read in the middle is served; the rest follows; the file becomes local.
         let ino = try pair.b.lookupIno("big.bin")
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { pair.b.fs.release(handle) }
+        defer { pair.b.fs.fileIO.release(handle) }
         try pair.b.fs.residency.ensureContent(handle, offset: 3 << 20, count: 4096)
         #expect(readBytes(handle.descriptor, count: 4096, at: 3 << 20) == Array(big[(3 << 20)..<((3 << 20) + 4096)]))
         #expect(try contents(pair.b, "big.bin") == big)
         try await eventually("local") { try xattr(pair.b, "big.bin", "state") == "local" }
         #expect(try xattr(pair.b, "small.txt", "state") == "online", "only what was read is downloaded")
-        #expect(throws: FSError.noAttribute) { try pair.b.fs.getxattr(ino, name: "user.syncfs.error") }
-        #expect(try pair.b.fs.listxattr(ino).allSatisfy { !$0.hasPrefix("user.syncfs.") })
+        #expect(throws: FSError.noAttribute) { try pair.b.fs.xattrs.get(ino, name: "user.syncfs.error") }
+        #expect(try pair.b.fs.xattrs.list(ino).allSatisfy { !$0.hasPrefix("user.syncfs.") })
         #expect(throws: FSError.notPermitted) {
-            try pair.b.fs.setxattr(ino, name: "user.syncfs.state", value: Array("local".utf8), mode: .any)
+            try pair.b.fs.xattrs.set(ino, name: "user.syncfs.state", value: Array("local".utf8), mode: .any)
         }
     }
 
@@ -72,11 +72,11 @@ extension SyncEngineTests {
         let truncated = try pair.b.fs.open(
             try pair.b.lookupIno("replace.txt"), flags: O_WRONLY | O_TRUNC, caller: testCaller)
         try pair.b.write(truncated, Array("new".utf8), at: 0)
-        pair.b.fs.release(truncated)
+        pair.b.fs.fileIO.release(truncated)
         #expect(pair.engineB.status().bytesDownloaded == 0, "O_TRUNC downloads nothing")
         let appending = try pair.b.fs.open(try pair.b.lookupIno("append.txt"), flags: O_WRONLY, caller: testCaller)
         try pair.b.write(appending, Array("+more".utf8), at: 3)
-        pair.b.fs.release(appending)
+        pair.b.fs.fileIO.release(appending)
         #expect(try contents(pair.b, "append.txt") == Array("old+more".utf8))
         try await eventually("A has both edits") {
             try contents(pair.a, "replace.txt") == Array("new".utf8)
@@ -99,10 +99,10 @@ extension SyncEngineTests {
         let edited = try pair.b.fs.open(try pair.b.lookupIno("f0"), flags: O_WRONLY, caller: testCaller)
         try pair.b.write(edited, Array("changed".utf8), at: 0)
         let outcomes = Dictionary(
-            uniqueKeysWithValues: try pair.b.fs.residency.evict(below: .root).map { ($0.path, $0.outcome) })
+            uniqueKeysWithValues: try pair.b.fs.residency.eviction.evict(below: .root).map { ($0.path, $0.outcome) })
         #expect(outcomes["f0"] == .refused("has changes not yet uploaded"))
         #expect(outcomes["f1"] == .evicted(bytes: 1 << 20))
-        pair.b.fs.release(edited)
+        pair.b.fs.fileIO.release(edited)
         #expect(try xattr(pair.b, "f1", "state") == "online")
         #expect(try contents(pair.b, "f1") == SeededGenerator.bytes(count: 1 << 20, seed: 2))
 
@@ -114,7 +114,7 @@ extension SyncEngineTests {
         for name in ["f1", "f2", "f3"] { _ = try contents(pair.b, name) }
         // A download is marked local just after its last byte is served.
         try await eventually("5 MiB local") { pair.b.fs.residency.cacheUsage().localBytes == 5 << 20 }
-        #expect(pair.b.fs.residency.enforceBudget(4 << 20) == 2)
+        #expect(pair.b.fs.residency.eviction.enforceBudget(4 << 20) == 2)
         #expect(pair.b.fs.residency.cacheUsage().localBytes == 3 << 20)
         #expect(try xattr(pair.b, "f0", "state") == "online", "least recently used")
         #expect(try xattr(pair.b, "f1", "state") == "online")
@@ -159,7 +159,7 @@ extension SyncEngineTests {
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
         try pair.b.fs.residency.ensureContent(handle, offset: 0, count: 4096)
         #expect(readBytes(handle.descriptor, count: 4096, at: 0) == Array(data.prefix(4096)))
-        pair.b.fs.release(handle)
+        pair.b.fs.fileIO.release(handle)
         try await eventually("the download stopped") { pair.b.fs.transfers.active.isEmpty }
         #expect(try xattr(pair.b, "movie.bin", "state") == "online")
         let partial = pair.engineB.status().bytesDownloaded
@@ -184,13 +184,13 @@ extension SyncEngineTests {
         // A content change in progress (a write or truncate between its bracket) keeps the file.
         let node = try #require(pair.b.fs.live.transact { tree in tree.nodes[ino] })
         node.beginContentChange()
-        let during = try pair.b.fs.residency.evict(below: ino).first?.outcome
+        let during = try pair.b.fs.residency.eviction.evict(below: ino).first?.outcome
         #expect(during == .refused("is being written"), "\(String(describing: during))")
         node.endContentChange()
         // So does an open handle.
         let handle = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        #expect(try pair.b.fs.residency.evict(below: ino).first?.outcome == .refused("is open"))
-        pair.b.fs.release(handle)
-        #expect(try pair.b.fs.residency.evict(below: ino).first?.outcome == .evicted(bytes: 6))
+        #expect(try pair.b.fs.residency.eviction.evict(below: ino).first?.outcome == .refused("is open"))
+        pair.b.fs.fileIO.release(handle)
+        #expect(try pair.b.fs.residency.eviction.evict(below: ino).first?.outcome == .evicted(bytes: 6))
     }
 }

@@ -10,7 +10,7 @@ import Testing
 
 /// A read waiting for a placeholder's download while the file is truncated through another
 /// handle: the download is cancelled, and the read answers from what the file holds now instead
-/// of failing with ESTALE (`SyncFileSystem.prepareRead`). In the engine suite (serialized).
+/// of failing with ESTALE (`ReadPath.prepareRead`). In the engine suite (serialized).
 extension SyncEngineTests {
     /// A 4 MiB file written on A, a placeholder on B, whose chunks then reach B only after `chunkDelay`.
     private func placeholderOnB(_ name: String, seed: UInt64, chunkDelay: Duration) async throws
@@ -30,15 +30,15 @@ extension SyncEngineTests {
         // Chunks far slower than the test: none arrives before the truncation, even under load.
         let (pair, ino) = try await placeholderOnB("t.bin", seed: 23, chunkDelay: .seconds(10))
         let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { pair.b.fs.release(reader) }
+        defer { pair.b.fs.fileIO.release(reader) }
         let wait = try #require(
-            try pair.b.fs.prepareRead(reader, offset: 1 << 20, count: 4096, processName: { nil }),
+            try pair.b.fs.reads.prepareRead(reader, offset: 1 << 20, count: 4096, processName: { nil }),
             "a placeholder's bytes are downloaded first")
         let outcome = Mutex<FSError??>(nil)
         wait.onEnd { result in outcome.withLock { $0 = .some(result) } }
 
         let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
-        pair.b.fs.release(truncating)
+        pair.b.fs.fileIO.release(truncating)
         try await eventually("the read is answered") {
             outcome.withLock { $0 } != nil
         }
@@ -53,14 +53,14 @@ extension SyncEngineTests {
     @Test func anInterruptedReadIsNotPreparedAgainAfterTheCancel() async throws {
         let (pair, ino) = try await placeholderOnB("u.bin", seed: 29, chunkDelay: .seconds(3))
         let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { pair.b.fs.release(reader) }
-        let wait = try #require(try pair.b.fs.prepareRead(reader, offset: 0, count: 4096, processName: { nil }))
+        defer { pair.b.fs.fileIO.release(reader) }
+        let wait = try #require(try pair.b.fs.reads.prepareRead(reader, offset: 0, count: 4096, processName: { nil }))
         let outcomes = Mutex<[FSError?]>([])
         wait.onEnd { result in outcomes.withLock { $0.append(result) } }
         #expect(wait.end(.io(EINTR)), "the interrupt answers the read")
 
         let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
-        pair.b.fs.release(truncating)
+        pair.b.fs.fileIO.release(truncating)
         try await Task.sleep(for: .milliseconds(300))  // scenario: time for a second answer that must not come
         #expect(outcomes.withLock { $0 } == [.io(EINTR)], "answered once, with EINTR")
         #expect(try pair.b.fs.getattr(ino).size == 0)

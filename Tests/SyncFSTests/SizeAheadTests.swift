@@ -36,7 +36,7 @@ struct SizeAheadTests {
         changes.size = 4
         _ = try fixture.fs.setattr(truncated, changes, handle: nil, caller: testCaller)
         let handle = try fixture.fs.open(opened, flags: O_WRONLY | O_TRUNC, caller: testCaller)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
 
         let (tooLong, queued) = try Self.committed(fixture)
         #expect(tooLong.isEmpty, "\(tooLong)")
@@ -70,9 +70,9 @@ struct SizeAheadTests {
         let path = try #require(fixture.cacheFilePath(of: ino))
         try fixture.reopen { #expect(truncate(path, 3) == 0) }
         #expect(try fixture.fs.getattr(ino).size == 10)
-        #expect(try fixture.fs.getxattr(ino, name: "user.syncfs.state") == bytes("error"))
+        #expect(try fixture.fs.xattrs.get(ino, name: "user.syncfs.state") == bytes("error"))
         let handle = try fixture.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-        defer { fixture.fs.release(handle) }
+        defer { fixture.fs.fileIO.release(handle) }
         #expect(throws: FSError.io(EIO)) { try fixture.fs.residency.ensureContent(handle, offset: 0, count: 4) }
         #expect(access(path, F_OK) == 0, "the remains stay in the cache")
     }

@@ -90,7 +90,7 @@ func contents(_ fixture: FileSystemFixture, _ path: String) throws -> [UInt8] {
     for part in parts.dropLast() { parent = try fixture.lookupIno(part, in: parent) }
     let ino = try fixture.lookupIno(parts.last!, in: parent)
     let handle = try fixture.fs.open(ino, flags: O_RDONLY, caller: testCaller)
-    defer { fixture.fs.release(handle) }
+    defer { fixture.fs.fileIO.release(handle) }
     let size = try fixture.fs.getattr(ino).size
     // A placeholder is downloaded by the read, as the FUSE read path does.
     try fixture.fs.residency.ensureContent(handle, offset: 0, count: Int(size))
@@ -132,16 +132,16 @@ struct SyncEngineTests {
         changes.mode = 0o755
         changes.mtime = .at(1_600_000_000_123_456_789)
         _ = try pair.a.fs.setattr(ino, changes, handle: nil)
-        try pair.a.fs.setxattr(ino, name: "user.tag", value: Array("blue".utf8), mode: .any)
+        try pair.a.fs.xattrs.set(ino, name: "user.tag", value: Array("blue".utf8), mode: .any)
         try await eventually("attributes on B") {
             let attributes = try pair.b.fs.getattr(pair.b.lookupIno("script.sh"))
-            let tag = try? pair.b.fs.getxattr(pair.b.lookupIno("script.sh"), name: "user.tag")
+            let tag = try? pair.b.fs.xattrs.get(pair.b.lookupIno("script.sh"), name: "user.tag")
             return attributes.mode == 0o755 && attributes.mtime == 1_600_000_000_123_456_789
                 && tag == Array("blue".utf8)
         }
-        try pair.a.fs.removexattr(ino, name: "user.tag")
+        try pair.a.fs.xattrs.remove(ino, name: "user.tag")
         try await eventually("xattr removed on B") {
-            (try? pair.b.fs.getxattr(pair.b.lookupIno("script.sh"), name: "user.tag")) == nil
+            (try? pair.b.fs.xattrs.get(pair.b.lookupIno("script.sh"), name: "user.tag")) == nil
         }
     }
 
@@ -162,10 +162,10 @@ struct SyncEngineTests {
         try await eventually("doc on B") { try contents(pair.b, "doc.txt") == Array("old content".utf8) }
         let inoB = try pair.b.lookupIno("doc.txt")
         let reader = try pair.b.fs.open(inoB, flags: O_RDONLY, caller: testCaller)
-        defer { pair.b.fs.release(reader) }
+        defer { pair.b.fs.fileIO.release(reader) }
         let writer = try pair.a.fs.open(ino, flags: O_RDWR | O_TRUNC, caller: testCaller)
         try pair.a.write(writer, Array("new content, longer".utf8), at: 0)
-        pair.a.fs.release(writer)
+        pair.a.fs.fileIO.release(writer)
         try await eventually("new content on B") {
             try contents(pair.b, "doc.txt") == Array("new content, longer".utf8)
         }
@@ -184,7 +184,7 @@ struct SyncEngineTests {
         let idB = pair.b.fileID(of: inoB)
         var writer = try pair.a.fs.open(ino, flags: O_RDWR, caller: testCaller)
         try pair.a.write(writer, Array("two".utf8), at: 3)
-        pair.a.fs.release(writer)
+        pair.a.fs.fileIO.release(writer)
         // The "kernel" (these lookups) knows inoB: under the writeback cache it would keep the old
         // size and mtime for it, so the new version comes as a new inode, same identity.
         try await eventually("edit on B") { try contents(pair.b, "log.txt") == Array("onetwo".utf8) }
@@ -196,7 +196,7 @@ struct SyncEngineTests {
         pair.b.fs.forget(second, count: 1_000_000)
         writer = try pair.a.fs.open(ino, flags: O_RDWR, caller: testCaller)
         try pair.a.write(writer, Array("three".utf8), at: 6)
-        pair.a.fs.release(writer)
+        pair.a.fs.fileIO.release(writer)
         try await eventually("second edit on B") {
             pair.b.fs.live.transact { tree in tree.nodes[second]?.size.load(ordering: .relaxed) == 11 }
         }
@@ -231,11 +231,11 @@ struct SyncEngineTests {
         let handleA = try pair.a.fs.open(
             try pair.a.lookupIno("shared.txt"), flags: O_RDWR | O_TRUNC, caller: testCaller)
         try pair.a.write(handleA, Array("edited on A".utf8), at: 0)
-        pair.a.fs.release(handleA)
+        pair.a.fs.fileIO.release(handleA)
         let handleB = try pair.b.fs.open(
             try pair.b.lookupIno("shared.txt"), flags: O_RDWR | O_TRUNC, caller: testCaller)
         try pair.b.write(handleB, Array("edited on B".utf8), at: 0)
-        pair.b.fs.release(handleB)
+        pair.b.fs.fileIO.release(handleB)
         pair.a.fs.outbox.expediteAll()
         pair.b.fs.outbox.expediteAll()
         try await pair.settle()

@@ -73,16 +73,16 @@ final class FileSystemFixture {
     /// Creates a file, optionally writes `contents`, and closes it (flush + release).
     @discardableResult
     func makeFile(_ name: String, in parent: InodeNumber = .root, contents: [UInt8] = []) throws -> InodeNumber {
-        let (reply, handle) = try fs.create(
+        let (reply, handle) = try fs.opener.create(
             parent: parent, name: FileName(name), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         if !contents.isEmpty { try write(handle, contents, at: 0) }
-        fs.release(handle)
+        fs.fileIO.release(handle)
         return reply.attributes.ino
     }
 
     func write(_ handle: OpenFile, _ bytes: [UInt8], at offset: Int64, as caller: Caller = testCaller) throws {
         let written = try bytes.withUnsafeBytes { buffer throws(FSError) in
-            try fs.write(handle, buffer.baseAddress!, count: buffer.count, offset: offset, caller: { caller })
+            try fs.fileIO.write(handle, buffer.baseAddress!, count: buffer.count, offset: offset, caller: { caller })
         }
         #expect(written == bytes.count)
     }
@@ -115,9 +115,9 @@ final class FileSystemFixture {
 
     /// Sorted child names of a directory, through opendir/readdir (without `.` and `..`).
     func childNames(of directory: InodeNumber = .root) throws -> [String] {
-        let handle = try fs.opendir(directory)
-        defer { fs.releasedir(handle) }
-        return try fs.readdir(handle, offset: 0).map(\.name.description).filter { $0 != "." && $0 != ".." }
+        let handle = try fs.listings.opendir(directory)
+        defer { fs.listings.releasedir(handle) }
+        return try fs.listings.readdir(handle, offset: 0).map(\.name.description).filter { $0 != "." && $0 != ".." }
     }
 }
 

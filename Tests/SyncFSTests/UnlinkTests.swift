@@ -21,7 +21,7 @@ struct UnlinkTests {
 
     @Test func unlinkOfAnOpenFileKeepsTheNodeUntilReleaseAndForget() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("open"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         let ino = reply.attributes.ino
         try fixture.write(handle, bytes("before"), at: 0)
@@ -36,7 +36,7 @@ struct UnlinkTests {
         #expect(try fixture.fs.getattr(ino).size == 12)
         #expect(readBytes(handle.descriptor, count: 64, at: 0) == bytes("before after"))
 
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(fixture.isLoaded(ino), "the kernel still holds a lookup reference")
         try fixture.fs.fsyncdir()
         #expect(access(cache, F_OK) == 0, "content stays while the node is referenced")
@@ -57,10 +57,10 @@ struct UnlinkTests {
         try fixture.fs.unlink(parent: .root, name: FileName("f"))
         fixture.fs.forget(ino, count: 1)
         #expect(fixture.isLoaded(ino), "open handles keep the node")
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         #expect(fixture.isLoaded(ino), "one handle is still open")
         #expect(readBytes(second.descriptor, count: 16, at: 0) == bytes("data"))
-        fixture.fs.release(second)
+        fixture.fs.fileIO.release(second)
         #expect(!fixture.isLoaded(ino))
         try fixture.fs.fsyncdir()
         #expect(access(cache, F_OK) != 0)
@@ -68,11 +68,11 @@ struct UnlinkTests {
 
     @Test func anUnlinkedFileIsNotRecordedAgain() throws {
         let fixture = try FileSystemFixture()
-        let (reply, handle) = try fixture.fs.create(
+        let (reply, handle) = try fixture.fs.opener.create(
             parent: .root, name: FileName("f"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
         try fixture.fs.unlink(parent: .root, name: FileName("f"))
         try fixture.write(handle, bytes("late write"), at: 0)
-        fixture.fs.release(handle)
+        fixture.fs.fileIO.release(handle)
         var changes = AttributeChanges()
         changes.mode = 0o600
         _ = try fixture.fs.setattr(reply.attributes.ino, changes, handle: nil)
@@ -105,13 +105,13 @@ struct UnlinkTests {
     @Test func aRemovedDirectoryTakesNoNewEntries() throws {
         let fixture = try FileSystemFixture()
         let directory = try fixture.mkdir("d")
-        let handle = try fixture.fs.opendir(directory)
-        defer { fixture.fs.releasedir(handle) }
+        let handle = try fixture.fs.listings.opendir(directory)
+        defer { fixture.fs.listings.releasedir(handle) }
         try fixture.fs.rmdir(parent: .root, name: FileName("d"))
         #expect(try fixture.fs.getattr(directory).nlink == 0)
         #expect(throws: FSError.notFound) { try fixture.mkdir("x", in: directory) }
         #expect(throws: FSError.notFound) { try fixture.fs.lookup(parent: directory, name: FileName("x")) }
-        let listed = try fixture.fs.readdir(handle, offset: 0).map(\.name.description)
+        let listed = try fixture.fs.listings.readdir(handle, offset: 0).map(\.name.description)
         #expect(listed == [".", ".."])
     }
 }

@@ -7,7 +7,7 @@ import SyncBackend
 /// mount. Chunks are checked when a read first covers them (SHA-256 of the bytes in the cache
 /// file), each once; readers of a chunk being checked wait for that check. Invariant: a chunk
 /// marked verified held exactly its manifest bytes when it was read (writes clear the file's
-/// need for checking before they can change it: `ContentResidency.cachedContentToVerify`).
+/// need for checking before they can change it: `CacheVerifier.cachedContentToVerify`).
 final class CacheVerification: @unchecked Sendable {
     /// What a check of a range found.
     enum Outcome: Equatable {

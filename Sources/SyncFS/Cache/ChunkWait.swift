@@ -67,7 +67,7 @@ final class ChunkWait: Sendable {
 
     /// Makes this wait stand for `other` — a reader's answer for the wait of the download now
     /// under way, which changes when a cancelled download is replaced
-    /// (`SyncFileSystem.prepareRead`): when this one ends (an interrupt, the session's end),
+    /// (`ReadPath.prepareRead`): when this one ends (an interrupt, the session's end),
     /// `other` ends too, so the download no longer counts the reader as waiting
     /// (`Hydration.isWanted`). If this one has ended already, `other` ends at once (EINTR: the
     /// reader was answered).

@@ -4,7 +4,7 @@ import SyncBackend
 
 /// The download of one placeholder into its cache file, shared by every reader of the file.
 ///
-/// One driver (`SyncFileSystem.runHydration`) fetches the chunks in file order, except that a
+/// One driver (`Hydrations.runHydration`) fetches the chunks in file order, except that a
 /// chunk a reader is waiting for goes first, so a read far ahead is served early. A chunk is
 /// written at its offset and only then marked present; readers wait only for the chunks covering
 /// their range. Invariant: a chunk marked present is in the cache file (written under the lock,

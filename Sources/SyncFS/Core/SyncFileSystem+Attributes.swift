@@ -52,7 +52,7 @@ extension SyncFileSystem {
         if let echoed = echo.request(from: caller) { return try echoed.setattr(ino, size: changes.size) }
         if let size = changes.size {
             guard size >= 0 else { throw .invalidArgument }
-            try truncateContent(ino, to: size, handle: handle)
+            try truncations.truncate(ino, to: size, handle: handle)
         }
         return try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
@@ -103,33 +103,5 @@ extension SyncFileSystem {
             }
             return tree.attributes(of: node)
         }
-    }
-
-    private func truncateContent(_ ino: InodeNumber, to size: Int64, handle: OpenFile?) throws(FSError) {
-        let node = try live.transact { tree throws(FSError) in try tree.node(ino) }
-        switch node.kind {
-        case .directory: throw .isDirectory
-        case .symlink: throw .invalidArgument
-        case .file: break
-        }
-        try residency.prepareForWriting(node, truncatingTo: size)
-        node.beginContentChange()
-        defer { node.endContentChange() }
-        let sizeBefore = recordShrink(node, to: size)
-        do throws(FSError) {
-            if let handle {
-                if ftruncate(handle.descriptor, off_t(size)) != 0 { throw .fromErrno() }
-            } else {
-                let descriptor = try cache.open(node.fileID)
-                defer { close(descriptor) }
-                if ftruncate(descriptor, off_t(size)) != 0 { throw .fromErrno() }
-            }
-        } catch {
-            if let sizeBefore { restoreSize(node, to: sizeBefore) }
-            throw error
-        }
-        // The size goes with the cache file before the change ends: an upload taken in between
-        // must never see a cache file shorter than the recorded size (it would be taken for lost).
-        node.size.store(size, ordering: .relaxed)
     }
 }

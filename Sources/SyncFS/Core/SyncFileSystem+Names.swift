@@ -14,7 +14,7 @@ extension SyncFileSystem {
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             if node.kind == .directory { throw .isDirectory }
-            try unlinkNode(node, from: directory, in: &tree)
+            try tree.unlinkNode(node, from: directory)
         }
     }
 
@@ -29,8 +29,8 @@ extension SyncFileSystem {
         guard target.count < Int(PATH_MAX) else { throw .nameTooLong }
         return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
-            let node = try makeNode(
-                .symlink, in: directory, name: name, mode: 0o777, caller: caller, symlinkTarget: target, tree: &tree)
+            let node = try tree.makeNode(
+                .symlink, in: directory, name: name, mode: 0o777, caller: caller, symlinkTarget: target)
             return tree.entryReply(for: node)
         }
     }
@@ -88,7 +88,7 @@ extension SyncFileSystem {
                 let tookIdentity =
                     node.kind == .file && target.kind == .file && tree.bases[node.fileID] == nil
                     && takeIdentity(of: target, into: node, in: &tree)
-                try unlinkNode(target, from: destination, in: &tree, publishing: !tookIdentity)
+                try tree.unlinkNode(target, from: destination, publishing: !tookIdentity)
             }
             tree.detach(node)
             tree.attach(node, to: destination, as: newName)
@@ -97,7 +97,7 @@ extension SyncFileSystem {
             tree.touchDirectory(source, now: now)
             if destination.ino != source.ino { tree.touchDirectory(destination, now: now) }
             tree.noteChange(.renamed, node, origin: .local, oldPath: oldPath)
-            return destination.ino != source.ino && residency.pinState(of: node, in: tree) != .none
+            return destination.ino != source.ino && tree.pinState(of: node) != .none
         }
         // Placeholders moved under a pin are downloaded like those that arrive there.
         if movedUnderAPin { residency.pinsChanged() }

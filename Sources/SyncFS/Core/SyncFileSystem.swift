@@ -6,8 +6,11 @@ import Synchronization
 /// The folder as Swift calls: lookup, read, write, rename… — the whole filesystem without FUSE.
 ///
 /// The FUSE adapter (`FUSE/`) translates kernel requests into these calls and their results into
-/// replies; tests call them directly. Operations are grouped by concern in the extensions
-/// `SyncFileSystem+*.swift`.
+/// replies; tests call them directly. The names and attributes of entries and the echo's
+/// requests are its own (`SyncFileSystem+*.swift`); the rest is done by components it assembles,
+/// which the adapter calls directly: `opener` (create, open), `reads` (the read path), `fileIO`
+/// (the data path of open files), `truncations`, `listings` (open directories), `xattrs`, and
+/// the content's `residency`.
 ///
 /// Concurrency: FUSE worker threads call in synchronously. All tree state sits behind one lock
 /// (`live`, a `LiveTree`: its header has the whole lock hierarchy); no lock is held across disk I/O
@@ -38,6 +41,18 @@ final class SyncFileSystem: Sendable {
     let rulesWatch = RulesWatch()
     /// Where content lives: placeholders, downloads, pins, eviction, visible states.
     let residency: ContentResidency
+    /// The read path: are a READ's bytes in the cache file, or what to wait for.
+    let reads: ReadPath
+    /// Opening regular files: create, and open once the echo's requests are set apart.
+    let opener: FileOpener
+    /// The data path of open files: write, flush, fsync, fallocate, lseek, release.
+    let fileIO: OpenFileIO
+    /// Cuts of content (`setattr` with a size, `O_TRUNC`), recorded before the cache file shrinks.
+    let truncations: Truncations
+    /// The listings of open directories.
+    let listings: DirectoryListing
+    /// Extended attributes, stored and virtual.
+    let xattrs: ExtendedAttributes
     /// What the types that hold the tree share (`HoldsTheTree`).
     let parts: FolderParts
     /// The inotify echo's seam (`EchoRequests`): its thread's calls on the mount told apart and
@@ -54,12 +69,6 @@ final class SyncFileSystem: Sendable {
 
     /// Set by the FUSE adapter when the session exists; see `KernelCacheInvalidating`.
     func setInvalidator(_ value: any KernelCacheInvalidating) { live.setInvalidator(value) }
-
-    /// Tells the kernel the inode's attributes changed. Never inside a transaction.
-    func kernelAttributesChanged(_ ino: InodeNumber) { live.perform([.attributes(ino)]) }
-
-    /// Makes the kernel write back the inode's dirty pages. Never inside a transaction.
-    func kernelWriteBackPages(_ ino: InodeNumber) { live.perform([.content(ino)]) }
 
     /// Loads the tree from `store`, checks it against the cache and repairs what a crash left:
     /// entries outside the tree are removed, cache files without an entry deleted, file sizes
@@ -102,14 +111,20 @@ final class SyncFileSystem: Sendable {
         parts = FolderParts(
             live: live, cache: cache, logger: logger, deviceIdentity: deviceIdentity, deviceName: deviceName)
         residency = ContentResidency(parts: parts)
+        reads = ReadPath(live: live, residency: residency)
+        fileIO = OpenFileIO(parts: parts, residency: residency, changeEvents: changeEvents)
+        truncations = Truncations(parts: parts, residency: residency)
+        listings = DirectoryListing(live: live)
+        xattrs = ExtendedAttributes(live: live, residency: residency)
         spares = SpareCacheFiles(cache: cache)
+        opener = FileOpener(parts: parts, residency: residency, truncations: truncations, spares: spares)
         try store.commit(durable: true)
     }
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
     func shutDown() throws {
         // The engine is stopped: running downloads fail fast; let them record before closing.
-        residency.waitForDownloads(seconds: 10)
+        residency.hydrations.waitForDownloads(seconds: 10)
         spares.close()
         live.transact { tree in
             for node in tree.nodes.values where node.takeUnrecordedWrites() {

@@ -67,7 +67,7 @@ struct ControlCommands {
     /// `evict`: what was freed below `ino`, and what was kept and why.
     private func evict(below ino: InodeNumber) throws(FSError) -> ActionReport {
         var report = ActionReport()
-        for (path, outcome) in try fileSystem.residency.evict(below: ino) {
+        for (path, outcome) in try fileSystem.residency.eviction.evict(below: ino) {
             switch outcome {
             case .evicted(let bytes):
                 report.files += 1

@@ -74,7 +74,7 @@ public enum MountDaemon {
         try MountRegistry.prepare()
         let (fileSystem, container) = try openState(
             state, configuration: configuration, openContainer: openContainer, logger: logger)
-        fileSystem.residency.setDownloadExclusions(configuration.noDownloadProcesses)
+        fileSystem.residency.hydrations.setDownloadExclusions(configuration.noDownloadProcesses)
         fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
         // The engine starts before the session: a first mount is served only once its tree is
         // attached (`FirstAttach`); the kernel learns nothing before it is mounted.

@@ -9,7 +9,7 @@ extension SyncEngine {
         let progress = self.progress
         let usage = fileSystem.residency.cacheUsage()
         // Files whose write failed are named with that reason, queued or not (`WriteFailures`).
-        let writeFailed = fileSystem.writeFailedFiles()
+        let writeFailed = fileSystem.fileIO.writeFailedFiles()
         let writeFailedIDs = Set(writeFailed.map { $0.id })
         var failing: [FailingEntry] = items.filter { $0.lastError != nil && !writeFailedIDs.contains($0.fileID) }.map {
             FailingEntry(
@@ -37,7 +37,7 @@ extension SyncEngine {
                     total: transfer.total)
             }.sorted { $0.path < $1.path }, conflicts: conflicts.unresolvedCount(),
             refusedRemoteEntries: refusals.all, rulesErrors: fileSystem.rulesWatch.errors)
-        status.damagedCacheCopies = fileSystem.residency.damagedCopiesFound.load(ordering: .relaxed)
+        status.damagedCacheCopies = fileSystem.residency.cacheVerifier.damagedCopiesFound.load(ordering: .relaxed)
         status.offlineSince = progress.offlineSince.map { RFC3339.utc($0) }
         status.serverStorageUnavailableSince = progress.storageUnavailableSince.map { RFC3339.utc($0) }
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
@@ -57,7 +57,7 @@ extension SyncEngine {
     func syncAnswer() -> SyncStatus {
         let status = status()
         guard status.pendingEntries == 0, let budget = options.cacheBudget,
-            fileSystem.residency.enforceBudget(budget) > 0
+            fileSystem.residency.eviction.enforceBudget(budget) > 0
         else { return status }
         return self.status()
     }

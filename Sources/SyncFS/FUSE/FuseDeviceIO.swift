@@ -11,7 +11,7 @@ import Synchronization
 /// `security.capability` before every `write()` (fuse clears SB_NOSEC unless killpriv v2 was
 /// negotiated), which cut 4 KiB writes several-fold. With v2 the kernel marks inodes S_NOSEC and
 /// the daemon takes over clearing setuid/setgid on write, truncate and chown (see
-/// `SyncFileSystem.write`, `setattr`, `open`); file capabilities cannot exist on the folder
+/// `OpenFileIO.write`, `setattr`, `open`); file capabilities cannot exist on the folder
 /// (only `user.` xattrs are stored).
 final class FuseDeviceIO: Sendable {
     let initReplySent = Atomic<Bool>(false)

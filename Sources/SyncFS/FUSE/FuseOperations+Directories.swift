@@ -7,14 +7,14 @@ import SyncBackend
 func fuseOpendir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let context = FuseContext.of(req)
     do {
-        let handle = try context.fileSystem.opendir(inode(ino))
+        let handle = try context.fileSystem.listings.opendir(inode(ino))
         storeHandle(handle, in: info)
         // The kernel keeps the listing (`KernelCachePolicy.cachesListings`): dropped on local
         // changes by the kernel itself, on remote ones by the notifier's entry invalidations.
         info?.pointee.cache_readdir = KernelCachePolicy.cachesListings ? 1 : 0
         info?.pointee.keep_cache = KernelCachePolicy.cachesListings ? 1 : 0
         if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenDirectory.self) {
-            context.fileSystem.releasedir(handle)
+            context.fileSystem.listings.releasedir(handle)
         }
     } catch {
         replyError(req, error)
@@ -83,7 +83,7 @@ private func fillDirectory(
     guard let handle = peekHandle(info, as: OpenDirectory.self) else { return replyError(req, .badHandle) }
     let listed: ArraySlice<OpenDirectory.Entry>
     do {
-        listed = try context.fileSystem.readdir(handle, offset: Int(offset))
+        listed = try context.fileSystem.listings.readdir(handle, offset: Int(offset))
     } catch {
         return replyError(req, error)
     }
@@ -96,7 +96,8 @@ private func fillDirectory(
     if plus {
         entries = listed.prefix(plusEntriesFitting(req, listed, size: size, names: &names))
         replies =
-            attributes ? context.fileSystem.readdirPlusEntries(entries) : Array(repeating: nil, count: entries.count)
+            attributes
+            ? context.fileSystem.listings.readdirPlusEntries(entries) : Array(repeating: nil, count: entries.count)
     } else {
         entries = listed
     }
@@ -143,7 +144,9 @@ private func directoryType(_ kind: NodeKind) -> mode_t {
 }
 
 func fuseReleasedir(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    if let handle = takeHandle(info, as: OpenDirectory.self) { FuseContext.of(req).fileSystem.releasedir(handle) }
+    if let handle = takeHandle(info, as: OpenDirectory.self) {
+        FuseContext.of(req).fileSystem.listings.releasedir(handle)
+    }
     fuse_reply_err(req, 0)
 }
 

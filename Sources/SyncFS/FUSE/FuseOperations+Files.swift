@@ -11,7 +11,7 @@ func fuseCreate(
 ) {
     let context = FuseContext.of(req)
     do {
-        let (entry, handle) = try context.fileSystem.create(
+        let (entry, handle) = try context.fileSystem.opener.create(
             parent: inode(parent), name: fileName(name), mode: UInt32(mode), flags: info?.pointee.flags ?? 0,
             caller: caller(req))
         storeHandle(handle, in: info)
@@ -19,7 +19,7 @@ func fuseCreate(
         var parameters = makeEntryParameters(entry, context)
         if fuse_reply_create(req, &parameters, info) != 0 {
             // The kernel did not take the handle (the caller was interrupted): undo the open.
-            if let handle = takeHandle(info, as: OpenFile.self) { context.fileSystem.release(handle) }
+            if let handle = takeHandle(info, as: OpenFile.self) { context.fileSystem.fileIO.release(handle) }
             context.fileSystem.forget(entry.attributes.ino, count: 1)
         }
     } catch {
@@ -35,7 +35,7 @@ func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointe
         // The folder is the only writer in this mount's page cache; remote changes invalidate it.
         info?.pointee.keep_cache = 1
         if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenFile.self) {
-            context.fileSystem.release(handle)
+            context.fileSystem.fileIO.release(handle)
         }
     } catch {
         replyError(req, error)
@@ -49,7 +49,7 @@ func fuseRead(
     let context = FuseContext.of(req)
     let wait: ChunkWait?
     do {
-        wait = try context.fileSystem.prepareRead(
+        wait = try context.fileSystem.reads.prepareRead(
             handle, offset: Int64(offset), count: size, processName: { processName(req) })
     } catch {
         return replyError(req, error)
@@ -67,7 +67,7 @@ func fuseWrite(
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self), let bytes else { return replyError(req, .badHandle) }
     do {
-        let written = try FuseContext.of(req).fileSystem.write(
+        let written = try FuseContext.of(req).fileSystem.fileIO.write(
             handle, UnsafeRawPointer(bytes), count: size, offset: Int64(offset),
             fromPageCache: info?.pointee.writepage != 0, caller: { caller(req) })
         fuse_reply_write(req, written)
@@ -105,7 +105,7 @@ func fuseWriteBuf(
         return done
     }
     do {
-        let written = try FuseContext.of(req).fileSystem.write(
+        let written = try FuseContext.of(req).fileSystem.fileIO.write(
             handle, offset: Int64(offset), count: size, fromPageCache: info?.pointee.writepage != 0,
             caller: { caller(req) }, copy: splice)
         fuse_reply_write(req, written)
@@ -115,7 +115,7 @@ func fuseWriteBuf(
 }
 
 func fuseRelease(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    if let handle = takeHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.release(handle) }
+    if let handle = takeHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.fileIO.release(handle) }
     fuse_reply_err(req, 0)
 }
 
@@ -123,7 +123,7 @@ func fuseFsync(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ dataOnly: Int32, _ info:
 {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
     do {
-        try FuseContext.of(req).fileSystem.fsync(handle, dataOnly: dataOnly != 0)
+        try FuseContext.of(req).fileSystem.fileIO.fsync(handle, dataOnly: dataOnly != 0)
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)
@@ -136,7 +136,8 @@ func fuseFallocate(
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
     do {
-        try FuseContext.of(req).fileSystem.fallocate(handle, mode: mode, offset: Int64(offset), length: Int64(length))
+        try FuseContext.of(req).fileSystem.fileIO.fallocate(
+            handle, mode: mode, offset: Int64(offset), length: Int64(length))
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)
@@ -149,7 +150,7 @@ func fuseLseek(
 ) {
     guard let handle = peekHandle(info, as: OpenFile.self) else { return replyError(req, .badHandle) }
     do {
-        let result = try FuseContext.of(req).fileSystem.lseek(handle, offset: Int64(offset), whence: whence)
+        let result = try FuseContext.of(req).fileSystem.fileIO.lseek(handle, offset: Int64(offset), whence: whence)
         fuse_reply_lseek(req, off_t(result))
     } catch {
         replyError(req, error)

@@ -12,7 +12,7 @@ func fuseSetxattr(
     let mode: XattrSetMode =
         Int(flags) & XATTR_CREATE != 0 ? .create : Int(flags) & XATTR_REPLACE != 0 ? .replace : .any
     do {
-        try FuseContext.of(req).fileSystem.setxattr(inode(ino), name: String(cString: name), value: bytes, mode: mode)
+        try FuseContext.of(req).fileSystem.xattrs.set(inode(ino), name: String(cString: name), value: bytes, mode: mode)
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)
@@ -27,7 +27,7 @@ func fuseGetxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<C
     if KernelCachePolicy.isUnsupportedXattr(name) { return replyError(req, .notSupported) }
     guard strncmp(name, "user.", 5) == 0 else { return replyError(req, .noAttribute) }
     do {
-        let value = try FuseContext.of(req).fileSystem.getxattr(inode(ino), name: String(cString: name))
+        let value = try FuseContext.of(req).fileSystem.xattrs.get(inode(ino), name: String(cString: name))
         replySized(req, value, size: size)
     } catch {
         replyError(req, error)
@@ -36,7 +36,7 @@ func fuseGetxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<C
 
 func fuseListxattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ size: Int) {
     do {
-        let names = try FuseContext.of(req).fileSystem.listxattr(inode(ino))
+        let names = try FuseContext.of(req).fileSystem.xattrs.list(inode(ino))
         var list: [UInt8] = []
         for name in names { list.append(contentsOf: Array(name.utf8) + [0]) }
         replySized(req, list, size: size)
@@ -61,7 +61,7 @@ private func replySized(_ req: fuse_req_t?, _ bytes: [UInt8], size: Int) {
 func fuseRemovexattr(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>?) {
     guard let name else { return replyError(req, .invalidArgument) }
     do {
-        try FuseContext.of(req).fileSystem.removexattr(inode(ino), name: String(cString: name))
+        try FuseContext.of(req).fileSystem.xattrs.remove(inode(ino), name: String(cString: name))
         fuse_reply_err(req, 0)
     } catch {
         replyError(req, error)

@@ -8,36 +8,34 @@ import Synchronization
 ///
 /// Holds the tree (`LiveTree`) and the cache; the kernel's operations (`SyncFileSystem`) call it
 /// to open placeholders for reading or writing, the sync engine to download pinned files and
-/// keep the budget, the daemon for status. Grouped by concern in `ContentResidency+*.swift`.
+/// keep the budget, the daemon for status. The downloads themselves run in `Hydrations`, the
+/// checks of cached copies in `CacheVerifier`, evictions and the budget in `Eviction`; the rest
+/// is grouped by concern in `ContentResidency+*.swift`.
 final class ContentResidency: Sendable, HoldsTheTree {
     let parts: FolderParts
     /// Transfers in progress and transfer failures, per entry.
-    let transfers = TransferBoard()
-    /// Where placeholders' content comes from; nil until the sync engine starts.
-    let chunkSource = Mutex<(any ChunkSource)?>(nil)
-    /// Download driver threads running (one per file downloading or waiting for a slot).
-    let downloadDrivers = WorkerGroup()
-    /// See `setDownloadExclusions`.
-    let downloadExclusions = Mutex<Set<String>>([])
-    /// When a download last gave up on an unreachable container (ns; 0: since succeeded).
-    let lastUnreachableDownload = Atomic<Int64>(0)
-    /// When a download last gave up on a container that did not answer (its call failed only at
-    /// its deadline: a hung server; ns; 0: since succeeded).
-    let lastUnansweredDownload = Atomic<Int64>(0)
-    /// Cached copies found damaged since the mount (discarded and downloaded again; `status`).
-    let damagedCopiesFound = Atomic<Int>(0)
-    /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
-    let writesThrottled = Atomic<Bool>(false)
-    /// The last budget check left the cache over its budget (open, pinned or modified files
-    /// could not be evicted): the last close of a file wakes the budget keeper, so a file read
-    /// through a small budget goes once it is closed, not at the keeper's idle check.
-    let overBudget = Atomic<Bool>(false)
+    let transfers: TransferBoard
+    /// The running downloads of placeholders.
+    let hydrations: Hydrations
+    /// The checks of cached copies before they are served or changed.
+    let cacheVerifier: CacheVerifier
+    /// Freeing local content: on request and to keep the cache within its budget.
+    let eviction: Eviction
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
-    let contentActivity = ContentActivity()
+    let contentActivity: ContentActivity
     /// Wakes the background downloader when pins change (set by the sync engine).
     private let pinObserver = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(parts: FolderParts) { self.parts = parts }
+    init(parts: FolderParts) {
+        let transfers = TransferBoard()
+        let contentActivity = ContentActivity()
+        self.parts = parts
+        self.transfers = transfers
+        self.contentActivity = contentActivity
+        hydrations = Hydrations(parts: parts, transfers: transfers, contentActivity: contentActivity)
+        cacheVerifier = CacheVerifier(parts: parts)
+        eviction = Eviction(parts: parts, contentActivity: contentActivity)
+    }
 
     func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }
 

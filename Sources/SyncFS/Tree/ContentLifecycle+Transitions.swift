@@ -48,7 +48,7 @@ extension ContentLifecycle {
         }
     }
 
-    /// Mirrors `SyncFileSystem.noteWriteFailed` (a `pwrite` or splice into the cache file failed
+    /// Mirrors `OpenFileIO.noteWriteFailed` (a `pwrite` or splice into the cache file failed
     /// with ENOSPC, EDQUOT or EIO, or the state database's reserve refused it): the file becomes
     /// `writeFailed` — shown as `error`, never uploaded, named in `status` and the log, kept in
     /// the `write_failures` fact — until it is truncated (`openedTruncating`) or removed. Before

@@ -126,9 +126,9 @@ final class LiveTree: Sendable {
     /// aborted — an unkillable daemon (seen under load: a zombie with one thread in
     /// `fuse_reverse_inval_entry`, the echo thread in `request_wait_answer`). So while an echo
     /// call is in the kernel, entry invalidations wait for it here, in user space, on a condition
-    /// (`OwnMountCalls.waitWhileCallInKernel`), where a kill ends the wait — the same wait as
-    /// before, at the same point, so the kernel's names are as fresh as before. Only engine threads send entry invalidations
-    /// (the echo's own, applied by a FUSE handler, are sent by the follower after its call).
+    /// (`OwnMountCalls.waitWhileCallInKernel`), where a kill ends the wait. Only engine threads
+    /// send entry invalidations (the echo's own, applied by a FUSE handler, are sent by the
+    /// follower after its call).
     /// Attribute and content invalidations take no directory lock and go at once.
     func perform(_ invalidations: [KernelInvalidation]) {
         guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }

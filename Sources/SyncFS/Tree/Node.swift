@@ -68,7 +68,7 @@ final class Node: @unchecked Sendable {
     let content: Atomic<UInt64>
     /// This clean local file's cached copy has not yet been checked against its manifest's chunk
     /// hashes since the mount: its reads check the chunks they cover first
-    /// (`ContentResidency.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
+    /// (`CacheVerifier.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
     /// under the namespace lock once every chunk was checked, the copy was discarded, or the file
     /// became something a program wrote; the read path checks it without a lock.
     let contentUnverified = Atomic<Bool>(false)

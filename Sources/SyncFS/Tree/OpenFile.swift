@@ -7,7 +7,7 @@ import Synchronization
 /// The FUSE adapter passes it to the kernel as an opaque retained pointer (`fi->fh`) and gets it
 /// back on every read and write, so the data path finds its descriptor without any table or lock.
 /// `descriptor` is the cache file, opened read-write (the writeback cache may read through a
-/// write-only handle); it is closed exactly once, by `SyncFileSystem.release`.
+/// write-only handle); it is closed exactly once, by `OpenFileIO.release`.
 final class OpenFile: Sendable {
     let node: Node
     let descriptor: Int32

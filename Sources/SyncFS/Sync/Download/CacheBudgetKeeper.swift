@@ -16,7 +16,7 @@ final class CacheBudgetKeeper: Sendable {
     /// an idle mount's keeper wakes once every `idleBudgetCheck`, not every second.
     func runChecks() {
         while run.isRunning {
-            _ = fileSystem.residency.enforceBudget(budget)
+            _ = fileSystem.residency.eviction.enforceBudget(budget)
             run.pause(EngineDelay.budgetCheckPause)
             _ = fileSystem.residency.contentActivity.waitForActivity(timeout: Self.idleBudgetCheck)
         }

@@ -126,7 +126,7 @@ final class SyncEngine: Sendable {
     /// Starts the uploader, the follower, the background downloader, the rules checker and the
     /// budget keeper, and makes the downloader the file system's source of placeholder content.
     func start() {
-        fileSystem.residency.setChunkSource(downloader)
+        fileSystem.residency.hydrations.setChunkSource(downloader)
         // After every switch of server the tree is checked against the new one.
         (uncheckedContainer.base as? any ServerSwitching)?.observeSwitches { [treeChecker, follower] in
             treeChecker.requests.request()
@@ -153,7 +153,7 @@ final class SyncEngine: Sendable {
     /// whatever it waits on, then all are joined, for at most 10 s together.
     func stop() {
         run.stop()
-        fileSystem.residency.setChunkSource(nil)
+        fileSystem.residency.hydrations.setChunkSource(nil)
         fileSystem.residency.setPinObserver(nil)
         uploader.merger.mergeWorker.stop()
         let late = threads.stop(within: .seconds(10))

@@ -279,7 +279,7 @@ extension RemoteChanges {
             }
         }
         if placeholderChanged && existing.openCount == 0 && !tree.inodes.isReferenced(existing.ino) {
-            residency.cancelHydration(of: existing, in: &tree)
+            residency.hydrations.cancelHydration(of: existing, in: &tree)
             cache.remove(existing.fileID)
         }
     }

@@ -179,7 +179,7 @@ extension UploadRecords {
             tree.record(done)
             return !entry.isDeleted
         }
-        if clean { residency.noteMaybeEvictable() }
+        if clean { residency.eviction.noteMaybeEvictable() }
     }
 
     /// The container committed an intermediate state of the entry (e.g. under a temporary

@@ -10,7 +10,21 @@ enum XattrSetMode: Sendable {
     case replace
 }
 
-extension SyncFileSystem {
+/// The extended attributes of the folder's entries (`getxattr`, `setxattr`, `listxattr`,
+/// `removexattr`): the `user.` namespace, stored and synced with each entry, and the folder's own
+/// virtual `user.syncfs.*` attributes, computed from the content's residency (doc/SEMANTICS.md).
+///
+/// Uses the tree (the stored attributes live on each node) and the residency (the virtual
+/// attributes' states; `user.syncfs.pinned` pins). The FUSE adapter calls it.
+final class ExtendedAttributes: Sendable {
+    let live: LiveTree
+    let residency: ContentResidency
+
+    init(live: LiveTree, residency: ContentResidency) {
+        self.live = live
+        self.residency = residency
+    }
+
     /// The largest value Linux allows (XATTR_SIZE_MAX).
     static let maxXattrValue = 65536
 
@@ -24,7 +38,8 @@ extension SyncFileSystem {
     /// Names under this prefix are the folder's own, virtual attributes (see `virtualXattr`).
     static let virtualPrefix = "user.syncfs."
 
-    func getxattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
+    /// The value of `name`; `user.syncfs.*` names are computed (`virtualXattr`).
+    func get(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         guard name.hasPrefix("user.") else { throw .noAttribute }
         if name.hasPrefix(Self.virtualPrefix) { return try virtualXattr(ino, name: name) }
         return try live.transact { tree throws(FSError) in
@@ -33,7 +48,9 @@ extension SyncFileSystem {
         }
     }
 
-    func setxattr(_ ino: InodeNumber, name: String, value: [UInt8], mode: XattrSetMode) throws(FSError) {
+    /// Stores `value` under `name` (recorded and synced); of the virtual attributes only
+    /// `user.syncfs.pinned` may be set, which pins or unpins.
+    func set(_ ino: InodeNumber, name: String, value: [UInt8], mode: XattrSetMode) throws(FSError) {
         try Self.checkName(name)
         if name.hasPrefix(Self.virtualPrefix) {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
@@ -66,7 +83,7 @@ extension SyncFileSystem {
     }
 
     /// Names of the node's extended attributes, in a stable order.
-    func listxattr(_ ino: InodeNumber) throws(FSError) -> [String] {
+    func list(_ ino: InodeNumber) throws(FSError) -> [String] {
         // The virtual `user.syncfs.*` attributes are not listed, so copying tools never copy them.
         // Nor is the stored conflict mark (`user.syncfs.conflict`), read through `getxattr`.
         try live.transact { tree throws(FSError) in
@@ -74,7 +91,8 @@ extension SyncFileSystem {
         }
     }
 
-    func removexattr(_ ino: InodeNumber, name: String) throws(FSError) {
+    /// Removes `name` (recorded and synced); removing `user.syncfs.pinned` unpins.
+    func remove(_ ino: InodeNumber, name: String) throws(FSError) {
         guard name.hasPrefix("user.") else { throw .notSupported }
         if name.hasPrefix(Self.virtualPrefix) {
             guard name == Self.virtualPrefix + "pinned" else { throw .notPermitted }
@@ -88,40 +106,6 @@ extension SyncFileSystem {
                 tree.record(.removeXattr(node.ino, name: name))
                 tree.recordLocalChange(node)
                 tree.noteChange(.modified, node, origin: .local)
-            }
-        }
-    }
-}
-
-extension SyncFileSystem {
-    /// `user.syncfs.state`, `.id`, `.pinned`, `.progress`, `.error` (doc/SEMANTICS.md): computed from
-    /// the tree, the outbox and the transfer board; never stored, never synced.
-    func virtualXattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
-        let key = name.dropFirst(Self.virtualPrefix.count)
-        return try live.transact { tree throws(FSError) in
-            let node = try tree.node(ino)
-            switch key {
-            case "state": return Array(residency.contentState(of: node, in: tree).rawValue.utf8)
-            // The stable file ID: the same on every mount and across renames (`ChangeEvent.fileID`).
-            case "id": return Array(node.fileID.hex.utf8)
-            case "pinned": return Array(residency.pinState(of: node, in: tree).rawValue.utf8)
-            case "progress":
-                if let transfer = transfers.transfer(node.fileID) {
-                    return Array("\(transfer.done)/\(transfer.total)".utf8)
-                }
-                if let hydration = node.hydration {
-                    let (done, total) = hydration.progress
-                    return Array("\(done)/\(total)".utf8)
-                }
-                throw .noAttribute
-            case "error":
-                guard let message = residency.lastError(of: node, in: tree) else { throw .noAttribute }
-                return Array(message.utf8)
-            case "conflict":
-                // Stored and synced (a `ConflictNote`), but only the folder writes it.
-                guard let note = node.xattrs[ConflictNote.attribute] else { throw .noAttribute }
-                return note
-            default: throw .noAttribute
             }
         }
     }

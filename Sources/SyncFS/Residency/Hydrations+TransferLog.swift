@@ -3,7 +3,7 @@ import SyncBackend
 /// The folder's log lines about downloads (doc/SEMANTICS.md, "Logs"): one debug line per
 /// finished download, and a download that fails because the container is unreachable logged
 /// once per outage episode (`RepeatedFailureLog`, shared with the uploader), not once per read.
-extension ContentResidency {
+extension Hydrations {
     /// The debug line for a finished download of `id`.
     func logDownload(_ hydration: Hydration, id: FileID, started: Int64) {
         guard logger.logLevel <= .debug else { return }

@@ -1,7 +1,24 @@
 import Dispatch
 import Glibc
 
-extension SyncFileSystem {
+/// The read path's preparation: before the FUSE adapter replies to a READ straight from the
+/// handle's cache file, it asks here whether the bytes are there, and gets a wait for them if
+/// they are being downloaded (`prepareRead`).
+///
+/// Uses the tree (its lock orders a retry after the transaction that cancelled a download), the
+/// residency (downloads, checks of cached copies) and its hydrations (which readers may start a
+/// download).
+final class ReadPath: Sendable {
+    private let live: LiveTree
+    private let residency: ContentResidency
+    private let hydrations: Hydrations
+
+    init(live: LiveTree, residency: ContentResidency) {
+        self.live = live
+        self.residency = residency
+        hydrations = residency.hydrations
+    }
+
     /// How many times one read is prepared again after the download it waited for was cancelled.
     static let readRetriesAfterCancel = 3
 
@@ -11,7 +28,7 @@ extension SyncFileSystem {
     /// since the mount (the chunks in the range are checked first; a damaged copy becomes a
     /// placeholder). A placeholder: they are downloaded, and the answer is the reader's
     /// `ChunkWait` (the adapter replies when it ends: no thread waits), unless the reader is a
-    /// process that must not start downloads (`ContentResidency.setDownloadExclusions`;
+    /// process that must not start downloads (`Hydrations.setDownloadExclusions`;
     /// `processName` is asked only then, once), which gets `EACCES` for bytes not here yet.
     ///
     /// A download cancelled under a waiting reader — the file was truncated, or its content
@@ -33,7 +50,7 @@ extension SyncFileSystem {
         }
         guard let wait else { return nil }
         // A retry runs later on another thread: it needs the name now (only where it matters).
-        let readerName = residency.hasDownloadExclusions ? (askedName ?? processName()) : nil
+        let readerName = hydrations.hasDownloadExclusions ? (askedName ?? processName()) : nil
         let answer = ChunkWait(chunks: wait.chunks)
         follow(
             wait, into: answer, handle: handle, offset: offset, count: count, readerName: readerName, retries: retries)
@@ -108,8 +125,8 @@ extension SyncFileSystem {
             guard unverified else { return nil }
             return try residency.contentWait(handle, offset: offset, count: count)
         }
-        if residency.downloadsExcluded(for: processName)
-            && !residency.contentPresent(handle, offset: offset, count: count)
+        if hydrations.downloadsExcluded(for: processName)
+            && !hydrations.contentPresent(handle, offset: offset, count: count)
         {
             throw .accessDenied
         }

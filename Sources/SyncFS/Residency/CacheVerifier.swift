@@ -1,6 +1,7 @@
 import Glibc
 import Logging
 import SyncBackend
+import Synchronization
 
 /// Cached content is verified (doc/SEMANTICS.md, "Damaged cached content"): the
 /// first reads of a clean local file after a mount check the chunks they cover against the chunk
@@ -8,7 +9,17 @@ import SyncBackend
 /// discards the copy — the file becomes a placeholder again (the kernel's cached pages of it stay:
 /// they passed the check, see `discardDamagedCopy`) — and the read downloads the file like any
 /// placeholder: a damaged copy is never served.
-extension ContentResidency {
+///
+/// Uses the tree (the check running for a file hangs on its node: `Node.verification`), the cache
+/// files it reads, the outbox (only a clean copy is checked) and the logger. `ContentResidency`
+/// asks it before it serves or changes cached content.
+final class CacheVerifier: Sendable, HoldsTheTree {
+    let parts: FolderParts
+    /// Cached copies found damaged since the mount (discarded and downloaded again; `status`).
+    let damagedCopiesFound = Atomic<Int>(0)
+
+    init(parts: FolderParts) { self.parts = parts }
+
     /// Checks the chunks of `handle`'s file that bytes `offset ..< offset + count` need (all of
     /// them if `count` is nil). True if they may be served from the cache file; false if the copy
     /// was found damaged and discarded, by this read or another (the file is a placeholder now:

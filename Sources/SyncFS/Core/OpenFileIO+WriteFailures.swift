@@ -5,7 +5,7 @@ import SyncBackend
 /// disk"): a write that fails is the program's error and makes the file write-failed
 /// (`WriteFailures`); while the state database's reserve is released, writes into files must
 /// leave its room free (`SpaceReserve.admitting`).
-extension SyncFileSystem {
+extension OpenFileIO {
     /// Runs `write` (`count` bytes into a cache file) unless that would take the room kept for the
     /// state database (`SpaceReserve.admitting`); nil if refused.
     func admittedWrite(_ count: Int, _ write: () -> Int) -> Int? {
