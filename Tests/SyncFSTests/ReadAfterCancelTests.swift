@@ -47,6 +47,31 @@ extension SyncEngineTests {
         #expect(try pair.b.fs.getattr(ino).size == 0)
     }
 
+    /// The kernel learns a truncation's new size from the truncating request's answer (an open's
+    /// `O_TRUNC`, a `setattr`), and a direct read whose answer comes first falls back to its page
+    /// cache with the old size: the reader got 4096 zero bytes of an empty file. So the waiting
+    /// read is answered only after that request: here the request is handled in the adapter's
+    /// scope (`AfterReply.handling`), and the read must not be answered before the scope ends.
+    @Test func aReadWaitingForATruncatedFileIsAnsweredAfterTheTruncatingRequest() async throws {
+        let (pair, ino) = try await placeholderOnB("v.bin", seed: 31, chunkDelay: .seconds(10))
+        let reader = try pair.b.fs.open(ino, flags: O_RDONLY, caller: testCaller)
+        defer { pair.b.fs.fileIO.release(reader) }
+        let wait = try #require(try pair.b.fs.reads.prepareRead(reader, offset: 0, count: 4096, processName: { nil }))
+        let outcome = Mutex<FSError??>(nil)
+        wait.onEnd { result in outcome.withLock { $0 = .some(result) } }
+
+        let answeredBeforeTheReply = try AfterReply.handling { () throws(FSError) -> Bool in
+            let truncating = try pair.b.fs.open(ino, flags: O_WRONLY | O_TRUNC, caller: testCaller)
+            pair.b.fs.fileIO.release(truncating)
+            usleep(300_000)  // scenario: time for an answer that must wait for the request's own
+            return outcome.withLock { $0 } != nil
+        }
+        #expect(!answeredBeforeTheReply, "the read was answered before the truncating request")
+        try await eventually("the read is answered") { outcome.withLock { $0 } != nil }
+        #expect(outcome.withLock { $0 } == .some(nil), "answered from the cache file, not ESTALE")
+        #expect(readBytes(reader.descriptor, count: 4096, at: 0).isEmpty, "past the new end: end of file")
+    }
+
     /// A read answered already (interrupted) stays answered once, with EINTR, when the download it
     /// waited for is cancelled afterwards (its wait ended with the answer: `ChunkWait.standFor`),
     /// and the truncation goes through.

@@ -61,6 +61,8 @@ final class ReadPath: Sendable {
     /// (`.stale`): then the read is prepared again — off the thread that cancelled, which may
     /// hold the tree's lock — and `answer` follows the new wait, or ends at once if the bytes are
     /// there now. `answer` ended meanwhile (an interrupt, the session's end) stops the retries.
+    /// The new preparation starts only once the request that cancelled (a truncating `open` or
+    /// `setattr`) has been answered (`AfterReply`): the kernel knows the new size only then.
     private func follow(
         _ wait: ChunkWait, into answer: ChunkWait, handle: OpenFile, offset: Int64, count: Int, readerName: String?,
         retries: Int
@@ -71,27 +73,38 @@ final class ReadPath: Sendable {
                 answer.end(outcome)
                 return
             }
-            DispatchQueue.global().async { [self] in
-                // The transaction that cancelled (truncating, replacing) may still be under way:
-                // prepare the read against what it leaves.
-                live.transact { _ in }
-                guard !answer.hasEnded else { return }
-                var retriesLeft = retries - 1
-                do throws(FSError) {
-                    guard
-                        let next = try readWait(
-                            handle, offset: offset, count: count, retries: &retriesLeft, processName: { readerName })
-                    else {
-                        answer.end(nil)
-                        return
-                    }
-                    follow(
-                        next, into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
-                        retries: retriesLeft)
-                } catch {
-                    answer.end(error)
+            AfterReply.run {
+                DispatchQueue.global().async { [self] in
+                    prepareAgain(
+                        into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
+                        retries: retries - 1)
                 }
             }
+        }
+    }
+
+    /// `follow`'s new preparation of a read whose download was cancelled.
+    private func prepareAgain(
+        into answer: ChunkWait, handle: OpenFile, offset: Int64, count: Int, readerName: String?, retries: Int
+    ) {
+        // The transaction that cancelled (truncating, replacing) may still be under way: prepare
+        // the read against what it leaves.
+        live.transact { _ in }
+        guard !answer.hasEnded else { return }
+        var retriesLeft = retries
+        do throws(FSError) {
+            guard
+                let next = try readWait(
+                    handle, offset: offset, count: count, retries: &retriesLeft, processName: { readerName })
+            else {
+                answer.end(nil)
+                return
+            }
+            follow(
+                next, into: answer, handle: handle, offset: offset, count: count, readerName: readerName,
+                retries: retriesLeft)
+        } catch {
+            answer.end(error)
         }
     }
 

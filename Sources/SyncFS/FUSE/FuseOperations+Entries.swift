@@ -67,12 +67,15 @@ func fuseSetattr(
     }
     if toSet & FUSE_SET_ATTR_CTIME != 0 { changes.ctime = attr.st_ctim.nanoseconds }
     if toSet & (FUSE_SET_ATTR_KILL_SUID | FUSE_SET_ATTR_KILL_SGID) != 0 { changes.killPrivileges = true }
-    do {
-        let handle = peekHandle(info, as: OpenFile.self)
-        replyAttributes(
-            req, try context.fileSystem.setattr(inode(ino), changes, handle: handle, caller: caller(req)), context)
-    } catch {
-        replyError(req, error)
+    // A truncation answers the reads it cut short after its own answer (`AfterReply`).
+    AfterReply.handling {
+        do throws(FSError) {
+            let handle = peekHandle(info, as: OpenFile.self)
+            replyAttributes(
+                req, try context.fileSystem.setattr(inode(ino), changes, handle: handle, caller: caller(req)), context)
+        } catch {
+            replyError(req, error)
+        }
     }
 }
 

@@ -10,35 +10,42 @@ func fuseCreate(
     _ info: UnsafeMutablePointer<fuse_file_info>?
 ) {
     let context = FuseContext.of(req)
-    do {
-        let (entry, handle) = try context.fileSystem.opener.create(
-            parent: inode(parent), name: fileName(name), mode: UInt32(mode), flags: info?.pointee.flags ?? 0,
-            caller: caller(req))
-        storeHandle(handle, in: info)
-        info?.pointee.keep_cache = 1
-        var parameters = makeEntryParameters(entry, context)
-        if fuse_reply_create(req, &parameters, info) != 0 {
-            // The kernel did not take the handle (the caller was interrupted): undo the open.
-            if let handle = takeHandle(info, as: OpenFile.self) { context.fileSystem.fileIO.release(handle) }
-            context.fileSystem.forget(entry.attributes.ino, count: 1)
+    // `O_TRUNC` of an existing file: see `fuseOpen`.
+    AfterReply.handling {
+        do throws(FSError) {
+            let (entry, handle) = try context.fileSystem.opener.create(
+                parent: inode(parent), name: fileName(name), mode: UInt32(mode), flags: info?.pointee.flags ?? 0,
+                caller: caller(req))
+            storeHandle(handle, in: info)
+            info?.pointee.keep_cache = 1
+            var parameters = makeEntryParameters(entry, context)
+            if fuse_reply_create(req, &parameters, info) != 0 {
+                // The kernel did not take the handle (the caller was interrupted): undo the open.
+                if let handle = takeHandle(info, as: OpenFile.self) { context.fileSystem.fileIO.release(handle) }
+                context.fileSystem.forget(entry.attributes.ino, count: 1)
+            }
+        } catch {
+            replyError(req, error)
         }
-    } catch {
-        replyError(req, error)
     }
 }
 
 func fuseOpen(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let context = FuseContext.of(req)
-    do {
-        let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0, caller: caller(req))
-        storeHandle(handle, in: info)
-        // The folder is the only writer in this mount's page cache; remote changes invalidate it.
-        info?.pointee.keep_cache = 1
-        if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenFile.self) {
-            context.fileSystem.fileIO.release(handle)
+    // An `O_TRUNC` answers the reads it cut short after its own answer, which gives the kernel
+    // the new size (`AfterReply`).
+    AfterReply.handling {
+        do throws(FSError) {
+            let handle = try context.fileSystem.open(inode(ino), flags: info?.pointee.flags ?? 0, caller: caller(req))
+            storeHandle(handle, in: info)
+            // The folder is the only writer in this mount's page cache; remote changes invalidate it.
+            info?.pointee.keep_cache = 1
+            if fuse_reply_open(req, info) != 0, let handle = takeHandle(info, as: OpenFile.self) {
+                context.fileSystem.fileIO.release(handle)
+            }
+        } catch {
+            replyError(req, error)
         }
-    } catch {
-        replyError(req, error)
     }
 }
 
