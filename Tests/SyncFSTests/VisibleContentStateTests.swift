@@ -6,7 +6,7 @@ import Testing
 /// outbox error and the conflict index — case by case against the values doc/SEMANTICS.md
 /// documents, and over every combination of the node's flags against the cascade it replaced.
 struct VisibleContentStateTests {
-    /// The flags the cascade in `SyncFileSystem.contentState` read.
+    /// The flags `ContentResidency.contentState(of:in:)` reads.
     struct Flags: CustomTestStringConvertible, Sendable, Hashable {
         /// nil: no running download; else whether it has every chunk.
         var downloadComplete: Bool?

@@ -1,7 +1,7 @@
 /// `user.syncfs.state` (and `status`'s state) as a pure function of the file's content state and
 /// what the transfer board, the outbox and the conflict index say about it (doc/SEMANTICS.md,
-/// "The content state machine"; `VisibleContentStateTests` checks it against the values the
-/// cascade in `SyncFileSystem.contentState` gave before it called this).
+/// "The content state machine"; `VisibleContentStateTests` checks it case by case and over every
+/// combination of the flags it reads).
 ///
 /// The order is today's: a running download first, then a transfer on the board, local changes
 /// (with the outbox's last error), a failed download of a placeholder, a conflict, and at last the

@@ -11,7 +11,7 @@ import SyncBackend
 /// - A commit answer that carries a failing entry becomes `unavailable`: the upload stays queued
 ///   and is retried with backoff, its error visible in `status`.
 ///
-/// Core checks each entry again where it is applied (`SyncFileSystem.plan`).
+/// Core checks each entry again where it is applied (`RemoteChanges.plan`).
 struct ValidatingContainer: Container {
     let base: any Container
     /// Called for each refused entry with the reason.

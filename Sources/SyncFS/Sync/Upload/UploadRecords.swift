@@ -2,7 +2,7 @@ import Glibc
 import Logging
 import SyncBackend
 
-/// What the uploader must do for one queued entry (see `SyncFileSystem.prepareUpload`).
+/// What the uploader must do for one queued entry (see `UploadRecords.prepareUpload`).
 enum UploadWork: Sendable {
     /// Commit the entry's current state.
     case put(UploadSnapshot)
