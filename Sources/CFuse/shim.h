@@ -20,6 +20,10 @@
 #include <sys/uio.h>
 #include <linux/fuse.h>
 #include <sys/syscall.h>
+#include <sys/pidfd.h>
+
+/// A pidfd of `pid` (glibc 2.36's pidfd_open; Swift's Glibc module does not import sys/pidfd.h).
+static inline int syncfs_pidfd_open(pid_t pid) { return pidfd_open(pid, 0); }
 
 static inline struct fuse_session *syncfs_session_new(struct fuse_args *args,
     const struct fuse_lowlevel_ops *ops, void *userdata) {

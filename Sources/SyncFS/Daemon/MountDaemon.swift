@@ -300,15 +300,9 @@ public enum MountDaemon {
         default: throw MountError(.failed, "cannot unmount \(mountpoint): \(String(cString: strerror(result)))")
         }
         guard let daemon else { return }
-        // The daemon is not this process's child (no wait(2)), and the one way to wait for any
-        // process's exit, a pidfd, is not callable from Swift here (pidfd_open needs glibc 2.36,
-        // and syscall(2) is variadic): look every 20 ms, a tenth of a human's notice.
-        let deadline = Date().addingTimeInterval(timeout)
-        while kill(daemon, 0) == 0 {
-            if Date() > deadline {
-                throw MountError(.failed, "unmounted, but daemon \(daemon) has not finished after \(Int(timeout)) s")
-            }
-            usleep(20_000)
+        // The daemon finishes its shutdown (the last commits) after the unmount.
+        guard ProcessEnd.wait(for: daemon, timeout: timeout) else {
+            throw MountError(.failed, "unmounted, but daemon \(daemon) has not finished after \(Int(timeout)) s")
         }
     }
 }
