@@ -247,6 +247,14 @@ struct MassDeleteGuardTest {
                 "discard brings the container's contents back on A\n\(a.daemonLog())")
             #expect(try readText(a.path("outside.txt")) == "edited while held")
             #expect(a.expectSync())
+            // Nothing of the burst is left as a change here: discard looked at the rewrites made
+            // before the trip without uploading them, and no file stays marked as being sent.
+            let settled = waitUntil(timeout: 30) {
+                contents.keys.allSatisfy { ["local", "online"].contains(describeState(a.path($0))) }
+            }
+            #expect(
+                settled,
+                "A's files after discard: \(contents.keys.sorted().map { "\($0)=\(describeState(a.path($0)))" })")
             expectBHasEverything(mounts, contents, "after discard")
             #expect(waitUntil(timeout: 30) { try readText(b.path("outside.txt")) == "edited while held" })
         }

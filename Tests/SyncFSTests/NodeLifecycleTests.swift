@@ -107,6 +107,33 @@ extension SyncEngineTests {
         try await eventually("clean") { try lifecycle(pair.a, "doc.txt").modification == .clean }
     }
 
+    /// The guard's `discard` reads a queued rewrite as an upload would, without uploading it: that
+    /// look leaves the file `dirty`. (It used to take the file: nothing gave it back, and a file
+    /// whose change discard then dropped stayed `uploading` — shown as modified, never evicted.)
+    @Test func aLookAtAQueuedFileForTheGuardLeavesItDirty() async throws {
+        let fixture = try FileSystemFixture()
+        _ = try fixture.makeFile("doc.txt", contents: bytes("first"))
+        try overwrite(fixture, "doc.txt", "second")
+        #expect(try lifecycle(fixture, "doc.txt") == State(.local, .dirty))
+        let uploads = UploadRecords(fileSystem: fixture.fs)
+        let id = try node(fixture, "doc.txt").fileID
+
+        guard case .put(let looked) = uploads.prepareUpload(id, taking: false) else {
+            Issue.record("a queued local file gives what to upload")
+            return
+        }
+        if let content = looked.content { close(content.descriptor) }
+        #expect(try lifecycle(fixture, "doc.txt") == State(.local, .dirty), "a look takes nothing")
+        #expect(try !node(fixture, "doc.txt").heldContent.isTakenForUpload)
+
+        guard case .put(let taken) = uploads.prepareUpload(id) else {
+            Issue.record("the uploader's take gives the same")
+            return
+        }
+        if let content = taken.content { close(content.descriptor) }
+        #expect(try lifecycle(fixture, "doc.txt") == State(.local, .uploading), "the uploader's take does")
+    }
+
     /// Writes `text` over the file `name` through open, write and release (recorded on release).
     private func overwrite(_ fixture: FileSystemFixture, _ name: String, _ text: String) throws {
         let handle = try fixture.fs.open(try fixture.lookupIno(name), flags: O_WRONLY | O_TRUNC, caller: testCaller)

@@ -254,7 +254,7 @@ final class GuardedUploads: Sendable {
     /// True if the queued change of `id` is a rewrite the guard counts (`guardedRewrite`). Reads
     /// the file as an upload would (its chunks may reach the container: nothing refers to them).
     private func isUnseenRewrite(_ id: FileID) throws(SyncFailure) -> Bool {
-        guard case .put(let snapshot) = uploads.prepareUpload(id) else { return false }
+        guard case .put(let snapshot) = uploads.prepareUpload(id, taking: false) else { return false }
         guard let content = snapshot.content else { return false }
         defer { close(content.descriptor) }
         guard let base = snapshot.base, base.version > 0, deleteGuard.isEstablished(base.version),

@@ -53,8 +53,11 @@ final class UploadRecords: Sendable, HoldsTheTree {
 }
 
 extension UploadRecords {
-    /// Takes what the uploader needs for `id`, in one transaction.
-    func prepareUpload(_ id: FileID) -> UploadWork {
+    /// Takes what the uploader needs for `id`, in one transaction. `taking`: the uploader's
+    /// take, which makes a file `uploading` until its upload ends (`uploadCommitted`,
+    /// `uploadReturned`); false for a look that uploads nothing of its own (the guard's `discard`
+    /// reading a rewrite): the same answer, and the file's state stays as it was.
+    func prepareUpload(_ id: FileID, taking: Bool = true) -> UploadWork {
         live.transact { tree -> UploadWork in
             let base = tree.bases[id]
             guard let node = tree.node(withID: id), !node.isUnlinked else {
@@ -75,7 +78,7 @@ extension UploadRecords {
                 // write). The file is `uploading` until the upload ends (`uploadCommitted`,
                 // `uploadReturned`).
                 let permit: ContentLifecycle.UploadPermit
-                switch takeForUpload(node) {
+                switch takeForUpload(node, taking: taking) {
                 case .permit(let granted): permit = granted
                 case .refused(let reason): return .refused(reason)
                 }
@@ -118,9 +121,13 @@ extension UploadRecords {
         case refused(String)
     }
 
-    /// Feeds `uploadTaken` to the file `node` (queued: the uploader took its item).
-    private func takeForUpload(_ node: Node) -> Taken {
-        let transition = node.apply(.uploadTaken, queued: true)
+    /// Feeds `uploadTaken` to the file `node` (queued: the uploader took its item), or with
+    /// `taking` false only asks the machine what that take would give.
+    private func takeForUpload(_ node: Node, taking: Bool) -> Taken {
+        let transition =
+            taking
+            ? node.apply(.uploadTaken, queued: true)
+            : ContentLifecycle.transition(from: node.contentState(queued: true), on: .uploadTaken)
         for action in transition.actions {
             if case .upload(let permit) = action { return .permit(permit) }
         }
