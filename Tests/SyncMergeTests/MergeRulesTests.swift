@@ -32,11 +32,11 @@ struct MergeRulesTests {
                 "15 quote\"d", "16 crlf.txt",
             ])
         #expect(
-            rules.rules.map(\.policy) == [
-                .text(markers: false), .text(markers: true), .json, .union, .keepBoth, .newest, .local, .remote,
-                .command("sqlite-merge %O %A %B", timeoutSeconds: nil),
-                .command("tool --fast %A %B", timeoutSeconds: 5),
-                .command("tool --timeout=x", timeoutSeconds: 7), .union, .local, .remote,
+            rules.rules.map(\.chain.steps) == [
+                [.text(markers: false)], [.text(markers: true)], [.json], [.union], [.keepBoth], [.newest], [.local],
+                [.remote], [.command("sqlite-merge %O %A %B", timeoutSeconds: nil)],
+                [.command("tool --fast %A %B", timeoutSeconds: 5)], [.command("tool --timeout=x", timeoutSeconds: 7)],
+                [.union], [.local], [.remote],
             ])
     }
 
@@ -45,7 +45,7 @@ struct MergeRulesTests {
         let rules = MergeRules(parsing: "*.a merge=union\r\n*.b prefer=local\r\n")
         #expect(rules.problems == [])
         #expect(rules.rules.map(\.line) == [1, 2])
-        #expect(rules.rules.map(\.policy) == [.union, .local])
+        #expect(rules.rules.map(\.chain.steps) == [[.union], [.local]])
     }
 
     @Test func badLinesAreReportedAndSkipped() {
@@ -77,13 +77,13 @@ struct MergeRulesTests {
         #expect(
             rules.problems[1].description
                 == ".syncfs-rules:3: unknown merge=yaml (text, json, union, keep-both or command:…)")
-        #expect(rules.policy(forPath: "x.z", isText: true) == .remote)
-        #expect(rules.policy(forPath: "x.b", isText: true) == .text(markers: false))
+        #expect(rules.chain(forPath: "x.z").steps == [.remote])
+        #expect(rules.chain(forPath: "x.b").steps == [.text(markers: false)])
     }
 
     @Test func aByteOrderMarkAndTrailingTextAreHandled() {
         let rules = MergeRules(parsing: "\u{FEFF}*.a prefer=local\n*.b prefer=local # no comments here\n")
-        #expect(rules.policy(forPath: "x.a", isText: true) == .local)
+        #expect(rules.chain(forPath: "x.a").steps == [.local])
         #expect(rules.problems == [RuleProblem(line: 2, message: "unknown attribute \"#\"")])
     }
 
@@ -95,50 +95,42 @@ struct MergeRulesTests {
                 docs/*.md merge=text conflict=markers
                 *.md prefer=remote
                 """)
-        #expect(rules.policy(forPath: "a.txt", isText: true) == .union)
-        #expect(rules.policy(forPath: "x/notes/a.txt", isText: true) == .union)
-        #expect(rules.policy(forPath: "notes/a.txt", isText: true) == .local)
-        #expect(rules.policy(forPath: "docs/a.md", isText: true) == .remote)
+        #expect(rules.chain(forPath: "a.txt").steps == [.union])
+        #expect(rules.chain(forPath: "x/notes/a.txt").steps == [.union])
+        #expect(rules.chain(forPath: "notes/a.txt").steps == [.local])
+        #expect(rules.chain(forPath: "docs/a.md").steps == [.remote])
     }
 
     @Test func userRulesComeAfterTheDefaults() {
         let rules = MergeRules(parsing: "*.json prefer=newest\n")
-        #expect(rules.policy(forPath: "a.json", isText: true) == .newest)
-        #expect(MergeRules.defaults.policy(forPath: "a.json", isText: true) == .json)
+        #expect(rules.chain(forPath: "a.json").steps == [.newest])
+        #expect(MergeRules.defaults.chain(forPath: "a.json").steps == [.json])
     }
 
     @Test func defaults() {
         let rules = MergeRules.defaults
         #expect(rules.rules.isEmpty && rules.problems.isEmpty)
         #expect(rules == MergeRules(parsing: "# nothing\n\n"))
-        #expect(rules.policy(forPath: "config/settings.json", isText: true) == .json)
-        #expect(rules.policy(forPath: "settings.json", isText: false) == .keepBoth)
-        #expect(rules.policy(forPath: "notes.txt", isText: true) == .text(markers: false))
-        #expect(rules.policy(forPath: "Makefile", isText: true) == .text(markers: false))
-        #expect(rules.policy(forPath: "photo.jpg", isText: false) == .keepBoth)
-        #expect(rules.policy(forPath: "a.JSON", isText: true) == .text(markers: false))
+        #expect(rules.chain(forPath: "config/settings.json").steps == [.json])
+        #expect(rules.chain(forPath: "notes.txt").steps == [.text(markers: false)])
+        #expect(rules.chain(forPath: "Makefile").steps == [.text(markers: false)])
+        #expect(rules.chain(forPath: "photo.jpg").steps == [.text(markers: false)], "falls through on binary")
+        #expect(rules.chain(forPath: "a.JSON").steps == [.text(markers: false)])
     }
 
+    /// A content policy on a version that is not text falls through (to the implied keep-both):
+    /// a line merge of binary data would corrupt it. The other policies apply to any content.
     @Test func contentPoliciesNeedText() {
-        let rules = MergeRules(
-            parsing: """
-                *.t merge=text
-                *.m merge=text conflict=markers
-                *.j merge=json
-                *.u merge=union
-                *.n prefer=newest
-                *.l prefer=local
-                *.r prefer=remote
-                *.c merge=command:x
-                """)
-        for ext in ["t", "m", "j", "u"] {
-            #expect(rules.policy(forPath: "f.\(ext)", isText: false) == .keepBoth)
-            #expect(rules.policy(forPath: "f.\(ext)", isText: true) != .keepBoth)
+        let binary = MergeVersions(
+            content: MergeVersions.Content(base: [0, 1], local: [0, 2], remote: [0, 3]), localSize: 2, remoteSize: 2,
+            localModified: 1, remoteModified: 2)
+        for policy in [MergePolicy.text(markers: false), .text(markers: true), .json, .union] {
+            #expect(policy.decide(binary) == .fallThrough("both changed the content; a version is not text"))
         }
-        #expect(rules.policy(forPath: "f.n", isText: false) == .newest)
-        #expect(rules.policy(forPath: "f.l", isText: false) == .local)
-        #expect(rules.policy(forPath: "f.r", isText: false) == .remote)
-        #expect(rules.policy(forPath: "f.c", isText: false) == .command("x", timeoutSeconds: nil))
+        #expect(MergePolicy.newest.decide(binary) == .remote)
+        #expect(MergePolicy.local.decide(binary) == .local)
+        #expect(MergePolicy.remote.decide(binary) == .remote)
+        #expect(MergePolicy.keepBoth.decide(binary) == .keepBoth)
     }
 
     @Test func globsInRules() {
@@ -153,16 +145,16 @@ struct MergeRulesTests {
                 with\\ escape.txt merge=keep-both
                 """)
         #expect(rules.problems == [])
-        #expect(rules.policy(forPath: "top.txt", isText: true) == .local)
-        #expect(rules.policy(forPath: "x/top.txt", isText: true) == .text(markers: false))
-        #expect(rules.policy(forPath: "a/b/gen/x.c", isText: true) == .remote)
-        #expect(rules.policy(forPath: "gen/x.c", isText: true) == .remote)
-        #expect(rules.policy(forPath: "logs/2026/a.log", isText: true) == .union)
-        #expect(rules.policy(forPath: "x/logs/a.log", isText: true) == .text(markers: false))
-        #expect(rules.policy(forPath: "d/b1.cfg", isText: true) == .json)
-        #expect(rules.policy(forPath: "c1.cfg", isText: true) == .text(markers: false))
-        #expect(rules.policy(forPath: "#literal", isText: true) == .newest)
-        #expect(rules.policy(forPath: "dir/with space.txt", isText: true) == .keepBoth)
-        #expect(rules.policy(forPath: "with escape.txt", isText: true) == .keepBoth)
+        #expect(rules.chain(forPath: "top.txt").steps == [.local])
+        #expect(rules.chain(forPath: "x/top.txt").steps == [.text(markers: false)])
+        #expect(rules.chain(forPath: "a/b/gen/x.c").steps == [.remote])
+        #expect(rules.chain(forPath: "gen/x.c").steps == [.remote])
+        #expect(rules.chain(forPath: "logs/2026/a.log").steps == [.union])
+        #expect(rules.chain(forPath: "x/logs/a.log").steps == [.text(markers: false)])
+        #expect(rules.chain(forPath: "d/b1.cfg").steps == [.json])
+        #expect(rules.chain(forPath: "c1.cfg").steps == [.text(markers: false)])
+        #expect(rules.chain(forPath: "#literal").steps == [.newest])
+        #expect(rules.chain(forPath: "dir/with space.txt").steps == [.keepBoth])
+        #expect(rules.chain(forPath: "with escape.txt").steps == [.keepBoth])
     }
 }

@@ -1,8 +1,9 @@
 /// The rules file (`.syncfs-rules` at the container's root), gitattributes-style: which
-/// `MergePolicy` applies to which paths.
+/// `MergeChain` of policies applies to which paths.
 ///
-/// One rule per line: `GLOB merge=…|prefer=… [conflict=markers] [timeout=N]`, glob syntax as in
-/// `Glob` (a glob with spaces may be written in double quotes); see `RuleLine` for the grammar.
+/// One rule per line: `GLOB POLICY [else POLICY]…`, each policy `merge=…|prefer=…
+/// [conflict=markers] [timeout=N]`, glob syntax as in `Glob` (a glob with spaces may be written
+/// in double quotes); see `RuleLine` and `RuleStep` for the grammar.
 /// `#` comments and blank lines are ignored. A line that does not parse is reported in `problems`
 /// and skipped: a bad line never disables the others. Later lines override earlier ones (like
 /// gitattributes), and the file's rules come after the built-in defaults.
@@ -18,8 +19,8 @@ public struct MergeRules: Equatable, Sendable {
     public var problems: [RuleProblem]
 
     /// The built-in rules, before the file's: `*.json` merges as JSON. (Files no rule matches
-    /// merge as text when they are text, else keep both: see `policy(forPath:isText:)`.)
-    static let builtIn: [MergeRule] = [MergeRule(glob: try! Glob("*.json"), policy: .json, line: 0)]
+    /// merge as text when they are text, else keep both: see `chain(forPath:)`.)
+    static let builtIn: [MergeRule] = [MergeRule(glob: try! Glob("*.json"), chain: MergeChain([.json]), line: 0)]
 
     init(rules: [MergeRule], problems: [RuleProblem]) {
         self.rules = rules
@@ -39,26 +40,28 @@ public struct MergeRules: Equatable, Sendable {
             if line.last == "\r" { line.removeLast() }
             switch RuleLine.parse(line) {
             case .blank: break
-            case .rule(let glob, let policy): rules.append(MergeRule(glob: glob, policy: policy, line: index + 1))
+            case .rule(let glob, let chain): rules.append(MergeRule(glob: glob, chain: chain, line: index + 1))
             case .problem(let message): problems.append(RuleProblem(line: index + 1, message: message))
             }
         }
         self.init(rules: rules, problems: problems)
     }
 
-    /// The policy for a file at `path` (relative to the folder root, "/"-separated, no leading
-    /// "/"); `isText`: whether every version of the file is text (`ContentSniffer.isText`).
+    /// The chain of policies for a file at `path` (relative to the folder root, "/"-separated,
+    /// no leading "/").
     ///
     /// The last rule of the file whose glob matches decides; else the built-in rules (`*.json` →
-    /// `.json`); else `.text(markers: false)` for text and `.keepBoth` for anything else. A content
-    /// policy (`merge=text`, `merge=json`, `merge=union`, the built-in `*.json` included) on a
-    /// file that is not text on some side (a NUL byte or invalid UTF-8) becomes `.keepBoth`: a
-    /// line merge of binary data would corrupt it.
-    public func policy(forPath path: String, isText: Bool) -> MergePolicy {
+    /// `merge=json`); else `merge=text`. A content policy (`merge=text`, `merge=json`,
+    /// `merge=union`) falls through on a file that is not text in some version (a NUL byte or
+    /// invalid UTF-8; `MergePolicy.decide`): a line merge of binary data would corrupt it, and the
+    /// implied end of every chain keeps both versions.
+    public func chain(forPath path: String) -> MergeChain {
         let rule = rules.last { $0.glob.matches(path) } ?? Self.builtIn.last { $0.glob.matches(path) }
-        let policy = rule?.policy ?? (isText ? .text(markers: false) : .keepBoth)
-        return policy.needsText && !isText ? .keepBoth : policy
+        return rule?.chain ?? Self.fallback
     }
+
+    /// The chain of a path no rule matches.
+    static let fallback = MergeChain([.text(markers: false)])
 }
 
 /// One parsed rule.
@@ -66,11 +69,11 @@ public struct MergeRule: Equatable, Sendable {
     let glob: Glob
     /// The glob as written (without quotes).
     public var pattern: String { glob.pattern }
-    public var policy: MergePolicy
+    public var chain: MergeChain
     /// The line of the rules file (1-based; 0 for a built-in rule).
     public var line: Int
 
-    /// Whether the rule's glob matches `path` (see `MergeRules.policy(forPath:isText:)`).
+    /// Whether the rule's glob matches `path` (see `MergeRules.chain(forPath:)`).
     public func matches(_ path: String) -> Bool { glob.matches(path) }
 }
 

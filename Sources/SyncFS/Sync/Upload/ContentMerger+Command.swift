@@ -5,10 +5,12 @@ import SyncMerge
 /// `merge=command:` merges on the merge worker (`MergeCommandWorker`), off the upload path.
 extension ContentMerger {
     /// The outcome of the file's command merge, or `.waiting` while its command runs (the item is
-    /// then parked in the queue until the command ends). A refused command keeps both at once.
+    /// then parked in the queue until the command ends). A refused or failed command answers
+    /// `.keepBoth` (the chain's next step decides). `read`: the three versions if already read
+    /// (else they are read when the command is to start).
     func commandResolution(
         name: String, ruleTimeout: Int?, path: String, item: OutboxItem, ours: EntryState, theirs current: RemoteEntry,
-        local: MergeLocalContent, baseManifest: [ChunkRef], temporaries: inout [String]
+        local: MergeLocalContent, read: MergeVersions.Content?, baseManifest: [ChunkRef], temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
         let definition: MergeCommandTable.Definition
         switch mergeCommands.lookup(name, logger: logger) {
@@ -35,7 +37,12 @@ extension ContentMerger {
         case .done(.failure(let failure)): throw failure
         case .idle: break
         }
-        let sides = try readSides(local: local, ours: ours, theirs: current.state, baseManifest: baseManifest)
+        let sides: (base: [UInt8], local: [UInt8], remote: [UInt8])
+        if let read {
+            sides = (read.base, read.local, read.remote)
+        } else {
+            sides = try readSides(local: local, ours: ours, theirs: current.state, baseManifest: baseManifest)
+        }
         let owner = fileSystem.live.transact { _ in local.node.uid }
         let identity = MergeIdentity.forMerging(fileOwner: owner)
         logger.debug("the merge command \(definition.name) for \(path) starts on the merge worker")

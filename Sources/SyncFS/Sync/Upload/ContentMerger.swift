@@ -185,61 +185,57 @@ final class ContentMerger: Sendable {
         return try adopt(state, for: item, current: current, local: local, oursManifest: ours.manifest)
     }
 
-    /// Runs the path's policy on the three versions.
+    /// Runs the path's chain of policies on the three versions: the first step that decides
+    /// makes the resolution; when every step falls through, both versions are kept, the reasons
+    /// of the steps in the conflict copy's note. The bytes are read once, when a step first needs
+    /// them; a merge command's step may answer `.waiting` (walked again from the start when its
+    /// command ends: the steps before it fall through the same way on the same versions).
     private func resolveContent(
         path: String, item: OutboxItem, ours: EntryState, theirs current: RemoteEntry, local: MergeLocalContent,
         baseManifest: [ChunkRef], temporaries: inout [String]
     ) throws(SyncFailure) -> ContentResolution {
         let theirs = current.state
-        let rules = try self.rules.rulesForMerge()
-        var policy = rules.policy(forPath: path, isText: true)
+        let chain = try rules.rulesForMerge().chain(forPath: path)
         let sizes = [ours.size, theirs.size, baseManifest.reduce(0) { $0 + $1.length }]
         let readable = sizes.allSatisfy { $0 <= Self.largestMergedFile }
-        if case .command(let name, let ruleTimeout) = policy, readable {
-            // On the merge worker, off the upload path (ContentMerger+Command.swift).
-            return try commandResolution(
-                name: name, ruleTimeout: ruleTimeout, path: path, item: item, ours: ours, theirs: current,
-                local: local, baseManifest: baseManifest, temporaries: &temporaries)
+        var versions = MergeVersions(
+            localSize: ours.size, remoteSize: theirs.size, localModified: ours.mtime, remoteModified: theirs.mtime)
+        var answered: ContentResolution?
+        let outcome = try chain.decide { step throws(SyncFailure) -> MergeStepOutcome? in
+            let outcome: MergeStepOutcome
+            if case .command(let name, let ruleTimeout) = step {
+                guard readable else { return .fallThrough("both changed the content; too large to merge") }
+                // On the merge worker, off the upload path (ContentMerger+Command.swift).
+                let resolution = try commandResolution(
+                    name: name, ruleTimeout: ruleTimeout, path: path, item: item, ours: ours, theirs: current,
+                    local: local, read: versions.content, baseManifest: baseManifest, temporaries: &temporaries)
+                guard case .keepBoth(let reason) = resolution else {
+                    answered = resolution
+                    return nil
+                }
+                outcome = .fallThrough(reason)
+            } else {
+                if step.needsContent, readable, versions.content == nil {
+                    let read = try readSides(local: local, ours: ours, theirs: theirs, baseManifest: baseManifest)
+                    versions.content = MergeVersions.Content(base: read.base, local: read.local, remote: read.remote)
+                }
+                outcome = step.decide(versions)
+            }
+            if case .fallThrough(let reason) = outcome, step != chain.steps.last {
+                logger.info("conflict on \(path): \(Self.quotedForDisplay(step.description)) did not decide: \(reason)")
+            }
+            return outcome
         }
-        var sides: (base: [UInt8], local: [UInt8], remote: [UInt8])?
-        if policy != rules.policy(forPath: path, isText: false) || policy.needsContent {
-            guard readable else { return .keepBoth(reason: "both changed the content; too large to merge") }
-            let read = try readSides(local: local, ours: ours, theirs: theirs, baseManifest: baseManifest)
-            let isText = [read.base, read.local, read.remote].allSatisfy(ContentSniffer.isText)
-            policy = rules.policy(forPath: path, isText: isText)
-            sides = read
-        }
-        func written(_ bytes: [UInt8], markers: Bool = false) throws(SyncFailure) -> ContentResolution {
+        switch outcome {
+        case nil: return answered ?? .waiting
+        case .local: return .ours
+        case .remote: return .theirs
+        case .keepBoth(let reason): return .keepBoth(reason: reason)
+        case .merged(let bytes, let markers):
             let file = remote.temporaryContentPath()
             temporaries.append(file)
             try Self.writeSynced(bytes, to: file)
             return .merged(path: file, markers: markers)
-        }
-        switch policy {
-        case .local: return .ours
-        case .remote: return .theirs
-        case .newest: return ours.mtime > theirs.mtime ? .ours : .theirs
-        case .keepBoth: return .keepBoth(reason: "both changed the content (policy keep-both)")
-        case .text(let markers):
-            guard let sides else { return .keepBoth(reason: "both changed the content") }
-            let result = ThreeWayMerge.text(
-                base: sides.base, local: sides.local, remote: sides.remote, markers: markers)
-            guard case .merged(let bytes) = result.outcome else {
-                return .keepBoth(reason: "both changed the same lines")
-            }
-            return try written(bytes, markers: result.hadConflicts)
-        case .json:
-            guard let sides else { return .keepBoth(reason: "both changed the content") }
-            guard
-                case .merged(let bytes) = ThreeWayMerge.json(base: sides.base, local: sides.local, remote: sides.remote)
-            else { return .keepBoth(reason: "both changed the same JSON keys (or a side is not valid JSON)") }
-            return try written(bytes)
-        case .union:
-            guard let sides else { return .keepBoth(reason: "both changed the content") }
-            return try written(ThreeWayMerge.union(base: sides.base, local: sides.local, remote: sides.remote))
-        case .command:
-            // Handled above; here only when a side is too large to merge.
-            return .keepBoth(reason: "both changed the content; too large to merge")
         }
     }
 
@@ -344,15 +340,5 @@ final class ContentMerger: Sendable {
             throw .local("cannot write \(path): \(LocalFileIO.errorText(code))")
         }
         guard fsync(fd) == 0 else { throw .local("cannot sync \(path): \(LocalFileIO.errorText(errno))") }
-    }
-}
-
-extension MergePolicy {
-    /// Whether the policy reads the three versions' bytes.
-    var needsContent: Bool {
-        switch self {
-        case .text, .json, .union, .command: return true
-        case .newest, .local, .remote, .keepBoth: return false
-        }
     }
 }
