@@ -121,9 +121,11 @@ struct SyncRoundsMountTest {
 
     @Test func aConflictCopyIsAnEventWithBothVersionsAndTheBase() throws {
         try SyncedMounts.with(uploadDelay: 600_000) { mounts in
-            let b = mounts.b
+            let (a, b) = (mounts.a, mounts.b)
             let watcher = try Watcher.events([b.root, "--timeout", "120"])
             defer { watcher.stop() }
+            let onA = try Watcher.events([a.root, "plan.txt", "--timeout", "120"])
+            defer { onA.stop() }
             let copies = try conflictsOnB(mounts, ["plan.txt"])
             #expect(waitUntil { !lines(watcher, ["conflict"]).isEmpty }, "\(watcher.output)")
             let event = try #require(lines(watcher, ["conflict"]).first)
@@ -137,6 +139,11 @@ struct SyncRoundsMountTest {
             let baseVersion = details.base?.version ?? .max
             #expect(baseVersion < remoteVersion, "the base is older than A's version: \(watcher.output)")
             #expect(details.remote?.device?.isEmpty == false && details.remote?.mtime?.hasSuffix("Z") == true)
+            // A sees the copy arrive: its own event, the original being the version A had.
+            #expect(waitUntil { !lines(onA, ["conflict"]).isEmpty }, "\(onA.output)")
+            let arrived = try #require(lines(onA, ["conflict"]).first)
+            #expect(arrived.origin == "remote" && arrived.conflict?.copy == details.copy, "\(onA.output)")
+            #expect(arrived.conflict?.local?.path == "plan.txt" && arrived.conflict?.remote?.path == details.copy)
         }
     }
 

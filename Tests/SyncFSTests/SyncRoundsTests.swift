@@ -242,13 +242,14 @@ extension SyncEngineTests {
         pair.a.fs.outbox.expediteAll()
         pair.b.fs.outbox.expediteAll()
         var conflicts: [(ChangeEvent, FileSystemFixture)] = []
-        try await eventually("a conflict event") {
+        try await eventually("a conflict event on each side") {
             conflicts += only([.conflict], received(onA)).map { ($0, pair.a) }
             conflicts += only([.conflict], received(onB)).map { ($0, pair.b) }
-            return !conflicts.isEmpty
+            return conflicts.count >= 2
         }
-        let (event, side) = conflicts[0]
-        #expect(conflicts.count == 1, "one side keeps the copy: \(conflicts.map(\.0))")
+        // One side keeps the copy (origin local); the other sees it arrive (origin remote).
+        #expect(conflicts.count == 2 && Set(conflicts.map { $0.0.origin }) == [.local, .remote], "\(conflicts)")
+        let (event, side) = try #require(conflicts.first { $0.0.origin == .local })
         let details = try #require(event.conflict)
         let ownSize: Int64 = side === pair.a ? 4 : 3
         #expect(event.path == "shared.bin" && event.origin == .local && event.type == .file)
@@ -260,6 +261,11 @@ extension SyncEngineTests {
         let baseVersion = try #require(details.base?.version)
         #expect(baseVersion < remoteVersion)
         #expect(details.host == side.fs.deviceName.text && details.markers == nil)
+        let arrived = try #require(conflicts.first { $0.0.origin == .remote }?.0.conflict)
+        #expect(arrived.copy == details.copy && arrived.host == details.host, "\(arrived)")
+        #expect(arrived.local?.path == "shared.bin" && arrived.local?.size == 7 - ownSize, "this side's version")
+        #expect(
+            arrived.remote?.path == details.copy && arrived.remote?.size == ownSize && arrived.remote?.version != nil)
     }
 
     @Test func aBurstOfTenThousandCreatesGivesAFewSyncedNotThousands() async throws {

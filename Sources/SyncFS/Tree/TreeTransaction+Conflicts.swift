@@ -87,6 +87,28 @@ extension TreeTransaction {
                 kind: .conflict, path: path, origin: origin, fileID: fileID, type: type, conflict: details))
     }
 
+    /// A conflict copy made elsewhere arrived (`copy`, created from the container's `entry`): the
+    /// `conflict` event of this machine (origin remote), for an app that asks its user here too.
+    /// Here the original holds the version this machine had (`local`), the copy the one from the
+    /// machine named in its note (`remote`); their base is not known here.
+    mutating func noteArrivedConflictCopy(_ copy: Node, entry: RemoteEntry) {
+        guard changeEvents.isObserved, let value = copy.xattrs[ConflictNote.attribute],
+            let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value)),
+            let originalID = FileID(hex: note.of), originalID != copy.fileID,
+            let original = node(withID: originalID), !original.isUnlinked
+        else { return }
+        let originalPath = displayPath(of: original)
+        let copyPath = displayPath(of: copy)
+        let details = ConflictDetails(
+            copy: copyPath, copyFileID: copy.fileID.hex, host: DeviceName.sanitised(note.host),
+            reason: DeviceName.printable(note.reason, maxBytes: 1024),
+            local: conflictVersion(of: original, at: originalPath),
+            remote: ConflictVersion(
+                path: copyPath, fileID: copy.fileID, version: entry.version, size: entry.state.size,
+                mtime: entry.state.mtime, device: entry.device))
+        noteConflict(details, at: originalPath, fileID: originalID, type: .init(original.kind), origin: .remote)
+    }
+
     /// What is known here of the version `node` holds (at `path`): its ID, base version (the
     /// container's version it derives from, if any), size and mtime.
     func conflictVersion(of node: Node, at path: String) -> ConflictVersion {

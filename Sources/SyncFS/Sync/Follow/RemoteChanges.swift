@@ -388,6 +388,7 @@ extension RemoteChanges {
         tree.bases[entry.id] = base
         tree.record(.syncBaseSet(entry.id, base, state: state))
         tree.noteChange(.created, node, origin: .remote)
+        tree.noteArrivedConflictCopy(node, entry: entry)
         // A new file is echoed as written and closed too, as a local copy would be seen.
         if application.wantsTouch && node.kind == .file {
             application.touch = EchoTouch(after: node, contentChanged: true, in: tree)
