@@ -43,9 +43,8 @@ extension SyncEngine {
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guarded.status()
-        status.upToDate =
-            status.online && progress.storageUnavailableSince == nil && progress.feedCaughtUp
-            && status.pendingEntries == 0 && !guarded.deleteGuard.isHeld
+        // The condition `synced` events are published on (`SyncRounds`).
+        status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
             0, status.pendingBytes - status.transfers.filter { $0.direction == .upload }.reduce(0) { $0 + $1.done })
         return status

@@ -44,4 +44,14 @@ public struct ConflictListing: Codable, Sendable, Equatable {
     public var host: String
     public var time: String
     public var reason: String
+    // Optional only so that a newer client can read an older daemon's answer.
+    /// The copy's file ID (32 hex digits).
+    public var fileID: String?
+    /// The original's file ID.
+    var originalFileID: String?
+    /// The copy was made by this mount (its `host` is this mount's device name): the copy holds
+    /// this mount's version and the original the other side's. False: the other way round —
+    /// the original holds the version this mount had, the copy the one from `host`
+    /// (`resolve --keep local|remote`, doc/CLI.md).
+    public var keptHere: Bool?
 }

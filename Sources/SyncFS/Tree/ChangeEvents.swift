@@ -33,6 +33,14 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         case treeCorrected = "tree-corrected"
         /// Not a change: the subscriber fell too far behind and the events after this were dropped.
         case overflow
+        /// The follower began / finished reading the container's feed to its end: a first attach
+        /// or a catch-up (`message`: `attach` or `catch-up`; `scan-end`'s `counts`: what it read).
+        /// Path "".
+        case scanBegin = "scan-begin"
+        case scanEnd = "scan-end"
+        /// The mount became up to date (`SyncRounds`; `counts`: sent and received since the last
+        /// one). Path "".
+        case synced
     }
 
     enum Origin: String, Codable, Sendable {
@@ -66,10 +74,15 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     var type: EntryType?
     /// `offline` and `rules-error`: what is wrong, one line.
     var message: String?
+    /// `scan-end` and `synced`: how much (`EventCounts`).
+    var counts: EventCounts?
+    /// `conflict`: the copy and the versions (`ConflictDetails`).
+    var conflict: ConflictDetails?
 
     init(
         kind: Kind, path: String, oldPath: String? = nil, origin: Origin?, fileID: FileID?, type: EntryType?,
-        message: String? = nil, time: String = ChangeEvent.timestamp()
+        message: String? = nil, counts: EventCounts? = nil, conflict: ConflictDetails? = nil,
+        time: String = ChangeEvent.timestamp()
     ) {
         self.time = time
         self.path = path
@@ -79,16 +92,19 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         self.fileID = fileID?.hex
         self.type = type
         self.message = message
+        self.counts = counts
+        self.conflict = conflict
     }
 
     /// Events about the whole mount, not one entry: every subscriber gets them.
     var isMountLevel: Bool {
         kind == .online || kind == .offline || kind == .guardHeld || kind == .guardReleased || kind == .guardDiscarded
             || kind == .treeCorrected
+            || kind == .scanBegin || kind == .scanEnd || kind == .synced
     }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
-    /// oldPath, origin, fileID, type, message; absent ones left out).
+    /// oldPath, origin, fileID, type, message, counts, conflict; absent ones left out).
     var jsonLine: [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(160 + path.utf8.count + (oldPath?.utf8.count ?? 0))
@@ -107,8 +123,22 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         field("fileID", fileID)
         field("type", type?.rawValue)
         field("message", message)
+        if let counts { Self.appendObject("counts", counts, to: &line) }
+        if let conflict { Self.appendObject("conflict", conflict, to: &line) }
         line.append(contentsOf: [UInt8(ascii: "}"), 10])
         return line
+    }
+
+    /// Appends `,"key":{…}` (sorted keys; `EventCounts` and `ConflictDetails` hold numbers and
+    /// strings only, so their encoding cannot fail).
+    private static func appendObject(_ key: String, _ value: some Encodable, to line: inout [UInt8]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let object = try? encoder.encode(value) else { return }
+        line.append(UInt8(ascii: ","))
+        appendJSONString(key, to: &line)
+        line.append(UInt8(ascii: ":"))
+        line.append(contentsOf: object)
     }
 
     private static func appendJSONString(_ text: String, to line: inout [UInt8]) {
@@ -179,6 +209,8 @@ enum ChangeFilter: Sendable, Equatable {
     }
 
     func matches(_ event: ChangeEvent) -> Bool {
+        // `synced` is about the whole folder: a watcher of one entry waits for that entry.
+        if event.kind == .synced, case .entry = self { return false }
         if event.isMountLevel { return true }
         switch self {
         case .everything: return true
@@ -202,11 +234,13 @@ enum ChangeFilter: Sendable, Equatable {
 /// behind gets one `overflow` event and nothing after it (its stream ends).
 ///
 /// Kinds published: the core publishes `created`, `modified`, `deleted`, `renamed` for local
-/// changes and for remote changes applied by the follower, and `conflict` when a local entry is
-/// moved aside for a remote one; the merge code publishes `merged` (a merge result replaced the
-/// content) and `conflict` (a conflict copy was made) through `SyncFileSystem.noteChange` too;
+/// changes and for remote changes applied by the follower, and `conflict` (with
+/// `ConflictDetails`) when an entry is moved aside to a conflict name; the merge code publishes
+/// `merged` (a merge result replaced the content) and `conflict` (a conflict copy was made, or
+/// markers written: `Conflicts`) through the tree too;
 /// a finished download publishes `downloaded`; the engine publishes `online`/`offline` when its
-/// view of the container changes (`Reachability`) and `rules-error` (`RulesWatch`).
+/// view of the container changes (`Reachability`) and `rules-error` (`RulesWatch`); the sync
+/// rounds publish `scan-begin`, `scan-end` and `synced` (`SyncRounds`).
 final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])

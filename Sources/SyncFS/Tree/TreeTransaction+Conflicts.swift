@@ -43,16 +43,28 @@ extension TreeTransaction {
 
     /// Gives `node` a free conflict name in `parent` (keep both:
     /// `NAME (conflict from HOST DATE TIME)`), marks it as a conflict copy of `original` (the
-    /// entry that took its name) and queues it: its record, mark and outbox row are recorded.
-    mutating func moveToConflictName(_ node: Node, in parent: Node, of original: FileID?, host: DeviceName)
-        -> FileName
-    {
+    /// entry that took its name) and queues it: its record, mark and outbox row are recorded, and
+    /// a `conflict` event published (`origin`: who took the name, this mount or the container).
+    mutating func moveToConflictName(
+        _ node: Node, in parent: Node, of original: FileID?, host: DeviceName, origin: ChangeEvent.Origin
+    ) -> FileName {
         let now = Clock.nowNanoseconds()
         let newName = ConflictNames.free(for: node.name, in: parent, host: host.text, time: now)
+        let contestedPath = pathIfObserved(node)
         renameWithin(parent, node, to: newName, at: now)
+        if let contestedPath {
+            let copyPath = displayPath(of: node)
+            let holder = original.flatMap { self.node(withID: $0) }
+            let details = ConflictDetails(
+                copy: copyPath, copyFileID: node.fileID.hex, host: host.text, reason: Self.nameTakenReason,
+                local: conflictVersion(of: node, at: copyPath),
+                remote: holder.map { conflictVersion(of: $0, at: contestedPath) }
+                    ?? original.map { ConflictVersion(path: contestedPath, fileID: $0) })
+            noteConflict(details, at: contestedPath, fileID: original, type: .init(node.kind), origin: origin)
+        }
         node.recordHandedToStore()
         if let original {
-            let value = ConflictNote.encoded(of: original, host: host, reason: "another entry took the name", now: now)
+            let value = ConflictNote.encoded(of: original, host: host, reason: Self.nameTakenReason, now: now)
             node.xattrs[ConflictNote.attribute] = value
             conflictCopies[node.fileID] = original
             record(.setXattr(node.ino, name: ConflictNote.attribute, value: value))
@@ -60,6 +72,50 @@ extension TreeTransaction {
         record(.upsert(node.record))
         record(outbox.changed(node.fileID))
         return newName
+    }
+
+    static let nameTakenReason = "another entry took the name"
+
+    /// Publishes a `conflict` event about the entry at `path` (`fileID`), with `details`.
+    mutating func noteConflict(
+        _ details: ConflictDetails, at path: String, fileID: FileID?, type: ChangeEvent.EntryType,
+        origin: ChangeEvent.Origin
+    ) {
+        guard changeEvents.isObserved else { return }
+        publish(
+            ChangeEvent(
+                kind: .conflict, path: path, origin: origin, fileID: fileID, type: type, conflict: details))
+    }
+
+    /// A conflict copy made elsewhere arrived (`copy`, created from the container's `entry`): the
+    /// `conflict` event of this machine (origin remote), for an app that asks its user here too.
+    /// Here the original holds the version this machine had (`local`), the copy the one from the
+    /// machine named in its note (`remote`); their base is not known here.
+    mutating func noteArrivedConflictCopy(_ copy: Node, entry: RemoteEntry) {
+        guard changeEvents.isObserved, let value = copy.xattrs[ConflictNote.attribute],
+            let note = try? JSONDecoder().decode(ConflictNote.self, from: Data(value)),
+            let originalID = FileID(hex: note.of), originalID != copy.fileID,
+            let original = node(withID: originalID), !original.isUnlinked
+        else { return }
+        let originalPath = displayPath(of: original)
+        let copyPath = displayPath(of: copy)
+        let details = ConflictDetails(
+            copy: copyPath, copyFileID: copy.fileID.hex, host: DeviceName.sanitised(note.host),
+            reason: DeviceName.printable(note.reason, maxBytes: 1024),
+            local: conflictVersion(of: original, at: originalPath),
+            remote: ConflictVersion(
+                path: copyPath, fileID: copy.fileID, version: entry.version, size: entry.state.size,
+                mtime: entry.state.mtime, device: entry.device))
+        noteConflict(details, at: originalPath, fileID: originalID, type: .init(original.kind), origin: .remote)
+    }
+
+    /// What is known here of the version `node` holds (at `path`): its ID, base version (the
+    /// container's version it derives from, if any), size and mtime.
+    func conflictVersion(of node: Node, at path: String) -> ConflictVersion {
+        ConflictVersion(
+            path: path, fileID: node.fileID, version: bases[node.fileID]?.version,
+            size: node.kind == .file ? node.size.load(ordering: .relaxed) : nil,
+            mtime: node.mtime.load(ordering: .relaxed))
     }
 
     /// Renames `node` within `parent` to `name`, or, if another entry holds it, to a free

@@ -56,6 +56,8 @@ final class SyncEngine: Sendable {
     let refusals: RemoteEntryRefusals
     /// Whether the container answers (`status`: online, or offline since when).
     let reachability: Reachability
+    /// `scan-begin`, `scan-end` and `synced` (`SyncRounds`).
+    let rounds: SyncRounds
     private let reported: EngineProgress
     private let run: EngineRun
     /// The container as it answers, unchecked (a server switch is observed on it).
@@ -79,7 +81,6 @@ final class SyncEngine: Sendable {
         self.refusals = refusals
         let reachability = Reachability()
         self.reachability = reachability
-        Self.watch(reachability, fileSystem: fileSystem, logger: logger)
         let historyReader = HistoryReader(base: container as? any ContainerHistory)
         uncheckedContainer = BlockingContainer(base: container)
         let blocking = Self.checked(
@@ -100,6 +101,10 @@ final class SyncEngine: Sendable {
         history = HistoryService(fileSystem: fileSystem, container: blocking, history: historyReader)
         let deleteGuard = GuardedUploads.makeDeleteGuard(
             fileSystem: fileSystem, thresholds: options.deleteGuard, logger: logger)
+        let rounds = Self.rounds(
+            fileSystem: fileSystem, reachability: reachability, progress: reported, deleteGuard: deleteGuard)
+        self.rounds = rounds
+        Self.watch(reachability, fileSystem: fileSystem, rounds: rounds, logger: logger)
         guarded = GuardedUploads(
             deleteGuard: deleteGuard, fileSystem: fileSystem, uploads: uploads, container: blocking,
             transfer: transfer, remoteWins: remoteWins, history: history, progress: reported, logger: logger)
@@ -110,7 +115,8 @@ final class SyncEngine: Sendable {
             progress: reported, log: log)
         uploader = Uploader(
             fileSystem: fileSystem, uploads: uploads, container: blocking, transfer: transfer, guarded: guarded,
-            merger: merger, remoteWins: remoteWins, progress: reported, run: run, log: log)
+            merger: merger, conflicts: conflicts, remoteWins: remoteWins, progress: reported, rounds: rounds, run: run,
+            log: log)
         downloader = Downloader(fileSystem: fileSystem, transfer: transfer, progress: reported, run: run)
         budgetKeeper = options.cacheBudget.map { CacheBudgetKeeper(fileSystem: fileSystem, run: run, budget: $0) }
         attaching = AttachTracker(fileSystem: fileSystem, progress: reported)
@@ -120,7 +126,8 @@ final class SyncEngine: Sendable {
         follower = Follower(
             fileSystem: fileSystem, container: blocking, remote: remote, applier: applier, parked: parked,
             deleteGuard: deleteGuard, attaching: attaching, treeChecker: treeChecker, downloads: downloader.queue,
-            progress: reported, run: run, log: log, feedWait: options.feedWait, stopWaiting: CancelHandle())
+            progress: reported, rounds: rounds, run: run, log: log, feedWait: options.feedWait,
+            stopWaiting: CancelHandle())
     }
 
     /// Starts the uploader, the follower, the background downloader, the rules checker and the
@@ -153,6 +160,7 @@ final class SyncEngine: Sendable {
     /// whatever it waits on, then all are joined, for at most 10 s together.
     func stop() {
         run.stop()
+        rounds.stop()
         fileSystem.residency.hydrations.setChunkSource(nil)
         fileSystem.residency.setPinObserver(nil)
         uploader.merger.mergeWorker.stop()
@@ -168,6 +176,16 @@ final class SyncEngine: Sendable {
     /// within `timeout`).
     func verifyTree(timeout: Duration) -> TreeCheckReport? {
         treeChecker.verify(timeout: timeout) { follower.stopWaiting.interrupt() }
+    }
+
+    /// The sync rounds, up to date when `status` would say `upToDate` (`SyncEngine.status`).
+    private static func rounds(
+        fileSystem: SyncFileSystem, reachability: Reachability, progress: EngineProgress, deleteGuard: DeleteGuard
+    ) -> SyncRounds {
+        SyncRounds(events: fileSystem.changeEvents, progress: progress) { [outbox = fileSystem.outbox] in
+            reachability.isOnline && reachability.storageUnavailableSince == nil && progress.feedCaughtUp
+                && outbox.count == 0 && !deleteGuard.isHeld
+        }
     }
 
     /// The container as the engine's threads call it: every entry it sends checked before
@@ -188,8 +206,12 @@ final class SyncEngine: Sendable {
 
     /// Publishes each change between answering and not answering, and logs the server's storage
     /// going away and coming back.
-    private static func watch(_ reachability: Reachability, fileSystem: SyncFileSystem, logger: Logger) {
+    private static func watch(
+        _ reachability: Reachability, fileSystem: SyncFileSystem, rounds: SyncRounds, logger: Logger
+    ) {
         reachability.onChange { [fileSystem] online, reason in
+            // What changed while the mount was offline is caught up with next: a scan.
+            if !online { rounds.scanNeeded(.catchUp) }
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
         reachability.onStorageChange { away, reason in

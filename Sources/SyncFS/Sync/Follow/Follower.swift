@@ -3,8 +3,9 @@ import SyncBackend
 
 /// The follower thread: reads the container's change feed from the stored cursor and hands each
 /// entry to the remote-apply pipeline (`RemoteApplier`); keeps the entries it must retry
-/// (deferred), tells the mass-delete guard what arrived, reports the first attach's progress,
-/// and makes the tree check when one is asked for (`TreeChecker`).
+/// (deferred), tells the mass-delete guard what arrived, reports the first attach's progress and
+/// its scans of the feed (`SyncRounds`), and makes the tree check when one is asked for
+/// (`TreeChecker`).
 final class Follower: Sendable {
     private let fileSystem: SyncFileSystem
     private let container: BlockingContainer
@@ -16,6 +17,7 @@ final class Follower: Sendable {
     private let treeChecker: TreeChecker
     private let downloads: DownloadQueue
     private let progress: EngineProgress
+    private let rounds: SyncRounds
     private let run: EngineRun
     private let log: EngineLog
     /// How long the follower waits on the feed before checking again anyway.
@@ -26,8 +28,8 @@ final class Follower: Sendable {
     init(
         fileSystem: SyncFileSystem, container: BlockingContainer, remote: RemoteChanges, applier: RemoteApplier,
         parked: ParkedEntries, deleteGuard: DeleteGuard, attaching: AttachTracker, treeChecker: TreeChecker,
-        downloads: DownloadQueue, progress: EngineProgress, run: EngineRun, log: EngineLog, feedWait: Duration,
-        stopWaiting: CancelHandle
+        downloads: DownloadQueue, progress: EngineProgress, rounds: SyncRounds, run: EngineRun, log: EngineLog,
+        feedWait: Duration, stopWaiting: CancelHandle
     ) {
         self.fileSystem = fileSystem
         self.container = container
@@ -39,6 +41,7 @@ final class Follower: Sendable {
         self.treeChecker = treeChecker
         self.downloads = downloads
         self.progress = progress
+        self.rounds = rounds
         self.run = run
         self.log = log
         self.feedWait = feedWait
@@ -62,12 +65,15 @@ final class Follower: Sendable {
             remote.recordFollowerProgress(cursor: progress.cursor, deferred: progress.deferred)
             recorded = progress
         }
+        rounds.scanNeeded(attaching.attach.isNeeded ? .attach : .catchUp)
         while run.isRunning {
             do throws(SyncFailure) {
                 let batch = try container.changes(after: cursor, limit: 256)
+                rounds.feedRead(batch.entries.count)
                 for entry in batch.entries where run.isRunning {
                     remote.noteFeedReached(entry.version)
                     deleteGuard.arrived(entry.version)
+                    if let novelty = remote.novelty(of: entry) { rounds.received(novelty) }
                     if try applier.apply(entry, force: false), parked.unparkIfAbandoned(entry) {
                         deferred.remove(entry.id)
                     } else {
@@ -96,6 +102,7 @@ final class Follower: Sendable {
                 deleteGuard.feedCaughtUp()
                 attaching.followerReachedEnd()
                 progress.noteFailure(nil)
+                rounds.feedCaughtUp()
                 log.logFollowerSucceeded()
                 let wait = deferred.isEmpty ? feedWait : EngineDelay.deferredRetry
                 try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
@@ -103,6 +110,7 @@ final class Follower: Sendable {
                 progress.noteFailure(error.description)
                 // Catching up again: what changed meanwhile is not known until the feed is read.
                 progress.markCaughtUp(false)
+                rounds.scanNeeded(.catchUp)
                 // The first, then a summary per interval while it lasts (an outage, a container
                 // refusing the cursor), not once a second; `status` shows the last error meanwhile.
                 log.logFollowerFailure(error)

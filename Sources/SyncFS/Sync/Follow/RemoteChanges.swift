@@ -173,9 +173,7 @@ extension RemoteChanges {
     ) {
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
-            let occupantPath = tree.pathIfObserved(occupant)
-            _ = tree.moveToConflictName(occupant, in: parent, of: node.fileID, host: deviceName)
-            tree.noteChange(.conflict, occupant, origin: .remote, oldPath: occupantPath)
+            _ = tree.moveToConflictName(occupant, in: parent, of: node.fileID, host: deviceName, origin: .remote)
         }
         if let oldParentIno = node.parent, let oldParent = tree.nodes[oldParentIno] {
             tree.invalidate(.entry(parent: oldParentIno, name: node.name))
@@ -390,6 +388,7 @@ extension RemoteChanges {
         tree.bases[entry.id] = base
         tree.record(.syncBaseSet(entry.id, base, state: state))
         tree.noteChange(.created, node, origin: .remote)
+        tree.noteArrivedConflictCopy(node, entry: entry)
         // A new file is echoed as written and closed too, as a local copy would be seen.
         if application.wantsTouch && node.kind == .file {
             application.touch = EchoTouch(after: node, contentChanged: true, in: tree)

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Logging
 import SyncBackend
+import Synchronization
 
 /// The local content of a file taken for a merge: read `path` without a lock, and use what was
 /// read only if `SyncFileSystem.adoptMerged`/`forkConflictCopy` still find the same `token`.
@@ -18,6 +19,9 @@ struct MergeLocalContent: @unchecked Sendable {
 final class Conflicts: Sendable, HoldsTheTree {
     let parts: FolderParts
     let remote: RemoteChanges
+    /// The container's version of each entry whose content is being merged now
+    /// (`whileContesting`): the remote version a conflict copy's event names.
+    private let contested = Mutex<[FileID: RemoteEntry]>([:])
 
     init(fileSystem: SyncFileSystem, remote: RemoteChanges) {
         parts = fileSystem.parts
@@ -26,6 +30,16 @@ final class Conflicts: Sendable, HoldsTheTree {
 }
 
 extension Conflicts {
+    /// Runs `body` (a merge of the content of `id`) knowing the container's version `current`,
+    /// which the `conflict` event of a copy made meanwhile (`forkConflictCopy`) names.
+    func whileContesting<Result>(
+        _ id: FileID, with current: RemoteEntry, _ body: () throws(SyncFailure) -> Result
+    ) throws(SyncFailure) -> Result {
+        contested.withLock { $0[id] = current }
+        defer { contested.withLock { $0[id] = nil } }
+        return try body()
+    }
+
     /// The cache file of `id` for merging, or nil if it is a placeholder, gone, or being written.
     func localContentForMerge(_ id: FileID) -> MergeLocalContent? {
         live.transact { tree in
@@ -52,6 +66,7 @@ extension Conflicts {
         return live.transact { tree -> Bool in
             guard let node = adoptableNode(id, state: state, item: item, in: tree) else { return false }
             if let local, local.node !== node || !node.contentUnchanged(since: local.token) { return false }
+            let before = (base: tree.bases[id], mtime: node.mtime.load(ordering: .relaxed))
             var state = state
             if let contentFile {
                 var info = stat()
@@ -76,9 +91,39 @@ extension Conflicts {
             tree.bases[id] = base
             tree.record(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
             tree.noteConflictAttribute(of: tree.node(withID: id))
-            if let event, let adopted = tree.node(withID: id) { tree.noteChange(event, adopted, origin: .local) }
+            if let event, let adopted = tree.node(withID: id) {
+                if event == .conflict {
+                    noteMarkersConflict(
+                        adopted, local: local, localMtime: before.mtime, current: current, base: before.base,
+                        tree: &tree)
+                } else {
+                    tree.noteChange(event, adopted, origin: .local)
+                }
+            }
             return true
         }
+    }
+
+    /// The `conflict` event of a file merged with conflict markers: its own copy, this mount's
+    /// version as it was before the merge, the container's, and the base.
+    private func noteMarkersConflict(
+        _ node: Node, local: MergeLocalContent?, localMtime: Int64, current: RemoteEntry, base: SyncBase?,
+        tree: inout TreeTransaction
+    ) {
+        guard tree.changeEvents.isObserved else { return }
+        let path = tree.displayPath(of: node)
+        let note = node.xattrs[ConflictNote.attribute].flatMap {
+            try? JSONDecoder().decode(ConflictNote.self, from: Data($0))
+        }
+        let details = ConflictDetails(
+            copy: path, copyFileID: node.fileID.hex, host: deviceName.text,
+            reason: note?.reason ?? "conflict markers written", markers: true,
+            local: ConflictVersion(fileID: node.fileID, size: local?.length, mtime: localMtime),
+            remote: ConflictVersion(
+                fileID: current.id, version: current.version, size: current.state.size, mtime: current.state.mtime,
+                device: current.device),
+            base: base.map { ConflictVersion(version: $0.version) })
+        tree.noteConflict(details, at: path, fileID: node.fileID, type: .file, origin: .local)
     }
 
     /// Whether `adoptMerged` of `state` would find what it needs now (see `adoptableNode`).
@@ -153,7 +198,22 @@ extension Conflicts {
             for (key, value) in xattrs { tree.record(.setXattr(copy.ino, name: key, value: value)) }
             tree.record(outbox.changed(copyID))
             tree.conflictCopies[copyID] = node.fileID
-            tree.noteChange(.conflict, copy, origin: .local)
+            if tree.changeEvents.isObserved {
+                let originalPath = tree.displayPath(of: node)
+                let copyPath = tree.displayPath(of: copy)
+                let current = contested.withLock { $0[node.fileID] }
+                let details = ConflictDetails(
+                    copy: copyPath, copyFileID: copyID.hex, host: deviceName.text, reason: reason,
+                    local: ConflictVersion(
+                        path: copyPath, fileID: copyID, size: local.length, mtime: record.mtime),
+                    remote: current.map {
+                        ConflictVersion(
+                            path: originalPath, fileID: node.fileID, version: $0.version, size: $0.state.size,
+                            mtime: $0.state.mtime, device: $0.device)
+                    } ?? ConflictVersion(path: originalPath, fileID: node.fileID),
+                    base: tree.bases[node.fileID].map { ConflictVersion(version: $0.version) })
+                tree.noteConflict(details, at: originalPath, fileID: node.fileID, type: .file, origin: .local)
+            }
             tree.touchDirectory(parent, now: now)
             tree.invalidate(.entry(parent: parent.ino, name: name))
             return name
@@ -197,7 +257,8 @@ extension Conflicts {
                     originalPath: original.flatMap { $0.isUnlinked ? nil : tree.displayPath(of: $0) },
                     // The note may come from another machine: remote data, shown on a terminal.
                     host: DeviceName.sanitised(note?.host ?? ""), time: DeviceName.sanitised(note?.time ?? ""),
-                    reason: DeviceName.printable(note?.reason ?? "", maxBytes: 1024))
+                    reason: DeviceName.printable(note?.reason ?? "", maxBytes: 1024), fileID: id.hex,
+                    originalFileID: original?.fileID.hex, keptHere: note?.host == deviceName.text)
             }.sorted { $0.path < $1.path }
         }
     }

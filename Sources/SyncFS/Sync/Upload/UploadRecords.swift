@@ -284,10 +284,7 @@ extension UploadRecords {
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
                 let parent = tree.nodes[parentIno]
             else { return nil }
-            let oldPath = tree.pathIfObserved(node)
-            let newName = tree.moveToConflictName(node, in: parent, of: holder, host: deviceName)
-            tree.noteChange(.conflict, node, origin: .local, oldPath: oldPath)
-            return newName
+            return tree.moveToConflictName(node, in: parent, of: holder, host: deviceName, origin: .local)
         }
     }
 }

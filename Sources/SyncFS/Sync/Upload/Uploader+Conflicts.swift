@@ -24,6 +24,7 @@ extension Uploader {
         if case .committed(let entry) = outcome {
             deleteGuard.committed(entry.version)
             uploads.uploadCommitted(item, entry: entry)
+            rounds.sent()
             waitsForOthers.withLock { $0[item.fileID] = nil }
             return .done
         }
@@ -103,8 +104,11 @@ extension Uploader {
             return try merger.adopt(merged, for: item, current: current, local: nil, oursManifest: oursManifest)
         case .mergeContent(let merged):
             guard let current = refused.current, case .put(let ours) = local else { return .again }
-            return try merger.mergeContent(
-                item: item, ours: ours, merged: merged, current: current, baseManifest: snapshot?.base?.manifest)
+            // A conflict copy made by the merge names the container's version in its event.
+            return try conflicts.whileContesting(item.fileID, with: current) { () throws(SyncFailure) in
+                try merger.mergeContent(
+                    item: item, ours: ours, merged: merged, current: current, baseManifest: snapshot?.base?.manifest)
+            }
         case .takeRemote:
             return try takeRemote(item, current: refused.current)
         case .renameAside:

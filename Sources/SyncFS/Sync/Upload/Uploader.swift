@@ -26,10 +26,14 @@ final class Uploader: Sendable {
     let transfer: ContentTransfer
     let guarded: GuardedUploads
     let merger: ContentMerger
+    /// Where a merge's conflict copy learns the container's version (`Conflicts.whileContesting`).
+    let conflicts: Conflicts
     let remoteWins: RemoteWins
     let transfers: TransferBoard
     let deviceIdentity: String
     let progress: EngineProgress
+    /// Told of each change taken and committed, and where the uploader goes idle (`synced`).
+    let rounds: SyncRounds
     let run: EngineRun
     let log: EngineLog
     var logger: Logger { log.logger }
@@ -39,8 +43,8 @@ final class Uploader: Sendable {
 
     init(
         fileSystem: SyncFileSystem, uploads: UploadRecords, container: BlockingContainer, transfer: ContentTransfer,
-        guarded: GuardedUploads, merger: ContentMerger, remoteWins: RemoteWins,
-        progress: EngineProgress, run: EngineRun, log: EngineLog
+        guarded: GuardedUploads, merger: ContentMerger, conflicts: Conflicts, remoteWins: RemoteWins,
+        progress: EngineProgress, rounds: SyncRounds, run: EngineRun, log: EngineLog
     ) {
         outbox = fileSystem.outbox
         transfers = fileSystem.transfers
@@ -50,8 +54,10 @@ final class Uploader: Sendable {
         self.transfer = transfer
         self.guarded = guarded
         self.merger = merger
+        self.conflicts = conflicts
         self.remoteWins = remoteWins
         self.progress = progress
+        self.rounds = rounds
         self.run = run
         self.log = log
     }
@@ -67,11 +73,14 @@ final class Uploader: Sendable {
                 continue
             }
             guard let item = outbox.takeNext() else {
+                // Idle: the mount may have become up to date.
+                rounds.check()
                 // The outbox wakes the uploader for every change and computes when a waiting
                 // item is due; this bound is only a backstop (an idle mount wakes once a minute).
                 outbox.waitForWork(maximum: EngineDelay.uploaderBackstop)
                 continue
             }
+            rounds.uploadTaken()
             upload(item)
         }
     }
