@@ -78,6 +78,36 @@ struct EventsJournalTest {
         #expect(Set(replayedCursors).count == replayedCursors.count && !replayedCursors.contains(cursor))
     }
 
+    /// A daemon killed may have numbered events it never wrote: a cursor from before the kill is
+    /// answered with `reset` and the snapshot, never with a replay that could miss some.
+    @Test func aCursorFromBeforeAKill9GetsResetNotAGap() throws {
+        let folder = try TestFolder.make(.mount)
+        defer { folder.tearDown() }
+        let watcher = try Watcher.events([folder.root])
+        try writeFile(folder.path("a.txt"), "a")
+        // Made durable, so the tree after the kill has it (the journal is not what is tested).
+        try withFile(folder.path("a.txt"), O_RDONLY) { fd in try posix("fsync") { fsync(fd) } }
+        expectChanges(watcher, ["created a.txt", "modified a.txt"], "before the kill")
+        watcher.stop()
+        let cursor = try #require(Line.parse(watcher).compactMap(\.cursor).last)
+        try folder.kill9()
+        try folder.remount()
+        let back = try Watcher.events([folder.root, "--since", cursor])
+        defer { back.stop() }
+        #expect(waitUntil { Line.parse(back).contains { $0.kind == "snapshot-end" } }, "\(back.output)")
+        #expect(Line.parse(back).map(\.description) == ["reset ", "entry a.txt", "snapshot-end "], "\(back.output)")
+        #expect(folder.daemonLog().contains("not closed last time"), "\(folder.daemonLog())")
+        // The new cursor continues.
+        let fresh = try #require(Line.parse(back).last?.cursor)
+        try writeFile(folder.path("b.txt"), "b")
+        expectChanges(back, ["created b.txt", "modified b.txt"], "live after the reset")
+        back.stop()
+        let again = try Watcher.events([folder.root, "--since", fresh])
+        defer { again.stop() }
+        expectChanges(again, ["created b.txt", "modified b.txt"], "a replay from the cursor after the reset")
+        #expect(!Line.parse(again).contains { $0.kind == "reset" }, "\(again.output)")
+    }
+
     @Test func aCursorTheJournalCannotContinueGetsResetThenTheSnapshot() throws {
         let folder = try TestFolder.make(.mount)
         defer { folder.tearDown() }
@@ -103,6 +133,10 @@ struct EventsJournalTest {
             #expect(lines.first?.kind == "reset", "\(watcher.output)")
             #expect(lines.dropFirst().prefix(2).map(\.description) == ["entry a.txt", "entry d"], "\(watcher.output)")
             #expect(lines.last?.kind == "snapshot-end" && lines.last?.cursor != nil, "\(watcher.output)")
+            let entry = watcher.lines.dropFirst().first ?? ""
+            #expect(
+                entry.hasPrefix(#"{"time":""#) && entry.contains(#""kind":"entry","path":"a.txt","fileID":""#)
+                    && entry.contains(#""type":"file","size":1,"state":""#), "keys in order: \(entry)")
             try writeFile(folder.path("d/new-\(watcher.pid)"), "n")
             #expect(
                 waitUntil { Line.parse(watcher).contains { $0.description == "created d/new-\(watcher.pid)" } },
@@ -174,5 +208,8 @@ struct EventsJournalTest {
             [try TestFolder.binaryPath(), "events", folder.root, "--state", "online,nope"], timeout: 30)
         #expect(bad.status == 64, "\(bad)")
         #expect(bad.stderr.contains("nope") && bad.stderr.contains("online, downloading, local"), "\(bad.stderr)")
+        let both = ModelProcess.run(
+            [try TestFolder.binaryPath(), "events", folder.root, "--snapshot", "--since", "x"], timeout: 30)
+        #expect(both.status == 64, "\(both)")
     }
 }

@@ -98,9 +98,11 @@ struct EventStreamRefusal: Error {
     var message: String
 }
 
-/// A line of an `events` stream that is not a change: `reset`, `entry`, `snapshot-end`.
-private struct StreamLine: Encodable {
-    struct Progress: Encodable {
+/// A line of an `events` stream that is not a change: `reset`, `entry`, `snapshot-end`; keys
+/// in a fixed order, as `ChangeEvent.jsonLine` (time, cursor, kind, path, fileID, type, size,
+/// state, progress, message; absent ones left out).
+private struct StreamLine {
+    struct Progress {
         var done: Int64
         var total: Int64
     }
@@ -133,8 +135,35 @@ private struct StreamLine: Encodable {
     }
 
     var json: [UInt8] {
+        var fields: [String] = []
+        func field(_ key: String, _ value: String?) {
+            guard let value else { return }
+            fields.append(Self.quoted(key) + ":" + Self.quoted(value))
+        }
+        func number(_ key: String, _ value: Int64?) {
+            guard let value else { return }
+            fields.append(Self.quoted(key) + ":" + String(value))
+        }
+        field("time", time)
+        field("cursor", cursor)
+        field("kind", kind)
+        field("path", path)
+        field("fileID", fileID)
+        field("type", type)
+        number("size", size)
+        field("state", state)
+        if let progress {
+            fields.append(#""progress":{"done":\#(progress.done),"total":\#(progress.total)}"#)
+        }
+        field("message", message)
+        return Array(("{" + fields.joined(separator: ",") + "}\n").utf8)
+    }
+
+    /// A JSON string (escaped by the encoder: names are any bytes a file system allows).
+    private static func quoted(_ text: String) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
-        return Array((try? encoder.encode(self)) ?? Data("{}".utf8)) + [10]
+        guard let encoded = try? encoder.encode(text) else { return "\"\"" }
+        return String(decoding: encoded, as: UTF8.self)
     }
 }

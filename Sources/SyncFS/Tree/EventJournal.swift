@@ -136,10 +136,11 @@ final class EventJournal: @unchecked Sendable {
             nextSequence = lastWritten + 1
         } else {
             // Events numbered after the last one written may be lost: skip past them, and say so.
-            let hole = lastWritten + Self.sequenceSkip
+            let written = lastWritten
+            let hole = written + Self.sequenceSkip
             nextSequence = hole + 1
             appendRecord(.hole(sequence: hole, nanoseconds: clock()))
-            logger.info("events journal \(path): not closed last time; events after \(lastWritten) may be lost")
+            logger.info("events journal \(path): not closed last time; events after \(written) may be lost")
         }
         trimIfNeeded()
     }
