@@ -98,6 +98,40 @@ struct EventJournalTests {
         #expect(replayed(journal.replay(after: journal.cursor(4), through: 4)) == [])
     }
 
+    /// A watcher that replays up to the position it subscribed at, then takes the live events,
+    /// gets every event once while another thread publishes and the writer writes.
+    @Test func aReplayThenLiveEventsMissAndRepeatNothingUnderConcurrentPublishing() throws {
+        var bounds = EventJournal.Bounds()
+        bounds.writeDelay = 0.001
+        let fixture = try JournalFixture(bounds: bounds)
+        let journal = try fixture.open()
+        defer { journal.close() }
+        let hub = ChangeEvents(journal: journal)
+        let total = 20_000
+        let started = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            for index in 1...total {
+                hub.publish(created("f\(index)"))
+                if index == 2_000 { started.signal() }
+            }
+            done.signal()
+        }.start()
+        started.wait()
+        let (subscription, position) = hub.subscribeAtPosition(.everything, limit: total)
+        defer { subscription.cancel() }
+        guard case .events(let replay) = journal.replay(after: journal.cursor(0), through: position ?? 0) else {
+            Issue.record("the replay was refused")
+            return
+        }
+        done.wait()
+        var numbers = replay.compactMap(\.sequence)
+        while case .event(let event) = subscription.next(timeout: 0) { numbers.append(event.sequence ?? 0) }
+        #expect(
+            (position ?? 0) >= 2_000 && (position ?? 0) < UInt64(total), "subscribed in the middle: \(position ?? 0)")
+        #expect(numbers == Array(1...UInt64(total)), "\(numbers.count) events")
+    }
+
     @Test func aCleanlyClosedJournalContinuesAfterReopening() throws {
         let fixture = try JournalFixture()
         let first = try fixture.open()
