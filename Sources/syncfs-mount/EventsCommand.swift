@@ -4,7 +4,8 @@ import Glibc
 import SyncBackend
 import SyncFS
 
-/// `events MOUNTPOINT [PATH] [--count N] [--timeout S]`: one JSON line per change.
+/// `events MOUNTPOINT [PATH] [--since CURSOR | --snapshot] [--state STATES] [--count N]
+/// [--timeout S]`: one JSON line per change, each with its cursor.
 struct EventsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events",
@@ -13,8 +14,14 @@ struct EventsCommand: ParsableCommand {
             PATH (absolute, inside the mount, or relative to MOUNTPOINT) watches one entry; with a \
             trailing / it watches everything below that folder. Besides changes: online and offline \
             (the container answers again / stopped answering; every watcher gets them), downloaded \
-            (a file's content is all here), rules-error (the rules file has an error). Once watching, says so on standard \
-            error; standard output carries only events, one line each, written at once. Exit codes: \
+            (a file's content is all here), rules-error (the rules file has an error). Every event carries its \
+            cursor; --since CURSOR first replays the events after it from the mount's journal (the last \
+            100,000 events of the last 7 days, kept across restarts); a cursor the journal cannot continue \
+            gets {"kind":"reset"} and the snapshot. --snapshot first lists every entry ({"kind":"entry"}: path, \
+            fileID, type, size, state, progress), then {"kind":"snapshot-end"} with its cursor; live events \
+            follow with no gap and no duplicate. --state keeps entries and events in those states. Once \
+            watching, says so on standard error (with the cursor); standard output carries only events, one \
+            line each, written at once. Exit codes: \
             0 on --count events, at the end of --timeout, on SIGINT/SIGTERM or a closed output; 65 \
             MOUNTPOINT has no running SyncFS daemon or PATH is outside it; 75 the daemon stopped, \
             the stream overflowed (more than 10,000 events behind; the last line says \
@@ -28,7 +35,20 @@ struct EventsCommand: ParsableCommand {
     @Argument(help: "An entry to watch, or a folder ending in / (default: everything).")
     var path: String?
 
-    @Option(help: "Exit after this many events.")
+    @Option(help: "Replay the events after this cursor (a `cursor` of an earlier line) first.")
+    var since: String?
+
+    @Flag(help: "List every entry (below PATH) first, then snapshot-end, then the live events.")
+    var snapshot = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Only entries and events in these states, comma-separated: "
+                + ContentState.allCases.map(\.rawValue).joined(separator: ", ") + ".",
+            valueName: "states"))
+    var state: String?
+
+    @Option(help: "Exit after this many lines.")
     var count: Int?
 
     @Option(help: "Exit after this many seconds.")
@@ -37,6 +57,16 @@ struct EventsCommand: ParsableCommand {
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
         if let timeout, timeout <= 0 { throw ValidationError("--timeout must be positive") }
+        if since != nil && snapshot { throw ValidationError("--since and --snapshot cannot be combined") }
+        for name in stateNames ?? [] where ContentState(rawValue: name) == nil {
+            let valid = ContentState.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ValidationError("--state: unknown state \"\(name)\" (valid: \(valid))")
+        }
+    }
+
+    /// `--state`'s names (checked by `validate`: each a `status` state).
+    private var stateNames: [String]? {
+        state.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
     }
 
     func run() throws {
@@ -60,7 +90,11 @@ struct EventsCommand: ParsableCommand {
             } else {
                 watched = nil
             }
-            switch ControlClient.openStream(ControlRequest(.events, path: watched), mountpoint: mount.mountpoint) {
+            var request = ControlRequest(.events, path: watched)
+            request.since = since
+            request.snapshot = snapshot ? true : nil
+            request.states = stateNames
+            switch ControlClient.openStream(request, mountpoint: mount.mountpoint) {
             case .success(let connected): socket = connected
             case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)
             case .failure(let failure): throw MountError(.badInput, "\(failure)")
@@ -77,7 +111,7 @@ struct EventsCommand: ParsableCommand {
         else { throw fail(MountError(.busy, "the SyncFS daemon of \(mount.mountpoint) did not answer")) }
         if let error = answer.error { throw fail(MountError(.badInput, error)) }
         let display = (answer.watching ?? "").isEmpty ? mount.mountpoint : mount.mountpoint + "/" + answer.watching!
-        printError("events: watching \(display)")
+        printError("events: watching \(display)" + (answer.cursor.map { " (cursor \($0))" } ?? ""))
         var seen = 0
         while true {
             switch reader.next(until: deadline) {

@@ -4,23 +4,27 @@ import SyncBackend
 extension SyncFileSystem {
     /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
     func lookup(path: String) throws(FSError) -> InodeNumber {
-        try live.transact { tree throws(FSError) in
-            var node = try tree.node(.root)
-            for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-                if component == "." { continue }
-                if component == ".." {
-                    node = node.parent.flatMap { tree.nodes[$0] } ?? node
-                    continue
-                }
-                guard node.kind == .directory,
-                    let child = tree.child(of: node, named: FileName(bytes: Array(component.utf8)))
-                else { throw .notFound }
-                node = child
-            }
-            return node.ino
-        }
+        try live.transact { tree throws(FSError) in try tree.node(atPath: path).ino }
     }
 
     /// The path of the entry with `id` below the mount point, if it is in the tree.
     func displayPath(of id: FileID) -> String? { live.displayPath(of: id) }
+}
+
+extension TreeTransaction {
+    /// The entry at `path` (relative to the mount point, "/"-separated; "" is the root).
+    func node(atPath path: String) throws(FSError) -> Node {
+        var node = try self.node(.root)
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            if component == "." { continue }
+            if component == ".." {
+                node = node.parent.flatMap { nodes[$0] } ?? node
+                continue
+            }
+            guard node.kind == .directory, let child = child(of: node, named: FileName(bytes: Array(component.utf8)))
+            else { throw .notFound }
+            node = child
+        }
+        return node
+    }
 }

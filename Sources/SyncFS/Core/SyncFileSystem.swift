@@ -35,8 +35,8 @@ final class SyncFileSystem: Sendable {
     let deviceName: DeviceName
     /// Facts read at mount (feed cursor, deferred remote changes) for the sync engine.
     let storedFacts: StateFacts
-    /// Observers of every change (`syncfs-mount events`); see `ChangeEvents`.
-    let changeEvents = ChangeEvents()
+    /// Observers of every change (`syncfs-mount events`) and their journal; see `ChangeEvents`.
+    let changeEvents: ChangeEvents
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
     let rulesWatch = RulesWatch()
     /// Where content lives: placeholders, downloads, pins, eviction, visible states.
@@ -103,6 +103,8 @@ final class SyncFileSystem: Sendable {
         let tree = try Namespace.load(
             stored, generation: generation, store: store, cache: cache, outbox: outbox, logger: logger)
         WriteFailures.restore(storedFacts[.writeFailures], in: tree)
+        changeEvents = ChangeEvents(
+            journal: EventJournal.open(directory: statePath, anew: generation == 1, logger: logger))
         let echoChannel = EchoChannel()
         live = LiveTree(
             tree, store: store, cache: cache, outbox: outbox, changeEvents: changeEvents, rulesWatch: rulesWatch,
@@ -123,6 +125,7 @@ final class SyncFileSystem: Sendable {
 
     /// Commits everything and closes the store. Call once, after the FUSE session ended.
     func shutDown() throws {
+        defer { changeEvents.journal?.close() }
         // The engine is stopped: running downloads fail fast; let them record before closing.
         residency.hydrations.waitForDownloads(seconds: 10)
         spares.close()

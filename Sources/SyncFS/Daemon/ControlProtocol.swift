@@ -6,6 +6,8 @@ import SyncBackend
 /// `events` (with an optional `path`; a trailing `/` watches the folder below it) keeps the
 /// connection open: the daemon answers one `ControlReply` line (`watching`, or `error`), then
 /// writes one `ChangeEvent` line per change until the client closes or the daemon stops.
+/// `since` (a cursor) first replays the journal's events after it; `snapshot` first lists the
+/// entries; `states` keeps only entries and events of those states (`EventStream`).
 public struct ControlRequest: Codable, Sendable {
     public enum Command: String, Codable, Sendable {
         case status, sync
@@ -30,6 +32,12 @@ public struct ControlRequest: Codable, Sendable {
     public var fileID: String?
     /// `restore`: where to put it instead (relative to the mount point; must not exist).
     public var destination: String?
+    /// `events`: replay the events after this cursor first.
+    public var since: String?
+    /// `events`: list the entries first (`snapshot-end` ends the list).
+    public var snapshot: Bool?
+    /// `events`: only entries and events in these states (`ContentState` names).
+    public var states: [String]?
 
     public init(
         _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,
@@ -54,6 +62,8 @@ public struct ControlReply: Codable, Sendable {
     /// `events`: the subscription is live; the filter it watches ("" everything, a path, or a
     /// folder ending in `/`).
     public var watching: String?
+    /// `events`: the journal's cursor at the moment watching began.
+    public var cursor: String?
     /// `versions`, `trash`, `restore`.
     public var history: HistoryListing?
     public var trash: [TrashListing]?

@@ -136,7 +136,7 @@ public final class ControlServer: @unchecked Sendable {
                 if admitted {
                     defer { streams.withLock { $0 -= 1 } }
                     Self.setTimeout(client, SO_SNDTIMEO, 0)
-                    EventStream.run(client, request: request, events: engine.fileSystem.changeEvents)
+                    EventStream.run(client, request: request, fileSystem: engine.fileSystem)
                     return false
                 }
                 reply = ControlReply(error: "busy: \(Self.maximumStreams) event streams are open; try again")

@@ -78,6 +78,8 @@ struct ChangeEvent: Codable, Sendable, Equatable {
     var counts: EventCounts?
     /// `conflict`: the copy and the versions (`ConflictDetails`).
     var conflict: ConflictDetails?
+    /// Its number in the mount's journal (`EventJournal`), set when it is published.
+    var sequence: UInt64?
 
     init(
         kind: Kind, path: String, oldPath: String? = nil, origin: Origin?, fileID: FileID?, type: EntryType?,
@@ -103,9 +105,11 @@ struct ChangeEvent: Codable, Sendable, Equatable {
             || kind == .scanBegin || kind == .scanEnd || kind == .synced
     }
 
-    /// The event as one line of JSON with a newline, keys in a fixed order (time, kind, path,
-    /// oldPath, origin, fileID, type, message, counts, conflict; absent ones left out).
-    var jsonLine: [UInt8] {
+    /// The event as one line of JSON with a newline, keys in a fixed order (time, cursor, kind,
+    /// path, oldPath, origin, fileID, type, message, counts, conflict; absent ones left out).
+    var jsonLine: [UInt8] { jsonLine(cursor: nil) }
+
+    func jsonLine(cursor: String?) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(160 + path.utf8.count + (oldPath?.utf8.count ?? 0))
         func field(_ key: String, _ value: String?) {
@@ -116,6 +120,7 @@ struct ChangeEvent: Codable, Sendable, Equatable {
             Self.appendJSONString(value, to: &line)
         }
         field("time", time)
+        field("cursor", cursor)
         field("kind", kind.rawValue)
         field("path", kind == .overflow ? nil : path)
         field("oldPath", oldPath)
@@ -227,10 +232,11 @@ enum ChangeFilter: Sendable, Equatable {
 /// Fans change events out to subscribers (`syncfs-mount events`).
 ///
 /// `publish` is called by the filesystem core on the request path, usually under the namespace
-/// lock (so events leave in the order the changes happened). With nobody subscribed it costs one
-/// relaxed atomic load: check `isObserved` before building an event. With subscribers it takes
-/// the hub's own lock (lock order: namespace → hub → subscription) and appends to each matching
-/// subscriber's queue; it never waits for a subscriber. A subscriber more than `limit` events
+/// lock (so events leave in the order the changes happened). Without a journal and with nobody
+/// subscribed it costs one relaxed atomic load: check `isObserved` before building an event.
+/// Otherwise it takes the hub's own lock (lock order: namespace → hub → journal memory,
+/// subscription), numbers the event in the journal (`EventJournal.append`: memory only) and
+/// appends it to each matching subscriber's queue; it never waits for a subscriber or the disk. A subscriber more than `limit` events
 /// behind gets one `overflow` event and nothing after it (its stream ends).
 ///
 /// Kinds published: the core publishes `created`, `modified`, `deleted`, `renamed` for local
@@ -244,17 +250,22 @@ enum ChangeFilter: Sendable, Equatable {
 final class ChangeEvents: Sendable {
     private let subscriberCount = Atomic<Int>(0)
     private let subscribers = Mutex<[ObjectIdentifier: ChangeSubscription]>([:])
+    /// Every event published, numbered (`events --since`); nil: none kept.
+    let journal: EventJournal?
 
-    init() {}
+    init(journal: EventJournal? = nil) { self.journal = journal }
 
-    /// True if anybody subscribes: build an event only then.
+    /// True if anybody subscribes or a journal keeps events: build an event only then.
     @inline(__always)
-    var isObserved: Bool { subscriberCount.load(ordering: .relaxed) > 0 }
+    var isObserved: Bool { journal != nil || subscriberCount.load(ordering: .relaxed) > 0 }
 
-    /// Hands `event` to every subscriber whose filter matches. Never blocks on a subscriber.
+    /// Numbers `event` in the journal and hands it to every subscriber whose filter matches.
+    /// Never blocks on a subscriber or the disk.
     func publish(_ event: ChangeEvent) {
         guard isObserved else { return }
         subscribers.withLock { all in
+            var event = event
+            if let journal { event.sequence = journal.append(event) }
             for subscription in all.values where subscription.filter.matches(event) {
                 subscription.enqueue(event)
             }
@@ -263,10 +274,21 @@ final class ChangeEvents: Sendable {
 
     /// A new subscription; end it with `cancel()`.
     func subscribe(_ filter: ChangeFilter, limit: Int = 10_000) -> ChangeSubscription {
+        subscribeAtPosition(filter, limit: limit).subscription
+    }
+
+    /// A new subscription and the journal's last sequence number, taken together: the
+    /// subscription gets exactly the events numbered after `position` (nil without a journal).
+    func subscribeAtPosition(_ filter: ChangeFilter, limit: Int = 10_000) -> (
+        subscription: ChangeSubscription, position: UInt64?
+    ) {
         let subscription = ChangeSubscription(filter: filter, limit: limit, hub: self)
-        subscribers.withLock { $0[ObjectIdentifier(subscription)] = subscription }
+        let position = subscribers.withLock { all in
+            all[ObjectIdentifier(subscription)] = subscription
+            return journal?.lastSequence
+        }
         subscriberCount.add(1, ordering: .relaxed)
-        return subscription
+        return (subscription, position)
     }
 
     /// Ends every subscription (the daemon is stopping): their `next` returns `.closed`.
