@@ -43,8 +43,10 @@ struct PostgresLocksTests {
         let here = try await first.createContainer(named: "race")
         let there = try #require(try await second.container(named: "race"))
         let file = FileID.random()
+        // Each store's pool opens its connections first, so the claims then race each other.
+        for container in [here, there] { _ = try await container.locks(on: .random()) }
         let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
-            for index in 0..<16 {
+            for index in 0..<64 {
                 let container = index % 2 == 0 ? here : there
                 let claim = claim(file, .random())
                 group.addTask {
