@@ -21,6 +21,8 @@ public final class InMemoryContainer: Container {
         var superseded: [FileID: [HistoricVersion]] = [:]
         var storedAt: [ChunkHash: Int64] = [:]
         var retention = RetentionPolicy()
+        /// Every lock of the container (`InMemoryContainer+Locks.swift`).
+        var locks = LockTable()
     }
 
     public let containerID: String
