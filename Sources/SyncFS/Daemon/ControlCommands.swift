@@ -3,6 +3,8 @@ import SyncBackend
 /// What the daemon does for each control request.
 struct ControlCommands {
     let engine: SyncEngine
+    /// The mount's locks (`status PATH` shows them); nil in tests without a lock service.
+    var locks: MountLocks? = nil
 
     var fileSystem: SyncFileSystem { engine.fileSystem }
     var conflicts: Conflicts { engine.conflicts }
@@ -16,7 +18,10 @@ struct ControlCommands {
                 engine.expedite()
                 return ControlReply(status: engine.syncAnswer())
             case .pathStatus:
-                return ControlReply(path: PathStatus(try fileSystem.residency.pathStatus(try target(request))))
+                let ino = try target(request)
+                var status = PathStatus(try fileSystem.residency.pathStatus(ino))
+                status.addLocks(of: ino, fileSystem: fileSystem, locks: locks)
+                return ControlReply(path: status)
             case .pin, .unpin:
                 return try pin(try target(request), request.command == .pin)
             case .evict:
