@@ -68,13 +68,14 @@ func fuseFlock(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePoint
 
 /// A close (FLUSH, on every close of a descriptor): ends the closing process's POSIX locks on
 /// the file, as closing any descriptor of a file does. Answered at once unless the mount holds
-/// a POSIX lock of that owner on that file (one atomic load when it holds none at all).
+/// a POSIX lock of that owner on that file: one atomic load while it holds none at all, else the
+/// handle's file ID and a look in the book (no tree lookup).
 func fuseFlush(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
     let context = FuseContext.of(req)
     guard let req, let info, let locks = context.locks, locks.book.holdsPosixLocks,
-        let fileID = try? lockedFileID(ino, context)
+        let handle = peekHandle(info, as: OpenFile.self)
     else { return replyErrno(req, 0) }
-    let key = LockKey(fileID: fileID, kind: .posix, owner: info.pointee.lock_owner)
+    let key = LockKey(fileID: handle.node.fileID, kind: .posix, owner: info.pointee.lock_owner)
     guard locks.book.holds(key) else { return replyErrno(req, 0) }
     let pending = PendingLock.start(req, interruptible: false, in: context.pendingLocks)
     locks.unlock(key) { pending.answer(errno: 0) }
