@@ -286,6 +286,12 @@ enum StatusReport {
                     + progressText(done: transfer.done, total: transfer.total, bar: terminal))
         }
         if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
+        if let locks = status.locks, locks.held + locks.lost > 0 {
+            lines.append(
+                "locks: \(locks.held) held on this mount"
+                    + (locks.localOnly > 0 ? ", \(locks.localOnly) local only (not claimed at the container yet)" : "")
+                    + (locks.lost > 0 ? ", \(locks.lost) lost since the mount (lock-lost events)" : ""))
+        }
         if status.stateDiskFull == true {
             lines.append("disk full: the disk holding the state directory is full; writes into files fail (ENOSPC)")
         }

@@ -182,6 +182,8 @@ struct LockMountTest {
                     #expect(q.run("flock ex nb") == "ok")
                     let offline: LockedPathStatus = try mounts.b.statusJSON(of: onB)
                     #expect(offline.locks?.map(\.localOnly) == [true])
+                    let counted: LockCountsStatus = try mounts.b.statusJSON(of: mounts.b.root)
+                    #expect(counted.locks == .init(held: 1, localOnly: 1, lost: 0))
                     #expect(p.run("flock ex nb") == "ok", "A saw a lock granted offline")
                     unlink(outage)
                     #expect(
@@ -190,6 +192,8 @@ struct LockMountTest {
                     let after: LockedPathStatus = try mounts.b.statusJSON(of: onB)
                     #expect(after.lostLocks?.count == 1)
                     #expect(after.locks?.map(\.holder) == ["alpha"])
+                    let recounted: LockCountsStatus = try mounts.b.statusJSON(of: mounts.b.root)
+                    #expect(recounted.locks == .init(held: 0, localOnly: 0, lost: 1))
                     try LockingProcess.with { r in
                         #expect(r.run("open \(onB)") == "ok")
                         #expect(r.run("flock ex nb") == "busy", "B shares A's lock")
@@ -233,4 +237,15 @@ struct LockedPathStatus: Decodable {
 
     var locks: [Lock]?
     var lostLocks: [String]?
+}
+
+/// `status MOUNTPOINT --json`'s `locks` (doc/CLI.md, "status").
+struct LockCountsStatus: Decodable {
+    struct Counts: Decodable, Equatable {
+        var held: Int
+        var localOnly: Int
+        var lost: Int
+    }
+
+    var locks: Counts?
 }

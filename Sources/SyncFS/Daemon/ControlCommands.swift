@@ -13,10 +13,14 @@ struct ControlCommands {
         do throws(FSError) {
             switch request.command {
             case .status:
-                return ControlReply(status: engine.status())
+                var status = engine.status()
+                status.addLocks(locks)
+                return ControlReply(status: status)
             case .sync:
                 engine.expedite()
-                return ControlReply(status: engine.syncAnswer())
+                var status = engine.syncAnswer()
+                status.addLocks(locks)
+                return ControlReply(status: status)
             case .pathStatus:
                 let ino = try target(request)
                 var status = PathStatus(try fileSystem.residency.pathStatus(ino))

@@ -98,6 +98,29 @@ public struct PathLock: Codable, Sendable, Equatable {
     }
 }
 
+/// `status`'s count of the mount's locks.
+public struct MountLockCounts: Codable, Sendable, Equatable {
+    /// Locks held by the mount's processes (each owner's disjoint range counts once).
+    public var held: Int
+    /// Of them, granted while the container could not be reached: other mounts do not see them.
+    public var localOnly: Int
+    /// Locks lost since the mount (`lock-lost`).
+    public var lost: Int
+}
+
+extension SyncStatus {
+    mutating func addLocks(_ locks: MountLocks?) {
+        guard let locks else { return }
+        let snapshot = locks.book.snapshot
+        let held = snapshot.table.locks
+        self.locks = MountLockCounts(
+            held: held.count,
+            localOnly: held.filter { snapshot.isLocalOnly(LockKey(fileID: $0.fileID, kind: $0.kind, owner: $0.owner)) }
+                .count,
+            lost: locks.book.lostSinceStart)
+    }
+}
+
 extension PathStatus {
     /// Adds the locks held on the file `ino` and this mount's recent losses on it.
     mutating func addLocks(of ino: InodeNumber, fileSystem: SyncFileSystem, locks: MountLocks?) {

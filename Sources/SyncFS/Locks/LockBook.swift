@@ -11,6 +11,8 @@ final class LockBook: Sendable {
         var offlineSince: Date?
         /// The last locks lost, newest last (at most `lostKept`).
         var lost: [LostLock] = []
+        /// How many were lost since the mount.
+        var lostCount = 0
     }
 
     private let state: Mutex<LocalLocks>
@@ -56,10 +58,13 @@ final class LockBook: Sendable {
 
     func recordLost(_ lost: LostLock) {
         extra.withLock {
+            $0.lostCount += 1
             $0.lost.append(lost)
             if $0.lost.count > Self.lostKept { $0.lost.removeFirst($0.lost.count - Self.lostKept) }
         }
     }
+
+    var lostSinceStart: Int { extra.withLock { $0.lostCount } }
 
     func lost(on fileID: FileID) -> [LostLock] { extra.withLock { $0.lost.filter { $0.fileID == fileID } } }
 }
