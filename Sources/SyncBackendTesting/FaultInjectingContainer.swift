@@ -14,6 +14,8 @@ public final class FaultInjectingContainer: Container {
         case missingChunks, putChunk, chunk, entry, commit, changes, waitForChanges
         /// Both calls of `ContainerHistory` (forwarded when the base keeps history).
         case history
+        /// Every call of `ContainerLocks` (forwarded when the base keeps locks).
+        case locks
     }
 
     private struct Faults {

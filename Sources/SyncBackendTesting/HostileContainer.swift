@@ -185,3 +185,9 @@ extension HostileContainer: ContainerHistory {
         try await base.deletedEntries(before: before, limit: limit)
     }
 }
+
+/// `base`'s locks (a lying server's lock answers are tested at the protocol boundary, where the
+/// client validates them: `Tests/SyncServerTests/LockEndpointTests.swift`).
+extension HostileContainer: LocksForwardingWrapper {
+    public func admittedLocks() async throws(ContainerProtocolError) -> any ContainerLocks { base }
+}

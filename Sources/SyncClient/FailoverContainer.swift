@@ -218,3 +218,33 @@ final class NoAnswerProbe: Sendable {
     var gotNoAnswer: Bool { flag.load(ordering: .relaxed) }
     func noteNoAnswer() { flag.store(true, ordering: .relaxed) }
 }
+
+/// Cross-mount locks, from whichever server answers (every server of the list serves the same
+/// container, so its locks).
+extension FailoverContainer: ContainerLocks {
+    public func lock(_ claim: LockClaim, leaseSeconds: Int) async throws(ContainerProtocolError) -> LockAnswer {
+        try await call { server throws(ContainerProtocolError) in
+            try await server.lock(claim, leaseSeconds: leaseSeconds)
+        }
+    }
+
+    public func unlock(_ release: LockRelease) async throws(ContainerProtocolError) {
+        try await call { server throws(ContainerProtocolError) in try await server.unlock(release) }
+    }
+
+    public func renewLocks(session: LockSession, leaseSeconds: Int) async throws(ContainerProtocolError)
+        -> [HeldLock]
+    {
+        try await call { server throws(ContainerProtocolError) in
+            try await server.renewLocks(session: session, leaseSeconds: leaseSeconds)
+        }
+    }
+
+    public func releaseLocks(session: LockSession) async throws(ContainerProtocolError) {
+        try await call { server throws(ContainerProtocolError) in try await server.releaseLocks(session: session) }
+    }
+
+    public func locks(on fileID: FileID) async throws(ContainerProtocolError) -> [HeldLock] {
+        try await call { server throws(ContainerProtocolError) in try await server.locks(on: fileID) }
+    }
+}

@@ -215,7 +215,7 @@ public final class HTTPContainer: Container {
         return min(.milliseconds(250) * (1 << min(failures - 1, 5)), .seconds(5))
     }
 
-    private func send<Body: Encodable>(_ method: HTTPMethod, _ path: String, json: Body)
+    func send<Body: Encodable>(_ method: HTTPMethod, _ path: String, json: Body)
         async throws(ContainerProtocolError) -> Answer
     {
         let body: [UInt8]

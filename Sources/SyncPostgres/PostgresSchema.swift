@@ -11,7 +11,7 @@ import PostgresNIO
 ///   a database without the schema, older (run the initialisation) or newer (upgrade SyncFS).
 enum PostgresSchema {
     /// The version this code reads and writes.
-    static let currentVersion = 4
+    static let currentVersion = 5
 
     /// The advisory lock key every migration takes ("SyncFS" in ASCII).
     static let migrationLock: Int64 = 0x5379_6E63_4653
@@ -77,6 +77,8 @@ enum PostgresSchema {
         PostgresCommitFunctions.migration,
         // 4: version history, retention and safe garbage collection (`PostgresHistorySchema`).
         PostgresHistorySchema.migration,
+        // 5: cross-mount locks (`PostgresLocksSchema`).
+        PostgresLocksSchema.migration,
     ]
 
     /// Creates or migrates the schema to `target` (tests make older schemas with it; the default

@@ -20,12 +20,18 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case history
     case trash
     case digest
+    case lock
+    case unlock
+    case renewLocks
+    case releaseLocks
+    case entryLocks
 
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest: return "GET"
-        case .missingChunks, .commit: return "POST"
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
+            return "GET"
+        case .missingChunks, .commit, .lock, .unlock, .renewLocks, .releaseLocks: return "POST"
         case .putChunk: return "PUT"
         }
     }
@@ -45,6 +51,11 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .history: return container + "/entries/ID/versions"
         case .trash: return container + "/trash"
         case .digest: return container + "/digest"
+        case .lock: return container + "/locks"
+        case .unlock: return container + "/locks/unlock"
+        case .renewLocks: return container + "/locks/renew"
+        case .releaseLocks: return container + "/locks/release"
+        case .entryLocks: return container + "/entries/ID/locks"
         }
     }
 
@@ -55,7 +66,9 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
         case .history: return [WireProtocol.Query.limit]
         case .trash: return [WireProtocol.Query.before, WireProtocol.Query.limit]
-        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .digest: return []
+        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .digest, .lock, .unlock,
+            .renewLocks, .releaseLocks, .entryLocks:
+            return []
         }
     }
 
@@ -64,7 +77,9 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .putChunk: return WireProtocol.maxChunkBodyBytes
         case .missingChunks, .commit: return WireProtocol.maxJSONBodyBytes
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest: return nil
+        case .lock, .unlock, .renewLocks, .releaseLocks: return WireProtocol.maxLockBodyBytes
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
+            return nil
         }
     }
 

@@ -188,6 +188,11 @@ struct SyncResponder: HTTPResponder {
         case .history: return try await history(call)
         case .trash: return try await trash(call)
         case .digest: return try await digest(call)
+        case .lock: return try await lock(call)
+        case .unlock: return try await unlock(call)
+        case .renewLocks: return try await renewLocks(call)
+        case .releaseLocks: return try await releaseLocks(call)
+        case .entryLocks: return try await entryLocks(call)
         }
     }
 }

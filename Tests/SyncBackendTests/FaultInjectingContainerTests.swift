@@ -18,6 +18,7 @@ struct FaultInjectingContainerTests {
             { _ = try await faulty.changes(after: .beginning, limit: 1) },
             { _ = try await faulty.waitForChanges(after: .beginning, timeout: .seconds(1)) },
             { _ = try await faulty.history(of: .root, limit: 1) },
+            { _ = try await faulty.locks(on: .root) },
         ]
         for call in calls {
             let error = await protocolError(call)
@@ -30,7 +31,8 @@ struct FaultInjectingContainerTests {
         let file = FileID.random()
         try await faulty.mustPut(file, base: 0, fileState("f", chunks: [chunk]))
         #expect(try await faulty.history(of: file, limit: 5).map(\.entry.state.name) == [Array("f".utf8)])
-        let twice: Set<FaultInjectingContainer.Operation> = [.putChunk, .commit, .history]
+        #expect(try await faulty.locks(on: file).isEmpty)
+        let twice: Set<FaultInjectingContainer.Operation> = [.putChunk, .commit, .history, .locks]
         for operation in FaultInjectingContainer.Operation.allCases {
             #expect(faulty.callCount(operation) == (twice.contains(operation) ? 2 : 1))
         }

@@ -234,7 +234,7 @@ struct LockTableTests {
         // Locks elsewhere count.
         let elsewhere = LockTable.Elsewhere(sessionLocks: 0, containerLocks: LockLimits.maxLocksPerContainer - 1)
         #expect(throws: ContainerProtocolError.invalidRequest("a container holds at most 100000 locks")) {
-            try table.lock(claim(bob, .shared, 0, 0), leaseSeconds: 30, now: now, elsewhere: elsewhere)
+            try table.lock(claim(bob, .shared, limit * 4, limit * 4), leaseSeconds: 30, now: now, elsewhere: elsewhere)
         }
         var other = LockTable()
         let sessionElsewhere = LockTable.Elsewhere(sessionLocks: LockLimits.maxLocksPerSession, containerLocks: 0)

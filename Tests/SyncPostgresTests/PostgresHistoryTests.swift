@@ -151,8 +151,12 @@ import Testing
             SELECT id, '\(chunk.hash.hex)', \(chunk.plainLength), \(chunk.encoding.rawValue)
             FROM syncfs_containers WHERE name = 'old'
             """)
-        await #expect(throws: PostgresStoreError.schemaTooOld(found: 3, supported: 4)) { _ = try await fixture.open() }
-        #expect(PostgresStoreError.schemaTooOld(found: 3, supported: 4).description.contains("server-init"))
+        await #expect(throws: PostgresStoreError.schemaTooOld(found: 3, supported: PostgresSchema.currentVersion)) {
+            _ = try await fixture.open()
+        }
+        #expect(
+            PostgresStoreError.schemaTooOld(found: 3, supported: PostgresSchema.currentVersion).description.contains(
+                "server-init"))
         try await PostgresStore.initialize(settings: fixture.settings)
         let store = try await fixture.open()
         let container = try #require(try await store.container(named: "old"))

@@ -81,6 +81,8 @@ import Testing
                 let target = query.isEmpty ? path : path + "?" + query
                 let reply: Reply
                 switch (row.method, row.path.hasSuffix("/commits"), row.path.hasSuffix("/missing")) {
+                case ("POST", _, _) where Self.lockBody(for: row.path) != nil:
+                    reply = try await fixture.send(.POST, target, json: Self.lockBody(for: row.path)!)
                 case ("PUT", _, _): reply = try await fixture.put(chunk)
                 case ("POST", true, _): reply = try await fixture.commit(entry)
                 case ("POST", _, true):
@@ -92,6 +94,20 @@ import Testing
                 #expect(reply.status == expected, "\(row): \(reply.status) \(reply.text)")
             }
         }
+    }
+
+    /// The body of a request to a lock endpoint (`/locks`, `/locks/unlock`, ...), or nil.
+    static func lockBody(for path: String) -> (any Encodable & Sendable)? {
+        let session = LockSession.random()
+        let claim = LockClaim(
+            fileID: .random(), kind: .posix, mode: .exclusive, session: session, owner: 1, holderName: "doc")
+        if path.hasSuffix("/locks") { return LockRequest(claim: claim, leaseSeconds: 30) }
+        if path.hasSuffix("/locks/unlock") {
+            return LockRelease(fileID: claim.fileID, kind: .posix, session: session, owner: 1)
+        }
+        if path.hasSuffix("/locks/renew") { return LockRenewal(session: session, leaseSeconds: 30) }
+        if path.hasSuffix("/locks/release") { return LockSessionRelease(session: session) }
+        return nil
     }
 
     @Test func theErrorTableListsEveryCodeWithItsStatus() {
@@ -153,7 +169,7 @@ import Testing
         for type in [
             "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
             "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus", "HistoryResponse",
-            "TreeDigest",
+            "TreeDigest", "LockRequest", "LockResponse", "LockRelease", "LockRenewal", "LockSessionRelease", "LockList",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
@@ -184,6 +200,12 @@ import Testing
         case "HealthStatus": return try decoder.decode(HealthStatus.self, from: data)
         case "HistoryResponse": return try decoder.decode(HistoryResponse.self, from: data)
         case "TreeDigest": return try decoder.decode(TreeDigest.self, from: data)
+        case "LockRequest": return try decoder.decode(LockRequest.self, from: data)
+        case "LockResponse": return try decoder.decode(LockResponse.self, from: data)
+        case "LockRelease": return try decoder.decode(LockRelease.self, from: data)
+        case "LockRenewal": return try decoder.decode(LockRenewal.self, from: data)
+        case "LockSessionRelease": return try decoder.decode(LockSessionRelease.self, from: data)
+        case "LockList": return try decoder.decode(LockList.self, from: data)
         default: throw TestFailure("no decoder for the example type '\(type)'")
         }
     }

@@ -48,6 +48,9 @@ public enum WireProtocol {
     /// larger holds fewer versions than `limit` (`moreComing` says so); one version is always
     /// sent, however large.
     public static let maxHistoryPageBytes = 16 << 20
+    /// The largest body of a lock request (`LockRequest`, `LockRelease`, `LockRenewal`,
+    /// `LockSessionRelease`: a few hundred bytes of JSON).
+    public static let maxLockBodyBytes = 4_096
     /// A commit's `device`: 1...128 bytes of UTF-8 without control characters.
     public static let maxDeviceBytes = 128
     /// An extended attribute's name: `user.` and at least one more byte, at most 255 bytes, no NUL.
@@ -98,6 +101,11 @@ public enum WireProtocol {
         public static func versions(_ name: String, _ id: FileID) -> String { entry(name, id) + "/versions" }
         public static func trash(_ name: String) -> String { container(name) + "/trash" }
         public static func digest(_ name: String) -> String { container(name) + "/digest" }
+        public static func locks(_ name: String) -> String { container(name) + "/locks" }
+        public static func unlock(_ name: String) -> String { locks(name) + "/unlock" }
+        public static func renewLocks(_ name: String) -> String { locks(name) + "/renew" }
+        public static func releaseLocks(_ name: String) -> String { locks(name) + "/release" }
+        public static func entryLocks(_ name: String, _ id: FileID) -> String { entry(name, id) + "/locks" }
         public static let health = "\(prefix)/health"
     }
 }

@@ -66,5 +66,22 @@ package enum LocalContainerSchema {
             ('retention_days', 30), ('retention_versions', 0),
             ('history_since', CAST(strftime('%s', 'now') AS INTEGER) * 1000000000);
         """,
+        // 3: cross-mount locks (`ContainerLocks`): one row per held lock, its lease to
+        // `expires_at`; 64-bit unsigned values (owner, range) stored as their bit pattern.
+        """
+        CREATE TABLE locks (
+            file_id TEXT NOT NULL,              -- FileID, 32 hex digits
+            kind TEXT NOT NULL,                 -- 'flock' or 'posix'
+            session TEXT NOT NULL,              -- the holding mount run, 32 hex digits
+            owner INTEGER NOT NULL,             -- the kernel's lock owner in that mount
+            range_start INTEGER NOT NULL,       -- first byte
+            range_end INTEGER NOT NULL,         -- last byte, inclusive (-1: to the end of the file)
+            mode TEXT NOT NULL,                 -- 'shared' or 'exclusive'
+            holder TEXT NOT NULL,               -- the holder's device name, for display
+            expires_at INTEGER NOT NULL,        -- ns since the epoch: the end of the lease
+            PRIMARY KEY (file_id, kind, session, owner, range_start)
+        ) WITHOUT ROWID;
+        CREATE INDEX locks_by_session ON locks (session);
+        """,
     ])
 }

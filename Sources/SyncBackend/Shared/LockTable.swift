@@ -120,14 +120,14 @@ public struct LockTable: Hashable, Sendable {
     }
 
     /// The claim with its range as stored (the whole file for a flock), or `invalidRequest`.
-    static func checked(_ claim: LockClaim) throws(ContainerProtocolError) -> LockClaim {
+    public static func checked(_ claim: LockClaim) throws(ContainerProtocolError) -> LockClaim {
         if let problem = LockLimits.problem(withHolderName: claim.holderName) { throw .invalidRequest(problem) }
         var claim = claim
         claim.range = try checkedRange(claim.range, kind: claim.kind)
         return claim
     }
 
-    static func checkedRange(_ range: LockRange, kind: LockKind) throws(ContainerProtocolError) -> LockRange {
+    public static func checkedRange(_ range: LockRange, kind: LockKind) throws(ContainerProtocolError) -> LockRange {
         if kind == .flock { return .wholeFile }
         guard range.isValid else {
             throw .invalidRequest("lock range \(range.start)-\(range.end) ends before it starts")
