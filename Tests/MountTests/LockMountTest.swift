@@ -12,7 +12,7 @@ import Testing
 /// The lock behaviour shared with a local file system (`flockExcludes`, `rangesExclude`,
 /// `blockingWaitsThenIsGranted`, `aSignalInterruptsTheWait`) runs with the same assertions for
 /// two processes on one plain directory, for two processes on one mount, and for a process on
-/// each of two mounts.
+/// each of two mounts (of a local container, and through a server).
 @Suite(.serialized)
 struct LockMountTest {
     // MARK: - The behaviour, wherever the two processes are
@@ -120,6 +120,18 @@ struct LockMountTest {
         try Self.withTwoMounts { mounts, onA, onB in try Self.allBehaviour(onA, onB) }
     }
 
+    @Test func aProcessOnEachOfTwoMountsThroughAServer() throws {
+        try Self.withTwoMounts(overServer: true) { mounts, onA, onB in
+            try Self.allBehaviour(onA, onB)
+            try LockingProcess.with { p in
+                #expect(p.run("open \(onA)") == "ok")
+                #expect(p.run("fcntl wr 10 20 nb") == "ok")
+                let line = try syncfsXattr(onB, "lock")
+                #expect(line.hasPrefix("posix exclusive 10-29 by 'alpha' until "), "\(line)")
+            }
+        }
+    }
+
     // MARK: - Only across mounts
 
     /// `status PATH` and `user.syncfs.lock` on B name A's device as the holder, with the lease's
@@ -179,6 +191,9 @@ struct LockMountTest {
                     #expect(q.run("open \(onB)") == "ok")
                     #expect(p.run("open \(onA)") == "ok")
                     try writeFile(outage, "")
+                    #expect(
+                        waitUntil(timeout: 30) { (try? mounts.b.syncStatus())?.online == false },
+                        "B did not go offline\n\(mounts.logs())")
                     #expect(q.run("flock ex nb") == "ok")
                     let offline: LockedPathStatus = try mounts.b.statusJSON(of: onB)
                     #expect(offline.locks?.map(\.localOnly) == [true])
@@ -205,15 +220,16 @@ struct LockMountTest {
 
     // MARK: - Setup
 
-    /// Two mounts of one local container, devices `alpha` (A) and `beta` (B), with a file made
-    /// on A and seen on B: `body` gets its path on each.
+    /// Two mounts of one local container (or, `overServer`, of one container a `serve` process
+    /// serves), devices `alpha` (A) and `beta` (B), with a file made on A and seen on B: `body`
+    /// gets its path on each.
     static func withTwoMounts(
-        environmentA: [String: String] = [:], environmentB: [String: String] = [:],
+        environmentA: [String: String] = [:], environmentB: [String: String] = [:], overServer: Bool = false,
         _ body: (SyncedMounts, String, String) throws -> Void
     ) throws {
         try SyncedMounts.with(
             argumentsA: ["--device-name", "alpha"], argumentsB: ["--device-name", "beta"], environmentA: environmentA,
-            environmentB: environmentB
+            environmentB: environmentB, overServer: overServer
         ) { mounts in
             try writeFile(mounts.a.path("shared"), "x")
             #expect(waitUntil(timeout: 30) { (try? readText(mounts.b.path("shared"))) == "x" })
