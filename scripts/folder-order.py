@@ -50,9 +50,10 @@ USES = {
     "Residency": {"Cache", "Model", "Support", "Tree"},
     "Echo": {"Cache", "Model", "Tree"},
     "Core": {"Cache", "Echo", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
+    "Locks": {"Support"},
     "Sync": {"Cache", "Core", "Echo", "Metadata", "Model", "Outbox", "Residency", "Support", "Tree"},
-    "FUSE": {"Cache", "Core", "Model", "Support", "Tree"},
-    "Daemon": {"Cache", "Core", "FUSE", "Metadata", "Model", "Outbox", "Support", "Sync", "Tree"},
+    "FUSE": {"Cache", "Core", "Locks", "Model", "Support", "Tree"},
+    "Daemon": {"Cache", "Core", "FUSE", "Locks", "Metadata", "Model", "Outbox", "Support", "Sync", "Tree"},
 }
 
 

@@ -286,6 +286,12 @@ enum StatusReport {
                     + progressText(done: transfer.done, total: transfer.total, bar: terminal))
         }
         if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
+        if let locks = status.locks, locks.held + locks.lost > 0 {
+            lines.append(
+                "locks: \(locks.held) held on this mount"
+                    + (locks.localOnly > 0 ? ", \(locks.localOnly) local only (not claimed at the container yet)" : "")
+                    + (locks.lost > 0 ? ", \(locks.lost) lost since the mount (lock-lost events)" : ""))
+        }
         if status.stateDiskFull == true {
             lines.append("disk full: the disk holding the state directory is full; writes into files fail (ENOSPC)")
         }
@@ -321,7 +327,22 @@ enum StatusReport {
                     + (files.conflict > 0 ? ", \(files.conflict) in conflict" : ""))
         }
         if let error = status.error { lines.append("last error: \(error)") }
+        for lock in status.locks ?? [] { lines.append(lockLine(lock)) }
+        for lost in status.lostLocks ?? [] { lines.append("lock lost: \(lost)") }
         return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
+    }
+
+    /// "lock: posix exclusive 0-99 held by 'laptop' (this mount), lease until 2026-…Z".
+    static func lockLine(_ lock: PathLock) -> String {
+        let range = "\(lock.start)-\(lock.end.map(String.init) ?? "EOF")"
+        var line = "lock: \(lock.kind) \(lock.mode) \(range) held by '\(lock.holder)'"
+        if lock.thisMount { line += " (this mount)" }
+        if lock.localOnly {
+            line += ", local only"
+        } else if let expires = lock.expires {
+            line += ", lease until \(expires)"
+        }
+        return line
     }
 
     static func progressText(done: Int64, total: Int64, bar: Bool) -> String {

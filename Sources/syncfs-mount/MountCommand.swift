@@ -228,6 +228,7 @@ struct MountCommand: ParsableCommand {
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.deleteGuard = guardOptions.thresholds
+        if let lease = TestHooks.lockLease() { configuration.lockLeaseSeconds = lease }
         configuration.mergeCommandsFile =
             mergeCommands.map(absolutePath)
             ?? LocalMergeCommands.defaultPath(environment: ProcessInfo.processInfo.environment)

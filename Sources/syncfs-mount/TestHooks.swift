@@ -1,4 +1,5 @@
 import Foundation
+import SyncBackend
 
 /// Switches for the mount tests, read from the daemon's environment, never from options: no
 /// command line, `-o` key or fstab line reaches them (doc/CLI.md, "Test hooks").
@@ -11,5 +12,16 @@ enum TestHooks {
     static func outageFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         guard let path = environment[outageFileVariable], path.hasPrefix("/") else { return nil }
         return path
+    }
+
+    /// `SYNCFS_TEST_LOCK_LEASE=SECONDS`: the lease of this mount's locks (`LockLimits.leaseSeconds`;
+    /// 30 s otherwise), so that a test sees a crashed holder's lease run out soon.
+    static let lockLeaseVariable = "SYNCFS_TEST_LOCK_LEASE"
+
+    static func lockLease(environment: [String: String] = ProcessInfo.processInfo.environment) -> Int? {
+        guard let text = environment[lockLeaseVariable], let seconds = Int(text),
+            LockLimits.leaseSeconds.contains(seconds)
+        else { return nil }
+        return seconds
     }
 }

@@ -1,8 +1,17 @@
+import SyncBackend
+import Synchronization
+
 extension ExtendedAttributes {
     /// `user.syncfs.state`, `.id`, `.pinned`, `.progress`, `.error` (doc/SEMANTICS.md): computed from
-    /// the tree, the outbox and the transfer board; never stored, never synced.
+    /// the tree, the outbox and the transfer board; never stored, never synced. `.lock` comes from
+    /// the mount's locks (`VirtualLockAttribute`), asked outside the namespace lock.
     func virtualXattr(_ ino: InodeNumber, name: String) throws(FSError) -> [UInt8] {
         let key = name.dropFirst(Self.virtualPrefix.count)
+        if key == "lock" {
+            let fileID = try live.transact { tree throws(FSError) in try tree.node(ino).fileID }
+            guard let line = lockAttribute.line(for: fileID) else { throw .noAttribute }
+            return Array(line.utf8)
+        }
         return try live.transact { tree throws(FSError) in
             let node = try tree.node(ino)
             switch key {
@@ -30,4 +39,15 @@ extension ExtendedAttributes {
             }
         }
     }
+}
+
+/// `user.syncfs.lock`: who holds locks on a file, one line (doc/CLI.md), from the mount's lock
+/// service, which the daemon sets once it exists; none before (the attribute is then absent).
+final class VirtualLockAttribute: Sendable {
+    private let source = Mutex<(@Sendable (FileID) -> String?)?>(nil)
+
+    func setSource(_ line: @escaping @Sendable (FileID) -> String?) { source.withLock { $0 = line } }
+
+    /// The line for `fileID`, or nil when no lock is held on it.
+    func line(for fileID: FileID) -> String? { source.withLock { $0 }?(fileID) }
 }

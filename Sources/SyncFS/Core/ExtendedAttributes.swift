@@ -19,6 +19,8 @@ enum XattrSetMode: Sendable {
 final class ExtendedAttributes: Sendable {
     let live: LiveTree
     let residency: ContentResidency
+    /// Where `user.syncfs.lock` comes from (`VirtualLockAttribute`).
+    let lockAttribute = VirtualLockAttribute()
 
     init(live: LiveTree, residency: ContentResidency) {
         self.live = live

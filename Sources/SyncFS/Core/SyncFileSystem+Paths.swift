@@ -7,6 +7,11 @@ extension SyncFileSystem {
         try live.transact { tree throws(FSError) in try tree.node(atPath: path).ino }
     }
 
+    /// The stable identity of the entry `ino`.
+    func fileID(of ino: InodeNumber) throws(FSError) -> FileID {
+        try live.transact { tree throws(FSError) in try tree.node(ino).fileID }
+    }
+
     /// The path of the entry with `id` below the mount point, if it is in the tree.
     func displayPath(of id: FileID) -> String? { live.displayPath(of: id) }
 }

@@ -3,6 +3,8 @@ import SyncBackend
 /// What the daemon does for each control request.
 struct ControlCommands {
     let engine: SyncEngine
+    /// The mount's locks (`status PATH` shows them); nil in tests without a lock service.
+    var locks: MountLocks? = nil
 
     var fileSystem: SyncFileSystem { engine.fileSystem }
     var conflicts: Conflicts { engine.conflicts }
@@ -11,12 +13,19 @@ struct ControlCommands {
         do throws(FSError) {
             switch request.command {
             case .status:
-                return ControlReply(status: engine.status())
+                var status = engine.status()
+                status.addLocks(locks)
+                return ControlReply(status: status)
             case .sync:
                 engine.expedite()
-                return ControlReply(status: engine.syncAnswer())
+                var status = engine.syncAnswer()
+                status.addLocks(locks)
+                return ControlReply(status: status)
             case .pathStatus:
-                return ControlReply(path: PathStatus(try fileSystem.residency.pathStatus(try target(request))))
+                let ino = try target(request)
+                var status = PathStatus(try fileSystem.residency.pathStatus(ino))
+                status.addLocks(of: ino, fileSystem: fileSystem, locks: locks)
+                return ControlReply(path: status)
             case .pin, .unpin:
                 return try pin(try target(request), request.command == .pin)
             case .evict:

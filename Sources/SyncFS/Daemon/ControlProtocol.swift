@@ -93,6 +93,10 @@ public struct PathStatus: Codable, Sendable {
     public var files: FileCounts?
     /// Files: the size; directories: the sizes of all files below (what `download` waits for).
     public var totalBytes: Int64?
+    /// Files: the advisory locks held on it, on every mount (`PathLock`); nil from an older daemon.
+    public var locks: [PathLock]?
+    /// Files: locks of this mount lost lately (`lock-lost`), oldest first; nil when none.
+    public var lostLocks: [String]?
 }
 
 /// What `pin`, `unpin`, `evict` and `download` did.

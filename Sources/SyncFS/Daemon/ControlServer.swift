@@ -35,14 +35,17 @@ public final class ControlServer: @unchecked Sendable {
     private let acceptor: Worker
     private let path: String
     private let engine: SyncEngine
+    /// The mount's locks, for `status PATH`.
+    private let locks: MountLocks?
     private let active = Mutex(0)
     private let streams = Mutex(0)
 
     /// Binds the socket for `mountpoint` (replacing a stale one) and starts answering. The
     /// registry must have been prepared (`MountRegistry.prepare`).
-    init(mountpoint: String, engine: SyncEngine) throws {
+    init(mountpoint: String, engine: SyncEngine, locks: MountLocks? = nil) throws {
         path = MountRegistry.socketPath(for: mountpoint)
         self.engine = engine
+        self.locks = locks
         unlink(path)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
@@ -141,7 +144,7 @@ public final class ControlServer: @unchecked Sendable {
                 }
                 reply = ControlReply(error: "busy: \(Self.maximumStreams) event streams are open; try again")
             } else {
-                reply = ControlCommands(engine: engine).answer(request)
+                reply = ControlCommands(engine: engine, locks: locks).answer(request)
             }
         } else {
             reply = ControlReply(error: "malformed request")

@@ -46,6 +46,9 @@ public struct MountConfiguration: Sendable {
     /// When the mass-delete guard trips (`--guard-deletes`, `--guard-fraction`, `--guard-window`);
     /// nil: `--no-guard`.
     public var deleteGuard: GuardThresholds? = GuardThresholds()
+    /// How long a lease of this mount's locks lasts at the container, in seconds (renewed every
+    /// third of it; doc/SEMANTICS.md, "Locks").
+    public var lockLeaseSeconds = 30
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -83,11 +86,20 @@ public enum MountDaemon {
             options: engineOptions(configuration, statePath: state.path, logger: logger), logger: logger)
         engine.attaching.prepare()
         engine.start()
-        let session = try mount(
-            fileSystem, engine: engine, configuration: configuration, systemd: systemd, logger: logger)
+        let locks = MountLocking.start(
+            fileSystem: fileSystem, container: container, leaseSeconds: configuration.lockLeaseSeconds, logger: logger)
+        let session: FuseSession
+        do throws(MountError) {
+            session = try mount(
+                fileSystem, engine: engine, locks: locks, configuration: configuration, systemd: systemd,
+                logger: logger)
+        } catch {
+            locks.stop()
+            throw error
+        }
         let result = serve(
-            session, fileSystem: fileSystem, engine: engine, configuration: configuration, statePath: state.path,
-            systemd: systemd, logger: logger, ready: ready)
+            session, fileSystem: fileSystem, engine: engine, locks: locks, configuration: configuration,
+            statePath: state.path, systemd: systemd, logger: logger, ready: ready)
         let left = fileSystem.outbox.items.count
         logger.info(
             "unmounted \(configuration.mountpoint); committing state (\(left) changes stay queued for the next mount)")
@@ -156,7 +168,7 @@ public enum MountDaemon {
     /// Waits for a needed first attach, then mounts. On failure the engine is stopped and the
     /// state committed before the error is thrown.
     private static func mount(
-        _ fileSystem: SyncFileSystem, engine: SyncEngine, configuration: MountConfiguration,
+        _ fileSystem: SyncFileSystem, engine: SyncEngine, locks: MountLocks, configuration: MountConfiguration,
         systemd: SystemdNotifier?, logger: Logger
     ) throws(MountError) -> FuseSession {
         do {
@@ -165,7 +177,7 @@ public enum MountDaemon {
                 fileSystem: fileSystem, mountpoint: configuration.mountpoint,
                 fsName: "syncfs:" + configuration.container,
                 cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
-                flags: configuration.kernelFlags, logger: logger)
+                flags: configuration.kernelFlags, locks: locks, logger: logger)
         } catch {
             engine.stop()
             do {
@@ -182,8 +194,9 @@ public enum MountDaemon {
     /// inotify echo, systemd), then stops them in order: the echo, the control socket, the
     /// engine (it may still send kernel notifications), the session. Returns the loop's result.
     private static func serve(
-        _ session: FuseSession, fileSystem: SyncFileSystem, engine: SyncEngine, configuration: MountConfiguration,
-        statePath: String, systemd: SystemdNotifier?, logger: Logger, ready: () -> Void
+        _ session: FuseSession, fileSystem: SyncFileSystem, engine: SyncEngine, locks: MountLocks,
+        configuration: MountConfiguration, statePath: String, systemd: SystemdNotifier?, logger: Logger,
+        ready: () -> Void
     ) -> Int32 {
         session.prepareSignals()
         let stopper = StopOnSignal.install(session: session, engine: engine, logger: logger)
@@ -195,7 +208,7 @@ public enum MountDaemon {
         }
         let control: ControlServer?
         do {
-            control = try ControlServer(mountpoint: configuration.mountpoint, engine: engine)
+            control = try ControlServer(mountpoint: configuration.mountpoint, engine: engine, locks: locks)
         } catch {
             logger.warning("no control socket (sync and status will not reach this mount): \(error)")
             control = nil
@@ -218,6 +231,7 @@ public enum MountDaemon {
         systemd?.stopping()
         fileSystem.echo.channel.stop()
         control?.close()
+        locks.stop()
         engine.stop()
         session.unmount()
         return result

@@ -108,6 +108,8 @@ public struct SyncStatus: Codable, Sendable {
     public var damagedCacheCopies: Int?
     /// The mass-delete guard (doc/SEMANTICS.md, "Mass-delete guard"); nil from an older daemon.
     public var massDeleteGuard: GuardStatus?
+    /// This mount's advisory locks (doc/SEMANTICS.md, "Locks"); nil from an older daemon.
+    public var locks: MountLockCounts?
 }
 
 public struct FailingEntry: Codable, Sendable {

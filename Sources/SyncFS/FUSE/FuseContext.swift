@@ -17,11 +17,16 @@ final class FuseContext: Sendable {
     let pendingReads = PendingReads()
     /// Which readers' READDIRPLUS pages carry attributes (`ReaddirPlusReaders`).
     let readdirPlus = ReaddirPlusAdvisor()
+    /// The mount's advisory locks; nil: the kernel keeps locks on this mount only.
+    let locks: MountLocks?
+    /// Lock requests waiting for their answer, answered before the session goes (`PendingLock`).
+    let pendingLocks = PendingLocks()
 
-    init(fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double) {
+    init(fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double, locks: MountLocks? = nil) {
         self.fileSystem = fileSystem
         self.logger = logger
         self.cacheTimeout = cacheTimeout
+        self.locks = locks
     }
 
     static func of(_ req: fuse_req_t?) -> FuseContext {

@@ -122,7 +122,10 @@ func fuseWriteBuf(
 }
 
 func fuseRelease(_ req: fuse_req_t?, _ ino: fuse_ino_t, _ info: UnsafeMutablePointer<fuse_file_info>?) {
-    if let handle = takeHandle(info, as: OpenFile.self) { FuseContext.of(req).fileSystem.fileIO.release(handle) }
+    let context = FuseContext.of(req)
+    if let handle = takeHandle(info, as: OpenFile.self) { context.fileSystem.fileIO.release(handle) }
+    // The open file held a flock: it ends with its last close.
+    if let info, info.pointee.flock_release != 0 { releaseFlock(ino, owner: info.pointee.lock_owner, context) }
     fuse_reply_err(req, 0)
 }
 

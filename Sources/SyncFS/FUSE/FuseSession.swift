@@ -23,10 +23,13 @@ final class FuseSession: @unchecked Sendable {
     /// out privileges or reach devices here, whatever its mode bits say. With it the options say
     /// `suid,dev`, since libfuse mounts `nosuid,nodev` unless told otherwise (only root's mount
     /// can: fusermount3 keeps `nosuid,nodev` for every other user). `flags` adds `ro`,
-    /// `allow_other` and `noexec` on request (`MountKernelFlags`).
+    /// `allow_other` and `noexec` on request (`MountKernelFlags`). With `locks`, every flock and
+    /// fcntl lock of the mount goes to it (`FuseOperations+Locks.swift`); without, the kernel
+    /// keeps them, for this mount only.
     init(
         fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double,
-        honoursSetuid: Bool = false, flags: MountKernelFlags = MountKernelFlags(), logger: Logger
+        honoursSetuid: Bool = false, flags: MountKernelFlags = MountKernelFlags(), locks: MountLocks? = nil,
+        logger: Logger
     ) throws {
         self.mountpoint = mountpoint
         let safeName = fsName.map { $0 == "," || $0 == "\\" ? "_" : $0 }
@@ -38,9 +41,10 @@ final class FuseSession: @unchecked Sendable {
         var cArguments = arguments.map { strdup($0) }
         defer { for argument in cArguments { free(argument) } }
         let context = Unmanaged.passRetained(
-            FuseContext(fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout))
+            FuseContext(fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout, locks: locks))
         self.context = context
         var operations = makeOperationTable()
+        if locks != nil { addLockOperations(&operations) }
         if flags.readOnly { refuseModifications(&operations) }
         let created = cArguments.withUnsafeMutableBufferPointer { buffer -> OpaquePointer? in
             var args = fuse_args(argc: Int32(buffer.count), argv: buffer.baseAddress, allocated: 0)
@@ -90,6 +94,7 @@ final class FuseSession: @unchecked Sendable {
         // kernel has usually aborted them already (the reader got ECONNABORTED; the reply only
         // frees the request); otherwise the reader gets ENOTCONN, as from a mount that is gone.
         context.takeUnretainedValue().pendingReads.endAll(with: .io(ENOTCONN))
+        context.takeUnretainedValue().pendingLocks.endAll(errno: ENOTCONN)
         return result
     }
 
@@ -131,7 +136,8 @@ final class FuseSession: @unchecked Sendable {
 }
 
 /// Builds the table of trampolines. Every operation the folder supports is set; the rest
-/// (locks, ioctl, poll, bmap, copy_file_range) fall back to the kernel's defaults.
+/// (ioctl, poll, bmap, copy_file_range) fall back to the kernel's defaults, as do locks without
+/// a lock service (`addLockOperations`).
 private func makeOperationTable() -> fuse_lowlevel_ops {
     var operations = fuse_lowlevel_ops()
     operations.`init` = fuseInit
@@ -152,9 +158,10 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
     operations.read = fuseRead
     operations.write = fuseWrite
     operations.write_buf = fuseWriteBuf
-    // No `flush`: libfuse answers ENOSYS once and the kernel stops sending FLUSH on every
-    // close (fc->no_flush), saving a round trip per close. Nothing is lost: `release` records
-    // what was written, and the writeback cache has written the pages back before either.
+    // No `flush` (unless locks are the daemon's: `addLockOperations`): libfuse answers ENOSYS
+    // once and the kernel stops sending FLUSH on every close (fc->no_flush), saving a round trip
+    // per close. Nothing is lost: `release` records what was written, and the writeback cache
+    // has written the pages back before either.
     operations.release = fuseRelease
     operations.fsync = fuseFsync
     operations.opendir = fuseOpendir
@@ -171,6 +178,18 @@ private func makeOperationTable() -> fuse_lowlevel_ops {
     operations.fallocate = fuseFallocate
     operations.lseek = fuseLseek
     return operations
+}
+
+/// The lock operations. With `getlk`+`setlk` and `flock` set, libfuse asks the kernel for
+/// FUSE_CAP_POSIX_LOCKS and FUSE_CAP_FLOCK_LOCKS (its INIT defaults; `fuseInit` keeps them), and
+/// the kernel sends every lock request here instead of locking in itself. A POSIX lock ends when
+/// its process closes any descriptor of the file: the kernel says so only in FLUSH (with the
+/// closing lock owner), so `flush` is set too; it answers at once while no POSIX lock is held.
+private func addLockOperations(_ operations: inout fuse_lowlevel_ops) {
+    operations.getlk = fuseGetlk
+    operations.setlk = fuseSetlk
+    operations.flock = fuseFlock
+    operations.flush = fuseFlush
 }
 
 /// Negotiates capabilities with the kernel: the writeback cache (writes return once in the page

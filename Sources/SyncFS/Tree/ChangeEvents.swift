@@ -31,6 +31,8 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         /// The tree was checked against the container and differed (`TreeCheckReport`; `message`:
         /// what was corrected). Path "".
         case treeCorrected = "tree-corrected"
+        /// A lock a process here held was lost (`message`: which and why; doc/SEMANTICS.md, "Locks").
+        case lockLost = "lock-lost"
         /// Not a change: the subscriber fell too far behind and the events after this were dropped.
         case overflow
         /// The follower began / finished reading the container's feed to its end: a first attach

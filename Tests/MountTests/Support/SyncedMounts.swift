@@ -35,15 +35,15 @@ final class SyncedMounts: @unchecked Sendable {
 
     /// Mounts A, then B, on a fresh container. `uploadDelayB` defaults to `uploadDelay`.
     /// `argumentsA` and `argumentsB` are appended to every `mount` of A and of B (e.g.
-    /// `["--cache-size", "8M"]`), `environmentB` added to B's environment (`OutageSwitch`). `overServer`: the container is served by a `syncfs-mount serve`
+    /// `["--cache-size", "8M"]`), `environmentA`/`environmentB` added to A's/B's environment (`OutageSwitch`). `overServer`: the container is served by a `syncfs-mount serve`
     /// child process on loopback and both mount its URL with a token (`containerPath` is then the
     /// container's directory on the server's side). `overTLS`: the same over HTTPS with a
     /// self-signed certificate the mounts trust with `--ca-file`. `backend`: what that server
     /// serves from (`MountServerBackend`; `.postgresS3` makes a scratch database and bucket).
     static func make(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        environmentB: [String: String] = [:], overServer: Bool = false, overTLS: Bool = false,
-        backend: MountServerBackend = .embedded
+        environmentA: [String: String] = [:], environmentB: [String: String] = [:], overServer: Bool = false,
+        overTLS: Bool = false, backend: MountServerBackend = .embedded
     ) throws -> SyncedMounts {
         umask(0o022)
         let base = try makeTemporaryDirectory("syncfs-tests")
@@ -64,7 +64,8 @@ final class SyncedMounts: @unchecked Sendable {
             }
             let a = try TestFolder.make(
                 .mount, sharedContainer: location,
-                mountArguments: ["--upload-delay", String(uploadDelay)] + access + argumentsA)
+                mountArguments: ["--upload-delay", String(uploadDelay)] + access + argumentsA,
+                mountEnvironment: environmentA)
             do {
                 let b = try TestFolder.make(
                     .mount, sharedContainer: location,
@@ -85,12 +86,13 @@ final class SyncedMounts: @unchecked Sendable {
     /// Runs `body` on fresh mounts and always tears them down.
     static func with<R>(
         uploadDelay: Int = 20, uploadDelayB: Int? = nil, argumentsA: [String] = [], argumentsB: [String] = [],
-        environmentB: [String: String] = [:], overServer: Bool = false, overTLS: Bool = false,
-        backend: MountServerBackend = .embedded, _ body: (SyncedMounts) throws -> R
+        environmentA: [String: String] = [:], environmentB: [String: String] = [:], overServer: Bool = false,
+        overTLS: Bool = false, backend: MountServerBackend = .embedded, _ body: (SyncedMounts) throws -> R
     ) throws -> R {
         let mounts = try make(
             uploadDelay: uploadDelay, uploadDelayB: uploadDelayB, argumentsA: argumentsA, argumentsB: argumentsB,
-            environmentB: environmentB, overServer: overServer, overTLS: overTLS, backend: backend)
+            environmentA: environmentA, environmentB: environmentB, overServer: overServer, overTLS: overTLS,
+            backend: backend)
         defer { mounts.tearDown() }
         return try body(mounts)
     }
