@@ -104,6 +104,12 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help:
+            "Keep flock and fcntl locks on this mount only, as the kernel does for a local disk (no round trip to the daemon on each close); other mounts of the container do not see them."
+    )
+    var localLocks = false
+
+    @Flag(
+        help:
             "Root only: keep the setuid and setgid bits of files other machines made, and let them take effect (the folder is nosuid,nodev otherwise). Only for a container whose every writer you trust."
     )
     var allowRemoteSetuid = false
@@ -220,6 +226,7 @@ struct MountCommand: ParsableCommand {
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         configuration.inotifyEcho = !noInotifyEcho
+        configuration.locksAcrossMounts = !localLocks
         configuration.deviceName = deviceName.flatMap(DeviceName.init(validating:))
         configuration.allowRemoteSetuid = allowRemoteSetuid
         configuration.attachTimeout = attachTimeout
@@ -298,6 +305,7 @@ struct MountCommand: ParsableCommand {
             noDownloadFor, "--attach-timeout", String(attachTimeout), "--report-attach-progress",
         ]
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
+        if localLocks { arguments.append("--local-locks") }
         if create { arguments.append("--create") }
         if let deviceName { arguments += ["--device-name", deviceName] }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }

@@ -132,6 +132,31 @@ struct LockMountTest {
         }
     }
 
+    /// `--local-locks`: the kernel keeps the locks, so processes of one mount still exclude each
+    /// other while a process on the other mount is not excluded (each mount locks on its own).
+    @Test func localLocksHoldOnTheirMountOnly() throws {
+        try Self.withTwoMounts(argumentsA: ["--local-locks"], argumentsB: ["--local-locks"]) { mounts, onA, onB in
+            try LockingProcess.with { p in
+                try LockingProcess.with { q in
+                    try LockingProcess.with { r in
+                        #expect(p.run("open \(onA)") == "ok")
+                        #expect(q.run("open \(onA)") == "ok")
+                        #expect(r.run("open \(onB)") == "ok")
+                        #expect(p.run("flock ex nb") == "ok")
+                        #expect(q.run("flock ex nb") == "busy", "processes of one mount exclude each other")
+                        #expect(r.run("flock ex nb") == "ok", "the other mount does not see a local lock")
+                        #expect(p.run("fcntl wr 0 100 nb") == "ok")
+                        #expect(q.run("fcntl wr 50 10 nb") == "busy")
+                        #expect(r.run("fcntl wr 50 10 nb") == "ok")
+                    }
+                }
+            }
+            let status = try mounts.b.expectCommand(["status", onB, "--json"]).stdout
+            let decoded = try JSONDecoder().decode(LockedPathStatus.self, from: Data(status.utf8))
+            #expect((decoded.locks ?? []).isEmpty, "the daemon holds no lock of a local-locks mount: \(status)")
+        }
+    }
+
     // MARK: - Only across mounts
 
     /// `status PATH` and `user.syncfs.lock` on B name A's device as the holder, with the lease's
@@ -224,11 +249,13 @@ struct LockMountTest {
     /// serves), devices `alpha` (A) and `beta` (B), with a file made on A and seen on B: `body`
     /// gets its path on each.
     static func withTwoMounts(
-        environmentA: [String: String] = [:], environmentB: [String: String] = [:], overServer: Bool = false,
+        argumentsA: [String] = [], argumentsB: [String] = [], environmentA: [String: String] = [:],
+        environmentB: [String: String] = [:], overServer: Bool = false,
         _ body: (SyncedMounts, String, String) throws -> Void
     ) throws {
         try SyncedMounts.with(
-            argumentsA: ["--device-name", "alpha"], argumentsB: ["--device-name", "beta"], environmentA: environmentA,
+            argumentsA: ["--device-name", "alpha"] + argumentsA, argumentsB: ["--device-name", "beta"] + argumentsB,
+            environmentA: environmentA,
             environmentB: environmentB, overServer: overServer
         ) { mounts in
             try writeFile(mounts.a.path("shared"), "x")

@@ -8,8 +8,9 @@ extension MergeMountTest {
     /// A save game both mounts changed so the JSON merge conflicts: the chain's next policy
     /// decides by the score inside, and the resolving mount's own version (the higher score) wins
     /// on both mounts, with no conflict copy. A malformed chain is first shown as a rules error.
-    @Test func aChainPrefersTheHigherScoreWhenTheJSONMergeConflicts() throws {
-        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+    /// On a local container and through `serve`.
+    @Test(arguments: [false, true]) func aChainPrefersTheHigherScoreWhenTheJSONMergeConflicts(overServer: Bool) throws {
+        try SyncedMounts.with(uploadDelay: 600_000, overServer: overServer) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try writeFile(a.path(".syncfs-rules"), "*.sav prefer=newest else merge=json\n")
             let error = "rules error: .syncfs-rules: line 1: nothing after prefer=newest is used (it always decides)"

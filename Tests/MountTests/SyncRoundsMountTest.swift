@@ -43,8 +43,8 @@ struct SyncRoundsMountTest {
             .filter { kinds.contains($0.kind) }
     }
 
-    @Test func anEditIsSyncedOnBothMountsWithWhatWentEachWay() throws {
-        try SyncedMounts.with(uploadDelay: 20) { mounts in
+    @Test(arguments: [false, true]) func anEditIsSyncedOnBothMountsWithWhatWentEachWay(overServer: Bool) throws {
+        try SyncedMounts.with(uploadDelay: 20, overServer: overServer) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             #expect(a.expectSync() && b.expectSync())
             let onA = try Watcher.events([a.root, "--timeout", "120"])
@@ -68,11 +68,12 @@ struct SyncRoundsMountTest {
         }
     }
 
-    @Test func aCatchUpAfterBeingOfflineIsAScanWithCounts() throws {
+    @Test(arguments: [false, true]) func aCatchUpAfterBeingOfflineIsAScanWithCounts(overServer: Bool) throws {
         let directory = try makeTemporaryDirectory("syncfs-rounds")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let outage = directory + "/outage"
-        try SyncedMounts.with(uploadDelay: 20, environmentB: OutageSwitch.environment(outage)) { mounts in
+        try SyncedMounts.with(uploadDelay: 20, environmentB: OutageSwitch.environment(outage), overServer: overServer) {
+            mounts in
             let (a, b) = (mounts.a, mounts.b)
             let watcher = try Watcher.events([b.root, "some/folder/", "--timeout", "120"])
             defer { watcher.stop() }
@@ -119,8 +120,8 @@ struct SyncRoundsMountTest {
         return copies
     }
 
-    @Test func aConflictCopyIsAnEventWithBothVersionsAndTheBase() throws {
-        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+    @Test(arguments: [false, true]) func aConflictCopyIsAnEventWithBothVersionsAndTheBase(overServer: Bool) throws {
+        try SyncedMounts.with(uploadDelay: 600_000, overServer: overServer) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             let watcher = try Watcher.events([b.root, "--timeout", "120"])
             defer { watcher.stop() }
@@ -147,8 +148,8 @@ struct SyncRoundsMountTest {
         }
     }
 
-    @Test func eachFormOfResolveEndsTheSameOnBothMounts() throws {
-        try SyncedMounts.with(uploadDelay: 600_000) { mounts in
+    @Test(arguments: [false, true]) func eachFormOfResolveEndsTheSameOnBothMounts(overServer: Bool) throws {
+        try SyncedMounts.with(uploadDelay: 600_000, overServer: overServer) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             let copies = try conflictsOnB(mounts, ["local.txt", "remote.txt", "both.txt", "merged.txt"])
             let merge = try makeTemporaryDirectory("syncfs-merge") + "/merge.txt"

@@ -22,6 +22,9 @@ public struct MountConfiguration: Sendable {
     public var noDownloadProcesses: Set<String> = []
     /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
     public var inotifyEcho = true
+    /// flock and fcntl locks go to the daemon, which holds them across every mount of the
+    /// container (`MountLocks`); false leaves them to the kernel, for this mount only.
+    public var locksAcrossMounts = true
     /// Apply remote setuid/setgid bits and mount without `nosuid,nodev` (`--allow-remote-setuid`).
     public var allowRemoteSetuid = false
     /// `--read-only`, `--allow-other`, `--no-exec` (`MountKernelFlags`).
@@ -177,7 +180,8 @@ public enum MountDaemon {
                 fileSystem: fileSystem, mountpoint: configuration.mountpoint,
                 fsName: "syncfs:" + configuration.container,
                 cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
-                flags: configuration.kernelFlags, locks: locks, logger: logger)
+                flags: configuration.kernelFlags, locks: configuration.locksAcrossMounts ? locks : nil,
+                logger: logger)
         } catch {
             engine.stop()
             do {
