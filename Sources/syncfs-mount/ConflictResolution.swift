@@ -52,18 +52,26 @@ struct ConflictResolution {
                     message: "\(target.display) was merged with conflict markers (both versions are in it): "
                         + "edit it and run `syncfs-mount resolve` on it, or give your merge with --with FILE")
             }
-            try write(source, into: conflict.path)
+            let input = try Self.openSource(source)
+            defer { close(input) }
+            try write(input, from: source, into: conflict.path, expectedID: conflict.fileID)
             let marked = MountedPath(mountpoint: target.mountpoint, relative: conflict.path)
             return try marked.ask(.resolve).action?.files ?? 0 > 0
         }
         guard let originalPath = conflict.originalPath else { return false }
         let copyHoldsLocal = conflict.keptHere ?? false
         let copy = target.mountpoint + "/" + conflict.path
+        var input: Int32?
         switch choice {
-        case .keep(.local) where copyHoldsLocal, .keep(.remote) where !copyHoldsLocal: source = copy
-        default: break
+        case .keep(.local) where copyHoldsLocal, .keep(.remote) where !copyHoldsLocal:
+            input = try Self.openEntry(copy, O_RDONLY, expectedID: conflict.fileID)
+        default:
+            if let source { input = try Self.openSource(source) }
         }
-        if let source { try write(source, into: originalPath) }
+        if let input {
+            defer { close(input) }
+            try write(input, from: source ?? copy, into: originalPath, expectedID: conflict.originalFileID)
+        }
         try deleteCopy(at: copy, expectedID: conflict.fileID)
         return true
     }
@@ -86,23 +94,51 @@ struct ConflictResolution {
         return file
     }
 
-    /// Replaces the content of the original at `relative` with `source`'s and syncs it.
-    private func write(_ source: String, into relative: String) throws {
+    /// FILE (`--with`, the user's own choice: a symlink there is followed), opened for reading.
+    private static func openSource(_ file: String) throws -> Int32 {
+        let input = open(file, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw MountError(.badInput, "cannot read \(file): \(reason())") }
+        return input
+    }
+
+    /// An entry of the mount (a copy or an original: names other machines chose), opened without
+    /// following a symlink, only if it is a regular file whose `user.syncfs.id` is `expectedID`
+    /// — checked on the open descriptor, so what is read or written is the entry listed.
+    private static func openEntry(_ path: String, _ mode: Int32, expectedID: String?) throws -> Int32 {
+        let descriptor = open(path, mode | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ELOOP { throw Refusal(message: "\(path) is a symlink, not a file; nothing was changed") }
+            throw MountError(.failed, "cannot open \(path): \(reason())")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw Refusal(message: "\(path) is not a regular file; nothing was changed")
+        }
+        if let expectedID, fileID(ofDescriptor: descriptor) != expectedID {
+            close(descriptor)
+            throw Refusal(message: "\(path) is no longer the file listed in the conflict; nothing was changed")
+        }
+        return descriptor
+    }
+
+    /// Replaces the content of the entry at `relative` (which must still be `expectedID`) with
+    /// what `input` holds, and syncs it.
+    private func write(_ input: Int32, from source: String, into relative: String, expectedID: String?) throws {
         let destination = target.mountpoint + "/" + relative
-        let input = open(source, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw MountError(.badInput, "cannot read \(source): \(Self.reason())") }
-        defer { close(input) }
+        let output = try Self.openEntry(destination, O_WRONLY, expectedID: expectedID)
+        var closed = false
+        defer { if !closed { close(output) } }
         var from = stat()
         var to = stat()
-        guard fstat(input, &from) == 0, stat(destination, &to) == 0 else {
+        guard fstat(input, &from) == 0, fstat(output, &to) == 0 else {
             throw MountError(.failed, "cannot read \(destination): \(Self.reason())")
         }
         // FILE is the original itself: it holds the content already (truncating it would lose it).
         if from.st_dev == to.st_dev && from.st_ino == to.st_ino { return }
-        let output = open(destination, O_WRONLY | O_TRUNC | O_CLOEXEC)
-        guard output >= 0 else { throw MountError(.failed, "cannot write \(destination): \(Self.reason())") }
-        var closed = false
-        defer { if !closed { close(output) } }
+        guard ftruncate(output, 0) == 0 else {
+            throw MountError(.failed, "cannot write \(destination): \(Self.reason()); the copy was kept")
+        }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
         while true {
@@ -129,7 +165,8 @@ struct ConflictResolution {
         }
     }
 
-    /// Deletes the copy, if it is still the one listed (its `user.syncfs.id`).
+    /// Deletes the copy, if it is still the one listed (its `user.syncfs.id`, read without
+    /// following a symlink).
     private func deleteCopy(at path: String, expectedID: String?) throws {
         if let expectedID, Self.fileID(of: path) != expectedID {
             throw Refusal(message: "\(path) is no longer the conflict copy listed; nothing was deleted")
@@ -143,13 +180,25 @@ struct ConflictResolution {
 
     private typealias GetXattr =
         @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
+    private typealias DescriptorGetXattr =
+        @convention(c) (Int32, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
 
-    /// The entry's `user.syncfs.id` (Glibc's module has no getxattr: the C library's, by name).
+    /// The entry's `user.syncfs.id`, not following a symlink (Glibc's module has no xattr calls:
+    /// the C library's, by name).
     private static func fileID(of path: String) -> String? {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "getxattr") else { return nil }
-        let getxattr = unsafeBitCast(symbol, to: GetXattr.self)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "lgetxattr") else { return nil }
+        let lgetxattr = unsafeBitCast(symbol, to: GetXattr.self)
         var value = [UInt8](repeating: 0, count: 64)
-        let length = value.withUnsafeMutableBytes { getxattr(path, "user.syncfs.id", $0.baseAddress, $0.count) }
+        let length = value.withUnsafeMutableBytes { lgetxattr(path, "user.syncfs.id", $0.baseAddress, $0.count) }
+        return length > 0 ? String(decoding: value[..<length], as: UTF8.self) : nil
+    }
+
+    /// The open file's `user.syncfs.id`.
+    private static func fileID(ofDescriptor descriptor: Int32) -> String? {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fgetxattr") else { return nil }
+        let fgetxattr = unsafeBitCast(symbol, to: DescriptorGetXattr.self)
+        var value = [UInt8](repeating: 0, count: 64)
+        let length = value.withUnsafeMutableBytes { fgetxattr(descriptor, "user.syncfs.id", $0.baseAddress, $0.count) }
         return length > 0 ? String(decoding: value[..<length], as: UTF8.self) : nil
     }
 }

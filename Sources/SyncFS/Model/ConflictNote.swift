@@ -48,7 +48,7 @@ public struct ConflictListing: Codable, Sendable, Equatable {
     /// The copy's file ID (32 hex digits).
     public var fileID: String?
     /// The original's file ID.
-    var originalFileID: String?
+    public var originalFileID: String?
     /// The copy was made by this mount (its `host` is this mount's device name): the copy holds
     /// this mount's version and the original the other side's. False: the other way round —
     /// the original holds the version this mount had, the copy the one from `host`
