@@ -9,7 +9,8 @@ import SyncBackend
 /// - `lock` and `unlock` are one transaction each: the file's advisory lock
 ///   (`pg_advisory_xact_lock` on the pair `hashtext('syncfs_locks')`, `hashtext('<container
 ///   row>/<file ID>')`) serialises the calls on one file, its rows are read `FOR UPDATE`, the
-///   shared `LockTable` decides, and what changed is written back.
+///   shared `LockTable` decides, and what changed is written back. A claim also deletes every
+///   expired lease of the container (`deleteExpired`), so the table stays within the limits.
 /// - `renewLocks` and `releaseLocks` lock the session's rows `FOR UPDATE` first, then update or
 ///   delete them. Every transaction locks rows in the order (file, kind, session, owner, range
 ///   start), so none waits for another in a cycle.
@@ -23,10 +24,11 @@ extension PostgresContainer: ContainerLocks {
                 let rows = PostgresLockRows(container: rowID, connection: connection, logger: logger)
                 let now = try await rows.lockFile(claim.fileID)
                 let original = LockTable(try await rows.locks(on: claim.fileID))
+                try await rows.deleteExpired(now: now)
                 var table = original
                 let answer = try table.lock(
                     claim, leaseSeconds: lease, now: now,
-                    elsewhere: try await rows.elsewhere(than: claim.fileID, session: claim.session, now: now))
+                    elsewhere: try await rows.elsewhere(than: original, session: claim.session, now: now))
                 try await rows.write(table.difference(from: original))
                 return answer
             }
@@ -137,15 +139,31 @@ struct PostgresLockRows {
                 """, logger: logger))
     }
 
-    /// The live locks on other files than `fileID`: the session's and everyone's.
-    func elsewhere(than fileID: FileID, session: LockSession, now: Int64) async throws -> LockTable.Elsewhere {
+    /// Deletes the container's leases that expired at `now` (by the expiry index), but for rows
+    /// another transaction holds (`SKIP LOCKED`: it never waits, so it adds no wait to the lock
+    /// order; a skipped row is counted until its holder or the next claim deletes it).
+    func deleteExpired(now: Int64) async throws {
+        try await connection.query(
+            """
+            DELETE FROM syncfs_locks WHERE ctid IN (
+                SELECT ctid FROM syncfs_locks WHERE container = \(container) AND expires_at <= \(now)
+                FOR UPDATE SKIP LOCKED)
+            """, logger: logger)
+    }
+
+    /// The locks on other files than `file`'s (after `deleteExpired`, every row counts): the
+    /// session's and everyone's, by index, less the file's live ones.
+    func elsewhere(than file: LockTable, session: LockSession, now: Int64) async throws -> LockTable.Elsewhere {
+        let here = file.locks.filter { $0.isLive(at: now) }
         let rows = try await connection.query(
             """
-            SELECT count(*) FILTER (WHERE session = \(session.hex)), count(*) FROM syncfs_locks
-            WHERE container = \(container) AND file_id <> \(fileID.hex) AND expires_at > \(now)
+            SELECT (SELECT count(*) FROM syncfs_locks WHERE container = \(container) AND session = \(session.hex)),
+                (SELECT count(*) FROM syncfs_locks WHERE container = \(container))
             """, logger: logger)
         for try await (sessionLocks, containerLocks) in rows.decode((Int64, Int64).self) {
-            return LockTable.Elsewhere(sessionLocks: Int(sessionLocks), containerLocks: Int(containerLocks))
+            return LockTable.Elsewhere(
+                sessionLocks: max(0, Int(sessionLocks) - here.count(where: { $0.session == session })),
+                containerLocks: max(0, Int(containerLocks) - here.count))
         }
         return .none
     }

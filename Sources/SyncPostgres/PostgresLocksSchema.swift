@@ -3,7 +3,7 @@ import PostgresNIO
 /// Schema step 5: cross-mount locks (`ContainerLocks`, `PostgresLocks`; doc/FORMATS.md
 /// "PostgreSQL schema"). One row per held lock, as the local container's `locks` table (the same
 /// columns and encodings: `LockRow`), its lease ending at `expires_at` (the database's clock,
-/// `syncfs_now_ns()`). Rows outlive server restarts; expired ones are ignored and deleted lazily.
+/// `syncfs_now_ns()`). Rows outlive server restarts; expired ones are ignored, and deleted by the next claim.
 enum PostgresLocksSchema {
     static let migration: [PostgresQuery] = [
         """
@@ -22,5 +22,12 @@ enum PostgresLocksSchema {
         )
         """,
         "CREATE INDEX syncfs_locks_by_session ON syncfs_locks (container, session)",
+    ]
+
+    /// Schema step 6: a container's leases by expiry, so that each lock call deletes every
+    /// expired lease of the container at the cost of an index probe (the table stays within
+    /// `LockLimits.maxLocksPerContainer` rows per container).
+    static let expiryIndex: [PostgresQuery] = [
+        "CREATE INDEX syncfs_locks_by_expiry ON syncfs_locks (container, expires_at)"
     ]
 }

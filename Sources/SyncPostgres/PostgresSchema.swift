@@ -11,7 +11,7 @@ import PostgresNIO
 ///   a database without the schema, older (run the initialisation) or newer (upgrade SyncFS).
 enum PostgresSchema {
     /// The version this code reads and writes.
-    static let currentVersion = 5
+    static let currentVersion = 6
 
     /// The advisory lock key every migration takes ("SyncFS" in ASCII).
     static let migrationLock: Int64 = 0x5379_6E63_4653
@@ -79,6 +79,8 @@ enum PostgresSchema {
         PostgresHistorySchema.migration,
         // 5: cross-mount locks (`PostgresLocksSchema`).
         PostgresLocksSchema.migration,
+        // 6: lock leases by expiry (`PostgresLocksSchema.expiryIndex`).
+        PostgresLocksSchema.expiryIndex,
     ]
 
     /// Creates or migrates the schema to `target` (tests make older schemas with it; the default

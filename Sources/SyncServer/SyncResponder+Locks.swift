@@ -6,7 +6,8 @@ import SyncBackend
 /// own tokens (the same checks as every other container endpoint run first). Request bodies are
 /// at most `WireProtocol.maxLockBodyBytes`; the container checks what they ask
 /// (`LockTable`: leases, ranges, holder names, limits: `400`). A container whose backend keeps no
-/// locks answers `501 notImplemented`.
+/// locks answers `501 notImplemented`. Every lock answered carries its holder's public ID
+/// (`LockSession.publicID`) in place of its session: a session is a bearer secret of its mount.
 extension SyncResponder {
     /// `200` with the lease's expiry when granted, `409` with the blocking lock otherwise.
     func lock(_ call: Call) async throws(WireFailure) -> Response {
@@ -15,9 +16,10 @@ extension SyncResponder {
         let answer = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await locks.lock(request.claim, leaseSeconds: request.leaseSeconds)
         }
-        let status: Int
-        if case .granted = answer { status = 200 } else { status = 409 }
-        return JSONResponse.make(LockResponse(answer), status: status)
+        switch answer {
+        case .granted: return JSONResponse.make(LockResponse(answer), status: 200)
+        case .blocked(let held): return JSONResponse.make(LockResponse(.blocked(by: Self.shown(held))), status: 409)
+        }
     }
 
     /// `204`: the range is no longer held (whether or not it was).
@@ -33,7 +35,7 @@ extension SyncResponder {
         let renewal = try await Self.lockBody(LockRenewal.self, of: call)
         let locks = try Self.locks(of: call)
         let held = try await WireFailure.translating { () async throws(ContainerProtocolError) in
-            try await locks.renewLocks(session: renewal.session, leaseSeconds: renewal.leaseSeconds)
+            try await locks.renewLocks(session: renewal.session, leaseSeconds: renewal.leaseSeconds).map(Self.shown)
         }
         return await JSONResponse.make(LockList(locks: held), status: 200, estimatedBytes: Self.estimatedBytes(held))
     }
@@ -56,7 +58,7 @@ extension SyncResponder {
         }
         let locks = try Self.locks(of: call)
         let held = try await WireFailure.translating { () async throws(ContainerProtocolError) in
-            try await locks.locks(on: id)
+            try await locks.locks(on: id).map(Self.shown)
         }
         return await JSONResponse.make(LockList(locks: held), status: 200, estimatedBytes: Self.estimatedBytes(held))
     }
@@ -76,6 +78,13 @@ extension SyncResponder {
             throw WireFailure(.notImplemented, "the container '\(call.name)' keeps no locks on this server")
         }
         return locks
+    }
+
+    /// `lock` as others may see it: its session replaced by the session's public ID.
+    private static func shown(_ lock: HeldLock) -> HeldLock {
+        var shown = lock
+        shown.session = lock.session.publicID
+        return shown
     }
 
     /// An upper bound of a lock list's JSON size.

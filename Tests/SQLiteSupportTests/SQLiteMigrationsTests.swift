@@ -110,7 +110,7 @@ struct SQLiteMigrationsTests {
 struct SchemaListTests {
     static let schemas: [(String, SQLiteMigrations, Int)] = [
         ("state.db", StateDatabaseSchema.migrations, 4),
-        ("container.db", LocalContainerSchema.migrations, 3),
+        ("container.db", LocalContainerSchema.migrations, 4),
         ("tokens.db", TokenStoreSchema.migrations, 1),
     ]
 
@@ -137,16 +137,16 @@ struct SchemaListTests {
         let root = database.directory + "/box"
         _ = try LocalContainer.openOrCreate(at: root)
         let connection = try SQLiteConnection(path: root + "/container.db")
-        try connection.execute("PRAGMA user_version = 4")
+        try connection.execute("PRAGMA user_version = 5")
         do {
             _ = try LocalContainer.openExisting(at: root)
-            Issue.record("a container.db of schema 4 was opened")
+            Issue.record("a container.db of schema 5 was opened")
         } catch {
             guard case .unsupportedFormat(let message) = error else {
                 Issue.record("expected unsupportedFormat, got \(error)")
                 return
             }
-            #expect(message.contains("version 4") && message.contains("(3)"), "\(message)")
+            #expect(message.contains("version 5") && message.contains("(4)"), "\(message)")
         }
     }
 }

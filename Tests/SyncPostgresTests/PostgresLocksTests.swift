@@ -5,8 +5,8 @@ import Testing
 @testable import SyncPostgres
 
 /// The locks of a PostgreSQL store beyond the shared contract (`ContainerLocksConformanceTests`):
-/// every server on one database shares them, claims on one file are serialised, and a stored
-/// row that does not decode is a storage failure.
+/// every server on one database shares them, claims on one file are serialised, expired leases
+/// do not pile up, and a stored row that does not decode is a storage failure.
 @Suite("PostgreSQL locks")
 struct PostgresLocksTests {
     func claim(_ file: FileID, _ session: LockSession, _ mode: LockMode = .exclusive) -> LockClaim {
@@ -59,6 +59,39 @@ struct PostgresLocksTests {
         #expect(granted == 1)
         #expect(try await here.locks(on: file).count == 1)
         await fixture.close(first, second)
+    }
+
+    /// A hostile token holder's loop (claim many locks on random files from many sessions with
+    /// the shortest lease, let them expire, again) must not grow the table: the next claim
+    /// deletes every expired lease of the container, and is granted.
+    @Test func expiredLeasesFromManySessionsDoNotPileUp() async throws {
+        let fixture = try await PostgresFixture.make()
+        let store = try await fixture.open()
+        let container = try await store.createContainer(named: "flooded")
+        // A full container's worth of leases that have expired: 1,000 sessions, each its own files.
+        try await fixture.sql(
+            """
+            INSERT INTO syncfs_locks (container, file_id, kind, session, owner, range_start, range_end, mode,
+                holder, expires_at)
+            SELECT c.id, lpad(to_hex(i), 32, '0'), 'posix', lpad(to_hex(i % 1000), 32, '0'), 1, 0, -1, 'exclusive',
+                'flood', 1
+            FROM syncfs_containers c, generate_series(0, \(LockLimits.maxLocksPerContainer - 1)) AS i
+            WHERE c.name = 'flooded'
+            """)
+        let count = "SELECT count(*) FROM syncfs_locks"
+        #expect(try await fixture.integer(count) == Int64(LockLimits.maxLocksPerContainer))
+
+        let file = FileID.random()
+        guard case .granted = try await container.lock(claim(file, .random()), leaseSeconds: 30) else {
+            Issue.record("a claim after a flood of expired leases was not granted")
+            await fixture.close(store)
+            return
+        }
+        #expect(try await fixture.integer(count) == 1, "the expired leases stayed")
+        #expect(
+            try await fixture.integer(
+                "SELECT count(*) FROM pg_indexes WHERE indexname = 'syncfs_locks_by_expiry'") == 1)
+        await fixture.close(store)
     }
 
     @Test func aStoredLockThatDoesNotDecodeIsAStorageFailure() async throws {

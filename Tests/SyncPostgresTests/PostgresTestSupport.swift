@@ -54,6 +54,16 @@ final class PostgresFixture: Sendable {
         }
     }
 
+    /// The one integer a query of the test's own answers (a count).
+    func integer(_ query: String) async throws -> Int64? {
+        try await PostgresScratchDatabase.withAdmin(database.url) { client in
+            for try await value in try await client.query(PostgresQuery(unsafeSQL: query)).decode(Int64.self) {
+                return value
+            }
+            return nil
+        }
+    }
+
     func close(_ stores: PostgresStore...) async {
         for store in stores { await store.shutdown() }
         try? await database.drop()

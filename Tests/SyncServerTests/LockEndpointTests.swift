@@ -8,8 +8,8 @@ import Testing
 @testable import SyncServer
 
 /// Cross-mount locks over HTTP: the server's strict request checks, `501` for a container
-/// without locks, leases that survive a server restart, and the client's refusal of a hostile
-/// server's answers. The contract itself runs over HTTP in `ContainerLocksConformanceTests`.
+/// without locks (to the client: unavailable), holders shown by public ID only, leases that
+/// survive a server restart, and the client's refusal of a hostile server's answers. The contract itself runs over HTTP in `ContainerLocksConformanceTests`.
 @Suite("Locks over HTTP")
 struct LockEndpointTests {
     static let second: Int64 = 1_000_000_000
@@ -73,8 +73,10 @@ struct LockEndpointTests {
             }
             // A valid answer passes.
             let blocker = otherLock()
+            var shownBlocker = blocker
+            shownBlocker.session = blocker.session.publicID
             canned.answer { $0.lock = .blocked(by: blocker) }
-            #expect(try await client.lock(claim, leaseSeconds: 30) == .blocked(by: blocker))
+            #expect(try await client.lock(claim, leaseSeconds: 30) == .blocked(by: shownBlocker))
 
             var ofAnotherSession = otherLock()
             ofAnotherSession.session = .random()
@@ -96,7 +98,7 @@ struct LockEndpointTests {
             canned.answer { $0.listed = [badName] }
             #expect(await protocolError { _ = try await client.locks(on: file) }?.isUnavailable == true)
             canned.answer { $0.listed = [blocker] }
-            #expect(try await client.locks(on: file) == [blocker])
+            #expect(try await client.locks(on: file) == [shownBlocker])
         }
     }
 
@@ -141,12 +143,71 @@ struct LockEndpointTests {
         }
     }
 
-    @Test func aContainerWithoutLocksAnswers501() async throws {
+    /// The server answers `501`; the client makes it `unavailable`, so a mount keeps its locks
+    /// local, as on a container without locks (not an error for every lock).
+    @Test func aContainerWithoutLocksAnswers501AndTheClientFindsLocksUnavailable() async throws {
         try await HistoryServer.run(["plain": HistorylessContainer()]) { served in
+            let token = try served.token("plain")
+            let raw = try await served.get(
+                WireProtocol.Path.container("plain") + "/entries/\(file.hex)/locks", token: token)
+            #expect(raw.status == 501, "\(raw.status) \(raw.text)")
             let client = try served.client("plain")
             let error = await protocolError { _ = try await client.lock(claim, leaseSeconds: 30) }
-            #expect(error?.isInvalidRequest == true && error?.description.contains("keeps no locks") == true)
-            #expect(await protocolError { _ = try await client.locks(on: file) }?.isInvalidRequest == true)
+            #expect(error?.isUnavailable == true && error?.description.contains("keeps no locks") == true, "\(error)")
+            let calls: [(String, () async throws -> Void)] = [
+                (
+                    "unlock",
+                    { try await client.unlock(LockRelease(fileID: file, kind: .posix, session: session, owner: 3)) }
+                ),
+                ("renew", { _ = try await client.renewLocks(session: session, leaseSeconds: 30) }),
+                ("release", { try await client.releaseLocks(session: session) }),
+                ("list", { _ = try await client.locks(on: file) }),
+            ]
+            for (what, call) in calls {
+                #expect(await protocolError(call)?.isUnavailable == true, "\(what)")
+            }
+        }
+    }
+
+    /// A session is a bearer secret of its mount: the server shows every holder by its public
+    /// ID, a call by a public ID touches nothing, and the holder's own client still sees its
+    /// locks under its own session.
+    @Test func holdersAreShownByPublicIDOnly() async throws {
+        let canned = CannedLockContainer()
+        try await HistoryServer.run(["box": canned]) { served in
+            let token = try served.token("box")
+            // Another mount's lock (its session never sent by this process).
+            let holder = LockSession.random()
+            var held = claim
+            held.session = holder
+            guard case .granted(let expiresAt) = try await canned.lock(held, leaseSeconds: 60) else {
+                throw TestFailure("not granted")
+            }
+            let listing = try await served.get(
+                WireProtocol.Path.container("box") + "/entries/\(file.hex)/locks", token: token)
+            #expect(listing.status == 200 && listing.text.contains(holder.publicID.hex), "\(listing.text)")
+            #expect(!listing.text.contains(holder.hex), "a listing shows the holder's session")
+            let rival = try JSONEncoder().encode(LockRequest(claim: claim, leaseSeconds: 30))
+            let blocked = try await served.post(WireProtocol.Path.locks("box"), body: Array(rival), token: token)
+            #expect(blocked.status == 409 && blocked.text.contains(holder.publicID.hex), "\(blocked.text)")
+            #expect(!blocked.text.contains(holder.hex), "a 409 shows the holder's session")
+
+            let client = try served.client("box")
+            #expect(try await client.locks(on: file).map(\.session) == [holder.publicID])
+            let publicID = holder.publicID
+            try await client.unlock(LockRelease(fileID: file, kind: .posix, session: publicID, owner: held.owner))
+            #expect(try await client.renewLocks(session: publicID, leaseSeconds: 600).isEmpty)
+            try await client.releaseLocks(session: publicID)
+            let still = try await canned.locks(on: file)
+            #expect(still.map(\.session) == [holder] && still.map(\.expiresAt) == [expiresAt])
+
+            // The holder's own client: its lock is its own.
+            #expect(try await client.renewLocks(session: holder, leaseSeconds: 60).map(\.session) == [holder])
+            #expect(try await client.locks(on: file).map(\.session) == [holder])
+            guard case .blocked(let by) = try await client.lock(claim, leaseSeconds: 30) else {
+                throw TestFailure("the rival claim was granted")
+            }
+            #expect(by.session == holder)
         }
     }
 

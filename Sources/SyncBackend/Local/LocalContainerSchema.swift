@@ -83,5 +83,8 @@ package enum LocalContainerSchema {
         ) WITHOUT ROWID;
         CREATE INDEX locks_by_session ON locks (session);
         """,
+        // 4: lock leases by expiry, so that each lock call deletes every expired lease at the cost
+        // of an index probe (the table stays within `LockLimits.maxLocksPerContainer` rows).
+        "CREATE INDEX locks_by_expiry ON locks (expires_at);",
     ])
 }

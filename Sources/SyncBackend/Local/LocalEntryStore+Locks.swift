@@ -3,21 +3,21 @@ import SQLiteSupport
 /// The locks of a local container, in `container.db`'s `locks` table (doc/FORMATS.md): the store
 /// every mount of the container on this machine shares. Each call is one `BEGIN IMMEDIATE`
 /// transaction (so calls of all processes are serialised) that loads the rows it concerns,
-/// applies `LockTable` and writes back what changed. Times are the calling process's real-time
-/// clock.
+/// applies `LockTable` and writes back what changed; a claim first deletes every expired lease of
+/// the container, so the table stays bounded. Times are the calling process's real-time clock.
 extension LocalEntryStore {
     func lock(_ claim: LockClaim, leaseSeconds: Int) throws(ContainerProtocolError) -> LockAnswer {
         try withConnection { connection in
             try connection.transaction { () throws -> LockAnswer in
                 let now = WallClock.nanoseconds()
                 let original = LockTable(try Self.locks(in: connection, where: "file_id = ?", claim.fileID.hex))
+                try Self.deleteExpired(in: connection, now: now)
+                // Every row left is live: the counts are of every row (by index), less this file's.
+                let here = original.locks.filter { $0.isLive(at: now) }
                 let elsewhere = LockTable.Elsewhere(
-                    sessionLocks: try Self.count(
-                        in: connection, where: "session = ? AND file_id <> ? AND expires_at > ?",
-                        [.text(claim.session.hex), .text(claim.fileID.hex), .integer(now)]),
-                    containerLocks: try Self.count(
-                        in: connection, where: "file_id <> ? AND expires_at > ?",
-                        [.text(claim.fileID.hex), .integer(now)]))
+                    sessionLocks: try Self.count(in: connection, where: "session = ?", [.text(claim.session.hex)])
+                        - here.count(where: { $0.session == claim.session }),
+                    containerLocks: try Self.count(in: connection, where: "1", []) - here.count)
                 var table = original
                 let answer = try table.lock(claim, leaseSeconds: leaseSeconds, now: now, elsewhere: elsewhere)
                 try Self.write(table.difference(from: original), in: connection)
@@ -89,6 +89,16 @@ extension LocalEntryStore {
             locks.append(try row.lock())
         }
         return locks
+    }
+
+    /// Deletes every lease of the container that expired at `now` (by the expiry index): the
+    /// table holds no more rows than `LockLimits.maxLocksPerContainer` live locks, whoever left
+    /// them to expire.
+    private static func deleteExpired(in connection: SQLiteConnection, now: Int64) throws {
+        let statement = try connection.statement("DELETE FROM locks WHERE expires_at <= ?")
+        defer { statement.reset() }
+        statement.bind(1, now)
+        try statement.run()
     }
 
     private static func count(in connection: SQLiteConnection, where condition: String, _ values: [Value]) throws

@@ -26,9 +26,15 @@
 ///   the caller tells the user.
 /// - `releaseLocks(session:)` drops every lock of the session (unmount).
 /// - `locks(on:)` lists the unexpired locks of a file, ordered by kind, range start, session, owner.
+/// - A session is a bearer secret (whoever knows it may renew, unlock or release its locks): a
+///   container reached through a server shows another holder's session as its public ID
+///   (`LockSession.publicID`) in listings and blocking locks; a caller's own sessions show as
+///   themselves.
 /// - Expiry is by the container's clock (`HeldLock.expiresAt`, nanoseconds since the Unix epoch);
-///   an expired lease is ignored everywhere and deleted lazily. Locks are stored state: a server
-///   restart keeps them (their leases run on).
+///   an expired lease is ignored everywhere, and each claim deletes every expired lease of the
+///   container, so stored locks never outnumber `LockLimits.maxLocksPerContainer` however many
+///   leases were left to expire. Locks are stored state: a server restart keeps them (their
+///   leases run on).
 /// - Bad input is `invalidRequest`: `leaseSeconds` outside `LockLimits.leaseSeconds`, a range
 ///   whose start is after its end, a holder name that is empty, over
 ///   `LockLimits.maxHolderNameBytes` or holds control characters, and a grant that would leave

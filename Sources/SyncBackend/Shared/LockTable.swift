@@ -12,12 +12,13 @@ public struct LockTable: Hashable, Sendable {
 
     public init(_ locks: [HeldLock] = []) { self.locks = locks }
 
-    /// How many live locks the container holds outside this table, for the limits of
-    /// `LockLimits` (a table of one file's locks does not see the others).
+    /// How many locks the container holds outside this table, for the limits of `LockLimits` (a
+    /// table of one file's locks does not see the others). A backend deletes the container's
+    /// expired leases before it counts, so the count is of stored rows and bounds the table.
     public struct Elsewhere: Hashable, Sendable {
-        /// The claiming session's live locks on other files.
+        /// The claiming session's locks on other files.
         public var sessionLocks: Int
-        /// Every live lock on other files.
+        /// Every lock on other files.
         public var containerLocks: Int
 
         public init(sessionLocks: Int, containerLocks: Int) {
