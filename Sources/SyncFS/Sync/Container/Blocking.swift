@@ -22,11 +22,21 @@ public enum Blocking {
         cancellable handle: CancelHandle? = nil,
         _ body: @escaping @Sendable () async throws(Failure) -> T
     ) throws(Failure) -> T {
-        let call = BlockingCall<T, Failure>()
-        handle?.set(call.start(body))
+        let result = Mutex<Result<T, Failure>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task(executorPreference: BlockingCallExecutor.shared) {
+            do throws(Failure) {
+                let value = try await body()
+                result.withLock { $0 = .success(value) }
+            } catch {
+                result.withLock { $0 = .failure(error) }
+            }
+            done.signal()
+        }
+        handle?.set(task)
         defer { handle?.set(nil) }
-        call.done.wait()
-        return try call.result()
+        done.wait()
+        return try result.withLock { $0! }.get()
     }
 
     /// Runs `body` and waits for it at most `limit`: past it, the call is cancelled and left to
