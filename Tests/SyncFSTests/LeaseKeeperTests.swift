@@ -103,4 +103,49 @@ import Testing
         #expect(try await shared.locks(on: file).map(\.session) == [b.locks.session])
         #expect(a.acquire(exclusive(owner: 3)) == .wouldBlock)
     }
+
+    @Test func aLeaseRunsOutWhileTheContainerStillDoesNotAnswer() {
+        let shared = InMemoryContainer()
+        let a = LockMount(shared, name: "a", leaseSeconds: 30)
+        defer { a.stop() }
+        let other = FileID.random()
+        #expect(a.acquire(exclusive(owner: 1)) == .granted)
+        a.goOffline()
+        #expect(a.acquire(LockProbe(fileID: other, kind: .flock, mode: .exclusive, owner: 2, pid: 43)) == .granted)
+        a.keepLeases()
+        #expect(a.reportedLost.isEmpty, "lost long before its lease ran out")
+        a.advance(seconds: 30)
+        a.keepLeases()
+        #expect(a.reportedLost.map(\.fileID) == [file], "kept past its lease: another mount may hold it")
+        #expect(a.reportedLost.first?.reason.contains("lease ran out") == true)
+        #expect(!a.locks.book.holds(LockKey(fileID: file, kind: .flock, owner: 1)))
+        #expect(
+            a.locks.book.holds(LockKey(fileID: other, kind: .flock, owner: 2)),
+            "a lock granted offline has no lease to run out")
+    }
+
+    @Test func aKeyKeepsItsEarliestLeaseEnd() {
+        let shared = InMemoryContainer()
+        let a = LockMount(shared, name: "a", leaseSeconds: 30)
+        defer { a.stop() }
+        let key = LockKey(fileID: file, kind: .posix, owner: 1)
+        #expect(a.acquire(posix(0, 9, owner: 1)) == .granted)
+        a.advance(seconds: 20)
+        // A second range granted later (a later lease), and a third granted offline (none).
+        #expect(a.acquire(posix(20, 29, owner: 1)) == .granted)
+        a.goOffline()
+        #expect(a.acquire(posix(40, 49, owner: 1)) == .granted)
+        a.keepLeases()
+        #expect(a.reportedLost.isEmpty)
+        a.advance(seconds: 10)
+        a.keepLeases()
+        #expect(a.reportedLost.map(\.owner) == [1], "kept past the first range's lease")
+        #expect(!a.locks.book.holds(key))
+    }
+
+    func posix(_ start: UInt64, _ end: UInt64, owner: UInt64) -> LockProbe {
+        LockProbe(
+            fileID: file, kind: .posix, mode: .exclusive, range: LockRange(start: start, end: end), owner: owner,
+            pid: 42)
+    }
 }

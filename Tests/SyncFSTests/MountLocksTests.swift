@@ -1,5 +1,6 @@
 import Foundation
 import SyncBackend
+import SyncBackendTesting
 import Testing
 
 @testable import SyncFS
@@ -120,6 +121,33 @@ import Testing
             }
             #expect(mount.locks.book.snapshot.locks(on: file).isEmpty)
         }
+    }
+}
+
+extension MountLocksTests {
+    @Test func aContainerThatDoesNotAnswerHoldsUpNoRequest() throws {
+        let silent = FaultInjectingContainer(InMemoryContainer())
+        // As long as the HTTP client's own deadline.
+        silent.delay(.locks, by: .seconds(30))
+        let mount = LockMount(InMemoryContainer(), name: "a", container: silent)
+        defer { mount.stop() }
+        let first = mount.startWaiting(flock(.exclusive, owner: 1)).1
+        #expect(first.wait(seconds: 5) == .granted, "no answer within a few seconds")
+        // The container is known unreachable now: the next requests are decided here at once.
+        let calls = silent.callCount(.locks)
+        let second = mount.startWaiting(posix(.exclusive, 0, 9, owner: 2)).1
+        #expect(second.wait(seconds: 1) == .granted)
+        let third = AnswerBox<LockOutcome>()
+        mount.locks.acquire(flock(.exclusive, owner: 3), blocking: false) { third.set($0) }
+        #expect(third.wait(seconds: 1) == .wouldBlock)
+        let holdings = AnswerBox<[LockHolding]>()
+        DispatchQueue.global().async { [file] in holdings.set(mount.locks.holdings(on: file)) }
+        #expect(holdings.wait(seconds: 1)?.map(\.localOnly) == [true, true])
+        // Renewals still run: each round tries the container (and gives up at the deadline).
+        let round = AnswerBox<Bool>()
+        mount.locks.keepLeases { round.set(true) }
+        #expect(round.wait(seconds: 5) == true)
+        #expect(silent.callCount(.locks) > calls)
     }
 }
 

@@ -14,7 +14,7 @@ enum MountLocking {
             logger.notice("this container keeps no locks: flock and fcntl locks hold on this mount only")
         }
         let locks = MountLocks(
-            container: containerLocks.map(BlockingContainerLocks.init), holderName: fileSystem.deviceName.text,
+            container: containerLocks.map { BlockingContainerLocks(base: $0) }, holderName: fileSystem.deviceName.text,
             leaseSeconds: leaseSeconds,
             logger: logger
         ) { [fileSystem] lost in
@@ -38,32 +38,42 @@ enum MountLocking {
     }
 }
 
-/// A container's locks called from the lock thread (`Blocking`: never the cooperative pool).
+/// A container's locks called from the lock thread (`Blocking`: never the cooperative pool), or
+/// from a thread that answers `status PATH` or `user.syncfs.lock`. Each call waits at most
+/// `deadline`: one that has not answered by then counts as unreachable (`unavailable`).
 struct BlockingContainerLocks: LockCalling {
     let base: any ContainerLocks
+    var deadline: Duration = ContainerLockCalls.callDeadline
 
     func lock(_ claim: LockClaim, leaseSeconds: Int) throws(ContainerProtocolError) -> LockAnswer {
-        try Blocking.run { () async throws(ContainerProtocolError) in
-            try await base.lock(claim, leaseSeconds: leaseSeconds)
+        try bounded { () async throws(ContainerProtocolError) in try await base.lock(claim, leaseSeconds: leaseSeconds)
         }
     }
 
     func unlock(_ release: LockRelease) throws(ContainerProtocolError) {
-        try Blocking.run { () async throws(ContainerProtocolError) in try await base.unlock(release) }
+        try bounded { () async throws(ContainerProtocolError) in try await base.unlock(release) }
     }
 
     func renewLocks(session: LockSession, leaseSeconds: Int) throws(ContainerProtocolError) -> [HeldLock] {
-        try Blocking.run { () async throws(ContainerProtocolError) in
+        try bounded { () async throws(ContainerProtocolError) in
             try await base.renewLocks(session: session, leaseSeconds: leaseSeconds)
         }
     }
 
     func releaseLocks(session: LockSession) throws(ContainerProtocolError) {
-        try Blocking.run { () async throws(ContainerProtocolError) in try await base.releaseLocks(session: session) }
+        try bounded { () async throws(ContainerProtocolError) in try await base.releaseLocks(session: session) }
     }
 
     func locks(on fileID: FileID) throws(ContainerProtocolError) -> [HeldLock] {
-        try Blocking.run { () async throws(ContainerProtocolError) in try await base.locks(on: fileID) }
+        try bounded { () async throws(ContainerProtocolError) in try await base.locks(on: fileID) }
+    }
+
+    private func bounded<T: Sendable>(_ call: @escaping @Sendable () async throws(ContainerProtocolError) -> T)
+        throws(ContainerProtocolError) -> T
+    {
+        try Blocking.run(
+            within: deadline,
+            orThrow: .unavailable("the container did not answer a lock call within \(deadline.inSeconds) s"), call)
     }
 }
 

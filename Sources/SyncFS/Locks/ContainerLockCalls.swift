@@ -20,6 +20,10 @@ struct ContainerLockCalls: Sendable {
     let base: (any LockCalling)?
     /// How far the container's clock may be from this machine's and its expiries still be taken.
     static let clockSkewAllowance: Int64 = 86_400 * 1_000_000_000
+    /// How long a lock call may take: one that has not answered by then counts as unreachable,
+    /// so that a slow or silent container holds up neither the lock thread (its renewals, a
+    /// close waiting for its locks' release) nor a FUSE request.
+    static let callDeadline: Duration = .seconds(2)
 
     enum Failure: Error, Equatable {
         /// The container could not be reached (or reached none of its storage): offline.

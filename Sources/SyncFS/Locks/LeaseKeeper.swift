@@ -15,6 +15,9 @@ import SyncBackend
 ///   book holds is claimed; one held elsewhere makes the key's locks lost; then what the
 ///   container holds beyond the book is released;
 /// - ranges the container holds for the session that the book does not know are released.
+/// A round whose renewal fails loses every key whose lease runs out within `expiryMargin`:
+/// another mount may take it once the lease ends at the container, answering or not; a key
+/// granted here only has no lease there and is kept (claimed once the container answers).
 /// Lost locks leave the book, are released at the container, and are reported (`onLost`).
 final class LeaseKeeper: Sendable {
     let book: LockBook
@@ -37,27 +40,37 @@ final class LeaseKeeper: Sendable {
 
     var leaseNanoseconds: UInt64 { UInt64(leaseSeconds) * 1_000_000_000 }
 
+    /// The rounds' interval while something is not in step or the container does not answer.
+    static let catchUpInterval: UInt64 = 1_000_000_000
+    /// How long before its lease end (by this machine's clock) a lock whose renewal failed is
+    /// lost: the next round may come a `catchUpInterval` and a call's deadline later, and a
+    /// second more allows for the two clocks running at different rates.
+    static let expiryMargin: UInt64 =
+        catchUpInterval + UInt64(ContainerLockCalls.callDeadline.inSeconds * 1e9) + 1_000_000_000
+
     /// When the next round is due after one that ended at `now`: a third of the lease while every
     /// lock is in step, a second while some are not or the container does not answer.
     func nextRound(after now: UInt64) -> UInt64 {
         let snapshot = book.snapshot
         if calls.base == nil { return now + leaseNanoseconds }
         if snapshot.keys.isEmpty { return now + leaseNanoseconds / 3 }
-        if !snapshot.unsynced.isEmpty || book.offlineSince != nil { return now + 1_000_000_000 }
+        if !snapshot.unsynced.isEmpty || book.offlineSince != nil { return now + Self.catchUpInterval }
         return now + leaseNanoseconds / 3
     }
 
-    /// One round (see the type). Does nothing while the book holds nothing, or for a container
-    /// that keeps no locks.
+    /// One round (see the type). Does nothing for a container that keeps no locks, nor while the
+    /// book holds nothing: then the next request asks the container again, offline or not.
     func keep() {
         let snapshot = book.snapshot
-        guard !snapshot.keys.isEmpty, calls.base != nil else { return }
+        guard calls.base != nil else { return }
+        guard !snapshot.keys.isEmpty else { return book.reachable() }
         let sentAt = monotonic()
         let held: [HeldLock]
         do throws(ContainerLockCalls.Failure) {
             held = try calls.renew(session: snapshot.session, leaseSeconds: leaseSeconds)
         } catch {
             if case .unreachable = error { book.unreachable() }
+            loseRunningOut(at: monotonic())
             return
         }
         book.reachable()
@@ -91,12 +104,26 @@ final class LeaseKeeper: Sendable {
         book.change { $0.markInStep(key, leaseEnd: leaseEnd) }
     }
 
+    /// Loses every key whose lease ends within `expiryMargin` of `now`, without asking the
+    /// container (the lease ends there by itself; a renewal that finds it still held releases it).
+    private func loseRunningOut(at now: UInt64) {
+        for (key, end) in book.snapshot.leaseEnds where end <= now + Self.expiryMargin {
+            lose(
+                key, book.snapshot.locks(of: key), "its lease ran out while the container could not be reached",
+                releasing: false)
+        }
+    }
+
     /// An unsynced key: claims each range the book holds. False if the container stopped
     /// answering (the round ends; the key stays unsynced).
     private func claimAgain(_ key: LockKey, theirs: [HeldLock]) -> Bool {
         let snapshot = book.snapshot
         let mine = snapshot.locks(of: key)
         let sentAt = monotonic()
+        if let end = snapshot.leaseEnds[key], end < sentAt {
+            lose(key, mine, "its lease ran out while the container could not be reached")
+            return true
+        }
         for lock in mine {
             let probe = LockProbe(
                 fileID: key.fileID, kind: key.kind, mode: lock.mode, range: lock.range, owner: key.owner,
@@ -137,10 +164,10 @@ final class LeaseKeeper: Sendable {
         }
     }
 
-    private func lose(_ key: LockKey, _ mine: [HeldLock], _ reason: String) {
+    private func lose(_ key: LockKey, _ mine: [HeldLock], _ reason: String, releasing: Bool = true) {
         let pid = book.snapshot.pid(of: key.owner)
         book.change { $0.drop(key) }
-        releaseAtContainer(book.snapshot.release(key))
+        if releasing { releaseAtContainer(book.snapshot.release(key)) }
         guard !mine.isEmpty else { return }
         let lost = LostLock(
             fileID: key.fileID, kind: key.kind, owner: key.owner, pid: pid, locks: mine, reason: reason, at: Date())

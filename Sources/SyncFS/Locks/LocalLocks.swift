@@ -15,8 +15,10 @@ struct LocalLocks: Sendable {
     private(set) var table = LockTable()
     /// Keys the container may not hold as here.
     private(set) var unsynced: Set<LockKey> = []
-    /// When the container's lease of each key held in step runs out, by this machine's monotonic
-    /// clock (nanoseconds), reckoned from when the call that granted or renewed it was sent.
+    /// When the container's lease of each key it was granted runs out, by this machine's monotonic
+    /// clock (nanoseconds), reckoned from when the call that granted or renewed it was sent: the
+    /// earliest of its ranges' leases. Kept while the key is unsynced (the container may still
+    /// hold those ranges until then); none for a key granted here only.
     private(set) var leaseEnds: [LockKey: UInt64] = [:]
     /// The process of each owner, for F_GETLK.
     private var pids: [UInt64: Int32] = [:]
@@ -59,11 +61,8 @@ struct LocalLocks: Sendable {
             return false  // over `LockLimits`' counts
         }
         pids[probe.owner] = probe.pid
-        if inStep {
-            if let leaseEnd, !unsynced.contains(probe.key) { leaseEnds[probe.key] = leaseEnd }
-        } else {
-            markUnsynced(probe.key)
-        }
+        if inStep, let leaseEnd { leaseEnds[probe.key] = min(leaseEnds[probe.key] ?? leaseEnd, leaseEnd) }
+        if !inStep { markUnsynced(probe.key) }
         return true
     }
 
@@ -84,9 +83,10 @@ struct LocalLocks: Sendable {
         leaseEnds[key] = nil
     }
 
+    /// The container may not hold the key's locks as here; the lease end of what it was granted
+    /// stays.
     mutating func markUnsynced(_ key: LockKey) {
         unsynced.insert(key)
-        leaseEnds[key] = nil
     }
 
     /// The key is in step again, its lease running until `leaseEnd`.

@@ -34,14 +34,17 @@ struct LockHolding: Sendable, Equatable {
 
 extension MountLocks {
     /// The locks on `fileID` (see `LockHolding`), ordered by family and range start. Asks the
-    /// container from the calling thread; unreachable, only this mount's are listed, local only.
+    /// container from the calling thread (waiting at most `ContainerLockCalls.callDeadline`), unless
+    /// the book knows it unreachable; unreachable, only this mount's are listed, local only.
     func holdings(on fileID: FileID) -> [LockHolding] {
         let snapshot = book.snapshot
-        let known: [HeldLock]?
-        do throws(ContainerLockCalls.Failure) {
-            known = try calls.locks(on: fileID).locks
-        } catch {
-            known = nil
+        var known: [HeldLock]?
+        if book.offlineSince == nil {
+            do throws(ContainerLockCalls.Failure) {
+                known = try calls.locks(on: fileID).locks
+            } catch {
+                known = nil
+            }
         }
         var holdings: [LockHolding] = []
         for lock in known ?? [] where lock.session != snapshot.session {

@@ -9,9 +9,12 @@ import Synchronization
 ///
 /// - a request in the way of another local owner's lock is refused (non-blocking) or waits;
 /// - otherwise the container is asked (`ContainerLockCalls.claim`, a lease of `leaseSeconds`):
-///   granted, the lock is recorded; held elsewhere, it is refused or waits; unreachable, it is
-///   granted here only (`local only`, claimed later by `LeaseKeeper`); any other failure or a
-///   garbled answer refuses it (ENOLCK) — nothing is ever granted on an answer that was not checked;
+///   granted, the lock is recorded; held elsewhere, it is refused or waits; unreachable (or no
+///   answer within `ContainerLockCalls.callDeadline`), it is granted here only (`local only`,
+///   claimed later by `LeaseKeeper`); any other failure or a garbled answer refuses it (ENOLCK) —
+///   nothing is ever granted on an answer that was not checked;
+/// - while the book knows the container unreachable (`LockBook.offlineSince`), requests and
+///   unlocks are decided here only, without a call: only `LeaseKeeper`'s rounds try it again;
 /// - an unlock (and a close's end of an owner's locks) leaves the book, then the container, and
 ///   is answered once the container took it (or could not be reached: then later);
 /// - waiting requests are tried again after each release on their file here and every
@@ -117,6 +120,8 @@ final class MountLocks: Sendable {
             let wake = waiting.withLock({ $0.isEmpty }) ? nextKeep : min(nextKeep, nextRetry)
             if let job = jobs.next(until: wake) {
                 job()
+                // A job that found the container unreachable brings the next round closer.
+                nextKeep = min(nextKeep, keeper.nextRound(after: DispatchTime.now().uptimeNanoseconds))
                 continue
             }
             let now = DispatchTime.now().uptimeNanoseconds
@@ -140,6 +145,7 @@ final class MountLocks: Sendable {
         }
         let probe = waiter.probe
         if book.snapshot.localConflict(probe) != nil { return refuseOrWait(waiter) }
+        if calls.base != nil && book.offlineSince != nil { return grant(waiter, inStep: false, leaseEnd: nil) }
         let sentAt = monotonic()
         do throws(ContainerLockCalls.Failure) {
             switch try calls.claim(book.snapshot.claim(probe), leaseSeconds: keeper.leaseSeconds) {
@@ -210,6 +216,10 @@ final class MountLocks: Sendable {
         let had = !book.snapshot.locks(of: key).isEmpty || book.snapshot.isLocalOnly(key)
         book.change { $0.unlock(key, range: range) }
         guard had, !worker.isStopping else { return }
+        if calls.base != nil && book.offlineSince != nil {
+            book.change { $0.markUnsynced(key) }
+            return retryWaiting(on: key.fileID)
+        }
         do throws(ContainerLockCalls.Failure) {
             try calls.unlock(book.snapshot.release(key, range: range))
         } catch {
@@ -224,6 +234,7 @@ final class MountLocks: Sendable {
         if let local = snapshot.localConflict(probe) {
             return .success(LockConflict(mode: local.mode, range: local.range, pid: snapshot.pid(of: local.owner)))
         }
+        if book.offlineSince != nil { return .success(nil) }
         do throws(ContainerLockCalls.Failure) {
             let claim = snapshot.claim(probe)
             let other = try calls.locks(on: probe.fileID).locks.first {
