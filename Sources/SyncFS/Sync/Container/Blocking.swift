@@ -45,37 +45,24 @@ public enum Blocking {
         within limit: Duration, orThrow timedOut: Failure,
         _ body: @escaping @Sendable () async throws(Failure) -> T
     ) throws(Failure) -> T {
-        let call = BlockingCall<T, Failure>()
-        let task = call.start(body)
-        let nanoseconds = Int(min(limit.inSeconds, 86_400) * 1e9)
-        guard call.done.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
-            task.cancel()
-            throw timedOut
-        }
-        return try call.result()
-    }
-}
-
-/// One call `Blocking` runs on `BlockingCallExecutor`: `done` is signalled once its outcome is in.
-private final class BlockingCall<T: Sendable, Failure: Error>: Sendable {
-    let done = DispatchSemaphore(value: 0)
-    private let outcome = Mutex<Result<T, Failure>?>(nil)
-
-    /// Starts the call.
-    func start(_ body: @escaping @Sendable () async throws(Failure) -> T) -> Task<Void, Never> {
-        Task(executorPreference: BlockingCallExecutor.shared) { [self] in
+        let result = Mutex<Result<T, Failure>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task(executorPreference: BlockingCallExecutor.shared) {
             do throws(Failure) {
                 let value = try await body()
-                outcome.withLock { $0 = .success(value) }
+                result.withLock { $0 = .success(value) }
             } catch {
-                outcome.withLock { $0 = .failure(error) }
+                result.withLock { $0 = .failure(error) }
             }
             done.signal()
         }
+        let nanoseconds = Int(min(limit.inSeconds, 86_400) * 1e9)
+        guard done.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success else {
+            task.cancel()
+            throw timedOut
+        }
+        return try result.withLock { $0! }.get()
     }
-
-    /// The call's outcome (only once `done` was signalled).
-    func result() throws(Failure) -> T { try outcome.withLock { $0! }.get() }
 }
 
 /// Lets one thread cancel the container call another thread is blocked in.
