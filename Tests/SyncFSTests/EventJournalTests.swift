@@ -312,3 +312,25 @@ struct EventJournalFileSystemTests {
         #expect(next.path == "d/b" && next.sequence == (position ?? 0) + 1)
     }
 }
+
+@Suite("EventJournal: the folder's shutdown")
+struct EventJournalShutDownTests {
+    /// A write burst whose last close the session never delivered (an unmount with the RELEASE
+    /// still queued) ends at shutdown: its `modified` event is in the journal, not lost.
+    @Test func aBurstOpenAtShutDownIsJournaledAsModified() throws {
+        let fixture = try FileSystemFixture()
+        let (_, handle) = try fixture.fs.opener.create(
+            parent: .root, name: FileName("f"), mode: 0o644, flags: O_CREAT | O_RDWR, caller: testCaller)
+        try fixture.write(handle, Array("unreleased".utf8), at: 0)
+        try fixture.shutDown()
+        close(handle.descriptor)
+        let journal = try #require(
+            EventJournal.open(directory: fixture.directory.path, anew: false, logger: Logger(label: "journal-tests")))
+        defer { journal.close() }
+        guard case .events(let events) = journal.replay(after: journal.cursor(0), through: journal.lastSequence) else {
+            Issue.record("the journal was reset")
+            return
+        }
+        #expect(events.map { "\($0.kind.rawValue) \($0.path)" } == ["created f", "modified f"])
+    }
+}

@@ -130,8 +130,11 @@ final class SyncFileSystem: Sendable {
         residency.hydrations.waitForDownloads(seconds: 10)
         spares.close()
         live.transact { tree in
-            for node in tree.nodes.values where node.takeUnrecordedWrites() {
-                if !node.isUnlinked { tree.recordLocalChange(node) }
+            for node in tree.nodes.values {
+                if node.takeUnrecordedWrites(), !node.isUnlinked { tree.recordLocalChange(node) }
+                // A burst whose last close the session never delivered ends here: its `modified`
+                // event goes to the journal before it closes.
+                tree.noteContentChangeEnded(node)
             }
         }
         try store.close()
