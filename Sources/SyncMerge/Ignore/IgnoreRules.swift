@@ -16,10 +16,25 @@ public struct IgnoreRules: Sendable {
     /// By folder: "" for the root, "a/b" for a folder below it.
     let synced: [String: IgnoreFile]
     let local: IgnoreFile?
+    /// Whether some synced file sits at a depth (0: the root), by depth.
+    private let syncedAtDepth: [Bool]
 
     public init(defaults: Bool, synced: [String: IgnoreFile], local: IgnoreFile?) {
         self.defaults = defaults ? IgnoreFile.defaults : nil
-        self.synced = synced
+        var byFolder: [String: IgnoreFile] = [:]
+        for (folder, file) in synced {
+            byFolder[folder.split(separator: "/").joined(separator: "/")] = file
+        }
+        var syncedAtDepth: [Bool] = []
+        for folder in byFolder.keys {
+            let depth = folder.isEmpty ? 0 : folder.utf8.count { $0 == UInt8(ascii: "/") } + 1
+            if syncedAtDepth.count <= depth {
+                syncedAtDepth += repeatElement(false, count: depth + 1 - syncedAtDepth.count)
+            }
+            syncedAtDepth[depth] = true
+        }
+        self.synced = byFolder
+        self.syncedAtDepth = syncedAtDepth
         self.local = local
     }
 
@@ -31,29 +46,73 @@ public struct IgnoreRules: Sendable {
     /// The line that decides `path` ("/"-separated, relative to the folder's root, no leading
     /// "/"), or nil when no line matches it. For a path below an ignored folder, the folder's
     /// match.
+    ///
+    /// Names are compared byte for byte (no Unicode normalization, case-sensitive). A match
+    /// takes time at most proportional to the path's length times the length of the lines of
+    /// the files that apply to it, and memory proportional to the path's length and the
+    /// longest line (`IgnoreFile.maximumPatternLength`).
     public func match(_ path: String, isDirectory: Bool) -> IgnoreMatch? {
-        let components = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        guard !components.isEmpty else { return nil }
-        for depth in 1..<components.count {
-            let folder = components[0..<depth].joined(separator: "/")
-            if let match = ownMatch(folder, isDirectory: true), match.ignored { return match }
-        }
-        return ownMatch(components.joined(separator: "/"), isDirectory: isDirectory)
+        var work = 0
+        return match(path, isDirectory: isDirectory, work: &work)
     }
 
-    /// The line that decides `path` itself, its folders above not considered.
-    private func ownMatch(_ path: String, isDirectory: Bool) -> IgnoreMatch? {
-        if let local, let match = local.lastMatch(path, isDirectory: isDirectory, source: .local) { return match }
-        let folders = synced.keys.filter { $0.isEmpty || path.hasPrefix($0 + "/") }.sorted { $0.count > $1.count }
-        for folder in folders {
-            let relative = folder.isEmpty ? path : String(path.dropFirst(folder.count + 1))
-            if let match = synced[folder]?.lastMatch(
-                relative, isDirectory: isDirectory, source: .synced(folder: folder))
-            {
-                return match
+    /// `match`, adding the matcher's steps to `work`.
+    func match(_ path: String, isDirectory: Bool, work: inout Int) -> IgnoreMatch? {
+        var path = path
+        let tidyMatch = path.withUTF8 { bytes -> IgnoreMatch?? in
+            // One pass: the components' count, and whether there is an empty one.
+            var depth = 1
+            var previous = UInt8(ascii: "/")
+            for byte in bytes {
+                if byte == UInt8(ascii: "/") {
+                    guard previous != byte else { return .none }
+                    depth += 1
+                }
+                previous = byte
+            }
+            guard previous != UInt8(ascii: "/") else { return .none }
+            return withUnsafeTemporaryAllocation(of: Int.self, capacity: depth) { ends in
+                var component = 0
+                for (offset, byte) in bytes.enumerated() where byte == UInt8(ascii: "/") {
+                    ends[component] = offset
+                    component += 1
+                }
+                ends[component] = bytes.count
+                let path = IgnorePath(bytes: bytes, ends: UnsafeBufferPointer(ends))
+                return .some(decide(path, isDirectory: isDirectory, work: &work))
             }
         }
-        return defaults?.lastMatch(path, isDirectory: isDirectory, source: .defaults)
+        if let tidyMatch { return tidyMatch }
+        let tidy = path.split(separator: "/").joined(separator: "/")
+        return tidy.isEmpty ? nil : match(tidy, isDirectory: isDirectory, work: &work)
+    }
+
+    /// Offers the files that apply to `path` to a decision, highest precedence first.
+    private func decide(_ path: IgnorePath, isDirectory: Bool, work: inout Int) -> IgnoreMatch? {
+        withUnsafeTemporaryAllocation(of: Bool.self, capacity: path.depth + 1) { decided in
+            decided.initialize(repeating: false)
+            var decision = IgnoreDecision(path: path, isDirectory: isDirectory, decided: decided)
+            offerFiles(to: &decision, work: &work)
+            return decision.result
+        }
+    }
+
+    private func offerFiles(to decision: inout IgnoreDecision, work: inout Int) {
+        let path = decision.path
+        if let local { decision.offer(local, source: .local, folderDepth: 0, work: &work) }
+        var folderDepth = min(path.depth - 1, syncedAtDepth.count - 1)
+        while folderDepth >= 0 && !decision.isComplete {
+            if syncedAtDepth[folderDepth] {
+                let folder =
+                    folderDepth == 0
+                    ? "" : String(decoding: path.bytes[..<path.ends[folderDepth - 1]], as: UTF8.self)
+                if let file = synced[folder] {
+                    decision.offer(file, source: .synced(folder: folder), folderDepth: folderDepth, work: &work)
+                }
+            }
+            folderDepth -= 1
+        }
+        if let defaults { decision.offer(defaults, source: .defaults, folderDepth: 0, work: &work) }
     }
 }
 
@@ -76,63 +135,4 @@ public struct IgnoreMatch: Sendable, Equatable {
     public var line: Int
     /// The line as written.
     public var pattern: String
-}
-
-/// One ignore file, parsed: its lines in order. Lines that cannot be used are skipped and
-/// reported in `problems`.
-public struct IgnoreFile: Sendable {
-    struct Line: Sendable {
-        var number: Int
-        var text: String
-        var negated: Bool
-        var directoryOnly: Bool
-        var glob: Glob
-    }
-
-    /// The temporary and system files of editors, office suites and file managers: ignored
-    /// unless the mount says `--no-default-ignores`.
-    public static let defaultPatterns = [
-        ".*.swp", ".*.swx", "*~", ".~lock.*#", "~$*", ".#*", ".DS_Store", "Thumbs.db", "desktop.ini",
-    ]
-
-    static let defaults = IgnoreFile(parsing: defaultPatterns.joined(separator: "\n"))
-
-    let lines: [Line]
-    public let problems: [RuleProblem]
-
-    public init(parsing text: String) {
-        var lines: [Line] = []
-        var problems: [RuleProblem] = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var pattern = Substring(raw)
-            if pattern.hasSuffix("\r") { pattern = pattern.dropLast() }
-            while pattern.hasSuffix(" ") && !pattern.hasSuffix("\\ ") { pattern = pattern.dropLast() }
-            guard !pattern.isEmpty, !pattern.hasPrefix("#") else { continue }
-            let negated = pattern.hasPrefix("!")
-            if negated { pattern = pattern.dropFirst() }
-            let directoryOnly = pattern.hasSuffix("/")
-            if directoryOnly { pattern = pattern.dropLast() }
-            do {
-                let glob = try Glob(String(pattern))
-                lines.append(
-                    Line(
-                        number: index + 1, text: String(raw), negated: negated, directoryOnly: directoryOnly,
-                        glob: glob))
-            } catch {
-                problems.append(RuleProblem(line: index + 1, message: error.message))
-            }
-        }
-        self.lines = lines
-        self.problems = problems
-    }
-
-    /// The last line matching `path` (relative to this file's folder).
-    func lastMatch(_ path: String, isDirectory: Bool, source: IgnoreSource) -> IgnoreMatch? {
-        for line in lines.reversed() where !line.directoryOnly || isDirectory {
-            if line.glob.matches(path) {
-                return IgnoreMatch(ignored: !line.negated, source: source, line: line.number, pattern: line.text)
-            }
-        }
-        return nil
-    }
 }
