@@ -75,6 +75,12 @@ final class MountIgnores: Sendable {
 }
 
 extension MountIgnores.Current {
+    /// No pattern can ignore anything (and nothing waits for an ignore file): the uploader need
+    /// not look.
+    var ignoresNothing: Bool {
+        !settings.defaults && settings.local == nil && (!settings.synced || (synced.isEmpty && unreadable.isEmpty))
+    }
+
     /// The deepest folder above `path` (or at it) whose synced ignore file cannot be read yet.
     func unreadableFolder(above path: String) -> String? {
         guard settings.synced, !unreadable.isEmpty else { return nil }

@@ -7,6 +7,7 @@ extension UploadRecords {
     /// the local path is ignored or the entry was deleted here and the container has it.
     func ignoreVerdict(_ id: FileID) -> IgnoreVerdict {
         let ignores = self.ignores.current
+        guard !ignores.ignoresNothing else { return .upload }
         let rules = ignores.rules
         let (local, isDirectory, committed) = live.transact { tree -> (String?, Bool, Bool) in
             let committed = (tree.bases[id]?.version ?? 0) > 0
