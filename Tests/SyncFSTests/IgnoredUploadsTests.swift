@@ -86,8 +86,18 @@ struct IgnoredUploadsTests {
         try await eventually("gone from B") { try pair.b.childNames().isEmpty }
         let entry = try #require(try await pair.container.entry(draft))
         #expect(entry.isDeleted, "deleted in the container (its history keeps it)")
-        try await pair.settle()
         #expect(try contents(pair.a, "draft.txt~") == bytes("v1"), "still here")
+        try await eventually("local only now, held as ignored") { pair.a.fs.contentState(ofFileID: draft) == .ignored }
+    }
+
+    @Test func aRemoteEntryAtAnIgnoredPathIsShownAndApplied() async throws {
+        let pair = try SyncedPair()
+        pair.a.fs.configureIgnores(Self.withLocal("*.log"))
+        try pair.b.makeFile("server.log", contents: bytes("v1"))
+        try await eventually("server.log on A") { try contents(pair.a, "server.log") == bytes("v1") }
+        try overwrite(pair.b, "server.log", "v2")
+        try await eventually("B's edit applied on A") { try contents(pair.a, "server.log") == bytes("v2") }
+        #expect(pair.a.fs.outbox.items.isEmpty, "applying a remote change queues nothing to hold")
     }
 
     @Test func theVimSaveKeepsTheFileSyncedWithoutAConflictCopy() async throws {

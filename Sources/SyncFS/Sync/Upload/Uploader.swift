@@ -176,7 +176,10 @@ final class Uploader: Sendable {
             return .done
         }
         if verdict == .leftSyncedSet, let base = uploads.syncBase(of: item.fileID), base.version > 0 {
-            return try commitDelete(item, base: base.version, context: &context)
+            let step = try commitDelete(item, base: base.version, context: &context)
+            // Deleted in the container, still here: from now on a local-only entry, held as such.
+            if case .done = step, !outbox.isPending(item.fileID) { uploads.requeue(item.fileID) }
+            return step
         }
         switch uploads.prepareUpload(item.fileID) {
         case .busy:
