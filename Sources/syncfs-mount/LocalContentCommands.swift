@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import SyncFS
 
-/// `status [PATH] [--json]`: the whole mount, or one path.
+/// `status [PATH] [--json] [--ignored]`: the whole mount, or one path.
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
@@ -17,12 +17,15 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Print one line of JSON.")
     var json = false
 
+    @Flag(help: "Also list every ignored path of the mount with the ignore file and line that decided it.")
+    var ignored = false
+
     func run() throws {
         let target: MountedPath
         let reply: ControlReply
         do {
             target = try MountedPath.resolve(path)
-            reply = try target.ask(target.relative.isEmpty ? .status : .pathStatus)
+            reply = try target.ask(target.relative.isEmpty ? .status : .pathStatus, ignored: ignored ? true : nil)
         } catch {
             throw fail(error)
         }
@@ -305,6 +308,7 @@ enum StatusReport {
             lines.append("refused remote entry \(refused.fileID) (version \(refused.version)): \(refused.reason)")
         }
         for rules in status.rulesErrors { lines.append("rules error: \(rules.path): \(rules.message)") }
+        lines += IgnoreStatusLines.text(status.ignored)
         return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 

@@ -138,6 +138,9 @@ struct MountCommand: ParsableCommand {
     @OptionGroup(title: "Mass-delete guard")
     var guardOptions: GuardOptions
 
+    @OptionGroup(title: "Ignore patterns")
+    var ignoreOptions: IgnoreMountOptions
+
     func validate() throws {
         if let missingScheme = MissingScheme.message(container, serverOptionGiven: tokenFile != nil || caFile != nil) {
             printError("syncfs-mount: \(missingScheme)")
@@ -244,6 +247,10 @@ struct MountCommand: ParsableCommand {
         {
             throw fail(MountError(.badInput, "--merge-commands: \(problem)"))
         }
+        configuration.ignores = ignoreOptions.options(absolute: absolutePath)
+        if case .failure(let problem) = configuration.ignores.readLocalFile(mountpoint: configuration.mountpoint) {
+            throw fail(MountError(.badInput, "--ignore-file: \(problem.message)"))
+        }
         if foreground {
             try runForeground(configuration)
         } else {
@@ -314,6 +321,7 @@ struct MountCommand: ParsableCommand {
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         if mergeCommands != nil, let file = configuration.mergeCommandsFile { arguments += ["--merge-commands", file] }
+        arguments += ignoreOptions.commandLine(file: configuration.ignores.file)
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawn(arguments: arguments, logPath: state.logPath)

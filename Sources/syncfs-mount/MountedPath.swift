@@ -40,9 +40,11 @@ struct MountedPath {
     }
 
     /// Sends `command` about this path; throws the daemon's error.
-    func ask(_ command: ControlRequest.Command) throws(MountError) -> ControlReply {
+    func ask(_ command: ControlRequest.Command, ignored: Bool? = nil) throws(MountError) -> ControlReply {
         let reply: ControlReply
-        switch ControlClient.ask(ControlRequest(command, path: relative), mountpoint: mountpoint) {
+        var request = ControlRequest(command, path: relative)
+        request.ignored = ignored
+        switch ControlClient.ask(request, mountpoint: mountpoint) {
         case .success(let answer): reply = answer
         case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)
         case .failure(let failure): throw MountError(.badInput, "\(failure)")

@@ -61,10 +61,12 @@ final class SyncedPair {
         try body()
     }
 
-    /// Stops B's engine, reopens B's state (as a restart would) and starts a new engine.
-    func restartB(afterShutDown body: () throws -> Void = {}) throws {
+    /// Stops B's engine, reopens B's state (as a restart would) and starts a new engine (with
+    /// `ignores` installed first, as the daemon does).
+    func restartB(ignores: MountIgnores.Settings? = nil, afterShutDown body: () throws -> Void = {}) throws {
         engineB.stop()
         try b.reopen(afterShutDown: body)
+        if let ignores { b.fs.configureIgnores(ignores) }
         engineB = Self.engine(b, viewOfB)
         engineB.start()
     }

@@ -39,6 +39,8 @@ final class SyncFileSystem: Sendable {
     let changeEvents: ChangeEvents
     /// The rules files' errors (`RulesWatch`), checked again when one changes.
     let rulesWatch = RulesWatch()
+    /// The ignore rules in force (`MountIgnores`); nothing is ignored until the mount configures it.
+    let ignores = MountIgnores()
     /// Where content lives: placeholders, downloads, pins, eviction, visible states.
     let residency: ContentResidency
     /// The read path: are a READ's bytes in the cache file, or what to wait for.

@@ -15,6 +15,7 @@ struct ControlCommands {
             case .status:
                 var status = engine.status()
                 status.addLocks(locks)
+                if request.ignored == true { status.ignored = engine.ignoreStatus(listing: true) }
                 return ControlReply(status: status)
             case .sync:
                 engine.expedite()

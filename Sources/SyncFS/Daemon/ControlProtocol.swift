@@ -38,6 +38,8 @@ public struct ControlRequest: Codable, Sendable {
     public var snapshot: Bool?
     /// `events`: only entries and events in these states (`ContentState` names).
     public var states: [String]?
+    /// `status`: also list every ignored path (`IgnoreStatus.paths`).
+    public var ignored: Bool?
 
     public init(
         _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,

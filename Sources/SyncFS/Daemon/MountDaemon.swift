@@ -36,6 +36,8 @@ public struct MountConfiguration: Sendable {
     /// The local file defining the merge commands this machine allows (`--merge-commands`, or
     /// `LocalMergeCommands.defaultPath`); nil: none.
     public var mergeCommandsFile: String?
+    /// What the mount ignores (`--ignore-file`, `--no-default-ignores`, `--no-synced-ignores`).
+    public var ignores = IgnoreOptions()
     /// A state directory's first mount makes the local container if it is missing (`--create`).
     public var createContainer = false
     /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
@@ -82,6 +84,8 @@ public enum MountDaemon {
             state, configuration: configuration, openContainer: openContainer, logger: logger)
         fileSystem.residency.hydrations.setDownloadExclusions(configuration.noDownloadProcesses)
         fileSystem.allowRemoteSetuid(configuration.allowRemoteSetuid)
+        fileSystem.configureIgnores(
+            configuration.ignores.settings(mountpoint: configuration.mountpoint, logger: logger))
         // The engine starts before the session: a first mount is served only once its tree is
         // attached (`FirstAttach`); the kernel learns nothing before it is mounted.
         let engine = SyncEngine(

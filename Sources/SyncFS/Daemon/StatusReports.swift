@@ -5,7 +5,8 @@ extension SyncEngine {
     /// What `syncfs-mount status` and `sync` show: built here, in the daemon, from the engine's
     /// `progress` and Core's values (the engine and Core know no status type).
     func status() -> SyncStatus {
-        let items = fileSystem.outbox.items
+        // Changes held as ignored are not waiting: `status` counts them apart (`ignored`).
+        let items = fileSystem.outbox.activeItems
         let progress = self.progress
         let usage = fileSystem.residency.cacheUsage()
         // Files whose write failed are named with that reason, queued or not (`WriteFailures`).
@@ -43,6 +44,7 @@ extension SyncEngine {
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guarded.status()
+        status.ignored = ignoreStatus(listing: false)
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -110,6 +112,9 @@ public struct SyncStatus: Codable, Sendable {
     public var massDeleteGuard: GuardStatus?
     /// This mount's advisory locks (doc/SEMANTICS.md, "Locks"); nil from an older daemon.
     public var locks: MountLockCounts?
+    /// Changes held as ignored, and (`status --ignored`) the ignored paths; nil from an older
+    /// daemon.
+    public var ignored: IgnoreStatus?
 }
 
 public struct FailingEntry: Codable, Sendable {

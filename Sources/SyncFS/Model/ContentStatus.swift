@@ -12,6 +12,9 @@ public enum ContentState: String, Codable, Sendable, CaseIterable {
     case error
     /// In sync, but an unresolved conflict copy of it exists, or it is one (`syncfs-mount conflicts`).
     case conflict
+    /// Its local change is held by the ignore rules: never uploaded (doc/SEMANTICS.md, "Ignored
+    /// paths on a mount").
+    case ignored
 }
 
 /// Whether an entry is kept downloaded.
@@ -32,6 +35,8 @@ public struct FileCounts: Codable, Sendable, Equatable {
     public var error = 0
     public var conflict = 0
     public var pinned = 0
+    /// Nil from an older daemon (and while none is ignored, so older clients read the counts).
+    public var ignored: Int?
 
     mutating func add(_ state: ContentState, pinned isPinned: Bool) {
         switch state {
@@ -42,6 +47,7 @@ public struct FileCounts: Codable, Sendable, Equatable {
         case .uploading: uploading += 1
         case .error: error += 1
         case .conflict: conflict += 1
+        case .ignored: ignored = (ignored ?? 0) + 1
         }
         if isPinned { pinned += 1 }
     }

@@ -120,6 +120,21 @@ final class Outbox: Sendable {
         uploaderWakesAt.store(0, ordering: .relaxed)
     }
 
+    /// The in-flight `item` is held as ignored (see `UploadQueue.hold`); its row stays stored.
+    func hold(_ item: OutboxItem) { queue.withLock { $0.hold(item) } }
+
+    /// The ignore rules changed: the held items are looked at again now.
+    func releaseHeld() {
+        let now = clock()
+        if queue.withLock({ $0.releaseHeld(now: now) }) > 0 { wake.signal() }
+    }
+
+    /// Whether the change of `id` is held as ignored.
+    func isHeld(_ id: FileID) -> Bool { queue.withLock { $0.held.contains(id) } }
+
+    /// The items held as ignored.
+    var heldIDs: Set<FileID> { queue.withLock { $0.held } }
+
     /// Wakes a waiting uploader (shutdown).
     func poke() { wake.signal() }
 
@@ -130,4 +145,8 @@ final class Outbox: Sendable {
     var lastSeq: UInt64 { queue.withLock { $0.lastSeq } }
     /// How many changes are queued (without copying them).
     var count: Int { queue.withLock { $0.items.count } }
+    /// How many queued changes are not held as ignored: what is still to upload.
+    var activeCount: Int { queue.withLock { $0.activeCount } }
+    /// The queued changes not held as ignored (a snapshot for status reports).
+    var activeItems: [OutboxItem] { queue.withLock { q in q.items.values.filter { !q.held.contains($0.fileID) } } }
 }

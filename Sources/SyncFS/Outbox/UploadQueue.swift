@@ -58,6 +58,10 @@ struct UploadQueue: Sendable {
 
     private(set) var items: [FileID: OutboxItem] = [:]
     private(set) var inFlight: Set<FileID> = []
+    /// Items held as ignored (`hold`): not handed out until their entry changes again or the
+    /// ignore rules change (`releaseHeld`). Always a subset of `items`. Not stored: after a restart
+    /// each is taken once and held again by the uploader's first look.
+    private(set) var held: Set<FileID> = []
     /// Every item's (seq, ID) in seq order, with stale pairs (item gone) dropped lazily: the
     /// scans of `takeNext` and `nextReadyTime` start from the oldest and stop early, so a queue
     /// of 100,000 items costs about as much per upload as a queue of ten.
@@ -89,6 +93,9 @@ struct UploadQueue: Sendable {
 
     var count: Int { items.count }
 
+    /// How many items may still be handed out: those not held as ignored.
+    var activeCount: Int { items.count - held.count }
+
     /// The `seq` of the newest item queued so far (0 if none ever was).
     var lastSeq: UInt64 { nextSeq - 1 }
 
@@ -104,6 +111,8 @@ struct UploadQueue: Sendable {
             recentChanges.removeFirst(recentChanges.count - policy.burstChanges)
         }
         let readyAt = now + policy.quietDelay
+        // A new change is looked at anew (a rename may have made the entry synced again).
+        held.remove(id)
         if var item = items[id] {
             if waitingForContainer[id] != nil { waitingForContainer[id] = readyAt }
             item.generation &+= 1
@@ -136,7 +145,8 @@ struct UploadQueue: Sendable {
         while index < order.count {
             let (seq, id) = order[index]
             index += 1
-            guard let item = items[id], item.seq == seq, !inFlight.contains(id), item.readyAt <= now else { continue }
+            guard let item = items[id], item.seq == seq, !inFlight.contains(id), !held.contains(id), item.readyAt <= now
+            else { continue }
             if bursting && now < item.readyAt + policy.maximumBurstWait { continue }
             inFlight.insert(id)
             return item
@@ -158,7 +168,7 @@ struct UploadQueue: Sendable {
     /// Takes `id` now, whatever its ready time (a parent that must be committed before its
     /// child). Nil if it is not queued or already in flight.
     mutating func take(_ id: FileID) -> OutboxItem? {
-        guard let item = items[id], !inFlight.contains(id) else { return nil }
+        guard let item = items[id], !inFlight.contains(id), !held.contains(id) else { return nil }
         inFlight.insert(id)
         return item
     }
@@ -174,7 +184,7 @@ struct UploadQueue: Sendable {
         while index < order.count && looked < 64 {
             let (seq, id) = order[index]
             index += 1
-            guard let item = items[id], item.seq == seq, !inFlight.contains(id) else { continue }
+            guard let item = items[id], item.seq == seq, !inFlight.contains(id), !held.contains(id) else { continue }
             looked += 1
             earliest = min(earliest ?? item.readyAt, item.readyAt)
         }
@@ -194,6 +204,7 @@ struct UploadQueue: Sendable {
         guard let current = items[item.fileID] else { return true }
         if current.generation == item.generation {
             items[item.fileID] = nil
+            held.remove(item.fileID)
             return true
         }
         var kept = current
@@ -239,10 +250,32 @@ struct UploadQueue: Sendable {
         items[id] = item
     }
 
+    /// The in-flight `item` is held as ignored: it stays queued (and stored) but is not handed out
+    /// again until its entry changes (`changed`) or the rules change (`releaseHeld`).
+    mutating func hold(_ item: OutboxItem) {
+        inFlight.remove(item.fileID)
+        guard items[item.fileID] != nil else { return }
+        held.insert(item.fileID)
+    }
+
+    /// The ignore rules changed: every held item is looked at again, at once. Returns how many.
+    @discardableResult
+    mutating func releaseHeld(now: Int64) -> Int {
+        let released = held.count
+        for id in held {
+            guard var item = items[id] else { continue }
+            item.readyAt = min(item.readyAt, now)
+            items[id] = item
+        }
+        held = []
+        return released
+    }
+
     /// Drops `id` whatever its state (the change was abandoned, e.g. taken over by a remote one).
     mutating func remove(_ id: FileID) {
         items[id] = nil
         inFlight.remove(id)
+        held.remove(id)
         waitingForContainer[id] = nil
         if items.isEmpty { drained() }
     }
@@ -251,6 +284,7 @@ struct UploadQueue: Sendable {
     private mutating func drained() {
         expedited = false
         waitingForContainer = [:]
+        held = []
         items = [:]
         order = []
         orderStart = 0

@@ -19,6 +19,8 @@ extension ContentResidency {
     /// passes over the whole tree.
     func contentState(of node: Node, in tree: TreeTransaction, conflicted: Set<FileID>? = nil) -> ContentState {
         let id = node.fileID
+        // A local change the ignore rules hold: it stays here, never uploaded.
+        if outbox.isHeld(id) { return .ignored }
         // A download that failed or was cancelled but whose driver has not yet cleared it is over.
         let running = node.hydration.flatMap { $0.hasEnded ? nil : $0 }
         var content = node.contentState(queued: outbox.isPending(id))

@@ -6,6 +6,8 @@ import SyncBackend
 extension TreeTransaction {
     /// An entry of this name changing (anywhere) has the rules read again (`RulesWatch`).
     static let rulesFileName = Array(".syncfs-rules".utf8)
+    /// A synced ignore file's name (`IgnoreRules.syncedFileName`): its change is read again too.
+    static let ignoreFileName = Array(".syncfs-ignore".utf8)
 
     // MARK: Records
 
@@ -93,7 +95,7 @@ extension TreeTransaction {
         _ kind: ChangeEvent.Kind, _ node: Node, origin: ChangeEvent.Origin?, oldPath: String? = nil,
         path: String? = nil
     ) {
-        if node.name.bytes == Self.rulesFileName { rulesWatch.touched() }
+        if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
         guard changeEvents.isObserved else { return }
         publish(
             ChangeEvent(

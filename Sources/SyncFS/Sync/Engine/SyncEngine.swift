@@ -184,7 +184,7 @@ final class SyncEngine: Sendable {
     ) -> SyncRounds {
         SyncRounds(events: fileSystem.changeEvents, progress: progress) { [outbox = fileSystem.outbox] in
             reachability.isOnline && reachability.storageUnavailableSince == nil && progress.feedCaughtUp
-                && outbox.count == 0 && !deleteGuard.isHeld
+                && outbox.activeCount == 0 && !deleteGuard.isHeld
         }
     }
 

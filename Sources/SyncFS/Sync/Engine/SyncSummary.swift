@@ -43,7 +43,7 @@ extension SyncEngine {
     func summary() -> SyncSummary {
         let caughtUp = progress.feedCaughtUp
         return SyncSummary(
-            online: reachability.isOnline, changesWaiting: fileSystem.outbox.count, caughtUp: caughtUp,
+            online: reachability.isOnline, changesWaiting: fileSystem.outbox.activeCount, caughtUp: caughtUp,
             conflicts: conflicts.unresolvedCount(), guardHeld: guarded.deleteGuard.isHeld)
     }
 }

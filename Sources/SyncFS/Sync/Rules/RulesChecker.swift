@@ -12,21 +12,25 @@ final class RulesChecker: Sendable {
     private let run: EngineRun
     private let reachability: Reachability
     private let logger: Logger
+    /// The synced ignore files, read on the same thread and at the same touches.
+    let ignoreFiles: IgnoreFilesReader
 
     init(fileSystem: SyncFileSystem, run: EngineRun, reachability: Reachability, logger: Logger) {
         self.fileSystem = fileSystem
         self.run = run
         self.reachability = reachability
         self.logger = logger
+        ignoreFiles = IgnoreFilesReader(fileSystem: fileSystem, reachability: reachability, logger: logger)
     }
 
-    /// The rules thread: reads the rules again each time an entry with the rules file's name
-    /// changed (and once at the start), until the engine stops.
+    /// The rules thread: reads the rules and the synced ignore files again each time an entry with
+    /// either name changed (and once at the start), until the engine stops.
     func runChecks() {
         let watch = fileSystem.rulesWatch
         while run.isRunning {
             guard watch.waitForTouch(), run.isRunning else { continue }
             check()
+            ignoreFiles.read()
         }
     }
 

@@ -45,10 +45,13 @@ final class UploadRecords: Sendable, HoldsTheTree {
     let parts: FolderParts
     /// Told when an upload leaves a file clean (the cache budget may evict it now).
     private let residency: ContentResidency
+    /// The ignore rules the uploader's takes are decided by (`ignoreVerdict`).
+    let ignores: MountIgnores
 
     init(fileSystem: SyncFileSystem) {
         parts = fileSystem.parts
         residency = fileSystem.residency
+        ignores = fileSystem.ignores
     }
 }
 

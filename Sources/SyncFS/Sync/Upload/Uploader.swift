@@ -168,6 +168,19 @@ final class Uploader: Sendable {
 
     /// One round: prepares the entry and commits it.
     private func round(_ context: inout ResolveContext, of item: OutboxItem) throws(SyncFailure) -> UploadStep {
+        let verdict = uploads.ignoreVerdict(item.fileID)
+        if verdict.isHeld {
+            // Stays queued, not taken again until the entry or the ignore rules change.
+            outbox.hold(item)
+            logger.debug("\(log.logName(item.fileID)) held: \(verdict)")
+            return .done
+        }
+        if verdict == .leftSyncedSet, let base = uploads.syncBase(of: item.fileID), base.version > 0 {
+            let step = try commitDelete(item, base: base.version, context: &context)
+            // Deleted in the container, still here: from now on a local-only entry, held as such.
+            if case .done = step, !outbox.isPending(item.fileID) { uploads.requeue(item.fileID) }
+            return step
+        }
         switch uploads.prepareUpload(item.fileID) {
         case .busy:
             outbox.postpone(item, by: EngineDelay.localEntryBusy)

@@ -1,0 +1,8 @@
+extension SyncFileSystem {
+    /// Installs the mount's ignore settings; the changes held as ignored are looked at again
+    /// under them.
+    func configureIgnores(_ settings: MountIgnores.Settings) {
+        ignores.configure(settings)
+        outbox.releaseHeld()
+    }
+}

@@ -1,0 +1,69 @@
+import SyncBackend
+import Testing
+
+@testable import SyncFS
+
+@Suite("UploadQueue: changes held as ignored stay queued and are not taken again")
+struct UploadQueueHeldTests {
+    let policy = UploadQueue.Policy(quietDelay: 100, initialBackoff: 1_000, maximumBackoff: 8_000)
+    let a = FileID.random()
+    let b = FileID.random()
+
+    @Test func aHeldItemIsNeitherTakenNorWaitedFor() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let next = queue.takeNext(now: 100)
+        queue.hold(try #require(next))
+        #expect(queue.contains(a), "it stays queued (and stored)")
+        #expect(queue.count == 1 && queue.activeCount == 0)
+        #expect(queue.takeNext(now: 1_000_000) == nil, "not handed out again: the uploader does not spin on it")
+        #expect(queue.take(a) == nil)
+        #expect(queue.nextReadyTime(now: 1_000_000) == nil, "nothing to wake the uploader for")
+    }
+
+    @Test func otherItemsGoPastAHeldOne() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 10)
+        let next100 = queue.takeNext(now: 100)
+        queue.hold(try #require(next100))
+        #expect(queue.takeNext(now: 110)?.fileID == b)
+    }
+
+    @Test func aNewChangeOfTheEntryIsLookedAtAgain() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let next100 = queue.takeNext(now: 100)
+        queue.hold(try #require(next100))
+        _ = queue.changed(a, now: 200)
+        #expect(queue.activeCount == 1)
+        #expect(queue.takeNext(now: 299) == nil, "its quiet delay first")
+        #expect(queue.takeNext(now: 300)?.fileID == a)
+    }
+
+    @Test func changedRulesReleaseEveryHeldItemAtOnce() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 0)
+        let first = queue.takeNext(now: 100)
+        queue.hold(try #require(first))
+        let second = queue.takeNext(now: 100)
+        queue.hold(try #require(second))
+        #expect(queue.releaseHeld(now: 5_000) == 2)
+        #expect(queue.activeCount == 2)
+        #expect(queue.takeNext(now: 5_000) != nil)
+        #expect(queue.takeNext(now: 5_000) != nil)
+    }
+
+    @Test func removingAHeldItemForgetsIt() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 0)
+        let next100 = queue.takeNext(now: 100)
+        queue.hold(try #require(next100))
+        let heldID = try #require(queue.held.first)
+        queue.remove(heldID)
+        #expect(queue.held.isEmpty)
+        #expect(queue.activeCount == 1)
+    }
+}
