@@ -305,6 +305,9 @@ enum StatusReport {
             lines.append("refused remote entry \(refused.fileID) (version \(refused.version)): \(refused.reason)")
         }
         for rules in status.rulesErrors { lines.append("rules error: \(rules.path): \(rules.message)") }
+        if let excluded = status.excluded, !excluded.isEmpty {
+            lines.append("excluded: " + excluded.joined(separator: ", "))
+        }
         return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 

@@ -43,6 +43,7 @@ extension SyncEngine {
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guarded.status()
+        status.excluded = fileSystem.selectiveSync.excludedPaths()
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -110,6 +111,9 @@ public struct SyncStatus: Codable, Sendable {
     public var massDeleteGuard: GuardStatus?
     /// This mount's advisory locks (doc/SEMANTICS.md, "Locks"); nil from an older daemon.
     public var locks: MountLockCounts?
+    /// Folders excluded from this device (selective sync), by their current paths; nil from an
+    /// older daemon.
+    public var excluded: [String]?
 }
 
 public struct FailingEntry: Codable, Sendable {

@@ -71,7 +71,8 @@ extension ContentResidency {
             var anyPinned = false
             for node in tree.nodes.values where node.isPinned {
                 anyPinned = true
-                if node.isUnlinked || tree.pinState(of: node) == .inherited { continue }
+                // A pin below a folder excluded here waits for it to come back.
+                if node.isUnlinked || tree.pinState(of: node) == .inherited || tree.isExcluded(node) { continue }
                 tree.collectFiles(below: node) { file in
                     if file.isPlaceholder { result.append(file.fileID) }
                 }
