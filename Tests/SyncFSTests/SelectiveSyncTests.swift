@@ -207,4 +207,23 @@ struct SelectiveSyncTests {
         try await pair.settle()
         #expect(try await pair.container.entry(docs)?.isDeleted == false)
     }
+
+    /// The folder holding an excluded folder is not empty: the container still holds it there.
+    @Test func theFolderHoldingAnExcludedFolderIsNotEmpty() async throws {
+        let pair = try SyncedPair()
+        let outer = try pair.a.mkdir("outer")
+        let inner = try pair.a.mkdir("inner", in: outer)
+        try pair.a.makeFile("x.txt", in: inner, contents: bytes("x"))
+        try pair.a.mkdir("empty")
+        try await pair.settle()
+        _ = try pair.a.fs.selectiveSync.exclude("outer/inner")
+        #expect(try pair.a.childNames(of: outer) == [])
+        #expect(throws: FSError.notEmpty) { try pair.a.fs.rmdir(parent: .root, name: FileName("outer")) }
+        #expect(throws: FSError.notEmpty) {
+            try pair.a.fs.rename(
+                parent: .root, name: FileName("empty"), newParent: .root, newName: FileName("outer"), flags: [])
+        }
+        try pair.a.fs.selectiveSync.include("outer/inner")
+        #expect(try contents(pair.a, "outer/inner/x.txt") == bytes("x"))
+    }
 }

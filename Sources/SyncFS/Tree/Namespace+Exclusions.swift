@@ -24,6 +24,13 @@ extension Namespace {
         return false
     }
 
+    /// Whether an excluded folder lies directly in `directory`: it is not empty then (`rmdir`
+    /// and a rename over it say ENOTEMPTY), as the container still holds that folder in it.
+    /// Costs nothing while no folder is excluded.
+    func holdsExcludedFolder(_ directory: Node) -> Bool {
+        excludedFolders.contains { id in node(withID: id)?.parent == directory.ino }
+    }
+
     /// The excluded folder `node` itself (not merely below one).
     func isExcludedFolder(_ node: Node) -> Bool {
         !excludedFolders.isEmpty && excludedFolders.contains(node.fileID)

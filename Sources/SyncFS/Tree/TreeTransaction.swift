@@ -129,4 +129,5 @@ struct TreeTransaction {
     func isSameOrBelow(_ candidate: Node, _ ancestor: Node) -> Bool { namespace.isSameOrBelow(candidate, ancestor) }
     func isExcluded(_ node: Node) -> Bool { namespace.isExcluded(node) }
     func isExcludedFolder(_ node: Node) -> Bool { namespace.isExcludedFolder(node) }
+    func holdsExcludedFolder(_ directory: Node) -> Bool { namespace.holdsExcludedFolder(directory) }
 }
