@@ -57,6 +57,8 @@ struct SelectiveSyncTests {
         #expect(pair.b.isPlaceholder(file))
         #expect(pair.b.fs.outbox.items.isEmpty, "nothing is queued")
         #expect(pair.engineB.status().excluded == ["docs"])
+        let counts = pair.engineB.status().files
+        #expect(counts.local + counts.online == 0, "files out of sight are not counted: \(counts)")
         // The container and A still have it.
         let remote = try #require(try await pair.container.entry(docs))
         #expect(!remote.isDeleted)

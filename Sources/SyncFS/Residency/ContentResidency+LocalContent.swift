@@ -101,11 +101,15 @@ extension ContentResidency {
         var usage = CacheUsage()
         let conflicted = tree.conflictedEntries()
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
-            let state = contentState(of: node, in: tree, conflicted: conflicted)
-            usage.files.add(state, pinned: tree.pinState(of: node) != .none)
+            // A file below a folder excluded here is not counted (its bytes are, while kept).
+            if !tree.isExcluded(node) {
+                let state = contentState(of: node, in: tree, conflicted: conflicted)
+                usage.files.add(state, pinned: tree.pinState(of: node) != .none)
+            }
             guard !node.isPlaceholder else { continue }
             let size = node.size.load(ordering: .relaxed)
             usage.localBytes += size
+            let state = contentState(of: node, in: tree, conflicted: conflicted)
             if state == .modified || state == .uploading || state == .error { usage.modifiedBytes += size }
         }
         return usage
