@@ -49,6 +49,12 @@ struct SelectiveSyncMountTest {
             let (a, b) = (mounts.a, mounts.b)
             try sharedTree(mounts)
             let before: Excluded = try a.statusJSON(of: a.root)
+            // An open file below: refused, try again later (75), nothing changed.
+            let open = try openFile(a.path("big/one.txt"), O_RDONLY)
+            let busy = try a.expectCommand(["exclude", a.root, "big"], status: 75)
+            close(open)
+            #expect(busy.stderr.contains("1 open below (EBUSY)"), "\(busy)")
+            #expect(try listDirectory(a.root).sorted() == ["big", "top.txt"])
             let excluded = try a.expectCommand(["exclude", a.root, "big"])
             #expect(excluded.stdout.contains("excluded big from \(a.root): 2 files, "), "\(excluded)")
             #expect(try listDirectory(a.root).sorted() == ["top.txt"])
