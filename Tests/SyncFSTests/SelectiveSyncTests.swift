@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import SyncBackend
+import SyncBackendTesting
 import TestSupport
 import Testing
 
@@ -227,5 +228,35 @@ struct SelectiveSyncTests {
         }
         try pair.a.fs.selectiveSync.include("outer/inner")
         #expect(try contents(pair.a, "outer/inner/x.txt") == bytes("x"))
+    }
+
+    /// A background download below the folder stops at `exclude`: no content arrives out of sight.
+    @Test func aDownloadRunningBelowStopsAtExclude() async throws {
+        let base = InMemoryContainer()
+        let viewOfB = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: viewOfB)
+        let docs = try pair.a.mkdir("docs")
+        let file = try #require(
+            pair.a.fileID(of: try pair.a.makeFile("big.bin", in: docs, contents: Array(repeating: 7, count: 300_000))))
+        try await pair.settle()
+        try await eventually("big.bin known on B") { pair.b.knows(file) }
+        viewOfB.delay(.chunk, by: .seconds(2))
+        pair.engineB.downloader.request([file])
+        try await eventually("B downloads") { pair.b.fs.live.transact { $0.node(withID: file)?.hydration != nil } }
+        let running = try #require(pair.b.fs.live.transact { $0.node(withID: file)?.hydration })
+        _ = try pair.b.fs.selectiveSync.exclude("docs")
+        #expect(pair.b.fs.live.transact { $0.node(withID: file)?.hydration == nil })
+        viewOfB.delay(.chunk, by: nil)
+        let deadline = ContinuousClock.now + .seconds(20)
+        let ended = await waiting {
+            do throws(FSError) {
+                try running.waitUntilFinished(stops: { ContinuousClock.now >= deadline })
+                return "finished"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(ContinuousClock.now < deadline, "the stopped download ended (\(ended))")
+        #expect(pair.b.isPlaceholder(file), "nothing downloaded out of sight")
     }
 }

@@ -9,11 +9,12 @@ import SyncBackend
 /// is open or holds changes not yet uploaded (they would be out of reach until `include`).
 final class SelectiveSync: Sendable, HoldsTheTree {
     let parts: FolderParts
-    private let eviction: Eviction
+    private let residency: ContentResidency
+    private var eviction: Eviction { residency.eviction }
 
-    init(parts: FolderParts, eviction: Eviction) {
+    init(parts: FolderParts, residency: ContentResidency) {
         self.parts = parts
-        self.eviction = eviction
+        self.residency = residency
     }
 
     /// Why a request was refused; `retryable`: it may succeed later (after uploads or closes).
@@ -76,6 +77,11 @@ final class SelectiveSync: Sendable, HoldsTheTree {
                 excluded.files += 1
                 excluded.bytes += file.size.load(ordering: .relaxed)
             }
+            // Downloads below stop (nothing below is open): no content arrives out of sight.
+            for file in nodes where file.isPlaceholder && file.hydration != nil {
+                residency.hydrations.cancelHydration(of: file, in: &tree)
+                cache.remove(file.fileID)  // the part downloaded so far
+            }
             for kept in eviction.evictForExclusion(below: folder, tree: &tree) {
                 logger.info("excluding \(excluded.path): \(kept.path) keeps its content for now: it \(kept.reason)")
             }
@@ -128,5 +134,5 @@ final class SelectiveSync: Sendable, HoldsTheTree {
 
 extension SyncFileSystem {
     /// `exclude`, `include` and the excluded folders (`SelectiveSync`).
-    var selectiveSync: SelectiveSync { SelectiveSync(parts: parts, eviction: residency.eviction) }
+    var selectiveSync: SelectiveSync { SelectiveSync(parts: parts, residency: residency) }
 }
