@@ -309,6 +309,9 @@ enum StatusReport {
         }
         for rules in status.rulesErrors { lines.append("rules error: \(rules.path): \(rules.message)") }
         lines += IgnoreStatusLines.text(status.ignored)
+        if let excluded = status.excluded, !excluded.isEmpty {
+            lines.append("excluded: " + excluded.joined(separator: ", "))
+        }
         return lines.map(TerminalText.safe).joined(separator: "\n") + "\n"
     }
 

@@ -100,6 +100,14 @@ enum ManualExamples {
                 "The same for a script (exit 0: it matches, after any corrections):",
                 "syncfs-mount verify ~/Team --json"),
         ],
+        "syncfs-mount-exclude": [
+            Example(
+                "Keep the folder videos off this device (the others keep syncing it):",
+                "syncfs-mount exclude ~/SyncFS videos")
+        ],
+        "syncfs-mount-include": [
+            Example("Bring it back, as placeholders downloaded when read:", "syncfs-mount include ~/SyncFS videos")
+        ],
         "syncfs-mount-release": [
             Example("Let the uploads the mass-delete guard holds go:", "syncfs-mount release ~/SyncFS")
         ],

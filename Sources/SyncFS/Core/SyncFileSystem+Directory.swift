@@ -22,7 +22,7 @@ extension SyncFileSystem {
             let directory = try tree.directory(parent)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             guard node.kind == .directory else { throw .notDirectory }
-            guard node.children.isEmpty else { throw .notEmpty }
+            guard node.children.isEmpty, !tree.holdsExcludedFolder(node) else { throw .notEmpty }
             try tree.unlinkNode(node, from: directory)
         }
     }

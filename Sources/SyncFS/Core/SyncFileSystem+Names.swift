@@ -81,7 +81,7 @@ extension SyncFileSystem {
                 switch (node.kind == .directory, target.kind == .directory) {
                 case (true, false): throw .notDirectory
                 case (false, true): throw .isDirectory
-                case (true, true): if !target.children.isEmpty { throw .notEmpty }
+                case (true, true): if !target.children.isEmpty || tree.holdsExcludedFolder(target) { throw .notEmpty }
                 case (false, false): break
                 }
                 // Save-by-rename keeps one identity at the name: no `deleted` for the replaced file.

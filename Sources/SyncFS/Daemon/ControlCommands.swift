@@ -52,6 +52,8 @@ struct ControlCommands {
                             + "does not answer); run verify again", retryable: true)
                 }
                 return ControlReply(treeCheck: report)
+            case .exclude, .include:
+                return selectiveSyncAnswer(request)
             case .resolve:
                 var report = ActionReport()
                 report.files = try conflicts.resolve(try target(request))
@@ -87,6 +89,24 @@ struct ControlCommands {
             }
         }
         return report
+    }
+
+    /// `exclude` / `include`: the folder's path and, for `exclude`, the content freed.
+    private func selectiveSyncAnswer(_ request: ControlRequest) -> ControlReply {
+        let selective = fileSystem.selectiveSync
+        do throws(SelectiveSync.Refusal) {
+            var report = ActionReport()
+            if request.command == .exclude {
+                let excluded = try selective.exclude(request.path ?? "")
+                report.files = excluded.files
+                report.bytes = excluded.bytes
+            } else {
+                _ = try selective.include(request.path ?? "")
+            }
+            return ControlReply(action: report)
+        } catch {
+            return ControlReply(error: error.message, retryable: error.retryable ? true : nil)
+        }
     }
 
     private func target(_ request: ControlRequest) throws(FSError) -> InodeNumber {

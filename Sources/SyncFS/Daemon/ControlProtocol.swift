@@ -22,6 +22,8 @@ public struct ControlRequest: Codable, Sendable {
         case versions, trash, restore
         /// Checks the tree against the container and corrects it (`TreeChecker`).
         case verify
+        /// Selective sync: keeps the folder `path` off this device, or brings it back (`SelectiveSync`).
+        case exclude, include
     }
 
     public var command: Command

@@ -45,6 +45,7 @@ extension SyncEngine {
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guarded.status()
         status.ignored = ignoreStatus(listing: false)
+        status.excluded = fileSystem.selectiveSync.excludedPaths()
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -115,6 +116,9 @@ public struct SyncStatus: Codable, Sendable {
     /// Changes held as ignored, and (`status --ignored`) the ignored paths; nil from an older
     /// daemon.
     public var ignored: IgnoreStatus?
+    /// Folders excluded from this device (selective sync), by their current paths; nil from an
+    /// older daemon.
+    public var excluded: [String]?
 }
 
 public struct FailingEntry: Codable, Sendable {

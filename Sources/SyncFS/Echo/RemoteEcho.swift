@@ -85,13 +85,15 @@ final class RemoteEcho: Sendable {
     /// named below the mount).
     private static func throughStep(for entry: RemoteEntry, in tree: TreeTransaction) -> EchoStep? {
         let node = tree.node(withID: entry.id).flatMap { $0.isUnlinked ? nil : $0 }
+        // Out of sight (a folder excluded here): nothing to echo through the mount point.
+        if let node, tree.isExcluded(node) { return nil }
         if entry.isDeleted {
             guard let node, node.ino != .root, node.parent != nil else { return nil }
             if node.kind == .directory && !node.children.isEmpty { return nil }
             return EchoLocation(of: node, in: tree).map { .remove($0, isDirectory: node.kind == .directory) }
         }
         guard entry.id != .root, let parentID = entry.state.parent, let parent = tree.node(withID: parentID),
-            !parent.isUnlinked
+            !parent.isUnlinked, !tree.isExcluded(parent)
         else { return nil }
         let name = FileName(bytes: entry.state.name)
         if let occupant = tree.child(of: parent, named: name), occupant.fileID != entry.id { return nil }

@@ -19,6 +19,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case lastSync = "last_sync"
     case writeFailures = "write_failures"
     case guardHold = "guard_hold"
+    case excludedFolders = "excluded_folders"
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.
@@ -84,6 +85,16 @@ extension StateFact where Value == Set<FileID> {
     static var deferredIDs: Self {
         .init(
             .deferredIDs, encode: { $0.map(\.hex).sorted().joined(separator: ",") },
+            decode: { Set($0.split(separator: ",").compactMap { FileID(hex: String($0)) }) })
+    }
+}
+
+extension StateFact where Value == Set<FileID> {
+    /// The folders excluded from this device (selective sync): their file IDs, sorted,
+    /// comma-separated (an unreadable ID is skipped).
+    static var excludedFolders: Self {
+        .init(
+            .excludedFolders, encode: { $0.map(\.hex).sorted().joined(separator: ",") },
             decode: { Set($0.split(separator: ",").compactMap { FileID(hex: String($0)) }) })
     }
 }

@@ -73,7 +73,8 @@ extension ContentResidency {
             var anyPinned = false
             for node in tree.nodes.values where node.isPinned {
                 anyPinned = true
-                if node.isUnlinked || tree.pinState(of: node) == .inherited { continue }
+                // A pin below a folder excluded here waits for it to come back.
+                if node.isUnlinked || tree.pinState(of: node) == .inherited || tree.isExcluded(node) { continue }
                 tree.collectFiles(below: node) { file in
                     if file.isPlaceholder { result.append(file.fileID) }
                 }
@@ -102,11 +103,15 @@ extension ContentResidency {
         var usage = CacheUsage()
         let conflicted = tree.conflictedEntries()
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
-            let state = contentState(of: node, in: tree, conflicted: conflicted)
-            usage.files.add(state, pinned: tree.pinState(of: node) != .none)
+            // A file below a folder excluded here is not counted (its bytes are, while kept).
+            if !tree.isExcluded(node) {
+                let state = contentState(of: node, in: tree, conflicted: conflicted)
+                usage.files.add(state, pinned: tree.pinState(of: node) != .none)
+            }
             guard !node.isPlaceholder else { continue }
             let size = node.size.load(ordering: .relaxed)
             usage.localBytes += size
+            let state = contentState(of: node, in: tree, conflicted: conflicted)
             if state == .modified || state == .uploading || state == .error { usage.modifiedBytes += size }
         }
         return usage

@@ -57,7 +57,7 @@ final class Eviction: Sendable, HoldsTheTree {
 
     /// Waits (together at most `finishingDownloadWait`) for every download at or below `ino`
     /// whose chunks are all here to end.
-    private func waitForFinishingDownloads(below ino: InodeNumber) {
+    func waitForFinishingDownloads(below ino: InodeNumber) {
         let finishing: [Hydration] = live.transact { tree in
             guard let top = tree.nodes[ino] else { return [] }
             var found: [Hydration] = []
@@ -79,7 +79,7 @@ final class Eviction: Sendable, HoldsTheTree {
     /// Evicts one file if it is clean, closed and not pinned. The store is handed the placeholder
     /// state before the cache file goes; a crash before it commits leaves a local node without a
     /// cache file, which the sweep at mount turns back into a placeholder.
-    private func evictLocked(_ node: Node, tree: inout TreeTransaction) -> EvictOutcome {
+    private func evictLocked(_ node: Node, ignoringPins: Bool = false, tree: inout TreeTransaction) -> EvictOutcome {
         guard node.kind == .file, !node.isUnlinked else { return .refused("not a file") }
         let id = node.fileID
         let queued = outbox.isPending(id)
@@ -98,7 +98,7 @@ final class Eviction: Sendable, HoldsTheTree {
         guard node.openCount == 0, node.openWriters == 0 else { return .refused("is open") }
         // A write or truncate in progress, or one not yet recorded: the cache file is not the base.
         guard node.contentToken() != nil, cache.size(of: id) == size else { return .refused("is being written") }
-        guard tree.pinState(of: node) == .none else { return .refused("is pinned") }
+        guard ignoringPins || tree.pinState(of: node) == .none else { return .refused("is pinned") }
         // The machine's `evict` of a clean local file: the placeholder state is recorded before
         // the cache file goes (the caller drops the kernel's pages: `invalidateKernelCache`).
         let transition = node.apply(.evict, queued: queued)
@@ -106,6 +106,24 @@ final class Eviction: Sendable, HoldsTheTree {
         if transition.actions.contains(.recordResidency) { tree.recordChange(node) }
         if transition.actions.contains(.dropCacheFile) { cache.remove(id) }
         return .evicted(bytes: size)
+    }
+
+    /// Frees the local content of every file at or below `node`, pinned or not, as the folder
+    /// leaves this device (selective sync): the pins stay, for when it comes back. Returns the
+    /// paths of the files kept (being written or downloaded) with why. Call
+    /// `waitForFinishingDownloads` first, outside the transaction.
+    func evictForExclusion(below node: Node, tree: inout TreeTransaction) -> [(path: String, reason: String)] {
+        var kept: [(path: String, reason: String)] = []
+        var files: [Node] = []
+        tree.collectFiles(below: node) { files.append($0) }
+        for file in files {
+            switch evictLocked(file, ignoringPins: true, tree: &tree) {
+            case .evicted: tree.invalidate(.content(file.ino))
+            case .alreadyOnline: break
+            case .refused(let reason): kept.append((tree.displayPath(of: file), reason))
+            }
+        }
+        return kept
     }
 
     // MARK: Budget

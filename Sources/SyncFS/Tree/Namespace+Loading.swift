@@ -37,6 +37,7 @@ extension Namespace {
             }
         }
         tree.bases = stored.syncBases
+        loadExclusions(stored.facts[.excludedFolders] ?? [], into: &tree, store: store)
         let orphans = linkChildren(&tree)
         if !orphans.isEmpty {
             logger.warning("removing \(orphans.count) entries that are not in the tree")
@@ -48,17 +49,29 @@ extension Namespace {
         return tree
     }
 
-    /// Fills each directory's children; returns entries that cannot be reached from the root.
+    /// The excluded folders (`Namespace+Exclusions`) that are still directories here; an ID that
+    /// names nothing any more is dropped from the stored fact.
+    private static func loadExclusions(_ stored: Set<FileID>, into tree: inout Namespace, store: MetadataStore) {
+        let present = stored.filter { id in
+            tree.byFileID[id].flatMap { tree.nodes[$0] }.map { $0.kind == .directory && $0.parent != nil } ?? false
+        }
+        tree.excludedFolders = present
+        if present != stored { store.record([.fact(.excludedFolders, present.isEmpty ? nil : present)]) }
+    }
+
+    /// Fills each directory's children (an excluded folder is left out of its parent's); returns
+    /// entries that cannot be reached from the root (or from an excluded folder).
     private static func linkChildren(_ tree: inout Namespace) -> [InodeNumber] {
-        for node in tree.nodes.values where node.ino != .root {
+        for node in tree.nodes.values where node.ino != .root && !tree.isExcludedFolder(node) {
             guard let parentIno = node.parent, let parent = tree.nodes[parentIno], parent.kind == .directory,
                 parent.children[node.name] == nil
             else { continue }
             parent.children[node.name] = node.ino
             if node.kind == .directory { parent.subdirectoryCount += 1 }
         }
-        var reachable: Set<InodeNumber> = [.root]
-        var stack: [InodeNumber] = [.root]
+        let excluded = tree.excludedFolders.compactMap { tree.byFileID[$0] }
+        var reachable: Set<InodeNumber> = Set([.root] + excluded)
+        var stack: [InodeNumber] = [.root] + excluded
         while let ino = stack.popLast() {
             for child in tree.nodes[ino]?.children.values ?? [:].values where reachable.insert(child).inserted {
                 stack.append(child)

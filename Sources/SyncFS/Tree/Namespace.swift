@@ -16,6 +16,9 @@ struct Namespace {
     /// Conflict copies (and files with conflict markers) → the entry each was split from: an
     /// index of the `user.syncfs.conflict` attributes, checked against the nodes when read.
     var conflictCopies: [FileID: FileID] = [:]
+    /// Folders excluded from this device (selective sync, `Namespace+Exclusions`): each keeps its
+    /// parent and name but is not among its parent's children, so nothing below it is visible.
+    var excludedFolders: Set<FileID> = []
 
     init(generation: UInt64, nextIno: UInt64) {
         inodes = InodeTable(generation: generation)

@@ -45,8 +45,11 @@ extension TreeTransaction {
     /// `NAME (conflict from HOST DATE TIME)`), marks it as a conflict copy of `original` (the
     /// entry that took its name) and queues it: its record, mark and outbox row are recorded, and
     /// a `conflict` event published (`origin`: who took the name, this mount or the container).
+    /// `reason` goes into the mark and the event (`selectiveSyncReason`: the name is held by a
+    /// folder excluded from this device).
     mutating func moveToConflictName(
-        _ node: Node, in parent: Node, of original: FileID?, host: DeviceName, origin: ChangeEvent.Origin
+        _ node: Node, in parent: Node, of original: FileID?, host: DeviceName, origin: ChangeEvent.Origin,
+        reason: String = Self.nameTakenReason
     ) -> FileName {
         let now = Clock.nowNanoseconds()
         let newName = ConflictNames.free(for: node.name, in: parent, host: host.text, time: now)
@@ -56,7 +59,7 @@ extension TreeTransaction {
             let copyPath = displayPath(of: node)
             let holder = original.flatMap { self.node(withID: $0) }
             let details = ConflictDetails(
-                copy: copyPath, copyFileID: node.fileID.hex, host: host.text, reason: Self.nameTakenReason,
+                copy: copyPath, copyFileID: node.fileID.hex, host: host.text, reason: reason,
                 local: conflictVersion(of: node, at: copyPath),
                 remote: holder.map { conflictVersion(of: $0, at: contestedPath) }
                     ?? original.map { ConflictVersion(path: contestedPath, fileID: $0) })
@@ -64,7 +67,7 @@ extension TreeTransaction {
         }
         node.recordHandedToStore()
         if let original {
-            let value = ConflictNote.encoded(of: original, host: host, reason: Self.nameTakenReason, now: now)
+            let value = ConflictNote.encoded(of: original, host: host, reason: reason, now: now)
             node.xattrs[ConflictNote.attribute] = value
             conflictCopies[node.fileID] = original
             record(.setXattr(node.ino, name: ConflictNote.attribute, value: value))
@@ -75,6 +78,9 @@ extension TreeTransaction {
     }
 
     static let nameTakenReason = "another entry took the name"
+    /// The reason of a selective sync conflict: a local entry made at the name of a folder
+    /// excluded from this device (`Namespace+Exclusions`).
+    static let selectiveSyncReason = "selective sync conflict: the name is held by a folder excluded on this device"
 
     /// Publishes a `conflict` event about the entry at `path` (`fileID`), with `details`.
     mutating func noteConflict(

@@ -96,7 +96,9 @@ extension TreeTransaction {
         path: String? = nil
     ) {
         if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
-        guard changeEvents.isObserved else { return }
+        // Entries of a folder excluded from this device are not seen here (unless the caller
+        // names the path: a remote move out of sight is told as a delete at the old path).
+        guard changeEvents.isObserved, path != nil || !isExcluded(node) else { return }
         publish(
             ChangeEvent(
                 kind: kind, path: path ?? displayPath(of: node), oldPath: oldPath, origin: origin,

@@ -108,6 +108,11 @@ struct TreeTransaction {
         _modify { yield &namespace.conflictCopies }
     }
 
+    var excludedFolders: Set<FileID> {
+        _read { yield namespace.excludedFolders }
+        _modify { yield &namespace.excludedFolders }
+    }
+
     mutating func allocateIno() -> InodeNumber { namespace.allocateIno() }
     func node(_ ino: InodeNumber) throws(FSError) -> Node { try namespace.node(ino) }
     func directory(_ ino: InodeNumber) throws(FSError) -> Node { try namespace.directory(ino) }
@@ -122,4 +127,7 @@ struct TreeTransaction {
     /// `releaseIfUnused(_:)`, which also removes its cache file once that is committed.
     mutating func dropIfUnused(_ ino: InodeNumber) -> Node? { namespace.releaseIfUnused(ino) }
     func isSameOrBelow(_ candidate: Node, _ ancestor: Node) -> Bool { namespace.isSameOrBelow(candidate, ancestor) }
+    func isExcluded(_ node: Node) -> Bool { namespace.isExcluded(node) }
+    func isExcludedFolder(_ node: Node) -> Bool { namespace.isExcludedFolder(node) }
+    func holdsExcludedFolder(_ directory: Node) -> Bool { namespace.holdsExcludedFolder(directory) }
 }

@@ -154,8 +154,9 @@ extension RemoteChanges {
         }
         tree.bases[entry.id] = nil
         tree.record(.syncBaseRemove(entry.id))
-        tree.invalidate(.deleted(parent: parentIno, child: node.ino, name: node.name))
+        if !tree.isExcluded(node) { tree.invalidate(.deleted(parent: parentIno, child: node.ino, name: node.name)) }
         tree.noteChange(.deleted, node, origin: .remote)
+        tree.endExclusionOfDeleted(node)
         let now = Clock.nowNanoseconds()
         tree.detach(node)
         node.isUnlinked = true
@@ -171,6 +172,10 @@ extension RemoteChanges {
     private func place(
         _ node: Node, in parent: Node, as name: FileName, tree: inout TreeTransaction
     ) {
+        if tree.isExcludedFolder(node) {
+            tree.moveExcludedFolder(node, to: parent, as: name)
+            return
+        }
         if let occupant = tree.child(of: parent, named: name), occupant.ino != node.ino {
             // Keep both: the local entry takes a conflicted-copy name and is uploaded under it.
             _ = tree.moveToConflictName(occupant, in: parent, of: node.fileID, host: deviceName, origin: .remote)
@@ -183,6 +188,15 @@ extension RemoteChanges {
         tree.attach(node, to: parent, as: name)
         tree.invalidate(.entry(parent: parent.ino, name: name))
         entriesChangedRemotely(parent, now: Clock.nowNanoseconds(), tree: &tree)
+        if tree.isExcluded(parent) { freeContentOutOfSight(node, tree: &tree) }
+    }
+
+    /// An entry the container moved into a folder excluded here: its local content goes as the
+    /// folder's did at `exclude` (what is open or not yet uploaded stays until it can go).
+    private func freeContentOutOfSight(_ node: Node, tree: inout TreeTransaction) {
+        for kept in residency.eviction.evictForExclusion(below: node, tree: &tree) {
+            logger.info("\(kept.path) moved into a folder excluded here keeps its content: it \(kept.reason)")
+        }
     }
 
     /// A remote change added, removed or moved an entry of `directory`. Its mtime stays what the
@@ -207,6 +221,7 @@ extension RemoteChanges {
         var node = existing
         var contentFile = contentFile
         let oldPath = tree.pathIfObserved(existing)
+        let wasOutOfSight = tree.isExcluded(existing)
         let placeholderChanged = existing.isPlaceholder && tree.bases[entry.id]?.manifest != state.manifest
         let contentChanged = contentFile != nil || placeholderChanged
         let metadataChanged =
@@ -250,7 +265,7 @@ extension RemoteChanges {
         tree.invalidate(contentFile != nil ? .content(node.ino) : .attributes(node.ino))
         if node !== existing || node.isPlaceholder { node.size.store(state.size, ordering: .relaxed) }
         record(node, at: entry, tree: &tree)
-        if moved { tree.noteChange(.renamed, node, origin: .remote, oldPath: oldPath) }
+        if moved { noteMove(of: node, from: oldPath, wasOutOfSight: wasOutOfSight, tree: &tree) }
         if contentChanged || metadataChanged {
             tree.noteChange(.modified, node, origin: .remote)
             if application.wantsTouch {
@@ -258,6 +273,17 @@ extension RemoteChanges {
             }
         }
         return true
+    }
+
+    /// The event of a remote move: `renamed`, or, across the edge of a folder excluded here,
+    /// `deleted` at the old path (moved out of sight) or `created` (moved into sight).
+    private func noteMove(of node: Node, from oldPath: String?, wasOutOfSight: Bool, tree: inout TreeTransaction) {
+        switch (wasOutOfSight, tree.isExcluded(node)) {
+        case (false, true):
+            if let oldPath { tree.noteChange(.deleted, node, origin: .remote, path: oldPath) }
+        case (true, false): tree.noteChange(.created, node, origin: .remote)
+        default: tree.noteChange(.renamed, node, origin: .remote, oldPath: oldPath)
+        }
     }
 
     /// Before new content replaces `existing`'s: content adopted over a local change (a merge)

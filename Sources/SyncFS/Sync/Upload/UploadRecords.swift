@@ -287,7 +287,10 @@ extension UploadRecords {
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
                 let parent = tree.nodes[parentIno]
             else { return nil }
-            return tree.moveToConflictName(node, in: parent, of: holder, host: deviceName, origin: .local)
+            let excludedHolder = holder.map { tree.excludedFolders.contains($0) } ?? false
+            return tree.moveToConflictName(
+                node, in: parent, of: holder, host: deviceName, origin: .local,
+                reason: excludedHolder ? TreeTransaction.selectiveSyncReason : TreeTransaction.nameTakenReason)
         }
     }
 }
