@@ -155,4 +155,28 @@ struct IgnoredUploadsTests {
         #expect(try contents(pair.b, "run.log") == bytes("mi"), "the held local edit stays")
         #expect(try contents(pair.a, "run.log") == bytes("th"))
     }
+
+    /// A synced ignore file's rules follow its folder when the folder is renamed: they are read
+    /// again, and apply below the new name (failed before: they stayed keyed to the old name).
+    @Test func aRenamedFolderKeepsItsSyncedIgnoreRules() async throws {
+        let pair = try SyncedPair()
+        pair.a.fs.configureIgnores(Self.defaults)
+        let web = try pair.a.mkdir("web")
+        try pair.a.makeFile(".syncfs-ignore", in: web, contents: bytes("cache/\n"))
+        try await eventually("the rules of web/ read") { pair.a.fs.ignores.current.synced["web"] != nil }
+        try pair.a.fs.rename(
+            parent: .root, name: FileName("web"), newParent: .root, newName: FileName("site"), flags: [])
+        try await eventually("the rules read again under site/") {
+            pair.a.fs.ignores.current.synced["site"] != nil && pair.a.fs.ignores.current.synced["web"] == nil
+        }
+        let cache = try pair.a.mkdir("cache", in: web)
+        try pair.a.makeFile("page.html", in: cache, contents: bytes("cached"))
+        try pair.a.makeFile("index.html", in: web, contents: bytes("index"))
+        try await eventually("index.html on B") {
+            let site = try pair.b.lookupIno("site")
+            return try pair.b.childNames(of: site).contains("index.html")
+        }
+        try await eventually("the cache folder held on A") { pair.a.fs.outbox.heldIDs.count >= 1 }
+        #expect(try pair.b.childNames(of: try pair.b.lookupIno("site")).sorted() == [".syncfs-ignore", "index.html"])
+    }
 }

@@ -18,6 +18,9 @@ final class RulesWatch: Sendable {
 
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
+    /// Whether the tree holds synced ignore files: their folder's path is part of their rules,
+    /// so a folder moved then has them read again (`folderMoved`).
+    private let ignoreFilesKnown = Atomic<Bool>(false)
 
     init() {}
 
@@ -26,6 +29,15 @@ final class RulesWatch: Sendable {
         state.withLock { $0.touched = true }
         wake.signal()
     }
+
+    /// A folder was renamed or moved (here or remotely): the synced ignore files are read again if
+    /// there are any, as one below it now stands for another folder. Cheap, never blocks.
+    func folderMoved() {
+        if ignoreFilesKnown.load(ordering: .relaxed) { touched() }
+    }
+
+    /// Records whether the last read of the tree found synced ignore files (`folderMoved`).
+    func noteIgnoreFiles(found: Bool) { ignoreFilesKnown.store(found, ordering: .relaxed) }
 
     /// Wakes the checker without a change (the engine is stopping).
     func poke() { wake.signal() }

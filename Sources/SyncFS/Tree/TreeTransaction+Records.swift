@@ -96,6 +96,7 @@ extension TreeTransaction {
         path: String? = nil
     ) {
         if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
+        if kind == .renamed && node.kind == .directory { rulesWatch.folderMoved() }
         // Entries of a folder excluded from this device are not seen here (unless the caller
         // names the path: a remote move out of sight is told as a delete at the old path).
         guard changeEvents.isObserved, path != nil || !isExcluded(node) else { return }

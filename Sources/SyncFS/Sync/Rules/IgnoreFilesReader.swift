@@ -50,6 +50,7 @@ final class IgnoreFilesReader: Sendable {
             if let message = RulesWatch.message(IgnoreFile(parsing: text).problems) { errors[path] = message }
         }
         note(errors)
+        fileSystem.rulesWatch.noteIgnoreFiles(found: !texts.isEmpty || !unreadable.isEmpty)
         if fileSystem.ignores.setSynced(texts, unreadable: unreadable) {
             logger.info("synced ignore files read: \(texts.count) in force, \(unreadable.count) not readable yet")
             fileSystem.outbox.releaseHeld()
