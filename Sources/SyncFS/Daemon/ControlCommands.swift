@@ -51,6 +51,8 @@ struct ControlCommands {
                             + "does not answer); run verify again", retryable: true)
                 }
                 return ControlReply(treeCheck: report)
+            case .limit:
+                return limitAnswer(request)
             case .resolve:
                 var report = ActionReport()
                 report.files = try conflicts.resolve(try target(request))

@@ -22,6 +22,9 @@ public struct ControlRequest: Codable, Sendable {
         case versions, trash, restore
         /// Checks the tree against the container and corrects it (`TreeChecker`).
         case verify
+        /// The bandwidth limits: sets `upload`/`download` (a RATE or `off`), or `reset`s them;
+        /// answers the status (its `bandwidth`).
+        case limit
     }
 
     public var command: Command
@@ -38,6 +41,10 @@ public struct ControlRequest: Codable, Sendable {
     public var snapshot: Bool?
     /// `events`: only entries and events in these states (`ContentState` names).
     public var states: [String]?
+    /// `limit`: the new upload or download limit (a RATE, `off`); `reset`: back to the options.
+    public var upload: String?
+    public var download: String?
+    public var reset: Bool?
 
     public init(
         _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,

@@ -43,6 +43,7 @@ extension SyncEngine {
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guarded.status()
+        status.bandwidth = BandwidthStatus(limiter)
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -110,6 +111,8 @@ public struct SyncStatus: Codable, Sendable {
     public var massDeleteGuard: GuardStatus?
     /// This mount's advisory locks (doc/SEMANTICS.md, "Locks"); nil from an older daemon.
     public var locks: MountLockCounts?
+    /// The bandwidth limits in force (doc/SEMANTICS.md, "Bandwidth limits"); nil from an older daemon.
+    public var bandwidth: BandwidthStatus?
 }
 
 public struct FailingEntry: Codable, Sendable {
