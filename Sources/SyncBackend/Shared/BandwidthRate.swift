@@ -42,7 +42,7 @@ package struct BandwidthRate: Sendable, Equatable, Hashable, CustomStringConvert
         guard !number.isEmpty, number.count <= 30, number.filter({ $0 == "." }).count <= 1,
             let value = Double(number), value.isFinite
         else { throw refuse("no number") }
-        guard let multiplier = units[unit] else { throw refuse("unknown unit '\(unit.prefix(10))'") }
+        guard let multiplier = ByteUnits.multipliers[unit] else { throw refuse("unknown unit '\(unit.prefix(10))'") }
         if value == 0 { return nil }
         let bytes = value * multiplier
         guard bytes <= Double(maximum) else { throw refuse("more than 1 PiB per second") }
@@ -51,18 +51,6 @@ package struct BandwidthRate: Sendable, Equatable, Hashable, CustomStringConvert
         }
         return rate
     }
-
-    /// Each unit (lowercased) and its bytes.
-    private static let units: [String: Double] = {
-        var units: [String: Double] = ["": 1, "b": 1]
-        for (power, letter) in ["k", "m", "g", "t"].enumerated() {
-            let exponent = Double(power + 1)
-            units[letter] = pow(1024, exponent)
-            units[letter + "ib"] = pow(1024, exponent)
-            units[letter + "b"] = pow(1000, exponent)
-        }
-        return units
-    }()
 
     /// The rate in the largest binary unit that keeps it whole (`2M`, `1536K`, `100`), which
     /// `parse` reads back to the same rate.
