@@ -132,7 +132,7 @@ mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
 [[ -n ${WANT_T[hp]:-} && ${#WANT_W[@]} -gt 0 ]] && { hp_build; hp_start; }
-[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only ]] && start_syncfs
+[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only && $LIMITS_MODE != only ]] && start_syncfs
 [[ -n $SYNCFS_PID && ${#WANT_W[@]} -gt 0 ]] && upload_floor
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do

@@ -36,6 +36,8 @@ struct SyncResponder: HTTPResponder {
     let quotas: QuotaBook?
     /// Logs outages of the storage behind the containers (`503 storageUnavailable` answers).
     let outages: StorageOutageLog
+    /// The bandwidth limits on chunk bytes; nil when none is set.
+    var bandwidth: ServerBandwidth? = nil
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.

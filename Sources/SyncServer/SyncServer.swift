@@ -52,6 +52,9 @@ public struct SyncServer: Sendable {
         public var collection: CollectionSchedule.Settings?
         /// Per-container storage quotas (`serve --quota`, `--default-quota`; `QuotaBook`).
         public var quotas = QuotaSettings()
+        /// Bandwidth limits on chunk bytes (`serve --upload-limit`, `--total-upload-limit`, …;
+        /// `ServerBandwidth`); none by default.
+        public var bandwidth = ServerBandwidthLimits()
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -154,7 +157,8 @@ public struct SyncServer: Sendable {
             decoding: MemoryBudget(capacity: limits.decodingMemory),
             quotas: configuration.quotas.isEmpty
                 ? nil : QuotaBook(settings: configuration.quotas, logger: configuration.logger),
-            outages: StorageOutageLog(logger: configuration.logger))
+            outages: StorageOutageLog(logger: configuration.logger),
+            bandwidth: configuration.bandwidth.isEmpty ? nil : ServerBandwidth(configuration.bandwidth))
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(
@@ -238,6 +242,11 @@ package struct ServerState: Sendable {
     package var chunkUploadsInProgress: Int { responder.bodies.uploadsInProgress }
     /// Request body bytes reserved now (`BodyBudget`).
     package var bodyBytesInFlight: Int { responder.bodies.bytesInFlight }
+    /// Chunk bytes the bandwidth limits counted each way, and their refusals (`ServerBandwidth`);
+    /// nil without limits.
+    package var bandwidthCounts: (uploaded: Int64, downloaded: Int64, refusals: Int)? {
+        responder.bandwidth.map { ($0.counts.uploadedBytes, $0.counts.downloadedBytes, $0.counts.refusals) }
+    }
     /// Open connections, and those that have made no request with a valid token.
     package var connectionCounts: (open: Int, unauthenticated: Int) { connections.counts }
     /// Whether the graceful stop has begun.

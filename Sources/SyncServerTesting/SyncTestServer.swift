@@ -54,12 +54,13 @@ public final class SyncTestServer: Sendable {
     /// containers and check the tokens of another backend (`Configuration.containers`/`.tokens`,
     /// as `serve --database` does), e.g. a PostgreSQL store; then `makeContainer` is the
     /// backend's business, not this server's. `logger`: where the server logs (its level is then
-    /// the logger's, not `logLevel`), e.g. a handler a test reads back.
+    /// the logger's, not `logLevel`), e.g. a handler a test reads back. `bandwidth`: the limits on
+    /// chunk bytes (`serve --upload-limit` …), none by default.
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
         containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil,
-        quotas: QuotaSettings = QuotaSettings()
+        quotas: QuotaSettings = QuotaSettings(), bandwidth: ServerBandwidthLimits = ServerBandwidthLimits()
     ) async throws(SyncServerError) -> SyncTestServer {
         let logger =
             logger
@@ -74,6 +75,7 @@ public final class SyncTestServer: Sendable {
         configuration.containers = containers
         configuration.tokens = tokenAuthority
         configuration.quotas = quotas
+        configuration.bandwidth = bandwidth
         let server = try SyncServer(configuration)
         // Without another token authority, the tokens are the root's.
         let tokens = server.tokenStore
@@ -135,6 +137,10 @@ public final class SyncTestServer: Sendable {
 
     /// Request body bytes reserved now (`BodyBudget`).
     public var bodyBytesInFlight: Int { state.bodyBytesInFlight }
+
+    /// Chunk bytes the bandwidth limits counted each way and the requests they refused; nil
+    /// without limits (`bandwidth` of `start`).
+    public var bandwidthCounts: (uploaded: Int64, downloaded: Int64, refusals: Int)? { state.bandwidthCounts }
 
     /// Open connections, and those that have made no request with a valid token.
     public var connections: (open: Int, unauthenticated: Int) { state.connectionCounts }

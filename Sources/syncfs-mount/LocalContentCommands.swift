@@ -289,6 +289,7 @@ enum StatusReport {
                     + progressText(done: transfer.done, total: transfer.total, bar: terminal))
         }
         if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
+        if let line = BandwidthStatusLine.text(status.bandwidth) { lines.append(line) }
         if let locks = status.locks, locks.held + locks.lost > 0 {
             lines.append(
                 "locks: \(locks.held) held on this mount"

@@ -140,6 +140,8 @@ struct MountCommand: ParsableCommand {
 
     @OptionGroup(title: "Ignore patterns")
     var ignoreOptions: IgnoreMountOptions
+    @OptionGroup(title: "Bandwidth limits")
+    var limitOptions: LimitOptions
 
     func validate() throws {
         if let missingScheme = MissingScheme.message(container, serverOptionGiven: tokenFile != nil || caFile != nil) {
@@ -238,6 +240,8 @@ struct MountCommand: ParsableCommand {
         configuration.noDownloadProcesses = Set(
             noDownloadFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         configuration.deleteGuard = guardOptions.thresholds
+        configuration.bandwidthLimits = try limitOptions.limits()
+        configuration.limitSchedule = try limitOptions.schedule()
         if let lease = TestHooks.lockLease() { configuration.lockLeaseSeconds = lease }
         configuration.mergeCommandsFile =
             mergeCommands.map(absolutePath)
@@ -318,6 +322,7 @@ struct MountCommand: ParsableCommand {
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine
         arguments += guardOptions.commandLine
+        arguments += limitOptions.commandLine
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         if mergeCommands != nil, let file = configuration.mergeCommandsFile { arguments += ["--merge-commands", file] }

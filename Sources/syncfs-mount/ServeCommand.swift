@@ -84,6 +84,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The storage quota of every container without its own --quota.", valueName: "size"))
     var defaultQuota: String?
 
+    @OptionGroup(title: "Bandwidth limits")
+    var bandwidthOptions: ServeBandwidthOptions
+
     @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -174,6 +177,7 @@ struct ServeCommand: ParsableCommand {
             logger: Logger(label: "syncfs-server"))
         configuration.collection = try collection()
         configuration.quotas = try quotas()
+        configuration.bandwidth = try bandwidthOptions.limits()
         var backend: DatabaseBackend.Opened?
         if let database, let chunkStore {
             do throws(BackendFailure) {

@@ -18,7 +18,7 @@ struct SyncFSCommand: ParsableCommand {
             ConflictsCommand.self, ResolveCommand.self, EventsCommand.self, ServeCommand.self,
             ServerInitCommand.self, TokenCommand.self, ContainerCommand.self, ManualCommand.self,
             RecoverCommand.self, ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self,
-            TrashCommand.self, RestoreCommand.self, VerifyCommand.self,
+            TrashCommand.self, RestoreCommand.self, VerifyCommand.self, LimitCommand.self,
             ExcludeCommand.self, IncludeCommand.self,
         ]
     )

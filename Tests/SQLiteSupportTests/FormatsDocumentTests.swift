@@ -102,6 +102,7 @@ struct FormatsDocumentTests {
         case .writeFailures: return name(StateFact.writeFailures)
         case .guardHold: return name(StateFact.guardHold)
         case .excludedFolders: return name(StateFact.excludedFolders)
+        case .bandwidthOverrides: return name(StateFact.bandwidthOverrides)
         }
     }
 

@@ -36,6 +36,10 @@ Options:
   --merge-only        only the merge benchmark (scripts/bench/merge.py: a 10 MiB text file
                       edited on two mounts, the three-way merge and its propagation)
   --no-merge          skip the merge benchmark
+  --limits-only       only the bandwidth limit benchmark (scripts/bench/limits.py: a 50 MiB
+                      random file uploaded at --upload-limit 2M and read on another mount at
+                      --download-limit 2M; each must take 25 s ± 5 %)
+  --no-limits         skip the bandwidth limit benchmark
   --server-only       only the sync server benchmarks (scripts/bench/server.py: propagation through
                       `syncfs-mount serve` on loopback vs a local container, commits/s and chunk
                       upload MB/s with 8 concurrent clients, server RSS)
@@ -91,7 +95,7 @@ EOF
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
 O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES= O_WALK_FILES=
-SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS= KEEP_PAGE_REPORTING=0 REPORT_ONLY=0
+SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default LIMITS_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS= KEEP_PAGE_REPORTING=0 REPORT_ONLY=0
 TARGETS=native,syncfs,rclone,hp WORKLOADS=seq,rand,files,untar,clone,walk
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
@@ -106,15 +110,17 @@ while [[ $# -gt 0 ]]; do
         --commits) need_arg "$@"; O_COMMITS=$2; shift 2 ;;
         --repo-files) need_arg "$@"; O_REPO_FILES=$2; shift 2 ;;
         --rss-files) need_arg "$@"; O_RSS_FILES=$2; shift 2 ;;
-        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
+        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
         --no-rss) RSS_MODE=skip; shift ;;
-        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
+        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
         --no-sync) SYNC_MODE=skip; shift ;;
-        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
+        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
         --no-placeholders) PH_MODE=skip; shift ;;
-        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; SERVER_MODE=skip; shift ;;
+        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
         --no-merge) MERGE_MODE=skip; shift ;;
-        --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; shift ;;
+        --limits-only) LIMITS_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
+        --no-limits) LIMITS_MODE=skip; shift ;;
+        --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; LIMITS_MODE=skip; shift ;;
         --no-server) SERVER_MODE=skip; shift ;;
         --million) MILLION=1; shift ;;
         --walk-files) need_arg "$@"; O_WALK_FILES=$2; shift 2 ;;
@@ -180,7 +186,7 @@ if [[ $SYNC_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 PH_RCLONE=${WANT_T[rclone]:-}   # the placeholder part mounts its own rclone, if rclone is a target
-if [[ $PH_MODE == only || $MERGE_MODE == only || $SERVER_MODE == only ]]; then
+if [[ $PH_MODE == only || $MERGE_MODE == only || $SERVER_MODE == only || $LIMITS_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 DO_RSS=0

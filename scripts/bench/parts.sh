@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # scripts/bench/parts.sh — sourced by scripts/bench.sh: the benchmark parts that run their own
-# mounts after the table (sync, placeholders, merge, server), each a script of scripts/bench/.
+# mounts after the table (sync, placeholders, merge, limits, server), each a script of scripts/bench/.
 # Not a program of its own: it uses the variables and functions bench.sh defines before sourcing it.
 
 # run_script_step WHAT TIMEOUT SCRIPT WORKDIR ARGS… — a helper benchmark script with the SyncFS
@@ -49,6 +49,12 @@ run_parts() {
         [[ -n $OUT ]] && merge_args+=(--out "$OUT")
         echo
         run_script_step "the merge benchmark" 1800 merge.py "$W" "${merge_args[@]}"
+    fi
+    # Bandwidth limit benchmark: two mounts of one container, limited each way (their own mounts).
+    if [[ $LIMITS_MODE != skip && -n $SYNCFS_BIN ]]; then
+        log "---- bandwidth limit benchmark"
+        echo
+        run_script_step "the bandwidth limit benchmark" 600 limits.py "$W" ${OUT:+--out "$OUT"}
     fi
     # Sync server benchmarks: `syncfs-mount serve` on loopback, its own mounts and load clients.
     if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then

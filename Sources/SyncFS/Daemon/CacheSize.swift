@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SyncBackend
 
 /// The `--cache-size` of a mount: bytes, or a percentage of the filesystem holding the state
 /// directory.
@@ -19,23 +20,11 @@ public enum CacheSize: Sendable, Equatable {
         }
         let digits = trimmed.prefix { $0.isNumber || $0 == "." }
         let unit = trimmed.dropFirst(digits.count).trimmingCharacters(in: .whitespaces).lowercased()
-        guard let multiplier = Self.units[unit], let number = Double(digits), number > 0 else { return nil }
+        guard let multiplier = ByteUnits.multipliers[unit], let number = Double(digits), number > 0 else { return nil }
         let value = number * multiplier
         guard value < Double(Int64.max) else { return nil }
         self = .bytes(Int64(value))
     }
-
-    /// Each unit (lowercased) and its bytes.
-    private static let units: [String: Double] = {
-        var units: [String: Double] = ["": 1, "b": 1]
-        for (power, letter) in ["k", "m", "g", "t"].enumerated() {
-            let exponent = Double(power + 1)
-            units[letter] = pow(1024, exponent)
-            units[letter + "ib"] = pow(1024, exponent)
-            units[letter + "b"] = pow(1000, exponent)
-        }
-        return units
-    }()
 
     /// The budget in bytes for a state directory at `path`; nil if the filesystem cannot be asked.
     public func bytes(forFilesystemOf path: String) -> Int64? {

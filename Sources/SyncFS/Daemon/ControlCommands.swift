@@ -54,6 +54,8 @@ struct ControlCommands {
                 return ControlReply(treeCheck: report)
             case .exclude, .include:
                 return selectiveSyncAnswer(request)
+            case .limit:
+                return limitAnswer(request)
             case .resolve:
                 var report = ActionReport()
                 report.files = try conflicts.resolve(try target(request))

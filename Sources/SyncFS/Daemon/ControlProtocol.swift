@@ -24,6 +24,9 @@ public struct ControlRequest: Codable, Sendable {
         case verify
         /// Selective sync: keeps the folder `path` off this device, or brings it back (`SelectiveSync`).
         case exclude, include
+        /// The bandwidth limits: sets `upload`/`download` (a RATE or `off`), or `reset`s them;
+        /// answers the status (its `bandwidth`).
+        case limit
     }
 
     public var command: Command
@@ -42,6 +45,10 @@ public struct ControlRequest: Codable, Sendable {
     public var states: [String]?
     /// `status`: also list every ignored path (`IgnoreStatus.paths`).
     public var ignored: Bool?
+    /// `limit`: the new upload or download limit (a RATE, `off`); `reset`: back to the options.
+    public var upload: String?
+    public var download: String?
+    public var reset: Bool?
 
     public init(
         _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,

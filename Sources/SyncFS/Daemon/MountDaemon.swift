@@ -54,6 +54,9 @@ public struct MountConfiguration: Sendable {
     /// How long a lease of this mount's locks lasts at the container, in seconds (renewed every
     /// third of it; doc/SEMANTICS.md, "Locks").
     public var lockLeaseSeconds = 30
+    /// `--upload-limit`, `--download-limit` (nil: none) and `--limit-schedule` (no entries: none).
+    package var bandwidthLimits = BandwidthLimits()
+    package var limitSchedule = LimitSchedule.none
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -166,6 +169,8 @@ public enum MountDaemon {
         options.mergeCommands = LocalMergeCommands(
             path: configuration.mergeCommandsFile, mountpoint: configuration.mountpoint)
         options.deleteGuard = configuration.deleteGuard?.window
+        options.bandwidth.plain = configuration.bandwidthLimits
+        options.bandwidth.schedule = configuration.limitSchedule
         if let budget = options.cacheBudget {
             logger.info("cache budget: \(budget) bytes")
         }

@@ -46,6 +46,7 @@ extension SyncEngine {
         status.massDeleteGuard = guarded.status()
         status.ignored = ignoreStatus(listing: false)
         status.excluded = fileSystem.selectiveSync.excludedPaths()
+        status.bandwidth = BandwidthStatus(limiter)
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -119,6 +120,8 @@ public struct SyncStatus: Codable, Sendable {
     /// Folders excluded from this device (selective sync), by their current paths; nil from an
     /// older daemon.
     public var excluded: [String]?
+    /// The bandwidth limits in force (doc/SEMANTICS.md, "Bandwidth limits"); nil from an older daemon.
+    public var bandwidth: BandwidthStatus?
 }
 
 public struct FailingEntry: Codable, Sendable {

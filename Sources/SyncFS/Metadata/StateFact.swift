@@ -20,6 +20,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case writeFailures = "write_failures"
     case guardHold = "guard_hold"
     case excludedFolders = "excluded_folders"
+    case bandwidthOverrides = "bandwidth_overrides"
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.

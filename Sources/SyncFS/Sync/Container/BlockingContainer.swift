@@ -13,6 +13,9 @@ import SyncBackend
 struct BlockingContainer: Sendable {
     /// The container every call goes to (in the engine: validated, reachability-watching).
     let base: any Container
+    /// The mount's bandwidth limits on chunk bytes (nil: none); waits before a chunk is sent and
+    /// after one is received.
+    var limiter: BandwidthLimiter? = nil
 
     /// `Container.missingChunks`: which of `hashes` the container lacks.
     func missingChunks(_ hashes: [ChunkHash]) throws(SyncFailure) -> [ChunkHash] {
@@ -21,13 +24,16 @@ struct BlockingContainer: Sendable {
 
     /// `Container.putChunk`: stores one encoded chunk.
     func putChunk(_ chunk: EncodedChunk) throws(SyncFailure) {
+        try limiter?.beforeUpload(chunk.payload.count)
         try call { container throws(ContainerProtocolError) in try await container.putChunk(chunk) }
     }
 
     /// `Container.chunk`: the stored chunk with this hash (not verified here: see
     /// `ContentTransfer.plainChunk`).
     func chunk(_ hash: ChunkHash) throws(SyncFailure) -> EncodedChunk {
-        try call { container throws(ContainerProtocolError) in try await container.chunk(hash) }
+        let chunk = try call { container throws(ContainerProtocolError) in try await container.chunk(hash) }
+        try limiter?.afterDownload(chunk.payload.count)
+        return chunk
     }
 
     /// `Container.entry`: the current entry of `id`, nil if the container has none.

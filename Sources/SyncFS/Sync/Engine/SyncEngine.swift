@@ -30,6 +30,8 @@ final class SyncEngine: Sendable {
         var mergeCommands = LocalMergeCommands.none
         /// When the mass-delete guard trips (nil: `--no-guard`; `DeleteGuard`).
         var deleteGuard: DeleteWindow.Thresholds? = .standard
+        /// `--upload-limit`, `--download-limit`, `--limit-schedule` (`BandwidthLimiter`).
+        var bandwidth = BandwidthLimiter.Configuration()
         init() {}
     }
 
@@ -58,6 +60,8 @@ final class SyncEngine: Sendable {
     let reachability: Reachability
     /// `scan-begin`, `scan-end` and `synced` (`SyncRounds`).
     let rounds: SyncRounds
+    /// The mount's bandwidth limits, shared by every chunk transfer (`limit` changes them).
+    let limiter: BandwidthLimiter
     private let reported: EngineProgress
     private let run: EngineRun
     /// The container as it answers, unchecked (a server switch is observed on it).
@@ -83,8 +87,13 @@ final class SyncEngine: Sendable {
         self.reachability = reachability
         let historyReader = HistoryReader(base: container as? any ContainerHistory)
         uncheckedContainer = BlockingContainer(base: container)
-        let blocking = Self.checked(
+        var bandwidth = options.bandwidth
+        bandwidth.overrides = fileSystem.storedFacts[.bandwidthOverrides] ?? BandwidthOverrides()
+        let limiter = BandwidthLimiter(bandwidth)
+        self.limiter = limiter
+        var blocking = Self.checked(
             container, refusals: refusals, reachability: reachability, outbox: fileSystem.outbox, logger: logger)
+        blocking.limiter = limiter
         let transfer = ContentTransfer(container: blocking, compressionLevel: options.compressionLevel)
         let reported = EngineProgress()
         self.reported = reported
@@ -161,6 +170,7 @@ final class SyncEngine: Sendable {
     func stop() {
         run.stop()
         rounds.stop()
+        limiter.stop()
         fileSystem.residency.hydrations.setChunkSource(nil)
         fileSystem.residency.setPinObserver(nil)
         uploader.merger.mergeWorker.stop()
