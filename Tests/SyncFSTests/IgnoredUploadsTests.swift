@@ -1,5 +1,6 @@
 import Glibc
 import SyncBackend
+import SyncBackendTesting
 import SyncMerge
 import TestSupport
 import Testing
@@ -178,5 +179,67 @@ struct IgnoredUploadsTests {
         }
         try await eventually("the cache folder held on A") { pair.a.fs.outbox.heldIDs.count >= 1 }
         #expect(try pair.b.childNames(of: try pair.b.lookupIno("site")).sorted() == [".syncfs-ignore", "index.html"])
+    }
+
+    /// An edit of a file in a folder renamed to an ignored name is held: the container keeps the
+    /// folder and its files (failed before: each edited file was deleted in the container).
+    @Test func anEditInAFolderRenamedToAnIgnoredNameIsHeldNotDeleted() async throws {
+        let pair = try SyncedPair()
+        pair.a.fs.configureIgnores(Self.defaults)
+        let photos = try pair.a.mkdir("photos")
+        try pair.a.makeFile("a.jpg", in: photos, contents: bytes("v1"))
+        try await eventually("photos/a.jpg on B") { try contents(pair.b, "photos/a.jpg") == bytes("v1") }
+        let photo = try #require(pair.a.fileID(of: try pair.a.lookupIno("a.jpg", in: photos)))
+        try rename(pair.a, "photos", "photos~")
+        let handle = try pair.a.fs.open(try pair.a.lookupIno("a.jpg", in: photos), flags: O_RDWR, caller: testCaller)
+        try pair.a.write(handle, bytes("v2"), at: 0)
+        pair.a.fs.fileIO.release(handle)
+        try pair.a.makeFile("after.txt", contents: bytes("x"))
+        try await eventually("after.txt on B") { try contents(pair.b, "after.txt") == bytes("x") }
+        try await eventually("the edit held") { pair.a.fs.outbox.isHeld(photo) }
+        let entry = try #require(try await pair.container.entry(photo))
+        #expect(!entry.isDeleted, "the container keeps the file of the renamed folder")
+        #expect(try contents(pair.b, "photos/a.jpg") == bytes("v1"))
+    }
+
+    /// A local-only ignored folder renamed to a synced name uploads with what is in it (failed
+    /// before: its files stayed held until a restart).
+    @Test func anIgnoredFolderRenamedToASyncedNameUploadsItsFiles() async throws {
+        let pair = try SyncedPair()
+        pair.a.fs.configureIgnores(Self.withLocal("node_modules/"))
+        let modules = try pair.a.mkdir("node_modules")
+        try pair.a.makeFile("index.js", in: modules, contents: bytes("js"))
+        try await eventually("the folder and its file held") { pair.a.fs.outbox.heldIDs.count == 2 }
+        try rename(pair.a, "node_modules", "deps")
+        try await eventually("deps/index.js on B") { try contents(pair.b, "deps/index.js") == bytes("js") }
+        try await eventually("nothing held any more") { pair.a.fs.outbox.heldIDs.isEmpty }
+    }
+
+    /// A file renamed to an ignored name while another machine edits it: both stay, the edit in
+    /// the container and the renamed copy here (failed before: the remote edit replaced the
+    /// local content and moved the file back).
+    @Test func aRenameToAnIgnoredNameMeetingARemoteEditKeepsBoth() async throws {
+        let base = InMemoryContainer()
+        let viewOfA = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfA: viewOfA)
+        pair.a.fs.configureIgnores(Self.defaults)
+        try pair.a.makeFile("draft.txt", contents: bytes("v1"))
+        try await eventually("draft.txt on B") { try contents(pair.b, "draft.txt") == bytes("v1") }
+        try await pair.settle()
+        let draft = try id(pair.a, "draft.txt")
+        // A stops hearing the feed: B's edit reaches the container before A's rename is decided.
+        viewOfA.startOutage([.changes, .waitForChanges])
+        try overwrite(pair.b, "draft.txt", "v2")
+        try await eventually("B's edit committed") { pair.b.fs.outbox.items.isEmpty }
+        try rename(pair.a, "draft.txt", "draft.txt~")
+        try overwrite(pair.a, "draft.txt~", "mi")
+        try await eventually("the rename held on A") { pair.a.fs.outbox.isHeld(draft) }
+        viewOfA.endOutage()
+        try pair.a.makeFile("after.txt", contents: bytes("x"))
+        try await eventually("after.txt on B") { try contents(pair.b, "after.txt") == bytes("x") }
+        #expect(try contents(pair.a, "draft.txt~") == bytes("mi"), "the local content stays here")
+        #expect(try contents(pair.b, "draft.txt") == bytes("v2"), "the remote edit stays in the container")
+        let entry = try #require(try await pair.container.entry(draft))
+        #expect(!entry.isDeleted)
     }
 }

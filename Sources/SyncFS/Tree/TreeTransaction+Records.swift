@@ -96,7 +96,11 @@ extension TreeTransaction {
         path: String? = nil
     ) {
         if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
-        if kind == .renamed && node.kind == .directory { rulesWatch.folderMoved() }
+        if kind == .renamed && node.kind == .directory {
+            rulesWatch.folderMoved()
+            // The entries below have new paths: the changes held as ignored are decided again.
+            outbox.releaseHeld()
+        }
         // Entries of a folder excluded from this device are not seen here (unless the caller
         // names the path: a remote move out of sight is told as a delete at the old path).
         guard changeEvents.isObserved, path != nil || !isExcluded(node) else { return }

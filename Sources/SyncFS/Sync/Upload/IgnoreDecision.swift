@@ -11,8 +11,9 @@ enum IgnoreVerdict: Equatable, Sendable {
     /// Ignored here and at its path in the container: the container keeps it as it is (a local
     /// edit or delete of it is held, never sent).
     case held(IgnoreMatch)
-    /// A file or symlink renamed here from a synced path to an ignored one: it left the synced
-    /// set, and the container's entry is deleted (kept in its history).
+    /// A file or symlink renamed here from a synced path to an ignored name (in a folder that is
+    /// not ignored): it left the synced set, and the container's entry is deleted (kept in its
+    /// history) unless the container changed it since.
     case leftSyncedSet
     /// Never uploaded, below a folder whose `.syncfs-ignore` cannot be read yet: it waits for it.
     case waiting(folder: String)
@@ -44,9 +45,20 @@ enum IgnoreDecision {
             return .upload
         }
         guard container != nil else { return .localOnly(localMatch) }
-        // A folder renamed to an ignored name is held, not deleted: its entries are still synced
-        // in the container, and a delete of them all is not what a rename asked for.
-        return containerMatch == nil && !isDirectory ? .leftSyncedSet : .held(localMatch)
+        // Only a file or symlink that was itself renamed to an ignored name leaves the synced
+        // set. A folder renamed to an ignored name is held, not deleted (its entries are still
+        // synced in the container, and a delete of them all is not what a rename asked for), and
+        // so is every entry below it or moved into an ignored folder: their edits are held too.
+        guard containerMatch == nil, !isDirectory, !isBelowIgnoredFolder(local, rules) else {
+            return .held(localMatch)
+        }
+        return .leftSyncedSet
+    }
+
+    /// Whether a folder above `path` is ignored (what ignores `path` is then its folder).
+    private static func isBelowIgnoredFolder(_ path: String, _ rules: IgnoreRules) -> Bool {
+        guard let slash = path.lastIndex(of: "/") else { return false }
+        return ignoring(String(path[..<slash]), true, rules) != nil
     }
 
     /// The line that ignores `path`, nil if it is not ignored.

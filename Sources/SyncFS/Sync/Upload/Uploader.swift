@@ -176,6 +176,13 @@ final class Uploader: Sendable {
             return .done
         }
         if verdict == .leftSyncedSet, let base = uploads.syncBase(of: item.fileID), base.version > 0 {
+            // Changed in the container since this mount synced it: a delete would let that
+            // version win over the content here. Both stay: the container's version there, the
+            // local copy here, held (a remote change never overwrites a held one).
+            if let current = try container.entry(item.fileID), !current.isDeleted, current.version != base.version {
+                outbox.hold(item)
+                return .done
+            }
             let step = try commitDelete(item, base: base.version, context: &context)
             // Deleted in the container, still here: from now on a local-only entry, held as such.
             if case .done = step, !outbox.isPending(item.fileID) { uploads.requeue(item.fileID) }
