@@ -160,6 +160,23 @@ struct SelectiveSyncTests {
         #expect(pair.engineB.status().excluded == [])
     }
 
+    /// Ignored entries below exist only here: `exclude` would free them, so it refuses, naming
+    /// them (failed before: the refusal said "not uploaded yet; wait for sync", which never ends).
+    @Test func excludingRefusesAFolderHoldingIgnoredLocalOnlyEntries() async throws {
+        let pair = try SyncedPair()
+        _ = try await sharedFolder(pair)
+        pair.b.fs.configureIgnores(MountIgnores.Settings(defaults: true, synced: true, local: nil))
+        let docs = try pair.b.lookupIno("docs")
+        let store = try #require(pair.b.fileID(of: try pair.b.makeFile(".DS_Store", in: docs, contents: bytes("x"))))
+        try await eventually("held as ignored") { pair.b.fs.outbox.isHeld(store) }
+        let refused = refusal { _ = try pair.b.fs.selectiveSync.exclude("docs") }
+        #expect(
+            refused?.message.hasPrefix("1 ignored entry below exists only on this device") == true,
+            "\(refused.map(\.message) ?? "none")")
+        #expect(refused?.retryable == false)
+        #expect(try contents(pair.b, "docs/.DS_Store") == bytes("x"), "nothing freed")
+    }
+
     @Test func theExclusionSurvivesARestart() async throws {
         let pair = try SyncedPair()
         let (docs, _) = try await sharedFolder(pair)

@@ -57,6 +57,15 @@ final class SelectiveSync: Sendable, HoldsTheTree {
             }
             var nodes: [Node] = []
             Self.collectAll(below: folder, in: tree) { nodes.append($0) }
+            // Ignored entries exist only here: excluding would free their content, so they go first.
+            let localOnly = nodes.filter { outbox.isHeld($0.fileID) }.count
+            guard localOnly == 0 else {
+                throw Refusal(
+                    message:
+                        "\(localOnly) ignored \(localOnly == 1 ? "entry" : "entries") below \(localOnly == 1 ? "exists" : "exist") only on this "
+                        + "device (never uploaded); move or delete them first (`syncfs-mount status --ignored` lists them)"
+                )
+            }
             let pending = nodes.filter { outbox.isPending($0.fileID) || $0.hasUnrecordedWrites }.count
             guard pending == 0 else {
                 throw Refusal(

@@ -13,8 +13,8 @@ public struct IgnoreOptions: Sendable, Equatable {
     public var synced = true
     /// The local ignore file; nil: none.
     public var file: String?
-    /// `file` was given (`--ignore-file`): a missing or untrusted one fails the mount, where the
-    /// default one is simply not used.
+    /// `file` was given (`--ignore-file`): a missing one fails the mount, where a missing default
+    /// one is simply not used. An untrusted file fails the mount either way.
     public var fileGiven = false
 
     public init() {}
@@ -35,13 +35,16 @@ public struct IgnoreOptions: Sendable, Equatable {
         switch TrustedConfigFile.read(file, owner: owner, outside: mountpoint) {
         case .missing: return fileGiven ? .failure(IgnoreFileProblem("\(file) does not exist")) : .success(nil)
         case .untrusted(let why):
-            return fileGiven ? .failure(IgnoreFileProblem("\(file) is not trusted: \(why)")) : .success(nil)
+            // Unlike a missing one, an untrusted default file fails too: mounting without the
+            // patterns it names would upload what the user said stays here.
+            let which = fileGiven ? file : "\(file) (the default local ignore file)"
+            return .failure(IgnoreFileProblem("\(which) is not trusted: \(why); fix its owner and modes, or remove it"))
         case .trusted(let bytes): return .success(String(decoding: bytes, as: UTF8.self))
         }
     }
 
-    /// The settings the mount's ignore rules start from (a default local file that cannot be used
-    /// is logged and left out).
+    /// The settings the mount's ignore rules start from (the mount command has refused a file
+    /// that cannot be used; one that became so since is logged and left out).
     func settings(mountpoint: String, logger: Logger) -> MountIgnores.Settings {
         var settings = MountIgnores.Settings(defaults: defaults, synced: synced, local: nil)
         switch readLocalFile(mountpoint: mountpoint) {

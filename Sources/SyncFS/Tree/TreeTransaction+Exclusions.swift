@@ -15,6 +15,8 @@ extension TreeTransaction {
         }
         excludedFolders.insert(folder.fileID)
         record(.fact(.excludedFolders, excludedFolders))
+        // The synced ignore files below are out of sight now: the rules are read again.
+        rulesWatch.touched()
         parentEntriesChanged(parent)
         invalidate(.entry(parent: parentIno, name: folder.name))
     }
@@ -34,6 +36,8 @@ extension TreeTransaction {
         excludedFolders.remove(folder.fileID)
         record(.fact(.excludedFolders, excludedFolders.isEmpty ? nil : excludedFolders))
         attach(folder, to: parent, as: folder.name)
+        // The synced ignore files below are in sight again: their rules apply from now on.
+        rulesWatch.touched()
         parentEntriesChanged(parent)
         invalidate(.entry(parent: parentIno, name: folder.name))
         return parent

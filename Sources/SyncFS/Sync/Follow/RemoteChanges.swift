@@ -278,7 +278,10 @@ extension RemoteChanges {
     /// The event of a remote move: `renamed`, or, across the edge of a folder excluded here,
     /// `deleted` at the old path (moved out of sight) or `created` (moved into sight).
     private func noteMove(of node: Node, from oldPath: String?, wasOutOfSight: Bool, tree: inout TreeTransaction) {
-        switch (wasOutOfSight, tree.isExcluded(node)) {
+        let isOutOfSight = tree.isExcluded(node)
+        // Across the edge, the synced ignore files below come into sight or leave it.
+        if wasOutOfSight != isOutOfSight && node.kind == .directory { tree.rulesWatch.touched() }
+        switch (wasOutOfSight, isOutOfSight) {
         case (false, true):
             if let oldPath { tree.noteChange(.deleted, node, origin: .remote, path: oldPath) }
         case (true, false): tree.noteChange(.created, node, origin: .remote)
