@@ -101,6 +101,7 @@ struct FormatsDocumentTests {
         case .lastSync: return name(StateFact.lastSync)
         case .writeFailures: return name(StateFact.writeFailures)
         case .guardHold: return name(StateFact.guardHold)
+        case .paused: return name(StateFact.paused)
         }
     }
 

@@ -19,6 +19,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case lastSync = "last_sync"
     case writeFailures = "write_failures"
     case guardHold = "guard_hold"
+    case paused
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.
