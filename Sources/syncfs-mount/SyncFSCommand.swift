@@ -19,6 +19,7 @@ struct SyncFSCommand: ParsableCommand {
             ServerInitCommand.self, TokenCommand.self, ContainerCommand.self, ManualCommand.self,
             RecoverCommand.self, ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self,
             TrashCommand.self, RestoreCommand.self, VerifyCommand.self,
+            PauseCommand.self, ResumeCommand.self,
         ]
     )
 

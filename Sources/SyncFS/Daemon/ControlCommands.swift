@@ -44,7 +44,13 @@ struct ControlCommands {
                 return guardAnswer(request.command)
             case .versions, .trash, .restore:
                 return historyAnswer(request)
+            case .pause, .resume:
+                return pauseAnswer(request)
             case .verify:
+                if engine.pause.current != nil {
+                    return ControlReply(
+                        error: "the mount is paused: nothing is checked until `syncfs-mount resume`", retryable: true)
+                }
                 guard let report = engine.verifyTree(timeout: .seconds(120)) else {
                     return ControlReply(
                         error: "no check was made within 120 s (the feed is still being read, or the container "

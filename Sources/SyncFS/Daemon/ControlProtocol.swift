@@ -22,6 +22,9 @@ public struct ControlRequest: Codable, Sendable {
         case versions, trash, restore
         /// Checks the tree against the container and corrects it (`TreeChecker`).
         case verify
+        /// Pauses the mount's uploads and feed (`pauseSeconds`, `pauseAll`), or ends the pause
+        /// (`SyncPause`).
+        case pause, resume
     }
 
     public var command: Command
@@ -38,6 +41,10 @@ public struct ControlRequest: Codable, Sendable {
     public var snapshot: Bool?
     /// `events`: only entries and events in these states (`ContentState` names).
     public var states: [String]?
+    /// `pause`: it ends by itself after this many seconds (nil: only `resume` ends it).
+    public var pauseSeconds: Int?
+    /// `pause`: downloads too (a read of a placeholder fails as offline).
+    public var pauseAll: Bool?
 
     public init(
         _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,

@@ -43,6 +43,10 @@ extension SyncEngine {
         status.stateDiskFull = fileSystem.store.reserve.map(\.diskIsFull)
         status.changesWaiting = status.pendingEntries
         status.massDeleteGuard = guarded.status()
+        pause.endIfDue()
+        status.paused = pause.current.map {
+            PauseStatus(until: $0.until.map { RFC3339.utc($0) }, all: $0.scope == .all)
+        }
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -110,6 +114,16 @@ public struct SyncStatus: Codable, Sendable {
     public var massDeleteGuard: GuardStatus?
     /// This mount's advisory locks (doc/SEMANTICS.md, "Locks"); nil from an older daemon.
     public var locks: MountLockCounts?
+    /// The mount is paused (doc/SEMANTICS.md, "Pausing a mount"); nil when it is not.
+    public var paused: PauseStatus?
+}
+
+/// A paused mount, for `status`.
+public struct PauseStatus: Codable, Sendable {
+    /// When the pause ends by itself (RFC 3339, UTC); nil: only `resume` ends it.
+    public var until: String?
+    /// Downloads are paused too (`pause --all`).
+    public var all: Bool
 }
 
 public struct FailingEntry: Codable, Sendable {
