@@ -1,0 +1,192 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// Pausing a mount (doc/SEMANTICS.md, "Pausing a mount"): on mounts A and B of one container,
+/// locally and through `serve`, with a third mount C that is never paused as the witness that
+/// a change had time to travel. A paused mount sends nothing and reads no remote change until
+/// `resume`, says so in `status`, `events` and `sync`, stays paused across an unmount, resumes by
+/// itself at the end of `--for`, and with `--all` fails a placeholder's read as offline.
+@Suite(.serialized)
+struct PauseMountTest {
+    /// `status --json`, the fields of a pause.
+    struct PauseStatus: Decodable {
+        struct Paused: Decodable {
+            var until: String?
+            var all: Bool
+        }
+
+        var paused: Paused?
+        var pendingEntries: Int
+        var upToDate: Bool?
+    }
+
+    /// A third mount of the mounts' container (through their server, if they use one).
+    private func witness(_ mounts: SyncedMounts) throws -> TestFolder {
+        var arguments = ["--upload-delay", "20"]
+        var location = mounts.containerPath
+        if let server = mounts.server {
+            arguments += ["--token-file", try server.createToken(container: "box")]
+            location = server.url("box")
+        }
+        return try TestFolder.make(.mount, sharedContainer: location, mountArguments: arguments)
+    }
+
+    private func pauseStatus(_ folder: TestFolder) throws -> PauseStatus { try folder.statusJSON(of: folder.root) }
+
+    @Test(arguments: [false, true]) func aPausedMountSendsNothingUntilResumed(overServer: Bool) throws {
+        try SyncedMounts.with(overServer: overServer) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let c = try witness(mounts)
+            defer { c.tearDown() }
+            let events = try Watcher.events([a.root, "--timeout", "120"])
+            defer { events.stop() }
+            #expect(events.waitForErrors(containing: "watching"), "\(events.errors)")
+            let paused = try a.expectCommand(["pause", a.root])
+            #expect(paused.stdout.contains("paused; 0 changes queued"), "\(paused)\n\(paused.stdout)")
+            try writeFile(a.path("held.txt"), "from A while paused")
+            try writeFile(c.path("marker.txt"), "from C")
+            #expect(waitUntil(timeout: 30) { try readText(b.path("marker.txt")) == "from C" }, "\(mounts.logs())")
+            #expect(!pathExists(b.path("held.txt")), "a paused mount sent a change")
+            let status = try pauseStatus(a)
+            #expect(status.paused != nil && status.paused?.all == false && status.paused?.until == nil)
+            #expect(status.pendingEntries == 1 && status.upToDate == false, "\(status)")
+            let human = try a.expectCommand(["status", a.root])
+            #expect(human.stdout.hasPrefix("\(a.root): paused, 1 change waiting"), "\(human.stdout)")
+            let sync = try a.runSync()
+            #expect(sync.status == 75, "sync on a paused mount: \(sync)")
+            #expect(sync.stderr.contains("paused") && sync.stderr.contains("syncfs-mount resume"), "\(sync.stderr)")
+            let resumed = try a.expectCommand(["resume", a.root])
+            #expect(resumed.stdout.hasSuffix("resumed\n"), "\(resumed.stdout)")
+            #expect(
+                waitUntil(timeout: 30) { try readText(b.path("held.txt")) == "from A while paused" },
+                "\(mounts.logs())")
+            #expect(waitUntil(timeout: 30) { try pauseStatus(a).upToDate == true })
+            let again = try a.expectCommand(["resume", a.root])
+            #expect(again.stdout.hasSuffix("was not paused\n"), "\(again.stdout)")
+            func pauseKinds() -> [String] {
+                EventLine.parse(events.lines).map(\.kind).filter { $0 == "paused" || $0 == "resumed" }
+            }
+            #expect(waitUntil { pauseKinds() == ["paused", "resumed"] }, "\(events.output)")
+        }
+    }
+
+    @Test(arguments: [false, true]) func aPausedMountReadsNoRemoteChangeUntilResumed(overServer: Bool) throws {
+        try SyncedMounts.with(overServer: overServer) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let c = try witness(mounts)
+            defer { c.tearDown() }
+            try a.expectCommand(["pause", a.root])
+            try writeFile(b.path("remote.txt"), "from B")
+            #expect(b.expectSync())
+            #expect(waitUntil(timeout: 30) { try readText(c.path("remote.txt")) == "from B" }, "\(mounts.logs())")
+            #expect(waitUntil(timeout: 30) { try pauseStatus(b).upToDate == true })
+            #expect(!pathExists(a.path("remote.txt")), "a paused mount read the feed")
+            try a.expectCommand(["resume", a.root])
+            #expect(waitUntil(timeout: 30) { try readText(a.path("remote.txt")) == "from B" }, "\(mounts.logs())")
+        }
+    }
+
+    @Test(arguments: [false, true]) func aPauseSurvivesAnUnmountAndEndsByItself(overServer: Bool) throws {
+        try SyncedMounts.with(overServer: overServer) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try a.expectCommand(["pause", a.root])
+            try writeFile(a.path("queued.txt"), "queued while paused")
+            // `unmount` does not upload a paused mount's queue, and says so.
+            let unmounted = try a.expectCommand(["unmount", a.root])
+            #expect(
+                unmounted.stderr.contains("the mount is paused") && unmounted.stderr.contains("stay queued"),
+                "\(unmounted.stderr)")
+            try a.unmount()
+            try a.remount()
+            let restarted = try pauseStatus(a)
+            #expect(restarted.paused != nil && restarted.pendingEntries == 1, "still paused after a restart")
+            #expect(!pathExists(b.path("queued.txt")))
+            let events = try Watcher.events([a.root, "--timeout", "120"])
+            defer { events.stop() }
+            #expect(events.waitForErrors(containing: "watching"), "\(events.errors)")
+            let shortly = try a.expectCommand(["pause", a.root, "--for", "2s"])
+            #expect(shortly.stdout.contains("paused (until "), "\(shortly.stdout)")
+            #expect(try pauseStatus(a).paused?.until != nil)
+            #expect(
+                waitUntil(timeout: 30) { try readText(b.path("queued.txt")) == "queued while paused" },
+                "resumed by itself\n\(mounts.logs())")
+            #expect(try pauseStatus(a).paused == nil)
+            #expect(
+                waitUntil { EventLine.parse(events.lines).contains { $0.kind == "resumed" } }, "\(events.output)")
+        }
+    }
+
+    @Test(arguments: [false, true]) func pauseAllFailsAPlaceholderReadAsOffline(overServer: Bool) throws {
+        try SyncedMounts.with(overServer: overServer) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let content = [UInt8](repeating: 0x61, count: 300_000)
+            try writeFile(b.path("big.bin"), content)
+            #expect(b.expectSync())
+            #expect(waitUntil(timeout: 30) { try syncfsState(a.path("big.bin")) == "online" }, "\(mounts.logs())")
+            try a.expectCommand(["pause", a.root, "--all"])
+            #expect(try pauseStatus(a).paused?.all == true)
+            switch timedRead(a.path("big.bin"), count: 4096, deadline: 20) {
+            case .failed(let code, let seconds):
+                #expect(code == ENETDOWN, "a read while all transfers are paused: \(placeholderErrnoName(code))")
+                #expect(seconds < 2, "it failed after \(seconds) s, not at once")
+            case .bytes(let bytes, _): Issue.record("read \(bytes.count) bytes while all transfers are paused")
+            case .blocked: Issue.record("the read hung while all transfers are paused")
+            }
+            // The failed download ends just after its reader got the error.
+            #expect(
+                waitUntil { try syncfsState(a.path("big.bin")) == "online" },
+                "the file stays a placeholder, not failed: \(describeState(a.path("big.bin")))\n\(a.daemonLog())")
+            // Uploads and the feed only: a read downloads.
+            try a.expectCommand(["pause", a.root])
+            #expect(try readFile(a.path("big.bin")) == content)
+            try a.expectCommand(["resume", a.root])
+        }
+    }
+
+    @Test func aBadDurationIsAUsageErrorAndChangesNothing() throws {
+        try TestFolder.with(.mount) { a in
+            for bad in ["1.5h", "30", "1d", "0s", "30m1h"] {
+                let result = try a.expectCommand(["pause", a.root, "--for", bad], status: 64)
+                #expect(result.stderr.contains("not a duration"), "\(bad): \(result.stderr)")
+            }
+            #expect(try pauseStatus(a).paused == nil)
+        }
+    }
+
+    /// Another local user cannot pause or resume the mount, even through a socket opened to it
+    /// (the control socket's peer check).
+    @Test func anotherUserCannotPauseTheMount() throws {
+        let daemon = try PrivateDaemon()
+        defer { daemon.tearDown() }
+        if let failure = try daemon.start() {
+            Issue.record("mount failed (\(failure.status)): \(failure.log)")
+            return
+        }
+        guard let socket = daemon.controlSocket() else { return }
+        var info = stat()
+        #expect(stat(socket, &info) == 0 && info.st_mode & 0o777 == 0o600, "the socket is the owner's only")
+        // Open the way to the socket, then let nobody use it from a registry of its own.
+        for directory in [daemon.runtime, daemon.runtime + "/syncfs", daemon.registry] {
+            try posix("chmod") { chmod(directory, 0o711) }
+        }
+        try posix("chmod") { chmod(socket, 0o777) }
+        let nobodyRuntime = daemon.base + "/nobody-run"
+        for directory in [nobodyRuntime, nobodyRuntime + "/syncfs", nobodyRuntime + "/syncfs/mounts"] {
+            try makeDirectory(directory, mode: 0o700)
+            try posix("chown") { chown(directory, 65534, 65534) }
+            try posix("chmod") { chmod(directory, 0o700) }
+        }
+        let planted = nobodyRuntime + "/syncfs/mounts/" + (socket as NSString).lastPathComponent
+        try posix("symlink") { symlink(socket, planted) }
+        try posix("lchown") { lchown(planted, 65534, 65534) }
+        let pause = try daemon.run(["pause", daemon.mountpoint], asNobody: true, runtime: nobodyRuntime, timeout: 20)
+        #expect(pause.status == 77 && pause.output.contains("not allowed"), "\(pause.status): \(pause.output)")
+        for directory in [daemon.runtime, daemon.runtime + "/syncfs", daemon.registry] {
+            try posix("chmod") { chmod(directory, 0o700) }
+        }
+        let mine = try daemon.run(["status", daemon.mountpoint, "--json"])
+        #expect(mine.status == 0 && !mine.output.contains("\"paused\""), "the mount is not paused: \(mine.output)")
+    }
+}
