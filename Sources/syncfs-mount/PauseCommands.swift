@@ -100,16 +100,7 @@ enum PauseLine {
         guard let paused else { return nil }
         var details: [String] = []
         if paused.all { details.append("all transfers") }
-        if let until = paused.until { details.append("until \(clock(until))") }
+        if let until = paused.until { details.append("until \(LocalTime.local(until, seconds: false))") }
         return details.isEmpty ? "paused" : "paused (\(details.joined(separator: ", ")))"
-    }
-
-    /// An RFC 3339 time as local `HH:MM` (with the date when it is not today).
-    static func clock(_ timestamp: String) -> String {
-        guard let date = ISO8601DateFormatter().date(from: timestamp) else { return timestamp }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = Calendar.current.isDateInToday(date) ? "HH:mm" : "yyyy-MM-dd HH:mm"
-        return formatter.string(from: date)
     }
 }
