@@ -91,6 +91,10 @@ struct PauseMountTest {
     @Test(arguments: [false, true]) func aPauseSurvivesAnUnmountAndEndsByItself(overServer: Bool) throws {
         try SyncedMounts.with(overServer: overServer) { mounts in
             let (a, b) = (mounts.a, mounts.b)
+            let before = try Watcher.events([a.root, "--timeout", "120"])
+            defer { before.stop() }
+            #expect(before.waitForErrors(containing: "watching"), "\(before.errors)")
+            let cursor = try #require(before.errors.split(separator: "(cursor ").last?.split(separator: ")").first)
             try a.expectCommand(["pause", a.root])
             try writeFile(a.path("queued.txt"), "queued while paused")
             // `unmount` does not upload a paused mount's queue, and says so.
@@ -103,6 +107,10 @@ struct PauseMountTest {
             let restarted = try pauseStatus(a)
             #expect(restarted.paused != nil && restarted.pendingEntries == 1, "still paused after a restart")
             #expect(!pathExists(b.path("queued.txt")))
+            // The journal replays the pause across the restart like any other event.
+            let replay = try Watcher.events([a.root, "--since", String(cursor), "--count", "1", "--timeout", "30"])
+            #expect(replay.wait() == 0, "\(replay.errors)")
+            #expect(EventLine.parse(replay.lines).first?.kind == "paused", "\(replay.output)")
             let events = try Watcher.events([a.root, "--timeout", "120"])
             defer { events.stop() }
             #expect(events.waitForErrors(containing: "watching"), "\(events.errors)")
