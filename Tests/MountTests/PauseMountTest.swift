@@ -153,6 +153,34 @@ struct PauseMountTest {
         }
     }
 
+    /// SIGTERM (systemd's stop) does not upload a paused mount's queue: it says so, and the next
+    /// mount is still paused with the queue.
+    @Test func aStopSignalLeavesAPausedMountsQueue() throws {
+        let folder = try TestFolder.make(.mount)
+        defer { folder.tearDown() }
+        try folder.expectCommand(["pause", folder.root])
+        try writeFile(folder.path("kept.txt"), "kept for later")
+        let pid = try #require(folder.daemonPID)
+        #expect(kill(pid, SIGTERM) == 0)
+        try #require(
+            waitUntil(timeout: 45) { !DaemonExitTest.isRunning(pid) }, "the daemon did not exit\n\(folder.daemonLog())")
+        try folder.unmount()
+        let log = folder.daemonLog()
+        #expect(
+            log.contains("stopping on SIGTERM: the mount is paused, nothing is uploaded (1 queued change kept"),
+            "\(log)")
+        // Another mount of the container does not have the file; this one, mounted again, still
+        // holds it queued and paused.
+        let other = try TestFolder.make(.mount, sharedContainer: folder.containerPath)
+        defer { other.tearDown() }
+        #expect(!pathExists(other.path("kept.txt")))
+        try folder.remount()
+        let status = try pauseStatus(folder)
+        #expect(status.paused != nil && status.pendingEntries == 1, "\(status)")
+        try folder.expectCommand(["resume", folder.root])
+        #expect(waitUntil(timeout: 30) { try readText(other.path("kept.txt")) == "kept for later" })
+    }
+
     @Test func aBadDurationIsAUsageErrorAndChangesNothing() throws {
         try TestFolder.with(.mount) { a in
             for bad in ["1.5h", "30", "1d", "0s", "30m1h"] {
