@@ -37,6 +37,8 @@ import Testing
         }
 
         var hasEnded: Bool { ended.load(ordering: .acquiring) }
+        /// What `body` returned (read after `hasEnded`).
+        var didWait: Bool { waited.load(ordering: .acquiring) }
     }
 
     @Test func aPausedThreadWaitsUntilResumeAndAnUnpausedOneGoesOn() throws {
@@ -48,8 +50,8 @@ import Testing
         #expect(trail.lastRecorded == .some(PauseState(until: nil, scope: .sync)))
         #expect(!pause.waitWhilePaused(.all), "downloads go on while only uploads and the feed are paused")
         let waiter = Waiter { pause.waitWhilePaused(.sync) }
-        // It still waits after the main thread had time to see it go.
-        #expect(!waitUntil(timeout: 0.3) { waiter.hasEnded }, "a paused thread waits")
+        #expect(waitUntil { pause.sleepingThreads == 1 }, "a paused thread sleeps")
+        #expect(!waiter.hasEnded)
         #expect(pause.resume())
         #expect(waitUntil { waiter.hasEnded } && waiter.waited.load(ordering: .acquiring))
         #expect(trail.changes.last == .resumed(expired: false))
@@ -61,8 +63,10 @@ import Testing
     @Test func aPauseWithAnEndResumesByItselfAndSaysSoOnce() throws {
         let trail = Trail()
         let pause = trail.make()
-        pause.pause(PauseState(until: Date().addingTimeInterval(0.5), scope: .all))
+        // What it holds, on a pause whose end the test cannot reach.
+        pause.pause(PauseState(until: Date().addingTimeInterval(3600), scope: .all))
         #expect(pause.holds(.all) && pause.holds(.sync))
+        pause.pause(PauseState(until: Date().addingTimeInterval(0.5), scope: .all))
         let uploader = Waiter { pause.waitWhilePaused(.sync) }
         let downloader = Waiter { pause.waitWhilePaused(.all) }
         #expect(waitUntil(timeout: 10) { uploader.hasEnded && downloader.hasEnded }, "both woke at the pause's end")
@@ -77,8 +81,32 @@ import Testing
         let waiter = Waiter { pause.waitWhilePaused(.sync) }
         pause.stop()
         #expect(waitUntil { waiter.hasEnded })
-        #expect(!pause.waitWhilePaused(.sync), "stopped: no wait")
+        #expect(waiter.didWait, "woken by stop: the caller does not transfer")
+        #expect(pause.waitWhilePaused(.sync), "stopped: no wait, and no transfer either")
         #expect(pause.current != nil, "stopping is not resuming: the pause stays recorded")
+        let unpaused = Trail().make()
+        unpaused.stop()
+        #expect(unpaused.waitWhilePaused(.all), "stopped, even unpaused: no transfer")
+    }
+
+    /// A resumed downloader must find its source restored: waiting threads wake only after the
+    /// observers rewired the engine.
+    @Test func waitersWakeOnlyAfterTheObserversRan() throws {
+        let pause = Trail().make()
+        pause.pause(PauseState(until: nil, scope: .all))
+        let waiter = Waiter { pause.waitWhilePaused(.all) }
+        #expect(waitUntil { pause.sleepingThreads == 1 })
+        let wokeEarly = Mutex<Bool?>(nil)
+        pause.observe { state in
+            guard state == nil else { return }
+            // A waiter woken before the observers would end within this second.
+            let ended = waitUntil(timeout: 1) { waiter.hasEnded }
+            wokeEarly.withLock { $0 = ended }
+        }
+        #expect(pause.resume())
+        let early = wokeEarly.withLock { $0 }
+        #expect(early == false, "a waiter ran before the observers were done")
+        #expect(waitUntil { waiter.hasEnded } && waiter.waited.load(ordering: .acquiring))
     }
 
     @Test func observersSeeEveryChangeWithTheNewState() throws {
@@ -112,6 +140,25 @@ import Testing
         #expect(pause.current == nil)
         #expect(trail.changes == [.resumed(expired: true)])
         #expect(trail.lastRecorded == .some(nil))
+    }
+
+    /// `NSCondition.wait(until:)` traps on a date that is not a number: a stored end that is
+    /// none (`nan`, `inf`) is read as no end; a huge one waits (a day at a time) or has passed.
+    @Test func aStoredEndThatIsNoFiniteNumberIsAPauseWithoutEnd() throws {
+        for text in ["nan;sync", "nan;all", "inf;all", "-inf;sync", "+inf;sync", "infinity;sync", "-nan;all"] {
+            #expect(PauseState(text: text) == PauseState(until: nil, scope: .sync), "\(text)")
+        }
+        for text in ["nan;sync", "inf;all", "1e308;sync", "1.7976931348623157e308;all"] {
+            let pause = Trail().make(restoring: PauseState(text: text))
+            let waiter = Waiter { pause.waitWhilePaused(.sync) }
+            #expect(waitUntil { pause.sleepingThreads == 1 }, "\(text): a paused thread sleeps")
+            #expect(pause.resume())
+            #expect(waitUntil { waiter.hasEnded }, "\(text)")
+        }
+        let trail = Trail()
+        let passed = trail.make(restoring: PauseState(text: "-1e308;sync"))
+        #expect(passed.current == nil && trail.changes == [.resumed(expired: true)])
+        #expect(!passed.waitWhilePaused(.sync))
     }
 
     @Test func anUnreadableStoredPauseIsAPauseWithoutEnd() throws {

@@ -23,12 +23,15 @@ struct PauseState: Sendable, Equatable {
         self.scope = scope
     }
 
-    /// A stored text; one that cannot be read is a pause without end of uploads and the feed
-    /// (the safe side: nothing the user held back leaves, and `resume` ends it).
+    /// A stored text; one that cannot be read — also an end that is not a finite number
+    /// (`nan`, `inf`) — is a pause without end of uploads and the feed (the safe side: nothing
+    /// the user held back leaves, and `resume` ends it).
     init(text: String) {
         let parts = text.split(separator: ";", omittingEmptySubsequences: false)
         let scope = parts.count == 2 ? Scope(rawValue: String(parts[1])) : nil
-        let until = parts.first.flatMap { Double(String($0)) }.map(Date.init(timeIntervalSince1970:))
+        let until = parts.first.flatMap { Double(String($0)) }.flatMap {
+            $0.isFinite ? Date(timeIntervalSince1970: $0) : nil
+        }
         guard let scope, until != nil || parts.first == "never" else {
             self.init(until: nil, scope: .sync)
             return
@@ -68,6 +71,8 @@ final class SyncPause: @unchecked Sendable {
     private let changing = NSLock()
     private var state: PauseState?
     private var stopped = false
+    /// How many threads sleep in `waitWhilePaused` now.
+    private var sleeping = 0
     private var observers: [@Sendable (PauseState?) -> Void] = []
     private let record: @Sendable (PauseState?) -> Void
     private let announce: @Sendable (Change) -> Void
@@ -119,7 +124,6 @@ final class SyncPause: @unchecked Sendable {
         defer { changing.unlock() }
         condition.lock()
         state = new
-        condition.broadcast()
         condition.unlock()
         changed(.paused(new), to: new)
     }
@@ -132,19 +136,21 @@ final class SyncPause: @unchecked Sendable {
         condition.lock()
         let was = state != nil
         state = nil
-        condition.broadcast()
         condition.unlock()
         if was { changed(.resumed(expired: false), to: nil) }
         return was
     }
 
     /// Blocks the calling engine thread while `scope` is paused: returns at `resume`, at the
-    /// pause's end (which it ends, announcing `resumed`), or at `stop`. Returns whether it
-    /// waited at all (false: not paused, go on).
+    /// pause's end (which it ends, announcing `resumed`), or at `stop`. Returns whether the
+    /// caller must not go on with a transfer now: true if it waited or the engine stopped
+    /// (false: not paused and running, go on).
     @discardableResult
     func waitWhilePaused(_ scope: PauseState.Scope) -> Bool {
         var waited = false
         condition.lock()
+        defer { condition.unlock() }
+        if stopped { return true }
         while !stopped, let paused = state, Self.covers(paused, scope) {
             waited = true
             if Self.hasEnded(paused) {
@@ -155,10 +161,18 @@ final class SyncPause: @unchecked Sendable {
                 continue
             }
             let deadline = paused.until ?? .distantFuture
+            sleeping += 1
             _ = condition.wait(until: ConditionDeadline.bounded(deadline))
+            sleeping -= 1
         }
-        condition.unlock()
-        return waited
+        return waited || stopped
+    }
+
+    /// How many threads sleep in `waitWhilePaused` now (a test waits for a waiter to be asleep).
+    var sleepingThreads: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return sleeping
     }
 
     /// Calls `observer` after every change of the pause, with the new state (nil: resumed).
@@ -176,16 +190,18 @@ final class SyncPause: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Under the lock: ends a pause whose time passed; true if it did.
+    /// Under the lock: ends a pause whose time passed; true if it did (`changed` wakes the
+    /// waiters).
     private func expireIfDue() -> Bool {
         guard let state, Self.hasEnded(state) else { return false }
         self.state = nil
-        condition.broadcast()
         return true
     }
 
     private static func hasEnded(_ paused: PauseState) -> Bool { paused.until.map { $0 <= Date() } ?? false }
 
+    /// Records, announces and observes a change, then wakes the waiting threads: only once the
+    /// observers rewired the engine (a resumed downloader finds its source restored).
     private func changed(_ change: Change, to new: PauseState?) {
         record(new)
         announce(change)
@@ -193,6 +209,9 @@ final class SyncPause: @unchecked Sendable {
         let observers = self.observers
         condition.unlock()
         for observer in observers { observer(new) }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     private static func covers(_ paused: PauseState, _ scope: PauseState.Scope) -> Bool {
