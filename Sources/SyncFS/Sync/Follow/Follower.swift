@@ -99,7 +99,9 @@ final class Follower: Sendable {
                 record()
                 attaching.followerHandled(batch.entries.count)
                 if !batch.entries.isEmpty { downloads.poke() }
-                if batch.moreComing {
+                // Paused while the batch was applied: no retries, no tree check, not caught up
+                // (the loop's top waits for the pause to end).
+                if batch.moreComing || pause.holds(.sync) {
                     progress.markCaughtUp(false)
                     continue
                 }
@@ -108,6 +110,7 @@ final class Follower: Sendable {
                 // A check of the tree against the container waits for the feed to be read to the
                 // container's cursor: read on first if it moved.
                 guard treeChecker.checkIfRequested(at: cursor) else { continue }
+                if pause.holds(.sync) { continue }
                 progress.markCaughtUp(deferred.isEmpty)
                 deleteGuard.feedCaughtUp()
                 attaching.followerReachedEnd()
