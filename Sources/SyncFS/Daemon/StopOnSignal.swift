@@ -95,6 +95,10 @@ final class StopOnSignal: @unchecked Sendable {
                     "stopping: the mass-delete guard holds the uploads; \(Self.staying(status.pendingEntries))")
                 return
             }
+            if status.paused != nil {
+                logger.notice("stopping: the mount was paused; \(Self.staying(status.pendingEntries))")
+                return
+            }
             if let line = progress.line(status) { logger.notice("\(line)") }
             if progress.elapsed >= Self.drainDeadline {
                 logger.notice("stopping: \(limit) s passed; \(Self.staying(status.pendingEntries))")
