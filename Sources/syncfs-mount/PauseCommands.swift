@@ -13,7 +13,8 @@ struct PauseCommand: ParsableCommand {
             (with --all they fail with ENETDOWN, as offline). The pause survives an unmount and \
             a restart; `sync` on a paused mount exits 75, and unmounting it leaves the queue for \
             the next mount. Pausing a paused mount replaces its pause. Exit codes: 0 paused; 64 \
-            a bad --for; 65 MOUNT is not in a SyncFS mount with a running daemon; 77 not allowed.
+            a bad --for; 65 MOUNT is not in a SyncFS mount with a running daemon; 75 the daemon \
+            is busy or could not record the pause; 77 not allowed.
             """
     )
 
@@ -58,7 +59,8 @@ struct ResumeCommand: ParsableCommand {
         discussion: """
             MOUNT is the mount point or a path inside the mount. A mount that is not paused is \
             left as it is (says so). Exit codes: 0 resumed, or was not paused; 65 MOUNT is not in \
-            a SyncFS mount with a running daemon; 77 not allowed.
+            a SyncFS mount with a running daemon; 75 the daemon is busy or could not record the \
+            resume; 77 not allowed.
             """
     )
 
@@ -80,8 +82,10 @@ enum PauseRequest {
             switch ControlClient.ask(request, mountpoint: mount.mountpoint) {
             case .success(let reply):
                 if let error = reply.error {
-                    let refused = error.hasPrefix("not allowed")
-                    throw MountError(refused ? .permissionDenied : .badInput, TerminalText.safe(error))
+                    let kind: MountError.Kind =
+                        error.hasPrefix("not allowed")
+                        ? .permissionDenied : reply.retryable == true ? .busy : .badInput
+                    throw MountError(kind, TerminalText.safe(error))
                 }
                 return (mount.mountpoint, reply)
             case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)

@@ -135,6 +135,11 @@ struct PauseMountTest {
             #expect(waitUntil(timeout: 30) { try syncfsState(a.path("big.bin")) == "online" }, "\(mounts.logs())")
             try a.expectCommand(["pause", a.root, "--all"])
             #expect(try pauseStatus(a).paused?.all == true)
+            // `download` fails at once: nothing can come until `resume`.
+            let started = Date()
+            let download = try a.expectCommand(["download", a.path("big.bin")], status: 75)
+            #expect(download.stderr.contains("paused"), "\(download.stderr)")
+            #expect(Date().timeIntervalSince(started) < 8, "download waited on a mount paused with --all")
             switch timedRead(a.path("big.bin"), count: 4096, deadline: 20) {
             case .failed(let code, let seconds):
                 #expect(code == ENETDOWN, "a read while all transfers are paused: \(placeholderErrnoName(code))")

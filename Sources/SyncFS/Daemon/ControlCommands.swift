@@ -33,6 +33,12 @@ struct ControlCommands {
             case .events:
                 return ControlReply(error: "events is a stream (ControlServer answers it)")
             case .download:
+                if engine.pause.holds(.all) {
+                    return ControlReply(
+                        error: "the mount is paused with all transfers: "
+                            + "nothing is downloaded until `syncfs-mount resume`",
+                        retryable: true)
+                }
                 let ids = try fileSystem.residency.placeholders(below: try target(request))
                 engine.downloader.request(ids)
                 var report = ActionReport()

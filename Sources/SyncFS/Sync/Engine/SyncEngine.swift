@@ -102,7 +102,9 @@ final class SyncEngine: Sendable {
         let parked = ParkedEntries(
             uploads: uploads, history: historyReader, deviceIdentity: fileSystem.deviceIdentity, log: log)
         let remoteWins = RemoteWins(applier: applier, outbox: fileSystem.outbox, parked: parked)
-        history = HistoryService(fileSystem: fileSystem, container: blocking, history: historyReader)
+        history = HistoryService(
+            fileSystem: fileSystem, container: blocking, history: historyReader,
+            followerPaused: { pause.holds(.sync) })
         let deleteGuard = GuardedUploads.makeDeleteGuard(
             fileSystem: fileSystem, thresholds: options.deleteGuard, logger: logger)
         let rounds = Self.rounds(
