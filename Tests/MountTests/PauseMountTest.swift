@@ -192,6 +192,38 @@ struct PauseMountTest {
         #expect(waitUntil(timeout: 30) { try readText(other.path("kept.txt")) == "kept for later" })
     }
 
+    /// A pause that comes while a stop signal's drain waits for the queue ends the drain at once
+    /// (as a held mass-delete guard does): the queue stays for the next mount.
+    @Test func aPauseDuringAStopSignalsDrainEndsItAtOnce() throws {
+        let folder = try TestFolder.make(.mount, mountArguments: ["--upload-delay", "20"])
+        defer { folder.tearDown() }
+        // A file still open for writing is never uploaded: the drain cannot end by itself.
+        let writer = try openFile(folder.path("open.txt"), O_WRONLY | O_CREAT | O_TRUNC)
+        var writerOpen = true
+        defer { if writerOpen { close(writer) } }
+        try writeAll(writer, bytes("still being written\n"))
+        try posix("fsync") { fsync(writer) }
+        let pid = try #require(folder.daemonPID)
+        #expect(kill(pid, SIGTERM) == 0)
+        try #require(
+            waitUntil { folder.daemonLog().contains("stopping on SIGTERM: uploading ") }, "\(folder.daemonLog())")
+        let started = Date()
+        try folder.expectCommand(["pause", folder.root])
+        try #require(
+            waitUntil(timeout: 30) { !DaemonExitTest.isRunning(pid) }, "the daemon did not exit\n\(folder.daemonLog())")
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed < DaemonExitTest.exitBound, "the drain went on for \(elapsed) s\n\(folder.daemonLog())")
+        let log = folder.daemonLog()
+        #expect(log.contains("stopping: the mount was paused; "), "\(log)")
+        try folder.unmount()
+        close(writer)
+        writerOpen = false
+        try folder.remount()
+        let status = try pauseStatus(folder)
+        #expect(status.paused != nil && status.pendingEntries == 1, "still paused, the file queued: \(status)")
+        try folder.expectCommand(["resume", folder.root])
+    }
+
     @Test func aBadDurationIsAUsageErrorAndChangesNothing() throws {
         try TestFolder.with(.mount) { a in
             for bad in ["1.5h", "30", "1d", "0s", "30m1h"] {
