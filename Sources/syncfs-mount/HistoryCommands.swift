@@ -126,7 +126,9 @@ struct RestoreCommand: ParsableCommand {
         guard let report = reply.restore else { throw fail(MountError(.failed, "the daemon gave no answer")) }
         for path in report.restored { print("restored \(TerminalText.safe(path))") }
         if !report.restored.isEmpty, !report.applied {
-            print("(in the container; the folder shows it once this mount catches up)")
+            print(
+                "(in the container; the folder shows it once this mount catches up — on a paused mount, after `syncfs-mount resume`)"
+            )
         }
         for skipped in report.skipped {
             printError("syncfs-mount restore: \(TerminalText.safe(skipped.path)): \(TerminalText.safe(skipped.reason))")

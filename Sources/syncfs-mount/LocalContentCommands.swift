@@ -244,6 +244,10 @@ enum StatusReport {
             status.pendingEntries > 0
             ? "\(HumanUnits.count(status.pendingEntries, "change")) waiting (\(HumanUnits.bytes(status.pendingBytes)))"
             : nil
+        // Paused: nothing goes either way, whatever else holds (`resume` ends it).
+        if let paused = PauseLine.text(status.paused) {
+            return "\(paused), " + (waiting ?? "no changes waiting")
+        }
         guard status.online else {
             let since = status.offlineSince.map { " since \(LocalTime.local($0))" } ?? ""
             return "offline\(since), " + (waiting ?? "no changes waiting")
@@ -290,6 +294,11 @@ enum StatusReport {
         }
         if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
         if let line = BandwidthStatusLine.text(status.bandwidth) { lines.append(line) }
+        if status.paused != nil {
+            lines.append(
+                "paused: nothing is uploaded and no remote change is read until `syncfs-mount resume \(mountpoint)`"
+                    + (status.paused?.all == true ? "; reads of placeholders fail (ENETDOWN)" : ""))
+        }
         if let locks = status.locks, locks.held + locks.lost > 0 {
             lines.append(
                 "locks: \(locks.held) held on this mount"

@@ -111,6 +111,15 @@ enum ManualExamples {
         "syncfs-mount-release": [
             Example("Let the uploads the mass-delete guard holds go:", "syncfs-mount release ~/SyncFS")
         ],
+        "syncfs-mount-pause": [
+            Example(
+                "Stop syncing for an hour and a half on a metered connection:",
+                "syncfs-mount pause ~/SyncFS --for 1h30m"),
+            Example("Stop every transfer, downloads too, until resumed:", "syncfs-mount pause ~/SyncFS --all"),
+        ],
+        "syncfs-mount-resume": [
+            Example("Sync again (the queue goes, remote changes arrive):", "syncfs-mount resume ~/SyncFS")
+        ],
         "syncfs-mount-discard": [
             Example(
                 "Undo the held deletions and rewrites here, from the container:", "syncfs-mount discard ~/SyncFS")

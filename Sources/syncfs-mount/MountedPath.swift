@@ -50,7 +50,8 @@ struct MountedPath {
         case .failure(let failure): throw MountError(.badInput, "\(failure)")
         }
         if let error = reply.error {
-            throw MountError(.badInput, "\(display): \(error)")
+            // Retryable (busy, paused): exit 75; anything else is the request's fault.
+            throw MountError(reply.retryable == true ? .busy : .badInput, "\(display): \(error)")
         }
         return reply
     }

@@ -21,12 +21,13 @@ enum ProgressOutput {
 /// Times for people.
 enum LocalTime {
     /// An RFC 3339 time from the daemon as local wall-clock time (`15:02:11`, or with the date
-    /// when it is not today); the text itself if it does not parse.
-    static func local(_ timestamp: String) -> String {
+    /// when it is not today; `15:02` without `seconds`); the text itself if it does not parse.
+    static func local(_ timestamp: String, seconds: Bool = true) -> String {
         guard let date = ISO8601DateFormatter().date(from: timestamp) else { return timestamp }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = Calendar.current.isDateInToday(date) ? "HH:mm:ss" : "yyyy-MM-dd HH:mm:ss"
+        let time = seconds ? "HH:mm:ss" : "HH:mm"
+        formatter.dateFormat = Calendar.current.isDateInToday(date) ? time : "yyyy-MM-dd " + time
         return formatter.string(from: date)
     }
 }

@@ -13,7 +13,8 @@ struct SyncCommand: ParsableCommand {
             uploaded and the cache is within its budget again (what was just uploaded is evicted \
             as far as --cache-size needs); 65 PATH is not in a SyncFS mount; 75 the container stayed unreachable or \
             changes kept failing for --timeout seconds (the queue is kept), or the mass-delete \
-            guard holds the uploads (at once, without waiting: see `release` and `discard`).
+            guard holds the uploads (at once, without waiting: see `release` and `discard`), or \
+            the mount is paused (at once: see `resume`).
             """
     )
 
@@ -65,9 +66,10 @@ enum SyncWaiter {
         var lastPending = (status.pendingEntries, status.uploadBytesLeft ?? status.pendingBytes)
         var shown = false
         var polls = 0
-        while status.pendingEntries > 0 || status.massDeleteGuard?.held == true {
-            // Held by the mass-delete guard: only `release` or `discard` ends it; never wait.
-            if status.massDeleteGuard?.held == true {
+        while status.pendingEntries > 0 || status.massDeleteGuard?.held == true || status.paused != nil {
+            // Held by the mass-delete guard or paused: only `release` or `discard`, or `resume`,
+            // ends it; never wait.
+            if status.massDeleteGuard?.held == true || status.paused != nil {
                 line.finish(nil)
                 return .stalled(status)
             }
@@ -128,7 +130,9 @@ enum SyncWaiter {
 
     static func stallMessage(_ status: SyncStatus) -> String {
         let reason: String
-        if let held = status.massDeleteGuard, held.held {
+        if let paused = PauseLine.text(status.paused) {
+            reason = "the mount is \(paused); `syncfs-mount resume` lets the queue go"
+        } else if let held = status.massDeleteGuard, held.held {
             let count =
                 held.heldChanges.map {
                     " (\(HumanUnits.count($0, "deletion or replacement", "deletions or replacements")))"

@@ -20,6 +20,7 @@ struct SyncFSCommand: ParsableCommand {
             RecoverCommand.self, ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self,
             TrashCommand.self, RestoreCommand.self, VerifyCommand.self, LimitCommand.self,
             ExcludeCommand.self, IncludeCommand.self,
+            PauseCommand.self, ResumeCommand.self,
         ]
     )
 

@@ -26,6 +26,8 @@ struct UnmountCommand: ParsableCommand {
         let path = (try? MountedPath.resolve(mountpoint))?.mountpoint ?? absolutePath(mountpoint)
         var nothingQueued = false
         switch SyncWaiter.drain(mountpoint: path, timeout: syncTimeout, progress: true) {
+        case .stalled(let status) where status.paused != nil && status.pendingEntries == 0:
+            nothingQueued = true
         case .stalled(let status):
             printError("syncfs-mount: \(SyncWaiter.stallMessage(status)) for the next mount")
         case .refused(let reason):

@@ -84,21 +84,8 @@ struct PrivacyMountTest {
         }
         // Open the way to the socket (as a careless admin might), then let nobody use it from a
         // registry of its own: only SO_PEERCRED stands between nobody and the daemon.
-        let mounts = daemon.registry
         guard let socket = daemon.controlSocket() else { return }
-        for directory in [daemon.runtime, daemon.runtime + "/syncfs", mounts] {
-            try posix("chmod") { chmod(directory, 0o711) }
-        }
-        try posix("chmod") { chmod(socket, 0o777) }
-        let nobodyRuntime = daemon.base + "/nobody-run"
-        for directory in [nobodyRuntime, nobodyRuntime + "/syncfs", nobodyRuntime + "/syncfs/mounts"] {
-            try makeDirectory(directory, mode: 0o700)
-            try posix("chown") { chown(directory, 65534, 65534) }
-            try posix("chmod") { chmod(directory, 0o700) }
-        }
-        let planted = nobodyRuntime + "/syncfs/mounts/" + (socket as NSString).lastPathComponent
-        try posix("symlink") { symlink(socket, planted) }
-        try posix("lchown") { lchown(planted, 65534, 65534) }
+        let nobodyRuntime = try daemon.openSocketToNobody(socket)
 
         let sync = try daemon.run(["sync", daemon.mountpoint], asNobody: true, runtime: nobodyRuntime, timeout: 20)
         #expect(sync.status != 0, "\(sync.output)")
@@ -106,9 +93,7 @@ struct PrivacyMountTest {
         let status = try daemon.run(["status", daemon.mountpoint], asNobody: true, runtime: nobodyRuntime, timeout: 20)
         #expect(status.status != 0, "\(status.output)")
         #expect(status.output.contains("not allowed"), "\(status.output)")
-        for directory in [daemon.runtime, daemon.runtime + "/syncfs", mounts] {
-            try posix("chmod") { chmod(directory, 0o700) }
-        }
+        try daemon.closeRuntime()
         let mine = try daemon.run(["sync", daemon.mountpoint])
         #expect(mine.status == 0, "the owner still gets answers: \(mine.output)")
     }

@@ -103,6 +103,7 @@ struct FormatsDocumentTests {
         case .guardHold: return name(StateFact.guardHold)
         case .excludedFolders: return name(StateFact.excludedFolders)
         case .bandwidthOverrides: return name(StateFact.bandwidthOverrides)
+        case .paused: return name(StateFact.paused)
         }
     }
 

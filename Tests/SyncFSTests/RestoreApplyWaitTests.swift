@@ -19,6 +19,15 @@ import Testing
         #expect(try waited.value(within: .seconds(30)), "ended by the follower's note, not the 600 s timeout")
     }
 
+    /// A paused follower applies nothing until `resume`: the wait ends at once, not applied.
+    @Test func onAPausedMountTheWaitEndsAtOnce() throws {
+        let fixture = try FileSystemFixture()
+        let engine = SyncEngine(fileSystem: fixture.fs, container: InMemoryContainer(), logger: .init(label: "t"))
+        engine.pause.pause(PauseState(until: nil, scope: .sync))
+        let waited = Thread.detachNewThreadWithResult { engine.history.waitUntilApplied(4, within: .seconds(600)) }
+        #expect(try waited.value(within: .seconds(30)) == false, "ended at once, not by the 600 s timeout")
+    }
+
     /// With a real follower: a version committed by another mount is in this mount's tree when
     /// the wait for it returns.
     @Test func aVersionWaitedForIsInTheTreeWhenTheWaitReturns() async throws {

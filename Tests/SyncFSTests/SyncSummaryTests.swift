@@ -16,4 +16,10 @@ struct SyncSummaryTests {
         #expect(offline.line.hasPrefix("offline, uploads held by the mass-delete guard"))
         #expect(offline.line.hasSuffix("1 change waiting, 2 conflicts"))
     }
+
+    @Test func aPauseIsSaidFirstWithTheWayOut() {
+        let paused = SyncSummary(
+            online: true, changesWaiting: 3, caughtUp: true, conflicts: 1, guardHeld: true, paused: true)
+        #expect(paused.line == "paused (syncfs-mount resume), 3 changes waiting, 1 conflict")
+    }
 }

@@ -34,6 +34,12 @@ struct ControlCommands {
             case .events:
                 return ControlReply(error: "events is a stream (ControlServer answers it)")
             case .download:
+                if engine.pause.holds(.all) {
+                    return ControlReply(
+                        error: "the mount is paused with all transfers: "
+                            + "nothing is downloaded until `syncfs-mount resume`",
+                        retryable: true)
+                }
                 let ids = try fileSystem.residency.placeholders(below: try target(request))
                 engine.downloader.request(ids)
                 var report = ActionReport()
@@ -45,7 +51,13 @@ struct ControlCommands {
                 return guardAnswer(request.command)
             case .versions, .trash, .restore:
                 return historyAnswer(request)
+            case .pause, .resume:
+                return pauseAnswer(request)
             case .verify:
+                if engine.pause.current != nil {
+                    return ControlReply(
+                        error: "the mount is paused: nothing is checked until `syncfs-mount resume`", retryable: true)
+                }
                 guard let report = engine.verifyTree(timeout: .seconds(120)) else {
                     return ControlReply(
                         error: "no check was made within 120 s (the feed is still being read, or the container "

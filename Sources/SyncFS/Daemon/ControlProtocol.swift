@@ -27,6 +27,9 @@ public struct ControlRequest: Codable, Sendable {
         /// The bandwidth limits: sets `upload`/`download` (a RATE or `off`), or `reset`s them;
         /// answers the status (its `bandwidth`).
         case limit
+        /// Pauses the mount's uploads and feed (`pauseSeconds`, `pauseAll`), or ends the pause
+        /// (`SyncPause`).
+        case pause, resume
     }
 
     public var command: Command
@@ -49,6 +52,10 @@ public struct ControlRequest: Codable, Sendable {
     public var upload: String?
     public var download: String?
     public var reset: Bool?
+    /// `pause`: it ends by itself after this many seconds (nil: only `resume` ends it).
+    public var pauseSeconds: Int?
+    /// `pause`: downloads too (a read of a placeholder fails as offline).
+    public var pauseAll: Bool?
 
     public init(
         _ command: Command, path: String? = nil, version: UInt64? = nil, fileID: String? = nil,

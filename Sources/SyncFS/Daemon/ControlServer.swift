@@ -107,9 +107,10 @@ public final class ControlServer: @unchecked Sendable {
         return admitted ? nil : "busy: \(Self.maximumConnections) control connections are open; try again"
     }
 
-    /// Answers one `error` line (without waiting for a request) and closes.
+    /// Answers one `error` line (without waiting for a request), retryable (the server is busy,
+    /// exit 75), and closes.
     private static func refuse(_ client: Int32, _ reason: String) {
-        if let data = try? JSONEncoder().encode(ControlReply(error: reason)) {
+        if let data = try? JSONEncoder().encode(ControlReply(error: reason, retryable: true)) {
             _ = writeAll(client, Array(data) + [10])
         }
         Glibc.close(client)

@@ -47,6 +47,10 @@ extension SyncEngine {
         status.ignored = ignoreStatus(listing: false)
         status.excluded = fileSystem.selectiveSync.excludedPaths()
         status.bandwidth = BandwidthStatus(limiter)
+        pause.endIfDue()
+        status.paused = pause.current.map {
+            PauseStatus(until: $0.until.map { RFC3339.utc($0) }, all: $0.scope == .all)
+        }
         // The condition `synced` events are published on (`SyncRounds`).
         status.upToDate = rounds.isUpToDateNow
         status.uploadBytesLeft = max(
@@ -122,6 +126,16 @@ public struct SyncStatus: Codable, Sendable {
     public var excluded: [String]?
     /// The bandwidth limits in force (doc/SEMANTICS.md, "Bandwidth limits"); nil from an older daemon.
     public var bandwidth: BandwidthStatus?
+    /// The mount is paused (doc/SEMANTICS.md, "Pausing a mount"); nil when it is not.
+    public var paused: PauseStatus?
+}
+
+/// A paused mount, for `status`.
+public struct PauseStatus: Codable, Sendable {
+    /// When the pause ends by itself (RFC 3339, UTC); nil: only `resume` ends it.
+    public var until: String?
+    /// Downloads are paused too (`pause --all`).
+    public var all: Bool
 }
 
 public struct FailingEntry: Codable, Sendable {

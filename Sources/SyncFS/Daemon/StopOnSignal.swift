@@ -8,7 +8,8 @@ import Synchronization
 /// mount"), as `unmount` does: the first signal uploads what is queued — the mount stays live
 /// meanwhile, and its progress is logged (`StopProgress`) — for at most `drainDeadline`
 /// seconds, then ends the session; a second signal ends it at once and says how many changes
-/// stay queued for the next mount. A queue held by the mass-delete guard is not waited for.
+/// stay queued for the next mount. A queue held by the mass-delete guard, or by a pause, is not
+/// waited for (a paused mount stays paused: its queue waits for `resume` after the next mount).
 ///
 /// The handlers only write the signal's number into a pipe (async-signal-safe); a thread of its
 /// own reads it and does the work. They stay installed after the session ended, so a late signal
@@ -69,8 +70,15 @@ final class StopOnSignal: @unchecked Sendable {
 
     private func drain(after signal: Int32, reader: Int32) {
         let name = Self.name(signal)
-        engine.expedite()
         var status = engine.status()
+        if status.paused != nil {
+            let queued = Self.changes(status.pendingEntries, "queued change")
+            logger.notice(
+                "stopping on \(name): the mount is paused, nothing is uploaded (\(queued) kept; the next mount stays paused until `syncfs-mount resume`)"
+            )
+            return
+        }
+        engine.expedite()
         guard status.pendingEntries > 0 else {
             logger.info("stopping on \(name): nothing is queued")
             return
@@ -85,6 +93,10 @@ final class StopOnSignal: @unchecked Sendable {
             if let held = status.massDeleteGuard, held.held {
                 logger.notice(
                     "stopping: the mass-delete guard holds the uploads; \(Self.staying(status.pendingEntries))")
+                return
+            }
+            if status.paused != nil {
+                logger.notice("stopping: the mount was paused; \(Self.staying(status.pendingEntries))")
                 return
             }
             if let line = progress.line(status) { logger.notice("\(line)") }

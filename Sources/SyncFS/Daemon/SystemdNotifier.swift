@@ -170,7 +170,7 @@ extension SyncStatus {
     var summaryLine: String {
         SyncSummary(
             online: online, changesWaiting: pendingEntries, caughtUp: feedCaughtUp, conflicts: conflicts,
-            guardHeld: massDeleteGuard?.held == true
+            guardHeld: massDeleteGuard?.held == true, paused: paused != nil
         ).line
     }
 }

@@ -21,6 +21,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case guardHold = "guard_hold"
     case excludedFolders = "excluded_folders"
     case bandwidthOverrides = "bandwidth_overrides"
+    case paused
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.

@@ -43,6 +43,9 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         /// The mount became up to date (`SyncRounds`; `counts`: sent and received since the last
         /// one). Path "".
         case synced
+        /// The mount was paused (`message`: until when, and whether downloads are paused too) /
+        /// resumed (`message`: by `resume`, or the pause's end). Path "".
+        case paused, resumed
     }
 
     enum Origin: String, Codable, Sendable {
@@ -105,6 +108,7 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         kind == .online || kind == .offline || kind == .guardHeld || kind == .guardReleased || kind == .guardDiscarded
             || kind == .treeCorrected
             || kind == .scanBegin || kind == .scanEnd || kind == .synced
+            || kind == .paused || kind == .resumed
     }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, cursor, kind,

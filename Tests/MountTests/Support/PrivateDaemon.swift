@@ -106,6 +106,34 @@ final class PrivateDaemon {
         return try runProcess(user + environment(runtime: runtime) + command, timeout: timeout)
     }
 
+    /// Opens the way to the daemon's control socket `socket` (as a careless admin might) and
+    /// plants it in a runtime directory of nobody's own; returns that directory, for `run(…,
+    /// asNobody: true, runtime:)`. Only the daemon's peer check then stands between nobody and it;
+    /// `closeRuntime` puts the modes back.
+    func openSocketToNobody(_ socket: String) throws -> String {
+        for directory in [runtime, runtime + "/syncfs", registry] {
+            try posix("chmod") { chmod(directory, 0o711) }
+        }
+        try posix("chmod") { chmod(socket, 0o777) }
+        let nobodyRuntime = base + "/nobody-run"
+        for directory in [nobodyRuntime, nobodyRuntime + "/syncfs", nobodyRuntime + "/syncfs/mounts"] {
+            try makeDirectory(directory, mode: 0o700)
+            try posix("chown") { chown(directory, 65534, 65534) }
+            try posix("chmod") { chmod(directory, 0o700) }
+        }
+        let planted = nobodyRuntime + "/syncfs/mounts/" + (socket as NSString).lastPathComponent
+        try posix("symlink") { symlink(socket, planted) }
+        try posix("lchown") { lchown(planted, 65534, 65534) }
+        return nobodyRuntime
+    }
+
+    /// The runtime directories are the owner's alone again (after `openSocketToNobody`).
+    func closeRuntime() throws {
+        for directory in [runtime, runtime + "/syncfs", registry] {
+            try posix("chmod") { chmod(directory, 0o700) }
+        }
+    }
+
     /// Closes the lifeline and waits for the daemon; always leaves nothing mounted.
     func stop() {
         if let pid {

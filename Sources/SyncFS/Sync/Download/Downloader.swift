@@ -8,14 +8,20 @@ final class Downloader: ChunkSource, Sendable {
     private let transfer: ContentTransfer
     private let progress: EngineProgress
     private let run: EngineRun
+    /// While all transfers are paused (`pause --all`) nothing is downloaded in the background.
+    private let pause: SyncPause
     /// Files for the background downloader (the follower pokes it after each batch).
     let queue = DownloadQueue()
 
-    init(fileSystem: SyncFileSystem, transfer: ContentTransfer, progress: EngineProgress, run: EngineRun) {
+    init(
+        fileSystem: SyncFileSystem, transfer: ContentTransfer, progress: EngineProgress, run: EngineRun,
+        pause: SyncPause
+    ) {
         self.fileSystem = fileSystem
         self.transfer = transfer
         self.progress = progress
         self.run = run
+        self.pause = pause
     }
 
     /// Fetches one chunk for a placeholder's download and verifies it.
@@ -48,6 +54,7 @@ final class Downloader: ChunkSource, Sendable {
     func runDownloads() {
         var mayHavePins = true
         while run.isRunning {
+            if pause.waitWhilePaused(.all) { continue }
             if let id = queue.next() {
                 if !fileSystem.residency.hydrateCompletely(id) {
                     queue.failed(id)

@@ -62,8 +62,10 @@ final class SyncEngine: Sendable {
     let rounds: SyncRounds
     /// The mount's bandwidth limits, shared by every chunk transfer (`limit` changes them).
     let limiter: BandwidthLimiter
+    /// `pause` and `resume`: the uploader, the follower and (all transfers) the downloader wait.
+    let pause: SyncPause
     private let reported: EngineProgress
-    private let run: EngineRun
+    let run: EngineRun
     /// The container as it answers, unchecked (a server switch is observed on it).
     private let uncheckedContainer: BlockingContainer
     private let threads = EngineThreads()
@@ -99,6 +101,8 @@ final class SyncEngine: Sendable {
         self.reported = reported
         let run = EngineRun(sleeper: sleeper)
         self.run = run
+        let pause = Self.makePause(fileSystem: fileSystem, logger: logger)
+        self.pause = pause
         let log = EngineLog(logger: logger, fileSystem: fileSystem)
 
         let applier = RemoteApplier(
@@ -107,11 +111,14 @@ final class SyncEngine: Sendable {
         let parked = ParkedEntries(
             uploads: uploads, history: historyReader, deviceIdentity: fileSystem.deviceIdentity, log: log)
         let remoteWins = RemoteWins(applier: applier, outbox: fileSystem.outbox, parked: parked)
-        history = HistoryService(fileSystem: fileSystem, container: blocking, history: historyReader)
+        history = HistoryService(
+            fileSystem: fileSystem, container: blocking, history: historyReader,
+            followerPaused: { pause.holds(.sync) })
         let deleteGuard = GuardedUploads.makeDeleteGuard(
             fileSystem: fileSystem, thresholds: options.deleteGuard, logger: logger)
         let rounds = Self.rounds(
-            fileSystem: fileSystem, reachability: reachability, progress: reported, deleteGuard: deleteGuard)
+            fileSystem: fileSystem, reachability: reachability, progress: reported, deleteGuard: deleteGuard,
+            pause: pause)
         self.rounds = rounds
         Self.watch(reachability, fileSystem: fileSystem, rounds: rounds, logger: logger)
         guarded = GuardedUploads(
@@ -125,8 +132,9 @@ final class SyncEngine: Sendable {
         uploader = Uploader(
             fileSystem: fileSystem, uploads: uploads, container: blocking, transfer: transfer, guarded: guarded,
             merger: merger, conflicts: conflicts, remoteWins: remoteWins, progress: reported, rounds: rounds, run: run,
-            log: log)
-        downloader = Downloader(fileSystem: fileSystem, transfer: transfer, progress: reported, run: run)
+            pause: pause, log: log)
+        downloader = Downloader(
+            fileSystem: fileSystem, transfer: transfer, progress: reported, run: run, pause: pause)
         budgetKeeper = options.cacheBudget.map { CacheBudgetKeeper(fileSystem: fileSystem, run: run, budget: $0) }
         attaching = AttachTracker(fileSystem: fileSystem, progress: reported)
         treeChecker = TreeChecker(
@@ -135,14 +143,16 @@ final class SyncEngine: Sendable {
         follower = Follower(
             fileSystem: fileSystem, container: blocking, remote: remote, applier: applier, parked: parked,
             deleteGuard: deleteGuard, attaching: attaching, treeChecker: treeChecker, downloads: downloader.queue,
-            progress: reported, rounds: rounds, run: run, log: log, feedWait: options.feedWait,
+            progress: reported, rounds: rounds, run: run, pause: pause, log: log, feedWait: options.feedWait,
             stopWaiting: CancelHandle())
     }
 
     /// Starts the uploader, the follower, the background downloader, the rules checker and the
     /// budget keeper, and makes the downloader the file system's source of placeholder content.
     func start() {
-        fileSystem.residency.hydrations.setChunkSource(downloader)
+        // Paused with all transfers (`pause --all`): no source, a placeholder's read fails as offline.
+        fileSystem.residency.hydrations.setChunkSource(pause.holds(.all) ? nil : downloader as any ChunkSource)
+        observePause()
         // After every switch of server the tree is checked against the new one.
         (uncheckedContainer.base as? any ServerSwitching)?.observeSwitches { [treeChecker, follower] in
             treeChecker.requests.request()
@@ -169,6 +179,7 @@ final class SyncEngine: Sendable {
     /// whatever it waits on, then all are joined, for at most 10 s together.
     func stop() {
         run.stop()
+        pause.stop()
         rounds.stop()
         limiter.stop()
         fileSystem.residency.hydrations.setChunkSource(nil)
@@ -190,11 +201,12 @@ final class SyncEngine: Sendable {
 
     /// The sync rounds, up to date when `status` would say `upToDate` (`SyncEngine.status`).
     private static func rounds(
-        fileSystem: SyncFileSystem, reachability: Reachability, progress: EngineProgress, deleteGuard: DeleteGuard
+        fileSystem: SyncFileSystem, reachability: Reachability, progress: EngineProgress, deleteGuard: DeleteGuard,
+        pause: SyncPause
     ) -> SyncRounds {
         SyncRounds(events: fileSystem.changeEvents, progress: progress) { [outbox = fileSystem.outbox] in
             reachability.isOnline && reachability.storageUnavailableSince == nil && progress.feedCaughtUp
-                && outbox.activeCount == 0 && !deleteGuard.isHeld
+                && outbox.activeCount == 0 && !deleteGuard.isHeld && pause.current == nil
         }
     }
 

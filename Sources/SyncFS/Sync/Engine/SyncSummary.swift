@@ -9,19 +9,27 @@ struct SyncSummary: Sendable, Equatable {
     var conflicts: Int
     /// The mass-delete guard holds the uploads: said first, with the way out.
     var guardHeld: Bool
+    /// The mount is paused (`SyncPause`): said first, with the way out.
+    var paused: Bool
 
-    init(online: Bool, changesWaiting: Int, caughtUp: Bool, conflicts: Int, guardHeld: Bool = false) {
+    init(
+        online: Bool, changesWaiting: Int, caughtUp: Bool, conflicts: Int, guardHeld: Bool = false,
+        paused: Bool = false
+    ) {
         self.online = online
         self.changesWaiting = changesWaiting
         self.caughtUp = caughtUp
         self.conflicts = conflicts
         self.guardHeld = guardHeld
+        self.paused = paused
     }
 
     var line: String {
         let connection = online ? "online" : "offline"
         var line: String
-        if guardHeld {
+        if paused {
+            line = "paused (syncfs-mount resume), \(HumanUnits.count(changesWaiting, "change")) waiting"
+        } else if guardHeld {
             line =
                 "\(connection), uploads held by the mass-delete guard (syncfs-mount release or discard), "
                 + "\(HumanUnits.count(changesWaiting, "change")) waiting"
@@ -44,6 +52,7 @@ extension SyncEngine {
         let caughtUp = progress.feedCaughtUp
         return SyncSummary(
             online: reachability.isOnline, changesWaiting: fileSystem.outbox.activeCount, caughtUp: caughtUp,
-            conflicts: conflicts.unresolvedCount(), guardHeld: guarded.deleteGuard.isHeld)
+            conflicts: conflicts.unresolvedCount(), guardHeld: guarded.deleteGuard.isHeld,
+            paused: pause.current != nil)
     }
 }

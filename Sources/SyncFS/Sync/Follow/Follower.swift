@@ -19,6 +19,8 @@ final class Follower: Sendable {
     private let progress: EngineProgress
     private let rounds: SyncRounds
     private let run: EngineRun
+    /// While the mount is paused the feed is not read.
+    private let pause: SyncPause
     private let log: EngineLog
     /// How long the follower waits on the feed before checking again anyway.
     private let feedWait: Duration
@@ -28,8 +30,8 @@ final class Follower: Sendable {
     init(
         fileSystem: SyncFileSystem, container: BlockingContainer, remote: RemoteChanges, applier: RemoteApplier,
         parked: ParkedEntries, deleteGuard: DeleteGuard, attaching: AttachTracker, treeChecker: TreeChecker,
-        downloads: DownloadQueue, progress: EngineProgress, rounds: SyncRounds, run: EngineRun, log: EngineLog,
-        feedWait: Duration, stopWaiting: CancelHandle
+        downloads: DownloadQueue, progress: EngineProgress, rounds: SyncRounds, run: EngineRun, pause: SyncPause,
+        log: EngineLog, feedWait: Duration, stopWaiting: CancelHandle
     ) {
         self.fileSystem = fileSystem
         self.container = container
@@ -43,6 +45,7 @@ final class Follower: Sendable {
         self.progress = progress
         self.rounds = rounds
         self.run = run
+        self.pause = pause
         self.log = log
         self.feedWait = feedWait
         self.stopWaiting = stopWaiting
@@ -67,6 +70,13 @@ final class Follower: Sendable {
         }
         rounds.scanNeeded(attaching.attach.isNeeded ? .attach : .catchUp)
         while run.isRunning {
+            if pause.holds(.sync) {
+                // Not following: not caught up, and what changed meanwhile is a catch-up scan.
+                progress.markCaughtUp(false)
+                rounds.scanNeeded(.catchUp)
+                pause.waitWhilePaused(.sync)
+                continue
+            }
             do throws(SyncFailure) {
                 let batch = try container.changes(after: cursor, limit: 256)
                 rounds.feedRead(batch.entries.count)
@@ -89,7 +99,9 @@ final class Follower: Sendable {
                 record()
                 attaching.followerHandled(batch.entries.count)
                 if !batch.entries.isEmpty { downloads.poke() }
-                if batch.moreComing {
+                // Paused while the batch was applied: no retries, no tree check, not caught up
+                // (the loop's top waits for the pause to end).
+                if batch.moreComing || pause.holds(.sync) {
                     progress.markCaughtUp(false)
                     continue
                 }
@@ -98,6 +110,7 @@ final class Follower: Sendable {
                 // A check of the tree against the container waits for the feed to be read to the
                 // container's cursor: read on first if it moved.
                 guard treeChecker.checkIfRequested(at: cursor) else { continue }
+                if pause.holds(.sync) { continue }
                 progress.markCaughtUp(deferred.isEmpty)
                 deleteGuard.feedCaughtUp()
                 attaching.followerReachedEnd()

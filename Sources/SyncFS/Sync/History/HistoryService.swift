@@ -26,11 +26,17 @@ final class HistoryService: Sendable {
     private let fileSystem: SyncFileSystem
     private let container: BlockingContainer
     private let history: HistoryReader
+    /// Whether the follower is paused (`pause`): a restore then does not wait for it.
+    private let followerPaused: @Sendable () -> Bool
 
-    init(fileSystem: SyncFileSystem, container: BlockingContainer, history: HistoryReader) {
+    init(
+        fileSystem: SyncFileSystem, container: BlockingContainer, history: HistoryReader,
+        followerPaused: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.fileSystem = fileSystem
         self.container = container
         self.history = history
+        self.followerPaused = followerPaused
     }
 
     /// How long `restore` waits for the follower to show what it committed.
@@ -326,8 +332,10 @@ final class HistoryService: Sendable {
     /// entry): applied, the kernel's caches dropped — or deferred, when a local change of the
     /// entry waits to upload and will meet the restored version as a conflict. Returns as soon
     /// as the follower gets there (it signals each entry it is done with); false on a timeout.
+    /// A paused follower gets there only after `resume`: false at once.
     func waitUntilApplied(_ version: EntryVersion, within timeout: Duration = restoreApplyWait) -> Bool {
-        fileSystem.live.feedHandled.wait(forAtLeast: version, within: timeout)
+        if followerPaused() { return false }
+        return fileSystem.live.feedHandled.wait(forAtLeast: version, within: timeout)
     }
 
     private func display(_ path: String) -> String { path.isEmpty ? "the mount's root" : path }

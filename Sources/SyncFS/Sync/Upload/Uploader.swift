@@ -35,6 +35,8 @@ final class Uploader: Sendable {
     /// Told of each change taken and committed, and where the uploader goes idle (`synced`).
     let rounds: SyncRounds
     let run: EngineRun
+    /// While the mount is paused nothing is taken (the queue keeps growing).
+    let pause: SyncPause
     let log: EngineLog
     var logger: Logger { log.logger }
     /// How many rounds each refused directory delete or move has waited for other queued changes
@@ -44,7 +46,7 @@ final class Uploader: Sendable {
     init(
         fileSystem: SyncFileSystem, uploads: UploadRecords, container: BlockingContainer, transfer: ContentTransfer,
         guarded: GuardedUploads, merger: ContentMerger, conflicts: Conflicts, remoteWins: RemoteWins,
-        progress: EngineProgress, rounds: SyncRounds, run: EngineRun, log: EngineLog
+        progress: EngineProgress, rounds: SyncRounds, run: EngineRun, pause: SyncPause, log: EngineLog
     ) {
         outbox = fileSystem.outbox
         transfers = fileSystem.transfers
@@ -59,6 +61,7 @@ final class Uploader: Sendable {
         self.progress = progress
         self.rounds = rounds
         self.run = run
+        self.pause = pause
         self.log = log
     }
 
@@ -67,6 +70,8 @@ final class Uploader: Sendable {
     /// Takes ready outbox items oldest first and commits them until stopped.
     func runUploads() {
         while run.isRunning {
+            // Paused: wait for `resume`, the pause's end, or the engine's stop.
+            if pause.waitWhilePaused(.sync) { continue }
             // The mass-delete guard tripped: nothing goes until `release` or `discard`.
             if deleteGuard.isHeld {
                 run.pause(EngineDelay.guardHeldPoll)
