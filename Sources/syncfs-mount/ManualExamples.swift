@@ -117,6 +117,13 @@ enum ManualExamples {
                 "syncfs-mount pause ~/SyncFS --for 1h30m"),
             Example("Stop every transfer, downloads too, until resumed:", "syncfs-mount pause ~/SyncFS --all"),
         ],
+        "syncfs-mount-limit": [
+            Example("Show the limits in force and where each comes from:", "syncfs-mount limit ~/SyncFS"),
+            Example(
+                "Upload at most 1 MiB/s, download without a limit, until changed:",
+                "syncfs-mount limit ~/SyncFS --upload 1M --download off"),
+            Example("Back to the mount's options and schedule:", "syncfs-mount limit ~/SyncFS --reset"),
+        ],
         "syncfs-mount-resume": [
             Example("Sync again (the queue goes, remote changes arrive):", "syncfs-mount resume ~/SyncFS")
         ],
