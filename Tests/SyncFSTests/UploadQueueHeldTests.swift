@@ -66,4 +66,53 @@ struct UploadQueueHeldTests {
         #expect(queue.held.isEmpty)
         #expect(queue.activeCount == 1)
     }
+
+    /// A change between the verdict and `hold` leaves the item ready (failed before: the new
+    /// change was held with the old verdict, forever).
+    @Test func aChangeWhileInFlightIsNotHeld() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let next = queue.takeNext(now: 100)
+        let taken = try #require(next)
+        _ = queue.changed(a, now: 150)
+        let held = queue.hold(taken)
+        #expect(!held)
+        #expect(queue.held.isEmpty && queue.activeCount == 1)
+        #expect(queue.takeNext(now: 250)?.fileID == a, "looked at again after its quiet delay")
+    }
+
+    /// Rules released while the verdict was being made leave the item ready (failed before: it
+    /// was held under the old rules and the release had already passed).
+    @Test func aReleaseWhileInFlightIsNotMissed() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        let next = queue.takeNext(now: 100)
+        let taken = try #require(next)
+        queue.releaseHeld(now: 150)
+        let held = queue.hold(taken)
+        #expect(!held)
+        let again = queue.takeNext(now: 150)
+        #expect(again?.fileID == a)
+    }
+
+    /// An item waiting for the rules counts as still to upload, and a read of the rules that
+    /// changed nothing releases it alone.
+    @Test func aWaitingItemIsPendingAndReleasedByItself() throws {
+        var queue = UploadQueue(policy: policy)
+        _ = queue.changed(a, now: 0)
+        _ = queue.changed(b, now: 0)
+        let first = queue.takeNext(now: 100)
+        queue.hold(try #require(first), reason: .waiting)
+        let second = queue.takeNext(now: 100)
+        queue.hold(try #require(second), reason: .ignored)
+        #expect(first?.fileID == a)
+        #expect(queue.activeCount == 1, "the waiting one")
+        #expect(!queue.isIgnored(a) && queue.isIgnored(b))
+        let released = queue.releaseWaiting(now: 200)
+        #expect(released == 1)
+        let next = queue.takeNext(now: 200)
+        #expect(next?.fileID == a)
+        let none = queue.takeNext(now: 200)
+        #expect(none == nil, "the ignored one stays held")
+    }
 }
