@@ -152,7 +152,7 @@ final class Outbox: Sendable {
     func isWaitingForRules(_ id: FileID) -> Bool { queue.withLock { $0.waiting.contains(id) } }
 
     /// The items held as ignored.
-    var heldIDs: Set<FileID> { queue.withLock { $0.held.subtracting($0.waiting) } }
+    var heldIDs: Set<FileID> { queue.withLock { $0.ignoredIDs } }
 
     /// Wakes a waiting uploader (shutdown).
     func poke() { wake.signal() }

@@ -68,6 +68,10 @@ struct UploadQueue: Sendable {
     /// Items in flight when the held ones were released (`releaseHeld`, `releaseWaiting`): the
     /// verdict they are being given may predate the new rules, so `hold` leaves them ready.
     private var releasedInFlight: Set<FileID> = []
+    /// Items held as ignored that changed again (a write to an ignored file): handed out to be
+    /// looked at again (a rename may have made them synced), but still counted as ignored, not
+    /// as still to upload, until a verdict other than "ignored" is acted on. Disjoint from `held`.
+    private(set) var recheck: Set<FileID> = []
     /// Every item's (seq, ID) in seq order, with stale pairs (item gone) dropped lazily: the
     /// scans of `takeNext` and `nextReadyTime` start from the oldest and stop early, so a queue
     /// of 100,000 items costs about as much per upload as a queue of ten.
@@ -100,10 +104,13 @@ struct UploadQueue: Sendable {
     var count: Int { items.count }
 
     /// How many items are still to upload: those not held as ignored (waiting ones count).
-    var activeCount: Int { items.count - held.count + waiting.count }
+    var activeCount: Int { items.count - held.count + waiting.count - recheck.count }
 
-    /// Whether `id` is held as ignored (not waiting for the rules).
-    func isIgnored(_ id: FileID) -> Bool { held.contains(id) && !waiting.contains(id) }
+    /// Whether `id` is held as ignored (not waiting for the rules), or looked at again as such.
+    func isIgnored(_ id: FileID) -> Bool { (held.contains(id) && !waiting.contains(id)) || recheck.contains(id) }
+
+    /// The items held as ignored, or looked at again as such.
+    var ignoredIDs: Set<FileID> { held.subtracting(waiting).union(recheck) }
 
     /// The `seq` of the newest item queued so far (0 if none ever was).
     var lastSeq: UInt64 { nextSeq - 1 }
@@ -120,9 +127,9 @@ struct UploadQueue: Sendable {
             recentChanges.removeFirst(recentChanges.count - policy.burstChanges)
         }
         let readyAt = now + policy.quietDelay
-        // A new change is looked at anew (a rename may have made the entry synced again).
-        held.remove(id)
-        waiting.remove(id)
+        // A new change is looked at anew (a rename may have made the entry synced again); one
+        // held as ignored counts as ignored meanwhile.
+        if held.remove(id) != nil && waiting.remove(id) == nil { recheck.insert(id) }
         if var item = items[id] {
             if waitingForContainer[id] != nil { waitingForContainer[id] = readyAt }
             item.generation &+= 1
@@ -218,8 +225,10 @@ struct UploadQueue: Sendable {
             items[item.fileID] = nil
             held.remove(item.fileID)
             waiting.remove(item.fileID)
+            recheck.remove(item.fileID)
             return true
         }
+        recheck.remove(item.fileID)
         var kept = current
         kept.attempts = 0
         kept.lastError = nil
@@ -237,6 +246,7 @@ struct UploadQueue: Sendable {
         _ item: OutboxItem, reason: String?, now: Int64, waitsForContainer: Bool = false
     ) -> OutboxItem? {
         inFlight.remove(item.fileID)
+        recheck.remove(item.fileID)
         guard var current = items[item.fileID] else { return nil }
         // Changed while it was tried: that change's quiet delay ends by `now + quietDelay`.
         let quietEnd = current.generation == item.generation ? now : now + policy.quietDelay
@@ -251,6 +261,7 @@ struct UploadQueue: Sendable {
     /// The item is not ready after all (still open for writing): try again after `delay`.
     mutating func postpone(_ item: OutboxItem, until readyAt: Int64) {
         inFlight.remove(item.fileID)
+        recheck.remove(item.fileID)
         guard var current = items[item.fileID] else { return }
         current.readyAt = max(current.readyAt, readyAt)
         items[item.fileID] = current
@@ -281,6 +292,7 @@ struct UploadQueue: Sendable {
         inFlight.remove(item.fileID)
         let released = releasedInFlight.remove(item.fileID) != nil
         guard let current = items[item.fileID], current.generation == item.generation, !released else { return false }
+        recheck.remove(item.fileID)
         held.insert(item.fileID)
         if reason == .waiting { waiting.insert(item.fileID) } else { waiting.remove(item.fileID) }
         return true
@@ -288,7 +300,10 @@ struct UploadQueue: Sendable {
 
     /// The ignore rules changed: every held item is looked at again, at once. Returns how many.
     @discardableResult
-    mutating func releaseHeld(now: Int64) -> Int { release(held, now: now) }
+    mutating func releaseHeld(now: Int64) -> Int {
+        recheck = []
+        return release(held, now: now)
+    }
 
     /// The ignore rules were read and did not change: the items waiting for them are looked at
     /// again, at once. Returns how many.
@@ -313,6 +328,7 @@ struct UploadQueue: Sendable {
         inFlight.remove(id)
         held.remove(id)
         waiting.remove(id)
+        recheck.remove(id)
         waitingForContainer[id] = nil
         if items.isEmpty { drained() }
     }
@@ -324,6 +340,7 @@ struct UploadQueue: Sendable {
         held = []
         waiting = []
         releasedInFlight = []
+        recheck = []
         items = [:]
         order = []
         orderStart = 0
