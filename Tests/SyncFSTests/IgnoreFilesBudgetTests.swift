@@ -6,10 +6,11 @@ import Testing
 
 @testable import SyncFS
 
-/// The budget of synced ignore files read (doc/SEMANTICS.md, "Ignored paths on a mount"): a
+/// The synced ignore files as the reader sees them (doc/SEMANTICS.md, "Ignored paths on a mount"):
+/// read before any change goes; within a budget of files and bytes, so a
 /// container with thousands of them, or large ones, costs no more than the budget, and what is
 /// below the files beyond it waits rather than being uploaded by guess.
-@Suite("Synced ignore files: a budget of files and bytes")
+@Suite("Synced ignore files: read before anything goes, within a budget")
 struct IgnoreFilesBudgetTests {
     static let settings = MountIgnores.Settings(defaults: false, synced: true, local: nil)
 
@@ -57,5 +58,24 @@ struct IgnoreFilesBudgetTests {
         #expect(current.synced.count == 8)
         #expect(current.unreadable == ["d8" + String(repeating: "/s", count: 8)])
         #expect(fixture.fs.rulesWatch.errors.count == 1)
+    }
+
+    /// At the start (a restart, a first attach) nothing goes before the synced ignore files are
+    /// read once, and a touched file is read again before anything goes (failed before: the
+    /// uploader decided by the rules of no synced file at all).
+    @Test func everyChangeWaitsUntilTheSyncedFilesAreRead() throws {
+        let fixture = try FileSystemFixture()
+        fixture.fs.configureIgnores(Self.settings)
+        let note = try #require(fixture.fileID(of: try fixture.makeFile("note.txt", contents: bytes("n"))))
+        let records = UploadRecords(fileSystem: fixture.fs)
+        #expect(records.ignoreVerdict(note) == .waiting(folder: ""), "not read yet")
+        let reader = IgnoreFilesReader(
+            fileSystem: fixture.fs, reachability: Reachability(), logger: Logger(label: "test"))
+        reader.read()
+        #expect(records.ignoreVerdict(note) == .upload)
+        try fixture.makeFile(".syncfs-ignore", contents: bytes("*.txt\n"))
+        #expect(records.ignoreVerdict(note) == .waiting(folder: ""), "touched, not read again yet")
+        reader.read()
+        if case .localOnly = records.ignoreVerdict(note) {} else { Issue.record("note.txt is ignored now") }
     }
 }
