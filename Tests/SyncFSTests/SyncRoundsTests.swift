@@ -31,6 +31,19 @@ struct SyncRoundsTests {
         return (rounds, subscription)
     }
 
+    /// A take while the mount stays up to date (a change held as ignored, looked at again) is
+    /// no round (failed before: each write to an ignored file gave a `synced`).
+    @Test func aTakeThatLeavesTheMountUpToDateIsNoRound() {
+        let condition = Condition()
+        condition.upToDate.store(true, ordering: .relaxed)
+        let (rounds, subscription) = rounds(condition)
+        rounds.check()
+        #expect(received(subscription).map(\.kind) == [.synced])
+        rounds.uploadTaken()
+        rounds.check()
+        #expect(received(subscription).isEmpty)
+    }
+
     @Test func syncedOncePerTransitionToUpToDate() {
         let condition = Condition()
         let (rounds, subscription) = rounds(condition)

@@ -112,7 +112,11 @@ final class OpenFileIO: Sendable, HoldsTheTree {
             handle.node.openCount -= 1
             handle.node.lastUsed = Clock.nowNanoseconds()
             residency.hydrations.stopUnneededHydration(of: handle.node, in: &tree)
-            if handle.writable { handle.node.openWriters -= 1 }
+            if handle.writable {
+                handle.node.openWriters -= 1
+                // A rules or ignore file is not read while open for writing: read it at its close.
+                if handle.node.openWriters == 0 { tree.noteRulesFileClosed(handle.node) }
+            }
             if handle.node.openWriters == 0 { tree.noteContentChangeEnded(handle.node) }
             tree.releaseIfUnused(handle.node.ino)
             return handle.node.openCount == 0

@@ -3,6 +3,8 @@ extension SyncFileSystem {
     /// under them.
     func configureIgnores(_ settings: MountIgnores.Settings) {
         ignores.configure(settings)
+        // The synced ignore files are read again under the new settings (changes wait until then).
+        rulesWatch.touched()
         outbox.releaseHeld()
     }
 }

@@ -17,6 +17,8 @@ final class Outbox: Sendable {
     /// When the sleeping uploader will wake by itself (0 while it is awake).
     private let uploaderWakesAt = Atomic<Int64>(0)
     private let clock: @Sendable () -> Int64
+    /// Items whose ignore verdict, given just now, was "wait for the rules" (`noteWaiting`).
+    private let verdictsWaiting = Mutex<Set<FileID>>([])
     /// When a container call last succeeded (`containerAnswered`), for the failure log.
     let lastAnswerAt = Atomic<Int64>(0)
     /// Which failures the engine logs (the first of a kind, then a summary per interval, not a
@@ -120,8 +122,16 @@ final class Outbox: Sendable {
         uploaderWakesAt.store(0, ordering: .relaxed)
     }
 
-    /// The in-flight `item` is held as ignored (see `UploadQueue.hold`); its row stays stored.
-    func hold(_ item: OutboxItem) { queue.withLock { $0.hold(item) } }
+    /// The in-flight `item` is held (see `UploadQueue.hold`); its row stays stored. The reason is
+    /// the one the verdict just given for it recorded (`noteWaiting`), else ignored.
+    func hold(_ item: OutboxItem) {
+        let waits = verdictsWaiting.withLock { $0.remove(item.fileID) } != nil
+        queue.withLock { _ = $0.hold(item, reason: waits ? .waiting : .ignored) }
+    }
+
+    /// The ignore verdict just given for the in-flight `id` is "wait for the rules": its `hold`
+    /// that follows counts it as pending, not ignored.
+    func noteWaiting(_ id: FileID) { verdictsWaiting.withLock { _ = $0.insert(id) } }
 
     /// The ignore rules changed: the held items are looked at again now.
     func releaseHeld() {
@@ -129,11 +139,20 @@ final class Outbox: Sendable {
         if queue.withLock({ $0.releaseHeld(now: now) }) > 0 { wake.signal() }
     }
 
-    /// Whether the change of `id` is held as ignored.
-    func isHeld(_ id: FileID) -> Bool { queue.withLock { $0.held.contains(id) } }
+    /// The ignore rules were read: the items waiting for them are looked at again now.
+    func releaseWaiting() {
+        let now = clock()
+        if queue.withLock({ $0.releaseWaiting(now: now) }) > 0 { wake.signal() }
+    }
+
+    /// Whether the change of `id` is held as ignored (not waiting for the rules).
+    func isHeld(_ id: FileID) -> Bool { queue.withLock { $0.isIgnored(id) } }
+
+    /// Whether the change of `id` waits for the ignore rules.
+    func isWaitingForRules(_ id: FileID) -> Bool { queue.withLock { $0.waiting.contains(id) } }
 
     /// The items held as ignored.
-    var heldIDs: Set<FileID> { queue.withLock { $0.held } }
+    var heldIDs: Set<FileID> { queue.withLock { $0.ignoredIDs } }
 
     /// Wakes a waiting uploader (shutdown).
     func poke() { wake.signal() }
@@ -148,5 +167,5 @@ final class Outbox: Sendable {
     /// How many queued changes are not held as ignored: what is still to upload.
     var activeCount: Int { queue.withLock { $0.activeCount } }
     /// The queued changes not held as ignored (a snapshot for status reports).
-    var activeItems: [OutboxItem] { queue.withLock { q in q.items.values.filter { !q.held.contains($0.fileID) } } }
+    var activeItems: [OutboxItem] { queue.withLock { q in q.items.values.filter { !q.isIgnored($0.fileID) } } }
 }

@@ -62,6 +62,16 @@ struct UploadQueue: Sendable {
     /// ignore rules change (`releaseHeld`). Always a subset of `items`. Not stored: after a restart
     /// each is taken once and held again by the uploader's first look.
     private(set) var held: Set<FileID> = []
+    /// The held items that wait for the ignore rules (a synced ignore file not read yet) rather
+    /// than being ignored: still to upload, so counted as pending. A subset of `held`.
+    private(set) var waiting: Set<FileID> = []
+    /// Items in flight when the held ones were released (`releaseHeld`, `releaseWaiting`): the
+    /// verdict they are being given may predate the new rules, so `hold` leaves them ready.
+    private var releasedInFlight: Set<FileID> = []
+    /// Items held as ignored that changed again (a write to an ignored file): handed out to be
+    /// looked at again (a rename may have made them synced), but still counted as ignored, not
+    /// as still to upload, until a verdict other than "ignored" is acted on. Disjoint from `held`.
+    private(set) var recheck: Set<FileID> = []
     /// Every item's (seq, ID) in seq order, with stale pairs (item gone) dropped lazily: the
     /// scans of `takeNext` and `nextReadyTime` start from the oldest and stop early, so a queue
     /// of 100,000 items costs about as much per upload as a queue of ten.
@@ -93,8 +103,14 @@ struct UploadQueue: Sendable {
 
     var count: Int { items.count }
 
-    /// How many items may still be handed out: those not held as ignored.
-    var activeCount: Int { items.count - held.count }
+    /// How many items are still to upload: those not held as ignored (waiting ones count).
+    var activeCount: Int { items.count - held.count + waiting.count - recheck.count }
+
+    /// Whether `id` is held as ignored (not waiting for the rules), or looked at again as such.
+    func isIgnored(_ id: FileID) -> Bool { (held.contains(id) && !waiting.contains(id)) || recheck.contains(id) }
+
+    /// The items held as ignored, or looked at again as such.
+    var ignoredIDs: Set<FileID> { held.subtracting(waiting).union(recheck) }
 
     /// The `seq` of the newest item queued so far (0 if none ever was).
     var lastSeq: UInt64 { nextSeq - 1 }
@@ -111,8 +127,9 @@ struct UploadQueue: Sendable {
             recentChanges.removeFirst(recentChanges.count - policy.burstChanges)
         }
         let readyAt = now + policy.quietDelay
-        // A new change is looked at anew (a rename may have made the entry synced again).
-        held.remove(id)
+        // A new change is looked at anew (a rename may have made the entry synced again); one
+        // held as ignored counts as ignored meanwhile.
+        if held.remove(id) != nil && waiting.remove(id) == nil { recheck.insert(id) }
         if var item = items[id] {
             if waitingForContainer[id] != nil { waitingForContainer[id] = readyAt }
             item.generation &+= 1
@@ -149,6 +166,7 @@ struct UploadQueue: Sendable {
             else { continue }
             if bursting && now < item.readyAt + policy.maximumBurstWait { continue }
             inFlight.insert(id)
+            releasedInFlight.remove(id)
             return item
         }
         return nil
@@ -170,6 +188,7 @@ struct UploadQueue: Sendable {
     mutating func take(_ id: FileID) -> OutboxItem? {
         guard let item = items[id], !inFlight.contains(id), !held.contains(id) else { return nil }
         inFlight.insert(id)
+        releasedInFlight.remove(id)
         return item
     }
 
@@ -205,8 +224,11 @@ struct UploadQueue: Sendable {
         if current.generation == item.generation {
             items[item.fileID] = nil
             held.remove(item.fileID)
+            waiting.remove(item.fileID)
+            recheck.remove(item.fileID)
             return true
         }
+        recheck.remove(item.fileID)
         var kept = current
         kept.attempts = 0
         kept.lastError = nil
@@ -224,6 +246,7 @@ struct UploadQueue: Sendable {
         _ item: OutboxItem, reason: String?, now: Int64, waitsForContainer: Bool = false
     ) -> OutboxItem? {
         inFlight.remove(item.fileID)
+        recheck.remove(item.fileID)
         guard var current = items[item.fileID] else { return nil }
         // Changed while it was tried: that change's quiet delay ends by `now + quietDelay`.
         let quietEnd = current.generation == item.generation ? now : now + policy.quietDelay
@@ -238,6 +261,7 @@ struct UploadQueue: Sendable {
     /// The item is not ready after all (still open for writing): try again after `delay`.
     mutating func postpone(_ item: OutboxItem, until readyAt: Int64) {
         inFlight.remove(item.fileID)
+        recheck.remove(item.fileID)
         guard var current = items[item.fileID] else { return }
         current.readyAt = max(current.readyAt, readyAt)
         items[item.fileID] = current
@@ -250,25 +274,52 @@ struct UploadQueue: Sendable {
         items[id] = item
     }
 
-    /// The in-flight `item` is held as ignored: it stays queued (and stored) but is not handed out
-    /// again until its entry changes (`changed`) or the rules change (`releaseHeld`).
-    mutating func hold(_ item: OutboxItem) {
+    /// Why a change is held.
+    enum HoldReason: Sendable {
+        /// The ignore rules ignore it.
+        case ignored
+        /// It waits for the ignore rules (a synced ignore file not read yet): still to upload.
+        case waiting
+    }
+
+    /// The in-flight `item` is held for `reason`: it stays queued (and stored) but is not handed
+    /// out again until its entry changes (`changed`) or the rules change (`releaseHeld`). Only
+    /// if neither happened since it was taken (its generation is unchanged, no release came while
+    /// it was in flight): otherwise the verdict may be out of date, and the item stays ready to
+    /// be looked at again. Returns whether it was held.
+    @discardableResult
+    mutating func hold(_ item: OutboxItem, reason: HoldReason = .ignored) -> Bool {
         inFlight.remove(item.fileID)
-        guard items[item.fileID] != nil else { return }
+        let released = releasedInFlight.remove(item.fileID) != nil
+        guard let current = items[item.fileID], current.generation == item.generation, !released else { return false }
+        recheck.remove(item.fileID)
         held.insert(item.fileID)
+        if reason == .waiting { waiting.insert(item.fileID) } else { waiting.remove(item.fileID) }
+        return true
     }
 
     /// The ignore rules changed: every held item is looked at again, at once. Returns how many.
     @discardableResult
     mutating func releaseHeld(now: Int64) -> Int {
-        let released = held.count
-        for id in held {
+        recheck = []
+        return release(held, now: now)
+    }
+
+    /// The ignore rules were read and did not change: the items waiting for them are looked at
+    /// again, at once. Returns how many.
+    @discardableResult
+    mutating func releaseWaiting(now: Int64) -> Int { release(waiting, now: now) }
+
+    private mutating func release(_ ids: Set<FileID>, now: Int64) -> Int {
+        releasedInFlight.formUnion(inFlight)
+        for id in ids {
             guard var item = items[id] else { continue }
             item.readyAt = min(item.readyAt, now)
             items[id] = item
         }
-        held = []
-        return released
+        held.subtract(ids)
+        waiting.subtract(ids)
+        return ids.count
     }
 
     /// Drops `id` whatever its state (the change was abandoned, e.g. taken over by a remote one).
@@ -276,6 +327,8 @@ struct UploadQueue: Sendable {
         items[id] = nil
         inFlight.remove(id)
         held.remove(id)
+        waiting.remove(id)
+        recheck.remove(id)
         waitingForContainer[id] = nil
         if items.isEmpty { drained() }
     }
@@ -285,6 +338,9 @@ struct UploadQueue: Sendable {
         expedited = false
         waitingForContainer = [:]
         held = []
+        waiting = []
+        releasedInFlight = []
+        recheck = []
         items = [:]
         order = []
         orderStart = 0

@@ -99,6 +99,9 @@ final class Eviction: Sendable, HoldsTheTree {
         // A write or truncate in progress, or one not yet recorded: the cache file is not the base.
         guard node.contentToken() != nil, cache.size(of: id) == size else { return .refused("is being written") }
         guard ignoringPins || tree.pinState(of: node) == .none else { return .refused("is pinned") }
+        // The rules and ignore files stay here: their rules must be readable whether or not the
+        // container can be reached (a folder leaving this device takes them with it).
+        guard ignoringPins || !Self.isRulesFile(node) else { return .refused("is a rules or ignore file") }
         // The machine's `evict` of a clean local file: the placeholder state is recorded before
         // the cache file goes (the caller drops the kernel's pages: `invalidateKernelCache`).
         let transition = node.apply(.evict, queued: queued)
@@ -106,6 +109,11 @@ final class Eviction: Sendable, HoldsTheTree {
         if transition.actions.contains(.recordResidency) { tree.recordChange(node) }
         if transition.actions.contains(.dropCacheFile) { cache.remove(id) }
         return .evicted(bytes: size)
+    }
+
+    /// Whether `node` is named `.syncfs-rules` or `.syncfs-ignore` (never evicted but with its folder).
+    static func isRulesFile(_ node: Node) -> Bool {
+        node.name.bytes == TreeTransaction.rulesFileName || node.name.bytes == TreeTransaction.ignoreFileName
     }
 
     /// Frees the local content of every file at or below `node`, pinned or not, as the folder

@@ -32,6 +32,9 @@ final class MountIgnores: Sendable {
         var unreadable: Set<String> = []
         var rules: IgnoreRules
         var generation: UInt64 = 0
+        /// The rules watch's touch count (`RulesWatch.touchGeneration`) the last read of the
+        /// synced files began at: while the watch counts more, the rules are pending.
+        var readGeneration: UInt64 = 0
     }
 
     private let state: Mutex<Current>
@@ -53,10 +56,12 @@ final class MountIgnores: Sendable {
         }
     }
 
-    /// Installs the synced files read now; returns whether anything changed.
+    /// Installs the synced files of a read that began at touch count `readGeneration`; returns
+    /// whether the rules changed.
     @discardableResult
-    func setSynced(_ files: [String: String], unreadable: Set<String>) -> Bool {
+    func setSynced(_ files: [String: String], unreadable: Set<String>, readGeneration: UInt64 = .max) -> Bool {
         state.withLock { current in
+            current.readGeneration = max(current.readGeneration, readGeneration)
             guard files != current.syncedTexts || unreadable != current.unreadable else { return false }
             let parsed = files.mapValues { IgnoreFile(parsing: $0) }
             current.syncedTexts = files
@@ -75,6 +80,11 @@ final class MountIgnores: Sendable {
 }
 
 extension MountIgnores.Current {
+    /// Whether an ignore file was touched (or the mount started) and not read since: the synced
+    /// rules may be out of date, and every change waits for the read (`touches`: the rules
+    /// watch's count now).
+    func rulesPending(touches: UInt64) -> Bool { settings.synced && readGeneration < touches }
+
     /// No pattern can ignore anything (and nothing waits for an ignore file): the uploader need
     /// not look.
     var ignoresNothing: Bool {

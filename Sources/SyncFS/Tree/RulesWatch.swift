@@ -13,6 +13,9 @@ import Synchronization
 final class RulesWatch: Sendable {
     private struct State {
         var touched = true
+        /// Counts touches (the first read at the start is one): rules read under an older count
+        /// may be out of date (`touchGeneration`).
+        var generation: UInt64 = 1
         var errors: [String: String] = [:]
     }
 
@@ -26,9 +29,15 @@ final class RulesWatch: Sendable {
 
     /// An entry with a rules file's name changed: check the rules again soon. Cheap, never blocks.
     func touched() {
-        state.withLock { $0.touched = true }
+        state.withLock { state in
+            state.touched = true
+            state.generation &+= 1
+        }
         wake.signal()
     }
+
+    /// How many touches so far: a read that began at this count is up to date while it stays.
+    var touchGeneration: UInt64 { state.withLock { $0.generation } }
 
     /// A folder was renamed or moved (here or remotely): the synced ignore files are read again if
     /// there are any, as one below it now stands for another folder. Cheap, never blocks.

@@ -9,6 +9,11 @@ extension TreeTransaction {
     /// A synced ignore file's name (`IgnoreRules.syncedFileName`): its change is read again too.
     static let ignoreFileName = Array(".syncfs-ignore".utf8)
 
+    /// The last writer of `node` closed it: a rules or ignore file is read again (one compare).
+    func noteRulesFileClosed(_ node: Node) {
+        if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
+    }
+
     // MARK: Records
 
     /// Records the node's current record and queues it for upload, in one batch. For local

@@ -126,11 +126,22 @@ final class SyncRounds: Sendable {
 
     // MARK: The uploader's rounds
 
-    /// The uploader took a queued change: a new round.
-    func uploadTaken() { state.withLock { $0.upToDateSeen = false } }
+    /// The uploader took a queued change: a new round unless the mount is up to date even so: a change held as ignored that is
+    /// looked at again (a write to an ignored file) is no round and gives no `synced`.
+    func uploadTaken() {
+        state.withLock { state in
+            if !isUpToDate() { state.upToDateSeen = false }
+        }
+    }
 
-    /// The container committed one of this mount's changes.
-    func sent() { state.withLock { $0.sent += 1 } }
+    /// The container committed one of this mount's changes: a new round (also for a change
+    /// taken as ignored and found synced after all).
+    func sent() {
+        state.withLock { state in
+            state.sent += 1
+            state.upToDateSeen = false
+        }
+    }
 
     // MARK: Up to date
 

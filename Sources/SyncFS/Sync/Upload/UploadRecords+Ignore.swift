@@ -5,8 +5,20 @@ extension UploadRecords {
     /// What the ignore rules say of the queued change of `id` now (`IgnoreDecision`). Costs one
     /// match of the local path; the container's path is read from the state database only when
     /// the local path is ignored or the entry was deleted here and the container has it.
+    ///
+    /// Never by guess: while the synced ignore files are not read yet (the start, or one touched
+    /// since the last read) every change waits; so does any entry below a folder whose ignore
+    /// file cannot be read and has no text read before. A "wait" is told to the outbox, so the
+    /// `hold` that follows counts the change as pending, not ignored.
     func ignoreVerdict(_ id: FileID) -> IgnoreVerdict {
+        let verdict = decideIgnoreVerdict(id)
+        if case .waiting = verdict { outbox.noteWaiting(id) }
+        return verdict
+    }
+
+    private func decideIgnoreVerdict(_ id: FileID) -> IgnoreVerdict {
         let ignores = self.ignores.current
+        if ignores.rulesPending(touches: live.rulesWatch.touchGeneration) { return .waiting(folder: "") }
         guard !ignores.ignoresNothing else { return .upload }
         let rules = ignores.rules
         let (local, isDirectory, committed) = live.transact { tree -> (String?, Bool, Bool) in
@@ -16,10 +28,9 @@ extension UploadRecords {
             return (tree.displayPath(of: node), node.kind == .directory, committed)
         }
         if local == "" { return .upload }
+        if let local, let folder = ignores.unreadableFolder(above: local) { return .waiting(folder: folder) }
         guard committed else {
-            return IgnoreDecision.decide(
-                local: local, container: nil, isDirectory: isDirectory, rules: rules,
-                waitingFolder: local.flatMap { ignores.unreadableFolder(above: $0) })
+            return IgnoreDecision.decide(local: local, container: nil, isDirectory: isDirectory, rules: rules)
         }
         if let local, !rules.isIgnored(local, isDirectory: isDirectory) { return .upload }
         guard let (container, containerIsDirectory) = containerPath(of: id) else {
@@ -27,6 +38,7 @@ extension UploadRecords {
             guard let local, let match = rules.match(local, isDirectory: isDirectory) else { return .upload }
             return .held(match)
         }
+        if let folder = ignores.unreadableFolder(above: container) { return .waiting(folder: folder) }
         return IgnoreDecision.decide(
             local: local, container: container, isDirectory: local == nil ? containerIsDirectory : isDirectory,
             rules: rules)
