@@ -6,15 +6,20 @@ import Synchronization
 /// container; `--total-upload-limit`, `--total-download-limit` for the whole server). Upload:
 /// the chunk payloads clients send to `PUT .../chunks/HASH`; download: those `GET
 /// .../chunks/HASH` sends back. One token bucket per container and direction, one per direction
-/// for the server (`TokenBucket`: a burst of one second, a chunk larger than it goes and leaves a
-/// debt).
+/// for the server (`TokenBucket`: a burst of one second).
 ///
-/// As every other limit of the server (`ServerLimits`), it answers at once and never queues: a
-/// chunk request that comes while its container's bucket (or the server's) is in debt is refused
-/// before its body is read or its chunk fetched — `429 tooManyRequests` for the container, `503
-/// unavailable` for the server, each with `Retry-After` the whole seconds until the debt is paid
-/// — and the client comes back then (`BusyBackoff`). So no connection or task is held waiting,
-/// and a limit only delays, it never drops. Requests without chunk bytes are not counted.
+/// As every other limit of the server (`ServerLimits`), it answers at once and never queues a
+/// connection. A chunk's bytes are charged BEFORE it is served — an upload's declared
+/// `Content-Length` before its body is read, a download's stored size before it is sent — and
+/// only if both buckets hold them (`TokenBucket.admits`: a chunk larger than the burst needs a
+/// full bucket), so concurrent requests never pass on one credit and a bucket's debt is at most
+/// one chunk. Otherwise `429 tooManyRequests` (the container's bucket) or `503 unavailable` (the
+/// server's) with `Retry-After`: the whole seconds until the bucket holds the chunk, at most
+/// `longestRetryAfter`, well within a client's patience; the client comes back then
+/// (`BusyBackoff`). The server's total is shared in turns: a container refused by it is queued,
+/// and while it waits (its turn kept for `turnKept`) the total admits no other container first,
+/// so one container's many requests (a hostile token holder's) cannot starve another. A limit
+/// only delays, it never drops. Requests without chunk bytes are not counted.
 final class ServerBandwidth: Sendable {
     enum Direction: Sendable { case upload, download }
 
@@ -27,11 +32,24 @@ final class ServerBandwidth: Sendable {
         var refusals = 0
     }
 
+    /// The longest `Retry-After` a refusal says (seconds).
+    static let longestRetryAfter = 5
+    /// How long a container refused by the server's total keeps its turn if it does not come back.
+    static let turnKept: Duration = .seconds(longestRetryAfter + 3)
+
     private struct State {
         var containers: [String: (upload: TokenBucket, download: TokenBucket)] = [:]
         var totalUpload: TokenBucket
         var totalDownload: TokenBucket
+        /// Containers waiting for the server's total, in order, and since when (per direction).
+        var uploadTurns: [(container: String, since: Duration)] = []
+        var downloadTurns: [(container: String, since: Duration)] = []
         var counts = Counts()
+    }
+
+    private enum Refusal {
+        case container(Duration)
+        case server(Duration)
     }
 
     let settings: Settings
@@ -40,7 +58,10 @@ final class ServerBandwidth: Sendable {
 
     static let origin = ContinuousClock.now
 
-    init(_ settings: Settings, clock: @escaping @Sendable () -> Duration = { ContinuousClock.now - origin }) {
+    /// The real monotonic clock unless a test passes its own.
+    static let realClock: @Sendable () -> Duration = { ContinuousClock.now - ServerBandwidth.origin }
+
+    init(_ settings: Settings, clock: @escaping @Sendable () -> Duration = ServerBandwidth.realClock) {
         self.settings = settings
         self.clock = clock
         let now = clock()
@@ -52,55 +73,94 @@ final class ServerBandwidth: Sendable {
 
     var counts: Counts { state.withLock { $0.counts } }
 
-    /// Refuses the request if `container`'s bucket or the server's is in debt in `direction`.
-    func admit(_ direction: Direction, container: String) throws(WireFailure) {
-        let now = clock()
-        let refusal = state.withLock { state -> (Duration, server: Bool)? in
-            let own = containerDelay(container, direction, state: state, now: now)
-            let total = (direction == .upload ? state.totalUpload : state.totalDownload).delay(now: now)
-            guard own > .zero || total > .zero else { return nil }
-            state.counts.refusals += 1
-            return (max(own, total), server: total > own)
+    /// Before an upload's body is read: its declared `Content-Length` (nil: none) is charged, or
+    /// the request refused (a length is required: the bytes are charged before they come).
+    func admitUpload(declaredLength: Int?, largest: Int, container: String) throws(WireFailure) {
+        guard let declaredLength, declaredLength >= 0 else {
+            throw WireFailure(.invalidRequest, "a chunk upload needs a Content-Length under a bandwidth limit")
         }
-        guard let (delay, server) = refusal else { return }
+        guard declaredLength <= largest else {
+            throw WireFailure(.tooLarge, "a chunk of \(declaredLength) bytes; at most \(largest)")
+        }
+        try admit(declaredLength, .upload, container: container)
+    }
+
+    /// Before a download's chunk is fetched: refused while a bucket is in debt (nothing charged;
+    /// the chunk's size is charged by `admit` once known, before it is sent).
+    func mayFetch(container: String) throws(WireFailure) {
+        let now = clock()
+        let refusal = state.withLock { state -> Refusal? in
+            let own = state.containers[container]?.download.delay(admitting: 0, now: now) ?? .zero
+            if own > .zero { return .container(own) }
+            let total = state.totalDownload.delay(admitting: 0, now: now)
+            return total > .zero ? .server(total) : nil
+        }
+        if let refusal { throw failure(refusal, .download) }
+    }
+
+    /// Charges `bytes` of chunk payload about to go `direction` for `container`, or refuses the
+    /// request if its container's bucket or the server's (or another container's turn at it)
+    /// does not let them go now.
+    func admit(_ bytes: Int, _ direction: Direction, container: String) throws(WireFailure) {
+        let now = clock()
+        let bytes = Int64(max(0, bytes))
+        let refusal = state.withLock { state -> Refusal? in
+            var buckets = state.containers[container] ?? Self.fresh(settings, now: now)
+            let own = direction == .upload ? buckets.upload : buckets.download
+            let ownDelay = own.delay(admitting: bytes, now: now)
+            if ownDelay > .zero { return .container(ownDelay) }
+            var total = direction == .upload ? state.totalUpload : state.totalDownload
+            var turns = direction == .upload ? state.uploadTurns : state.downloadTurns
+            defer {
+                if direction == .upload { state.uploadTurns = turns } else { state.downloadTurns = turns }
+            }
+            turns.removeAll { now - $0.since > Self.turnKept }
+            let totalDelay = total.delay(admitting: bytes, now: now)
+            let othersFirst = turns.first.map { $0.container != container } ?? false
+            if totalDelay > .zero || othersFirst {
+                if !turns.contains(where: { $0.container == container }) { turns.append((container, now)) }
+                return .server(max(totalDelay, .seconds(1)))
+            }
+            turns.removeAll { $0.container == container }
+            total.take(bytes, now: now)
+            if direction == .upload {
+                buckets.upload.take(bytes, now: now)
+                state.totalUpload = total
+                state.counts.uploadedBytes += bytes
+            } else {
+                buckets.download.take(bytes, now: now)
+                state.totalDownload = total
+                state.counts.downloadedBytes += bytes
+            }
+            if settings.perContainerUpload != nil || settings.perContainerDownload != nil {
+                state.containers[container] = buckets
+            }
+            return nil
+        }
+        if let refusal { throw failure(refusal, direction) }
+    }
+
+    /// The refusal's answer: whole seconds to come back after, at most `longestRetryAfter`.
+    private func failure(_ refusal: Refusal, _ direction: Direction) -> WireFailure {
+        state.withLock { $0.counts.refusals += 1 }
+        let delay: Duration
+        let server: Bool
+        switch refusal {
+        case .container(let wait):
+            delay = wait
+            server = false
+        case .server(let wait):
+            delay = wait
+            server = true
+        }
         // Whole seconds, not counting the bucket's rounding nanosecond.
-        let seconds = max(1, Int((delay.inSeconds - 1e-6).rounded(.up)))
+        let seconds = min(Self.longestRetryAfter, max(1, Int((delay.inSeconds - 1e-6).rounded(.up))))
         let what = direction == .upload ? "upload" : "download"
         let whose = server ? "the server's total" : "the container's"
-        throw WireFailure(
+        return WireFailure(
             server ? .unavailable : .tooManyRequests,
             "\(whose) \(what) bandwidth limit is used up; retry in \(seconds) s",
             headers: [.retryAfter: String(seconds)])
-    }
-
-    /// Counts `bytes` of chunk payload gone `direction` for `container` (may leave a debt).
-    func count(_ bytes: Int, _ direction: Direction, container: String) {
-        let now = clock()
-        state.withLock { state in
-            let limit = direction == .upload ? settings.perContainerUpload : settings.perContainerDownload
-            if limit != nil {
-                var buckets = state.containers[container] ?? Self.fresh(settings, now: now)
-                if direction == .upload {
-                    buckets.upload.take(Int64(bytes), now: now)
-                } else {
-                    buckets.download.take(Int64(bytes), now: now)
-                }
-                state.containers[container] = buckets
-            }
-            if direction == .upload {
-                state.totalUpload.take(Int64(bytes), now: now)
-                state.counts.uploadedBytes += Int64(bytes)
-            } else {
-                state.totalDownload.take(Int64(bytes), now: now)
-                state.counts.downloadedBytes += Int64(bytes)
-            }
-        }
-    }
-
-    /// How long until `container`'s debt in `direction` is paid (zero without a bucket yet).
-    private func containerDelay(_ container: String, _ direction: Direction, state: State, now: Duration) -> Duration {
-        guard let buckets = state.containers[container] else { return .zero }
-        return (direction == .upload ? buckets.upload : buckets.download).delay(now: now)
     }
 
     private static func fresh(_ settings: Settings, now: Duration) -> (upload: TokenBucket, download: TokenBucket) {

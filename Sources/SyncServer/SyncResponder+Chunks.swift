@@ -28,18 +28,23 @@ extension SyncResponder {
     /// (`BodyBudget`, taken by `SyncResponder` before this runs: beyond them `429`/`503` with
     /// `Retry-After: 1`, before the body is read; the client retries). A chunk that would take
     /// the container over its quota is refused `507 quotaExceeded` (`QuotaBook`). Under a bandwidth
-    /// limit (`ServerBandwidth`) it is refused `429`/`503` with `Retry-After` while the limit's
-    /// debt lasts, before the body is read.
+    /// limit (`ServerBandwidth`) its declared length is charged before the body is read, or it is
+    /// refused `429`/`503` with `Retry-After`.
     func putChunk(_ call: Call) async throws(WireFailure) -> Response {
         let hash = try Self.hash(call)
         let (encoding, plainLength) = try ChunkUpload.headers(of: call.request)
-        try bandwidth?.admit(.upload, container: call.name)
+        if let bandwidth {
+            let declared = try RequestReading.singleHeader(.contentLength, of: call.request).flatMap {
+                RequestReading.decimal($0)
+            }
+            try bandwidth.admitUpload(
+                declaredLength: declared, largest: WireProtocol.maxChunkBodyBytes, container: call.name)
+        }
         // Read straight into the payload's array (no whole-body buffer besides it), with room for
         // the declared length at once: the slot bounds what uploads reserve together.
         let payload = try await RequestReading.body(
             of: call.request, limit: WireProtocol.maxChunkBodyBytes, reserve: WireProtocol.maxChunkBodyBytes,
             as: [UInt8].self)
-        bandwidth?.count(payload.count, .upload, container: call.name)
         let chunk = EncodedChunk(hash: hash, encoding: encoding, plainLength: plainLength, payload: payload)
         try await ChunkUpload.verify(chunk)
         try await quotas?.admit(chunk, name: call.name, container: call.container)
@@ -50,14 +55,15 @@ extension SyncResponder {
         return JSONResponse.empty(status: 204)
     }
 
-    /// The payload as stored, with its encoding and plain length in headers.
+    /// The payload as stored, with its encoding and plain length in headers. Under a bandwidth
+    /// limit it is not fetched while a bucket is in debt, and its size is charged before it is sent.
     func getChunk(_ call: Call) async throws(WireFailure) -> Response {
         let hash = try Self.hash(call)
-        try bandwidth?.admit(.download, container: call.name)
+        try bandwidth?.mayFetch(container: call.name)
         let chunk = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.chunk(hash)
         }
-        bandwidth?.count(chunk.payload.count, .download, container: call.name)
+        try bandwidth?.admit(chunk.payload.count, .download, container: call.name)
         return JSONResponse.bytes(
             chunk.payload, status: 200, contentType: "application/octet-stream",
             headers: [

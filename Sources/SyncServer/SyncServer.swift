@@ -55,6 +55,8 @@ public struct SyncServer: Sendable {
         /// Bandwidth limits on chunk bytes (`serve --upload-limit`, `--total-upload-limit`, …;
         /// `ServerBandwidth`); none by default.
         public var bandwidth = ServerBandwidthLimits()
+        /// The monotonic clock the bandwidth limits count time on (a test's own, or the real one).
+        package var bandwidthClock: @Sendable () -> Duration = ServerBandwidth.realClock
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -158,7 +160,8 @@ public struct SyncServer: Sendable {
             quotas: configuration.quotas.isEmpty
                 ? nil : QuotaBook(settings: configuration.quotas, logger: configuration.logger),
             outages: StorageOutageLog(logger: configuration.logger),
-            bandwidth: configuration.bandwidth.isEmpty ? nil : ServerBandwidth(configuration.bandwidth))
+            bandwidth: configuration.bandwidth.isEmpty
+                ? nil : ServerBandwidth(configuration.bandwidth, clock: configuration.bandwidthClock))
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

@@ -55,12 +55,14 @@ public final class SyncTestServer: Sendable {
     /// as `serve --database` does), e.g. a PostgreSQL store; then `makeContainer` is the
     /// backend's business, not this server's. `logger`: where the server logs (its level is then
     /// the logger's, not `logLevel`), e.g. a handler a test reads back. `bandwidth`: the limits on
-    /// chunk bytes (`serve --upload-limit` …), none by default.
+    /// chunk bytes (`serve --upload-limit` …), none by default; `bandwidthClock`: the monotonic
+    /// clock they count on (nil: the real one).
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
         containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil,
-        quotas: QuotaSettings = QuotaSettings(), bandwidth: ServerBandwidthLimits = ServerBandwidthLimits()
+        quotas: QuotaSettings = QuotaSettings(), bandwidth: ServerBandwidthLimits = ServerBandwidthLimits(),
+        bandwidthClock: (@Sendable () -> Duration)? = nil
     ) async throws(SyncServerError) -> SyncTestServer {
         let logger =
             logger
@@ -76,6 +78,7 @@ public final class SyncTestServer: Sendable {
         configuration.tokens = tokenAuthority
         configuration.quotas = quotas
         configuration.bandwidth = bandwidth
+        if let bandwidthClock { configuration.bandwidthClock = bandwidthClock }
         let server = try SyncServer(configuration)
         // Without another token authority, the tokens are the root's.
         let tokens = server.tokenStore

@@ -99,12 +99,16 @@ struct LimitCommand: ParsableCommand {
             case .failure(.unsafe(let reason)): throw MountError(.permissionDenied, reason)
             case .failure(let failure): throw MountError(.badInput, "\(failure)")
             }
-            if let error = reply.error { throw MountError(.failed, TerminalText.safe(error)) }
         } catch let error as MountError {
             throw fail(error)
         }
+        // The daemon's only refusal: a RATE that is not one (nothing changed).
+        if let error = reply.error {
+            printError("syncfs-mount: \(TerminalText.safe(error))")
+            throw ExitCode(.usage)
+        }
         guard let bandwidth = reply.status?.bandwidth else {
-            throw fail(MountError(.badInput, "the mount's daemon is older and has no bandwidth limits"))
+            throw fail(MountError(.fuseUnavailable, "the mount's daemon is older and has no bandwidth limits"))
         }
         print(BandwidthStatusLine.text(bandwidth, always: true) ?? "")
     }

@@ -27,6 +27,22 @@ import Testing
         #expect(bucket.delay(now: .seconds(64)) == .zero)
     }
 
+    /// `admits`: the bucket must hold the bytes, or be full for a chunk larger than the burst, so
+    /// its debt is never more than one chunk's.
+    @Test func admittingNeedsTheBytesOrAFullBucket() {
+        var bucket = TokenBucket(rate: 64 * 1024, now: .zero)
+        #expect(bucket.admits(4 * mebibyte, now: .zero), "a full bucket lets a large chunk go")
+        bucket.take(32 * 1024, now: .zero)
+        #expect(!bucket.admits(4 * mebibyte, now: .zero), "not full")
+        #expect(bucket.admits(32 * 1024, now: .zero))
+        #expect(!bucket.admits(32 * 1024 + 1, now: .zero))
+        #expect(abs(bucket.delay(admitting: 64 * 1024, now: .zero).inSeconds - 0.5) < 0.001)
+        #expect(bucket.admits(0, now: .zero), "no debt")
+        bucket.take(64 * 1024, now: .zero)
+        #expect(!bucket.admits(0, now: .zero), "in debt")
+        #expect(TokenBucket(rate: nil, now: .zero).admits(1 << 40, now: .zero), "no limit")
+    }
+
     @Test func aQuietSpellRefillsOnlyUpToTheBurst() {
         var bucket = TokenBucket(rate: mebibyte, now: .zero)
         bucket.take(mebibyte, now: .zero)

@@ -71,6 +71,17 @@ import Testing
         #expect(try LimitSchedule(parsing: " ; ").entries.isEmpty)
     }
 
+    /// A RATE is written as for --upload-limit, so `1M/s` too, in both forms.
+    @Test func aRateMayEndInPerSecond() throws {
+        let spaced = try LimitSchedule(parsing: "Sat+Sun 08:00-18:00 up=1M/s down=5M/s")
+        let slashed = try LimitSchedule(parsing: "sat+sun/08:00-18:00/up=1M/s/down=5M/s")
+        for schedule in [spaced, slashed] {
+            #expect(schedule.entries.map(\.upload) == [.some(rate("1M"))])
+            #expect(schedule.entries.map(\.download) == [.some(rate("5M"))])
+        }
+        #expect(throws: LimitSchedule.ParseError.self) { try LimitSchedule(parsing: "s Mon 08:00-18:00 up=1M") }
+    }
+
     @Test func localTimeIsWallClockTimeAcrossADaylightSavingChange() throws {
         // Europe/Berlin leaves summer time on Sunday 2026-10-25 at 03:00 (back to 02:00): the
         // hour 02:00-03:00 happens twice, and a window on it is in force both times.

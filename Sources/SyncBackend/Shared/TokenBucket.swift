@@ -45,6 +45,20 @@ package struct TokenBucket: Sendable, Equatable {
         return .nanoseconds(Int64(min(seconds, 86_400 * 365) * 1e9) + 1)
     }
 
+    /// Whether `bytes` may go at `now` with at most one chunk's debt: the bucket holds them, or
+    /// (a chunk larger than the burst) it is full. Always true without a limit.
+    package func admits(_ bytes: Int64, now: Duration) -> Bool { delay(admitting: bytes, now: now) == .zero }
+
+    /// How long from `now` until `admits(bytes)` (zero without a limit).
+    package func delay(admitting bytes: Int64, now: Duration) -> Duration {
+        guard let rate else { return .zero }
+        var copy = self
+        copy.refill(now)
+        let missing = Double(min(max(0, bytes), burst)) - copy.tokens
+        guard missing > 0 else { return .zero }
+        return .nanoseconds(Int64(min(missing / Double(rate), 86_400 * 365) * 1e9) + 1)
+    }
+
     /// Changes the rate from `now`: what refilled until then counts at the old rate; a debt is
     /// kept (paid at the new rate); no limit forgives it, and a limit after none starts full.
     package mutating func setRate(_ newRate: Int64?, now: Duration) {

@@ -10,6 +10,7 @@ enum ChunkFetchError: Error, Sendable {
 
 /// Where placeholders' content comes from (the sync engine, once it runs).
 protocol ChunkSource: Sendable {
-    /// The plain bytes of `ref`, verified against its hash and length. Blocks the caller.
-    func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8]
+    /// The plain bytes of `ref`, verified against its hash and length. Blocks the caller; a wait
+    /// for the bandwidth limit ends (`unavailable`) once `cancelled` returns true.
+    func plainChunk(_ ref: ChunkRef, cancelled: () -> Bool) throws(ChunkFetchError) -> [UInt8]
 }

@@ -1,24 +1,37 @@
+import Dispatch
 import SyncBackend
 
 /// The control socket's `limit` (doc/SEMANTICS.md, "Bandwidth limits").
 extension ControlCommands {
     /// Sets the directions the request names (a RATE, or `off`), or with `reset` clears what
-    /// `limit` set before; keeps the result in the state database and answers the status. A
-    /// RATE that does not parse changes nothing (the error says why).
+    /// `limit` set before; keeps the result in the state database and answers the status once it
+    /// is committed. A RATE that does not parse changes nothing (the error says why).
     func limitAnswer(_ request: ControlRequest) -> ControlReply {
-        var overrides = request.reset == true ? BandwidthOverrides() : engine.limiter.overrides
+        // Per direction: nil, not named; .some(nil), `off`.
+        var upload: BandwidthRate?? = nil
+        var download: BandwidthRate?? = nil
         do throws(BandwidthRate.ParseError) {
-            if let upload = request.upload { overrides.upload = .some(try BandwidthRate.parse(upload)) }
-            if let download = request.download { overrides.download = .some(try BandwidthRate.parse(download)) }
+            if let text = request.upload { upload = .some(try BandwidthRate.parse(text)) }
+            if let text = request.download { download = .some(try BandwidthRate.parse(text)) }
         } catch {
             return ControlReply(error: error.description)
         }
-        if overrides != engine.limiter.overrides {
-            engine.limiter.setOverrides(overrides)
-            fileSystem.store.factSet(.bandwidthOverrides, overrides.isEmpty ? nil : overrides)
+        let store = fileSystem.store
+        engine.limiter.updateOverrides { overrides in
+            if request.reset == true { overrides = BandwidthOverrides() }
+            if let upload { overrides.upload = upload }
+            if let download { overrides.download = download }
+        } record: { overrides in
+            store.factSet(.bandwidthOverrides, overrides.isEmpty ? nil : overrides)
         }
+        let committed = DispatchSemaphore(value: 0)
+        store.afterCommit { committed.signal() }
+        _ = committed.wait(timeout: .now() + .seconds(Self.limitCommitWait))
         return ControlReply(status: engine.status())
     }
+
+    /// How long `limit` waits for its change to be committed before it answers anyway (seconds).
+    private static let limitCommitWait = 10
 }
 
 /// The bandwidth limits in force, for `status`.

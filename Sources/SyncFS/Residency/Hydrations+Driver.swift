@@ -110,7 +110,7 @@ extension Hydrations {
             // up counts from when the failing call began, not from its end.
             let attemptStarted = Date()
             do throws(ChunkFetchError) {
-                let bytes = try source.plainChunk(ref)
+                let bytes = try source.plainChunk(ref, cancelled: { hydration.hasEnded })
                 noteDownloadsAnswered(afterFailing: failingSince != nil)
                 failingSince = nil
                 pause = 0.05
@@ -118,6 +118,8 @@ extension Hydrations {
                 transfers.progressed(id, done: hydration.progress.done)
             } catch {
                 hydration.abandon(index)
+                // Cancelled or failed meanwhile (a wait for the bandwidth limit ended on it).
+                if hydration.hasEnded { return }
                 switch error {
                 case .unreachable(let reason):
                     let since = failingSince ?? attemptStarted

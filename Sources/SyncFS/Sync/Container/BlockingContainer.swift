@@ -13,8 +13,8 @@ import SyncBackend
 struct BlockingContainer: Sendable {
     /// The container every call goes to (in the engine: validated, reachability-watching).
     let base: any Container
-    /// The mount's bandwidth limits on chunk bytes (nil: none); waits before a chunk is sent and
-    /// after one is received.
+    /// The mount's bandwidth limits on chunk bytes (nil: none); a transfer waits for them before
+    /// it starts and is counted without waiting (`BandwidthLimiter`).
     var limiter: BandwidthLimiter? = nil
 
     /// `Container.missingChunks`: which of `hashes` the container lacks.
@@ -29,10 +29,12 @@ struct BlockingContainer: Sendable {
     }
 
     /// `Container.chunk`: the stored chunk with this hash (not verified here: see
-    /// `ContentTransfer.plainChunk`).
-    func chunk(_ hash: ChunkHash) throws(SyncFailure) -> EncodedChunk {
+    /// `ContentTransfer.plainChunk`). A wait for the download limit ends (`busy`) once
+    /// `cancelled` returns true.
+    func chunk(_ hash: ChunkHash, cancelled: () -> Bool = { false }) throws(SyncFailure) -> EncodedChunk {
+        try limiter?.beforeDownload(cancelled: cancelled)
         let chunk = try call { container throws(ContainerProtocolError) in try await container.chunk(hash) }
-        try limiter?.afterDownload(chunk.payload.count)
+        limiter?.afterDownload(chunk.payload.count)
         return chunk
     }
 

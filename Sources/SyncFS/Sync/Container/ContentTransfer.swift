@@ -32,7 +32,7 @@ struct ContentTransfer: Sendable {
     }
 
     /// Uploads the chunks of `length` bytes of `descriptor` the container lacks; returns the manifest.
-    /// `progress` is told the bytes the container has so far (after each batch of chunks).
+    /// `progress` is told the bytes the container has so far (after each chunk sent and each batch).
     func upload(
         descriptor: Int32, length: Int64, totals: inout Totals, progress: (Int64) -> Void = { _ in }
     ) throws(SyncFailure) -> [ChunkRef] {
@@ -46,11 +46,17 @@ struct ContentTransfer: Sendable {
             batch = []
             let missing = Set(try container.missingChunks(pending.map(\.hash)))
             var sent = Set<ChunkHash>()
-            for chunk in pending where missing.contains(chunk.hash) && sent.insert(chunk.hash).inserted {
+            // What the container has: everything before this batch, then chunk by chunk (a
+            // chunk under a low bandwidth limit takes a while: `sync` sees each one move).
+            var had = done - pending.reduce(0) { $0 + Int64($1.plainLength) }
+            for chunk in pending {
+                had += Int64(chunk.plainLength)
+                guard missing.contains(chunk.hash) && sent.insert(chunk.hash).inserted else { continue }
                 try container.putChunk(chunk)
                 totals.chunksUploaded += 1
                 totals.plainBytesUploaded += Int64(chunk.plainLength)
                 totals.encodedBytesUploaded += Int64(chunk.payload.count)
+                progress(had)
             }
             progress(done)
         }
@@ -78,8 +84,11 @@ struct ContentTransfer: Sendable {
 
     /// Fetches the chunk `ref` names, checks it is that chunk (hash, decoded length) and counts it.
     /// Every failure is the container's (`SyncFailure.container`), a bad chunk `corruptChunk`.
-    func plainChunk(_ ref: ChunkRef, totals: inout Totals) throws(SyncFailure) -> [UInt8] {
-        let chunk = try container.chunk(ref.hash)
+    /// A wait for the download limit ends once `cancelled` returns true.
+    func plainChunk(
+        _ ref: ChunkRef, totals: inout Totals, cancelled: () -> Bool = { false }
+    ) throws(SyncFailure) -> [UInt8] {
+        let chunk = try container.chunk(ref.hash, cancelled: cancelled)
         guard chunk.hash == ref.hash else { throw .container(.corruptChunk(ref.hash)) }
         let plain: [UInt8]
         do throws(ContainerProtocolError) { plain = try ChunkCodec.decode(chunk) } catch { throw .container(error) }

@@ -25,15 +25,17 @@ final class Downloader: ChunkSource, Sendable {
     }
 
     /// Fetches one chunk for a placeholder's download and verifies it.
-    func plainChunk(_ ref: ChunkRef) throws(ChunkFetchError) -> [UInt8] {
+    func plainChunk(_ ref: ChunkRef, cancelled: () -> Bool) throws(ChunkFetchError) -> [UInt8] {
         guard run.isRunning else { throw .unreachable("the mount is stopping") }
         var totals = ContentTransfer.Totals()
         defer { progress.add(totals) }
         do throws(SyncFailure) {
-            let plain = try transfer.plainChunk(ref, totals: &totals)
+            let plain = try transfer.plainChunk(ref, totals: &totals, cancelled: cancelled)
             progress.noteFailure(nil)
             return plain
         } catch {
+            // Not the container's failure: nobody wants the chunk any more.
+            if cancelled() { throw .unavailable("cancelled") }
             if error.isRetryable {
                 progress.noteFailure(error.description)
                 throw .unreachable(error.description)

@@ -91,6 +91,11 @@ final class SyncEngine: Sendable {
         uncheckedContainer = BlockingContainer(base: container)
         var bandwidth = options.bandwidth
         bandwidth.overrides = fileSystem.storedFacts[.bandwidthOverrides] ?? BandwidthOverrides()
+        if !bandwidth.overrides.isEmpty {
+            logger.notice(
+                "bandwidth limits set by `limit` (\(bandwidth.overrides.text)) win over this mount's options; `limit --reset` forgets them"
+            )
+        }
         let limiter = BandwidthLimiter(bandwidth)
         self.limiter = limiter
         var blocking = Self.checked(

@@ -6,9 +6,13 @@ import SyncBackend
 /// pass through `BlockingContainer`. Bytes are counted as they go on the wire: the encoded
 /// (compressed) chunk payloads.
 ///
-/// An upload waits before it sends (`beforeUpload`), a download after it received
-/// (`afterDownload`: its size is known only then); either way a chunk larger than the burst
-/// still goes, and the debt it leaves is waited out by whoever comes next. The limits in force
+/// Every transfer waits BEFORE it starts until its direction's bucket is out of debt (nothing is
+/// taken while waiting), and is counted without waiting: an upload when it is about to be sent
+/// (`beforeUpload`), a download once received (`afterDownload`: its size is known only then).
+/// So a chunk already downloaded is never held back; a chunk larger than the burst still goes,
+/// and the debt it leaves is waited out by whoever comes next (the average rate is the limit).
+/// A wait also ends when the caller's `cancelled` turns true (looked at every
+/// `cancelCheckInterval`): a download nobody wants any more does not keep waiting. The limits in force
 /// are, per direction: the one `limit` set (`overrides`), else the schedule's entry in force,
 /// else the plain `--upload-limit`/`--download-limit`; they are looked at again at every call
 /// and at least once a second while waiting, so `limit` and a schedule boundary act at once on
@@ -64,31 +68,51 @@ final class BandwidthLimiter: @unchecked Sendable {
     /// Monotonic time since `origin`, and the wall clock (for the schedule).
     static func realClock() -> (monotonic: Duration, wall: Date) { (ContinuousClock.now - origin, Date()) }
 
-    /// Counts `bytes` about to be sent and waits until they may go.
-    func beforeUpload(_ bytes: Int) throws(SyncFailure) { try pass(bytes, .upload) }
+    /// Waits until an upload may go, then counts its `bytes` (sent next, without waiting).
+    func beforeUpload(_ bytes: Int, cancelled: () -> Bool = { false }) throws(SyncFailure) {
+        try awaitCredit(.upload, thenTake: bytes, cancelled: cancelled)
+    }
 
-    /// Counts `bytes` just received and waits until the next may come.
-    func afterDownload(_ bytes: Int) throws(SyncFailure) { try pass(bytes, .download) }
+    /// Waits until a download may start (nothing counted: see `afterDownload`).
+    func beforeDownload(cancelled: () -> Bool = { false }) throws(SyncFailure) {
+        try awaitCredit(.download, thenTake: 0, cancelled: cancelled)
+    }
 
-    private func pass(_ bytes: Int, _ direction: Direction) throws(SyncFailure) {
+    /// Counts `bytes` just received; never waits (the next download waits out any debt).
+    func afterDownload(_ bytes: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        let now = clock()
+        applyLimits(at: now)
+        download.take(Int64(bytes), now: now.monotonic)
+    }
+
+    /// How often a wait looks at its caller's `cancelled`.
+    static let cancelCheckInterval: Duration = .milliseconds(50)
+
+    /// Waits (the lock held, but released while asleep) until `direction` has no debt, then
+    /// takes `bytes`. Throws `busy` on `stop()` or when `cancelled()` turns true.
+    private func awaitCredit(_ direction: Direction, thenTake bytes: Int, cancelled: () -> Bool) throws(SyncFailure) {
         condition.lock()
         defer { condition.unlock() }
         var now = clock()
         applyLimits(at: now)
         guard !stopped else { throw Self.stopping }
-        self[direction].take(Int64(bytes), now: now.monotonic)
         waiters += 1
         defer { waiters -= 1 }
         while true {
             let delay = self[direction].delay(now: now.monotonic)
-            if delay == .zero { return }
-            _ = condition.wait(until: ConditionDeadline.after(min(delay, .seconds(1))))
+            if delay == .zero { break }
+            guard !cancelled() else { throw Self.cancelled }
+            _ = condition.wait(until: ConditionDeadline.after(min(delay, Self.cancelCheckInterval)))
             guard !stopped else { throw Self.stopping }
             now = clock()
             applyLimits(at: now)
         }
+        self[direction].take(Int64(bytes), now: now.monotonic)
     }
 
+    private static let cancelled = SyncFailure.container(.busy("the transfer was cancelled"))
     private static let stopping = SyncFailure.container(.busy("the mount is stopping"))
 
     private subscript(direction: Direction) -> TokenBucket {
@@ -113,6 +137,22 @@ final class BandwidthLimiter: @unchecked Sendable {
         defer { condition.unlock() }
         configured.overrides = overrides
         applyLimits(at: clock())
+        condition.broadcast()
+    }
+
+    /// `limit`: changes the overrides with `change` and, if they changed, hands the result to
+    /// `record` (to keep it), all under the limiter's lock: concurrent calls each build on the
+    /// other's result and are recorded in the order they took effect. Waiting transfers see the
+    /// new limits at once.
+    func updateOverrides(_ change: (inout BandwidthOverrides) -> Void, record: (BandwidthOverrides) -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        var overrides = configured.overrides
+        change(&overrides)
+        guard overrides != configured.overrides else { return }
+        configured.overrides = overrides
+        applyLimits(at: clock())
+        record(overrides)
         condition.broadcast()
     }
 

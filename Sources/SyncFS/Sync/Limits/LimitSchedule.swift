@@ -100,8 +100,12 @@ package struct LimitSchedule: Sendable, Equatable {
         var window: (Int, Int)?
         var upload: BandwidthRate??
         var download: BandwidthRate??
+        var afterRate = false
         for field in fields {
             let lower = field.lowercased()
+            // A RATE as for --upload-limit may end in `/s` (`up=1M/s`): the `s` after a rate.
+            defer { afterRate = lower.hasPrefix("up=") || lower.hasPrefix("down=") }
+            if lower == "s" && afterRate { continue }
             if lower.hasPrefix("up=") || lower.hasPrefix("down=") {
                 let isUpload = lower.hasPrefix("up=")
                 guard (isUpload ? upload : download) == nil else {
