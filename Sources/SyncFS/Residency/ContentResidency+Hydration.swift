@@ -50,6 +50,9 @@ extension ContentResidency {
         let stops: (() -> Bool)? =
             caller > 0 ? { InterruptingSignals.stoppingSignalPending(forThread: caller) } : nil
         for _ in 0..<4 {
+            // Below a folder excluded meanwhile (its running download was stopped): nothing is
+            // downloaded out of sight.
+            if live.transact({ tree in tree.isExcluded(node) }) { return }
             guard let hydration = try hydrations.hydration(of: node) else { return }
             hydration.retain()
             defer { hydration.releaseRetain() }
