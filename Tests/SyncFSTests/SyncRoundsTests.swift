@@ -220,8 +220,10 @@ extension SyncEngineTests {
 
     @Test func anEditIsSyncedOnBothSidesWithWhatWasSentAndReceived() async throws {
         let pair = try SyncedPair()
-        try await eventually("both up to date") {
-            pair.engineA.status().upToDate == true && pair.engineB.status().upToDate == true
+        // Up to date, and the `synced` of the start published (not deferred by the interval):
+        // otherwise a watcher subscribing now sees that one first, with nothing sent or received.
+        try await eventually("both up to date, and told so") {
+            pair.engineA.rounds.publishedUpToDate && pair.engineB.rounds.publishedUpToDate
         }
         let onA = pair.a.fs.changeEvents.subscribe(.everything)
         let onB = pair.b.fs.changeEvents.subscribe(.everything)

@@ -148,6 +148,10 @@ final class SyncRounds: Sendable {
     /// The condition, now (`status`'s `upToDate`).
     var isUpToDateNow: Bool { isUpToDate() }
 
+    /// Whether the `synced` of the last transition to up to date was published (none is waiting
+    /// for `minimumInterval` to pass): what a watcher subscribing now will not see again.
+    var publishedUpToDate: Bool { state.withLock { $0.upToDateSeen && !$0.deferredCheck } }
+
     /// Looks at the condition (where a thread goes idle): publishes `synced` if the mount became
     /// up to date since the last one, or looks again once `minimumInterval` has passed since it.
     func check() {
