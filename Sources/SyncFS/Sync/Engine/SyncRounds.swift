@@ -164,6 +164,9 @@ final class SyncRounds: Sendable {
                 return nil
             }
             guard !state.upToDateSeen else { return nil }
+            // The feed is caught up but its scan not yet ended: `feedCaughtUp` ends it and
+            // looks again, so `synced` never comes before the `scan-end` it follows.
+            guard !(state.scan?.begun ?? false) else { return nil }
             if let last = state.lastSyncedAt, clock.now - last < minimumInterval {
                 if !state.deferredCheck {
                     state.deferredCheck = true
