@@ -96,8 +96,17 @@ extension SyncEngineTests {
         #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_WRONLY | O_APPEND, caller: testCaller) }
         #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDWR, caller: testCaller) }
         #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDONLY | O_TRUNC, caller: testCaller) }
-        // Its old content went with the change: a read would find an empty file.
-        #expect(throws: FSError.stale) { try pair.b.fs.open(old, flags: O_RDONLY, caller: testCaller) }
+        // A read-only open finds the old content gone (ESTALE), or, when the old node was still
+        // a placeholder being downloaded (its download goes with it for its handles), that
+        // content whole: never an empty or partial file.
+        do throws(FSError) {
+            let reader = try pair.b.fs.open(old, flags: O_RDONLY, caller: testCaller)
+            defer { pair.b.fs.fileIO.release(reader) }
+            try pair.b.fs.residency.ensureContent(reader, offset: 0, count: 4)
+            #expect(readBytes(reader.descriptor, count: 16, at: 0) == bytes("one\n"))
+        } catch {
+            #expect(error == .stale)
+        }
         // What the name leads to now opens, and a write there syncs.
         let fresh = try pair.b.fs.open(try pair.b.lookupIno("note.txt"), flags: O_RDWR, caller: testCaller)
         try pair.b.write(fresh, bytes("three\n"), at: 8)
