@@ -40,6 +40,21 @@ public protocol Container: Sendable {
     /// Commits one change atomically against its base version.
     func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome
 
+    /// Commits several changes in one step (`CommitBatch`): each is decided as `commit` decides
+    /// it, in order, against the container as the changes before it in the batch left it, and
+    /// answered with its own outcome (`outcomes[i]` answers `requests[i]`); a refused change
+    /// changes nothing and the ones after it are still decided. The committed changes become
+    /// visible together (the feed, `entry`, a waiter) or not at all: a storage failure, or any
+    /// request `CommitBatch.check` or `commit` would refuse as malformed (`invalidRequest`), throws
+    /// and stores nothing.
+    func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome]
+
+    /// Stores several chunks (each as `putChunk` would; idempotent). At most
+    /// `CommitBatch.maximumChunks` chunks and `CommitBatch.maximumChunkBytes` encoded bytes
+    /// (else `invalidRequest`, nothing stored). A failure may leave some of them stored, each
+    /// whole: chunks are immutable, so that is no partial state.
+    func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError)
+
     /// Up to `limit` changes after `cursor`.
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch
 

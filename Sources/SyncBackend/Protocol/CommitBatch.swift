@@ -1,0 +1,65 @@
+/// The limits and shape checks of a batch (`Container.commit(batch:)`, `putChunks`), the same
+/// for every backend and over HTTP.
+public enum CommitBatch {
+    /// Changes in one batch.
+    public static let maximumChanges = 1_000
+    /// Chunks in one `putChunks`.
+    public static let maximumChunks = 1_000
+    /// Encoded bytes of the chunks of one `putChunks` together.
+    public static let maximumChunkBytes = 32 << 20
+
+    /// A batch's own shape: at most `maximumChanges` changes, each file ID once (a second change
+    /// of one entry in a batch is a client bug: it would have to name the first one's version).
+    public static func check(_ requests: [CommitRequest]) throws(ContainerProtocolError) {
+        guard requests.count <= maximumChanges else {
+            throw .invalidRequest("a batch of \(requests.count) changes; at most \(maximumChanges)")
+        }
+        var seen = Set<FileID>()
+        for (index, request) in requests.enumerated() where !seen.insert(request.id).inserted {
+            throw .invalidRequest("change \(index) of the batch names entry \(request.id) a second time")
+        }
+    }
+
+    /// The shape of a `putChunks` call: its count and encoded bytes.
+    public static func check(_ chunks: [EncodedChunk]) throws(ContainerProtocolError) {
+        guard chunks.count <= maximumChunks else {
+            throw .invalidRequest("\(chunks.count) chunks in one call; at most \(maximumChunks)")
+        }
+        let bytes = chunks.reduce(0) { $0 + $1.payload.count }
+        guard bytes <= maximumChunkBytes else {
+            throw .invalidRequest("\(bytes) encoded bytes of chunks in one call; at most \(maximumChunkBytes)")
+        }
+    }
+}
+
+extension Container {
+    /// One commit after another: **not atomic** (a failure part-way leaves the changes before it
+    /// committed). For test doubles and wrappers with nothing to add; every real backend and
+    /// every forwarding wrapper implements the batch itself (the conformance suite checks it).
+    public func commitOneByOne(_ requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome]
+    {
+        try CommitBatch.check(requests)
+        var outcomes: [CommitOutcome] = []
+        outcomes.reserveCapacity(requests.count)
+        for request in requests { outcomes.append(try await commit(request)) }
+        return outcomes
+    }
+
+    /// One `putChunk` after another.
+    public func putChunksOneByOne(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try CommitBatch.check(chunks)
+        for chunk in chunks { try await putChunk(chunk) }
+    }
+}
+
+extension Container {
+    /// The default: `commitOneByOne` (see there). Backends and forwarding wrappers implement it.
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await commitOneByOne(requests)
+    }
+
+    /// The default: `putChunksOneByOne`.
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await putChunksOneByOne(chunks)
+    }
+}
