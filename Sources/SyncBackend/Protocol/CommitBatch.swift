@@ -36,8 +36,7 @@ extension Container {
     /// One commit after another: **not atomic** (a failure part-way leaves the changes before it
     /// committed). For test doubles and wrappers with nothing to add; every real backend and
     /// every forwarding wrapper implements the batch itself (the conformance suite checks it).
-    public func commitOneByOne(_ requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome]
-    {
+    public func commitOneByOne(_ requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
         try CommitBatch.check(requests)
         var outcomes: [CommitOutcome] = []
         outcomes.reserveCapacity(requests.count)
