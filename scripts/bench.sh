@@ -29,8 +29,11 @@ if [[ $REPORT_ONLY == 1 ]]; then
     TREE_FILES=$(setting tree_files)
     # shellcheck source=bench/uploads.sh
     source "$HELPERS/uploads.sh"
+    # shellcheck source=bench/back_to_back.sh
+    source "$HELPERS/back_to_back.sh"
     python3 "$HELPERS/report.py" "$RESULTS" "$LAST_RUN/meta.env" "${OUT:--}"
     report_uploads "$OUT"
+    report_back_to_back "$OUT"
     exit 0
 fi
 
@@ -115,6 +118,8 @@ trap 'log "terminated"; exit 143' TERM
 source "$HELPERS/workloads.sh"
 # shellcheck source=bench/uploads.sh
 source "$HELPERS/uploads.sh"
+# shellcheck source=bench/back_to_back.sh
+source "$HELPERS/back_to_back.sh"
 # shellcheck source=bench/walk.sh
 source "$HELPERS/walk.sh"
 
@@ -132,7 +137,7 @@ mkdir -p "$W/native"
 # rclone first, so it does not inherit the write end of the SyncFS lifeline FIFO.
 [[ -n ${WANT_T[rclone]:-} ]] && start_rclone
 [[ -n ${WANT_T[hp]:-} && ${#WANT_W[@]} -gt 0 ]] && { hp_build; hp_start; }
-[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only && $LIMITS_MODE != only ]] && start_syncfs
+[[ -n ${WANT_T[syncfs]:-} && $SYNC_MODE != only && $PH_MODE != only && $MERGE_MODE != only && $SERVER_MODE != only && $LIMITS_MODE != only && $SMALL_MODE != only ]] && start_syncfs
 [[ -n $SYNCFS_PID && ${#WANT_W[@]} -gt 0 ]] && upload_floor
 
 for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
@@ -143,6 +148,7 @@ for ((run = 1; run <= RUNS && ${#WANT_W[@]} > 0; run++)); do
     [[ -n ${WANT_W[untar]:-} ]] && wl_untar "$run"
     [[ -n ${WANT_W[clone]:-} ]] && wl_clone "$run"
     [[ -n ${WANT_W[walk]:-} ]] && wl_walk "$run"
+    [[ -n ${WANT_W[b2b]:-} ]] && wl_back_to_back "$run"
 done
 [[ $DO_RSS == 1 ]] && { log "---- daemon memory test ($RSS_FILES files)"; wl_rss; }
 if [[ -n $SYNCFS_PID ]] && target_ok syncfs; then
@@ -168,6 +174,7 @@ MD=${OUT:--}
 echo
 python3 "$HELPERS/report.py" "$RESULTS" "$META" "$MD"
 report_uploads "$OUT"
+report_back_to_back "$OUT"
 if [[ ${#WANT_W[@]} -gt 0 ]]; then
     mkdir -p "$LAST_RUN" && cp "$RESULTS" "$LAST_RUN/results.tsv" && cp "$META" "$LAST_RUN/meta.env" \
         && log "results saved in $LAST_RUN (scripts/bench.sh --report prints their tables again)"

@@ -40,6 +40,11 @@ Options:
                       random file uploaded at --upload-limit 2M and read on another mount at
                       --download-limit 2M; each must take 25 s ± 5 %)
   --no-limits         skip the bandwidth limit benchmark
+  --small-files-only  only the small-file benchmarks (scripts/bench/small_files.py: untar, create
+                      and git clone on a local container, through `serve` and, with the
+                      environment of scripts/services.sh, PostgreSQL + S3; each step's time and
+                      the time until uploaded after it; create while a backlog uploads)
+  --no-small-files    skip the small-file benchmarks
   --server-only       only the sync server benchmarks (scripts/bench/server.py: propagation through
                       `syncfs-mount serve` on loopback vs a local container, commits/s and chunk
                       upload MB/s with 8 concurrent clients, server RSS)
@@ -54,7 +59,9 @@ Options:
   --ph-files N        files in the placeholder benchmark's container (default 100000, 2000
                       with --quick)
   --targets LIST      comma-separated subset of native,syncfs,rclone,hp (default: all four)
-  --workloads LIST    comma-separated subset of seq,rand,files,untar,clone,walk (default: all)
+  --workloads LIST    comma-separated subset of seq,rand,files,untar,clone,walk,b2b (default:
+                      all); b2b is create then untar on each target in turn with no wait for
+                      uploads between steps or targets (scripts/bench/back_to_back.sh)
   --walk-files N      files in the tree walked by `walk` (find, ls -lR, du -s; cold and warm;
                       default 20000, 2000 with --quick)
   --quick             smoke test: 1 run, small sizes (explicit options still win)
@@ -95,8 +102,8 @@ EOF
 # ---------------------------------------------------------------- options
 O_RUNS= O_SIZE= O_RAND_SIZE= O_RAND_TIME= O_FILES= O_TREE_FILES= O_COMMITS= O_REPO_FILES=
 O_RSS_FILES= O_STEP_TIMEOUT= O_PH_FILES= O_WALK_FILES=
-SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default LIMITS_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS= KEEP_PAGE_REPORTING=0 REPORT_ONLY=0
-TARGETS=native,syncfs,rclone,hp WORKLOADS=seq,rand,files,untar,clone,walk
+SYNC_MODE=default PH_MODE=default MERGE_MODE=default SERVER_MODE=default LIMITS_MODE=default SMALL_MODE=default QUICK=0 RSS_MODE=default OUT= RAW= WORKDIR=/var/tmp KEEP_LOGS= KEEP_PAGE_REPORTING=0 REPORT_ONLY=0
+TARGETS=native,syncfs,rclone,hp WORKLOADS=seq,rand,files,untar,clone,walk,b2b
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "bench.sh: $1 needs an argument" >&2; exit 64; }; }
 while [[ $# -gt 0 ]]; do
@@ -110,18 +117,20 @@ while [[ $# -gt 0 ]]; do
         --commits) need_arg "$@"; O_COMMITS=$2; shift 2 ;;
         --repo-files) need_arg "$@"; O_REPO_FILES=$2; shift 2 ;;
         --rss-files) need_arg "$@"; O_RSS_FILES=$2; shift 2 ;;
-        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
+        --rss) RSS_MODE=only; SYNC_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; SMALL_MODE=skip; shift ;;
         --no-rss) RSS_MODE=skip; shift ;;
-        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
+        --sync-only) SYNC_MODE=only; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; SMALL_MODE=skip; shift ;;
         --no-sync) SYNC_MODE=skip; shift ;;
-        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
+        --placeholders-only) PH_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; SMALL_MODE=skip; shift ;;
         --no-placeholders) PH_MODE=skip; shift ;;
-        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
+        --merge-only) MERGE_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; SMALL_MODE=skip; shift ;;
         --no-merge) MERGE_MODE=skip; shift ;;
-        --limits-only) LIMITS_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; shift ;;
+        --limits-only) LIMITS_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; SMALL_MODE=skip; shift ;;
         --no-limits) LIMITS_MODE=skip; shift ;;
-        --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; LIMITS_MODE=skip; shift ;;
+        --server-only) SERVER_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; LIMITS_MODE=skip; SMALL_MODE=skip; shift ;;
         --no-server) SERVER_MODE=skip; shift ;;
+        --small-files-only) SMALL_MODE=only; SYNC_MODE=skip; RSS_MODE=skip; PH_MODE=skip; MERGE_MODE=skip; SERVER_MODE=skip; LIMITS_MODE=skip; shift ;;
+        --no-small-files) SMALL_MODE=skip; shift ;;
         --million) MILLION=1; shift ;;
         --walk-files) need_arg "$@"; O_WALK_FILES=$2; shift 2 ;;
         --ph-files) need_arg "$@"; O_PH_FILES=$2; shift 2 ;;
@@ -177,7 +186,7 @@ for t in "${_t[@]}"; do
 done
 IFS=, read -ra _w <<<"$WORKLOADS"
 for w in "${_w[@]}"; do
-    case $w in seq|rand|files|untar|clone|walk) WANT_W[$w]=1 ;; *) echo "bench.sh: unknown workload '$w'" >&2; exit 64 ;; esac
+    case $w in seq|rand|files|untar|clone|walk|b2b) WANT_W[$w]=1 ;; *) echo "bench.sh: unknown workload '$w'" >&2; exit 64 ;; esac
 done
 if [[ $RSS_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
@@ -186,7 +195,7 @@ if [[ $SYNC_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 PH_RCLONE=${WANT_T[rclone]:-}   # the placeholder part mounts its own rclone, if rclone is a target
-if [[ $PH_MODE == only || $MERGE_MODE == only || $SERVER_MODE == only || $LIMITS_MODE == only ]]; then
+if [[ $PH_MODE == only || $MERGE_MODE == only || $SERVER_MODE == only || $LIMITS_MODE == only || $SMALL_MODE == only ]]; then
     WANT_W=(); WANT_T=([syncfs]=1)
 fi
 DO_RSS=0

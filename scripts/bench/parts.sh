@@ -56,6 +56,16 @@ run_parts() {
         echo
         run_script_step "the bandwidth limit benchmark" 600 limits.py "$W" ${OUT:+--out "$OUT"}
     fi
+    # Small files: untar, create and git clone, then `sync`, on each container kind (their own
+    # mounts and servers; PostgreSQL + S3 when the services' environment is set).
+    if [[ $SMALL_MODE != skip && -n $SYNCFS_BIN ]]; then
+        log "---- small-file benchmarks"
+        small_args=(--runs "$RUNS")
+        [[ $QUICK == 1 ]] && small_args+=(--quick)
+        [[ -n $OUT ]] && small_args+=(--out "$OUT")
+        echo
+        run_script_step "the small-file benchmarks" 3600 small_files.py "$W" "${small_args[@]}"
+    fi
     # Sync server benchmarks: `syncfs-mount serve` on loopback, its own mounts and load clients.
     if [[ $SERVER_MODE != skip && -n $SYNCFS_BIN ]]; then
         log "---- sync server benchmarks"

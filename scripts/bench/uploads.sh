@@ -88,19 +88,31 @@ def step_seconds(t, w):
     return size / 1048576 / v if w == "seq_write" else v   # seq_write is recorded in MiB/s
 def cell(v):
     return "—" if v is None else f"{v:.2f} s"
+# SyncFS's goals: seconds until uploaded after the step, and step + upload no slower than rclone's.
+goals = {"create": 2.0, "untar": 3.0, "git_clone": 1.5}
 head = ["Write-heavy step"]
 for t in targets:
     head += [f"{names[t]}: step", f"{names[t]}: until uploaded", f"{names[t]}: step + upload",
              f"{names[t]}: uploaded / step"]
-out = ["", "| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+head.append("SyncFS goal")
+out = ["", "| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 2) + "|---|"]
 for w, label in steps:
     row = [label]
     if not any((t, f"{w}_upload") in vals for t in targets):
         continue
+    totals = {}
     for t in targets:
         s, u = step_seconds(t, w), med(t, f"{w}_upload")
         both = None if s is None or u is None else s + u
+        totals[t] = both
         row += [cell(s), cell(u), cell(both), "—" if both is None or s == 0 else f"{u / s:.2f}×"]
+    verdicts = []
+    upload = med("syncfs", f"{w}_upload")
+    if w in goals and upload is not None:
+        verdicts.append(f"uploaded ≤ {goals[w]:.1f} s: {'PASS' if upload <= goals[w] else 'FAIL'}")
+    if totals.get("syncfs") is not None and totals.get("rclone") is not None:
+        verdicts.append(f"≤ rclone: {'PASS' if totals['syncfs'] <= totals['rclone'] else 'FAIL'}")
+    row.append("; ".join(verdicts) or "—")
     out.append("| " + " | ".join(row) + " |")
 floor = med("syncfs", "sync_floor")
 out.append("")

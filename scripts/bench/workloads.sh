@@ -6,7 +6,7 @@
 # ---------------------------------------------------------------- fixtures
 make_fixtures() {
     local t0=$EPOCHREALTIME
-    if [[ -n ${WANT_W[untar]:-} ]]; then
+    if [[ -n ${WANT_W[untar]:-} || -n ${WANT_W[b2b]:-} ]]; then
         python3 "$HELPERS/fixtures.py" tree "$FX/tree" "$TREE_FILES" || die "tree fixture failed"
         tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf "$FX/tree.tar" -C "$FX/tree" . \
             || die "tar fixture failed"
