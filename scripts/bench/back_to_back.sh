@@ -35,15 +35,12 @@ wl_back_to_back() {
 # and SyncFS against hp (the FUSE ceiling); the goal is SyncFS ≥ hp on both rows. Printed, and
 # appended to MD_FILE when given. Nothing when the workload did not run.
 report_back_to_back() {
-    python3 - "$RESULTS" "$NFILES" "$TREE_FILES" "${1:-}" <<'PY'
+    python3 - "$RESULTS" "$NFILES" "$TREE_FILES" "${1:-}" "$HELPERS" <<'PY'
 import statistics, sys
 results, nfiles, tree_files, md = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-vals = {}
-for line in open(results):
-    parts = line.rstrip("\n").split("\t")
-    if len(parts) != 4 or parts[3] == "ERR":
-        continue
-    vals.setdefault((parts[1], parts[2]), []).append(float(parts[3]))
+sys.path.insert(0, sys.argv[5])
+from results import successful_values
+vals = successful_values(results)
 rows = [("create_b2b", f"Create {nfiles} × 4 KiB files, back to back"),
         ("untar_b2b", f"Untar {tree_files} files, back to back")]
 if not any(w == wl for _, w in vals for wl, _ in rows):

@@ -59,15 +59,12 @@ upload_floor() {
 # and rclone. Printed, and appended to
 # MD_FILE when given. Nothing when no such step ran on a syncing target.
 report_uploads() {
-    python3 - "$RESULTS" "$SIZE" "$NFILES" "$TREE_FILES" "${1:-}" <<'PY'
+    python3 - "$RESULTS" "$SIZE" "$NFILES" "$TREE_FILES" "${1:-}" "$HELPERS" <<'PY'
 import statistics, sys
 results, size, nfiles, tree_files, md = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-vals = {}
-for line in open(results):
-    parts = line.rstrip("\n").split("\t")
-    if len(parts) != 4 or parts[3] == "ERR":
-        continue
-    vals.setdefault((parts[1], parts[2]), []).append(float(parts[3]))
+sys.path.insert(0, sys.argv[6])
+from results import successful_values
+vals = successful_values(results)
 def med(t, w):
     v = vals.get((t, w))
     return statistics.median(v) if v else None
