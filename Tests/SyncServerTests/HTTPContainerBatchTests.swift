@@ -67,12 +67,20 @@ import Testing
         try await ServerFixture.run { fixture in
             let client = try await Self.client(fixture)
             let change = Sample.create(Sample.directory("twice"))
-            let twice = await Self.capture { _ = try await client.commit(batch: [change, change]) }
-            #expect(twice?.isInvalidRequest == true, "\(String(describing: twice))")
             let many = (0...CommitBatch.maximumChanges).map { Sample.create(Sample.directory("d\($0)")) }
-            #expect(await Self.capture { _ = try await client.commit(batch: many) }?.isInvalidRequest == true)
             let chunks = (0...CommitBatch.maximumChunks).map { Sample.chunk([UInt8(truncatingIfNeeded: $0)]) }
-            #expect(await Self.capture { try await client.putChunks(chunks) }?.isInvalidRequest == true)
+            let calls: [(String, @Sendable () async throws -> Void)] = [
+                ("an entry twice", { _ = try await client.commit(batch: [change, change]) }),
+                ("too many changes", { _ = try await client.commit(batch: many) }),
+                ("too many chunks", { try await client.putChunks(chunks) }),
+            ]
+            for (what, call) in calls {
+                let error = await #expect(throws: ContainerProtocolError.self, "\(what)") { try await call() }
+                guard case .invalidRequest? = error else {
+                    Issue.record("\(what): expected invalidRequest, got \(String(describing: error))")
+                    continue
+                }
+            }
             #expect(try await fixture.container().entry(change.id) == nil)
         }
     }
@@ -148,21 +156,5 @@ import Testing
             Self.expectSampleOutcomes(try await container.commit(batch: batch), batch)
             #expect(container.currentServer == live)
         }
-    }
-
-    static func capture(_ body: () async throws -> Void) async -> ContainerProtocolError? {
-        do {
-            try await body()
-            return nil
-        } catch {
-            return error as? ContainerProtocolError
-        }
-    }
-}
-
-extension ContainerProtocolError {
-    fileprivate var isInvalidRequest: Bool {
-        if case .invalidRequest = self { return true }
-        return false
     }
 }
