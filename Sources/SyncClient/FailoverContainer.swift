@@ -154,6 +154,16 @@ public final class FailoverContainer: Container {
         try await call { server throws(ContainerProtocolError) in try await server.commit(request) }
     }
 
+    /// As `commit`: a batch whose answer was lost may have been applied, and asking again is the
+    /// ordinary retry (each change's compare-and-swap answers it).
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await call { server throws(ContainerProtocolError) in try await server.commit(batch: requests) }
+    }
+
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await call { server throws(ContainerProtocolError) in try await server.putChunks(chunks) }
+    }
+
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         try await call { server throws(ContainerProtocolError) in try await server.changes(after: cursor, limit: limit)
         }

@@ -21,7 +21,8 @@ import Synchronization
 /// - **Deadlines** (every call has one; doc/SEMANTICS.md, "A server that does not answer"): 5 s
 ///   to connect; then until the answer's head 30 s per request, 10 s for a chunk read (readers of
 ///   placeholders wait on it: the server answers a chunk at once, its body streams after the
-///   head), 120 s for a chunk upload (the head comes after the whole body was sent and checked);
+///   head), 120 s for a chunk upload (the head comes after the whole body was sent and checked)
+///   and a batch of commits, 240 s for a batch of chunks;
 ///   a change wait asks the server for at most 30 s and gives it 10 s more. At most 45 s of
 ///   silence once the request was sent (`HTTPClientPool.readTimeout`; before the head too). Waits longer than 30 s are made of several requests.
 ///   A server that accepts connections but never answers (stopped, hung) fails each call at its
@@ -45,10 +46,16 @@ public final class HTTPContainer: Container {
     private let failures = Mutex(0)
     /// The message of the last call that failed in TLS (`TLSFailure`); nil after any answer.
     private let tlsFailure = Mutex<String?>(nil)
+    /// The optional endpoints the server serves (the batches), as last asked.
+    let features = ServerFeatures()
 
     static let requestDeadline: TimeAmount = .seconds(30)
     /// Until the head of a chunk upload's answer: the whole body is sent (up to 16 MiB) first.
     static let chunkDeadline: TimeAmount = .seconds(120)
+    /// Until the head of a batch of commits' answer (up to 32 MiB of JSON sent, then applied).
+    static let commitBatchDeadline: TimeAmount = .seconds(120)
+    /// Until the head of a batch of chunks' answer (up to 32 MiB sent, then checked and stored).
+    static let chunkBatchDeadline: TimeAmount = .seconds(240)
     /// Until the head of a chunk read's answer: readers of placeholders wait on it.
     static let chunkReadDeadline: TimeAmount = .seconds(10)
     static let waitGrace: TimeAmount = .seconds(10)

@@ -15,6 +15,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case getChunk
     case entry
     case commit
+    case commitBatch
+    case chunkBatch
     case changes
     case wait
     case history
@@ -31,7 +33,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
             return "GET"
-        case .missingChunks, .commit, .lock, .unlock, .renewLocks, .releaseLocks: return "POST"
+        case .missingChunks, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks, .releaseLocks:
+            return "POST"
         case .putChunk: return "PUT"
         }
     }
@@ -46,6 +49,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .putChunk, .getChunk: return container + "/chunks/HASH"
         case .entry: return container + "/entries/ID"
         case .commit: return container + "/commits"
+        case .commitBatch: return container + "/commits/batch"
+        case .chunkBatch: return container + "/chunks/batch"
         case .changes: return container + "/changes"
         case .wait: return container + "/changes/wait"
         case .history: return container + "/entries/ID/versions"
@@ -66,8 +71,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
         case .history: return [WireProtocol.Query.limit]
         case .trash: return [WireProtocol.Query.before, WireProtocol.Query.limit]
-        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .digest, .lock, .unlock,
-            .renewLocks, .releaseLocks, .entryLocks:
+        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .commitBatch, .chunkBatch,
+            .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks:
             return []
         }
     }
@@ -76,7 +81,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
     var largestBody: Int? {
         switch self {
         case .putChunk: return WireProtocol.maxChunkBodyBytes
-        case .missingChunks, .commit: return WireProtocol.maxJSONBodyBytes
+        case .chunkBatch: return WireProtocol.maxChunkBatchBodyBytes
+        case .missingChunks, .commit, .commitBatch: return WireProtocol.maxJSONBodyBytes
         case .lock, .unlock, .renewLocks, .releaseLocks: return WireProtocol.maxLockBodyBytes
         case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
             return nil
@@ -85,6 +91,12 @@ public enum Endpoint: String, CaseIterable, Sendable {
 
     /// Every endpoint but the health check needs a token.
     var needsToken: Bool { self != .health }
+
+    /// Chunk uploads take one of the upload slots (`BodyBudget`), a batch of chunks one too.
+    var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch }
+
+    /// The batch endpoints (`WireProtocol.Feature`): a server older than them has none.
+    var isBatch: Bool { self == .commitBatch || self == .chunkBatch }
 }
 
 /// Where a request path leads: one endpoint with the placeholders it filled, a known path with
@@ -95,17 +107,18 @@ enum RouteResolution: Equatable {
     case methodNotAllowed([String])
     case notFound
 
-    static func resolve(method: String, path: String) -> RouteResolution {
+    /// `endpoints`: those served (all but in tests that play an older server).
+    static func resolve(method: String, path: String, endpoints: [Endpoint] = Endpoint.allCases) -> RouteResolution {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         var allowed: [String] = []
         var best: (endpoint: Endpoint, captures: [String: String], literals: Int)?
-        for endpoint in Endpoint.allCases {
+        for endpoint in endpoints {
             guard let (captures, literals) = match(segments, endpoint.pathTemplate) else { continue }
             if endpoint.method != method {
                 if !allowed.contains(endpoint.method) { allowed.append(endpoint.method) }
                 continue
             }
-            // `chunks/missing` matches both `missing` and `HASH`: the literal wins.
+            // `chunks/missing` (and `chunks/batch`) matches both its literal and `HASH`: the literal wins.
             if best == nil || literals > best!.literals { best = (endpoint, captures, literals) }
         }
         if let best { return .endpoint(best.endpoint, best.captures) }

@@ -17,24 +17,42 @@ enum RequestReading {
         of request: Request, limit: Int, reserve: Int = 1 << 20, as _: Bytes.Type = Bytes.self
     ) async throws(WireFailure) -> Bytes {
         var bytes = Bytes()
-        if let declared = try singleHeader(.contentLength, of: request) {
-            guard let length = Int(declared), length >= 0, declared.utf8.allSatisfy(isDigit) else {
-                throw WireFailure(.invalidRequest, "Content-Length '\(declared)' is not a byte count")
-            }
-            guard length <= limit else { throw tooLarge(limit) }
-            bytes.reserveCapacity(min(length, reserve))
+        if let length = try declaredLength(of: request, limit: limit) { bytes.reserveCapacity(min(length, reserve)) }
+        try await parts(of: request, limit: limit) { part throws(WireFailure) in
+            bytes.append(contentsOf: part.readableBytesView)
         }
+        return bytes
+    }
+
+    /// The body's `Content-Length`, if it has one: `400` if it is not a byte count, `413` if it
+    /// is over `limit`.
+    static func declaredLength(of request: Request, limit: Int) throws(WireFailure) -> Int? {
+        guard let declared = try singleHeader(.contentLength, of: request) else { return nil }
+        guard let length = Int(declared), length >= 0, declared.utf8.allSatisfy(isDigit) else {
+            throw WireFailure(.invalidRequest, "Content-Length '\(declared)' is not a byte count")
+        }
+        guard length <= limit else { throw tooLarge(limit) }
+        return length
+    }
+
+    /// Hands the body to `consume` part by part as it arrives, at most `limit` bytes in all (the
+    /// checks of `body`; `consume` may refuse it at any part).
+    static func parts(
+        of request: Request, limit: Int, _ consume: (ByteBuffer) throws(WireFailure) -> Void
+    ) async throws(WireFailure) {
+        _ = try declaredLength(of: request, limit: limit)
+        var received = 0
         do {
             for try await part in request.body {
-                guard part.readableBytes <= limit - bytes.count else { throw tooLarge(limit) }
-                bytes.append(contentsOf: part.readableBytesView)
+                guard part.readableBytes <= limit - received else { throw tooLarge(limit) }
+                received += part.readableBytes
+                try consume(part)
             }
         } catch let failure as WireFailure {
             throw failure
         } catch {
             throw WireFailure(.invalidRequest, "cannot read the request body: \(error)")
         }
-        return bytes
     }
 
     /// Bodies from this size on are decoded off the cooperative pool.

@@ -59,24 +59,30 @@ final class QuotaBook: Sendable {
     /// Refuses `chunk` with `quotaExceeded` if storing it would take container `name` over its
     /// quota and the container does not hold it already.
     func admit(_ chunk: EncodedChunk, name: String, container: any Container) async throws(WireFailure) {
-        guard let limit = settings.limit(for: name) else { return }
-        let adding = Int64(chunk.payload.count)
+        try await admit([chunk], name: name, container: container)
+    }
+
+    /// Refuses a batch of chunks as a whole with `quotaExceeded` if storing those the container
+    /// does not hold yet would take container `name` over its quota.
+    func admit(_ chunks: [EncodedChunk], name: String, container: any Container) async throws(WireFailure) {
+        guard let limit = settings.limit(for: name), !chunks.isEmpty else { return }
         let used: Int64
         switch await usage(name, container) {
         case .unaccounted:
             return
         case .known(let bytes):
             used = bytes
-            guard used + adding > limit else { return }
+            guard used + Self.bytes(of: chunks) > limit else { return }
+            let adding = await notHeld(chunks, container)
+            guard !adding.isEmpty, used + Self.bytes(of: adding) > limit else { return }
         case .unknown(let reason):
-            if await holds(chunk, container) { return }
+            if await notHeld(chunks, container).isEmpty { return }
             throw WireFailure(
                 .unavailable,
                 "the container '\(name)' has a quota and its stored bytes cannot be measured now (\(reason)); "
                     + "try again later",
                 headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
         }
-        if await holds(chunk, container) { return }
         throw WireFailure(
             .quotaExceeded,
             "the container '\(name)' is over its quota: it stores \(Self.mebibytes(used)) of \(Self.mebibytes(limit)) "
@@ -135,9 +141,16 @@ final class QuotaBook: Sendable {
         }
     }
 
-    /// Whether `container` holds `chunk` already (storing it again adds nothing); false if unknown.
-    private func holds(_ chunk: EncodedChunk, _ container: any Container) async -> Bool {
-        (try? await container.missingChunks([chunk.hash]))?.isEmpty == true
+    /// The chunks `container` does not hold yet, each once (storing a held one again adds
+    /// nothing); all of them if that cannot be asked.
+    private func notHeld(_ chunks: [EncodedChunk], _ container: any Container) async -> [EncodedChunk] {
+        let missing = (try? await container.missingChunks(chunks.map(\.hash))).map(Set.init)
+        var seen = Set<ChunkHash>()
+        return chunks.filter { (missing?.contains($0.hash) ?? true) && seen.insert($0.hash).inserted }
+    }
+
+    private static func bytes(of chunks: [EncodedChunk]) -> Int64 {
+        chunks.reduce(0) { $0 + Int64($1.payload.count) }
     }
 
     private func warnOnce(_ name: String, _ message: String) {

@@ -5,7 +5,11 @@ import SyncBackend
 /// `GET .../NAME`, `GET .../entries/ID`, `POST .../commits`.
 extension SyncResponder {
     func containerInfo(_ call: Call) -> Response {
-        JSONResponse.make(ContainerInfo(id: call.container.containerID, name: call.name), status: 200)
+        JSONResponse.make(
+            ContainerInfo(
+                id: call.container.containerID, name: call.name,
+                features: servesBatches ? WireProtocol.Feature.all : nil),
+            status: 200)
     }
 
     func entry(_ call: Call) async throws(WireFailure) -> Response {
@@ -62,7 +66,7 @@ extension SyncResponder {
     }
 
     /// An upper bound of the outcome's JSON size (it may carry an entry with its manifest).
-    private static func estimatedBytes(of outcome: CommitOutcome) -> Int {
+    static func estimatedBytes(of outcome: CommitOutcome) -> Int {
         switch outcome {
         case .committed(let entry), .nameTaken(by: let entry): return 64 + ChangePage.estimatedBytes(of: entry)
         case .versionConflict(let current): return 64 + (current.map(ChangePage.estimatedBytes) ?? 0)

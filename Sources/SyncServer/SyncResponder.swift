@@ -15,7 +15,7 @@ import SyncBackend
 /// 5. a `SyncFS-Container-ID` header, if present, must be the container's ID (`412
 ///    containerMismatch`: the client synced with another container under this name);
 /// 6. room for the request's body in the token's, container's and server's budgets (`429`,
-///    `503`; `BodyBudget`);
+///    `503`; `BodyBudget`; a chunk upload or a batch of chunks also takes an upload slot);
 /// 7. the endpoint's own parameters, headers and body (`400`, `413`, `422`; `503` when decoding a
 ///    JSON body would pass the server's memory budget).
 ///
@@ -38,6 +38,9 @@ struct SyncResponder: HTTPResponder {
     let outages: StorageOutageLog
     /// The bandwidth limits on chunk bytes; nil when none is set.
     var bandwidth: ServerBandwidth? = nil
+    /// Whether the batch endpoints are served and listed in `ContainerInfo.features`; false only
+    /// for tests that play a server older than them (their paths then answer as on that server).
+    var servesBatches = true
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
@@ -78,7 +81,9 @@ struct SyncResponder: HTTPResponder {
 
     private func answer(_ request: Request, authenticated: inout Bool) async throws(WireFailure) -> Response {
         let path = request.uri.path
-        let resolution = RouteResolution.resolve(method: request.method.rawValue, path: path)
+        let resolution = RouteResolution.resolve(
+            method: request.method.rawValue, path: path,
+            endpoints: servesBatches ? Endpoint.allCases : Endpoint.allCases.filter { !$0.isBatch })
         if case .endpoint(.health, _) = resolution {
             _ = try RequestReading.query(of: request, allowed: [])
             return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
@@ -122,7 +127,7 @@ struct SyncResponder: HTTPResponder {
             let call = Call(request: request, name: name, captures: captures, query: query, container: container)
             guard let largest = endpoint.largestBody, let holder else { return try await handle(endpoint, call) }
             let grant = try reserveBody(
-                of: request, largest: largest, container: name, token: holder.token, upload: endpoint == .putChunk)
+                of: request, largest: largest, container: name, token: holder.token, upload: endpoint.isChunkUpload)
             defer { bodies.release(grant) }
             return try await handle(endpoint, call)
         }
@@ -185,6 +190,8 @@ struct SyncResponder: HTTPResponder {
         case .getChunk: return try await getChunk(call)
         case .entry: return try await entry(call)
         case .commit: return try await commit(call)
+        case .commitBatch: return try await commitBatch(call)
+        case .chunkBatch: return try await chunkBatch(call)
         case .changes: return try await changes(call)
         case .wait: return try await wait(call)
         case .history: return try await history(call)

@@ -57,6 +57,9 @@ public struct SyncServer: Sendable {
         public var bandwidth = ServerBandwidthLimits()
         /// The monotonic clock the bandwidth limits count time on (a test's own, or the real one).
         package var bandwidthClock: @Sendable () -> Duration = ServerBandwidth.realClock
+        /// Whether the batch endpoints are served (`WireProtocol.Feature`); false only for tests
+        /// that play a server older than them.
+        package var servesBatches = true
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -161,7 +164,8 @@ public struct SyncServer: Sendable {
                 ? nil : QuotaBook(settings: configuration.quotas, logger: configuration.logger),
             outages: StorageOutageLog(logger: configuration.logger),
             bandwidth: configuration.bandwidth.isEmpty
-                ? nil : ServerBandwidth(configuration.bandwidth, clock: configuration.bandwidthClock))
+                ? nil : ServerBandwidth(configuration.bandwidth, clock: configuration.bandwidthClock),
+            servesBatches: configuration.servesBatches)
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

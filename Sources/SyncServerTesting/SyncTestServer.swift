@@ -56,13 +56,14 @@ public final class SyncTestServer: Sendable {
     /// backend's business, not this server's. `logger`: where the server logs (its level is then
     /// the logger's, not `logLevel`), e.g. a handler a test reads back. `bandwidth`: the limits on
     /// chunk bytes (`serve --upload-limit` …), none by default; `bandwidthClock`: the monotonic
-    /// clock they count on (nil: the real one).
+    /// clock they count on (nil: the real one). `servesBatches`: false plays a server older than
+    /// the batch endpoints (they answer `404`/`405`, `ContainerInfo` lists no features).
     public static func start(
         root: String, tls: TLSFiles? = nil, logLevel: Logger.Level = .warning,
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
         containers: (any ContainerSource)? = nil, tokenAuthority: (any TokenAuthority)? = nil, logger: Logger? = nil,
         quotas: QuotaSettings = QuotaSettings(), bandwidth: ServerBandwidthLimits = ServerBandwidthLimits(),
-        bandwidthClock: (@Sendable () -> Duration)? = nil
+        bandwidthClock: (@Sendable () -> Duration)? = nil, servesBatches: Bool = true
     ) async throws(SyncServerError) -> SyncTestServer {
         let logger =
             logger
@@ -79,6 +80,7 @@ public final class SyncTestServer: Sendable {
         configuration.quotas = quotas
         configuration.bandwidth = bandwidth
         if let bandwidthClock { configuration.bandwidthClock = bandwidthClock }
+        configuration.servesBatches = servesBatches
         let server = try SyncServer(configuration)
         // Without another token authority, the tokens are the root's.
         let tokens = server.tokenStore

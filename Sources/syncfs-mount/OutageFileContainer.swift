@@ -88,6 +88,16 @@ final class OutageFileContainer: Container, ContainerHistory {
         return try await base.commit(request)
     }
 
+    func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try admit()
+        return try await base.commit(batch: requests)
+    }
+
+    func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try admit()
+        try await base.putChunks(chunks)
+    }
+
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         try admit()
         return try await base.changes(after: cursor, limit: limit)

@@ -39,7 +39,9 @@ import Testing
             let info = try await fixture.send(.GET, fixture.path())
             #expect(
                 try info.decode(ContainerInfo.self)
-                    == ContainerInfo(id: try await fixture.container().containerID, name: "box"))
+                    == ContainerInfo(
+                        id: try await fixture.container().containerID, name: "box",
+                        features: WireProtocol.Feature.all))
         }
     }
 

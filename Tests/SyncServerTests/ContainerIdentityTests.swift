@@ -26,7 +26,9 @@ import Testing
             let info = try await fixture.send(.GET, fixture.path())
             #expect(info.status == 200)
             #expect(
-                try info.decode(ContainerInfo.self) == ContainerInfo(id: replacement.containerID, name: fixture.name))
+                try info.decode(ContainerInfo.self)
+                    == ContainerInfo(
+                        id: replacement.containerID, name: fixture.name, features: WireProtocol.Feature.all))
             let second = Sample.create(Sample.directory("after"))
             #expect(try await fixture.commit(second).status == 200)
             // The commit is in the container now at ROOT/NAME, not in the one moved aside.

@@ -81,6 +81,12 @@ import Testing
                 let target = query.isEmpty ? path : path + "?" + query
                 let reply: Reply
                 switch (row.method, row.path.hasSuffix("/commits"), row.path.hasSuffix("/missing")) {
+                case ("POST", _, _) where row.path.hasSuffix("/commits/batch"):
+                    let batch = CommitBatchRequest(changes: [Sample.create(Sample.directory("doc batch"))])
+                    reply = try await fixture.send(.POST, target, json: batch)
+                case ("POST", _, _) where row.path.hasSuffix("/chunks/batch"):
+                    let batch = try ChunkBatchFormat.encode([Sample.chunk(Array("a batch's chunk".utf8))])
+                    reply = try await fixture.send(.POST, target, body: batch)
                 case ("POST", _, _) where Self.lockBody(for: row.path) != nil:
                     reply = try await fixture.send(.POST, target, json: Self.lockBody(for: row.path)!)
                 case ("PUT", _, _): reply = try await fixture.put(chunk)
@@ -170,6 +176,7 @@ import Testing
             "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
             "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus", "HistoryResponse",
             "TreeDigest", "LockRequest", "LockResponse", "LockRelease", "LockRenewal", "LockSessionRelease", "LockList",
+            "CommitBatchRequest", "CommitBatchResponse",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
@@ -206,6 +213,8 @@ import Testing
         case "LockRenewal": return try decoder.decode(LockRenewal.self, from: data)
         case "LockSessionRelease": return try decoder.decode(LockSessionRelease.self, from: data)
         case "LockList": return try decoder.decode(LockList.self, from: data)
+        case "CommitBatchRequest": return try decoder.decode(CommitBatchRequest.self, from: data)
+        case "CommitBatchResponse": return try decoder.decode(CommitBatchResponse.self, from: data)
         default: throw TestFailure("no decoder for the example type '\(type)'")
         }
     }

@@ -62,12 +62,13 @@ final class FixtureBackend: Sendable {
     /// Starts a server on this backend.
     func startServer(
         tls: TLSFiles? = nil, maxConcurrentChunkUploads: Int, limits: ServerLimits?,
-        quotas: QuotaSettings = QuotaSettings()
+        quotas: QuotaSettings = QuotaSettings(), servesBatches: Bool = true
     ) async throws -> SyncTestServer {
         try await SyncTestServer.start(
             root: root.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits,
             containers: database.map { PostgresContainerSource(store: $0.store) },
-            tokenAuthority: database.map { PostgresTokenAuthority(store: $0.store) }, quotas: quotas)
+            tokenAuthority: database.map { PostgresTokenAuthority(store: $0.store) }, quotas: quotas,
+            servesBatches: servesBatches)
     }
 
     /// Makes the container `name` (if missing) and a token for it, as `token create` does.

@@ -43,13 +43,15 @@ struct ServerFixture: Sendable {
         backend kind: ServerBackend = .embedded, container name: String = "box", tls: TLSFiles? = nil,
         client configuration: HTTPClient.Configuration = .init(),
         maxConcurrentChunkUploads: Int = SyncServer.defaultChunkUploads, limits: ServerLimits? = nil,
-        quotas: QuotaSettings = QuotaSettings(), _ body: (ServerFixture) async throws -> Void
+        quotas: QuotaSettings = QuotaSettings(), servesBatches: Bool = true,
+        _ body: (ServerFixture) async throws -> Void
     ) async throws {
         let backend = try await FixtureBackend.make(kind)
         let server: SyncTestServer
         do {
             server = try await backend.startServer(
-                tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits, quotas: quotas)
+                tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits, quotas: quotas,
+                servesBatches: servesBatches)
         } catch {
             await backend.close()
             throw error

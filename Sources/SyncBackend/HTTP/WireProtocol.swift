@@ -194,9 +194,13 @@ public struct ContainerInfo: Codable, Equatable, Sendable {
     /// The container's stable ID (`Container.containerID`).
     public var id: String
     public var name: String
-    public init(id: String, name: String) {
+    /// The optional parts of the protocol the server serves (`WireProtocol.Feature`); nil (the
+    /// key absent) from a server older than them. Unknown names are ignored.
+    public var features: [String]?
+    public init(id: String, name: String, features: [String]? = nil) {
         self.id = id
         self.name = name
+        self.features = features
     }
 }
 

@@ -1,0 +1,108 @@
+import Hummingbird
+import NIOCore
+import SyncBackend
+
+/// `POST .../commits/batch` and `POST .../chunks/batch` (doc/PROTOCOL.md "Batches"): the
+/// container's `commit(batch:)` and `putChunks`, every change and chunk checked as its single
+/// endpoint checks it, the whole batch before anything is stored.
+extension SyncResponder {
+    /// `200` with one outcome per change, refusals included. Over `CommitBatch.maximumChanges`
+    /// changes: `413`; a change that breaks the limits of `POST .../commits` (`CommitLimits`) or
+    /// the rules every container checks first (`RequestValidation`), both checked here for every
+    /// change before the container sees any, or an entry named twice, or a change the container
+    /// finds malformed (a delete of an entry that is not live): `400`, nothing committed. The body is read
+    /// and decoded as a single commit's is (body and decoding budgets).
+    func commitBatch(_ call: Call) async throws(WireFailure) -> Response {
+        try await decodingJSON(CommitBatchRequest.self, of: call) { batch throws(WireFailure) in
+            try await commitBatch(batch.changes, call)
+        }
+    }
+
+    private func commitBatch(_ requests: [CommitRequest], _ call: Call) async throws(WireFailure) -> Response {
+        guard requests.count <= CommitBatch.maximumChanges else {
+            throw WireFailure(
+                .tooLarge, "a batch of \(requests.count) changes; at most \(CommitBatch.maximumChanges)")
+        }
+        for (index, request) in requests.enumerated() {
+            do {
+                try Self.checkAlone(request)
+            } catch {
+                throw WireFailure(error.code, "change \(index) of the batch (entry \(request.id)): \(error.message)")
+            }
+        }
+        let outcomes = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try CommitBatch.check(requests)
+            return try await call.container.commit(batch: requests)
+        }
+        guard outcomes.count == requests.count else {
+            throw WireFailure(
+                .storageFailure, "the container answered \(outcomes.count) outcomes to \(requests.count) changes")
+        }
+        let estimate = outcomes.reduce(64) { $0 + Self.estimatedBytes(of: $1) }
+        return await JSONResponse.make(CommitBatchResponse(outcomes: outcomes), status: 200, estimatedBytes: estimate)
+    }
+
+    /// The checks of one change that need no container: `CommitLimits`, `RequestValidation`.
+    private static func checkAlone(_ request: CommitRequest) throws(WireFailure) {
+        try CommitLimits.check(request)
+        do throws(ContainerProtocolError) {
+            try RequestValidation.check(request)
+        } catch {
+            throw WireFailure(error)
+        }
+    }
+
+    /// `204` once every chunk is stored. The body (`ChunkBatchFormat`) is parsed as it arrives:
+    /// over a limit (`CommitBatch`, a chunk's plain or payload length) `413`, a frame that breaks
+    /// the format or a body that ends inside one `400`. Then every chunk is checked as `PUT
+    /// .../chunks/HASH` checks it (`422 chunkMismatch` naming the first that fails), and the
+    /// batch is held to the container's quota as a whole (`507`); only then is anything stored.
+    /// It holds one upload slot (taken by `SyncResponder` before the body is read) and is charged
+    /// to the bandwidth limits as one upload of its declared length.
+    func chunkBatch(_ call: Call) async throws(WireFailure) -> Response {
+        let limit = WireProtocol.maxChunkBatchBodyBytes
+        let declared = try RequestReading.declaredLength(of: call.request, limit: limit)
+        if let bandwidth {
+            try bandwidth.admitUpload(declaredLength: declared, largest: limit, container: call.name)
+        }
+        var parser = ChunkBatchParser(declaredLength: declared)
+        try await RequestReading.parts(of: call.request, limit: limit) { part throws(WireFailure) in
+            var refusal: ChunkBatchFormat.Failure?
+            part.withUnsafeReadableBytes { bytes in
+                do throws(ChunkBatchFormat.Failure) {
+                    try parser.feed(bytes)
+                } catch {
+                    refusal = error
+                }
+            }
+            if let refusal { throw Self.failure(refusal) }
+        }
+        let chunks: [EncodedChunk]
+        do {
+            chunks = try parser.finish()
+        } catch {
+            throw Self.failure(error)
+        }
+        for (index, chunk) in chunks.enumerated() {
+            do {
+                try await ChunkUpload.verify(chunk)
+            } catch {
+                throw WireFailure(error.code, "chunk \(index) of the batch: \(error.message); nothing was stored")
+            }
+        }
+        guard !chunks.isEmpty else { return JSONResponse.empty(status: 204) }
+        try await quotas?.admit(chunks, name: call.name, container: call.container)
+        try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await call.container.putChunks(chunks)
+        }
+        for chunk in chunks { quotas?.stored(chunk, name: call.name) }
+        return JSONResponse.empty(status: 204)
+    }
+
+    private static func failure(_ error: ChunkBatchFormat.Failure) -> WireFailure {
+        switch error {
+        case .tooLarge(let why): return WireFailure(.tooLarge, why + "; nothing was stored")
+        case .malformed(let why): return WireFailure(.invalidRequest, why + "; nothing was stored")
+        }
+    }
+}
