@@ -109,14 +109,17 @@ import Testing
             let goodFrame = try ChunkBatchFormat.encode([good])
             let hash = good.hash
             let over = UInt32(WireProtocol.maxChunkPlainLength + 1)
-            let manyEmpty = try ChunkBatchFormat.encode([Sample.chunk([])])
+            // Distinct chunks: a hash repeated in a batch is refused (400) before the count is.
+            let many = try (0...CommitBatch.maximumChunks).flatMap { index in
+                try ChunkBatchFormat.encode([Sample.chunk([UInt8(index & 0xff), UInt8(index >> 8)])])
+            }
             let bodies: [(String, [UInt8])] = [
                 ("plain length", goodFrame + Self.frame(hash: hash, plainLength: over, payload: [])),
                 (
                     "payload length",
                     goodFrame + Self.frame(hash: hash, plainLength: 1, payloadLength: over, payload: [])
                 ),
-                ("count", Array((0...CommitBatch.maximumChunks).map { _ in manyEmpty }.joined())),
+                ("count", many),
                 ("body", [UInt8](repeating: 0, count: WireProtocol.maxChunkBatchBodyBytes + 1)),
             ]
             for (what, body) in bodies {
@@ -127,21 +130,39 @@ import Testing
         }
     }
 
-    /// Payloads of 32 MiB and one byte together pass the batch's limit though each is within a
+    /// Payloads of 16 MiB and one byte together pass the batch's limit though each is within a
     /// chunk's and the body within the endpoint's: `413` at the frame that passes it.
     @Test func payloadsOverTheBatchLimitTogetherAre413() async throws {
         try await ServerFixture.run(backend: .embedded) { fixture in
-            let half = WireProtocol.maxChunkPlainLength
-            let filler = [UInt8](repeating: 0, count: half)
-            let hash = Sample.chunk([1]).hash
+            let full = WireProtocol.maxChunkPlainLength
             let body =
-                Self.frame(hash: hash, plainLength: UInt32(half), payload: filler)
-                + Self.frame(hash: hash, plainLength: UInt32(half), payload: filler)
-                + Self.frame(hash: hash, plainLength: 1, payload: [1])
+                Self.frame(hash: Sample.chunk([1]).hash, plainLength: UInt32(full), payload: [UInt8](repeating: 0, count: full))
+                + Self.frame(hash: Sample.chunk([2]).hash, plainLength: 1, payload: [2])
             #expect(body.count <= WireProtocol.maxChunkBatchBodyBytes)
             let reply = try await fixture.send(.POST, fixture.path(Self.path), body: body)
             #expect(reply.status == 413 && reply.code == .tooLarge, "\(reply.status) \(reply.text)")
-            #expect(reply.wireError?.message.contains("chunk 2") == true, "\(reply.text)")
+            #expect(reply.wireError?.message.contains("chunk 1") == true, "\(reply.text)")
+        }
+    }
+
+    /// Small payloads that declare 16 MiB of plain bytes each (zlib of zeros): more than 64 MiB
+    /// declared together would cost that much inflating and hashing: `413` at the frame that
+    /// passes it, before any is checked. The same hash twice in a batch is `400`.
+    @Test func declaredPlainBytesAndRepeatedHashesAreBounded() async throws {
+        try await ServerFixture.run(backend: .embedded) { fixture in
+            let full = UInt32(WireProtocol.maxChunkPlainLength)
+            let body = (0..<5).flatMap { index in
+                Self.frame(hash: Sample.chunk([UInt8(index)]).hash, encoding: 1, plainLength: full, payload: [0x78, 0x9c])
+            }
+            let reply = try await fixture.send(.POST, fixture.path(Self.path), body: body)
+            #expect(reply.status == 413 && reply.code == .tooLarge, "\(reply.status) \(reply.text)")
+            #expect(reply.wireError?.message.contains("chunk 4") == true, "\(reply.text)")
+            let twice = Sample.chunk([9])
+            let repeated =
+                Self.frame(hash: twice.hash, plainLength: 1, payload: [9]) + Self.frame(hash: twice.hash, plainLength: 1, payload: [9])
+            let second = try await fixture.send(.POST, fixture.path(Self.path), body: repeated)
+            #expect(second.status == 400 && second.code == .invalidRequest, "\(second.status) \(second.text)")
+            #expect(try await Self.missing([twice], fixture) == [twice.hash], "nothing of the batch stored")
         }
     }
 

@@ -71,6 +71,8 @@ public struct ChunkBatchParser: Sendable {
     private var pending: EncodedChunk?
     private var payloadLength = 0
     private var payloadBytes = 0
+    private var plainBytes = 0
+    private var hashes = Set<ChunkHash>()
     private var consumed = 0
     private let declaredLength: Int?
 
@@ -145,7 +147,16 @@ public struct ChunkBatchParser: Sendable {
             throw .tooLarge(
                 "the payloads of the batch pass \(CommitBatch.maximumChunkBytes) bytes together at chunk \(index)")
         }
+        guard plainBytes + plainLength <= CommitBatch.maximumPlainBytes else {
+            throw .tooLarge(
+                "the chunks of the batch declare more than \(CommitBatch.maximumPlainBytes) plain bytes together "
+                    + "at chunk \(index)")
+        }
+        guard hashes.insert(hash).inserted else {
+            throw .malformed("chunk \(index) is \(hash) a second time in the batch")
+        }
         payloadBytes += length
+        plainBytes += plainLength
         payloadLength = length
         var payload: [UInt8] = []
         payload.reserveCapacity(min(length, declaredLength.map { max(0, $0 - consumed) } ?? (1 << 20)))

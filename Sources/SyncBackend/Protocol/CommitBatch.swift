@@ -5,8 +5,12 @@ public enum CommitBatch {
     public static let maximumChanges = 1_000
     /// Chunks in one `putChunks`.
     public static let maximumChunks = 1_000
-    /// Encoded bytes of the chunks of one `putChunks` together.
-    public static let maximumChunkBytes = 32 << 20
+    /// Encoded bytes of the chunks of one `putChunks` together: what one chunk's body may hold,
+    /// so a batch costs a server no more memory or bandwidth debt than one large chunk.
+    public static let maximumChunkBytes = 16 << 20
+    /// Plain bytes the chunks of one `putChunks` declare together: bounds the inflating and
+    /// hashing one call costs (a small zlib payload may declare 16 MiB).
+    public static let maximumPlainBytes = 64 << 20
 
     /// A batch's own shape: at most `maximumChanges` changes, each file ID once (a second change
     /// of one entry in a batch is a client bug: it would have to name the first one's version).
@@ -28,6 +32,14 @@ public enum CommitBatch {
         let bytes = chunks.reduce(0) { $0 + $1.payload.count }
         guard bytes <= maximumChunkBytes else {
             throw .invalidRequest("\(bytes) encoded bytes of chunks in one call; at most \(maximumChunkBytes)")
+        }
+        let plain = chunks.reduce(0) { $0 + $1.plainLength }
+        guard plain <= maximumPlainBytes else {
+            throw .invalidRequest("\(plain) plain bytes of chunks in one call; at most \(maximumPlainBytes)")
+        }
+        var seen = Set<ChunkHash>()
+        for (index, chunk) in chunks.enumerated() where !seen.insert(chunk.hash).inserted {
+            throw .invalidRequest("chunk \(index) of the call is \(chunk.hash) a second time")
         }
     }
 }
