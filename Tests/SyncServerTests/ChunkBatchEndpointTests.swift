@@ -136,7 +136,9 @@ import Testing
         try await ServerFixture.run(backend: .embedded) { fixture in
             let full = WireProtocol.maxChunkPlainLength
             let body =
-                Self.frame(hash: Sample.chunk([1]).hash, plainLength: UInt32(full), payload: [UInt8](repeating: 0, count: full))
+                Self.frame(
+                    hash: Sample.chunk([1]).hash, plainLength: UInt32(full), payload: [UInt8](repeating: 0, count: full)
+                )
                 + Self.frame(hash: Sample.chunk([2]).hash, plainLength: 1, payload: [2])
             #expect(body.count <= WireProtocol.maxChunkBatchBodyBytes)
             let reply = try await fixture.send(.POST, fixture.path(Self.path), body: body)
@@ -152,14 +154,16 @@ import Testing
         try await ServerFixture.run(backend: .embedded) { fixture in
             let full = UInt32(WireProtocol.maxChunkPlainLength)
             let body = (0..<5).flatMap { index in
-                Self.frame(hash: Sample.chunk([UInt8(index)]).hash, encoding: 1, plainLength: full, payload: [0x78, 0x9c])
+                Self.frame(
+                    hash: Sample.chunk([UInt8(index)]).hash, encoding: 1, plainLength: full, payload: [0x78, 0x9c])
             }
             let reply = try await fixture.send(.POST, fixture.path(Self.path), body: body)
             #expect(reply.status == 413 && reply.code == .tooLarge, "\(reply.status) \(reply.text)")
             #expect(reply.wireError?.message.contains("chunk 4") == true, "\(reply.text)")
             let twice = Sample.chunk([9])
             let repeated =
-                Self.frame(hash: twice.hash, plainLength: 1, payload: [9]) + Self.frame(hash: twice.hash, plainLength: 1, payload: [9])
+                Self.frame(hash: twice.hash, plainLength: 1, payload: [9])
+                + Self.frame(hash: twice.hash, plainLength: 1, payload: [9])
             let second = try await fixture.send(.POST, fixture.path(Self.path), body: repeated)
             #expect(second.status == 400 && second.code == .invalidRequest, "\(second.status) \(second.text)")
             #expect(try await Self.missing([twice], fixture) == [twice.hash], "nothing of the batch stored")
