@@ -12,6 +12,41 @@ public enum CommitBatch {
     /// hashing one call costs (a small zlib payload may declare 16 MiB).
     public static let maximumPlainBytes = 64 << 20
 
+    /// The estimated JSON bytes of a batch's answer: a refusal carries a whole entry
+    /// (`versionConflict`, `nameTaken`), so 1,000 small changes naming one entry with a huge
+    /// manifest would answer with a thousand copies of it. A backend checks its answer
+    /// (`checkAnswer`) before it commits, and refuses such a batch whole.
+    public static let maximumAnswerBytes = 64 << 20
+
+    /// Throws `invalidRequest` (the caller stores nothing) if `outcomes` would answer with more
+    /// than `maximumAnswerBytes` of JSON, by a generous estimate of each carried entry.
+    public static func checkAnswer(_ outcomes: [CommitOutcome]) throws(ContainerProtocolError) {
+        var bytes = 0
+        for outcome in outcomes {
+            bytes += 64
+            switch outcome {
+            case .committed(let entry), .nameTaken(let entry): bytes += estimatedJSONBytes(of: entry)
+            case .versionConflict(let current): bytes += current.map(estimatedJSONBytes) ?? 0
+            case .chunksMissing(let hashes): bytes += 68 * hashes.count
+            case .parentMissing, .directoryNotEmpty, .wouldCreateCycle: break
+            }
+        }
+        guard bytes <= maximumAnswerBytes else {
+            throw .invalidRequest(
+                "the answer to this batch would hold about \(bytes) bytes (the entries its refusals name); "
+                    + "at most \(maximumAnswerBytes): send fewer changes")
+        }
+    }
+
+    /// An upper estimate of `entry`'s JSON: a byte array costs at most 4 characters a byte, a
+    /// chunk reference about 100.
+    static func estimatedJSONBytes(of entry: RemoteEntry) -> Int {
+        let state = entry.state
+        let xattrs = state.xattrs.reduce(0) { $0 + 4 * $1.key.utf8.count + 4 * $1.value.count + 8 }
+        return 400 + entry.device.utf8.count + 4 * state.name.count + 4 * (state.symlinkTarget?.count ?? 0) + xattrs
+            + 100 * state.manifest.count
+    }
+
     /// A batch's own shape: at most `maximumChanges` changes, each file ID once (a second change
     /// of one entry in a batch is a client bug: it would have to name the first one's version).
     public static func check(_ requests: [CommitRequest]) throws(ContainerProtocolError) {
