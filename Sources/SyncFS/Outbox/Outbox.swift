@@ -55,6 +55,9 @@ final class Outbox: Sendable {
 
     func takeNext() -> OutboxItem? { queue.withLock { $0.takeNext(now: clock()) } }
 
+    /// Up to `limit` ready items, oldest first (see `UploadQueue.takeReady`).
+    func takeReady(upTo limit: Int) -> [OutboxItem] { queue.withLock { $0.takeReady(upTo: limit, now: clock()) } }
+
     func take(_ id: FileID) -> OutboxItem? { queue.withLock { $0.take(id) } }
 
     /// The store change for a finished upload (nil if the item changed meanwhile and stays).

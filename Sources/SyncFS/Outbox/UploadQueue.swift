@@ -156,10 +156,17 @@ struct UploadQueue: Sendable {
     /// The ready item with the lowest `seq` that is not in flight; marks it in flight. During a
     /// burst only items that have waited `maximumBurstWait` past their ready time go.
     mutating func takeNext(now: Int64) -> OutboxItem? {
+        takeReady(upTo: 1, now: now).first
+    }
+
+    /// Up to `limit` of the items `takeNext` would hand out one after another now, in `seq`
+    /// order; marks them in flight. Only what is ready: never waits for more.
+    mutating func takeReady(upTo limit: Int, now: Int64) -> [OutboxItem] {
         let bursting = isBursting(now: now)
         compactOrder()
+        var taken: [OutboxItem] = []
         var index = orderStart
-        while index < order.count {
+        while index < order.count && taken.count < limit {
             let (seq, id) = order[index]
             index += 1
             guard let item = items[id], item.seq == seq, !inFlight.contains(id), !held.contains(id), item.readyAt <= now
@@ -167,9 +174,9 @@ struct UploadQueue: Sendable {
             if bursting && now < item.readyAt + policy.maximumBurstWait { continue }
             inFlight.insert(id)
             releasedInFlight.remove(id)
-            return item
+            taken.append(item)
         }
-        return nil
+        return taken
     }
 
     /// Drops stale pairs at the front, and rebuilds the order when most of it is stale.

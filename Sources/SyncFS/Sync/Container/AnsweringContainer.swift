@@ -27,6 +27,11 @@ struct AnsweringContainer: Container {
         answered()
     }
 
+    func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await base.putChunks(chunks)
+        answered()
+    }
+
     func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         let chunk = try await base.chunk(hash)
         answered()
@@ -43,6 +48,12 @@ struct AnsweringContainer: Container {
         let outcome = try await base.commit(request)
         answered()
         return outcome
+    }
+
+    func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        let outcomes = try await base.commit(batch: requests)
+        answered()
+        return outcomes
     }
 
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {

@@ -28,6 +28,12 @@ struct BlockingContainer: Sendable {
         try call { container throws(ContainerProtocolError) in try await container.putChunk(chunk) }
     }
 
+    /// `Container.putChunks`: stores several encoded chunks (within `CommitBatch`'s limits).
+    func putChunks(_ chunks: [EncodedChunk]) throws(SyncFailure) {
+        try limiter?.beforeUpload(chunks.reduce(0) { $0 + $1.payload.count })
+        try call { container throws(ContainerProtocolError) in try await container.putChunks(chunks) }
+    }
+
     /// `Container.chunk`: the stored chunk with this hash (not verified here: see
     /// `ContentTransfer.plainChunk`). A wait for the download limit ends (`busy`) once
     /// `cancelled` returns true.
@@ -46,6 +52,11 @@ struct BlockingContainer: Sendable {
     /// `Container.commit`: one entry change against its base version.
     func commit(_ request: CommitRequest) throws(SyncFailure) -> CommitOutcome {
         try call { container throws(ContainerProtocolError) in try await container.commit(request) }
+    }
+
+    /// `Container.commit(batch:)`: several changes in one step, each answered by its own outcome.
+    func commit(batch requests: [CommitRequest]) throws(SyncFailure) -> [CommitOutcome] {
+        try call { container throws(ContainerProtocolError) in try await container.commit(batch: requests) }
     }
 
     /// `Container.changes`: the next page of the change feed after `cursor`.

@@ -113,6 +113,10 @@ struct ReachabilityWatchingContainer: Container {
         try await watch { () async throws(ContainerProtocolError) in try await base.putChunk(chunk) }
     }
 
+    func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await watch { () async throws(ContainerProtocolError) in try await base.putChunks(chunks) }
+    }
+
     func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         try await watch { () async throws(ContainerProtocolError) in try await base.chunk(hash) }
     }
@@ -123,6 +127,10 @@ struct ReachabilityWatchingContainer: Container {
 
     func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         try await watch { () async throws(ContainerProtocolError) in try await base.commit(request) }
+    }
+
+    func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await watch { () async throws(ContainerProtocolError) in try await base.commit(batch: requests) }
     }
 
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {

@@ -29,6 +29,10 @@ struct ValidatingContainer: Container {
         try await base.putChunk(chunk)
     }
 
+    func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await base.putChunks(chunks)
+    }
+
     func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         try await base.chunk(hash)
     }
@@ -43,13 +47,38 @@ struct ValidatingContainer: Container {
     }
 
     func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
-        let outcome = try await base.commit(request)
+        try check(try await base.commit(request), of: request)
+    }
+
+    /// Each outcome is checked against its own request as a single commit's is; an answer with
+    /// another count of outcomes than requests becomes `unavailable` (nothing of it is used).
+    func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        let outcomes = try await base.commit(batch: requests)
+        guard outcomes.count == requests.count else {
+            throw .unavailable(
+                "the container answered a batch of \(requests.count) changes with \(outcomes.count) outcomes")
+        }
+        for (request, outcome) in zip(requests, outcomes) { _ = try check(outcome, of: request) }
+        return outcomes
+    }
+
+    /// `outcome` if the entry it carries passes and is the requested entry where it must be (a
+    /// commit's result, a conflict's current version), else `unavailable`.
+    private func check(_ outcome: CommitOutcome, of request: CommitRequest) throws(ContainerProtocolError)
+        -> CommitOutcome
+    {
         let carried: RemoteEntry?
         switch outcome {
         case .committed(let entry): carried = entry
         case .versionConflict(let current): carried = current
         case .nameTaken(let holder): carried = holder
         case .parentMissing, .directoryNotEmpty, .wouldCreateCycle, .chunksMissing: carried = nil
+        }
+        if case .committed(let entry) = outcome, entry.id != request.id {
+            throw .unavailable("the container answered the commit of \(request.id) with entry \(entry.id)")
+        }
+        if case .versionConflict(let current?) = outcome, current.id != request.id {
+            throw .unavailable("the container answered the commit of \(request.id) with entry \(current.id)")
         }
         if let carried, !passes(carried) {
             throw .unavailable("the container answered the commit of \(request.id) with an entry this mount refuses")

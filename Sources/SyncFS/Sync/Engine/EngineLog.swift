@@ -90,6 +90,15 @@ struct EngineLog: Sendable {
             "uploaded \(logName(id)): \(bytes) bytes in \(chunks) chunks (\(sent) sent, \(sentBytes) bytes compressed; \(chunks - sent) already in the container) in \(LogText.seconds(seconds))"
         )
     }
+
+    /// A batch of changes committed together (`Uploader.uploadTogether`), at debug level.
+    func logUploadBatch(changes: Int, bytes: Int64, sent: Int, sentBytes: Int64, started: Int64) {
+        guard logger.logLevel <= .debug else { return }
+        let seconds = Double(fileSystem.outbox.now - started) / 1e9
+        logger.debug(
+            "committed a batch of \(changes) changes: \(bytes) bytes of content (\(sent) chunks sent, \(sentBytes) bytes compressed) in \(LogText.seconds(seconds))"
+        )
+    }
 }
 
 extension SyncFailure {

@@ -164,32 +164,45 @@ extension UploadRecords {
     /// keeps its tombstone as the base until the follower has passed it in the feed
     /// (`LiveTree.feedReached`), so a feed batch read before the delete cannot re-create it.
     func uploadCommitted(_ item: OutboxItem, entry: RemoteEntry) {
+        uploadsCommitted([(item, entry)])
+    }
+
+    /// `uploadCommitted` for each of `commits`, all in one transaction (the commits of a batch).
+    func uploadsCommitted(_ commits: [(item: OutboxItem, entry: RemoteEntry)]) {
+        guard !commits.isEmpty else { return }
         let clean = live.transact { tree -> Bool in
-            if entry.isDeleted && live.feedReached.load(ordering: .acquiring) >= entry.version {
-                tree.bases[item.fileID] = nil
-                tree.record(.syncBaseRemove(item.fileID))
-            } else if entry.isDeleted {
-                // The follower may be applying a batch it read before this delete: an older
-                // version of the entry in it must not bring the entry back. The tombstone stays
-                // the base (a version nothing older passes) until the follower reaches it in the
-                // feed (`RemoteChanges.plan` drops it then).
-                let tombstone = SyncBase(version: entry.version, manifest: [])
-                tree.bases[item.fileID] = tombstone
-                tree.record(.syncBaseSet(item.fileID, tombstone))
-            } else {
-                let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
-                tree.bases[item.fileID] = base
-                tree.record(.syncBaseSet(item.fileID, base, state: entry.state))
-            }
-            if !entry.isDeleted, let node = tree.node(withID: item.fileID), node.kind == .file, !node.isUnlinked {
-                // Taken and unchanged since: clean once the item goes; changed since: still dirty.
-                node.apply(.uploadCommitted, queued: outbox.isPending(item.fileID))
-            }
-            guard let done = outbox.succeeded(item) else { return false }
-            tree.record(done)
-            return !entry.isDeleted
+            var clean = false
+            for (item, entry) in commits where record(item, committedAs: entry, in: &tree) { clean = true }
+            return clean
         }
         if clean { residency.eviction.noteMaybeEvictable() }
+    }
+
+    /// Records one commit in `tree`; true if it left a live file clean.
+    private func record(_ item: OutboxItem, committedAs entry: RemoteEntry, in tree: inout TreeTransaction) -> Bool {
+        if entry.isDeleted && live.feedReached.load(ordering: .acquiring) >= entry.version {
+            tree.bases[item.fileID] = nil
+            tree.record(.syncBaseRemove(item.fileID))
+        } else if entry.isDeleted {
+            // The follower may be applying a batch it read before this delete: an older
+            // version of the entry in it must not bring the entry back. The tombstone stays
+            // the base (a version nothing older passes) until the follower reaches it in the
+            // feed (`RemoteChanges.plan` drops it then).
+            let tombstone = SyncBase(version: entry.version, manifest: [])
+            tree.bases[item.fileID] = tombstone
+            tree.record(.syncBaseSet(item.fileID, tombstone))
+        } else {
+            let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
+            tree.bases[item.fileID] = base
+            tree.record(.syncBaseSet(item.fileID, base, state: entry.state))
+        }
+        if !entry.isDeleted, let node = tree.node(withID: item.fileID), node.kind == .file, !node.isUnlinked {
+            // Taken and unchanged since: clean once the item goes; changed since: still dirty.
+            node.apply(.uploadCommitted, queued: outbox.isPending(item.fileID))
+        }
+        guard let done = outbox.succeeded(item) else { return false }
+        tree.record(done)
+        return !entry.isDeleted
     }
 
     /// The container committed an intermediate state of the entry (e.g. under a temporary

@@ -4,6 +4,18 @@ import SyncBackend
 /// (pure, tested case by case); each of its actions is one small method here returning the
 /// upload's next step.
 extension Uploader {
+    /// Records commits the container accepted (each item with its committed entry), in one
+    /// transaction however many: the new bases, the outbox rows dropped, the guard and the
+    /// sync rounds told.
+    func recordCommitted(_ commits: [(item: OutboxItem, entry: RemoteEntry)]) {
+        for commit in commits { deleteGuard.committed(commit.entry.version) }
+        uploads.uploadsCommitted(commits)
+        waitsForOthers.withLock { waits in
+            for commit in commits { waits[commit.item.fileID] = nil }
+        }
+        for _ in commits { rounds.sent() }
+    }
+
     /// What the refusal of a commit names, besides the refusal itself.
     private struct Refused {
         var refusal: ConflictDecision.Refusal
@@ -22,10 +34,7 @@ extension Uploader {
         context: inout ResolveContext
     ) throws(SyncFailure) -> UploadStep {
         if case .committed(let entry) = outcome {
-            deleteGuard.committed(entry.version)
-            uploads.uploadCommitted(item, entry: entry)
-            rounds.sent()
-            waitsForOthers.withLock { $0[item.fileID] = nil }
+            recordCommitted([(item, entry)])
             return .done
         }
         // Deletes of what is in it wait in the mass-delete guard: wait with them (the rounds of

@@ -67,8 +67,10 @@ final class Uploader: Sendable {
 
     var deleteGuard: DeleteGuard { guarded.deleteGuard }
 
-    /// Takes ready outbox items oldest first and commits them until stopped.
+    /// Takes ready outbox items oldest first and commits them until stopped, at a background
+    /// priority (`BackgroundPriority`): the folder's programs go first.
     func runUploads() {
+        BackgroundPriority.lowerCallingThread()
         while run.isRunning {
             // Paused: wait for `resume`, the pause's end, or the engine's stop.
             if pause.waitWhilePaused(.sync) { continue }
@@ -77,7 +79,9 @@ final class Uploader: Sendable {
                 run.pause(EngineDelay.guardHeldPoll)
                 continue
             }
-            guard let item = outbox.takeNext() else {
+            // What is ready now, never waiting for more: a lone change goes at once.
+            let ready = outbox.takeReady(upTo: UploadBatch.maximumChanges)
+            guard let item = ready.first else {
                 // Idle: the mount may have become up to date.
                 rounds.check()
                 // The outbox wakes the uploader for every change and computes when a waiting
@@ -86,7 +90,7 @@ final class Uploader: Sendable {
                 continue
             }
             rounds.uploadTaken()
-            upload(item)
+            if ready.count == 1 { upload(item) } else { uploadTogether(ready) }
         }
     }
 
@@ -152,14 +156,14 @@ final class Uploader: Sendable {
     }
 
     /// The change of `item` is done with for now (committed, not needed, or back in the queue).
-    private func finished(_ item: OutboxItem) {
+    func finished(_ item: OutboxItem) {
         if !outbox.isPending(item.fileID) { deleteGuard.finished(item.fileID) }
         progress.noteFailure(nil)
         log.logUploadSucceeded(item)
     }
 
     /// The change of `item` failed: back to the queue after a pause, the reason recorded.
-    private func failed(_ item: OutboxItem, _ error: SyncFailure) {
+    func failed(_ item: OutboxItem, _ error: SyncFailure) {
         if case .container(let containerError) = error, containerError.isRetryable {
             progress.noteFailure(containerError.description)
         }
@@ -171,50 +175,109 @@ final class Uploader: Sendable {
             item, reason: error.isWaiting ? nil : error.description, waitsForContainer: error.waitsForContainer)
     }
 
-    /// One round: prepares the entry and commits it.
-    private func round(_ context: inout ResolveContext, of item: OutboxItem) throws(SyncFailure) -> UploadStep {
+    /// What a round's first look at a taken item found (`look`).
+    enum RoundWork {
+        /// Nothing to commit now: held, not needed, busy (postponed) or refused (recorded).
+        case settled
+        /// It left the synced set and the container has a version of it (`commitLeavingSyncedSet`).
+        case leavesSyncedSet(SyncBase)
+        /// Gone locally: a delete against `base`.
+        case delete(base: EntryVersion)
+        /// The entry's state to commit (content still to read, for a file).
+        case put(UploadSnapshot)
+    }
+
+    /// The first half of every round, alone or in a batch: the ignore verdict, then
+    /// `UploadRecords.prepareUpload`; what needs no commit is settled here.
+    func look(at item: OutboxItem) -> RoundWork {
         let verdict = uploads.ignoreVerdict(item.fileID)
         if verdict.isHeld {
             // Stays queued, not taken again until the entry or the ignore rules change.
             outbox.hold(item)
             logger.debug("\(log.logName(item.fileID)) held: \(verdict)")
-            return .done
+            return .settled
         }
         if verdict == .leftSyncedSet, let base = uploads.syncBase(of: item.fileID), base.version > 0 {
-            // Changed in the container since this mount synced it: a delete would let that
-            // version win over the content here. Both stay: the container's version there, the
-            // local copy here, held (a remote change never overwrites a held one).
-            if let current = try container.entry(item.fileID), !current.isDeleted, current.version != base.version {
-                outbox.hold(item)
-                return .done
-            }
-            let step = try commitDelete(item, base: base.version, context: &context)
-            // Deleted in the container, still here: from now on a local-only entry, held as such.
-            if case .done = step, !outbox.isPending(item.fileID) { uploads.requeue(item.fileID) }
-            return step
+            return .leavesSyncedSet(base)
         }
         switch uploads.prepareUpload(item.fileID) {
         case .busy:
             outbox.postpone(item, by: EngineDelay.localEntryBusy)
-            return .done
+            return .settled
         case .nothing:
             uploads.uploadUnneeded(item)
-            return .done
+            return .settled
         case .refused(let reason):
             uploads.uploadFailed(item, reason: reason)
-            return .done
+            return .settled
         case .delete(let base):
-            return try commitDelete(item, base: base, context: &context)
+            return .delete(base: base)
         case .put(let snapshot):
-            return try commitPut(item, snapshot, context: &context)
+            return .put(snapshot)
         }
+    }
+
+    /// One round: prepares the entry and commits it.
+    private func round(_ context: inout ResolveContext, of item: OutboxItem) throws(SyncFailure) -> UploadStep {
+        switch look(at: item) {
+        case .settled: return .done
+        case .leavesSyncedSet(let base): return try commitLeavingSyncedSet(item, base: base, context: &context)
+        case .delete(let base): return try commitDelete(item, base: base, context: &context)
+        case .put(let snapshot): return try commitPut(item, snapshot, context: &context)
+        }
+    }
+
+    /// An entry that left the synced set: deleted in the container, kept here, held.
+    private func commitLeavingSyncedSet(_ item: OutboxItem, base: SyncBase, context: inout ResolveContext)
+        throws(SyncFailure) -> UploadStep
+    {
+        // Changed in the container since this mount synced it: a delete would let that
+        // version win over the content here. Both stay: the container's version there, the
+        // local copy here, held (a remote change never overwrites a held one).
+        if let current = try container.entry(item.fileID), !current.isDeleted, current.version != base.version {
+            outbox.hold(item)
+            return .done
+        }
+        let step = try commitDelete(item, base: base.version, context: &context)
+        // Deleted in the container, still here: from now on a local-only entry, held as such.
+        if case .done = step, !outbox.isPending(item.fileID) { uploads.requeue(item.fileID) }
+        return step
+    }
+
+    /// Whether the mass-delete guard lets the delete of `item` go now (else it waits or is held).
+    func admitsDelete(_ item: OutboxItem, base: EntryVersion) -> Bool {
+        guarded.admits(item, guarded.guardedDeletion(item.fileID, base: base))
+    }
+
+    func deleteRequest(_ item: OutboxItem, base: EntryVersion) -> CommitRequest {
+        CommitRequest(id: item.fileID, baseVersion: base, change: .delete, device: deviceIdentity)
+    }
+
+    func putRequest(_ item: OutboxItem, _ snapshot: UploadSnapshot) -> CommitRequest {
+        CommitRequest(
+            id: item.fileID, baseVersion: snapshot.base?.version ?? 0, change: .put(snapshot.state),
+            device: deviceIdentity)
+    }
+
+    /// Whether the content just read (its manifest in `snapshot`) may be committed: it was not
+    /// written while it was read (else postponed: the new content goes after the quiet delay),
+    /// and the mass-delete guard admits it if it is a rewrite it counts.
+    func admitsContent(_ item: OutboxItem, _ snapshot: UploadSnapshot, _ content: ContentSnapshot) -> Bool {
+        guard uploads.contentUnchanged(content) else {
+            outbox.postpone(item, by: EngineDelay.changedWhileUploading)
+            return false
+        }
+        // High-entropy new content for an established file: a rewrite the guard counts.
+        let rewrite = guarded.guardedRewrite(
+            base: snapshot.base, manifest: snapshot.state.manifest, descriptor: content.descriptor)
+        return guarded.admits(item, rewrite)
     }
 
     private func commitDelete(_ item: OutboxItem, base: EntryVersion, context: inout ResolveContext)
         throws(SyncFailure) -> UploadStep
     {
-        guard guarded.admits(item, guarded.guardedDeletion(item.fileID, base: base)) else { return .done }
-        let request = CommitRequest(id: item.fileID, baseVersion: base, change: .delete, device: deviceIdentity)
+        guard admitsDelete(item, base: base) else { return .done }
+        let request = deleteRequest(item, base: base)
         let outcome: CommitOutcome
         do throws(SyncFailure) {
             outcome = try container.commit(request)
@@ -244,19 +307,9 @@ final class Uploader: Sendable {
         if let content = snapshot.content {
             defer { close(content.descriptor) }
             snapshot.state.manifest = try uploadContent(item, content)
-            guard uploads.contentUnchanged(content) else {
-                // Written while it was read: upload the new content after the quiet delay.
-                outbox.postpone(item, by: EngineDelay.changedWhileUploading)
-                return .done
-            }
-            // High-entropy new content for an established file: a rewrite the guard counts.
-            let rewrite = guarded.guardedRewrite(
-                base: snapshot.base, manifest: snapshot.state.manifest, descriptor: content.descriptor)
-            guard guarded.admits(item, rewrite) else { return .done }
+            guard admitsContent(item, snapshot, content) else { return .done }
         }
-        let request = CommitRequest(
-            id: item.fileID, baseVersion: snapshot.base?.version ?? 0, change: .put(snapshot.state),
-            device: deviceIdentity)
+        let request = putRequest(item, snapshot)
         return try resolve(
             try container.commit(request), for: item, request: request, snapshot: snapshot, context: &context)
     }
