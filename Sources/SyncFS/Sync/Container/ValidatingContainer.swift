@@ -9,7 +9,8 @@ import SyncBackend
 ///   an absent entry as "nothing to apply now" (a deferred change waits, a missing parent keeps
 ///   its child waiting), never as a deletion.
 /// - A commit answer that carries a failing entry becomes `unavailable`: the upload stays queued
-///   and is retried with backoff, its error visible in `status`.
+///   and is retried with backoff, its error visible in `status`. In a batch's answer only that
+///   change's outcome is set aside (`commit(batch:)`).
 ///
 /// Core checks each entry again where it is applied (`RemoteChanges.plan`).
 struct ValidatingContainer: Container {
@@ -50,16 +51,25 @@ struct ValidatingContainer: Container {
         try check(try await base.commit(request), of: request)
     }
 
-    /// Each outcome is checked against its own request as a single commit's is; an answer with
-    /// another count of outcomes than requests becomes `unavailable` (nothing of it is used).
+    /// Each outcome is checked against its own request as a single commit's is. One that fails
+    /// the check is answered as `versionConflict(current: nil)` — "not committed as asked" —
+    /// so the caller sends that change again alone, where the failure shows as a single
+    /// commit's would, while the batch's other outcomes are used: one bad entry from another
+    /// device must not hold back the rest. An answer with another count of outcomes than
+    /// requests becomes `unavailable` (nothing of it is used).
     func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
         let outcomes = try await base.commit(batch: requests)
         guard outcomes.count == requests.count else {
             throw .unavailable(
                 "the container answered a batch of \(requests.count) changes with \(outcomes.count) outcomes")
         }
-        for (request, outcome) in zip(requests, outcomes) { _ = try check(outcome, of: request) }
-        return outcomes
+        return zip(requests, outcomes).map { request, outcome in
+            do throws(ContainerProtocolError) {
+                return try check(outcome, of: request)
+            } catch {
+                return .versionConflict(current: nil)
+            }
+        }
     }
 
     /// `outcome` if the entry it carries passes and is the requested entry where it must be (a

@@ -18,6 +18,7 @@ struct UploadBatch {
     private(set) var changes: [Change] = []
     private(set) var chunks: [EncodedChunk] = []
     private(set) var contentBytes: Int64 = 0
+    private(set) var chunkRefs = 0
     /// The entries the batch puts (a new folder its children may follow).
     private var putIDs: Set<FileID> = []
 
@@ -26,12 +27,21 @@ struct UploadBatch {
     /// Whether `id` is put by a change already in the batch (a new folder its children may follow).
     func puts(_ id: FileID) -> Bool { putIDs.contains(id) }
 
-    /// Whether `length` more content bytes fit.
-    func hasRoom(for length: Int64) -> Bool { contentBytes + length <= Self.maximumContentBytes }
+    /// Chunk references the batch's puts carry in all (metadata-only puts of large files
+    /// included): bounds the batch's request and answer (`CommitBatch.checkAnswer`).
+    static let maximumChunkRefs = 65_536
+
+    /// Whether `length` more content bytes and `refs` more chunk references fit.
+    func hasRoom(for length: Int64, refs: Int = 0) -> Bool {
+        contentBytes + length <= Self.maximumContentBytes && chunkRefs + refs <= Self.maximumChunkRefs
+    }
 
     mutating func add(_ item: OutboxItem, _ request: CommitRequest, chunks content: [EncodedChunk] = []) {
         changes.append(Change(item: item, request: request))
-        if case .put = request.change { putIDs.insert(request.id) }
+        if case .put(let state) = request.change {
+            putIDs.insert(request.id)
+            chunkRefs += state.manifest.count
+        }
         chunks += content
         contentBytes += content.reduce(0) { $0 + Int64($1.plainLength) }
     }
@@ -51,8 +61,9 @@ extension Uploader {
         var alone: Set<FileID> = []
         let encoder = ChunkEncoder(level: transfer.compressionLevel)
         for (index, item) in items.enumerated() {
-            if deleteGuard.isHeld {
-                // The guard tripped on a change before it: the rest wait in the queue.
+            if deleteGuard.isHeld || !run.isRunning || pause.holds(.sync) {
+                // The guard tripped on a change before it, or the engine stops or pauses: the
+                // rest wait in the queue.
                 for rest in items[index...] { outbox.postpone(rest, by: .zero) }
                 break
             }
@@ -98,10 +109,11 @@ extension Uploader {
         throws(SyncFailure) -> Bool
     {
         guard let content = prepared.content else {
+            guard batch.hasRoom(for: 0, refs: prepared.state.manifest.count) else { return false }
             batch.add(item, putRequest(item, prepared))
             return true
         }
-        guard batch.hasRoom(for: content.length) else { return false }
+        guard batch.hasRoom(for: content.length, refs: Int(content.length / 4096) + 1) else { return false }
         var snapshot = prepared
         let chunks = try encodeContent(item, content, encoder: encoder)
         snapshot.state.manifest = chunks.map { ChunkRef(hash: $0.hash, length: Int64($0.plainLength)) }
@@ -177,6 +189,8 @@ extension Uploader {
             uploads.uploadReturned(item)
         }
         for item in items {
+            // Stopping or pausing: the rest stay queued (a stop must not wait for them all).
+            guard run.isRunning, !pause.holds(.sync) else { return }
             guard let taken = outbox.take(item.fileID) else { continue }
             upload(taken)
         }

@@ -67,10 +67,8 @@ final class Uploader: Sendable {
 
     var deleteGuard: DeleteGuard { guarded.deleteGuard }
 
-    /// Takes ready outbox items oldest first and commits them until stopped, at a background
-    /// priority (`BackgroundPriority`): the folder's programs go first.
+    /// Takes ready outbox items oldest first and commits them until stopped.
     func runUploads() {
-        BackgroundPriority.lowerCallingThread()
         while run.isRunning {
             // Paused: wait for `resume`, the pause's end, or the engine's stop.
             if pause.waitWhilePaused(.sync) { continue }
