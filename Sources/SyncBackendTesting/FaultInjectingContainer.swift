@@ -12,6 +12,8 @@ public final class FaultInjectingContainer: Container {
     /// The calls of `Container`, for configuring faults and reading counts.
     public enum Operation: String, CaseIterable, Sendable {
         case missingChunks, putChunk, chunk, entry, commit, changes, waitForChanges
+        /// `commit(batch:)` and `putChunks` (a batch counts as one call).
+        case commitBatch, putChunks
         /// Both calls of `ContainerHistory` (forwarded when the base keeps history).
         case history
         /// Every call of `ContainerLocks` (forwarded when the base keeps locks).
@@ -23,6 +25,7 @@ public final class FaultInjectingContainer: Container {
         var outage: (operations: Set<Operation>, error: ContainerProtocolError)?
         var delays: [Operation: Duration] = [:]
         var lostCommitAnswers = 0
+        var partialChunkBatches: [Int] = []
         var corruptedChunks = 0
         var calls: [Operation: Int] = [:]
     }
@@ -66,12 +69,18 @@ public final class FaultInjectingContainer: Container {
         failNext(count, .putChunk, with: .storageFailure("injected partial write"))
     }
 
-    /// The next `count` commits reach the base container, and then their answer is lost: the
-    /// caller gets `unavailable` although the commit may have been applied. A client recognises
-    /// its own lost commit when its retry (same base) gets `versionConflict` whose current entry
-    /// carries exactly the state and device it sent.
+    /// The next `count` commits (single or batch) reach the base container, and then their
+    /// answer is lost: the caller gets `unavailable` although the commit may have been applied. A
+    /// client recognises its own lost commit when its retry (same base) gets `versionConflict`
+    /// whose current entry carries exactly the state and device it sent.
     public func loseNextCommitAnswers(_ count: Int = 1) {
         faults.withLock { $0.lostCommitAnswers += count }
+    }
+
+    /// The next `putChunks` call stores only its first `stored` chunks (each whole, as the
+    /// contract allows) and then throws `storageFailure`: a store that failed part-way.
+    public func failNextPutChunksPartWay(afterStoring stored: Int) {
+        faults.withLock { $0.partialChunkBatches.append(max(0, stored)) }
     }
 
     /// The next `count` chunk downloads return the stored chunk with one payload byte flipped.
@@ -123,13 +132,37 @@ public final class FaultInjectingContainer: Container {
     public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         try await admit(.commit)
         let outcome = try await base.commit(request)
-        let lose = faults.withLock { faults in
+        if takeLostCommitAnswer() { throw .unavailable("injected: the commit's answer was lost") }
+        return outcome
+    }
+
+    /// Whether this commit's answer is to be lost (`loseNextCommitAnswers`).
+    private func takeLostCommitAnswer() -> Bool {
+        faults.withLock { faults in
             guard faults.lostCommitAnswers > 0 else { return false }
             faults.lostCommitAnswers -= 1
             return true
         }
-        if lose { throw .unavailable("injected: the commit's answer was lost") }
-        return outcome
+    }
+
+    /// A queued failure (`failNext(_:.commitBatch, with:)`, an outage) throws before the base
+    /// is reached: to the caller, a batch the storage failed part-way (nothing of it stored).
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await admit(.commitBatch)
+        let outcomes = try await base.commit(batch: requests)
+        if takeLostCommitAnswer() { throw .unavailable("injected: the batch's answer was lost") }
+        return outcomes
+    }
+
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await admit(.putChunks)
+        let stored = faults.withLock { faults -> Int? in
+            faults.partialChunkBatches.isEmpty ? nil : faults.partialChunkBatches.removeFirst()
+        }
+        guard let stored else { return try await base.putChunks(chunks) }
+        try CommitBatch.check(chunks)
+        try await base.putChunks(Array(chunks.prefix(stored)))
+        throw .storageFailure("injected: the chunk store failed after \(min(stored, chunks.count)) chunks")
     }
 
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {

@@ -22,6 +22,12 @@ extension ForwardingTestContainer {
     public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         try await base.commit(request)
     }
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await base.commit(batch: requests)
+    }
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await base.putChunks(chunks)
+    }
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         try await base.changes(after: cursor, limit: limit)
     }

@@ -130,6 +130,14 @@ public final class HostileContainer: Container {
         try await base.commit(request)
     }
 
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await base.commit(batch: requests)
+    }
+
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await base.putChunks(chunks)
+    }
+
     /// `base`'s page, with hidden root puts dropped and the injected entries whose versions fall
     /// in the page's range merged in (newest version per ID, in version order).
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {

@@ -140,7 +140,8 @@ enum PostgresTestTokens {
 }
 
 /// The one PostgreSQL store of this test process (a scratch database, chunk bytes in a temporary
-/// directory), made on first use and left open until the process ends, as `SharedTestServer`.
+/// directory, `StorageFailure` installed), made on first use and left open until the process
+/// ends, as `SharedTestServer`.
 enum SharedPostgresStore {
     private static let opened = Mutex<Task<PostgresStore, any Error>?>(nil)
 
@@ -152,7 +153,9 @@ enum SharedPostgresStore {
                 let settings = try PostgresSettings(url: database.url)
                 try await PostgresStore.initialize(settings: settings)
                 let blobs = try LocalChunkBlobStore.create(at: try makeTemporaryDirectory() + "/blobs")
-                return try await PostgresStore.open(settings: settings, blobs: blobs)
+                let store = try await PostgresStore.open(settings: settings, blobs: blobs)
+                try await StorageFailure.install(in: store)
+                return store
             }
             task = made
             return made
@@ -188,7 +191,9 @@ extension SharedPostgresStore {
                 let database = try await PostgresScratchDatabase.create()
                 let settings = try PostgresSettings(url: database.url)
                 try await PostgresStore.initialize(settings: settings)
-                return try await PostgresStore.open(settings: settings, blobs: blobs)
+                let store = try await PostgresStore.open(settings: settings, blobs: blobs)
+                try await StorageFailure.install(in: store)
+                return store
             }
             task = made
             return made

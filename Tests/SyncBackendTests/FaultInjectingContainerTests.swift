@@ -15,6 +15,8 @@ struct FaultInjectingContainerTests {
             { _ = try await faulty.chunk(chunk.hash) },
             { _ = try await faulty.entry(.root) },
             { _ = try await faulty.put(.random(), base: 0, directoryState("d")) },
+            { _ = try await faulty.commit(batch: [putRequest(.random(), directoryState("d"))]) },
+            { try await faulty.putChunks([chunk]) },
             { _ = try await faulty.changes(after: .beginning, limit: 1) },
             { _ = try await faulty.waitForChanges(after: .beginning, timeout: .seconds(1)) },
             { _ = try await faulty.history(of: .root, limit: 1) },
@@ -45,6 +47,43 @@ struct FaultInjectingContainerTests {
         #expect(await protocolError { _ = try await faulty.entry(.root) } == .storageFailure("disk full"))
         #expect(try await faulty.entry(.root)?.version == 0)
         #expect(faulty.callCount(.entry) == 3)
+    }
+
+    /// A batch's queued failure throws before the base is reached (to the caller, the storage
+    /// failed part-way and nothing was stored); the next batch goes through, whole.
+    @Test func aQueuedBatchFailureStoresNothing() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        let batch = [putRequest(.random(), directoryState("a")), putRequest(.random(), directoryState("b"))]
+        faulty.failNext(1, .commitBatch, with: .storageFailure("disk full"))
+        #expect(await protocolError { _ = try await faulty.commit(batch: batch) } == .storageFailure("disk full"))
+        #expect(try await faulty.base.wholeFeed().isEmpty)
+        let outcomes = try await faulty.commit(batch: batch)
+        #expect(try await faulty.base.wholeFeed() == outcomes.compactMap(\.committedEntry))
+        #expect(faulty.callCount(.commitBatch) == 2 && faulty.callCount(.commit) == 0)
+    }
+
+    /// A `putChunks` that fails part-way leaves exactly its first chunks stored, each whole.
+    @Test func aChunkBatchCanFailPartWay() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        let chunks = (0..<5).map { rawChunk("chunk \($0)") }
+        faulty.failNextPutChunksPartWay(afterStoring: 2)
+        let error = await protocolError { try await faulty.putChunks(chunks) }
+        #expect(error?.isRetryable == true, "\(String(describing: error))")
+        #expect(try await faulty.base.missingChunks(chunks.map(\.hash)) == chunks.suffix(3).map(\.hash))
+        for chunk in chunks.prefix(2) { #expect(try await faulty.base.chunk(chunk.hash) == chunk) }
+        try await faulty.putChunks(chunks)
+        #expect(try await faulty.base.missingChunks(chunks.map(\.hash)).isEmpty)
+        #expect(faulty.callCount(.putChunks) == 2 && faulty.callCount(.putChunk) == 0)
+    }
+
+    /// A batch's lost answer: the batch was applied, the caller hears `unavailable`.
+    @Test func aBatchAnswerCanBeLost() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        let id = FileID.random()
+        faulty.loseNextCommitAnswers()
+        let error = await protocolError { _ = try await faulty.commit(batch: [putRequest(id, directoryState("a"))]) }
+        #expect(error?.isUnavailable == true)
+        #expect(try await faulty.base.entry(id)?.state == directoryState("a"))
     }
 
     @Test func delaysSlowCallsDown() async throws {

@@ -56,24 +56,38 @@ public final class InMemoryContainer: Container {
 
     public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         let outcome = try state.withLock { (state: inout State) throws(ContainerProtocolError) -> CommitOutcome in
-            switch try CommitRules.decide(request, in: Lookup(state: state)) {
-            case .refuse(let outcome):
-                return outcome
-            case .apply(let isDeleted, let entryState):
-                state.version += 1
-                let entry = RemoteEntry(
-                    id: request.id, version: state.version, isDeleted: isDeleted, device: request.device,
-                    state: entryState)
-                let now = WallClock.nanoseconds()
-                state.keepSuperseded(request.id, replacedAt: now)
-                state.entries[request.id] = entry
-                state.committedAt[request.id] = now
-                state.purged.remove(request.id)
-                return .committed(entry)
-            }
+            try state.apply(request)
         }
         if case .committed = outcome { notifier.notify() }
         return outcome
+    }
+
+    /// The batch is decided on a copy of the state, which replaces the state only once every
+    /// change was decided: a change that throws leaves the state as it was.
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try CommitBatch.check(requests)
+        let outcomes = try state.withLock { (state: inout State) throws(ContainerProtocolError) -> [CommitOutcome] in
+            var working = state
+            var outcomes: [CommitOutcome] = []
+            outcomes.reserveCapacity(requests.count)
+            for request in requests { outcomes.append(try working.apply(request)) }
+            state = working
+            return outcomes
+        }
+        if outcomes.contains(where: { if case .committed = $0 { true } else { false } }) { notifier.notify() }
+        return outcomes
+    }
+
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try CommitBatch.check(chunks)
+        for chunk in chunks { try ChunkValidation.check(chunk) }
+        state.withLock { state in
+            let now = WallClock.nanoseconds()
+            for chunk in chunks {
+                if state.chunks[chunk.hash] == nil { state.chunks[chunk.hash] = chunk }
+                state.storedAt[chunk.hash] = now
+            }
+        }
     }
 
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
@@ -100,7 +114,7 @@ public final class InMemoryContainer: Container {
     }
 
     /// The commit rules' view of the state, inside the lock.
-    private struct Lookup: CommitLookup {
+    fileprivate struct Lookup: CommitLookup {
         let state: State
 
         func storedEntry(_ id: FileID) -> RemoteEntry? { state.entries[id] }
@@ -114,5 +128,25 @@ public final class InMemoryContainer: Container {
         }
 
         func missingChunks(_ hashes: [ChunkHash]) -> [ChunkHash] { hashes.filter { state.chunks[$0] == nil } }
+    }
+}
+
+extension InMemoryContainer.State {
+    /// Decides `request` against this state and applies it if allowed (the caller holds the lock).
+    mutating func apply(_ request: CommitRequest) throws(ContainerProtocolError) -> CommitOutcome {
+        switch try CommitRules.decide(request, in: InMemoryContainer.Lookup(state: self)) {
+        case .refuse(let outcome):
+            return outcome
+        case .apply(let isDeleted, let entryState):
+            version += 1
+            let entry = RemoteEntry(
+                id: request.id, version: version, isDeleted: isDeleted, device: request.device, state: entryState)
+            let now = WallClock.nanoseconds()
+            keepSuperseded(request.id, replacedAt: now)
+            entries[request.id] = entry
+            committedAt[request.id] = now
+            purged.remove(request.id)
+            return .committed(entry)
+        }
     }
 }

@@ -43,6 +43,15 @@ public struct LocalChunkBlobStore: ChunkBlobStore {
         }
     }
 
+    /// The chunk files made durable together (`LocalChunkStore.store(batch:)`).
+    public func put(batch chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        for chunk in chunks { try ChunkValidation.check(chunk) }
+        try await LocalFileIO.offload { [layout, store = self.chunks] () throws(ContainerProtocolError) in
+            try layout.checkReachable()
+            try store.store(batch: chunks)
+        }
+    }
+
     public func get(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         try await LocalFileIO.offload { [layout, chunks] () throws(ContainerProtocolError) in
             try layout.checkReachable()

@@ -51,16 +51,9 @@ struct LocalChunkStore: Sendable {
         if refreshIfIntact(finalPath) { return }
         let shard = layout.shardPath(chunk.hash)
         let madeShard = try makeDirectory(shard)
-        var random = SystemRandomNumberGenerator()
-        let temporary =
-            shard + "/.tmp-\(chunk.hash.hex.prefix(16))-\(getpid())-\(String(random.next() as UInt64, radix: 16))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LocalFileIO.failure("cannot create a chunk file in \(shard)", errno: errno) }
-        var failure = LocalFileIO.writeAll(fd, LocalChunkFile.encode(chunk))
-        if failure == nil, fsync(fd) != 0 { failure = errno }
-        if close(fd) != 0, failure == nil { failure = errno }
-        if failure == nil, rename(temporary, finalPath) != 0 { failure = errno }
-        if let failure {
+        let temporary = try writeTemporary(chunk, in: shard, syncing: true)
+        if rename(temporary, finalPath) != 0 {
+            let failure = errno
             unlink(temporary)
             throw LocalFileIO.failure("cannot store chunk \(chunk.hash)", errno: failure)
         }
@@ -71,11 +64,31 @@ struct LocalChunkStore: Sendable {
         }
     }
 
+    /// Writes `chunk`'s file under a new temporary name in `shard` (fsync'd if `syncing`) and
+    /// returns its path; on failure nothing is left behind.
+    func writeTemporary(_ chunk: EncodedChunk, in shard: String, syncing: Bool) throws(ContainerProtocolError)
+        -> String
+    {
+        var random = SystemRandomNumberGenerator()
+        let temporary =
+            shard + "/.tmp-\(chunk.hash.hex.prefix(16))-\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw LocalFileIO.failure("cannot create a chunk file in \(shard)", errno: errno) }
+        var failure = LocalFileIO.writeAll(fd, LocalChunkFile.encode(chunk))
+        if failure == nil, syncing, fsync(fd) != 0 { failure = errno }
+        if close(fd) != 0, failure == nil { failure = errno }
+        if let failure {
+            unlink(temporary)
+            throw LocalFileIO.failure("cannot store chunk \(chunk.hash)", errno: failure)
+        }
+        return temporary
+    }
+
     /// Whether the file at `path` exists with a header of ours (its payload is not checked); if so
     /// its mtime is set to now (a new grace period against the garbage collection) and it is
     /// checked to be still in place afterwards (a collection may have just removed it: then it is
     /// written again).
-    private func refreshIfIntact(_ path: String) -> Bool {
+    func refreshIfIntact(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -92,7 +105,7 @@ struct LocalChunkStore: Sendable {
     }
 
     /// Creates `path` (and `chunks/` if needed), mode 0700; true if this call made it.
-    private func makeDirectory(_ path: String) throws(ContainerProtocolError) -> Bool {
+    func makeDirectory(_ path: String) throws(ContainerProtocolError) -> Bool {
         if mkdir(path, 0o700) == 0 { return true }
         var code = errno
         if code == EEXIST { return false }

@@ -93,6 +93,28 @@ public final class LocalContainer: Container {
         }
     }
 
+    /// One database transaction for the whole batch, and one change signal for it.
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try CommitBatch.check(requests)
+        guard !requests.isEmpty else { return [] }
+        return try await LocalFileIO.offload { [entries, chunks, signal] () throws(ContainerProtocolError) in
+            let outcomes = try entries.commit(batch: requests, chunks: chunks)
+            if outcomes.contains(where: { if case .committed = $0 { true } else { false } }) { signal.post() }
+            return outcomes
+        }
+    }
+
+    /// The chunk files are written and made durable together (`LocalChunkStore.store(batch:)`).
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try CommitBatch.check(chunks)
+        for chunk in chunks { try ChunkValidation.check(chunk) }
+        guard !chunks.isEmpty else { return }
+        try await LocalFileIO.offload { [layout, store = self.chunks] () throws(ContainerProtocolError) in
+            try layout.checkReachable()
+            try store.store(batch: chunks)
+        }
+    }
+
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         let limit = try FeedPosition.pageSize(limit)
         let after = try FeedPosition.version(of: cursor)

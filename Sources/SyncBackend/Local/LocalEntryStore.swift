@@ -66,24 +66,46 @@ final class LocalEntryStore: Sendable {
     func commit(_ request: CommitRequest, chunks: LocalChunkStore) throws(ContainerProtocolError) -> CommitOutcome {
         try withConnection { connection in
             try connection.transaction { () throws -> CommitOutcome in
-                let lookup = Lookup(connection: connection, chunks: chunks)
-                switch try CommitRules.decide(request, in: lookup) {
-                case .refuse(let outcome):
-                    return outcome
-                case .apply(let isDeleted, let state):
-                    let version = try Self.counter(in: connection) + 1
-                    let update = try connection.statement("UPDATE counters SET value = ? WHERE name = 'version'")
-                    update.bind(1, Int64(version))
-                    try update.run()
-                    let entry = RemoteEntry(
-                        id: request.id, version: version, isDeleted: isDeleted, device: request.device, state: state)
-                    let now = WallClock.nanoseconds()
-                    // History: the version this commit replaces is kept, in this transaction.
-                    try LocalEntryRow.keepSuperseded(request.id, replacedAt: now, in: connection)
-                    try LocalEntryRow.upsert(entry, committedAt: now, in: connection)
-                    return .committed(entry)
-                }
+                try Self.decideAndApply(request, lookup: Lookup(connection: connection, chunks: chunks))
             }
+        }
+    }
+
+    /// Decides and applies `requests` in order, in one transaction (as `commit` decides each):
+    /// the lookups of a change see the rows the changes before it wrote. A change that throws
+    /// rolls the whole transaction back, so nothing of the batch is stored.
+    func commit(batch requests: [CommitRequest], chunks: LocalChunkStore) throws(ContainerProtocolError)
+        -> [CommitOutcome]
+    {
+        try withConnection { connection in
+            try connection.transaction { () throws -> [CommitOutcome] in
+                let lookup = Lookup(connection: connection, chunks: chunks)
+                var outcomes: [CommitOutcome] = []
+                outcomes.reserveCapacity(requests.count)
+                for request in requests { outcomes.append(try Self.decideAndApply(request, lookup: lookup)) }
+                return outcomes
+            }
+        }
+    }
+
+    /// One change inside the caller's transaction: the rules, then the row and the counter.
+    private static func decideAndApply(_ request: CommitRequest, lookup: Lookup) throws -> CommitOutcome {
+        let connection = lookup.connection
+        switch try CommitRules.decide(request, in: lookup) {
+        case .refuse(let outcome):
+            return outcome
+        case .apply(let isDeleted, let state):
+            let version = try counter(in: connection) + 1
+            let update = try connection.statement("UPDATE counters SET value = ? WHERE name = 'version'")
+            update.bind(1, Int64(version))
+            try update.run()
+            let entry = RemoteEntry(
+                id: request.id, version: version, isDeleted: isDeleted, device: request.device, state: state)
+            let now = WallClock.nanoseconds()
+            // History: the version this commit replaces is kept, in this transaction.
+            try LocalEntryRow.keepSuperseded(request.id, replacedAt: now, in: connection)
+            try LocalEntryRow.upsert(entry, committedAt: now, in: connection)
+            return .committed(entry)
         }
     }
 

@@ -142,6 +142,16 @@ public final class ReconnectingContainer: Container {
         try await forward { (container) async throws(ContainerProtocolError) in try await container.commit(request) }
     }
 
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await forward { (container) async throws(ContainerProtocolError) in
+            try await container.commit(batch: requests)
+        }
+    }
+
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try await forward { (container) async throws(ContainerProtocolError) in try await container.putChunks(chunks) }
+    }
+
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         try await forward { (container) async throws(ContainerProtocolError) in
             try await container.changes(after: cursor, limit: limit)

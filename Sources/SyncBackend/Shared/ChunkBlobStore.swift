@@ -15,6 +15,33 @@
 ///   "not found" and never a deletion. Errors never carry credentials.
 public protocol ChunkBlobStore: Sendable {
     func put(_ chunk: EncodedChunk) async throws(ContainerProtocolError)
+    /// Puts each of `chunks` as `put` does; a failure may leave some of them stored (each whole).
+    /// The default puts a few at a time (`ChunkBlobStoreBatch.concurrentPuts`).
+    func put(batch chunks: [EncodedChunk]) async throws(ContainerProtocolError)
     func get(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk
     func delete(_ hash: ChunkHash) async throws(ContainerProtocolError)
+}
+
+/// The default `put(batch:)`: up to `concurrentPuts` puts in flight (an object store answers
+/// each put after a round trip; a few at once hide that latency without flooding it).
+public enum ChunkBlobStoreBatch {
+    public static let concurrentPuts = 8
+}
+
+extension ChunkBlobStore {
+    public func put(batch chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, chunk) in chunks.enumerated() {
+                    if index >= ChunkBlobStoreBatch.concurrentPuts { _ = try await group.next() }
+                    group.addTask { try await self.put(chunk) }
+                }
+                try await group.waitForAll()
+            }
+        } catch let error as ContainerProtocolError {
+            throw error
+        } catch {
+            throw .storageFailure("storing chunks: \(error)")
+        }
+    }
 }
