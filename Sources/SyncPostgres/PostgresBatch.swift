@@ -103,6 +103,8 @@ enum PostgresBatchCommit {
                 outcomes.append(.committed(entry))
             }
         }
+        // Within the transaction: an answer too large to send rolls the batch back.
+        try CommitBatch.checkAnswer(outcomes)
         return outcomes
     }
 

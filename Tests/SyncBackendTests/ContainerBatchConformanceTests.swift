@@ -253,7 +253,10 @@ struct ContainerBatchConformanceTests {
         let chunks = (0..<50).map { rawChunk("chunk \($0) " + String(repeating: "x", count: $0 * 37)) }
         let hashes = chunks.map(\.hash)
         #expect(try await container.missingChunks(hashes) == hashes)
-        try await container.putChunks(chunks + [chunks[0]])
+        // A hash twice in one call is a client bug: refused, nothing stored.
+        #expect(await protocolError { try await container.putChunks(chunks + [chunks[0]]) }?.isInvalidRequest == true)
+        #expect(try await container.missingChunks(hashes) == hashes)
+        try await container.putChunks(chunks)
         #expect(try await container.missingChunks(hashes).isEmpty)
         try await container.putChunks(Array(chunks.prefix(10)))  // again: idempotent
         for chunk in [chunks[0], chunks[25], chunks[49]] { #expect(try await container.chunk(chunk.hash) == chunk) }

@@ -8,9 +8,8 @@ import Testing
 
 extension ContainerKind {
     /// The kinds that implement batches themselves: the in-memory, local and PostgreSQL
-    /// containers. (The HTTP kinds forward a batch to the server once the client and the server
-    /// carry it; until then they use the non-atomic one-by-one default.)
-    static let batching: [ContainerKind] = [.inMemory, .local, .postgres, .postgresS3]
+    /// containers, and both through `serve` (the client sends a batch whole to the server).
+    static let batching: [ContainerKind] = [.inMemory, .local, .postgres, .postgresS3, .http, .httpPostgresS3]
     /// Those whose storage a test can make fail part-way through a batch (`StorageFailure`).
     static let failingStorage: [ContainerKind] = [.local, .postgres, .postgresS3]
 }

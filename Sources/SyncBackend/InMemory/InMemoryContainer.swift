@@ -71,6 +71,7 @@ public final class InMemoryContainer: Container {
             var outcomes: [CommitOutcome] = []
             outcomes.reserveCapacity(requests.count)
             for request in requests { outcomes.append(try working.apply(request)) }
+            try CommitBatch.checkAnswer(outcomes)
             state = working
             return outcomes
         }

@@ -83,6 +83,8 @@ final class LocalEntryStore: Sendable {
                 var outcomes: [CommitOutcome] = []
                 outcomes.reserveCapacity(requests.count)
                 for request in requests { outcomes.append(try Self.decideAndApply(request, lookup: lookup)) }
+                // Within the transaction: an answer too large to send rolls the batch back.
+                try CommitBatch.checkAnswer(outcomes)
                 return outcomes
             }
         }
