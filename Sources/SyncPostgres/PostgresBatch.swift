@@ -43,8 +43,19 @@ extension PostgresContainer {
         let ordered = unique.values.sorted {
             PostgresBatchCommit.lockKey($0.hash) < PostgresBatchCommit.lockKey($1.hash)
         }
-        let states = try await store.run("claim \(ordered.count) chunks") { [rowID] client in
-            try await PostgresBatchCommit.claim(ordered, container: rowID, client: client)
+        // In groups: each claim holds an advisory lock to the end of its statement's transaction,
+        // and a thousand at once would fill the database server's shared lock table (about 64
+        // per connection) for every container. Each chunk's claim stands alone; the key order
+        // holds within and across groups.
+        var states: [ChunkHash: Int16] = [:]
+        var start = 0
+        while start < ordered.count {
+            let group = Array(ordered[start..<min(ordered.count, start + PostgresBatchCommit.claimGroup)])
+            let claimed = try await store.run("claim \(group.count) chunks") { [rowID] client in
+                try await PostgresBatchCommit.claim(group, container: rowID, client: client)
+            }
+            states.merge(claimed) { _, new in new }
+            start += group.count
         }
         let claimed = ordered.filter { states[$0.hash] == PostgresChunkClaim.pending }
         let refused = ordered.filter {
@@ -66,6 +77,9 @@ extension PostgresContainer {
 }
 
 enum PostgresBatchCommit {
+    /// Chunks claimed by one statement (one transaction holding their advisory locks).
+    static let claimGroup = 32
+
     /// The advisory lock key of `hash` (`syncfs_hash_key`: its first 64 bits, signed).
     static func lockKey(_ hash: ChunkHash) -> Int64 {
         Int64(bitPattern: UInt64(hash.hex.prefix(16), radix: 16) ?? 0)
