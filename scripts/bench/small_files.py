@@ -195,6 +195,8 @@ def main():
                 container = server.origin + "/bench"
                 extra = ("--token-file", server.token("bench"))
             else:
+                os.environ["AWS_ACCESS_KEY_ID"] = env["SYNCFS_TEST_S3_ACCESS_KEY_ID"]
+                os.environ["AWS_SECRET_ACCESS_KEY"] = env["SYNCFS_TEST_S3_SECRET_ACCESS_KEY"]
                 scratch = Scratch(env, work)
                 tokens = os.path.join(work, "tokens")
                 backend = ["--database", scratch.database, "--chunk-store", scratch.store, "--tokens", tokens]

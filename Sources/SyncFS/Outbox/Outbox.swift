@@ -58,6 +58,10 @@ final class Outbox: Sendable {
     /// Up to `limit` ready items, oldest first (see `UploadQueue.takeReady`).
     func takeReady(upTo limit: Int) -> [OutboxItem] { queue.withLock { $0.takeReady(upTo: limit, now: clock()) } }
 
+    /// Whether the folder is in a burst of local changes now (`UploadQueue.Policy`; never while
+    /// `sync` expedites the queue).
+    var isBursting: Bool { queue.withLock { $0.isBursting(now: clock()) } }
+
     func take(_ id: FileID) -> OutboxItem? { queue.withLock { $0.take(id) } }
 
     /// The store change for a finished upload (nil if the item changed meanwhile and stays).

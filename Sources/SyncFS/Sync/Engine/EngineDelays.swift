@@ -7,6 +7,11 @@ enum EngineDelay {
     /// waiting item is due, so this is only a backstop — an idle mount wakes once a minute.
     static let uploaderBackstop: Duration = .seconds(60)
 
+    /// The longest rest of the uploader after an upload during a burst of local changes (it
+    /// rests as long as the upload took): the folder's programs keep most of the CPU, and a
+    /// backlog still moves.
+    static let burstRestMaximum: Duration = .milliseconds(250)
+
     /// A file that cannot be uploaded or adopted right now (open for writing, its content being
     /// installed, the entry changed under a merge) is looked at again after 0.2 s: short enough
     /// that closing an editor sends the file at once to a human eye, long enough not to spin.

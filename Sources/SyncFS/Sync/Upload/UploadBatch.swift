@@ -5,7 +5,7 @@ import SyncBackend
 /// and the encoded chunks of their content (held in memory, so bounded).
 struct UploadBatch {
     /// Changes taken at once (`Uploader.runUploads`); within `CommitBatch.maximumChanges`.
-    static let maximumChanges = 256
+    static let maximumChanges = 512
     /// Content bytes of one batch; a file that does not fit goes alone (read as it is sent).
     static let maximumContentBytes: Int64 = 8 << 20
 

@@ -88,7 +88,13 @@ final class Uploader: Sendable {
                 continue
             }
             rounds.uploadTaken()
+            let started = ContinuousClock.now
             if ready.count == 1 { upload(item) } else { uploadTogether(ready) }
+            // While programs write many files into the folder, uploads take at most about half
+            // of one CPU: after each upload the uploader rests as long as it worked.
+            if outbox.isBursting {
+                run.pause(min(ContinuousClock.now - started, EngineDelay.burstRestMaximum))
+            }
         }
     }
 
