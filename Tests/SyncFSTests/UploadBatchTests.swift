@@ -125,14 +125,12 @@ import Testing
         let counting = CountingContainer(base: InMemoryContainer())
         let pair = try SyncedPair(container: counting.base, viewOfA: counting)
         try await pair.settle()
-        let started = ContinuousClock.now
         let ino = try pair.a.makeFile("lone.txt", contents: bytes("lone"))
         let id = try #require(pair.a.fileID(of: ino))
         try await eventually("lone.txt committed") { try await counting.base.entry(id) != nil }
-        let took = ContinuousClock.now - started
+        // How soon is the bench's (propagation p50); here, that it went alone, not in a batch.
         #expect(counting.singleCommits.load(ordering: .acquiring) == 1)
         #expect(counting.batchSizes.withLock { $0 }.isEmpty, "a lone change waited for a batch")
-        #expect(took < .seconds(2), "a lone change took \(took)")
     }
 }
 
