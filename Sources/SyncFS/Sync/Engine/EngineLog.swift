@@ -91,6 +91,12 @@ struct EngineLog: Sendable {
         )
     }
 
+    /// A file's content committed in a batch (`Uploader.uploadTogether`), at debug level.
+    func logUploadInBatch(_ id: FileID, bytes: Int64, chunks: Int, batch: Int) {
+        guard logger.logLevel <= .debug else { return }
+        logger.debug("uploaded \(logName(id)): \(bytes) bytes in \(chunks) chunks, in a batch of \(batch) changes")
+    }
+
     /// A batch of changes committed together (`Uploader.uploadTogether`), at debug level.
     func logUploadBatch(changes: Int, bytes: Int64, sent: Int, sentBytes: Int64, started: Int64) {
         guard logger.logLevel <= .debug else { return }

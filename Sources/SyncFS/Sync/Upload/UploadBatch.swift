@@ -13,6 +13,8 @@ struct UploadBatch {
     struct Change {
         var item: OutboxItem
         var request: CommitRequest
+        /// Its content's bytes and chunks, when the change carries content.
+        var content: (bytes: Int64, chunks: Int)?
     }
 
     private(set) var changes: [Change] = []
@@ -36,8 +38,10 @@ struct UploadBatch {
         contentBytes + length <= Self.maximumContentBytes && chunkRefs + refs <= Self.maximumChunkRefs
     }
 
-    mutating func add(_ item: OutboxItem, _ request: CommitRequest, chunks content: [EncodedChunk] = []) {
-        changes.append(Change(item: item, request: request))
+    mutating func add(_ item: OutboxItem, _ request: CommitRequest, chunks content: [EncodedChunk]? = nil) {
+        let bytes = content.map { $0.reduce(0) { $0 + Int64($1.plainLength) } }
+        changes.append(Change(item: item, request: request, content: bytes.map { ($0, content?.count ?? 0) }))
+        let content = content ?? []
         if case .put(let state) = request.change {
             putIDs.insert(request.id)
             chunkRefs += state.manifest.count
@@ -169,6 +173,12 @@ extension Uploader {
             }
         }
         recordCommitted(committed)
+        for change in batch.changes where committed.contains(where: { $0.item.fileID == change.item.fileID }) {
+            if let content = change.content {
+                log.logUploadInBatch(
+                    change.item.fileID, bytes: content.bytes, chunks: content.chunks, batch: batch.changes.count)
+            }
+        }
         for commit in committed { settled(commit.item) }
         return refused
     }
