@@ -168,17 +168,15 @@ extension Uploader {
         for (change, outcome) in zip(batch.changes, outcomes) {
             if case .committed(let entry) = outcome {
                 committed.append((change.item, entry))
+                if let content = change.content {
+                    log.logUploadInBatch(
+                        change.item.fileID, bytes: content.bytes, chunks: content.chunks, batch: batch.changes.count)
+                }
             } else {
                 refused.insert(change.item.fileID)
             }
         }
         recordCommitted(committed)
-        for change in batch.changes where committed.contains(where: { $0.item.fileID == change.item.fileID }) {
-            if let content = change.content {
-                log.logUploadInBatch(
-                    change.item.fileID, bytes: content.bytes, chunks: content.chunks, batch: batch.changes.count)
-            }
-        }
         for commit in committed { settled(commit.item) }
         return refused
     }
