@@ -197,10 +197,15 @@ public struct ContainerInfo: Codable, Equatable, Sendable {
     /// The optional parts of the protocol the server serves (`WireProtocol.Feature`); nil (the
     /// key absent) from a server older than them. Unknown names are ignored.
     public var features: [String]?
-    public init(id: String, name: String, features: [String]? = nil) {
+    /// What the request's token may do in this container (`AccessRole`); nil (the key absent)
+    /// from a server older than roles, whose every token is an editor's. An unknown value fails
+    /// decoding: a client must not guess at rights it does not know.
+    public var access: AccessRole?
+    public init(id: String, name: String, features: [String]? = nil, access: AccessRole? = nil) {
         self.id = id
         self.name = name
         self.features = features
+        self.access = access
     }
 }
 

@@ -1,0 +1,101 @@
+import SyncBackend
+
+/// Where a server keeps who may do what: users, devices, memberships, tokens, enrolment codes,
+/// failed attempts and the audit log. Two implementations with the same semantics: the embedded
+/// `TokenStore` (`ROOT/.syncfs-server/tokens.db`, SQLite) and PostgreSQL's `PostgresAccess`
+/// (`syncfs_*` tables beside the containers).
+///
+/// Contract (every implementation):
+/// - It stores and finds rows; it decides nothing. What a row means (expiry, a disabled user,
+///   the lower of two roles) is `AccessPolicy`'s, in one place for both backends.
+/// - Every read goes to the store (no cache): a change by another process is seen by the next call.
+/// - A failure to reach the store throws (`SyncServerError` `.failed`); it is never answered as
+///   "no such row". An outage must not look like a revoked token, nor a revoked token like an outage.
+/// - Secrets arrive as digests or hashes only; nothing here sees a token or a password.
+/// - Inserts that collide on a unique key return false (the caller draws another ID or reports
+///   the name taken); updates of a missing row return nil.
+public protocol AccessStore: Sendable {
+    // MARK: Tokens
+
+    /// Inserts a token with this digest; false if its ID or digest is taken.
+    func insertToken(_ token: TokenRecord, digest: String) async throws(SyncServerError) -> Bool
+    /// The token with this digest, revoked or not.
+    func token(digest: String) async throws(SyncServerError) -> TokenRecord?
+    /// Every token ever made, oldest first.
+    func tokens() async throws(SyncServerError) -> [TokenRecord]
+    /// Revokes token `id`: true if it was valid, false if revoked already, nil if unknown.
+    func revokeToken(id: String, at time: Int64) async throws(SyncServerError) -> Bool?
+    /// Records a use of token `id` (time and address).
+    func touchToken(id: String, at time: Int64, address: String?) async throws(SyncServerError)
+
+    // MARK: Users
+
+    /// Inserts a user; false if the name is taken.
+    func insertUser(_ user: UserRecord) async throws(SyncServerError) -> Bool
+    func user(named name: String) async throws(SyncServerError) -> UserRecord?
+    /// Every user, by name.
+    func users() async throws(SyncServerError) -> [UserRecord]
+    /// Replaces the user's row (password, TOTP, disabled); nil if there is no such user.
+    func updateUser(_ user: UserRecord) async throws(SyncServerError) -> Bool?
+
+    // MARK: Devices
+
+    /// Inserts a device; false if its ID is taken.
+    func insertDevice(_ device: DeviceRecord) async throws(SyncServerError) -> Bool
+    func device(id: String) async throws(SyncServerError) -> DeviceRecord?
+    /// The devices of `user` (every user's with nil), oldest first.
+    func devices(user: String?) async throws(SyncServerError) -> [DeviceRecord]
+    /// Revokes device `id`: true if it was valid, false if revoked already, nil if unknown.
+    func revokeDevice(id: String, at time: Int64) async throws(SyncServerError) -> Bool?
+
+    // MARK: Memberships
+
+    /// Gives `user` this role in `container` (replacing any other).
+    func setMembership(_ membership: MembershipRecord) async throws(SyncServerError)
+    /// Removes `user` from `container`: false if they were not a member.
+    func removeMembership(user: String, container: String) async throws(SyncServerError) -> Bool
+    /// The members of `container` (every membership with nil), by container then user.
+    func memberships(container: String?) async throws(SyncServerError) -> [MembershipRecord]
+    /// `user`'s role in each container they are a member of.
+    func roles(user: String) async throws(SyncServerError) -> [String: AccessRole]
+
+    // MARK: Enrolment codes
+
+    /// Stores a one-time enrolment code for `user` (its digest) until `expires`.
+    func insertEnrolment(digest: String, user: String, expires: Int64) async throws(SyncServerError)
+    /// Takes the code with this digest if it has not expired at `time`: the user it enrols; the
+    /// code is gone afterwards, taken or expired (a code is good once).
+    func takeEnrolment(digest: String, at time: Int64) async throws(SyncServerError) -> String?
+
+    // MARK: Failed attempts (shared by every server process)
+
+    /// Records a failed attempt under `key` (`user:NAME`, `address:ADDR`, `link:ID`).
+    func noteFailure(key: String, at time: Int64) async throws(SyncServerError)
+    /// The failed attempts under `key` since `time`.
+    func failures(key: String, since time: Int64) async throws(SyncServerError) -> Int
+    /// Forgets the failures under `key` (after a success), and every failure older than `before`.
+    func clearFailures(key: String?, before: Int64) async throws(SyncServerError)
+
+    // MARK: Share links
+
+    /// Inserts a link with this digest of its secret; false if its ID or digest is taken.
+    func insertLink(_ link: LinkRecord, digest: String) async throws(SyncServerError) -> Bool
+    /// The link with this digest, revoked or not.
+    func link(digest: String) async throws(SyncServerError) -> LinkRecord?
+    /// The links of `container` (every link with nil), oldest first.
+    func links(container: String?) async throws(SyncServerError) -> [LinkRecord]
+    /// Revokes link `id`: true if it was valid, false if revoked already, nil if unknown.
+    func revokeLink(id: String, at time: Int64) async throws(SyncServerError) -> Bool?
+    /// Counts one download through link `id`, atomically: false (and nothing counted) when it
+    /// has a maximum and reached it, or there is no such link.
+    func countDownload(link id: String) async throws(SyncServerError) -> Bool
+
+    // MARK: Audit log
+
+    /// Appends one line.
+    func appendAudit(_ record: AuditRecord) async throws(SyncServerError)
+    /// Lines at or after `since`, of `container` if given (nil: every line), oldest first, at most `limit`.
+    func audit(container: String?, since: Int64, limit: Int) async throws(SyncServerError) -> [AuditRecord]
+    /// Removes the lines older than `before`; returns how many.
+    func pruneAudit(before: Int64) async throws(SyncServerError) -> Int
+}
