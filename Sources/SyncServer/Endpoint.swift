@@ -28,6 +28,18 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case releaseLocks
     case entryLocks
 
+    /// The least role a token needs in the container (`AccessRole`): reading needs a viewer's,
+    /// changing content (chunks, commits, locks) an editor's.
+    public var requiredRole: AccessRole {
+        switch self {
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
+            return .viewer
+        case .missingChunks, .putChunk, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks,
+            .releaseLocks:
+            return .editor
+        }
+    }
+
     /// The HTTP method.
     public var method: String {
         switch self {

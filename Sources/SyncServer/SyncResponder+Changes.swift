@@ -25,11 +25,50 @@ extension SyncResponder {
             query, WireProtocol.Query.timeout, in: 0...WireProtocol.maxWaitMilliseconds,
             default: WireProtocol.defaultWaitMilliseconds)
         let container = call.container
-        let changed = try await WireFailure.translating { () async throws(ContainerProtocolError) in
-            try await shutdown.unlessStopping { () async throws(ContainerProtocolError) in
-                try await container.waitForChanges(after: cursor, timeout: .milliseconds(milliseconds))
+        let outcome = try await whileAccessLasts(call) { () async throws(WireFailure) -> Bool in
+            try await WireFailure.translating { () async throws(ContainerProtocolError) in
+                try await shutdown.unlessStopping { () async throws(ContainerProtocolError) in
+                    try await container.waitForChanges(after: cursor, timeout: .milliseconds(milliseconds))
+                }
             }
         }
+        guard let changed = outcome else {
+            throw WireFailure.unauthorized("the token was revoked, expired or lost its access to '\(call.name)'")
+        }
         return JSONResponse.make(WaitResponse(changed: changed), status: 200)
+    }
+
+    /// `wait()`'s result, or nil as soon as the call's token no longer opens its container (read
+    /// afresh every `AccessControl.longPollRecheck`; `wait` is then cancelled). A store that
+    /// cannot be read during the wait ends it as the first check would (`503`).
+    func whileAccessLasts(
+        _ call: Call, _ wait: @escaping @Sendable () async throws(WireFailure) -> Bool
+    ) async throws(WireFailure) -> Bool? {
+        let tokens = tokens
+        let result = await withTaskGroup(of: Result<Bool?, WireFailure>?.self) { group in
+            group.addTask {
+                do throws(WireFailure) { return .success(try await wait()) } catch { return .failure(error) }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: AccessControl.longPollRecheck)
+                    } catch {
+                        return nil
+                    }
+                    do throws(SyncServerError) {
+                        let grant = try await tokens.authenticate(token: call.token, address: call.address)
+                        if grant?.roles[call.name] == nil { return .success(nil) }
+                    } catch {
+                        return .failure(WireFailure.tokenStoreUnreadable(error))
+                    }
+                }
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        return try (result ?? .success(nil)).get()
     }
 }

@@ -8,7 +8,7 @@ extension SyncResponder {
         JSONResponse.make(
             ContainerInfo(
                 id: call.container.containerID, name: call.name,
-                features: servesBatches ? WireProtocol.Feature.all : nil),
+                features: servesBatches ? WireProtocol.Feature.all : nil, access: call.role),
             status: 200)
     }
 

@@ -10,8 +10,8 @@ import SyncBackend
 /// 1. `GET /v1/health` needs no token (another method on it: `405`);
 /// 2. every other request needs a valid token (`401`, before anything is said about the path);
 /// 3. the path must be an endpoint (`404 notFound`) with this method (`405`, with `Allow`);
-/// 4. `NAME` must be a valid container name (`400`), the token's container (`403`), and exist
-///    (`404 notFound`);
+/// 4. `NAME` must be a valid container name (`400`), one the token opens (`403`), with a role
+///    the endpoint needs (`403`: `Endpoint.requiredRole`), and exist (`404 notFound`);
 /// 5. a `SyncFS-Container-ID` header, if present, must be the container's ID (`412
 ///    containerMismatch`: the client synced with another container under this name);
 /// 6. room for the request's body in the token's, container's and server's budgets (`429`,
@@ -22,7 +22,7 @@ import SyncBackend
 /// It never throws: every failure is a `WireFailure` answered with the protocol's JSON body.
 /// Each request is logged at debug level (method, path, status, duration).
 struct SyncResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = SyncRequestContext
 
     let tokens: any TokenAuthority
     let containers: any ContainerSource
@@ -57,6 +57,12 @@ struct SyncResponder: HTTPResponder {
         /// The query parameters, already checked against the endpoint's list.
         let query: [String: String]
         let container: any Container
+        /// The token's grant and its role in this container.
+        let grant: AccessGrant
+        let role: AccessRole
+        /// The bearer token (for the long poll's recheck) and the peer's address.
+        let token: String
+        let address: String?
     }
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -64,7 +70,7 @@ struct SyncResponder: HTTPResponder {
         var response: Response
         var authenticated = false
         do {
-            response = try await answer(request, authenticated: &authenticated)
+            response = try await answer(request, address: context.remoteAddress, authenticated: &authenticated)
         } catch {
             if error.code == .storageUnavailable { outages.refused(error.message) }
             response = error.response
@@ -79,7 +85,9 @@ struct SyncResponder: HTTPResponder {
         return response
     }
 
-    private func answer(_ request: Request, authenticated: inout Bool) async throws(WireFailure) -> Response {
+    private func answer(
+        _ request: Request, address: String?, authenticated: inout Bool
+    ) async throws(WireFailure) -> Response {
         let path = request.uri.path
         let resolution = RouteResolution.resolve(
             method: request.method.rawValue, path: path,
@@ -89,12 +97,11 @@ struct SyncResponder: HTTPResponder {
             return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
         }
         // Only the health check's own path is answered without a token (a wrong method on it).
-        var holder: (container: String, token: String)?
+        var holder: (grant: AccessGrant, token: String)?
         if path != Endpoint.health.pathTemplate {
-            holder = try await authenticate(request)
+            holder = try await authenticate(request, address: address)
             authenticated = true
         }
-        let tokenContainer = holder?.container
         switch resolution {
         case .notFound:
             throw WireFailure(.notFound, "no endpoint \(path) (see doc/PROTOCOL.md)")
@@ -109,8 +116,14 @@ struct SyncResponder: HTTPResponder {
                     .invalidRequest, "'\(name)' is not a container name (1-64 bytes of A-Z a-z 0-9 . _ -, no leading .)"
                 )
             }
-            guard name == tokenContainer else {
+            guard let holder, let role = holder.grant.roles[name] else {
                 throw WireFailure(.forbidden, "this token is not valid for the container '\(name)'")
+            }
+            guard role >= endpoint.requiredRole else {
+                throw WireFailure(
+                    .forbidden,
+                    "this token has a \(role.rawValue)'s rights in '\(name)'; \(endpoint.pathTemplate) needs "
+                        + "an \(endpoint.requiredRole.rawValue)'s")
             }
             guard let container = try await container(named: name) else {
                 throw WireFailure(.notFound, "no container '\(name)' on this server")
@@ -124,8 +137,10 @@ struct SyncResponder: HTTPResponder {
                         + "\(WireProtocol.containerIDHeader) says: it is not the container this client synced with")
             }
             let query = try RequestReading.query(of: request, allowed: endpoint.queryParameters)
-            let call = Call(request: request, name: name, captures: captures, query: query, container: container)
-            guard let largest = endpoint.largestBody, let holder else { return try await handle(endpoint, call) }
+            let call = Call(
+                request: request, name: name, captures: captures, query: query, container: container,
+                grant: holder.grant, role: role, token: holder.token, address: address)
+            guard let largest = endpoint.largestBody else { return try await handle(endpoint, call) }
             let grant = try reserveBody(
                 of: request, largest: largest, container: name, token: holder.token, upload: endpoint.isChunkUpload)
             defer { bodies.release(grant) }
@@ -153,8 +168,10 @@ struct SyncResponder: HTTPResponder {
         }
     }
 
-    /// The container the request's bearer token opens, and the token; `401` if there is none.
-    private func authenticate(_ request: Request) async throws(WireFailure) -> (container: String, token: String) {
+    /// The grant of the request's bearer token, and the token; `401` if there is none.
+    private func authenticate(
+        _ request: Request, address: String?
+    ) async throws(WireFailure) -> (grant: AccessGrant, token: String) {
         guard let header = try RequestReading.singleHeader(.authorization, of: request) else {
             throw WireFailure.unauthorized("this request needs Authorization: Bearer TOKEN")
         }
@@ -163,14 +180,14 @@ struct SyncResponder: HTTPResponder {
             throw WireFailure.unauthorized("the Authorization header must be Bearer TOKEN")
         }
         let token = String(header.dropFirst(scheme.count)).trimmingSpaces
-        let container: String?
+        let grant: AccessGrant?
         do {
-            container = try await tokens.authenticate(token: token)
+            grant = try await tokens.authenticate(token: token, address: address)
         } catch {
             throw WireFailure.tokenStoreUnreadable(error)
         }
-        guard let container else { throw WireFailure.unauthorized("the token is unknown or revoked") }
-        return (container, token)
+        guard let grant else { throw WireFailure.unauthorized("the token is unknown, expired or revoked") }
+        return (grant, token)
     }
 
     /// The container `name` as its source has it now (`ContainerSource`).

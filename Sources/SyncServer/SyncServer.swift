@@ -123,7 +123,7 @@ public struct SyncServer: Sendable {
         } else {
             let store = try TokenStore(root: configuration.root)
             self.tokenStore = store
-            self.tokens = LocalTokenAuthority(store: store)
+            self.tokens = AccessControl(store: EmbeddedAccessStore(store: store))
         }
         self.containers =
             configuration.containers ?? LocalContainerSource(registry: ContainerRegistry(root: configuration.root))

@@ -1,27 +1,16 @@
-/// What tells the server which container a bearer token opens: the embedded `TokenStore`
-/// (`ROOT/.syncfs-server/tokens.db`) or a database's token table (`syncfs-mount serve
-/// --database`, whose tokens live in PostgreSQL beside the containers).
+/// What tells the server what a bearer token may do: `AccessControl` over the embedded store
+/// (`ROOT/.syncfs-server/tokens.db`) or a database's tables (`serve --database`).
 ///
 /// Contract (every implementation):
-/// - `authenticate` returns the one container a valid token opens, or nil for a token that is
-///   malformed, unknown or revoked; it reads the store afresh on every call, so a revocation by
-///   another process counts from the next request on.
+/// - `authenticate` returns the token's grant (its role in each container it opens), or nil for a
+///   token that is malformed, unknown, revoked, expired, or whose user or device is disabled or
+///   revoked. A change by any process counts from the next request on.
 /// - A failure to read the store throws (the server answers `503`), never nil: an outage must not
 ///   look like a revoked token, nor a revoked token like an outage.
 /// - Only tokens' SHA-256 digests are stored (`TokenFormat.digest`); the token is seen once.
+/// - `address` is the peer's, for the token's "last used" record; nil when unknown.
 public protocol TokenAuthority: Sendable {
-    func authenticate(token: String) async throws(SyncServerError) -> String?
-}
-
-/// The embedded token database as a `TokenAuthority` (its blocking SQLite read off the
-/// cooperative pool).
-struct LocalTokenAuthority: TokenAuthority {
-    let store: TokenStore
-
-    func authenticate(token: String) async throws(SyncServerError) -> String? {
-        let store = store
-        return try await Offload.run { () throws(SyncServerError) -> String? in try store.authenticate(token: token) }
-    }
+    func authenticate(token: String, address: String?) async throws(SyncServerError) -> AccessGrant?
 }
 
 /// The shape of tokens and their public IDs, shared by every token store: a token is `sfs_` and

@@ -11,10 +11,10 @@ import Synchronization
 /// Contract:
 /// - A token is `sfs_` and 64 lowercase hex digits (32 bytes from the system's secure random
 ///   generator). Only its SHA-256 is stored: `create` is the only time the token is seen.
-/// - Each token opens exactly one container and has a short public ID (8 hex digits) that
+/// - A token made by `create` (a legacy token) opens one container and has a short public ID (8 hex digits) that
 ///   `list` shows and `revoke` takes; revoked tokens stay listed, and never authenticate again.
-/// - `authenticate` reads the database afresh on every call (one indexed lookup), so a token
-///   revoked by another process (`syncfs-mount token revoke`) is refused from the next request on.
+/// - The database also holds accounts, memberships, links and the audit log
+///   (`EmbeddedAccessStore`); what a token may do is `AccessControl`'s to decide.
 /// - Several processes may use the database at once (WAL; SQLite's busy timeout).
 ///
 /// The connection is used under a lock for one short statement at a time; the server calls
@@ -48,7 +48,7 @@ public final class TokenStore: Sendable {
     /// The prefix of every token.
     public static let tokenPrefix = "sfs_"
 
-    private let connection: Mutex<SQLiteConnection>
+    let connection: Mutex<SQLiteConnection>
     public let path: String
 
     /// Opens the token database of the server root `root`, creating its directory (0700) and the
@@ -110,6 +110,10 @@ public final class TokenStore: Sendable {
                 insert.bind(4, label)
                 insert.bind(5, created)
                 try insert.run()
+                let opens = try connection.statement("INSERT INTO token_containers (token, container) VALUES (?, ?)")
+                opens.bind(1, id)
+                opens.bind(2, container)
+                try opens.run()
                 return true
             }
             if inserted { return (id, token) }
@@ -155,19 +159,6 @@ public final class TokenStore: Sendable {
         return outcome
     }
 
-    /// The container `token` opens, or nil if it is malformed, unknown or revoked.
-    public func authenticate(token: String) throws(SyncServerError) -> String? {
-        guard Self.isWellFormed(token) else { return nil }
-        let digest = Self.digest(of: token)
-        return try read { connection in
-            let statement = try connection.statement(
-                "SELECT container FROM tokens WHERE digest = ? AND revoked IS NULL")
-            defer { statement.reset() }
-            statement.bind(1, digest)
-            return try statement.step() ? statement.text(0) : nil
-        }
-    }
-
     /// `sfs_` and 64 lowercase hex digits.
     static func isWellFormed(_ token: String) -> Bool {
         let bytes = Array(token.utf8)
@@ -189,11 +180,11 @@ public final class TokenStore: Sendable {
         return String(decoding: text, as: UTF8.self)
     }
 
-    private func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(SyncServerError) -> T {
+    func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(SyncServerError) -> T {
         try withConnection(writing: false, body)
     }
 
-    private func write<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(SyncServerError) -> T {
+    func write<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(SyncServerError) -> T {
         try withConnection(writing: true, body)
     }
 

@@ -17,8 +17,8 @@ struct DatabaseTokens: TokenAuthority {
         self.authority = PostgresTokenAuthority(store: store)
     }
 
-    func authenticate(token: String) async throws(SyncServerError) -> String? {
-        try await authority.authenticate(token: token)
+    func authenticate(token: String, address: String?) async throws(SyncServerError) -> AccessGrant? {
+        try await authority.authenticate(token: token, address: address)
     }
 
     /// Makes a token for `container` (which must be a valid name); its public ID and the token.

@@ -89,20 +89,22 @@ import Testing
         }
     }
 
-    @Test func tokensAreStoredOnlyAsDigestsInAPrivateDatabase() throws {
+    @Test func tokensAreStoredOnlyAsDigestsInAPrivateDatabase() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try TokenStore(root: directory.path)
         let (id, token) = try store.create(container: "box", label: "laptop")
         #expect(token.hasPrefix("sfs_") && token.utf8.count == 68)
         #expect(id.utf8.count == 8)
-        #expect(try store.authenticate(token: token) == "box")
+        let access = AccessControl(store: EmbeddedAccessStore(store: store))
+        #expect(try await access.authenticate(token: token, address: nil)?.roles == ["box": .editor])
         let database = try Data(contentsOf: URL(fileURLWithPath: TokenStore.path(root: directory.path)))
         #expect(database.range(of: Data(token.utf8)) == nil, "the token itself must not be stored")
         #expect(try permissions(TokenStore.directory(root: directory.path)) == 0o700)
         #expect(try permissions(TokenStore.path(root: directory.path)) == 0o600)
         // A second store (another process) sees the same tokens; names are checked.
-        #expect(try TokenStore(root: directory.path).authenticate(token: token) == "box")
+        let other = AccessControl(store: EmbeddedAccessStore(store: try TokenStore(root: directory.path)))
+        #expect(try await other.authenticate(token: token, address: nil)?.roles == ["box": .editor])
         #expect(throws: SyncServerError.self) { try store.create(container: "../etc", label: "") }
     }
 

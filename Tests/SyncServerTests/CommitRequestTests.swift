@@ -41,7 +41,7 @@ import Testing
                 try info.decode(ContainerInfo.self)
                     == ContainerInfo(
                         id: try await fixture.container().containerID, name: "box",
-                        features: WireProtocol.Feature.all))
+                        features: WireProtocol.Feature.all, access: .editor))
         }
     }
 

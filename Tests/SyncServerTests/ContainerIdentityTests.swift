@@ -28,7 +28,8 @@ import Testing
             #expect(
                 try info.decode(ContainerInfo.self)
                     == ContainerInfo(
-                        id: replacement.containerID, name: fixture.name, features: WireProtocol.Feature.all))
+                        id: replacement.containerID, name: fixture.name, features: WireProtocol.Feature.all,
+                        access: .editor))
             let second = Sample.create(Sample.directory("after"))
             #expect(try await fixture.commit(second).status == 200)
             // The commit is in the container now at ROOT/NAME, not in the one moved aside.

@@ -1,0 +1,100 @@
+import Foundation
+import SyncBackend
+import Synchronization
+
+/// The server's access checks over an `AccessStore` (either backend): turns a bearer token into
+/// its grant (`AccessPolicy`) and records when and from where each token was last used.
+///
+/// Contract:
+/// - Every check reads the store (no cache): a change made by any process (a revocation, a
+///   disabled user, a role change) counts from the next request on; a long poll rechecks every
+///   `longPollRecheck` (`SyncResponder`), so one open when the change is made ends within it.
+/// - A store that cannot be read throws, never nil.
+/// - "Last used" is written at most once per `touchInterval` per token and process; failing to
+///   write it never fails the request.
+public final class AccessControl: TokenAuthority {
+    public static let longPollRecheck: Duration = .seconds(2)
+    static let touchInterval: Int64 = 60
+
+    public let store: any AccessStore
+    private let now: @Sendable () -> Int64
+    private let touched = Mutex<[String: Int64]>([:])
+
+    /// `now`: Unix seconds (tests move it to expire tokens).
+    public init(store: any AccessStore, now: @escaping @Sendable () -> Int64 = AccessControl.unixNow) {
+        self.store = store
+        self.now = now
+    }
+
+    public static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    public func authenticate(token: String, address: String?) async throws(SyncServerError) -> AccessGrant? {
+        guard TokenFormat.isWellFormed(token) else { return nil }
+        let grant = try await grant(digest: TokenFormat.digest(of: token))
+        if let grant { await touch(grant.tokenID, address: address) }
+        return grant
+    }
+
+    /// The grant of the token with this digest, read from the store now.
+    public func grant(digest: String) async throws(SyncServerError) -> AccessGrant? {
+        guard let token = try await store.token(digest: digest) else { return nil }
+        let time = now()
+        guard token.revoked == nil, token.expires.map({ time < $0 }) ?? true else { return nil }
+        guard let name = token.user else {
+            return AccessPolicy.grant(token: token, user: nil, device: nil, memberships: [:], now: time)
+        }
+        let user = try await store.user(named: name)
+        let device: DeviceRecord?
+        if let id = token.device { device = try await store.device(id: id) } else { device = nil }
+        let roles = try await store.roles(user: name)
+        return AccessPolicy.grant(token: token, user: user, device: device, memberships: roles, now: time)
+    }
+
+    private func touch(_ id: String, address: String?) async {
+        let time = now()
+        let due = touched.withLock { touched -> Bool in
+            if let last = touched[id], time - last < Self.touchInterval { return false }
+            if touched.count > 10_000 { touched.removeAll() }
+            touched[id] = time
+            return true
+        }
+        if due { try? await store.touchToken(id: id, at: time, address: address) }
+    }
+
+    /// Appends an audit line; a failure to write it is logged by the caller, never fatal to a
+    /// request that already happened.
+    public func audit(
+        container: String?, actor: String, address: String?, action: AuditAction, target: String, result: String
+    ) async throws(SyncServerError) {
+        try await store.appendAudit(
+            AuditRecord(
+                time: now(), container: container, actor: actor, address: address, action: action.rawValue,
+                target: target, result: result))
+    }
+}
+
+/// What the audit log records.
+public enum AuditAction: String, Codable, Sendable, CaseIterable {
+    case login
+    case loginFailed = "login-failed"
+    case tokenCreate = "token-create"
+    case tokenRevoke = "token-revoke"
+    case deviceRevoke = "device-revoke"
+    case userAdd = "user-add"
+    case userDisable = "user-disable"
+    case userEnable = "user-enable"
+    case userPassword = "user-password"
+    case userEnrol = "user-enrol"
+    case userTOTP = "user-totp"
+    case roleChange = "role-change"
+    case memberRemove = "member-remove"
+    case linkCreate = "link-create"
+    case linkRevoke = "link-revoke"
+    case linkUse = "link-use"
+    case linkFailed = "link-failed"
+    case commit
+    case restore
+    case accessRefused = "access-refused"
+    case quotaRefusal = "quota-refusal"
+    case gcRun = "gc-run"
+}
