@@ -121,6 +121,7 @@ private struct OneContainer: ContainerSource {
 /// Accepts the one token of these tests, for "box".
 private struct OneToken: TokenAuthority {
     func authenticate(token: String, address: String?) async throws(SyncServerError) -> AccessGrant? {
-        token == StorageOutageTests.token ? AccessGrant(tokenID: "0", user: nil, device: nil, roles: ["box": .editor]) : nil
+        token == StorageOutageTests.token
+            ? AccessGrant(tokenID: "0", user: nil, device: nil, roles: ["box": .editor]) : nil
     }
 }

@@ -93,7 +93,8 @@ extension EmbeddedAccessStore {
     public func appendAudit(_ record: AuditRecord) async throws(SyncServerError) {
         try await run(writing: true) { connection in
             let insert = try connection.statement(
-                "INSERT INTO audit (time, container, actor, address, action, target, result) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                "INSERT INTO audit (time, container, actor, address, action, target, result) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            )
             insert.bind(1, record.time)
             insert.bindOptional(2, record.container)
             insert.bind(3, record.actor)

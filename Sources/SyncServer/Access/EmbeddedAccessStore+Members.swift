@@ -35,7 +35,8 @@ extension EmbeddedAccessStore {
     public func devices(user: String?) async throws(SyncServerError) -> [DeviceRecord] {
         try await run(writing: false) { connection in
             let list = try connection.statement(
-                "SELECT id, user, name, created, revoked FROM devices WHERE ?1 IS NULL OR user = ?1 ORDER BY created, id")
+                "SELECT id, user, name, created, revoked FROM devices WHERE ?1 IS NULL OR user = ?1 ORDER BY created, id"
+            )
             defer { list.reset() }
             list.bindOptional(1, user)
             var found: [DeviceRecord] = []

@@ -78,7 +78,9 @@ public struct EmbeddedAccessStore: AccessStore {
             var found: [TokenRecord] = []
             while try all.step() { found.append(try Self.tokenRecord(all)) }
             all.reset()
-            for index in found.indices { found[index].containers = try Self.containers(of: found[index].id, connection) }
+            for index in found.indices {
+                found[index].containers = try Self.containers(of: found[index].id, connection)
+            }
             return found
         }
     }
