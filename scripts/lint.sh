@@ -13,8 +13,8 @@ if grep -rln "^import CSQLite" Sources | grep -v "^Sources/SQLiteSupport/"; then
     echo "lint: CSQLite may only be imported in Sources/SQLiteSupport/" >&2; fail=1
 fi
 if grep -rln "^import SQLiteSupport" Sources \
-    | grep -v -e "^Sources/SyncFS/Metadata/" -e "^Sources/SyncBackend/" -e "^Sources/SyncServer/TokenStore"; then
-    echo "lint: SQLiteSupport may only be imported in Sources/SyncFS/Metadata/, Sources/SyncBackend/ and the server's TokenStore" >&2; fail=1
+    | grep -v -e "^Sources/SyncFS/Metadata/" -e "^Sources/SyncBackend/" -e "^Sources/SyncServer/TokenStore" -e "^Sources/SyncServer/Access/EmbeddedAccessStore"; then
+    echo "lint: SQLiteSupport may only be imported in Sources/SyncFS/Metadata/, Sources/SyncBackend/ and the server's TokenStore and EmbeddedAccessStore" >&2; fail=1
 fi
 # Only the server knows Hummingbird; only the HTTP client knows async-http-client.
 if grep -rln "^import Hummingbird" Sources | grep -v "^Sources/SyncServer/"; then
