@@ -30,6 +30,13 @@ public enum TokenFormat {
         return hex((0..<4).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
+    /// A one-time enrolment code: `enr_` and 32 lowercase hex digits (16 bytes), shown once,
+    /// stored only as its digest.
+    public static func newEnrolmentCode() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "enr_" + hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
     /// `sfs_` and 64 lowercase hex digits.
     public static func isWellFormed(_ token: String) -> Bool { TokenStore.isWellFormed(token) }
 

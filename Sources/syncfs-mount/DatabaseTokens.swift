@@ -85,6 +85,7 @@ extension TokenCommand.Create {
     /// `token create --database URL --container NAME`: makes the container in the database if it
     /// is missing (nothing is made on the local disk) and a token for it, printed once.
     func createInDatabase(_ url: String) throws {
+        let container = container.first ?? ""
         do throws(BackendFailure) {
             let (id, token) = try withDatabaseTokens(url) { tokens, store throws(BackendFailure) in
                 if try DatabaseBackend.ensureContainer(container, in: store) {
@@ -110,4 +111,15 @@ extension TokenCommand.Revoke {
             throw fail(error)
         }
     }
+}
+
+/// `user|member|device|token|link|audit … --database URL`: opens the store (no chunk store
+/// needed), runs `body` with its access tables, shuts it down.
+func withDatabaseAccess<T>(_ url: String, _ body: (any AccessStore) throws(BackendFailure) -> T)
+    throws(BackendFailure) -> T
+{
+    let opened = try DatabaseBackend.open(try DatabaseBackend.settings(url), chunkStore: nil)
+    defer { opened.shutdown() }
+    _ = opened
+    throw BackendFailure(.badInput, "accounts in a PostgreSQL store are not in this build yet")
 }

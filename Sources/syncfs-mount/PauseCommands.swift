@@ -24,7 +24,7 @@ struct PauseCommand: ParsableCommand {
     @Option(
         name: .customLong("for"),
         help: ArgumentHelp(
-            "Resume by itself after this long: hours, minutes and seconds like 30m, 2h, 1h30m or 90s.",
+            "Resume by itself after this long: like 30m, 2h, 1h30m, 90s or 1d.",
             valueName: "duration"))
     var duration: String?
 

@@ -20,7 +20,8 @@ struct SyncFSCommand: ParsableCommand {
             RecoverCommand.self, ReleaseCommand.self, DiscardCommand.self, VersionsCommand.self,
             TrashCommand.self, RestoreCommand.self, VerifyCommand.self, LimitCommand.self,
             ExcludeCommand.self, IncludeCommand.self,
-            PauseCommand.self, ResumeCommand.self,
+            PauseCommand.self, ResumeCommand.self, UserCommand.self, MemberCommand.self, DeviceCommand.self,
+            AuditCommand.self,
         ]
     )
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SyncBackend
+import SyncFS
 import SyncServer
 
 /// `syncfs-mount token create|list|revoke`: the access tokens of a server root
@@ -16,9 +17,11 @@ struct TokenCommand: ParsableCommand {
 
     /// `token create --root DIR --container NAME [--label TEXT]`: prints the new token (and only
     /// it) on standard output; its ID goes to standard error. Creates the container if missing.
+    /// That is a container token (an editor's rights, no user, no expiry). With `--user NAME`
+    /// instead, a user's token (`createForUser`): scoped to containers and a role, expiring.
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make a token for one container (created if missing); print it once.")
+            abstract: "Make a token for a user (or a container token); print it once.")
 
         @Option(help: ArgumentHelp("The server root (must exist).", valueName: "dir"))
         var root: String?
@@ -26,16 +29,52 @@ struct TokenCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Instead of --root: the PostgreSQL store (made by server-init).", valueName: "url"))
         var database: String?
 
-        func validate() throws { try checkTokenPlace(root: root, database: database) }
+        func validate() throws {
+            try checkTokenPlace(root: root, database: database)
+            guard !container.isEmpty else { throw ValidationError("give --container NAME") }
+            if user == nil {
+                guard container.count == 1 else { throw ValidationError("a container token opens one --container") }
+                guard role == nil, expires == nil, !noExpiry else {
+                    throw ValidationError("--role, --expires and --no-expiry are for a user's token (--user NAME)")
+                }
+            }
+            guard expires == nil || !noExpiry else {
+                throw ValidationError("--expires and --no-expiry exclude each other")
+            }
+            if let expires, case .failure(let error) = DurationText.seconds(expires) {
+                throw ValidationError(error.description)
+            }
+        }
 
-        @Option(help: ArgumentHelp("The container the token opens: ROOT/NAME.", valueName: "name"))
-        var container: String
+        @Option(
+            help: ArgumentHelp(
+                "The container the token opens: ROOT/NAME (with --user: repeat it for several).", valueName: "name"))
+        var container: [String] = []
+
+        @Option(help: ArgumentHelp("Make a user's token (see `user add`, `member add`).", valueName: "name"))
+        var user: String?
+
+        @Option(
+            help: ArgumentHelp(
+                "With --user: viewer, editor or admin, at most the user's role in each container (default: that role).",
+                valueName: "role"))
+        var role: AccessRole?
+
+        @Option(
+            help: ArgumentHelp(
+                "With --user: how long it works, like 30d or 12h (default 90d, at most 365d).", valueName: "duration"))
+        var expires: String?
+
+        @Flag(help: "With --user: a service token that never expires (listed as such).")
+        var noExpiry = false
 
         @Option(help: ArgumentHelp("A note for `token list` (who or what uses the token).", valueName: "text"))
         var label: String = ""
 
         func run() throws {
             makeFilesPrivate()
+            if user != nil { return try createForUser() }
+            let container = container.first ?? ""
             guard ContainerName.isValid(container) else {
                 throw fail(
                     SyncServerError(
@@ -79,51 +118,85 @@ struct TokenCommand: ParsableCommand {
 
         func validate() throws { try checkTokenPlace(root: root, database: database) }
 
-        @Flag(help: "Print one JSON array: id, container, label, created, revoked (Unix seconds or null).")
+        @Flag(
+            help:
+                "Print one JSON array: id, kind, user, device, container, containers, role, label, created, expires, revoked, lastUsed, lastAddress (times in Unix seconds or null)."
+        )
         var json = false
 
         func run() throws {
             makeFilesPrivate()
-            let records: [TokenStore.Record]
-            let place: String
+            let lines: [TokenLine]
             if let database {
                 do throws(BackendFailure) {
-                    records = try withDatabaseTokens(database) { tokens, _ throws(BackendFailure) in try tokens.list() }
+                    lines = try withDatabaseTokens(database) { tokens, _ throws(BackendFailure) in try tokens.list() }
+                        .map(TokenLine.init)
                 } catch {
                     throw fail(error)
                 }
-                place = "the database"
             } else {
-                let root = try checkedRoot(self.root ?? "")
-                do {
-                    records = try TokenStore.openIfPresent(root: root)?.list() ?? []
-                } catch {
-                    throw fail(error)
-                }
-                place = root
+                let place = AccessPlaceOptions(root: root, database: nil)
+                lines = try place.withAdmin { admin throws(SyncServerError) in try await admin.tokens() }
+                    .map(TokenLine.init)
             }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                let data = (try? encoder.encode(records)) ?? Data("[]".utf8)
-                print(String(decoding: data, as: UTF8.self))
-                return
+            if json { return print(jsonLine(lines)) }
+            guard !lines.isEmpty else {
+                return printError("no tokens in \(database == nil ? root ?? "" : "the database")")
             }
-            guard !records.isEmpty else { return printError("no tokens in \(place)") }
-            print(
-                "ID        CONTAINER                         CREATED               STATUS                        LABEL")
-            for record in records {
-                let status = record.revoked.map { "revoked " + Self.time($0) } ?? "valid"
+            let widths = [8, 9, 16, 7, 24, 21, 29]
+            print(tableRow(["ID", "KIND", "USER", "ROLE", "CONTAINERS", "EXPIRES", "STATUS", "LABEL"], widths: widths))
+            for line in lines {
+                let status = line.revoked.map { "revoked " + isoTime($0) } ?? "valid"
                 print(
-                    [
-                        record.id.padded(8), record.container.padded(33), Self.time(record.created).padded(21),
-                        status.padded(29), record.label,
-                    ].joined(separator: " "))
+                    tableRow(
+                        [
+                            line.id, line.kind, line.user ?? "-", line.role.rawValue,
+                            line.containers.joined(separator: ","), line.expires.map(isoTime) ?? "never", status,
+                            line.label,
+                        ], widths: widths))
             }
         }
+    }
 
-        private static func time(_ seconds: Int64) -> String {
-            Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+    /// One token as `token list` prints it: `kind` is `container` (made with `--container` alone:
+    /// an editor's rights there, no user, no expiry), `user` (expiring) or `service` (a user's
+    /// token without expiry). `container` is the first of `containers`, as older lists had it.
+    struct TokenLine: Codable, Equatable {
+        var id: String
+        var kind: String
+        var user: String?
+        var device: String?
+        var container: String
+        var containers: [String]
+        var role: AccessRole
+        var label: String
+        var created: Int64
+        var expires: Int64?
+        var revoked: Int64?
+        var lastUsed: Int64?
+        var lastAddress: String?
+
+        init(_ record: TokenRecord) {
+            id = record.id
+            kind = record.isLegacy ? "container" : record.expires == nil ? "service" : "user"
+            user = record.user
+            device = record.device
+            container = record.containers.first ?? ""
+            containers = record.containers
+            role = record.role
+            label = record.label
+            created = record.created
+            expires = record.expires
+            revoked = record.revoked
+            lastUsed = record.lastUsed
+            lastAddress = record.lastAddress
+        }
+
+        init(_ record: TokenStore.Record) {
+            self.init(
+                TokenRecord(
+                    id: record.id, user: nil, device: nil, containers: [record.container], role: .editor,
+                    label: record.label, created: record.created, expires: nil, revoked: record.revoked))
         }
     }
 

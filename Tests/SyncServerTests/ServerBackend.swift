@@ -117,6 +117,13 @@ final class FixtureBackend: Sendable {
         }
     }
 
+    /// The server's access store (accounts, memberships, tokens, audit), as `user`/`member`/
+    /// `token` commands reach it.
+    func accessStore(on server: SyncTestServer) throws -> any AccessStore {
+        guard database != nil else { return EmbeddedAccessStore(store: try #require(server.tokens)) }
+        throw TestFailure("the PostgreSQL access store is not in this build yet")
+    }
+
     /// Where the server's containers come from, as `serve` makes it (the root's, or the
     /// database's), with its catalog (`ContainerCatalog`, for the collection schedule).
     func source() -> any ContainerSource & ContainerCatalog {
