@@ -38,6 +38,12 @@ extension SyncResponder {
             throw WireFailure(
                 .storageFailure, "the container answered \(outcomes.count) outcomes to \(requests.count) changes")
         }
+        noteCommits(
+            call, changes: requests.count,
+            committed: outcomes.reduce(0) { count, outcome in
+                if case .committed = outcome { return count + 1 }
+                return count
+            })
         let estimate = outcomes.reduce(64) { $0 + Self.estimatedBytes(of: $1) }
         return await JSONResponse.make(CommitBatchResponse(outcomes: outcomes), status: 200, estimatedBytes: estimate)
     }
@@ -91,7 +97,9 @@ extension SyncResponder {
             }
         }
         guard !chunks.isEmpty else { return JSONResponse.empty(status: 204) }
-        try await quotas?.admit(chunks, name: call.name, container: call.container)
+        try await admitUnderQuota(call) { () async throws(WireFailure) in
+            try await quotas?.admit(chunks, name: call.name, container: call.container)
+        }
         try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.putChunks(chunks)
         }

@@ -47,7 +47,9 @@ extension SyncResponder {
             as: [UInt8].self)
         let chunk = EncodedChunk(hash: hash, encoding: encoding, plainLength: plainLength, payload: payload)
         try await ChunkUpload.verify(chunk)
-        try await quotas?.admit(chunk, name: call.name, container: call.container)
+        try await admitUnderQuota(call) { () async throws(WireFailure) in
+            try await quotas?.admit(chunk, name: call.name, container: call.container)
+        }
         try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await call.container.putChunk(chunk)
         }

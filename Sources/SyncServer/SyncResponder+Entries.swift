@@ -38,6 +38,7 @@ extension SyncResponder {
         }
         let status: Int
         if case .committed = outcome { status = 200 } else { status = 409 }
+        noteCommits(call, changes: 1, committed: status == 200 ? 1 : 0)
         return await JSONResponse.make(outcome, status: status, estimatedBytes: Self.estimatedBytes(of: outcome))
     }
 

@@ -41,6 +41,9 @@ struct SyncResponder: HTTPResponder {
     /// Whether the batch endpoints are served and listed in `ContainerInfo.features`; false only
     /// for tests that play a server older than them (their paths then answer as on that server).
     var servesBatches = true
+    /// Where audit lines go (commit summaries, refusals); nil when the tokens are not an
+    /// `AccessControl`'s (tests with a token authority of their own).
+    var audit: AuditLog? = nil
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
@@ -117,9 +120,11 @@ struct SyncResponder: HTTPResponder {
                 )
             }
             guard let holder, let role = holder.grant.roles[name] else {
+                if let holder { noteRefusal(holder.grant, container: name, endpoint: endpoint, address: address) }
                 throw WireFailure(.forbidden, "this token is not valid for the container '\(name)'")
             }
             guard role >= endpoint.requiredRole else {
+                noteRefusal(holder.grant, container: name, endpoint: endpoint, address: address)
                 throw WireFailure(
                     .forbidden,
                     "this token has a \(role.rawValue)'s rights in '\(name)'; \(endpoint.pathTemplate) needs "
@@ -188,6 +193,40 @@ struct SyncResponder: HTTPResponder {
         }
         guard let grant else { throw WireFailure.unauthorized("the token is unknown, expired or revoked") }
         return (grant, token)
+    }
+
+    /// Queues an audit line for a request its token may not make.
+    private func noteRefusal(_ grant: AccessGrant, container: String, endpoint: Endpoint, address: String?) {
+        audit?.note(
+            AuditRecord(
+                time: AccessControl.unixNow(), container: container, actor: grant.actor, address: address,
+                action: AuditAction.accessRefused.rawValue, target: "\(endpoint.method) \(endpoint.pathTemplate)",
+                result: grant.roles[container].map { "role \($0.rawValue)" } ?? "not a member"))
+    }
+
+    /// Queues an audit line summing up a commit request: how many changes, how many committed.
+    func noteCommits(_ call: Call, changes: Int, committed: Int) {
+        audit?.note(
+            AuditRecord(
+                time: AccessControl.unixNow(), container: call.name, actor: call.grant.actor, address: call.address,
+                action: AuditAction.commit.rawValue, target: "\(changes) change\(changes == 1 ? "" : "s")",
+                result: "\(committed) committed, \(changes - committed) refused"))
+    }
+
+    /// Runs the quota check `admit`; a refusal (`quotaExceeded`) is an audit line, then thrown.
+    func admitUnderQuota(_ call: Call, _ admit: () async throws(WireFailure) -> Void) async throws(WireFailure) {
+        do {
+            try await admit()
+        } catch {
+            if error.code == .quotaExceeded {
+                audit?.note(
+                    AuditRecord(
+                        time: AccessControl.unixNow(), container: call.name, actor: call.grant.actor,
+                        address: call.address, action: AuditAction.quotaRefusal.rawValue, target: "chunk upload",
+                        result: error.message))
+            }
+            throw error
+        }
     }
 
     /// The container `name` as its source has it now (`ContainerSource`).

@@ -60,6 +60,8 @@ public struct SyncServer: Sendable {
         /// Whether the batch endpoints are served (`WireProtocol.Feature`); false only for tests
         /// that play a server older than them.
         package var servesBatches = true
+        /// How long audit lines are kept (`serve --audit-days`; `AuditService`).
+        public var auditRetentionDays = AuditService.defaultRetentionDays
 
         /// The most chunk uploads read, verified and stored at once on the whole server (each
         /// holds up to ~32 MiB); more are answered `503` with `Retry-After: 1`. Setting it sets
@@ -157,6 +159,7 @@ public struct SyncServer: Sendable {
     ) throws(SyncServerError) -> (ServiceGroup, ServerState) {
         let shutdown = ShutdownSignal()
         let limits = configuration.limits
+        let audit = (tokens as? AccessControl).map { AuditLog(store: $0.store, logger: configuration.logger) }
         let responder = SyncResponder(
             tokens: tokens, containers: containers, shutdown: shutdown, bodies: BodyBudget(limits: limits),
             decoding: MemoryBudget(capacity: limits.decodingMemory),
@@ -165,7 +168,8 @@ public struct SyncServer: Sendable {
             outages: StorageOutageLog(logger: configuration.logger),
             bandwidth: configuration.bandwidth.isEmpty
                 ? nil : ServerBandwidth(configuration.bandwidth, clock: configuration.bandwidthClock),
-            servesBatches: configuration.servesBatches)
+            servesBatches: configuration.servesBatches,
+            audit: audit)
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(
@@ -188,9 +192,13 @@ public struct SyncServer: Sendable {
                 onListening(ListenAddress(host: address.host, port: channel.localAddress?.port ?? address.port))
             },
             logger: configuration.logger)
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: application), .init(service: ShutdownWatcher(signal: shutdown)),
-        ]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let audit {
+            // First: the graceful stop reaches it last, after the requests whose lines it flushes.
+            services.append(
+                .init(service: AuditService(log: audit, retentionDays: configuration.auditRetentionDays)))
+        }
+        services += [.init(service: application), .init(service: ShutdownWatcher(signal: shutdown))]
         if let schedule = try collectionSchedule() {
             // Last: the graceful stop reaches it first, so no collection outlives the server.
             services.append(.init(service: CollectionService(schedule: schedule)))

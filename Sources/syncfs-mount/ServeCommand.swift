@@ -87,6 +87,12 @@ struct ServeCommand: ParsableCommand {
     @OptionGroup(title: "Bandwidth limits")
     var bandwidthOptions: ServeBandwidthOptions
 
+    @Option(
+        help: ArgumentHelp(
+            "Keep audit lines this many days (1-36500); older ones are removed at start and daily.",
+            valueName: "days"))
+    var auditDays = 365
+
     @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -175,6 +181,8 @@ struct ServeCommand: ParsableCommand {
         var configuration = SyncServer.Configuration(
             root: absolutePath(root ?? tokens ?? "."), address: address, tls: tls,
             logger: Logger(label: "syncfs-server"))
+        guard (1...36_500).contains(auditDays) else { throw ValidationError("--audit-days must be 1...36500") }
+        configuration.auditRetentionDays = auditDays
         configuration.collection = try collection()
         configuration.quotas = try quotas()
         configuration.bandwidth = try bandwidthOptions.limits()

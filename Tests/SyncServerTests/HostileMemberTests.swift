@@ -4,6 +4,7 @@ import NIOHTTP1
 import SyncBackend
 import SyncServer
 import SyncServerTesting
+import TestSupport
 import Testing
 
 /// A hostile or merely limited token holder against the server's roles, scopes and expiry
@@ -195,5 +196,35 @@ extension ServerFixture {
     /// `POST` of raw bytes with another token.
     fileprivate func send(_ method: HTTPMethod, _ path: String, body: [UInt8], _ token: String) async throws -> Reply {
         try await send(method, path, auth: .token(token), headers: [("Content-Type", "application/json")], body: body)
+    }
+}
+
+/// The server's own audit lines: commit summaries and refusals, queued and flushed within a second.
+@Suite struct ServerAuditTests {
+    @Test(arguments: [ServerBackend.embedded]) func refusalsAndCommitSummariesReachTheAuditLog(
+        backend: ServerBackend
+    ) async throws {
+        try await ServerFixture.run(backend: backend) { fixture in
+            let viewer = try await HostileMemberTests.member(fixture, "vic", role: .viewer)
+            let refused = Sample.create(Sample.directory("planted"))
+            #expect(
+                try await fixture.send(.POST, fixture.path("/commits"), json: refused, auth: .token(viewer.token))
+                    .status == 403)
+            let committed = Sample.create(Sample.directory("kept"))
+            #expect(try await fixture.commit(committed).status == 200)
+            let store = try fixture.backend.accessStore(on: fixture.server)
+            var lines: [AuditRecord] = []
+            try await eventually("the audit lines are flushed") {
+                lines = try await store.audit(container: fixture.name, since: 0, limit: 100)
+                return lines.contains { $0.action == AuditAction.commit.rawValue }
+                    && lines.contains { $0.action == AuditAction.accessRefused.rawValue }
+            }
+            let refusal = try #require(lines.first { $0.action == AuditAction.accessRefused.rawValue })
+            #expect(refusal.actor == "user:vic/token:\(viewer.id)")
+            #expect(refusal.result == "role viewer" && refusal.target == "POST /v1/containers/NAME/commits")
+            #expect(refusal.address == "127.0.0.1")
+            let commit = try #require(lines.first { $0.action == AuditAction.commit.rawValue })
+            #expect(commit.result == "1 committed, 0 refused" && commit.actor.hasPrefix("token:"))
+        }
     }
 }

@@ -94,8 +94,16 @@ public protocol AccessStore: Sendable {
 
     /// Appends one line.
     func appendAudit(_ record: AuditRecord) async throws(SyncServerError)
+    /// Appends several lines, in one transaction where the store can (the default appends one by one).
+    func appendAudit(lines: [AuditRecord]) async throws(SyncServerError)
     /// Lines at or after `since`, of `container` if given (nil: every line), oldest first, at most `limit`.
     func audit(container: String?, since: Int64, limit: Int) async throws(SyncServerError) -> [AuditRecord]
     /// Removes the lines older than `before`; returns how many.
     func pruneAudit(before: Int64) async throws(SyncServerError) -> Int
+}
+
+extension AccessStore {
+    public func appendAudit(lines: [AuditRecord]) async throws(SyncServerError) {
+        for line in lines { try await appendAudit(line) }
+    }
 }

@@ -91,18 +91,25 @@ extension EmbeddedAccessStore {
     // MARK: Audit log
 
     public func appendAudit(_ record: AuditRecord) async throws(SyncServerError) {
+        try await appendAudit(lines: [record])
+    }
+
+    public func appendAudit(lines: [AuditRecord]) async throws(SyncServerError) {
         try await run(writing: true) { connection in
             let insert = try connection.statement(
                 "INSERT INTO audit (time, container, actor, address, action, target, result) VALUES (?, ?, ?, ?, ?, ?, ?)"
             )
-            insert.bind(1, record.time)
-            insert.bindOptional(2, record.container)
-            insert.bind(3, record.actor)
-            insert.bindOptional(4, record.address)
-            insert.bind(5, record.action)
-            insert.bind(6, record.target)
-            insert.bind(7, record.result)
-            try insert.run()
+            for record in lines {
+                insert.reset()
+                insert.bind(1, record.time)
+                insert.bindOptional(2, record.container)
+                insert.bind(3, record.actor)
+                insert.bindOptional(4, record.address)
+                insert.bind(5, record.action)
+                insert.bind(6, record.target)
+                insert.bind(7, record.result)
+                try insert.run()
+            }
         }
     }
 
