@@ -19,6 +19,8 @@ enum AccessBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 /// One backend's store for one test, and how to take it away.
 struct AccessStoreFixture: Sendable {
     let store: any AccessStore
+    /// A second store on the same data, as another server process has.
+    let other: any AccessStore
     /// Makes the store unreachable (its connection pool shut down), as an outage would.
     let cutOff: @Sendable () async -> Void
     let close: @Sendable () async -> Void
@@ -33,10 +35,20 @@ struct AccessStoreFixture: Sendable {
                 try await PostgresStore.initialize(settings: settings)
                 let store = try await PostgresStore.open(
                     settings: settings, blobs: try LocalChunkBlobStore.create(at: blobs.path))
+                let other: PostgresStore
+                do {
+                    other = try await PostgresStore.open(
+                        settings: settings, blobs: try LocalChunkBlobStore.create(at: blobs.path))
+                } catch {
+                    await store.shutdown()
+                    throw error
+                }
                 return AccessStoreFixture(
-                    store: PostgresAccess(store: store), cutOff: { await store.shutdown() },
+                    store: PostgresAccess(store: store), other: PostgresAccess(store: other),
+                    cutOff: { await store.shutdown() },
                     close: {
                         await store.shutdown()
+                        await other.shutdown()
                         try? await database.drop()
                         blobs.remove()
                     })
@@ -331,6 +343,25 @@ func withAccessStore(
             #expect(try await store.pruneAudit(before: 200) == 3)
             #expect(try await store.pruneAudit(before: 200) == 0)
             #expect(try await store.audit(container: nil, since: 0, limit: 100) == [lines[3], lines[4], lines[5]])
+        }
+    }
+
+    @Test(arguments: AccessBackend.allCases) func aChangeThroughAnotherStoreIsSeenByTheNextCall(
+        backend: AccessBackend
+    ) async throws {
+        try await withAccessStore(backend) { store, fixture async throws in
+            #expect(try await store.token(digest: Self.digest("aa")) == nil)
+            #expect(try await store.user(named: "ann") == nil)
+            #expect(try await fixture.other.insertToken(Self.token("0000000a"), digest: Self.digest("aa")))
+            #expect(try await fixture.other.insertUser(UserRecord(name: "ann", passwordHash: nil, created: 1)))
+            #expect(try await store.token(digest: Self.digest("aa"))?.revoked == nil)
+            #expect(try await store.user(named: "ann")?.disabled == nil)
+            #expect(try await fixture.other.revokeToken(id: "0000000a", at: 5) == true)
+            #expect(
+                try await fixture.other.updateUser(UserRecord(name: "ann", passwordHash: nil, created: 1, disabled: 6))
+                    == true)
+            #expect(try await store.token(digest: Self.digest("aa"))?.revoked == 5)
+            #expect(try await store.user(named: "ann")?.disabled == 6)
         }
     }
 
