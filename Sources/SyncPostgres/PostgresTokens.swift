@@ -1,10 +1,12 @@
 import PostgresNIO
 import SyncBackend
 
-/// The access tokens of a `PostgresStore`: the `syncfs_tokens` table (schema version 2), with the
-/// semantics of the embedded token database (`SyncServer.TokenStore`): a row per token ever made,
-/// keyed by an 8-hex-digit public ID, holding only the token's SHA-256 digest, the one container
-/// it opens, a label and its creation and revocation times (Unix seconds). Revoked rows stay.
+/// The legacy access tokens of a `PostgresStore`: the `syncfs_tokens` table (schema version 2), with
+/// the semantics of the embedded token database (`SyncServer.TokenStore`): a row per token ever
+/// made, keyed by an 8-hex-digit public ID, holding only the token's SHA-256 digest, the one
+/// container it opens, a label and its creation and revocation times (Unix seconds). Revoked rows
+/// stay. Rows this type inserts are legacy tokens (no user, role `editor`, no expiry); the other
+/// columns of schema 7 are `PostgresAccessTables`'.
 ///
 /// This type stores and finds rows; making tokens and digests is the caller's
 /// (`SyncServer.TokenFormat`), so both stores share one format. Every read goes to the database
@@ -31,8 +33,8 @@ public struct PostgresTokens: Sendable {
         try await store.run("record a token") { client in
             let rows = try await client.query(
                 """
-                INSERT INTO syncfs_tokens (id, digest, container, label, created)
-                VALUES (\(id), \(digest), \(container), \(label), \(created))
+                INSERT INTO syncfs_tokens (id, digest, container, containers, label, created)
+                VALUES (\(id), \(digest), \(container), \([container]), \(label), \(created))
                 ON CONFLICT (id) DO NOTHING RETURNING id
                 """)
             for try await _ in rows.decode(String.self) { return true }
@@ -71,11 +73,17 @@ public struct PostgresTokens: Sendable {
         }
     }
 
-    /// The container the token with this digest opens, or nil if it is unknown or revoked.
+    /// The container the legacy token with this digest opens, or nil if it is unknown, revoked, or
+    /// not shaped as a legacy token (no user, role `editor`, one container, no expiry): the caller
+    /// grants an editor's rights for ever, so no other token may pass here.
     public func container(forDigest digest: String) async throws(ContainerProtocolError) -> String? {
         try await store.run("check a token") { client -> String? in
             let rows = try await client.query(
-                "SELECT container FROM syncfs_tokens WHERE digest = \(digest) AND revoked IS NULL")
+                """
+                SELECT container FROM syncfs_tokens
+                WHERE digest = \(digest) AND revoked IS NULL AND user_name IS NULL AND role = 'editor'
+                    AND expires IS NULL AND cardinality(containers) = 1
+                """)
             for try await container in rows.decode(String.self) { return container }
             return nil
         }

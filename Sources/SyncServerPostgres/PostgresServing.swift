@@ -22,7 +22,7 @@ public struct PostgresContainerSource: ContainerSource {
 /// reach. (A container no token names is collected by `syncfs-mount container gc` only.)
 extension PostgresContainerSource: ContainerCatalog {
     public func containerNames() async throws(ContainerProtocolError) -> [String] {
-        Array(Set(try await PostgresTokens(store: store).list().map(\.container))).sorted()
+        Array(Set(try await PostgresAccessTables(store: store).tokens().flatMap(\.containers))).sorted()
     }
 }
 
