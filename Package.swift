@@ -46,6 +46,11 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]
+        ),
         .target(
             name: "SQLiteSupport",
             dependencies: ["CSQLite"],
@@ -59,10 +64,16 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Password hashing (Argon2id) and TOTP for the server's accounts.
+        .target(
+            name: "SyncCredentials",
+            dependencies: ["CArgon2", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         .target(
             name: "SyncServer",
             dependencies: [
-                "SyncBackend", "SQLiteSupport",
+                "SyncBackend", "SQLiteSupport", "SyncCredentials",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -231,6 +242,11 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncCredentialsTests",
+            dependencies: ["SyncCredentials"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -6,7 +6,8 @@
 #   --services installs only what scripts/services.sh runs (PostgreSQL 15, Ceph's monitor, OSD, RGW).
 set -euo pipefail
 # attr (getfattr, setfattr) and inotify-tools (inotifywait): the README's tour uses them.
-packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev pkg-config attr inotify-tools)
+# libargon2-dev: the server's password hashes (Argon2id); it brings the library, libargon2-1.
+packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev libargon2-dev pkg-config attr inotify-tools)
 services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
 case "${1:-}" in
 --test) packages+=(git sqlite3 tar rsync openssl python3 groff-base) ;;

@@ -8,6 +8,10 @@ fail=0
 if grep -rln "^import CFuse" Sources | grep -v "^Sources/SyncFS/FUSE/"; then
     echo "lint: CFuse may only be imported in Sources/SyncFS/FUSE/" >&2; fail=1
 fi
+# Only the credentials module talks to libargon2.
+if grep -rln "^import CArgon2" Sources | grep -v "^Sources/SyncCredentials/"; then
+    echo "lint: CArgon2 may only be imported in Sources/SyncCredentials/" >&2; fail=1
+fi
 # Only the SQLite wrapper talks to SQLite's C API; only the metadata store and containers use it.
 if grep -rln "^import CSQLite" Sources | grep -v "^Sources/SQLiteSupport/"; then
     echo "lint: CSQLite may only be imported in Sources/SQLiteSupport/" >&2; fail=1
