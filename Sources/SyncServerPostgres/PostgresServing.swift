@@ -25,30 +25,3 @@ extension PostgresContainerSource: ContainerCatalog {
         Array(Set(try await PostgresAccessTables(store: store).tokens().flatMap(\.containers))).sorted()
     }
 }
-
-/// The token table of a `PostgresStore` (`syncfs_tokens`) as the server's `TokenAuthority`:
-/// `serve --database` without `--tokens`.
-///
-/// Contract (`TokenAuthority`'s): a malformed token is nil without a query; an unknown or revoked
-/// one is nil; a table that cannot be read throws (`503`), never nil. The message never holds the
-/// token or the database's credentials (`PostgresStore` errors are redacted).
-public struct PostgresTokenAuthority: TokenAuthority {
-    public let tokens: PostgresTokens
-
-    public init(store: PostgresStore) { self.tokens = PostgresTokens(store: store) }
-
-    public func authenticate(token: String, address: String?) async throws(SyncServerError) -> AccessGrant? {
-        guard TokenFormat.isWellFormed(token) else { return nil }
-        do {
-            return try await tokens.container(forDigest: TokenFormat.digest(of: token)).map {
-                AccessGrant(tokenID: "", user: nil, device: nil, roles: [$0: .editor])
-            }
-        } catch {
-            // The server says "the token database cannot be read: " before it; only the reason here.
-            switch error {
-            case .unavailable(let reason), .busy(let reason): throw SyncServerError(.failed, reason)
-            default: throw SyncServerError(.failed, "\(error)")
-            }
-        }
-    }
-}

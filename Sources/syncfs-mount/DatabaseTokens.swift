@@ -7,18 +7,11 @@ import SyncServerPostgres
 /// The tokens of a PostgreSQL store (`syncfs_tokens`), for `serve --database` and
 /// `token … --database URL`: the same format and semantics as the embedded token database
 /// (`TokenFormat`; only digests are stored, one container per token, revoked tokens stay listed).
-struct DatabaseTokens: TokenAuthority {
+struct DatabaseTokens {
     let tokens: PostgresTokens
-    /// What the server checks tokens with (shared with the in-process test servers).
-    let authority: PostgresTokenAuthority
 
     init(store: PostgresStore) {
         self.tokens = PostgresTokens(store: store)
-        self.authority = PostgresTokenAuthority(store: store)
-    }
-
-    func authenticate(token: String, address: String?) async throws(SyncServerError) -> AccessGrant? {
-        try await authority.authenticate(token: token, address: address)
     }
 
     /// Makes a token for `container` (which must be a valid name); its public ID and the token.
@@ -120,6 +113,5 @@ func withDatabaseAccess<T>(_ url: String, _ body: (any AccessStore) throws(Backe
 {
     let opened = try DatabaseBackend.open(try DatabaseBackend.settings(url), chunkStore: nil)
     defer { opened.shutdown() }
-    _ = opened
-    throw BackendFailure(.badInput, "accounts in a PostgreSQL store are not in this build yet")
+    return try body(PostgresAccess(store: opened.store))
 }

@@ -192,7 +192,7 @@ struct ServeCommand: ParsableCommand {
                 let opened = try DatabaseBackend.open(try DatabaseBackend.settings(database), chunkStore: chunkStore)
                 configuration.containers = PostgresContainerSource(store: opened.store)
                 // The database's tokens, unless an older setup names its token directory.
-                if tokens == nil { configuration.tokens = DatabaseTokens(store: opened.store) }
+                if tokens == nil { configuration.tokens = AccessControl(store: PostgresAccess(store: opened.store)) }
                 backend = opened
             } catch {
                 throw fail(error)

@@ -117,7 +117,7 @@ enum SharedTestServer {
                 let store = try await SharedPostgresStore.storeOnS3()
                 return try await SyncTestServer.start(
                     root: try makeTemporaryDirectory(), containers: PostgresContainerSource(store: store),
-                    tokenAuthority: PostgresTokenAuthority(store: store))
+                    tokenAuthority: AccessControl(store: PostgresAccess(store: store)))
             }
             task = made
             return made

@@ -57,7 +57,7 @@ import Testing
             created: 0)
         let server = try await SyncTestServer.start(
             root: root.path, containers: PostgresContainerSource(store: store),
-            tokenAuthority: PostgresTokenAuthority(store: store), logger: logger)
+            tokenAuthority: AccessControl(store: PostgresAccess(store: store)), logger: logger)
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         var replies: [Reply] = []
         do {

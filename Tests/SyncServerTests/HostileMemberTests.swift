@@ -24,7 +24,7 @@ import Testing
         return (admin, token, record.id)
     }
 
-    @Test(arguments: [ServerBackend.embedded]) func aViewerReadsButEveryWriteIs403AndStoresNothing(
+    @Test(arguments: ServerBackend.allCases) func aViewerReadsButEveryWriteIs403AndStoresNothing(
         backend: ServerBackend
     ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
@@ -69,7 +69,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [ServerBackend.embedded]) func aTokenNeverHasMoreThanTheMembershipNow(
+    @Test(arguments: ServerBackend.allCases) func aTokenNeverHasMoreThanTheMembershipNow(
         backend: ServerBackend
     ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
@@ -95,7 +95,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [ServerBackend.embedded]) func aTokenForOneContainerCannotOpenAnother(
+    @Test(arguments: ServerBackend.allCases) func aTokenForOneContainerCannotOpenAnother(
         backend: ServerBackend
     ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
@@ -110,7 +110,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [ServerBackend.embedded]) func expiredRevokedDisabledAndDeviceRevokedTokensAre401(
+    @Test(arguments: ServerBackend.allCases) func expiredRevokedDisabledAndDeviceRevokedTokensAre401(
         backend: ServerBackend
     ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
@@ -161,7 +161,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [ServerBackend.embedded]) func aRevokedTokensLongPollIsClosedOnEveryServer(
+    @Test(arguments: ServerBackend.allCases) func aRevokedTokensLongPollIsClosedOnEveryServer(
         backend: ServerBackend
     ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in
@@ -201,7 +201,7 @@ extension ServerFixture {
 
 /// The server's own audit lines: commit summaries and refusals, queued and flushed within a second.
 @Suite struct ServerAuditTests {
-    @Test(arguments: [ServerBackend.embedded]) func refusalsAndCommitSummariesReachTheAuditLog(
+    @Test(arguments: ServerBackend.allCases) func refusalsAndCommitSummariesReachTheAuditLog(
         backend: ServerBackend
     ) async throws {
         try await ServerFixture.run(backend: backend) { fixture in

@@ -67,7 +67,7 @@ final class FixtureBackend: Sendable {
         try await SyncTestServer.start(
             root: root.path, tls: tls, maxConcurrentChunkUploads: maxConcurrentChunkUploads, limits: limits,
             containers: database.map { PostgresContainerSource(store: $0.store) },
-            tokenAuthority: database.map { PostgresTokenAuthority(store: $0.store) }, quotas: quotas,
+            tokenAuthority: database.map { AccessControl(store: PostgresAccess(store: $0.store)) }, quotas: quotas,
             servesBatches: servesBatches)
     }
 
@@ -120,8 +120,8 @@ final class FixtureBackend: Sendable {
     /// The server's access store (accounts, memberships, tokens, audit), as `user`/`member`/
     /// `token` commands reach it.
     func accessStore(on server: SyncTestServer) throws -> any AccessStore {
-        guard database != nil else { return EmbeddedAccessStore(store: try #require(server.tokens)) }
-        throw TestFailure("the PostgreSQL access store is not in this build yet")
+        guard let database else { return EmbeddedAccessStore(store: try #require(server.tokens)) }
+        return PostgresAccess(store: database.store)
     }
 
     /// Where the server's containers come from, as `serve` makes it (the root's, or the
