@@ -45,7 +45,7 @@ public final class HTTPContainer: Container {
     private let client: HTTPClient
     private let failures = Mutex(0)
     /// The message of the last call that failed in TLS (`TLSFailure`); nil after any answer.
-    private let tlsFailure = Mutex<String?>(nil)
+    let tlsFailure = Mutex<String?>(nil)
     /// The optional endpoints the server serves (the batches), as last asked.
     let features = ServerFeatures()
 

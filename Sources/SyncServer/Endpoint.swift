@@ -9,6 +9,7 @@ import SyncBackend
 /// match literally. Paths are never percent-decoded: an encoded byte makes a segment invalid.
 public enum Endpoint: String, CaseIterable, Sendable {
     case health
+    case login
     case containerInfo
     case missingChunks
     case putChunk
@@ -32,7 +33,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
     /// changing content (chunks, commits, locks) an editor's.
     public var requiredRole: AccessRole {
         switch self {
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
+        case .health, .login, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest,
+            .entryLocks:
             return .viewer
         case .missingChunks, .putChunk, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks,
             .releaseLocks:
@@ -45,7 +47,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
             return "GET"
-        case .missingChunks, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks, .releaseLocks:
+        case .login, .missingChunks, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks, .releaseLocks:
             return "POST"
         case .putChunk: return "PUT"
         }
@@ -56,6 +58,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         let container = "/v1/containers/NAME"
         switch self {
         case .health: return "/v1/health"
+        case .login: return "/v1/login"
         case .containerInfo: return container
         case .missingChunks: return container + "/chunks/missing"
         case .putChunk, .getChunk: return container + "/chunks/HASH"
@@ -83,8 +86,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
         case .history: return [WireProtocol.Query.limit]
         case .trash: return [WireProtocol.Query.before, WireProtocol.Query.limit]
-        case .health, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .commitBatch, .chunkBatch,
-            .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks:
+        case .health, .login, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .commitBatch,
+            .chunkBatch, .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks:
             return []
         }
     }
@@ -96,13 +99,14 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .chunkBatch: return WireProtocol.maxChunkBatchBodyBytes
         case .missingChunks, .commit, .commitBatch: return WireProtocol.maxJSONBodyBytes
         case .lock, .unlock, .renewLocks, .releaseLocks: return WireProtocol.maxLockBodyBytes
+        case .login: return WireProtocol.maxLoginBodyBytes
         case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
             return nil
         }
     }
 
-    /// Every endpoint but the health check needs a token.
-    var needsToken: Bool { self != .health }
+    /// Every endpoint but the health check and login needs a token.
+    var needsToken: Bool { self != .health && self != .login }
 
     /// Chunk uploads take one of the upload slots (`BodyBudget`), a batch of chunks one too.
     var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch }

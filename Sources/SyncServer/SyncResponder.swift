@@ -7,7 +7,7 @@ import SyncBackend
 /// container, and hands over to the endpoint's handler (`SyncResponder+*.swift`).
 ///
 /// Order of checks (each failure answers at once, and nothing is stored):
-/// 1. `GET /v1/health` needs no token (another method on it: `405`);
+/// 1. `GET /v1/health` and `POST /v1/login` need no token (`SyncResponder+Login`);
 /// 2. every other request needs a valid token (`401`, before anything is said about the path);
 /// 3. the path must be an endpoint (`404 notFound`) with this method (`405`, with `Allow`);
 /// 4. `NAME` must be a valid container name (`400`), one the token opens (`403`), with a role
@@ -44,6 +44,10 @@ struct SyncResponder: HTTPResponder {
     /// Where audit lines go (commit summaries, refusals); nil when the tokens are not an
     /// `AccessControl`'s (tests with a token authority of their own).
     var audit: AuditLog? = nil
+    /// Logins (`POST /v1/login`), over the same store; nil as `audit` is (then `404`).
+    var logins: LoginService? = nil
+    /// Logins being checked now: each holds a password hash's memory (`PasswordHash`).
+    let loginsInProgress = LoginSlots()
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
@@ -98,6 +102,10 @@ struct SyncResponder: HTTPResponder {
         if case .endpoint(.health, _) = resolution {
             _ = try RequestReading.query(of: request, allowed: [])
             return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
+        }
+        if case .endpoint(.login, _) = resolution {
+            _ = try RequestReading.query(of: request, allowed: [])
+            return try await login(request, address: address)
         }
         // Only the health check's own path is answered without a token (a wrong method on it).
         var holder: (grant: AccessGrant, token: String)?
@@ -240,6 +248,7 @@ struct SyncResponder: HTTPResponder {
     private func handle(_ endpoint: Endpoint, _ call: Call) async throws(WireFailure) -> Response {
         switch endpoint {
         case .health: return JSONResponse.make(HealthStatus(status: "ok"), status: 200)
+        case .login: throw WireFailure(.notFound, "/v1/login is not below a container")
         case .containerInfo: return containerInfo(call)
         case .missingChunks: return try await missingChunks(call)
         case .putChunk: return try await putChunk(call)

@@ -169,7 +169,8 @@ public struct SyncServer: Sendable {
             bandwidth: configuration.bandwidth.isEmpty
                 ? nil : ServerBandwidth(configuration.bandwidth, clock: configuration.bandwidthClock),
             servesBatches: configuration.servesBatches,
-            audit: audit)
+            audit: audit,
+            logins: (tokens as? AccessControl).map { LoginService(store: $0.store) })
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

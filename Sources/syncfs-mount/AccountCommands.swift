@@ -3,12 +3,12 @@ import Foundation
 import SyncBackend
 import SyncServer
 
-/// `syncfs-mount user add|list|disable|enable|enrol`: the accounts of a server (doc/CLI.md).
+/// `syncfs-mount user add|list|disable|enable|enrol|passwd|totp`: the accounts of a server (doc/CLI.md).
 struct UserCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user",
         abstract: "Manage the user accounts of a server.",
-        subcommands: [Add.self, List.self, Disable.self, Enable.self, Enrol.self]
+        subcommands: [Add.self, List.self, Disable.self, Enable.self, Enrol.self, Passwd.self, TOTPCommand.self]
     )
 
     /// `user add NAME`: prints a one-time enrolment code (and only it) on standard output.
@@ -103,6 +103,49 @@ struct UserCommand: ParsableCommand {
             let code = try place.withAdmin { admin throws(SyncServerError) in try await admin.enrol(name) }
             print(code)
             printError("enrolment code for '\(name)': shown only this once, good for one login within 7 days")
+        }
+    }
+}
+
+extension UserCommand {
+    /// `user passwd NAME`: the new password from `--password-file` (its first line) or typed twice.
+    struct Passwd: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set a user's password (at least 10 characters).")
+        @OptionGroup var place: AccessPlaceOptions
+        @Option(
+            help: ArgumentHelp(
+                "Read the password from this file's first line instead of asking (for scripts).", valueName: "file"))
+        var passwordFile: String?
+        @Argument(help: "The user's name.") var name: String
+
+        func run() throws {
+            let password = try Secrets.read(file: passwordFile, prompt: "New password for \(name): ", confirm: true)
+            let name = name
+            try place.withAdmin { admin throws(SyncServerError) in try await admin.setPassword(name, to: password) }
+            printError("password of '\(name)' set")
+        }
+    }
+
+    /// `user totp NAME [--disable]`: prints the new secret and its `otpauth:` URI once.
+    struct TOTPCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "totp",
+            abstract: "Give a user a new TOTP secret (printed once), or remove it with --disable.")
+        @OptionGroup var place: AccessPlaceOptions
+        @Flag(help: "Remove the user's TOTP secret: logins need the password alone again.") var disable = false
+        @Argument(help: "The user's name.") var name: String
+
+        func run() throws {
+            let (name, enable) = (name, !disable)
+            let made = try place.withAdmin { admin throws(SyncServerError) in
+                try await admin.setTOTP(name, enable: enable)
+            }
+            guard let made else { return printError("TOTP of '\(name)' removed") }
+            print(made.uri)
+            printError(
+                "TOTP secret of '\(name)': \(made.secret) — add it (or the URI above) to an authenticator app; "
+                    + "it is shown only this once, and each login now needs its code")
         }
     }
 }

@@ -160,8 +160,10 @@ struct MountCommand: ParsableCommand {
                 throw ValidationError(
                     "--create is for a local container; a server's containers are made by `syncfs-mount token create`")
             }
-            guard tokenFile != nil else {
-                throw ValidationError("a server URL needs --token-file FILE (made by `syncfs-mount token create`)")
+            guard tokenFile != nil || LoginTokenFile.existing(for: container) != nil else {
+                throw ValidationError(
+                    "a server URL needs `syncfs-mount login \(container) --user NAME` first, or --token-file FILE "
+                        + "(made by `syncfs-mount token create`)")
             }
         } else if tokenFile != nil || caFile != nil {
             throw ValidationError("--token-file and --ca-file are only for a server URL (https://HOST:PORT/NAME)")
@@ -216,7 +218,7 @@ struct MountCommand: ParsableCommand {
                 stateDir
                     ?? StateDirectory.defaultPath(container: stateKey, mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
-        configuration.tokenFile = tokenFile.map(absolutePath)
+        configuration.tokenFile = (tokenFile ?? LoginTokenFile.existing(for: container)).map(absolutePath)
         configuration.createContainer = create
         do {
             try checkPlacement(configuration)

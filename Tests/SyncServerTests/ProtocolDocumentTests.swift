@@ -81,6 +81,8 @@ import Testing
                 let target = query.isEmpty ? path : path + "?" + query
                 let reply: Reply
                 switch (row.method, row.path.hasSuffix("/commits"), row.path.hasSuffix("/missing")) {
+                case ("POST", _, _) where row.path == WireProtocol.Path.login:
+                    reply = try await LoginTests.login(fixture, try await Self.member(fixture))
                 case ("POST", _, _) where row.path.hasSuffix("/commits/batch"):
                     let batch = CommitBatchRequest(changes: [Sample.create(Sample.directory("doc batch"))])
                     reply = try await fixture.send(.POST, target, json: batch)
@@ -100,6 +102,12 @@ import Testing
                 #expect(reply.status == expected, "\(row): \(reply.status) \(reply.text)")
             }
         }
+    }
+
+    /// A user with a password who is a member of the fixture's container (for the login row).
+    static func member(_ fixture: ServerFixture) async throws -> String {
+        _ = try await LoginTests.user(fixture, "doc-user")
+        return "doc-user"
     }
 
     /// The body of a request to a lock endpoint (`/locks`, `/locks/unlock`, ...), or nil.
@@ -176,7 +184,7 @@ import Testing
             "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
             "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus", "HistoryResponse",
             "TreeDigest", "LockRequest", "LockResponse", "LockRelease", "LockRenewal", "LockSessionRelease", "LockList",
-            "CommitBatchRequest", "CommitBatchResponse",
+            "CommitBatchRequest", "CommitBatchResponse", "LoginRequest", "LoginGrant",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
@@ -205,6 +213,8 @@ import Testing
         case "ContainerInfo": return try decoder.decode(ContainerInfo.self, from: data)
         case "WaitResponse": return try decoder.decode(WaitResponse.self, from: data)
         case "HealthStatus": return try decoder.decode(HealthStatus.self, from: data)
+        case "LoginRequest": return try decoder.decode(LoginRequest.self, from: data)
+        case "LoginGrant": return try decoder.decode(LoginGrant.self, from: data)
         case "HistoryResponse": return try decoder.decode(HistoryResponse.self, from: data)
         case "TreeDigest": return try decoder.decode(TreeDigest.self, from: data)
         case "LockRequest": return try decoder.decode(LockRequest.self, from: data)

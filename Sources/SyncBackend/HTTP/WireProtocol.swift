@@ -51,6 +51,8 @@ public enum WireProtocol {
     /// The largest body of a lock request (`LockRequest`, `LockRelease`, `LockRenewal`,
     /// `LockSessionRelease`: a few hundred bytes of JSON).
     public static let maxLockBodyBytes = 4_096
+    /// `POST /v1/login`'s body: names, a password, codes.
+    public static let maxLoginBodyBytes = 8_192
     /// A commit's `device`: 1...128 bytes of UTF-8 without control characters.
     public static let maxDeviceBytes = 128
     /// An extended attribute's name: `user.` and at least one more byte, at most 255 bytes, no NUL.
@@ -89,6 +91,7 @@ public enum WireProtocol {
 
     /// Paths relative to a container's base (`/v1/containers/NAME`).
     public enum Path {
+        public static let login = "\(prefix)/login"
         public static func container(_ name: String) -> String { "\(prefix)/containers/\(name)" }
         public static func missingChunks(_ name: String) -> String { container(name) + "/chunks/missing" }
         public static func chunk(_ name: String, _ hash: ChunkHash) -> String {

@@ -1,4 +1,5 @@
 import SyncBackend
+import SyncCredentials
 
 /// What an administrator does to accounts, memberships, devices and tokens, on either backend's
 /// `AccessStore`: the one implementation behind `syncfs-mount user|member|device|token …` (and
@@ -68,6 +69,35 @@ public struct AccountAdmin: Sendable {
         }
         try await record(disabled ? .userDisable : .userEnable, container: nil, target: "user:\(name)")
         return true
+    }
+
+    /// Sets `name`'s password (after `PasswordHash.check`).
+    public func setPassword(_ name: String, to password: String) async throws(SyncServerError) {
+        var user = try await existingUser(name)
+        do throws(CredentialError) {
+            try PasswordHash.check(newPassword: password)
+            user.passwordHash = try PasswordHash.make(password)
+        } catch {
+            throw SyncServerError(.badInput, error.description)
+        }
+        guard try await store.updateUser(user) != nil else {
+            throw SyncServerError(.badInput, "no user '\(name)' (see `user list`)")
+        }
+        try await record(.userPassword, container: nil, target: "user:\(name)")
+    }
+
+    /// Gives `name` a new TOTP secret (returned, with its `otpauth:` URI, to show once), or
+    /// removes it (`enable` false; nil returned).
+    public func setTOTP(_ name: String, enable: Bool) async throws(SyncServerError) -> (secret: String, uri: String)? {
+        var user = try await existingUser(name)
+        let secret = enable ? TOTP.newSecret() : nil
+        user.totpSecret = secret
+        user.totpLastStep = nil
+        guard try await store.updateUser(user) != nil else {
+            throw SyncServerError(.badInput, "no user '\(name)' (see `user list`)")
+        }
+        try await record(.userTOTP, container: nil, target: "user:\(name)", result: enable ? "enabled" : "disabled")
+        return secret.map { ($0, TOTP.otpauthURI(secret: $0, account: name)) }
     }
 
     func existingUser(_ name: String) async throws(SyncServerError) -> UserRecord {

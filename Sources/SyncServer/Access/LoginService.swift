@@ -30,43 +30,8 @@ public struct LoginService: Sendable {
         self.now = now
     }
 
-    /// What a client sends (`POST /v1/login`).
-    public struct Request: Codable, Sendable {
-        public var user: String
-        public var container: String
-        /// What the machine calls itself (free text, at most 200 bytes).
-        public var device: String
-        public var password: String?
-        public var totp: String?
-        /// A one-time enrolment code (`user add`, `user enrol`) instead of a password.
-        public var enrolment: String?
-        /// With an enrolment code: the password to set.
-        public var newPassword: String?
-
-        public init(
-            user: String, container: String, device: String, password: String? = nil, totp: String? = nil,
-            enrolment: String? = nil, newPassword: String? = nil
-        ) {
-            self.user = user
-            self.container = container
-            self.device = device
-            self.password = password
-            self.totp = totp
-            self.enrolment = enrolment
-            self.newPassword = newPassword
-        }
-    }
-
-    /// What the client gets: the token (shown once), and what it is.
-    public struct Grant: Codable, Equatable, Sendable {
-        public var token: String
-        public var tokenID: String
-        public var device: String
-        public var user: String
-        public var container: String
-        public var role: AccessRole
-        public var expires: Int64
-    }
+    public typealias Request = LoginRequest
+    public typealias Grant = LoginGrant
 
     public enum LoginRefusal: Error, Equatable, Sendable {
         case wrongCredentials
@@ -92,6 +57,19 @@ public struct LoginService: Sendable {
             try await audit(.loginFailed, request, address, result: "throttled")
             return .failure(.throttled(retryAfter: wait))
         }
+        // A new password is checked before an enrolment code is spent on it.
+        var newPasswordHash: String?
+        if request.enrolment != nil {
+            guard let password = request.newPassword else {
+                return .failure(.badRequest("a first login with an enrolment code sets a password (newPassword)"))
+            }
+            do throws(CredentialError) {
+                try PasswordHash.check(newPassword: password)
+                newPasswordHash = try PasswordHash.make(password)
+            } catch {
+                return .failure(.badRequest(error.description))
+            }
+        }
         let user = try await store.user(named: request.user)
         var checked = false
         if let code = request.enrolment {
@@ -115,17 +93,7 @@ public struct LoginService: Sendable {
             }
             account.totpLastStep = step
         }
-        if request.enrolment != nil {
-            guard let password = request.newPassword else {
-                return .failure(.badRequest("a first login with an enrolment code sets a password (newPassword)"))
-            }
-            do throws(CredentialError) {
-                try PasswordHash.check(newPassword: password)
-                account.passwordHash = try PasswordHash.make(password)
-            } catch {
-                return .failure(.badRequest(error.description))
-            }
-        }
+        if let newPasswordHash { account.passwordHash = newPasswordHash }
         if account != user { _ = try await store.updateUser(account) }
         try await store.clearFailures(key: accountKey, before: time - Self.window)
         guard let role = try await store.roles(user: account.name)[request.container] else {

@@ -1,0 +1,63 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SyncBackend
+import Synchronization
+
+/// `POST /v1/login`: a user's credentials for a device token (`LoginService`), without a bearer
+/// token. Answers:
+/// - `200` with `LoginService.Grant` (the token, shown once);
+/// - `401 unauthorized` for wrong credentials, the same words whatever was wrong; or "a TOTP code
+///   is needed" once the password was right;
+/// - `403 forbidden` when the user is not a member of the container;
+/// - `429 tooManyRequests` with `Retry-After` when the account or the address failed too often;
+/// - `503 unavailable` with `Retry-After` when `LoginSlots.limit` logins are being checked (each
+///   holds a password hash's memory);
+/// - `400 invalidRequest` for a malformed body, `404 notFound` on a server without accounts.
+extension SyncResponder {
+    func login(_ request: Request, address: String?) async throws(WireFailure) -> Response {
+        guard let logins else { throw WireFailure(.notFound, "this server has no user accounts") }
+        guard loginsInProgress.enter() else {
+            throw WireFailure(
+                .unavailable, "the server is checking as many logins as it can; retry in a moment",
+                headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
+        }
+        defer { loginsInProgress.leave() }
+        let body = try await RequestReading.body(of: request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self)
+        let asked = try await RequestReading.decode(LoginService.Request.self, from: body)
+        let result: Result<LoginService.Grant, LoginService.LoginRefusal>
+        do {
+            result = try await logins.login(asked, address: address)
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        switch result {
+        case .success(let grant): return JSONResponse.make(grant, status: 200)
+        case .failure(.wrongCredentials):
+            throw WireFailure.unauthorized("the user name, password or code is wrong")
+        case .failure(.totpNeeded):
+            throw WireFailure.unauthorized("a TOTP code is needed (totp)")
+        case .failure(.notAMember):
+            throw WireFailure(.forbidden, "the user is not a member of '\(asked.container)'")
+        case .failure(.throttled(let seconds)):
+            throw WireFailure(
+                .tooManyRequests, "too many failed logins; retry later", headers: [.retryAfter: String(seconds)])
+        case .failure(.badRequest(let why)):
+            throw WireFailure(.invalidRequest, why)
+        }
+    }
+}
+
+/// A count of logins being checked, at most `limit` at once.
+final class LoginSlots: Sendable {
+    static let limit = 4
+    private let count = Atomic<Int>(0)
+
+    func enter() -> Bool {
+        if count.add(1, ordering: .acquiringAndReleasing).newValue <= Self.limit { return true }
+        count.subtract(1, ordering: .acquiringAndReleasing)
+        return false
+    }
+
+    func leave() { count.subtract(1, ordering: .acquiringAndReleasing) }
+}
