@@ -135,8 +135,8 @@ struct SyncResponder: HTTPResponder {
                 noteRefusal(holder.grant, container: name, endpoint: endpoint, address: address)
                 throw WireFailure(
                     .forbidden,
-                    "this token has a \(role.rawValue)'s rights in '\(name)'; \(endpoint.pathTemplate) needs "
-                        + "an \(endpoint.requiredRole.rawValue)'s")
+                    "this token has \(role.withArticle)'s rights in '\(name)'; \(endpoint.pathTemplate) needs "
+                        + "\(endpoint.requiredRole.withArticle)'s")
             }
             guard let container = try await container(named: name) else {
                 throw WireFailure(.notFound, "no container '\(name)' on this server")

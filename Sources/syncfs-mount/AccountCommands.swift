@@ -171,7 +171,7 @@ struct MemberCommand: ParsableCommand {
             try place.withAdmin { admin throws(SyncServerError) in
                 try await admin.setMember(user: user, container: container, role: role)
             }
-            printError("'\(user)' is now a \(role.rawValue) in '\(container)'")
+            printError("'\(user)' is now \(role.withArticle) in '\(container)'")
         }
     }
 

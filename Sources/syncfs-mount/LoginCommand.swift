@@ -81,7 +81,7 @@ struct LoginCommand: ParsableCommand {
         }
         let until = Date(timeIntervalSince1970: TimeInterval(grant.expires)).formatted(.iso8601)
         printError(
-            "logged in as '\(grant.user)', a \(grant.role.rawValue) in '\(grant.container)' (device \(grant.device), "
+            "logged in as '\(grant.user)', \(grant.role.withArticle) in '\(grant.container)' (device \(grant.device), "
                 + "token \(grant.tokenID) until \(until)); token stored in \(path)")
         printError("mount it with: syncfs-mount mount \(url) MOUNTPOINT")
     }

@@ -24,6 +24,9 @@ public enum AccessRole: String, Codable, Sendable, CaseIterable, Comparable {
         }
     }
 
+    /// The role with its article, for messages: "a viewer", "an editor", "an admin".
+    public var withArticle: String { self == .viewer ? "a viewer" : "an \(rawValue)" }
+
     /// Whether this role may change the container's content (upload chunks, commit, lock).
     public var canWrite: Bool { self >= .editor }
 }

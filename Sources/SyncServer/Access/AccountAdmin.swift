@@ -186,7 +186,7 @@ public struct AccountAdmin: Sendable {
             guard role <= member else {
                 throw SyncServerError(
                     .badInput,
-                    "'\(user)' is a \(member.rawValue) in '\(container)': a token cannot have more (\(role.rawValue))")
+                    "'\(user)' is \(member.withArticle) in '\(container)': a token cannot have more (\(role.rawValue))")
             }
         }
         let created = now()
