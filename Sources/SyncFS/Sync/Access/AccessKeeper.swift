@@ -9,9 +9,10 @@ import SyncBackend
 ///   mount opened it (`ContainerAccess.knownAccess`), else the one last recorded (`access_role`:
 ///   a viewer's mount that starts offline stays read-only), else an editor's.
 /// - **Asked again** (thread `syncfs-access`, `runChecks`) when the container refuses a change
-///   (`onChangeRefused`), when it answers again after an outage (`reconnected`), and every
-///   `viewerRecheck` while the role is a viewer's (a viewer made an editor gets its changes
-///   through without a remount). A failed question changes nothing.
+///   while the mount believes it may write (`onChangeRefused`), when it answers again after an
+///   outage (`reconnected`), and every `viewerRecheck` while the role is a viewer's (a viewer
+///   made an editor gets its changes through without a remount). A failed question changes
+///   nothing.
 /// - **Each change** is recorded in `access_role`, logged, and published as one `access` event;
 ///   back to an editor's, the queued changes go at once (the uploader sends again).
 ///
@@ -41,7 +42,14 @@ final class AccessKeeper: @unchecked Sendable {
         self.logger = logger
         self.recheck = recheck
         adoptInitialRole()
-        container?.onChangeRefused { [weak self] in self?.request() }
+        container?.onChangeRefused { [weak self] in self?.changeRefused() }
+    }
+
+    /// The container refused a change: the role is read again if this mount believed it may
+    /// write. A viewer's refusals (a lock claimed at the container) are expected and ask nothing:
+    /// the periodic question finds a role given back.
+    private func changeRefused() {
+        if !access.refusesChanges { request() }
     }
 
     private func adoptInitialRole() {
