@@ -258,3 +258,22 @@ extension FailoverContainer: ContainerLocks {
         try await call { server throws(ContainerProtocolError) in try await server.locks(on: fileID) }
     }
 }
+
+/// The token's role, from whichever server answers (as every other call); a refused change on
+/// any server is reported.
+extension FailoverContainer: ContainerAccess {
+    public var knownAccess: AccessRole? {
+        let current = state.withLock { $0.current } ?? 0
+        return servers[current].knownAccess ?? servers.lazy.compactMap(\.knownAccess).first
+    }
+
+    public var accessScope: String { servers[0].accessScope }
+
+    public func refreshAccess() async throws(ContainerProtocolError) -> AccessRole {
+        try await call { server throws(ContainerProtocolError) in try await server.refreshAccess() }
+    }
+
+    public func onChangeRefused(_ observer: @escaping @Sendable () -> Void) {
+        for server in servers { server.onChangeRefused(observer) }
+    }
+}

@@ -69,6 +69,7 @@ extension HTTPContainer {
         guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
         let info = try WireAnswer.decode(ContainerInfo.self, answer, address: address)
         features.remember(info.features)
+        access.remember(info)
         return info.features?.contains(feature) == true
     }
 

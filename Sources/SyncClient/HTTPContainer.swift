@@ -48,6 +48,9 @@ public final class HTTPContainer: Container {
     let tlsFailure = Mutex<String?>(nil)
     /// The optional endpoints the server serves (the batches), as last asked.
     let features = ServerFeatures()
+    /// The role the server grants the token, as last learnt, and who hears of refused changes
+    /// (`ContainerAccess`).
+    let access = ServerAccess()
 
     static let requestDeadline: TimeAmount = .seconds(30)
     /// Until the head of a chunk upload's answer: the whole body is sent (up to 16 MiB) first.
@@ -261,7 +264,12 @@ public final class HTTPContainer: Container {
             }
             guard answer.status == 503 || answer.status == 429,
                 WireAnswer.refusal(answer).code != .storageUnavailable
-            else { return answer }
+            else {
+                if answer.status == 403, method != .GET, WireAnswer.refusal(answer).code == .forbidden {
+                    access.changeRefused()
+                }
+                return answer
+            }
             let pause = backoff.nextPause(retryAfter: BusyBackoff.retryAfter(answer.header("Retry-After")))
             let waited = ContinuousClock.now - started
             if waited + pause > BusyBackoff.patience || Task.isCancelled {

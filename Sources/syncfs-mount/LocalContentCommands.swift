@@ -258,6 +258,7 @@ enum StatusReport {
         if status.massDeleteGuard?.held == true {
             return "online, uploads held by the mass-delete guard, " + (waiting ?? "no changes waiting")
         }
+        if let waiting, AccessStatusLine.isReadOnly(status.access) { return "online, read-only, " + waiting }
         if let waiting { return "online, " + waiting + (status.feedCaughtUp ? "" : ", catching up") }
         if status.upToDate ?? status.feedCaughtUp { return "online, up to date" }
         return "online, catching up"
@@ -294,6 +295,7 @@ enum StatusReport {
         }
         if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
         if let line = BandwidthStatusLine.text(status.bandwidth) { lines.append(line) }
+        if let line = AccessStatusLine.text(status.access, waiting: status.pendingEntries) { lines.append(line) }
         if status.paused != nil {
             lines.append(
                 "paused: nothing is uploaded and no remote change is read until `syncfs-mount resume \(mountpoint)`"

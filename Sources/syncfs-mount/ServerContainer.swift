@@ -33,7 +33,7 @@ public enum ServerContainer {
         for address in list.addresses where !address.isTLS && !address.isLoopback {
             logger.warning("\(address) is plain HTTP: the token and every file cross the network unencrypted")
         }
-        let containerID = try containerID(
+        let (containerID, answers) = try containerID(
             of: list, token: token, caFile: caFile, recordedID: recordedID, stateDirectory: stateDirectory,
             logger: logger)
         // A refused token makes the mount read the token file again (`TokenFileReload`).
@@ -46,6 +46,8 @@ public enum ServerContainer {
         } catch {
             throw MountError(.badInput, error.description)
         }
+        // The role each answering server granted the token: the mount starts with it (`ContainerAccess`).
+        for (server, info) in zip(servers, answers) { if let info { server.remember(info) } }
         ServerChoice.forget(stateDirectory: stateDirectory)
         guard servers.count > 1 else { return servers[0] }
         return FailoverContainer(servers: servers) { change in
@@ -53,7 +55,8 @@ public enum ServerContainer {
         }
     }
 
-    /// The container ID every reachable server of `list` names (and the recorded one, if any).
+    /// The container ID every reachable server of `list` names (and the recorded one, if any),
+    /// and each server's answer (nil where none came), in the list's order.
     /// Several servers: one answering with another ID than the others' (or the recorded one) is
     /// refused, naming both — a misconfigured or hostile server never joins the mount. A refused
     /// token anywhere is bad input. The first mount needs one server that answers (and every
@@ -61,12 +64,15 @@ public enum ServerContainer {
     private static func containerID(
         of list: ServerList, token: String, caFile: String?, recordedID: String?, stateDirectory: String,
         logger: Logger
-    ) throws(MountError) -> String {
+    ) throws(MountError) -> (String, [ContainerInfo?]) {
         var found: (id: String, address: ServerAddress)?
+        var answers: [ContainerInfo?] = []
         if let recordedID { found = (recordedID, list.primary) }
         var unreachable: [String] = []
         for address in list.addresses {
-            switch fetchInfo(address, token: token, caFile: caFile) {
+            let answer = fetchInfo(address, token: token, caFile: caFile)
+            if case .success(let info) = answer { answers.append(info) } else { answers.append(nil) }
+            switch answer {
             case .success(let info):
                 if let known = found, known.id != info.id {
                     if recordedID != nil {
@@ -103,7 +109,7 @@ public enum ServerContainer {
             let what = offline ? "\(list) unreachable; starting offline" : "some servers unreachable"
             logger.notice("\(what) (\(unreachable.joined(separator: "; ")))")
         }
-        return found.id
+        return (found.id, answers)
     }
 
     /// The token in `tokenFile`'s first line.

@@ -104,6 +104,7 @@ struct FormatsDocumentTests {
         case .excludedFolders: return name(StateFact.excludedFolders)
         case .bandwidthOverrides: return name(StateFact.bandwidthOverrides)
         case .paused: return name(StateFact.paused)
+        case .accessRole: return name(StateFact.accessRole)
         }
     }
 

@@ -63,6 +63,9 @@ final class SyncFileSystem: Sendable {
     /// Remote modes keep their setuid and setgid bits (`mount --allow-remote-setuid`); off by
     /// default: see `RemoteChanges.appliedMode`.
     let remoteSetuid = SharedFlag()
+    /// What the container lets this mount change (`WriteAccess`): while it grants a viewer's
+    /// rights only, the FUSE adapter refuses every change (EROFS) and nothing is uploaded.
+    let writeAccess = WriteAccess()
 
     func allowRemoteSetuid(_ allowed: Bool) { remoteSetuid.set(allowed) }
 

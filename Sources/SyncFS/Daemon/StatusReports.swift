@@ -48,6 +48,10 @@ extension SyncEngine {
         status.excluded = fileSystem.selectiveSync.excludedPaths()
         status.bandwidth = BandwidthStatus(limiter)
         pause.endIfDue()
+        if accessKeeper.container != nil {
+            let access = fileSystem.writeAccess
+            status.access = AccessStatus(role: access.role, container: access.scope ?? "")
+        }
         status.paused = pause.current.map {
             PauseStatus(until: $0.until.map { RFC3339.utc($0) }, all: $0.scope == .all)
         }
@@ -128,6 +132,17 @@ public struct SyncStatus: Codable, Sendable {
     public var bandwidth: BandwidthStatus?
     /// The mount is paused (doc/SEMANTICS.md, "Pausing a mount"); nil when it is not.
     public var paused: PauseStatus?
+    /// The role the container grants this mount (doc/SEMANTICS.md, "A viewer's mount"); nil for
+    /// a container that grants no roles (a local one) and from an older daemon.
+    public var access: AccessStatus?
+}
+
+/// What the container lets this mount do, for `status`.
+public struct AccessStatus: Codable, Sendable {
+    /// `viewer`: the mount is read-only by itself and uploads nothing; `editor`, `admin`: writable.
+    public var role: AccessRole
+    /// The container's name where the role holds (the server's name for it).
+    public var container: String
 }
 
 /// A paused mount, for `status`.

@@ -45,7 +45,11 @@ final class FuseSession: @unchecked Sendable {
         self.context = context
         var operations = makeOperationTable()
         if locks != nil { addLockOperations(&operations) }
-        if flags.readOnly { refuseModifications(&operations) }
+        if flags.readOnly {
+            refuseModifications(&operations)
+        } else {
+            refuseModificationsWhileViewing(&operations)
+        }
         let created = cArguments.withUnsafeMutableBufferPointer { buffer -> OpaquePointer? in
             var args = fuse_args(argc: Int32(buffer.count), argv: buffer.baseAddress, allocated: 0)
             return syncfs_session_new(&args, &operations, context.toOpaque())

@@ -22,6 +22,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case excludedFolders = "excluded_folders"
     case bandwidthOverrides = "bandwidth_overrides"
     case paused
+    case accessRole = "access_role"
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.
@@ -135,6 +136,14 @@ extension StateFact where Value == Date {
         .init(
             .lastSync, encode: { "\($0.timeIntervalSince1970)" },
             decode: { Double($0).map(Date.init(timeIntervalSince1970:)) })
+    }
+}
+
+extension StateFact where Value == AccessRole {
+    /// The role the container last granted this mount (doc/SEMANTICS.md, "A viewer's mount"); a
+    /// stored text that is no role reads as `viewer` (safe side) until the container says otherwise.
+    static var accessRole: Self {
+        .init(.accessRole, encode: \.rawValue, decode: { AccessRole(rawValue: $0) ?? .viewer })
     }
 }
 

@@ -46,6 +46,9 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         /// The mount was paused (`message`: until when, and whether downloads are paused too) /
         /// resumed (`message`: by `resume`, or the pause's end). Path "".
         case paused, resumed
+        /// The role the container grants this mount changed (`AccessKeeper`; `message`: read-only
+        /// or writable, and why). Path "".
+        case access
     }
 
     enum Origin: String, Codable, Sendable {
@@ -108,7 +111,7 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         kind == .online || kind == .offline || kind == .guardHeld || kind == .guardReleased || kind == .guardDiscarded
             || kind == .treeCorrected
             || kind == .scanBegin || kind == .scanEnd || kind == .synced
-            || kind == .paused || kind == .resumed
+            || kind == .paused || kind == .resumed || kind == .access
     }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, cursor, kind,

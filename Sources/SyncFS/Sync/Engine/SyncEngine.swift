@@ -49,6 +49,8 @@ final class SyncEngine: Sendable {
     let guarded: GuardedUploads
     let treeChecker: TreeChecker
     let attaching: AttachTracker
+    /// The role the container grants this mount, kept current (`AccessKeeper`).
+    let accessKeeper: AccessKeeper
 
     // What `status` shows of them.
     let uploads: UploadRecords
@@ -125,7 +127,10 @@ final class SyncEngine: Sendable {
             fileSystem: fileSystem, reachability: reachability, progress: reported, deleteGuard: deleteGuard,
             pause: pause)
         self.rounds = rounds
-        Self.watch(reachability, fileSystem: fileSystem, rounds: rounds, logger: logger)
+        let accessKeeper = AccessKeeper(
+            container: container as? any ContainerAccess, fileSystem: fileSystem, logger: logger)
+        self.accessKeeper = accessKeeper
+        Self.watch(reachability, fileSystem: fileSystem, rounds: rounds, access: accessKeeper, logger: logger)
         guarded = GuardedUploads(
             deleteGuard: deleteGuard, fileSystem: fileSystem, uploads: uploads, container: blocking,
             transfer: transfer, remoteWins: remoteWins, history: history, progress: reported, logger: logger)
@@ -178,6 +183,9 @@ final class SyncEngine: Sendable {
         threads.start("syncfs-rules", wake: rulesWatch.poke, body: rules.runChecks)
         threads.start("syncfs-uploader", wake: outbox.poke, body: uploader.runUploads)
         threads.start("syncfs-follower", wake: follower.stopWaiting.cancel, body: follower.runFollowing)
+        if accessKeeper.container != nil {
+            threads.start("syncfs-access", wake: accessKeeper.stop, body: accessKeeper.runChecks)
+        }
     }
 
     /// Stops every thread (an upload in progress finishes its current call): each is woken from
@@ -234,11 +242,13 @@ final class SyncEngine: Sendable {
     /// Publishes each change between answering and not answering, and logs the server's storage
     /// going away and coming back.
     private static func watch(
-        _ reachability: Reachability, fileSystem: SyncFileSystem, rounds: SyncRounds, logger: Logger
+        _ reachability: Reachability, fileSystem: SyncFileSystem, rounds: SyncRounds, access: AccessKeeper,
+        logger: Logger
     ) {
         reachability.onChange { [fileSystem] online, reason in
-            // What changed while the mount was offline is caught up with next: a scan.
-            if !online { rounds.scanNeeded(.catchUp) }
+            // What changed while the mount was offline is caught up with next: a scan. The role
+            // may have changed too: it is read again.
+            if !online { rounds.scanNeeded(.catchUp) } else { access.reconnected() }
             Self.reachabilityChanged(online: online, reason: reason, fileSystem: fileSystem)
         }
         reachability.onStorageChange { away, reason in

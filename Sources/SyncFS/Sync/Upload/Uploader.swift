@@ -37,6 +37,8 @@ final class Uploader: Sendable {
     let run: EngineRun
     /// While the mount is paused nothing is taken (the queue keeps growing).
     let pause: SyncPause
+    /// While the container grants a viewer's rights only, nothing is taken.
+    let writeAccess: WriteAccess
     let log: EngineLog
     var logger: Logger { log.logger }
     /// How many rounds each refused directory delete or move has waited for other queued changes
@@ -49,6 +51,7 @@ final class Uploader: Sendable {
         progress: EngineProgress, rounds: SyncRounds, run: EngineRun, pause: SyncPause, log: EngineLog
     ) {
         outbox = fileSystem.outbox
+        writeAccess = fileSystem.writeAccess
         transfers = fileSystem.transfers
         deviceIdentity = fileSystem.deviceIdentity
         self.uploads = uploads
@@ -75,6 +78,12 @@ final class Uploader: Sendable {
             // The mass-delete guard tripped: nothing goes until `release` or `discard`.
             if deleteGuard.isHeld {
                 run.pause(EngineDelay.guardHeldPoll)
+                continue
+            }
+            // The container grants a viewer's rights only: nothing is sent, the queue keeps what
+            // it holds until an editor's rights come back (`AccessKeeper`).
+            if writeAccess.refusesChanges {
+                run.pause(EngineDelay.writeAccessPoll)
                 continue
             }
             // What is ready now, never waiting for more: a lone change goes at once.
