@@ -19,7 +19,9 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
         let code = added.stdout.trimmingCharacters(in: .newlines)
         #expect(code.hasPrefix("enr_") && added.stdout == code + "\n", "stdout must hold the code alone")
-        let member = try Binary.run(["member", "add", "--root", root, "--user", "alice", "--container", "docs", "--role", "editor"])
+        let member = try Binary.run([
+            "member", "add", "--root", root, "--user", "alice", "--container", "docs", "--role", "editor",
+        ])
         #expect(member.status == 0, "\(member.stderr)")
         let codeFile = directory.path + "/code"
         let passwordFile = directory.path + "/password"
