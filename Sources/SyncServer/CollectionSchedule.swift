@@ -79,6 +79,8 @@ public struct CollectionSchedule: Sendable {
     let logger: Logger
     let sleep: Sleep
     let finishWithin: Duration
+    /// Where each container's collection is recorded (`gc-run`); nil: the log only.
+    var audit: AuditLog? = nil
 
     public init(
         settings: Settings, catalog: any ContainerCatalog, containers: any ContainerSource, logger: Logger,
@@ -126,11 +128,19 @@ public struct CollectionSchedule: Sendable {
             if Task.isCancelled { break }
             guard let outcome = await collect(name) else { continue }
             outcomes[name] = outcome
+            let result: String
             switch outcome {
-            case .success(let report): logger.info("garbage collection of '\(name)': \(Self.describe(report))")
+            case .success(let report):
+                result = Self.describe(report)
+                logger.info("garbage collection of '\(name)': \(result)")
             case .failure(let error):
+                result = "failed: \(error)"
                 logger.warning("garbage collection of '\(name)' failed: \(error); trying again next round")
             }
+            audit?.note(
+                AuditRecord(
+                    time: AccessControl.unixNow(), container: name, actor: "server", address: nil,
+                    action: AuditAction.gcRun.rawValue, target: "scheduled collection", result: result))
         }
         return outcomes
     }

@@ -200,7 +200,8 @@ public struct SyncServer: Sendable {
                 .init(service: AuditService(log: audit, retentionDays: configuration.auditRetentionDays)))
         }
         services += [.init(service: application), .init(service: ShutdownWatcher(signal: shutdown))]
-        if let schedule = try collectionSchedule() {
+        if var schedule = try collectionSchedule() {
+            schedule.audit = audit
             // Last: the graceful stop reaches it first, so no collection outlives the server.
             services.append(.init(service: CollectionService(schedule: schedule)))
             configuration.logger.info("\(schedule.summary)")

@@ -98,12 +98,22 @@ struct CollectionScheduleTests {
                 let source = backend.source()
                 #expect(try await source.containerNames() == ["a", "b"])
                 let clock = ManualSleeper()
-                let schedule = CollectionSchedule(
+                var schedule = CollectionSchedule(
                     settings: .init(interval: .seconds(60)), catalog: source, containers: source,
                     logger: clock.logger)
+                let store = try backend.accessStore(on: server)
+                let audit = AuditLog(store: store, logger: clock.logger)
+                schedule.audit = audit
                 let outcomes = await schedule.collectRound()
+                await audit.flush()
                 if try await backend.container("a") is any CollectableContainer {
                     #expect(outcomes.keys.sorted() == ["a", "b"])
+                    // Each collection is an audit line of the server's.
+                    let lines = try await store.audit(container: nil, since: 0, limit: 100).filter {
+                        $0.action == AuditAction.gcRun.rawValue
+                    }
+                    #expect(lines.map { $0.container ?? "" }.sorted() == ["a", "b"])
+                    #expect(lines.allSatisfy { $0.actor == "server" && !$0.result.hasPrefix("failed") })
                     for (name, outcome) in outcomes {
                         #expect((try? outcome.get()) != nil, "\(name): \(outcome)")
                     }
