@@ -150,3 +150,32 @@ struct SchemaListTests {
         }
     }
 }
+
+/// A server's `tokens.db` from before accounts (schema 1) keeps its tokens: after the upgrade each
+/// is a container token, an editor of its one container, and a revoked one stays revoked.
+@Suite struct TokenDatabaseUpgradeTests {
+    @Test func schemaOneTokensBecomeContainerTokens() async throws {
+        let root = try TemporaryDirectory()
+        defer { root.remove() }
+        try FileManager.default.createDirectory(
+            atPath: TokenStore.directory(root: root.path), withIntermediateDirectories: true)
+        let old = try SQLiteConnection(path: TokenStore.path(root: root.path), create: true)
+        try SQLiteMigrations(Array(TokenStoreSchema.migrations.steps.prefix(1))).migrate(old)
+        let valid = "sfs_" + String(repeating: "a", count: 64)
+        let revoked = "sfs_" + String(repeating: "b", count: 64)
+        try old.execute(
+            """
+            INSERT INTO tokens (id, digest, container, label, created, revoked) VALUES
+                ('0000000a', '\(TokenFormat.digest(of: valid))', 'box', 'old', 5, NULL),
+                ('0000000b', '\(TokenFormat.digest(of: revoked))', 'box', 'gone', 6, 7)
+            """)
+        let store = try TokenStore(root: root.path)
+        let access = AccessControl(store: EmbeddedAccessStore(store: store))
+        #expect(try await access.authenticate(token: valid, address: nil)?.roles == ["box": .editor])
+        #expect(try await access.authenticate(token: revoked, address: nil) == nil)
+        let tokens = try await EmbeddedAccessStore(store: store).tokens()
+        #expect(tokens.map(\.id) == ["0000000a", "0000000b"])
+        #expect(
+            tokens.allSatisfy { $0.isLegacy && $0.role == .editor && $0.containers == ["box"] && $0.expires == nil })
+    }
+}
