@@ -46,15 +46,36 @@ extension PostgresAccessTables {
     }
 
     /// Replaces the row of the user named `user.name`; nil if there is none.
-    public func updateUser(_ user: PostgresUserRow) async throws(ContainerProtocolError) -> Bool? {
+    /// One column change of user `name` (`AccessStore.changeUser`'s contract): nil if there is no
+    /// such user, false when an accepted TOTP step is not later than the stored one.
+    public func changeUser(
+        _ name: String, _ change: PostgresUserChange
+    ) async throws(ContainerProtocolError) -> Bool? {
         try await store.run("update a user") { client -> Bool? in
-            let rows = try await client.query(
-                """
-                UPDATE syncfs_users SET password_hash = \(user.passwordHash), totp_secret = \(user.totpSecret),
-                    totp_last_step = \(user.totpLastStep), created = \(user.created), disabled = \(user.disabled)
-                WHERE name = \(user.name) RETURNING name
-                """)
+            let rows: PostgresRowSequence
+            switch change {
+            case .passwordHash(let hash):
+                rows = try await client.query(
+                    "UPDATE syncfs_users SET password_hash = \(hash) WHERE name = \(name) RETURNING name")
+            case .totpSecret(let secret):
+                rows = try await client.query(
+                    """
+                    UPDATE syncfs_users SET totp_secret = \(secret), totp_last_step = NULL
+                    WHERE name = \(name) RETURNING name
+                    """)
+            case .disabled(let time):
+                rows = try await client.query(
+                    "UPDATE syncfs_users SET disabled = \(time) WHERE name = \(name) RETURNING name")
+            case .acceptedTOTPStep(let step):
+                rows = try await client.query(
+                    """
+                    UPDATE syncfs_users SET totp_last_step = \(step)
+                    WHERE name = \(name) AND (totp_last_step IS NULL OR totp_last_step < \(step)) RETURNING name
+                    """)
+            }
             for try await _ in rows.decode(String.self) { return true }
+            let exists = try await client.query("SELECT name FROM syncfs_users WHERE name = \(name)")
+            for try await _ in exists.decode(String.self) { return false }
             return nil
         }
     }
@@ -222,4 +243,12 @@ extension PostgresAccessTables {
             return nil
         }
     }
+}
+
+/// One column change of a user's row (`PostgresAccessTables.changeUser`).
+public enum PostgresUserChange: Sendable {
+    case passwordHash(String)
+    case totpSecret(String?)
+    case disabled(Int64?)
+    case acceptedTOTPStep(Int64)
 }

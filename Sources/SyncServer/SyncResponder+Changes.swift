@@ -69,6 +69,9 @@ extension SyncResponder {
             group.cancelAll()
             return first
         }
-        return try (result ?? .success(nil)).get()
+        guard let result else {
+            throw WireFailure(.unavailable, "the wait was cancelled", headers: [.retryAfter: "1"])
+        }
+        return try result.get()
     }
 }

@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import SyncBackend
-import Synchronization
 
 /// `POST /v1/login`: a user's credentials for a device token (`LoginService`), without a bearer
 /// token. Answers:
@@ -17,12 +16,6 @@ import Synchronization
 extension SyncResponder {
     func login(_ request: Request, address: String?) async throws(WireFailure) -> Response {
         guard let logins else { throw WireFailure(.notFound, "this server has no user accounts") }
-        guard loginsInProgress.enter() else {
-            throw WireFailure(
-                .unavailable, "the server is checking as many logins as it can; retry in a moment",
-                headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
-        }
-        defer { loginsInProgress.leave() }
         let body = try await RequestReading.body(of: request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self)
         let asked = try await RequestReading.decode(LoginService.Request.self, from: body)
         let result: Result<LoginService.Grant, LoginService.LoginRefusal>
@@ -44,20 +37,10 @@ extension SyncResponder {
                 .tooManyRequests, "too many failed logins; retry later", headers: [.retryAfter: String(seconds)])
         case .failure(.badRequest(let why)):
             throw WireFailure(.invalidRequest, why)
+        case .failure(.busy):
+            throw WireFailure(
+                .unavailable, "the server is checking as many logins as it can; retry in a moment",
+                headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
         }
     }
-}
-
-/// A count of logins being checked, at most `limit` at once.
-final class LoginSlots: Sendable {
-    static let limit = 4
-    private let count = Atomic<Int>(0)
-
-    func enter() -> Bool {
-        if count.add(1, ordering: .acquiringAndReleasing).newValue <= Self.limit { return true }
-        count.subtract(1, ordering: .acquiringAndReleasing)
-        return false
-    }
-
-    func leave() { count.subtract(1, ordering: .acquiringAndReleasing) }
 }

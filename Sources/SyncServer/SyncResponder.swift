@@ -46,8 +46,6 @@ struct SyncResponder: HTTPResponder {
     var audit: AuditLog? = nil
     /// Logins (`POST /v1/login`), over the same store; nil as `audit` is (then `404`).
     var logins: LoginService? = nil
-    /// Logins being checked now: each holds a password hash's memory (`PasswordHash`).
-    let loginsInProgress = LoginSlots()
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
@@ -203,11 +201,14 @@ struct SyncResponder: HTTPResponder {
         return (grant, token)
     }
 
-    /// Queues an audit line for a request its token may not make.
+    /// Queues an audit line for a request its token may not make: one per token, container and
+    /// endpoint a minute, so a token holder cannot flood the log with refusals.
     private func noteRefusal(_ grant: AccessGrant, container: String, endpoint: Endpoint, address: String?) {
-        audit?.note(
+        let time = AccessControl.unixNow()
+        guard let audit, audit.refusals.due("\(grant.tokenID) \(container) \(endpoint)", at: time) else { return }
+        audit.note(
             AuditRecord(
-                time: AccessControl.unixNow(), container: container, actor: grant.actor, address: address,
+                time: time, container: container, actor: grant.actor, address: address,
                 action: AuditAction.accessRefused.rawValue, target: "\(endpoint.method) \(endpoint.pathTemplate)",
                 result: grant.roles[container].map { "role \($0.rawValue)" } ?? "not a member"))
     }

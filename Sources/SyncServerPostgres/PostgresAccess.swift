@@ -72,8 +72,15 @@ public struct PostgresAccess: AccessStore {
         try await attempt { try await tables.users() }.map(UserRecord.init)
     }
 
-    public func updateUser(_ user: UserRecord) async throws(SyncServerError) -> Bool? {
-        try await attempt { try await tables.updateUser(PostgresUserRow(user)) }
+    public func changeUser(_ name: String, _ change: UserChange) async throws(SyncServerError) -> Bool? {
+        let row: PostgresUserChange
+        switch change {
+        case .passwordHash(let hash): row = .passwordHash(hash)
+        case .totpSecret(let secret): row = .totpSecret(secret)
+        case .disabled(let time): row = .disabled(time)
+        case .acceptedTOTPStep(let step): row = .acceptedTOTPStep(step)
+        }
+        return try await attempt { try await tables.changeUser(name, row) }
     }
 
     // MARK: Devices

@@ -53,6 +53,16 @@ struct AccessPlaceOptions: ParsableArguments {
         }
     }
 
+    /// `body` with `admin`, to its end, as a `BackendFailure` when it throws.
+    static func run<T: Sendable>(
+        _ admin: AccountAdmin, _ body: @escaping @Sendable (AccountAdmin) async throws(SyncServerError) -> T
+    ) throws(BackendFailure) -> T {
+        switch block(body, admin) {
+        case .success(let value): return value
+        case .failure(let error): throw BackendFailure(error.exitStatus, error.description)
+        }
+    }
+
     private static func block<T: Sendable>(
         _ body: @escaping @Sendable (AccountAdmin) async throws(SyncServerError) -> T, _ admin: AccountAdmin
     ) -> Result<T, SyncServerError> {

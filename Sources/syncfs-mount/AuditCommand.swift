@@ -43,6 +43,9 @@ struct AuditCommand: ParsableCommand {
         let lines = try place.withAdmin { admin throws(SyncServerError) in
             try await admin.store.audit(container: container, since: start, limit: limit)
         }
+        if lines.count == limit {
+            printError("syncfs-mount: only the first \(limit) lines are shown: there may be more (a later --since)")
+        }
         if json {
             for line in lines { print(jsonLine(line)) }
             return

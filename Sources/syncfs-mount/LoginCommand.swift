@@ -43,7 +43,11 @@ struct LoginCommand: ParsableCommand {
     var caFile: String?
 
     func validate() throws {
-        do { _ = try ServerAddress(parsing: url) } catch { throw ValidationError(error.description) }
+        let address: ServerAddress
+        do { address = try ServerAddress(parsing: url) } catch { throw ValidationError(error.description) }
+        guard address.isTLS || address.isLoopback else {
+            throw ValidationError("a password goes only over https:// (or http:// to this machine): \(url)")
+        }
         if enrolmentCodeFile == nil, newPasswordFile != nil {
             throw ValidationError("--new-password-file is for a first login with --enrolment-code-file")
         }

@@ -5,7 +5,7 @@ import SyncClient
 /// Where `syncfs-mount login` keeps the token it got, and where `mount URL` looks for it when no
 /// `--token-file` is given: `/etc/syncfs/tokens/` for root, else
 /// `$XDG_CONFIG_HOME/syncfs/tokens/` (an absolute `XDG_CONFIG_HOME`) or `~/.config/syncfs/tokens/`;
-/// one file per server and container, named after them (`https_sync.example.org_8443_team.token`).
+/// one file per server and container, named after them (`https_3A_2F_2Fsync.example.org_3A8443_2Fteam.token`).
 /// The directory is made 0700 and the file written 0600, atomically (a new file renamed over).
 enum LoginTokenFile {
     static func defaultPath(
@@ -23,14 +23,20 @@ enum LoginTokenFile {
         } else {
             return nil
         }
-        let plain = (address.origin + "/" + address.name).unicodeScalars.map { scalar -> Character in
+        return directory + "/" + fileName(for: address)
+    }
+
+    /// `ORIGIN/NAME` with every byte but `A-Z a-z 0-9 . -` written `_XX` (hex), and `.token`:
+    /// one name per server and container, never the same for two (`_` is escaped too).
+    static func fileName(for address: ServerAddress) -> String {
+        var name = ""
+        for byte in (address.origin + "/" + address.name).utf8 {
             let isSafe =
-                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-                || scalar == "." || scalar == "-"
-            return isSafe ? Character(scalar) : "_"
+                (0x61...0x7A).contains(byte) || (0x41...0x5A).contains(byte) || (0x30...0x39).contains(byte)
+                || byte == 0x2E || byte == 0x2D
+            name += isSafe ? String(UnicodeScalar(byte)) : "_" + String(byte, radix: 16, uppercase: true)
         }
-        let name = String(plain).replacingOccurrences(of: "___", with: "_")
-        return directory + "/" + name + ".token"
+        return name + ".token"
     }
 
     /// The default file of the first server in `urls`, if it exists.

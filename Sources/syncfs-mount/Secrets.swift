@@ -9,6 +9,15 @@ enum Secrets {
     /// asked with `prompt` on the terminal (twice when `confirm`). Exits 65 when there is none.
     static func read(file: String?, prompt: String, confirm: Bool = false) throws -> String {
         if let file {
+            var status = stat()
+            guard stat(file, &status) == 0 else {
+                throw fail(SyncServerError(.badInput, "cannot read \(file): \(String(cString: strerror(errno)))"))
+            }
+            guard status.st_mode & 0o077 == 0, status.st_uid == geteuid() || status.st_uid == 0 else {
+                throw fail(
+                    SyncServerError(
+                        .badInput, "\(file) holds a secret: it must be yours and readable by you only (chmod 600)"))
+            }
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw fail(SyncServerError(.badInput, "cannot read \(file)"))
             }

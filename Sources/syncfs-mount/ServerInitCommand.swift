@@ -4,6 +4,7 @@ import Glibc
 import SyncBackend
 import SyncPostgres
 import SyncServer
+import SyncServerPostgres
 
 /// `syncfs-mount server-init --database URL [--chunk-store LOCATION] [--create NAME [--token | --tokens DIR]]`:
 /// makes or migrates the SyncFS schema in a PostgreSQL database (the only command that does;
@@ -78,7 +79,11 @@ struct ServerInitCommand: ParsableCommand {
             let made = try DatabaseBackend.ensureContainer(create, in: opened.store)
             printError(made ? "container '\(create)' created" : "container '\(create)' already exists")
             if token {
-                let (id, made) = try DatabaseTokens(store: opened.store).create(container: create, label: label)
+                let (create, label) = (create, label)
+                let (id, made) = try AccessPlaceOptions.run(AccountAdmin(store: PostgresAccess(store: opened.store))) {
+                    admin throws(SyncServerError) in
+                    try await admin.createContainerToken(container: create, label: label)
+                }
                 print(made)
                 printError("token \(id) for container '\(create)' created; it is shown only this once")
             }

@@ -96,13 +96,13 @@ struct TokenCommand: ParsableCommand {
                 case .cannotCreate: throw fail(SyncServerError(.cannotCreate, error.description))
                 }
             }
-            do {
-                let (id, token) = try TokenStore(root: root).create(container: container, label: label)
-                print(token)
-                printError("token \(id) for container '\(container)' created; it is shown only this once")
-            } catch {
-                throw fail(error)
+            let label = label
+            let (id, token) = try AccessPlaceOptions(root: root, database: nil).withAdmin {
+                admin throws(SyncServerError) in
+                try await admin.createContainerToken(container: container, label: label)
             }
+            print(token)
+            printError("token \(id) for container '\(container)' created; it is shown only this once")
         }
     }
 
@@ -127,18 +127,9 @@ struct TokenCommand: ParsableCommand {
         func run() throws {
             makeFilesPrivate()
             let lines: [TokenLine]
-            if let database {
-                do throws(BackendFailure) {
-                    lines = try withDatabaseTokens(database) { tokens, _ throws(BackendFailure) in try tokens.list() }
-                        .map(TokenLine.init)
-                } catch {
-                    throw fail(error)
-                }
-            } else {
-                let place = AccessPlaceOptions(root: root, database: nil)
-                lines = try place.withAdmin { admin throws(SyncServerError) in try await admin.tokens() }
-                    .map(TokenLine.init)
-            }
+            let place = AccessPlaceOptions(root: root, database: database)
+            lines = try place.withAdmin { admin throws(SyncServerError) in try await admin.tokens() }
+                .map(TokenLine.init)
             if json { return print(jsonLine(lines)) }
             guard !lines.isEmpty else {
                 return printError("no tokens in \(database == nil ? root ?? "" : "the database")")
@@ -217,20 +208,16 @@ struct TokenCommand: ParsableCommand {
 
         func run() throws {
             makeFilesPrivate()
-            if let database { return try revokeInDatabase(database) }
-            let root = try checkedRoot(self.root ?? "")
-            do throws(SyncServerError) {
-                guard let store = try TokenStore.openIfPresent(root: root) else {
-                    throw SyncServerError(.badInput, "no token with ID '\(id)': \(root) has no tokens")
-                }
-                if try store.revoke(id: id) {
-                    printError("token \(id) revoked")
-                } else {
-                    printError("token \(id) was already revoked")
-                }
-            } catch {
-                throw fail(error)
+            if database == nil, let root, FileManager.default.fileExists(atPath: absolutePath(root)),
+                !FileManager.default.fileExists(atPath: TokenStore.path(root: absolutePath(root)))
+            {
+                throw fail(SyncServerError(.badInput, "no token with ID '\(id)': \(root) has no tokens"))
             }
+            let id = id
+            let revoked = try AccessPlaceOptions(root: root, database: database).withAdmin {
+                admin throws(SyncServerError) in try await admin.revokeToken(id)
+            }
+            printError(revoked ? "token \(id) revoked" : "token \(id) was already revoked")
         }
     }
 }

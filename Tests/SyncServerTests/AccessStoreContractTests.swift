@@ -147,12 +147,24 @@ func withAccessStore(
 
             var changed = bob
             changed.passwordHash = "$argon2id$new"
+            #expect(try await store.changeUser("bob", .passwordHash("$argon2id$new")) == true)
             changed.totpSecret = "JBSWY3DPEHPK3PXP"
+            #expect(try await store.changeUser("bob", .totpSecret("JBSWY3DPEHPK3PXP")) == true)
+            // A TOTP step is stored only if later than the last: a replay changes nothing.
             changed.totpLastStep = 42
+            #expect(try await store.changeUser("bob", .acceptedTOTPStep(42)) == true)
+            #expect(try await store.changeUser("bob", .acceptedTOTPStep(42)) == false)
+            #expect(try await store.changeUser("bob", .acceptedTOTPStep(41)) == false)
             changed.disabled = 9
-            #expect(try await store.updateUser(changed) == true)
+            #expect(try await store.changeUser("bob", .disabled(9)) == true)
             #expect(try await store.user(named: "bob") == changed)
-            #expect(try await store.updateUser(UserRecord(name: "carl", passwordHash: nil, created: 1)) == nil)
+            // A new TOTP secret forgets the last step; each change touched only its own columns.
+            #expect(try await store.changeUser("bob", .totpSecret(nil)) == true)
+            changed.totpSecret = nil
+            changed.totpLastStep = nil
+            #expect(try await store.user(named: "bob") == changed)
+            #expect(try await store.changeUser("carl", .disabled(1)) == nil)
+            #expect(try await store.changeUser("carl", .acceptedTOTPStep(1)) == nil)
             #expect(try await store.user(named: "carl") == nil)
         }
     }
@@ -232,6 +244,23 @@ func withAccessStore(
                 return try await group.reduce(into: [String]()) { taken, user in user.map { taken.append($0) } }
             }
             #expect(taken == ["ann"])
+        }
+    }
+
+    /// Two logins racing with one TOTP code: exactly one may record its step.
+    @Test(arguments: AccessBackend.allCases) func concurrentAcceptsOfOneTOTPStepPassOnce(backend: AccessBackend)
+        async throws
+    {
+        try await withAccessStore(backend) { store, fixture async throws in
+            #expect(try await store.insertUser(UserRecord(name: "ann", passwordHash: nil, created: 1)))
+            let accepted = try await withThrowingTaskGroup(of: Bool?.self) { group in
+                for index in 0..<10 {
+                    let target = index % 2 == 0 ? store : fixture.other
+                    group.addTask { try await target.changeUser("ann", .acceptedTOTPStep(7)) }
+                }
+                return try await group.reduce(0) { count, passed in count + (passed == true ? 1 : 0) }
+            }
+            #expect(accepted == 1)
         }
     }
 
@@ -370,8 +399,7 @@ func withAccessStore(
             #expect(try await store.user(named: "ann")?.disabled == nil)
             #expect(try await fixture.other.revokeToken(id: "0000000a", at: 5) == true)
             #expect(
-                try await fixture.other.updateUser(UserRecord(name: "ann", passwordHash: nil, created: 1, disabled: 6))
-                    == true)
+                try await fixture.other.changeUser("ann", .disabled(6)) == true)
             #expect(try await store.token(digest: Self.digest("aa"))?.revoked == 5)
             #expect(try await store.user(named: "ann")?.disabled == 6)
         }

@@ -27,6 +27,19 @@ import Testing
         let passwordFile = directory.path + "/password"
         try Data((code + "\n").utf8).write(to: URL(fileURLWithPath: codeFile))
         try Data("correct horse battery\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+        // A secret file others can read is refused (65), and nothing is asked for.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: codeFile)
+        let open = try Binary.run([
+            "login", "http://127.0.0.1:1/docs", "--user", "alice", "--enrolment-code-file", codeFile,
+            "--new-password-file", passwordFile, "--token-file", directory.path + "/never.token",
+        ])
+        #expect(open.status == 65 && open.stderr.contains("chmod 600"), "\(open.stderr)")
+        for file in [codeFile, passwordFile] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
+        // A password never goes over plain HTTP to another machine.
+        let plain = try Binary.run(["login", "http://sync.example.org/docs", "--user", "alice"])
+        #expect(plain.status == 64 && plain.stderr.contains("https://"), "\(plain.stderr)")
         let tokenFile = directory.path + "/config/docs.token"
 
         let server = try ServeProcess.start(root: root)
@@ -47,6 +60,7 @@ import Testing
 
             // A wrong password: a refusal (65) that says so, and nothing written.
             try Data("wrong password here\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile)
             let wrong = try Binary.run([
                 "login", url, "--user", "alice", "--password-file", passwordFile, "--token-file",
                 directory.path + "/other.token",

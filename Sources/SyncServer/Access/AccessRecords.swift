@@ -74,6 +74,19 @@ public struct UserRecord: Codable, Equatable, Sendable {
     }
 }
 
+/// One change to a user's row (`AccessStore.changeUser`).
+public enum UserChange: Equatable, Sendable {
+    /// A new password (`PasswordHash`'s encoding).
+    case passwordHash(String)
+    /// A new TOTP secret, or none; the last accepted step is forgotten either way.
+    case totpSecret(String?)
+    /// Disabled at this time, or enabled (nil).
+    case disabled(Int64?)
+    /// A TOTP step accepted at login: stored only if later than the one stored, atomically, so
+    /// two logins racing with one code cannot both pass.
+    case acceptedTOTPStep(Int64)
+}
+
 /// One device a user logged in from.
 public struct DeviceRecord: Codable, Equatable, Sendable {
     /// The public ID, 8 hex digits.

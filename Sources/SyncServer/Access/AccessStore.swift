@@ -35,8 +35,10 @@ public protocol AccessStore: Sendable {
     func user(named name: String) async throws(SyncServerError) -> UserRecord?
     /// Every user, by name.
     func users() async throws(SyncServerError) -> [UserRecord]
-    /// Replaces the user's row (password, TOTP, disabled); nil if there is no such user.
-    func updateUser(_ user: UserRecord) async throws(SyncServerError) -> Bool?
+    /// Applies one change to user `name`, touching only its own columns (a concurrent change of
+    /// another column is never undone): nil if there is no such user; false when an
+    /// `acceptedTOTPStep` is not later than the one stored (a replay: nothing changed); else true.
+    func changeUser(_ name: String, _ change: UserChange) async throws(SyncServerError) -> Bool?
 
     // MARK: Devices
 

@@ -61,43 +61,41 @@ public struct AccountAdmin: Sendable {
     /// from the next request on. Returns false if it was so already.
     @discardableResult
     public func setDisabled(_ name: String, _ disabled: Bool) async throws(SyncServerError) -> Bool {
-        var user = try await existingUser(name)
+        let user = try await existingUser(name)
         guard (user.disabled != nil) != disabled else { return false }
-        user.disabled = disabled ? now() : nil
-        guard try await store.updateUser(user) != nil else {
-            throw SyncServerError(.badInput, "no user '\(name)' (see `user list`)")
-        }
+        try await change(name, .disabled(disabled ? now() : nil))
         try await record(disabled ? .userDisable : .userEnable, container: nil, target: "user:\(name)")
         return true
     }
 
     /// Sets `name`'s password (after `PasswordHash.check`).
     public func setPassword(_ name: String, to password: String) async throws(SyncServerError) {
-        var user = try await existingUser(name)
+        _ = try await existingUser(name)
+        let hash: String
         do throws(CredentialError) {
             try PasswordHash.check(newPassword: password)
-            user.passwordHash = try PasswordHash.make(password)
+            hash = try PasswordHash.make(password)
         } catch {
             throw SyncServerError(.badInput, error.description)
         }
-        guard try await store.updateUser(user) != nil else {
-            throw SyncServerError(.badInput, "no user '\(name)' (see `user list`)")
-        }
+        try await change(name, .passwordHash(hash))
         try await record(.userPassword, container: nil, target: "user:\(name)")
     }
 
     /// Gives `name` a new TOTP secret (returned, with its `otpauth:` URI, to show once), or
     /// removes it (`enable` false; nil returned).
     public func setTOTP(_ name: String, enable: Bool) async throws(SyncServerError) -> (secret: String, uri: String)? {
-        var user = try await existingUser(name)
+        _ = try await existingUser(name)
         let secret = enable ? TOTP.newSecret() : nil
-        user.totpSecret = secret
-        user.totpLastStep = nil
-        guard try await store.updateUser(user) != nil else {
-            throw SyncServerError(.badInput, "no user '\(name)' (see `user list`)")
-        }
+        try await change(name, .totpSecret(secret))
         try await record(.userTOTP, container: nil, target: "user:\(name)", result: enable ? "enabled" : "disabled")
         return secret.map { ($0, TOTP.otpauthURI(secret: $0, account: name)) }
+    }
+
+    private func change(_ name: String, _ change: UserChange) async throws(SyncServerError) {
+        guard try await store.changeUser(name, change) != nil else {
+            throw SyncServerError(.badInput, "no user '\(name)' (see `user list`)")
+        }
     }
 
     func existingUser(_ name: String) async throws(SyncServerError) -> UserRecord {
@@ -212,6 +210,29 @@ public struct AccountAdmin: Sendable {
                         .tokenCreate, container: container, target: "token:\(record.id)", result: role.rawValue)
                 }
                 return (record, token)
+            }
+        }
+        throw SyncServerError(.failed, "cannot find a free token ID")
+    }
+
+    /// Makes a container token (`token create --container NAME` alone): an editor of `container`,
+    /// no user, no expiry — what every token was before accounts. Returns its ID and the token.
+    public func createContainerToken(
+        container: String, label: String
+    ) async throws(SyncServerError) -> (id: String, token: String) {
+        try Self.checkContainer(container)
+        guard AccessLabel.isValid(label) else {
+            throw SyncServerError(.badInput, "a label has at most 200 bytes and no control characters")
+        }
+        let token = TokenFormat.newToken()
+        for _ in 0..<16 {
+            let record = TokenRecord(
+                id: TokenFormat.newID(), user: nil, device: nil, containers: [container], role: .editor, label: label,
+                created: now(), expires: nil)
+            if try await store.insertToken(record, digest: TokenFormat.digest(of: token)) {
+                try await self.record(
+                    .tokenCreate, container: container, target: "token:\(record.id)", result: "editor")
+                return (record.id, token)
             }
         }
         throw SyncServerError(.failed, "cannot find a free token ID")

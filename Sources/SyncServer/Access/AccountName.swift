@@ -15,9 +15,13 @@ public enum AccountName {
     public static let rule = "1-64 bytes of a-z 0-9 . _ - @, starting with a letter or digit"
 }
 
-/// Labels and device names: free text for people, at most 200 bytes, no control characters.
+/// Labels and device names: free text for people, at most 200 bytes, no control or format
+/// characters (no bidirectional overrides that would make a listing read otherwise).
 public enum AccessLabel {
     public static func isValid(_ text: String) -> Bool {
-        text.utf8.count <= 200 && !text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        text.utf8.count <= 200
+            && !text.unicodeScalars.contains {
+                $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+            }
     }
 }

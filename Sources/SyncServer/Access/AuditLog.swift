@@ -17,6 +17,8 @@ public final class AuditLog: Sendable {
 
     let store: any AccessStore
     let logger: Logger
+    /// When each kind of refusal was last noted (`SyncResponder` notes one a minute per key).
+    let refusals = OncePerMinute()
     private let queue = Mutex<(lines: [AuditRecord], scheduled: Bool)>(([], false))
 
     public init(store: any AccessStore, logger: Logger) {
@@ -33,13 +35,16 @@ public final class AuditLog: Sendable {
         }
     }
 
-    /// Queues `line` for the next flush.
+    /// Queues `line` for the next flush. Past `queueLimit` queued lines, refusals are dropped
+    /// (and counted in the server's log), never commit summaries.
     public func note(_ line: AuditRecord) {
-        let schedule = queue.withLock { queue -> Bool in
-            if queue.lines.count < Self.queueLimit { queue.lines.append(line) }
+        let (schedule, dropped) = queue.withLock { queue -> (Bool, Bool) in
+            let keep = queue.lines.count < Self.queueLimit || line.action == AuditAction.commit.rawValue
+            if keep { queue.lines.append(line) }
             defer { queue.scheduled = true }
-            return !queue.scheduled
+            return (!queue.scheduled, !keep)
         }
+        if dropped { logger.warning("audit queue full: a \(line.action) line was dropped") }
         guard schedule else { return }
         Task {
             try? await Task.sleep(for: Self.flushDelay)

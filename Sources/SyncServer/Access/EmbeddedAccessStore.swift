@@ -172,19 +172,39 @@ public struct EmbeddedAccessStore: AccessStore {
         }
     }
 
-    public func updateUser(_ user: UserRecord) async throws(SyncServerError) -> Bool? {
+    public func changeUser(_ name: String, _ change: UserChange) async throws(SyncServerError) -> Bool? {
         try await run(writing: true) { connection -> Bool? in
-            let update = try connection.statement(
-                """
-                UPDATE users SET name = ?, password_hash = ?, totp_secret = ?, totp_last_step = ?, created = ?,
-                disabled = ? WHERE name = ?1
-                """)
-            Self.bindUser(user, update)
+            let update: SQLiteStatement
+            switch change {
+            case .passwordHash(let hash):
+                update = try connection.statement("UPDATE users SET password_hash = ?2 WHERE name = ?1")
+                update.bind(2, hash)
+            case .totpSecret(let secret):
+                update = try connection.statement(
+                    "UPDATE users SET totp_secret = ?2, totp_last_step = NULL WHERE name = ?1")
+                update.bindOptional(2, secret)
+            case .disabled(let time):
+                update = try connection.statement("UPDATE users SET disabled = ?2 WHERE name = ?1")
+                update.bindOptional(2, time)
+            case .acceptedTOTPStep(let step):
+                update = try connection.statement(
+                    """
+                    UPDATE users SET totp_last_step = ?2
+                    WHERE name = ?1 AND (totp_last_step IS NULL OR totp_last_step < ?2)
+                    """)
+                update.bind(2, step)
+            }
+            update.bind(1, name)
             try update.run()
             let changed = try connection.statement("SELECT changes()")
             defer { changed.reset() }
             _ = try changed.step()
-            return changed.int64(0) > 0 ? true : nil
+            if changed.int64(0) > 0 { return true }
+            changed.reset()
+            let exists = try connection.statement("SELECT 1 FROM users WHERE name = ?")
+            defer { exists.reset() }
+            exists.bind(1, name)
+            return try exists.step() ? false : nil
         }
     }
 

@@ -13,7 +13,11 @@ import SyncCredentials
 ///   them); past `accountLimit` or `addressLimit` in `window`, attempts are refused as
 ///   `throttled` before any check, until old failures leave the window. A success clears the
 ///   account's failures. Each failure and success is an audit line.
-/// - A new password (first login with a code) must pass `PasswordHash.check`.
+/// - A new password (first login with a code) must pass `PasswordHash.check`; the code is spent
+///   only when everything else was right.
+/// - The password work (a hash, a verify) runs in one of `LoginSlots.limit` slots, taken after the
+///   body was read and the throttle checked; without a free slot the answer is `busy`.
+/// - A TOTP code is accepted once: its step is stored only if later than the last one, atomically.
 /// - The token opens the one container asked for, with the user's role there, for
 ///   `AccessPolicy.defaultTokenLifetime`; a user who is not a member gets `notAMember` (after
 ///   the credentials were right, so this says nothing to someone who does not know them).
@@ -24,6 +28,11 @@ public struct LoginService: Sendable {
     public static let window: Int64 = 15 * 60
     public static let accountLimit = 10
     public static let addressLimit = 30
+
+    /// Logins whose password work runs now (`LoginSlots.limit`; beyond, `busy`).
+    let slots = LoginSlots()
+    /// When each throttled key last had its audit line.
+    private let throttledLines = OncePerMinute()
 
     public init(store: any AccessStore, now: @escaping @Sendable () -> Int64 = AccessControl.unixNow) {
         self.store = store
@@ -40,6 +49,8 @@ public struct LoginService: Sendable {
         case throttled(retryAfter: Int64)
         case notAMember
         case badRequest(String)
+        /// `LoginSlots.limit` logins are being checked: try again in a moment.
+        case busy
     }
 
     public func login(_ request: Request, address: String?) async throws(SyncServerError) -> Result<Grant, LoginRefusal>
@@ -48,59 +59,102 @@ public struct LoginService: Sendable {
             return .failure(.badRequest("the user or container name is not valid"))
         }
         guard AccessLabel.isValid(request.device), !request.device.isEmpty else {
-            return .failure(.badRequest("the device name must be 1-200 bytes without control characters"))
+            return .failure(.badRequest("the device name must be 1-200 bytes without control or format characters"))
         }
         let time = now()
         let accountKey = "user:\(request.user)"
-        let addressKey = "address:\(address ?? "unknown")"
+        let addressKey = "address:\(Self.addressKey(address))"
         if let wait = try await throttle(accountKey: accountKey, addressKey: addressKey, at: time) {
-            try await audit(.loginFailed, request, address, result: "throttled")
+            // One line per key and minute: a throttled flood does not flood the log.
+            if throttledLines.due(accountKey + " " + addressKey, at: time) {
+                try await audit(.loginFailed, request, address, result: "throttled")
+            }
             return .failure(.throttled(retryAfter: wait))
         }
-        // A new password is checked before an enrolment code is spent on it.
-        var newPasswordHash: String?
-        if request.enrolment != nil {
-            guard let password = request.newPassword else {
-                return .failure(.badRequest("a first login with an enrolment code sets a password (newPassword)"))
-            }
-            do throws(CredentialError) {
-                try PasswordHash.check(newPassword: password)
-                newPasswordHash = try PasswordHash.make(password)
-            } catch {
-                return .failure(.badRequest(error.description))
+        // The password hash work holds a slot (its memory); without one, nothing is checked.
+        guard slots.enter() else { return .failure(.busy) }
+        let checked: Checked
+        do {
+            defer { slots.leave() }
+            switch check(request, user: try await store.user(named: request.user)) {
+            case .failure(let refusal): return .failure(refusal)
+            case .success(let result): checked = result
             }
         }
-        let user = try await store.user(named: request.user)
-        var checked = false
-        if let code = request.enrolment {
-            checked = try await takeEnrolment(code, for: request.user, at: time)
-            PasswordHash.dummyVerify(code)
-        } else if let password = request.password {
-            if let hash = user?.passwordHash {
-                checked = PasswordHash.verify(password, against: hash)
-            } else {
-                PasswordHash.dummyVerify(password)
-            }
+        guard checked.passed || request.enrolment != nil else {
+            return try await refuse(request, address, accountKey, addressKey, at: time)
         }
-        guard checked, var account = user, account.disabled == nil else {
+        // An enrolment code is spent only once everything else about the request was right.
+        if let code = request.enrolment, !(try await takeEnrolment(code, for: request.user, at: time)) {
+            return try await refuse(request, address, accountKey, addressKey, at: time)
+        }
+        guard let account = checked.user, account.disabled == nil else {
             return try await refuse(request, address, accountKey, addressKey, at: time)
         }
         if request.enrolment == nil, let secret = account.totpSecret {
-            guard let code = request.totp else { return .failure(.totpNeeded) }
-            guard let step = TOTP.verify(code: code, secret: secret, at: time, lastAcceptedStep: account.totpLastStep)
+            guard let code = request.totp else {
+                try await audit(.loginFailed, request, address, result: "password right, TOTP code missing")
+                return .failure(.totpNeeded)
+            }
+            // Accepted only if later than the last accepted step, atomically: a code is good once
+            // even for two logins racing with it.
+            guard let step = TOTP.verify(code: code, secret: secret, at: time, lastAcceptedStep: account.totpLastStep),
+                try await store.changeUser(account.name, .acceptedTOTPStep(step)) == true
             else {
                 return try await refuse(request, address, accountKey, addressKey, at: time)
             }
-            account.totpLastStep = step
         }
-        if let newPasswordHash { account.passwordHash = newPasswordHash }
-        if account != user { _ = try await store.updateUser(account) }
+        if let hash = checked.newPasswordHash { _ = try await store.changeUser(account.name, .passwordHash(hash)) }
         try await store.clearFailures(key: accountKey, before: time - Self.window)
         guard let role = try await store.roles(user: account.name)[request.container] else {
             try await audit(.login, request, address, result: "not a member")
             return .failure(.notAMember)
         }
         return .success(try await issue(for: account.name, role: role, request, address, at: time))
+    }
+
+    /// What the password work found: whether the password matched (false for an enrolment
+    /// login, whose code is checked after), the user, and the hash of a new password.
+    private struct Checked {
+        var passed: Bool
+        var user: UserRecord?
+        var newPasswordHash: String?
+    }
+
+    /// The CPU- and memory-heavy part of a login, under a slot: a new password's policy and hash,
+    /// or the password against the stored hash (a dummy one for a user without).
+    private func check(_ request: Request, user: UserRecord?) -> Result<Checked, LoginRefusal> {
+        if request.enrolment != nil {
+            guard let password = request.newPassword else {
+                return .failure(.badRequest("a first login with an enrolment code sets a password (newPassword)"))
+            }
+            do throws(CredentialError) {
+                try PasswordHash.check(newPassword: password)
+                return .success(Checked(passed: false, user: user, newPasswordHash: try PasswordHash.make(password)))
+            } catch {
+                return .failure(.badRequest(error.description))
+            }
+        }
+        guard let password = request.password else { return .success(Checked(passed: false, user: user)) }
+        guard let hash = user?.passwordHash else {
+            PasswordHash.dummyVerify(password)
+            return .success(Checked(passed: false, user: user))
+        }
+        return .success(Checked(passed: PasswordHash.verify(password, against: hash), user: user))
+    }
+
+    /// The address failures count under: an IPv6 address by its /64 (one host usually has a whole
+    /// /64), any other as it is.
+    static func addressKey(_ address: String?) -> String {
+        guard let address else { return "unknown" }
+        guard address.contains(":") else { return address }
+        var groups = address.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        if let gap = groups.firstIndex(of: ""), address.contains("::") {
+            let missing = 8 - groups.filter { !$0.isEmpty }.count
+            groups.removeAll { $0.isEmpty }
+            groups.insert(contentsOf: Array(repeating: "0", count: max(0, missing)), at: min(gap, groups.count))
+        }
+        return groups.prefix(4).joined(separator: ":") + "::/64"
     }
 
     /// Seconds to wait when either key had too many failures in the window; nil otherwise.
