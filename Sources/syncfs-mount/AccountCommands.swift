@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SyncBackend
+import SyncFS
 import SyncServer
 
 /// `syncfs-mount user add|list|disable|enable|enrol|passwd|totp`: the accounts of a server (doc/CLI.md).
@@ -242,7 +243,7 @@ struct DeviceCommand: ParsableCommand {
                     tableRow(
                         [
                             device.id, device.user, isoTime(device.created),
-                            device.revoked.map { "revoked " + isoTime($0) } ?? "valid", device.name,
+                            device.revoked.map { "revoked " + isoTime($0) } ?? "valid", TerminalText.safe(device.name),
                         ], widths: widths))
             }
         }

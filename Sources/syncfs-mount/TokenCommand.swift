@@ -143,7 +143,7 @@ struct TokenCommand: ParsableCommand {
                         [
                             line.id, line.kind, line.user ?? "-", line.role.rawValue,
                             line.containers.joined(separator: ","), line.expires.map(isoTime) ?? "never", status,
-                            line.label,
+                            TerminalText.safe(line.label),
                         ], widths: widths))
             }
         }
