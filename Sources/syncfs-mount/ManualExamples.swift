@@ -178,6 +178,68 @@ enum ManualExamples {
             Example(
                 "Revoke a token by its ID from `token list`:", "syncfs-mount token revoke --root /srv/syncfs 3f2a9c01")
         ],
+        "syncfs-mount-user-add": [
+            Example(
+                "Add alice; her one-time enrolment code goes to a file only you can read:",
+                "(umask 077; syncfs-mount user add --root /srv/syncfs alice > alice.code)")
+        ],
+        "syncfs-mount-user-list": [Example("The users of a server root:", "syncfs-mount user list --root /srv/syncfs")],
+        "syncfs-mount-user-disable": [
+            Example(
+                "Stop every token and device of alice at once:", "syncfs-mount user disable --root /srv/syncfs alice")
+        ],
+        "syncfs-mount-user-enable": [
+            Example("Let alice log in again:", "syncfs-mount user enable --root /srv/syncfs alice")
+        ],
+        "syncfs-mount-user-enrol": [
+            Example(
+                "A new one-time code for alice (a new machine, a lost password):",
+                "(umask 077; syncfs-mount user enrol --root /srv/syncfs alice > alice.code)")
+        ],
+        "syncfs-mount-user-passwd": [
+            Example(
+                "Set alice's password (asked twice, without echo):", "syncfs-mount user passwd --root /srv/syncfs alice"
+            )
+        ],
+        "syncfs-mount-user-totp": [
+            Example(
+                "Give alice a TOTP secret for her authenticator app:", "syncfs-mount user totp --root /srv/syncfs alice"
+            )
+        ],
+        "syncfs-mount-member-add": [
+            Example(
+                "Make alice an editor of the container team:",
+                "syncfs-mount member add --root /srv/syncfs --user alice --container team --role editor")
+        ],
+        "syncfs-mount-member-remove": [
+            Example(
+                "Take alice out of team; her tokens stop opening it at once:",
+                "syncfs-mount member remove --root /srv/syncfs --user alice --container team")
+        ],
+        "syncfs-mount-member-list": [
+            Example("Who may do what in team:", "syncfs-mount member list --root /srv/syncfs --container team")
+        ],
+        "syncfs-mount-device-list": [
+            Example("The machines alice logged in from:", "syncfs-mount device list --root /srv/syncfs --user alice")
+        ],
+        "syncfs-mount-device-revoke": [
+            Example(
+                "A lost laptop: its tokens stop at once:", "syncfs-mount device revoke --root /srv/syncfs b71e0d44")
+        ],
+        "syncfs-mount-audit": [
+            Example(
+                "What happened in team since yesterday:",
+                "syncfs-mount audit --root /srv/syncfs --container team --since 24h")
+        ],
+        "syncfs-mount-login": [
+            Example(
+                "Log in (the password is asked), then mount without a token file:",
+                "syncfs-mount login https://sync.example.org:8443/team --user alice",
+                "syncfs-mount mount https://sync.example.org:8443/team ~/Team"),
+            Example(
+                "A first login with the code from `user add` (it sets the password):",
+                "syncfs-mount login https://sync.example.org:8443/team --user alice --enrolment-code-file alice.code"),
+        ],
         "syncfs-mount-container-stats": [
             Example("Entries, history, chunks and bytes of a container:", "syncfs-mount container stats ~/container")
         ],
