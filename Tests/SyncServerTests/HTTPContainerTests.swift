@@ -259,3 +259,43 @@ struct CannedServerError: Error {}
 final class AnswerCount: Sendable {
     let count = Mutex(0)
 }
+
+/// A hostile or broken server's login answers: a token that is not one, another user's grant,
+/// a device ID with terminal controls — refused, nothing of them is used.
+@Suite struct HTTPContainerLoginAnswerTests {
+    static func answer(_ json: String) -> String {
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
+    }
+
+    static let good =
+        #"{"token":"sfs_\#(String(repeating: "a", count: 64))","tokenID":"0000abcd","device":"0000dcba","user":"alice","container":"box","role":"editor","expires":1}"#
+
+    @Test(arguments: [
+        good.replacingOccurrences(of: "sfs_", with: "sfs_\\n"),
+        good.replacingOccurrences(of: #""tokenID":"0000abcd""#, with: #""tokenID":"\u001b[2J""#),
+        good.replacingOccurrences(of: #""device":"0000dcba""#, with: #""device":"../../x""#),
+        good.replacingOccurrences(of: #""user":"alice""#, with: #""user":"mallory""#),
+        good.replacingOccurrences(of: #""container":"box""#, with: #""container":"other""#),
+    ])
+    func aMalformedGrantIsRefused(json: String) async throws {
+        let server = try CannedHTTPServer(response: Self.answer(json))
+        defer { server.stop() }
+        let address = try ServerAddress(parsing: "http://127.0.0.1:\(server.port)/box")
+        let request = LoginRequest(user: "alice", container: "box", device: "laptop", password: "pw")
+        do {
+            _ = try await HTTPContainer.login(address: address, request)
+            Issue.record("a malformed grant was accepted: \(json)")
+        } catch {
+            #expect(error.description.contains("malformed"), "\(error)")
+        }
+    }
+
+    @Test func theWellFormedGrantIsTaken() async throws {
+        let server = try CannedHTTPServer(response: Self.answer(Self.good))
+        defer { server.stop() }
+        let address = try ServerAddress(parsing: "http://127.0.0.1:\(server.port)/box")
+        let request = LoginRequest(user: "alice", container: "box", device: "laptop", password: "pw")
+        let grant = try await HTTPContainer.login(address: address, request)
+        #expect(grant.tokenID == "0000abcd" && grant.role == .editor)
+    }
+}

@@ -1,6 +1,5 @@
 import Foundation
 import SyncBackend
-import Synchronization
 
 /// The server's access checks over an `AccessStore` (either backend): turns a bearer token into
 /// its grant (`AccessPolicy`) and records when and from where each token was last used.
@@ -10,15 +9,14 @@ import Synchronization
 ///   disabled user, a role change) counts from the next request on; a long poll rechecks every
 ///   `longPollRecheck` (`SyncResponder`), so one open when the change is made ends within it.
 /// - A store that cannot be read throws, never nil.
-/// - "Last used" is written at most once per `touchInterval` per token and process; failing to
+/// - "Last used" is written at most once a minute per token and process (`OncePerMinute`); failing to
 ///   write it never fails the request.
 public final class AccessControl: TokenAuthority {
     public static let longPollRecheck: Duration = .seconds(2)
-    static let touchInterval: Int64 = 60
 
     public let store: any AccessStore
     private let now: @Sendable () -> Int64
-    private let touched = Mutex<[String: Int64]>([:])
+    private let touched = OncePerMinute()
 
     /// `now`: Unix seconds (tests move it to expire tokens).
     public init(store: any AccessStore, now: @escaping @Sendable () -> Int64 = AccessControl.unixNow) {
@@ -52,13 +50,7 @@ public final class AccessControl: TokenAuthority {
 
     private func touch(_ id: String, address: String?) async {
         let time = now()
-        let due = touched.withLock { touched -> Bool in
-            if let last = touched[id], time - last < Self.touchInterval { return false }
-            if touched.count > 10_000 { touched.removeAll() }
-            touched[id] = time
-            return true
-        }
-        if due { try? await store.touchToken(id: id, at: time, address: address) }
+        if touched.due(id, at: time) { try? await store.touchToken(id: id, at: time, address: address) }
     }
 
     /// Appends an audit line; a failure to write it is logged by the caller, never fatal to a
