@@ -43,6 +43,15 @@ public struct PostgresAccess: AccessStore {
             .map(TokenRecord.init)
     }
 
+    public func standing(digest: String) async throws(SyncServerError) -> TokenStanding? {
+        try await attempt { try await tables.standing(digest: digest) }
+            .map { standing in
+                TokenStanding(
+                    token: TokenRecord(standing.token), user: standing.user.map(UserRecord.init),
+                    device: standing.device.map(DeviceRecord.init), memberships: standing.roles)
+            }
+    }
+
     public func tokens() async throws(SyncServerError) -> [TokenRecord] {
         try await attempt { try await tables.tokens() }.map(TokenRecord.init)
     }

@@ -132,6 +132,46 @@ func withAccessStore(
         }
     }
 
+    /// `standing` reads the token with its user, device and memberships, exactly as the separate
+    /// reads find them (the PostgreSQL store reads them in one statement).
+    @Test(arguments: AccessBackend.allCases) func aTokensStandingIsItsRowsReadTogether(
+        backend: AccessBackend
+    ) async throws {
+        try await withAccessStore(backend) { store, _ async throws in
+            #expect(try await store.standing(digest: Self.digest("aa")) == nil)
+            #expect(
+                try await store.insertToken(
+                    Self.token("0000000a", containers: ["box", "doc"]), digest: Self.digest("aa")))
+            // Neither user nor device nor membership exists yet: the token alone.
+            var expected = TokenStanding(
+                token: Self.token("0000000a", containers: ["box", "doc"]), user: nil, device: nil, memberships: [:])
+            #expect(try await store.standing(digest: Self.digest("aa")) == expected)
+
+            let ann = UserRecord(name: "ann", passwordHash: "hash", created: 5)
+            #expect(try await store.insertUser(ann))
+            let laptop = DeviceRecord(id: "0000d001", user: "ann", name: "laptop", created: 10)
+            #expect(try await store.insertDevice(laptop))
+            try await store.setMembership(MembershipRecord(user: "ann", container: "doc", role: .editor))
+            try await store.setMembership(MembershipRecord(user: "ann", container: "box", role: .admin))
+            try await store.setMembership(MembershipRecord(user: "bob", container: "box", role: .viewer))
+            _ = try await store.revokeDevice(id: "0000d001", at: 20)
+            expected.user = try await store.user(named: "ann")
+            expected.device = try await store.device(id: "0000d001")
+            expected.memberships = ["doc": .editor, "box": .admin]
+            #expect(try await store.standing(digest: Self.digest("aa")) == expected)
+            #expect(expected.device?.revoked == 20)
+
+            // A container token has no user: nothing else is read.
+            let legacy = TokenRecord(
+                id: "0000000c", user: nil, device: nil, containers: ["box"], role: .editor, label: "", created: 1,
+                expires: nil)
+            #expect(try await store.insertToken(legacy, digest: Self.digest("cc")))
+            #expect(
+                try await store.standing(digest: Self.digest("cc"))
+                    == TokenStanding(token: legacy, user: nil, device: nil, memberships: [:]))
+        }
+    }
+
     @Test(arguments: AccessBackend.allCases) func usersAreUniqueByNameAndUpdatedOnlyIfTheyExist(
         backend: AccessBackend
     ) async throws {

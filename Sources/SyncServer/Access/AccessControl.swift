@@ -33,19 +33,12 @@ public final class AccessControl: TokenAuthority {
         return grant
     }
 
-    /// The grant of the token with this digest, read from the store now.
+    /// The grant of the token with this digest, read from the store now (one `standing` read).
     public func grant(digest: String) async throws(SyncServerError) -> AccessGrant? {
-        guard let token = try await store.token(digest: digest) else { return nil }
-        let time = now()
-        guard token.revoked == nil, token.expires.map({ time < $0 }) ?? true else { return nil }
-        guard let name = token.user else {
-            return AccessPolicy.grant(token: token, user: nil, device: nil, memberships: [:], now: time)
-        }
-        let user = try await store.user(named: name)
-        let device: DeviceRecord?
-        if let id = token.device { device = try await store.device(id: id) } else { device = nil }
-        let roles = try await store.roles(user: name)
-        return AccessPolicy.grant(token: token, user: user, device: device, memberships: roles, now: time)
+        guard let standing = try await store.standing(digest: digest) else { return nil }
+        return AccessPolicy.grant(
+            token: standing.token, user: standing.user, device: standing.device, memberships: standing.memberships,
+            now: now())
     }
 
     private func touch(_ id: String, address: String?) async {
@@ -89,4 +82,5 @@ public enum AuditAction: String, Codable, Sendable, CaseIterable {
     case accessRefused = "access-refused"
     case quotaRefusal = "quota-refusal"
     case gcRun = "gc-run"
+    case retentionChange = "retention-change"
 }

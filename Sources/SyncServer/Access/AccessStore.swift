@@ -21,6 +21,10 @@ public protocol AccessStore: Sendable {
     func insertToken(_ token: TokenRecord, digest: String) async throws(SyncServerError) -> Bool
     /// The token with this digest, revoked or not.
     func token(digest: String) async throws(SyncServerError) -> TokenRecord?
+    /// The token with this digest and every row its grant depends on (`TokenStanding`), read as
+    /// one (a store that can do it in one round trip should: every request reads it); nil if
+    /// there is no such token. The default reads them one by one.
+    func standing(digest: String) async throws(SyncServerError) -> TokenStanding?
     /// Every token ever made, oldest first.
     func tokens() async throws(SyncServerError) -> [TokenRecord]
     /// Revokes token `id`: true if it was valid, false if revoked already, nil if unknown.
@@ -107,5 +111,35 @@ public protocol AccessStore: Sendable {
 extension AccessStore {
     public func appendAudit(lines: [AuditRecord]) async throws(SyncServerError) {
         for line in lines { try await appendAudit(line) }
+    }
+}
+
+/// A token with the rows its grant depends on (`AccessPolicy.grant`): its user, its device and
+/// the user's memberships (none of them for a container token).
+public struct TokenStanding: Equatable, Sendable {
+    public var token: TokenRecord
+    public var user: UserRecord?
+    public var device: DeviceRecord?
+    /// The user's role per container.
+    public var memberships: [String: AccessRole]
+
+    public init(token: TokenRecord, user: UserRecord?, device: DeviceRecord?, memberships: [String: AccessRole]) {
+        self.token = token
+        self.user = user
+        self.device = device
+        self.memberships = memberships
+    }
+}
+
+extension AccessStore {
+    public func standing(digest: String) async throws(SyncServerError) -> TokenStanding? {
+        guard let token = try await token(digest: digest) else { return nil }
+        guard let name = token.user else {
+            return TokenStanding(token: token, user: nil, device: nil, memberships: [:])
+        }
+        let user = try await user(named: name)
+        let device: DeviceRecord?
+        if let id = token.device { device = try await self.device(id: id) } else { device = nil }
+        return TokenStanding(token: token, user: user, device: device, memberships: try await roles(user: name))
     }
 }
