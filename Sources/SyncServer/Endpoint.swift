@@ -4,7 +4,8 @@ import SyncBackend
 /// server's only routing table (`Tests/SyncServerTests/ProtocolDocumentTests.swift` compares the
 /// two).
 ///
-/// A path template is matched segment by segment: `NAME`, `HASH` and `ID` match any one
+/// A path template is matched segment by segment: `NAME`, `HASH`, `ID`, `USER`, `LINK` and
+/// `SECRET` match any one
 /// non-empty segment (validated later, so a malformed one is `400`, not `404`); other segments
 /// match literally. Paths are never percent-decoded: an encoded byte makes a segment invalid.
 public enum Endpoint: String, CaseIterable, Sendable {
@@ -28,28 +29,50 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case renewLocks
     case releaseLocks
     case entryLocks
+    case members
+    case setMember
+    case removeMember
+    case containerLinks
+    case createLink
+    case revokeLink
+    case containerAudit
+    case retention
+    case setRetention
+    case linkInfo
+    case linkList
+    case linkContent
+    case linkUpload
 
     /// The least role a token needs in the container (`AccessRole`): reading needs a viewer's,
     /// changing content (chunks, commits, locks) an editor's.
     public var requiredRole: AccessRole {
         switch self {
         case .health, .login, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest,
-            .entryLocks:
+            .entryLocks, .retention:
             return .viewer
         case .missingChunks, .putChunk, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks,
             .releaseLocks:
             return .editor
+        case .members, .setMember, .removeMember, .containerLinks, .createLink, .revokeLink, .containerAudit,
+            .setRetention:
+            return .admin
+        case .linkInfo, .linkList, .linkContent, .linkUpload:
+            // Opened by the link's secret, not a token (`needsToken`).
+            return .viewer
         }
     }
 
     /// The HTTP method.
     public var method: String {
         switch self {
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks,
+            .members, .containerLinks, .containerAudit, .linkInfo, .linkList, .linkContent, .retention:
             return "GET"
-        case .login, .missingChunks, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks, .releaseLocks:
+        case .login, .missingChunks, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks, .releaseLocks,
+            .setMember, .createLink, .revokeLink, .linkUpload:
             return "POST"
-        case .putChunk: return "PUT"
+        case .putChunk, .setRetention: return "PUT"
+        case .removeMember: return "DELETE"
         }
     }
 
@@ -76,6 +99,16 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .renewLocks: return container + "/locks/renew"
         case .releaseLocks: return container + "/locks/release"
         case .entryLocks: return container + "/entries/ID/locks"
+        case .members, .setMember: return container + "/members"
+        case .removeMember: return container + "/members/USER"
+        case .containerLinks, .createLink: return container + "/links"
+        case .revokeLink: return container + "/links/LINK/revoke"
+        case .containerAudit: return container + "/audit"
+        case .retention, .setRetention: return container + "/retention"
+        case .linkInfo: return "/v1/links/SECRET"
+        case .linkList: return "/v1/links/SECRET/list"
+        case .linkContent: return "/v1/links/SECRET/content"
+        case .linkUpload: return "/v1/links/SECRET/upload"
         }
     }
 
@@ -86,8 +119,13 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .wait: return [WireProtocol.Query.after, WireProtocol.Query.timeout]
         case .history: return [WireProtocol.Query.limit]
         case .trash: return [WireProtocol.Query.before, WireProtocol.Query.limit]
+        case .containerAudit: return [WireProtocol.Query.since, WireProtocol.Query.limit]
+        case .linkList: return [WireProtocol.Query.path, WireProtocol.Query.after, WireProtocol.Query.limit]
+        case .linkContent: return [WireProtocol.Query.path]
+        case .linkUpload: return [WireProtocol.Query.name]
         case .health, .login, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .commitBatch,
-            .chunkBatch, .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks:
+            .chunkBatch, .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks, .members, .setMember,
+            .removeMember, .containerLinks, .createLink, .revokeLink, .linkInfo, .retention, .setRetention:
             return []
         }
     }
@@ -100,16 +138,23 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .missingChunks, .commit, .commitBatch: return WireProtocol.maxJSONBodyBytes
         case .lock, .unlock, .renewLocks, .releaseLocks: return WireProtocol.maxLockBodyBytes
         case .login: return WireProtocol.maxLoginBodyBytes
-        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks:
+        case .setMember, .createLink, .setRetention: return WireProtocol.maxLoginBodyBytes
+        case .linkUpload: return WireProtocol.maxLinkUploadBytes
+        case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks,
+            .members, .removeMember, .containerLinks, .revokeLink, .containerAudit, .linkInfo, .linkList, .linkContent,
+            .retention:
             return nil
         }
     }
 
-    /// Every endpoint but the health check and login needs a token.
-    var needsToken: Bool { self != .health && self != .login }
+    /// The endpoints a share link's secret opens (`SyncResponder+Links`), without a token.
+    var isLink: Bool { self == .linkInfo || self == .linkList || self == .linkContent || self == .linkUpload }
+
+    /// Every endpoint but the health check, login and the link endpoints needs a token.
+    var needsToken: Bool { self != .health && self != .login && !isLink }
 
     /// Chunk uploads take one of the upload slots (`BodyBudget`), a batch of chunks one too.
-    var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch }
+    var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch || self == .linkUpload }
 
     /// The batch endpoints (`WireProtocol.Feature`): a server older than them has none.
     var isBatch: Bool { self == .commitBatch || self == .chunkBatch }
@@ -141,7 +186,7 @@ enum RouteResolution: Equatable {
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
 
-    private static let placeholders: Set<String> = ["NAME", "HASH", "ID"]
+    private static let placeholders: Set<String> = ["NAME", "HASH", "ID", "USER", "LINK", "SECRET"]
 
     /// The placeholders' values and the number of literal segments, if `segments` fits.
     private static func match(_ segments: [String], _ template: String) -> ([String: String], Int)? {

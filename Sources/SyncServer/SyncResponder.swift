@@ -7,7 +7,8 @@ import SyncBackend
 /// container, and hands over to the endpoint's handler (`SyncResponder+*.swift`).
 ///
 /// Order of checks (each failure answers at once, and nothing is stored):
-/// 1. `GET /v1/health` and `POST /v1/login` need no token (`SyncResponder+Login`);
+/// 1. `GET /v1/health`, `POST /v1/login` and the share link endpoints need no token
+///    (`SyncResponder+Login`, `SyncResponder+Links`: a link's secret opens them);
 /// 2. every other request needs a valid token (`401`, before anything is said about the path);
 /// 3. the path must be an endpoint (`404 notFound`) with this method (`405`, with `Allow`);
 /// 4. `NAME` must be a valid container name (`400`), one the token opens (`403`), with a role
@@ -46,10 +47,16 @@ struct SyncResponder: HTTPResponder {
     var audit: AuditLog? = nil
     /// Logins (`POST /v1/login`), over the same store; nil as `audit` is (then `404`).
     var logins: LoginService? = nil
+    /// Share links (`/v1/links/…`) and the admin endpoints, over the same store; nil as `audit`
+    /// is (then `404`).
+    var links: LinkService? = nil
 
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
     static let authenticatedMarker = HTTPField.Name("SyncFS-Internal-Authenticated")!
+
+    /// Where the link endpoints are (`SyncResponder+Links`).
+    static let linkPaths = "/v1/links/"
 
     /// `SyncFS-Container-ID`.
     static let containerIDHeader = HTTPField.Name(WireProtocol.containerIDHeader)!
@@ -105,9 +112,13 @@ struct SyncResponder: HTTPResponder {
             _ = try RequestReading.query(of: request, allowed: [])
             return try await login(request, address: address)
         }
-        // Only the health check's own path is answered without a token (a wrong method on it).
+        if case .endpoint(let endpoint, let captures) = resolution, endpoint.isLink {
+            return try await link(endpoint, secret: captures["SECRET"] ?? "", request: request, address: address)
+        }
+        // Only the health check's and the links' own paths are answered without a token (a wrong
+        // method on them).
         var holder: (grant: AccessGrant, token: String)?
-        if path != Endpoint.health.pathTemplate {
+        if path != Endpoint.health.pathTemplate, !path.hasPrefix(Self.linkPaths) {
             holder = try await authenticate(request, address: address)
             authenticated = true
         }
@@ -268,6 +279,17 @@ struct SyncResponder: HTTPResponder {
         case .renewLocks: return try await renewLocks(call)
         case .releaseLocks: return try await releaseLocks(call)
         case .entryLocks: return try await entryLocks(call)
+        case .members: return try await members(call)
+        case .setMember: return try await setMember(call)
+        case .removeMember: return try await removeMember(call)
+        case .containerLinks: return try await containerLinks(call)
+        case .createLink: return try await createLink(call)
+        case .revokeLink: return try await revokeLink(call)
+        case .containerAudit: return try await containerAudit(call)
+        case .retention: return try await retention(call)
+        case .setRetention: return try await setRetention(call)
+        case .linkInfo, .linkList, .linkContent, .linkUpload:
+            throw WireFailure(.notFound, "a link endpoint is opened by its secret, not a token")
         }
     }
 }

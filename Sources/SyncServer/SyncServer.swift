@@ -170,7 +170,8 @@ public struct SyncServer: Sendable {
                 ? nil : ServerBandwidth(configuration.bandwidth, clock: configuration.bandwidthClock),
             servesBatches: configuration.servesBatches,
             audit: audit,
-            logins: (tokens as? AccessControl).map { LoginService(store: $0.store) })
+            logins: (tokens as? AccessControl).map { LoginService(store: $0.store) },
+            links: (tokens as? AccessControl).map { LinkService(store: $0.store) })
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

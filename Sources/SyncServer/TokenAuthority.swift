@@ -37,6 +37,22 @@ public enum TokenFormat {
         return "enr_" + hex((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
+    /// A new share link secret: `lnk_` and 64 lowercase hex digits (32 bytes), shown once,
+    /// stored only as its digest.
+    public static func newLinkSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return linkPrefix + hex((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    static let linkPrefix = "lnk_"
+
+    /// `lnk_` and 64 lowercase hex digits.
+    public static func isWellFormedLinkSecret(_ secret: String) -> Bool {
+        let bytes = Array(secret.utf8)
+        return bytes.count == 68 && secret.hasPrefix(linkPrefix)
+            && bytes.dropFirst(4).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     /// `sfs_` and 64 lowercase hex digits.
     public static func isWellFormed(_ token: String) -> Bool { TokenStore.isWellFormed(token) }
 

@@ -226,6 +226,22 @@ enum ManualExamples {
             Example(
                 "A lost laptop: its tokens stop at once:", "syncfs-mount device revoke --root /srv/syncfs b71e0d44")
         ],
+        "syncfs-mount-link-create": [
+            Example(
+                "A download link to one file, five downloads in a week:",
+                "syncfs-mount link create --root /srv/syncfs --container team --path reports/q3.pdf --kind download "
+                    + "--max-downloads 5 --expires 7d --server https://files.example.org"),
+            Example(
+                "A drop box with a password (asked twice):",
+                "syncfs-mount link create --root /srv/syncfs --container team --path inbox --kind upload-only --password"
+            ),
+        ],
+        "syncfs-mount-link-list": [
+            Example("The links of team:", "syncfs-mount link list --root /srv/syncfs --container team")
+        ],
+        "syncfs-mount-link-revoke": [
+            Example("Stop a link at once:", "syncfs-mount link revoke --root /srv/syncfs 5c0e21aa")
+        ],
         "syncfs-mount-audit": [
             Example(
                 "What happened in team since yesterday:",

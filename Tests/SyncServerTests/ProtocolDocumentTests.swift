@@ -68,16 +68,28 @@ import Testing
             let keepsHistory = try await fixture.container() is any ContainerHistory
             let chunk = Sample.chunk(Array("a chunk for the document test".utf8))
             let entry = Sample.create(Sample.file("doc.txt", chunks: [chunk]))
+            let access = DocumentAccess(fixture)
+            let admin = try await access.adminToken()
+            let view = try await access.link(.view)
+            let drop = try await access.link(.uploadOnly)
+            let doomed = try await access.link(.download, path: "doc.txt")
             // PUT goes first, so that the GET of the chunk and the commit find it.
             let rows = Self.endpointRows.sorted { ($0.method == "PUT" ? 0 : 1) < ($1.method == "PUT" ? 0 : 1) }
             for row in rows {
+                let secret = row.path.hasSuffix("/upload") ? drop.secret : view.secret
                 let path =
                     row.path.replacingOccurrences(of: "NAME", with: fixture.name)
+                    .replacingOccurrences(of: "SECRET", with: secret)
+                    .replacingOccurrences(of: "LINK", with: doomed.record.id)
+                    .replacingOccurrences(of: "USER", with: try await access.memberToRemove())
                     .replacingOccurrences(of: "HASH", with: chunk.hash.hex)
                     .replacingOccurrences(of: "ID", with: FileID.root.hex)
                 let query = row.query.replacingOccurrences(of: "CURSOR", with: "")
                     .replacingOccurrences(of: "=N", with: "=10").replacingOccurrences(of: "=MS", with: "=0")
-                    .replacingOccurrences(of: "=VERSION", with: "=1")
+                    .replacingOccurrences(of: "=VERSION", with: "=1").replacingOccurrences(of: "=T", with: "=0")
+                    .replacingOccurrences(of: "after=C&", with: "")
+                    .replacingOccurrences(of: "path=P", with: row.path.hasSuffix("/content") ? "path=doc.txt" : "path=")
+                    .replacingOccurrences(of: "name=F", with: "name=dropped.txt")
                 let target = query.isEmpty ? path : path + "?" + query
                 let reply: Reply
                 switch (row.method, row.path.hasSuffix("/commits"), row.path.hasSuffix("/missing")) {
@@ -91,6 +103,18 @@ import Testing
                     reply = try await fixture.send(.POST, target, body: batch)
                 case ("POST", _, _) where Self.lockBody(for: row.path) != nil:
                     reply = try await fixture.send(.POST, target, json: Self.lockBody(for: row.path)!)
+                case (_, _, _) where row.path.contains("/links/SECRET"):
+                    reply = try await fixture.send(
+                        HTTPMethod(rawValue: row.method), target, auth: .none, body: row.method == "POST" ? [1] : nil)
+                case ("POST", _, _) where row.path.hasSuffix("/members"):
+                    reply = try await fixture.send(
+                        .POST, target, json: MemberChange(user: "doc-user", role: .viewer), auth: .token(admin))
+                case ("POST", _, _) where row.path.hasSuffix("/links"):
+                    reply = try await fixture.send(
+                        .POST, target, json: LinkOrderRequest(path: "", kind: .view), auth: .token(admin))
+                case (_, _, _)
+                where Endpoint.allCases.contains { $0.pathTemplate == row.path && $0.requiredRole == .admin }:
+                    reply = try await fixture.send(HTTPMethod(rawValue: row.method), target, auth: .token(admin))
                 case ("PUT", _, _): reply = try await fixture.put(chunk)
                 case ("POST", true, _): reply = try await fixture.commit(entry)
                 case ("POST", _, true):
@@ -101,6 +125,30 @@ import Testing
                 let expected = history && !keepsHistory ? WireError.Code.notImplemented.status : row.status
                 #expect(reply.status == expected, "\(row): \(reply.status) \(reply.text)")
             }
+        }
+    }
+
+    /// The admin token, links and members the admin and link rows need.
+    struct DocumentAccess {
+        let fixture: ServerFixture
+        init(_ fixture: ServerFixture) { self.fixture = fixture }
+
+        func adminToken() async throws -> String {
+            try await HostileMemberTests.member(fixture, "doc-admin", role: .admin).token
+        }
+
+        func link(_ kind: LinkKind, path: String = "") async throws -> (record: LinkRecord, secret: String) {
+            try await LinkTree.link(fixture, .init(container: fixture.name, prefix: path, kind: kind))
+        }
+
+        /// A member for the `DELETE …/members/USER` row (made again for each row it replaces).
+        func memberToRemove() async throws -> String {
+            let admin = AccountAdmin(store: try fixture.backend.accessStore(on: fixture.server))
+            if try await admin.users().contains(where: { $0.name == "doc-leaver" }) == false {
+                _ = try await admin.addUser("doc-leaver")
+            }
+            try await admin.setMember(user: "doc-leaver", container: fixture.name, role: .viewer)
+            return "doc-leaver"
         }
     }
 
@@ -184,7 +232,8 @@ import Testing
             "CommitRequest", "CommitOutcome", "ChangeBatch", "RemoteEntry", "MissingChunksRequest",
             "MissingChunksResponse", "WireError", "ContainerInfo", "WaitResponse", "HealthStatus", "HistoryResponse",
             "TreeDigest", "LockRequest", "LockResponse", "LockRelease", "LockRenewal", "LockSessionRelease", "LockList",
-            "CommitBatchRequest", "CommitBatchResponse", "LoginRequest", "LoginGrant",
+            "CommitBatchRequest", "CommitBatchResponse", "LoginRequest", "LoginGrant", "LinkInfo", "LinkListing",
+            "LinkUploadAnswer", "LinkOrderRequest", "CreatedLink", "MemberChange", "RetentionPolicy",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
@@ -225,6 +274,13 @@ import Testing
         case "LockList": return try decoder.decode(LockList.self, from: data)
         case "CommitBatchRequest": return try decoder.decode(CommitBatchRequest.self, from: data)
         case "CommitBatchResponse": return try decoder.decode(CommitBatchResponse.self, from: data)
+        case "LinkInfo": return try decoder.decode(LinkInfo.self, from: data)
+        case "LinkListing": return try decoder.decode(LinkListing.self, from: data)
+        case "LinkUploadAnswer": return try decoder.decode(LinkUploadAnswer.self, from: data)
+        case "LinkOrderRequest": return try decoder.decode(LinkOrderRequest.self, from: data)
+        case "CreatedLink": return try decoder.decode(CreatedLink.self, from: data)
+        case "MemberChange": return try decoder.decode(MemberChange.self, from: data)
+        case "RetentionPolicy": return try decoder.decode(RetentionPolicy.self, from: data)
         default: throw TestFailure("no decoder for the example type '\(type)'")
         }
     }

@@ -53,6 +53,9 @@ public enum WireProtocol {
     public static let maxLockBodyBytes = 4_096
     /// `POST /v1/login`'s body: names, a password, codes.
     public static let maxLoginBodyBytes = 8_192
+    /// The largest file one upload through a share link brings (`POST /v1/links/SECRET/upload`);
+    /// it must also arrive within the server's request deadline.
+    public static let maxLinkUploadBytes = 4 << 30
     /// A commit's `device`: 1...128 bytes of UTF-8 without control characters.
     public static let maxDeviceBytes = 128
     /// An extended attribute's name: `user.` and at least one more byte, at most 255 bytes, no NUL.
@@ -70,6 +73,9 @@ public enum WireProtocol {
         public static let limit = "limit"
         public static let timeout = "timeout"
         public static let before = "before"
+        public static let since = "since"
+        public static let path = "path"
+        public static let name = "name"
     }
 
     /// The wire names of `ChunkEncoding`.

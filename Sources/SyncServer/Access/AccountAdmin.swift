@@ -12,7 +12,7 @@ public struct AccountAdmin: Sendable {
     public let store: any AccessStore
     public let actor: String
     public let address: String?
-    private let now: @Sendable () -> Int64
+    let now: @Sendable () -> Int64
 
     public init(
         store: any AccessStore, actor: String = "admin", address: String? = nil,

@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SyncBackend
+
+/// `POST /v1/links/SECRET/upload?name=N`: a file dropped through an `upload-only` link.
+///
+/// The body is read as it arrives and cut into chunks as a mount cuts them
+/// (`ContentDefinedChunker.standard`, zlib as `ChunkCodec`), each checked against the quota and
+/// stored before the next is read, so an upload holds at most a few chunks' bytes (one upload
+/// slot of the link's own share of the container's budget). At most
+/// `WireProtocol.maxLinkUploadBytes`, within the server's request deadline. Then one commit adds
+/// the file to the link's folder as device `link:ID`, under the name asked for or, if that is
+/// taken, the first free of `NAME (2).EXT` … `NAME (100).EXT`; nothing existing is replaced, and
+/// the answer does not say which name it got (`LinkUploadAnswer`).
+extension SyncResponder {
+    func linkUpload(
+        _ place: LinkPlace, _ query: [String: String], _ request: Request, address: String?
+    ) async throws(WireFailure) -> Response {
+        let link = place.link
+        guard link.kind == .uploadOnly else {
+            throw WireFailure(.forbidden, "only an upload-only link takes uploads")
+        }
+        let name: [UInt8]
+        switch LinkPath.name(query[WireProtocol.Query.name] ?? "") {
+        case .success(let value): name = value
+        case .failure(let why): throw WireFailure(.invalidRequest, "the upload's name: \(why)")
+        }
+        let folder = try await place.entry([], "the link's folder")
+        guard folder.state.kind == .directory else { throw WireFailure(.notFound, "the link's folder is not a folder") }
+        let limit = WireProtocol.maxLinkUploadBytes
+        _ = try RequestReading.declaredLength(of: request, limit: limit)
+        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
+        let working = 2 * ContentDefinedChunker.standard.maxSize
+        let grant: BodyBudget.Grant
+        switch bodies.tryAcquire(container: link.container, token: "link:\(link.id)", bytes: working, upload: true) {
+        case .success(let granted): grant = granted
+        case .failure(.token(let why)), .failure(.container(let why)):
+            throw WireFailure(.tooManyRequests, "\(why); retry in a moment", headers: retry)
+        case .failure(.server(let why)):
+            throw WireFailure(.unavailable, "\(why); retry in a moment", headers: retry)
+        }
+        defer { bodies.release(grant) }
+        let (manifest, size) = try await storeChunks(of: request, limit: limit, place, address: address)
+        let entry = try await commitUpload(name, manifest: manifest, size: size, in: folder, place)
+        audit?.note(
+            AuditRecord(
+                time: AccessControl.unixNow(), container: link.container, actor: "link:\(link.id)", address: address,
+                action: AuditAction.linkUse.rawValue, target: "entry:\(entry.id)", result: "upload, \(size) bytes"))
+        return JSONResponse.make(LinkUploadAnswer(size: size), status: 201)
+    }
+
+    /// Reads, cuts and stores the body's chunks; the manifest and the byte count.
+    private func storeChunks(
+        of request: Request, limit: Int, _ place: LinkPlace, address: String?
+    ) async throws(WireFailure) -> ([ChunkRef], Int64) {
+        let chunker = ContentDefinedChunker.standard
+        var pending: [UInt8] = []
+        var manifest: [ChunkRef] = []
+        var size = 0
+        do {
+            for try await part in request.body {
+                guard part.readableBytes <= limit - size else {
+                    throw WireFailure(.tooLarge, "an upload through a link has at most \(limit) bytes")
+                }
+                size += part.readableBytes
+                pending.append(contentsOf: part.readableBytesView)
+                while pending.count >= chunker.maxSize {
+                    manifest.append(try await storeNextChunk(&pending, chunker, place, address: address))
+                }
+            }
+        } catch let failure as WireFailure {
+            throw failure
+        } catch {
+            throw WireFailure(.invalidRequest, "cannot read the request body: \(error)")
+        }
+        while !pending.isEmpty {
+            manifest.append(try await storeNextChunk(&pending, chunker, place, address: address))
+        }
+        return (manifest, Int64(size))
+    }
+
+    /// Cuts the first chunk off `pending`, encodes it off the cooperative pool, admits it under
+    /// the quota and stores it.
+    private func storeNextChunk(
+        _ pending: inout [UInt8], _ chunker: ContentDefinedChunker, _ place: LinkPlace, address: String?
+    ) async throws(WireFailure) -> ChunkRef {
+        let cut = pending.withUnsafeBytes { chunker.cutPoint(in: $0) }
+        let plain = Array(pending[..<cut])
+        pending.removeFirst(cut)
+        let chunk = await Offload.run { plain.withUnsafeBytes { ChunkCodec.encode($0) } }
+        let link = place.link
+        let container = place.container
+        do {
+            try await quotas?.admit(chunk, name: link.container, container: container)
+        } catch {
+            if error.code == .quotaExceeded {
+                audit?.note(
+                    AuditRecord(
+                        time: AccessControl.unixNow(), container: link.container, actor: "link:\(link.id)",
+                        address: address, action: AuditAction.quotaRefusal.rawValue, target: "link upload",
+                        result: error.message))
+            }
+            throw error
+        }
+        try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await container.putChunk(chunk)
+        }
+        quotas?.stored(chunk, name: link.container)
+        return ChunkRef(hash: chunk.hash, length: Int64(cut))
+    }
+
+    /// Commits the new file under `name` or its first free alternative.
+    private func commitUpload(
+        _ name: [UInt8], manifest: [ChunkRef], size: Int64, in folder: RemoteEntry, _ place: LinkPlace
+    ) async throws(WireFailure) -> RemoteEntry {
+        let container = place.container
+        for attempt in 1...100 {
+            let state = EntryState(
+                parent: folder.id, name: UploadName.candidate(name, attempt), kind: .file, mode: 0o644,
+                mtime: WallClock.nanoseconds(), size: size, manifest: manifest)
+            let request = CommitRequest(
+                id: FileID.random(), baseVersion: 0, change: .put(state), device: "link:\(place.link.id)")
+            let outcome = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+                try await container.commit(request)
+            }
+            switch outcome {
+            case .committed(let entry): return entry
+            case .nameTaken: continue
+            case .parentMissing: throw WireFailure(.notFound, "the link's folder is not there (now)")
+            case .chunksMissing: throw WireFailure(.storageFailure, "the upload's chunks went missing; retry")
+            case .versionConflict, .directoryNotEmpty, .wouldCreateCycle:
+                throw WireFailure(.storageFailure, "the upload could not be added; retry")
+            }
+        }
+        throw WireFailure(.invalidRequest, "the name and its 99 alternatives are all taken: choose another name")
+    }
+}
+
+/// The names an upload tries in turn: the name itself, then `NAME (2).EXT` … (the extension is
+/// what follows the last `.` that is not the first byte), shortened to stay within 255 bytes.
+enum UploadName {
+    static func candidate(_ name: [UInt8], _ attempt: Int) -> [UInt8] {
+        guard attempt > 1 else { return name }
+        let dot = name.lastIndex(of: 0x2E).flatMap { $0 > 0 ? $0 : nil } ?? name.endIndex
+        let suffix = Array(" (\(attempt))".utf8)
+        let stemRoom = 255 - suffix.count - (name.endIndex - dot)
+        guard stemRoom > 0 else { return Array(name.prefix(255 - suffix.count)) + suffix }
+        return Array(name[..<dot].prefix(stemRoom)) + suffix + Array(name[dot...])
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SyncBackend
+
+/// The share link endpoints, opened by a link's secret instead of a token (doc/PROTOCOL.md
+/// "Share links"; `LinkService` checks the secret, the expiry and the password):
+/// - `GET /v1/links/SECRET`: what the link opens (`LinkInfo`);
+/// - `GET …/list?path=P&after=C&limit=L`: a folder below a `view` link (`LinkListing`), by name
+///   bytes, `C` the page before's `next`;
+/// - `GET …/content?path=P`: a file below a `view` link, or a `download` link's file (no
+///   `path`), streamed; each counts as one download, refused past the link's maximum;
+/// - `POST …/upload?name=N`: adds a file to an `upload-only` link's folder, never replacing
+///   anything (a taken name gets ` (2)`, ` (3)`, … before its extension).
+///
+/// Paths are `LinkPath`s below the link's own path and go only through directories: `..`, a
+/// symlink on the way, a file used as a folder, anything outside the prefix is `404`, as is a
+/// link whose path does not exist (now). A link's kind allows only its own endpoints (`403`).
+/// Every answer carries `Cache-Control: no-store` and `Referrer-Policy: no-referrer` (the
+/// secret is in the URL).
+extension SyncResponder {
+    /// What a valid link opens: its record, the container and a way down its tree.
+    struct LinkPlace: Sendable {
+        let link: LinkRecord
+        let container: any Container
+        let walk: TreeWalk
+        let prefix: [[UInt8]]
+
+        /// The live entry at `path` below the link's path, or `404`.
+        func entry(_ path: [[UInt8]], _ what: String) async throws(WireFailure) -> RemoteEntry {
+            let walk = walk
+            let names = prefix + path
+            let found = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+                try await walk.entry(at: names)
+            }
+            guard let found else { throw WireFailure(.notFound, "\(what) is not there (now)") }
+            return found
+        }
+    }
+
+    func link(_ endpoint: Endpoint, secret: String, request: Request, address: String?) async throws(WireFailure)
+        -> Response
+    {
+        guard let links else { throw WireFailure(.notFound, "this server has no share links") }
+        let query = try RequestReading.query(of: request, allowed: endpoint.queryParameters)
+        let password = try Self.linkPassword(of: request)
+        let opened: Result<LinkRecord, LinkService.Refusal>
+        do {
+            opened = try await links.open(secret: secret, password: password, address: address)
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        let link = try Self.accept(opened)
+        let place = try await self.place(of: link)
+        var response: Response
+        switch endpoint {
+        case .linkInfo: response = try await linkInfo(place)
+        case .linkList: response = try await linkList(place, query)
+        case .linkContent: response = try await linkContent(place, query, address: address)
+        case .linkUpload: response = try await linkUpload(place, query, request, address: address)
+        default: throw WireFailure(.notFound, "\(endpoint.pathTemplate) is not a link endpoint")
+        }
+        response.headers[.cacheControl] = "no-store"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        return response
+    }
+
+    /// The link's record, or the refusal as the protocol says it.
+    private static func accept(_ opened: Result<LinkRecord, LinkService.Refusal>) throws(WireFailure) -> LinkRecord {
+        switch opened {
+        case .success(let link): return link
+        case .failure(.unknown): throw WireFailure(.notFound, "no such link")
+        case .failure(.revoked): throw WireFailure(.notFound, "this link was revoked")
+        case .failure(.expired): throw WireFailure(.notFound, "this link expired")
+        case .failure(.passwordNeeded):
+            throw WireFailure(
+                .unauthorized, "this link needs its password (HTTP Basic, any user name)",
+                headers: [.wwwAuthenticate: #"Basic realm="syncfs link", charset="UTF-8""#])
+        case .failure(.wrongPassword):
+            throw WireFailure(
+                .unauthorized, "the link's password is wrong",
+                headers: [.wwwAuthenticate: #"Basic realm="syncfs link", charset="UTF-8""#])
+        case .failure(.throttled(let seconds)):
+            throw WireFailure(
+                .tooManyRequests, "too many wrong passwords; retry later", headers: [.retryAfter: String(seconds)])
+        case .failure(.busy):
+            throw WireFailure(
+                .unavailable, "the server is checking as many passwords as it can; retry in a moment",
+                headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
+        }
+    }
+
+    /// The password of `Authorization: Basic` (the part after the first `:`), nil without one.
+    static func linkPassword(of request: Request) throws(WireFailure) -> String? {
+        guard let header = try RequestReading.singleHeader(.authorization, of: request) else { return nil }
+        let scheme = "basic "
+        guard header.count > scheme.count, header.prefix(scheme.count).lowercased() == scheme,
+            header.utf8.count <= 4096,
+            let decoded = Data(base64Encoded: String(header.dropFirst(scheme.count))),
+            let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":")
+        else {
+            throw WireFailure(.invalidRequest, "a link's password comes as Authorization: Basic (any user name)")
+        }
+        return String(pair[pair.index(after: colon)...])
+    }
+
+    private func place(of link: LinkRecord) async throws(WireFailure) -> LinkPlace {
+        guard ContainerName.isValid(link.container), case .success(let prefix) = LinkPath.parse(link.prefix) else {
+            throw WireFailure(.storageFailure, "the link's stored record is not valid")
+        }
+        let containers = containers
+        let name = link.container
+        let found = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await containers.container(named: name)
+        }
+        guard let container = found else { throw WireFailure(.notFound, "the link's container is gone") }
+        guard let tree = container as? any ContainerTree else {
+            throw WireFailure(.notImplemented, "this server's containers cannot be read by path")
+        }
+        return LinkPlace(
+            link: link, container: container, walk: TreeWalk(container: container, tree: tree), prefix: prefix.names)
+    }
+
+    /// What the link opens, which must exist now: a folder (`view` may also open a file), or a
+    /// `download` link's file.
+    private func linkInfo(_ place: LinkPlace) async throws(WireFailure) -> Response {
+        let link = place.link
+        let target = try await place.entry([], "what the link opens")
+        let fits: Bool
+        switch link.kind {
+        case .view: fits = target.state.kind != .symlink
+        case .download: fits = target.state.kind == .file
+        case .uploadOnly: fits = target.state.kind == .directory
+        }
+        guard fits else { throw WireFailure(.notFound, "what the link opens is not a \(link.kind.opens)") }
+        let name = place.prefix.last.map { String(decoding: $0, as: UTF8.self) } ?? link.container
+        let left = link.kind == .uploadOnly ? nil : link.maxDownloads.map { max(0, $0 - link.downloads) }
+        return JSONResponse.make(
+            LinkInfo(
+                kind: link.kind.rawValue, name: name, expires: link.expires, downloadsLeft: left,
+                size: link.kind == .download ? target.state.size : nil),
+            status: 200)
+    }
+
+    private func linkList(_ place: LinkPlace, _ query: [String: String]) async throws(WireFailure) -> Response {
+        guard place.link.kind == .view else {
+            throw WireFailure(.forbidden, "a \(place.link.kind.rawValue) link cannot list folders")
+        }
+        let path = try Self.path(query[WireProtocol.Query.path] ?? "")
+        let limit = try RequestReading.integer(
+            query, WireProtocol.Query.limit, in: TreePage.limits, default: WireProtocol.defaultHistoryLimit)
+        var after: [UInt8]?
+        if let text = query[WireProtocol.Query.after] {
+            guard let name = HexName.decode(text) else {
+                throw WireFailure(.invalidRequest, "'after' is the 'next' of the page before")
+            }
+            after = name
+        }
+        let folder = try await place.entry(path.names, "the folder")
+        guard folder.state.kind == .directory else { throw WireFailure(.notFound, "the path is not a folder") }
+        let tree = place.walk.tree
+        let children = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await tree.children(of: folder.id, after: after, limit: limit)
+        }
+        let entries = children.map { child in
+            let name = String(validating: child.state.name, as: UTF8.self)
+            let parentIsText = path.names.allSatisfy { String(validating: $0, as: UTF8.self) != nil }
+            return LinkListingEntry(
+                name: name ?? String(decoding: child.state.name, as: UTF8.self),
+                path: name.flatMap { parentIsText ? (path.names.isEmpty ? $0 : path.text + "/" + $0) : nil },
+                kind: child.state.kind.wireWord, size: child.state.kind == .file ? child.state.size : 0,
+                mtime: child.state.mtime)
+        }
+        let next = children.count == limit ? children.last.map { HexName.encode($0.state.name) } : nil
+        return JSONResponse.make(LinkListing(entries: entries, next: next), status: 200)
+    }
+
+    private func linkContent(
+        _ place: LinkPlace, _ query: [String: String], address: String?
+    ) async throws(WireFailure) -> Response {
+        let link = place.link
+        guard link.kind != .uploadOnly else { throw WireFailure(.forbidden, "an upload-only link cannot read files") }
+        let path = try Self.path(query[WireProtocol.Query.path] ?? "")
+        guard link.kind == .view || path.names.isEmpty else {
+            throw WireFailure(.invalidRequest, "a download link opens its one file: no path")
+        }
+        let file = try await place.entry(path.names, "the file")
+        guard file.state.kind == .file else { throw WireFailure(.notFound, "the path is not a file") }
+        try bandwidth?.mayFetch(container: link.container)
+        let counted: Bool
+        do {
+            counted = try await links?.store.countDownload(link: link.id) ?? false
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        guard counted else { throw WireFailure(.notFound, "this link has no downloads left") }
+        audit?.note(
+            AuditRecord(
+                time: AccessControl.unixNow(), container: link.container, actor: "link:\(link.id)", address: address,
+                action: AuditAction.linkUse.rawValue, target: "entry:\(file.id)",
+                result: "download, \(file.state.size) bytes"))
+        let container = place.container
+        let manifest = file.state.manifest
+        let body = ResponseBody(contentLength: Int(file.state.size)) { writer in
+            for reference in manifest {
+                let chunk = try await container.chunk(reference.hash)
+                let plain = try await Offload.run { () throws(ContainerProtocolError) -> [UInt8] in
+                    try ChunkCodec.decode(chunk)
+                }
+                guard plain.count == reference.length else { throw ContainerProtocolError.corruptChunk(chunk.hash) }
+                try await writer.write(ByteBuffer(bytes: plain))
+            }
+            try await writer.finish(nil)
+        }
+        let name = path.names.last ?? place.prefix.last ?? []
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/octet-stream",
+                .contentDisposition: ContentDisposition.attachment(name),
+                HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+                .contentSecurityPolicy: "default-src 'none'; sandbox",
+            ], body: body)
+    }
+
+    static func path(_ text: String) throws(WireFailure) -> LinkPath {
+        switch LinkPath.parse(text) {
+        case .success(let path): return path
+        case .failure(let why): throw WireFailure(.invalidRequest, "'\(text)' is not a path: \(why)")
+        }
+    }
+}
+
+extension LinkKind {
+    /// What a link of this kind opens, in words.
+    fileprivate var opens: String {
+        switch self {
+        case .view: return "folder or file"
+        case .download: return "file"
+        case .uploadOnly: return "folder"
+        }
+    }
+}
