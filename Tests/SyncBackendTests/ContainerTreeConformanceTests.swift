@@ -3,8 +3,8 @@ import Testing
 @testable import SyncBackend
 
 /// The `ContainerTree` contract, checked against every server-side container that answers it:
-/// the in-memory reference and the local container.
-private let treeKinds: [ContainerKind] = [.inMemory, .local]
+/// the in-memory reference, the local container and PostgreSQL.
+private let treeKinds: [ContainerKind] = [.inMemory, .local, .postgres]
 
 @Suite("Container tree conformance")
 struct ContainerTreeConformanceTests {
@@ -65,7 +65,7 @@ struct ContainerTreeConformanceTests {
 
     /// A live entry below a tombstone or a file cannot be committed, but a copied (imported)
     /// container may hold one: the parent's own state still decides.
-    @Test(arguments: [ContainerKind.local])
+    @Test(arguments: [ContainerKind.local, .postgres])
     func aLiveRowBelowADeletedDirectoryOrAFileIsNoChild(kind: ContainerKind) async throws {
         let fixture = try await ContainerFixture.make(kind)
         defer { fixture.remove() }
