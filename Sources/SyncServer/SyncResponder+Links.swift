@@ -90,12 +90,13 @@ extension SyncResponder {
         }
     }
 
-    /// The password of `Authorization: Basic` (the part after the first `:`), nil without one.
+    /// The password of `Authorization: Basic` (the part after the first `:`); nil without one,
+    /// or with another scheme (a bearer token opens no link and is ignored here).
     static func linkPassword(of request: Request) throws(WireFailure) -> String? {
         guard let header = try RequestReading.singleHeader(.authorization, of: request) else { return nil }
         let scheme = "basic "
-        guard header.count > scheme.count, header.prefix(scheme.count).lowercased() == scheme,
-            header.utf8.count <= 4096,
+        guard header.prefix(scheme.count).lowercased() == scheme else { return nil }
+        guard header.utf8.count <= 4096,
             let decoded = Data(base64Encoded: String(header.dropFirst(scheme.count))),
             let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":")
         else {

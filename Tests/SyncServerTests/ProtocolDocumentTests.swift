@@ -112,6 +112,8 @@ import Testing
                 case ("POST", _, _) where row.path.hasSuffix("/links"):
                     reply = try await fixture.send(
                         .POST, target, json: LinkOrderRequest(path: "", kind: .view), auth: .token(admin))
+                case ("PUT", _, _) where row.path.hasSuffix("/retention"):
+                    reply = try await fixture.send(.PUT, target, json: RetentionPolicy(days: 90), auth: .token(admin))
                 case (_, _, _)
                 where Endpoint.allCases.contains { $0.pathTemplate == row.path && $0.requiredRole == .admin }:
                     reply = try await fixture.send(HTTPMethod(rawValue: row.method), target, auth: .token(admin))
