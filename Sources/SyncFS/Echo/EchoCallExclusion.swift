@@ -46,13 +46,6 @@ final class EchoCallExclusion: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// True while a call of the echo thread is in the kernel.
-    var isCallInKernel: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return callInKernel
-    }
-
     /// Runs `send` (entry invalidations) once no call of the echo thread is in the kernel; none
     /// enters until it returned. Returns false without running it if the echo stopped while its
     /// call is still in the kernel.
