@@ -184,6 +184,37 @@ struct EventsTest {
         }
     }
 
+    /// An unmount while the echo catches up on remote changes ends the daemon. The echo's call in
+    /// flight when the session's loop ends is never answered and keeps its directory locked; the
+    /// follower's next entry invalidation for that directory then waited for it in the kernel, and
+    /// the daemon never exited (killed, a zombie). Each round unmounts B in the middle of a
+    /// catch-up of new folders, which is echo calls back to back. The moment is short: on a
+    /// loaded machine this hung in most runs before the fix, on an idle one it rarely did
+    /// (`EchoCallExclusionTests` shows the cycle every time).
+    @Test func anUnmountWhileEchoingRemoteChangesEndsTheDaemon() throws {
+        try SyncedMounts.with(uploadDelay: 20) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try makeDirectory(a.path("many"))
+            #expect(waitUntil { pathExists(b.path("many")) })
+            var interrupted = 0
+            for round in 0..<4 {
+                try b.unmount()
+                // Folders: nothing to download, so B's catch-up is all echo calls.
+                for index in 0..<400 { try makeDirectory(a.path("many/u\(round)-\(index)")) }
+                #expect(a.expectSync())
+                try b.remount()
+                let many = b.path("many")
+                _ = waitUntil(timeout: 20) { try listDirectory(many).count > round * 400 + 30 }
+                if ((try? listDirectory(many).count) ?? 0) < (round + 1) * 400 { interrupted += 1 }
+                try b.unmount()
+                try b.remount()
+            }
+            #expect(interrupted > 0, "no unmount came in the middle of a catch-up")
+            expectConverged(mounts, timeout: 60, "after four unmounts while echoing")
+            #expect(try listDirectory(b.path("many")).count == 1600)
+        }
+    }
+
     /// The content touch after a remote edit is `truncate(path, same size)`, which the kernel
     /// carries out on its page cache (cut to the size the daemon answers). A program that opened
     /// the file after the edit and appended to it holds that write in the page cache until it

@@ -9,6 +9,9 @@ final class EchoChannel: OwnMountCalls {
     private let running = Mutex<InotifyEcho?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
     private let threadID = Atomic<Int32>(0)
+    /// The echo thread's calls against entry invalidations; outlives a stopped echo, whose last
+    /// call may still be in the kernel.
+    private let calls = EchoCallExclusion()
 
     /// Starts echoing remote changes through `mountpoint` (the session must be mounted).
     /// `prepareThread` runs first on the echo thread (the daemon isolates it from `/dev/fuse`);
@@ -16,32 +19,34 @@ final class EchoChannel: OwnMountCalls {
     func start(
         mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
     ) {
-        let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, prepare: prepareThread) {
+        calls.start()
+        let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, calls: calls, prepare: prepareThread) {
             [weak self] tid in
             self?.threadID.store(tid, ordering: .relaxed)
         }
         running.withLock { $0 = echo }
     }
 
-    /// Stops the echo (the session is ending): remote changes are applied directly from now on.
+    /// Stops the echo (the session's loop has ended: no request of the echo thread is answered
+    /// any more): remote changes are applied directly from now on, and entry invalidations are
+    /// dropped while its last call stays in the kernel (`EchoCallExclusion`).
     func stop() {
         running.withLock { echo in
             echo?.stop()
             echo = nil
         }
+        calls.stop()
         threadID.store(0, ordering: .relaxed)
     }
 
     /// The running echo, if any.
     var current: InotifyEcho? { running.withLock { $0 } }
 
-    /// True while a call of the echo thread on the mount may be in the kernel (see
-    /// `LiveTree.perform`, which holds entry invalidations back meanwhile).
+    /// True while a step of the echo thread is running: its call on the mount may be in the
+    /// kernel (see `LiveTree.perform`, which holds entry invalidations back meanwhile).
     var stepInKernel: Bool { current?.isStepRunning ?? false }
 
-    /// Returns once no call of the echo thread is in the kernel (at once without an echo), or
-    /// the echo stopped; waits on a condition, without polling.
-    func waitWhileCallInKernel() { current?.waitWhileStepRunning() }
+    func whileNoCallInKernel(_ send: () -> Void) -> Bool { calls.whileNoCallInKernel(send) }
 
     /// True if a FUSE request with this pid comes from the echo thread (one atomic load).
     @inline(__always)

@@ -26,7 +26,9 @@ import Synchronization
 ///
 /// Robustness: one step at a time; a caller waits at most `timeout` for the echo thread, then
 /// withdraws the pending change and applies it directly. While a step is stuck (a hung mount),
-/// later changes skip the echo. Any failure of the call falls back to applying directly.
+/// later changes skip the echo. Any failure of the call falls back to applying directly. A step's
+/// calls and the daemon's entry invalidations are never in the kernel together
+/// (`EchoCallExclusion`).
 ///
 /// The echo's parts (all in `Echo/`): this thread; `EchoChannel`, the running echo its two sides
 /// share; `RemoteEcho`, the follower's side; `EchoRequests` and `EchoCall`, the kernel's side;
@@ -41,6 +43,8 @@ final class InotifyEcho: @unchecked Sendable {
     let turn = NSLock()
     /// The remote change the current through-the-mount step carries (see `PendingSlot`).
     let pending = Mutex<PendingSlot>(.empty)
+    /// Each step's calls enter the kernel only while no entry invalidation is being written.
+    private let calls: EchoCallExclusion
 
     private let condition = NSCondition()
     private var job: (() -> Int32)?
@@ -64,11 +68,12 @@ final class InotifyEcho: @unchecked Sendable {
     /// `FuseSession.isolateCallingThreadFromDevice`; false: no echo); `started` receives its
     /// kernel thread id (what FUSE requests made by it carry as their pid).
     init(
-        mountpoint: String, timeout: Double = 2, prepare: @escaping @Sendable () -> Bool = { true },
-        started: @escaping @Sendable (Int32) -> Void
+        mountpoint: String, timeout: Double = 2, calls: EchoCallExclusion = EchoCallExclusion(),
+        prepare: @escaping @Sendable () -> Bool = { true }, started: @escaping @Sendable (Int32) -> Void
     ) {
         beneathMount = BeneathMount(mountpoint: mountpoint)
         self.timeout = timeout
+        self.calls = calls
         Worker.start("syncfs-echo") { [self] _ in
             guard prepare() else { return stop() }
             started(Self.currentThreadID())
@@ -82,13 +87,6 @@ final class InotifyEcho: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         return running || job != nil
-    }
-
-    /// Waits, on the echo's condition, until no step is running or the echo is stopped.
-    func waitWhileStepRunning() {
-        condition.lock()
-        defer { condition.unlock() }
-        while !stopped && (running || job != nil) { condition.wait() }
     }
 
     /// False while stopped or while a step is still running (stuck): callers apply directly.
@@ -136,7 +134,11 @@ final class InotifyEcho: @unchecked Sendable {
             job = nil
             running = true
             condition.unlock()
-            let result = body()
+            var result = ECANCELED
+            if calls.enterCall() {
+                result = body()
+                calls.leaveCall()
+            }
             condition.lock()
             running = false
             finished = result

@@ -120,22 +120,19 @@ final class LiveTree: Sendable {
     ///
     /// An entry invalidation (a name added, removed or now elsewhere) takes its directory's lock in
     /// the kernel, which a call of the echo thread may hold while it waits for this daemon's
-    /// answer: sent then, the notifying thread would wait *in the kernel* until that answer came,
-    /// and were the daemon killed meanwhile (SIGKILL) the answer would never come, the thread
-    /// would never leave the kernel, `/dev/fuse` would never be released and the connection never
-    /// aborted — an unkillable daemon (seen under load: a zombie with one thread in
-    /// `fuse_reverse_inval_entry`, the echo thread in `request_wait_answer`). So while an echo
-    /// call is in the kernel, entry invalidations wait for it here, in user space, on a condition
-    /// (`OwnMountCalls.waitWhileCallInKernel`), where a kill ends the wait. Only engine threads
-    /// send entry invalidations (the echo's own, applied by a FUSE handler, are sent by the
-    /// follower after its call).
-    /// Attribute and content invalidations take no directory lock and go at once.
+    /// answer: sent then, the notifying thread would wait in the kernel for that answer, which
+    /// never comes once the session's loop has ended — nor after a kill, as the waiting writer
+    /// keeps `/dev/fuse` from being released. So entry invalidations are sent only while no echo
+    /// call is in the kernel, and no echo call enters it meanwhile
+    /// (`OwnMountCalls.whileNoCallInKernel`); once the echo stopped with its call stuck in the
+    /// kernel, they are dropped. Only engine threads send entry invalidations (the echo's own,
+    /// applied by a FUSE handler, are sent by the follower after its call). Attribute and content
+    /// invalidations take no directory lock and go at once.
     func perform(_ invalidations: [KernelInvalidation]) {
         guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
-        if invalidations.contains(where: \.takesDirectoryLock) {
-            ownMountCalls.waitWhileCallInKernel()
-        }
-        send(invalidations, to: kernel)
+        guard invalidations.contains(where: \.takesDirectoryLock) else { return send(invalidations, to: kernel) }
+        let sent = ownMountCalls.whileNoCallInKernel { send(invalidations, to: kernel) }
+        if !sent { send(invalidations.filter { !$0.takesDirectoryLock }, to: kernel) }
     }
 
     private func send(_ invalidations: [KernelInvalidation], to kernel: any KernelCacheInvalidating) {

@@ -2,7 +2,9 @@
 /// tree's kernel invalidations must see them: such a call may hold a directory lock in the
 /// kernel while it waits for this daemon's answer (see `LiveTree.perform`).
 protocol OwnMountCalls: Sendable {
-    /// Returns once none of these calls is in the kernel (at once when there is none, or once
-    /// they stopped); waits on a condition, without polling.
-    func waitWhileCallInKernel()
+    /// Runs `send` — invalidations that take a directory's lock in the kernel — once none of these
+    /// calls is in the kernel, and lets none enter until it returned; waits on a condition,
+    /// without polling. Returns false without running it if these calls stopped while one is
+    /// still in the kernel (the session ended: it may never return, and the mount is going away).
+    func whileNoCallInKernel(_ send: () -> Void) -> Bool
 }
