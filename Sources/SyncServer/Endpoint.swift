@@ -139,7 +139,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .lock, .unlock, .renewLocks, .releaseLocks: return WireProtocol.maxLockBodyBytes
         case .login: return WireProtocol.maxLoginBodyBytes
         case .setMember, .createLink, .setRetention: return WireProtocol.maxLoginBodyBytes
-        case .linkUpload: return WireProtocol.maxLinkUploadBytes
+        // Read as it arrives, in the link's own share (`SyncResponder+LinkUpload`), not here.
+        case .linkUpload: return nil
         case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks,
             .members, .removeMember, .containerLinks, .revokeLink, .containerAudit, .linkInfo, .linkList, .linkContent,
             .retention:
@@ -154,7 +155,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
     var needsToken: Bool { self != .health && self != .login && !isLink }
 
     /// Chunk uploads take one of the upload slots (`BodyBudget`), a batch of chunks one too.
-    var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch || self == .linkUpload }
+    var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch }
 
     /// The batch endpoints (`WireProtocol.Feature`): a server older than them has none.
     var isBatch: Bool { self == .commitBatch || self == .chunkBatch }

@@ -75,18 +75,21 @@ extension SyncResponder {
         let order = AccountAdmin.LinkOrder(
             container: call.name, prefix: asked.path, kind: asked.kind, password: asked.password, expiry: expiry,
             maxDownloads: asked.maxDownloads, label: asked.label ?? "")
-        // The password's hash holds a slot (its memory), as a login's does.
-        guard let slots = links?.slots, slots.enter() else {
+        // A password's hash holds a slot (its memory), as a login's does.
+        let slots = asked.password == nil ? nil : links?.slots
+        if let slots, !slots.enter() {
             throw WireFailure(
                 .unavailable, "the server is checking as many passwords as it can; retry in a moment",
                 headers: [.retryAfter: String(ServerLimits.retryAfterSeconds)])
         }
-        defer { slots.leave() }
+        defer { slots?.leave() }
         let (record, secret) = try await adminStep { () async throws(SyncServerError) in
             try await admin.createLink(order)
         }
-        return JSONResponse.make(
+        var response = JSONResponse.make(
             CreatedLink(link: LinkSummary(record), secret: secret, path: Self.linkPaths + secret), status: 201)
+        Self.markPrivate(&response)
+        return response
     }
 
     func revokeLink(_ call: Call) async throws(WireFailure) -> Response {

@@ -11,8 +11,8 @@ import SyncBackend
 /// slot of the link's own share of the container's budget). At most
 /// `WireProtocol.maxLinkUploadBytes`, within the server's request deadline. Then one commit adds
 /// the file to the link's folder as device `link:ID`, under the name asked for or, if that is
-/// taken, the first free of `NAME (2).EXT` … `NAME (100).EXT`; nothing existing is replaced, and
-/// the answer does not say which name it got (`LinkUploadAnswer`).
+/// taken, the first free `UploadName` candidate; nothing existing is replaced, and the answer does
+/// not say which name it got (`LinkUploadAnswer`).
 extension SyncResponder {
     func linkUpload(
         _ place: LinkPlace, _ query: [String: String], _ request: Request, address: String?
@@ -26,8 +26,13 @@ extension SyncResponder {
         case .success(let value): name = value
         case .failure(let why): throw WireFailure(.invalidRequest, "the upload's name: \(why)")
         }
+        if let problem = UploadName.problem(name) {
+            throw WireFailure(.invalidRequest, "the upload's name: \(problem)")
+        }
         let folder = try await place.entry([], "the link's folder")
         guard folder.state.kind == .directory else { throw WireFailure(.notFound, "the link's folder is not a folder") }
+        let ticket = try enterTransfer(link, address: address)
+        defer { withExtendedLifetime(ticket) {} }
         let limit = WireProtocol.maxLinkUploadBytes
         _ = try RequestReading.declaredLength(of: request, limit: limit)
         let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
@@ -91,6 +96,15 @@ extension SyncResponder {
         let chunk = await Offload.run { plain.withUnsafeBytes { ChunkCodec.encode($0) } }
         let link = place.link
         let container = place.container
+        if let bandwidth {
+            do {
+                try await Self.pace(bandwidth, chunk.payload.count, .upload, container: link.container)
+            } catch let failure as WireFailure {
+                throw failure
+            } catch {
+                throw WireFailure(.unavailable, "the upload was stopped")
+            }
+        }
         do {
             try await quotas?.admit(chunk, name: link.container, container: container)
         } catch {
@@ -115,7 +129,7 @@ extension SyncResponder {
         _ name: [UInt8], manifest: [ChunkRef], size: Int64, in folder: RemoteEntry, _ place: LinkPlace
     ) async throws(WireFailure) -> RemoteEntry {
         let container = place.container
-        for attempt in 1...100 {
+        for attempt in 1...(UploadName.numbered + 16) {
             let state = EntryState(
                 parent: folder.id, name: UploadName.candidate(name, attempt), kind: .file, mode: 0o644,
                 mtime: WallClock.nanoseconds(), size: size, manifest: manifest)
@@ -133,19 +147,49 @@ extension SyncResponder {
                 throw WireFailure(.storageFailure, "the upload could not be added; retry")
             }
         }
-        throw WireFailure(.invalidRequest, "the name and its 99 alternatives are all taken: choose another name")
+        throw WireFailure(.storageFailure, "no free name was found for the upload; retry")
     }
 }
 
-/// The names an upload tries in turn: the name itself, then `NAME (2).EXT` … (the extension is
-/// what follows the last `.` that is not the first byte), shortened to stay within 255 bytes.
+/// The names an upload tries in turn: the name itself, then `NAME (2).EXT` … `NAME (100).EXT`
+/// (the extension is what follows the last `.` that is not the first byte), then `NAME
+/// (XXXXXXXX).EXT` with random hex digits, so a drop never tells whether a name was taken.
+/// Shortened to stay within 255 bytes, never inside a UTF-8 sequence.
 enum UploadName {
+    static let numbered = 100
+
     static func candidate(_ name: [UInt8], _ attempt: Int) -> [UInt8] {
         guard attempt > 1 else { return name }
+        let tag = attempt <= numbered ? String(attempt) : TokenFormat.newID()
+        let suffix = Array(" (\(tag))".utf8)
         let dot = name.lastIndex(of: 0x2E).flatMap { $0 > 0 ? $0 : nil } ?? name.endIndex
-        let suffix = Array(" (\(attempt))".utf8)
         let stemRoom = 255 - suffix.count - (name.endIndex - dot)
-        guard stemRoom > 0 else { return Array(name.prefix(255 - suffix.count)) + suffix }
-        return Array(name[..<dot].prefix(stemRoom)) + suffix + Array(name[dot...])
+        guard stemRoom > 0 else { return whole(Array(name), room: 255 - suffix.count) + suffix }
+        return whole(Array(name[..<dot]), room: stemRoom) + suffix + Array(name[dot...])
+    }
+
+    /// At most `room` bytes of `bytes`, cut before a UTF-8 continuation byte, never inside.
+    private static func whole(_ bytes: [UInt8], room: Int) -> [UInt8] {
+        guard bytes.count > room else { return bytes }
+        var end = room
+        while end > 0, bytes[end] & 0xC0 == 0x80 { end -= 1 }
+        return Array(bytes[..<end])
+    }
+
+    /// Why a name dropped through a link is refused, or nil: control characters (C0, DEL, C1),
+    /// bidirectional overrides and isolates, and U+FFFD (what bytes that were not UTF-8 became)
+    /// would reach every member's disk and terminal from someone without an account.
+    static func problem(_ name: [UInt8]) -> String? {
+        let text = String(decoding: name, as: UTF8.self)
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0...0x1F, 0x7F...0x9F: return "a name has no control characters"
+            case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C:
+                return "a name has no bidirectional controls"
+            case 0xFFFD: return "a name is UTF-8 text"
+            default: continue
+            }
+        }
+        return nil
     }
 }

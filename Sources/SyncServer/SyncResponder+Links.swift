@@ -38,9 +38,27 @@ extension SyncResponder {
         }
     }
 
-    func link(_ endpoint: Endpoint, secret: String, request: Request, address: String?) async throws(WireFailure)
-        -> Response
-    {
+    /// A link endpoint's answer, or its refusal, with the headers every link answer carries.
+    func link(_ endpoint: Endpoint, secret: String, request: Request, address: String?) async -> Response {
+        var response: Response
+        do {
+            response = try await openedLink(endpoint, secret: secret, request: request, address: address)
+        } catch {
+            response = error.response
+        }
+        Self.markPrivate(&response)
+        return response
+    }
+
+    /// `Cache-Control: no-store` and `Referrer-Policy: no-referrer`: a link's secret is in its URL.
+    static func markPrivate(_ response: inout Response) {
+        response.headers[.cacheControl] = "no-store"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+    }
+
+    private func openedLink(
+        _ endpoint: Endpoint, secret: String, request: Request, address: String?
+    ) async throws(WireFailure) -> Response {
         guard let links else { throw WireFailure(.notFound, "this server has no share links") }
         let query = try RequestReading.query(of: request, allowed: endpoint.queryParameters)
         let password = try Self.linkPassword(of: request)
@@ -52,17 +70,13 @@ extension SyncResponder {
         }
         let link = try Self.accept(opened)
         let place = try await self.place(of: link)
-        var response: Response
         switch endpoint {
-        case .linkInfo: response = try await linkInfo(place)
-        case .linkList: response = try await linkList(place, query)
-        case .linkContent: response = try await linkContent(place, query, address: address)
-        case .linkUpload: response = try await linkUpload(place, query, request, address: address)
+        case .linkInfo: return try await linkInfo(place)
+        case .linkList: return try await linkList(place, query)
+        case .linkContent: return try await linkContent(place, query, address: address)
+        case .linkUpload: return try await linkUpload(place, query, request, address: address)
         default: throw WireFailure(.notFound, "\(endpoint.pathTemplate) is not a link endpoint")
         }
-        response.headers[.cacheControl] = "no-store"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
-        return response
     }
 
     /// The link's record, or the refusal as the protocol says it.
@@ -164,11 +178,11 @@ extension SyncResponder {
             try await tree.children(of: folder.id, after: after, limit: limit)
         }
         let entries = children.map { child in
+            // `path` came as text, so only the child's own name can be other bytes.
             let name = String(validating: child.state.name, as: UTF8.self)
-            let parentIsText = path.names.allSatisfy { String(validating: $0, as: UTF8.self) != nil }
             return LinkListingEntry(
                 name: name ?? String(decoding: child.state.name, as: UTF8.self),
-                path: name.flatMap { parentIsText ? (path.names.isEmpty ? $0 : path.text + "/" + $0) : nil },
+                path: name.map { path.names.isEmpty ? $0 : path.text + "/" + $0 },
                 kind: child.state.kind.wireWord, size: child.state.kind == .file ? child.state.size : 0,
                 mtime: child.state.mtime)
         }
@@ -188,6 +202,7 @@ extension SyncResponder {
         let file = try await place.entry(path.names, "the file")
         guard file.state.kind == .file else { throw WireFailure(.notFound, "the path is not a file") }
         try bandwidth?.mayFetch(container: link.container)
+        let ticket = try enterTransfer(link, address: address)
         let counted: Bool
         do {
             counted = try await links?.store.countDownload(link: link.id) ?? false
@@ -202,8 +217,14 @@ extension SyncResponder {
                 result: "download, \(file.state.size) bytes"))
         let container = place.container
         let manifest = file.state.manifest
+        let bandwidth = bandwidth
         let body = ResponseBody(contentLength: Int(file.state.size)) { writer in
+            // The ticket is given back when this writer ends (or is dropped unrun).
+            defer { withExtendedLifetime(ticket) {} }
             for reference in manifest {
+                if let bandwidth {
+                    try await Self.pace(bandwidth, Int(reference.length), .download, container: link.container)
+                }
                 let chunk = try await container.chunk(reference.hash)
                 let plain = try await Offload.run { () throws(ContainerProtocolError) -> [UInt8] in
                     try ChunkCodec.decode(chunk)
@@ -222,6 +243,39 @@ extension SyncResponder {
                 HTTPField.Name("X-Content-Type-Options")!: "nosniff",
                 .contentSecurityPolicy: "default-src 'none'; sandbox",
             ], body: body)
+    }
+
+    /// A place among the link transfers in progress (`LinkTraffic`), or `429`/`503`.
+    func enterTransfer(_ link: LinkRecord, address: String?) throws(WireFailure) -> LinkTraffic.Ticket {
+        guard let traffic = links?.traffic else { throw WireFailure(.notFound, "this server has no share links") }
+        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
+        switch traffic.enter(address: address, link: link.id) {
+        case .success(let ticket): return ticket
+        case .failure(.server):
+            throw WireFailure(
+                .unavailable, "the server has as many link transfers as it takes; retry in a moment", headers: retry)
+        case .failure(.address):
+            throw WireFailure(.tooManyRequests, "too many link transfers from this address at once", headers: retry)
+        case .failure(.link):
+            throw WireFailure(.tooManyRequests, "too many transfers through this link at once", headers: retry)
+        }
+    }
+
+    /// Charges `bytes` of a link's transfer to the bandwidth limits, waiting (a second at a time,
+    /// at most `ServerLimits`' request deadline in all) while they do not let them go: a link's
+    /// answer has begun, so it is paced rather than refused.
+    static func pace(
+        _ bandwidth: ServerBandwidth, _ bytes: Int, _ direction: ServerBandwidth.Direction, container: String
+    ) async throws {
+        for _ in 0..<300 {
+            do {
+                try bandwidth.admit(bytes, direction, container: container)
+                return
+            } catch {
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+        throw WireFailure(.unavailable, "the bandwidth limits let no link transfer through")
     }
 
     static func path(_ text: String) throws(WireFailure) -> LinkPath {

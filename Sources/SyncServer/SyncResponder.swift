@@ -58,6 +58,14 @@ struct SyncResponder: HTTPResponder {
     /// Where the link endpoints are (`SyncResponder+Links`).
     static let linkPaths = "/v1/links/"
 
+    /// `path` as the log may show it: a link's secret cut to its first 8 hex digits.
+    static func loggable(_ path: String) -> String {
+        guard path.hasPrefix(linkPaths) else { return path }
+        let rest = path.dropFirst(linkPaths.count)
+        let secret = rest.prefix { $0 != "/" }
+        return linkPaths + secret.prefix(12) + "…" + rest.dropFirst(secret.count)
+    }
+
     /// `SyncFS-Container-ID`.
     static let containerIDHeader = HTTPField.Name(WireProtocol.containerIDHeader)!
 
@@ -90,9 +98,12 @@ struct SyncResponder: HTTPResponder {
         // An answer past the token check that is not a server error: the storage answered.
         if authenticated, response.status.code < 500 { outages.served() }
         if authenticated { response.headers[Self.authenticatedMarker] = "1" }
+        if request.uri.path.hasPrefix(Self.linkPaths), response.headers[.cacheControl] == nil {
+            Self.markPrivate(&response)
+        }
         let elapsed = ContinuousClock.now - started
         context.logger.debug(
-            "\(request.method.rawValue) \(request.uri.path) \(response.status.code)",
+            "\(request.method.rawValue) \(Self.loggable(request.uri.path)) \(response.status.code)",
             metadata: ["duration": "\(elapsed)"])
         return response
     }
@@ -113,7 +124,7 @@ struct SyncResponder: HTTPResponder {
             return try await login(request, address: address)
         }
         if case .endpoint(let endpoint, let captures) = resolution, endpoint.isLink {
-            return try await link(endpoint, secret: captures["SECRET"] ?? "", request: request, address: address)
+            return await link(endpoint, secret: captures["SECRET"] ?? "", request: request, address: address)
         }
         // Only the health check's and the links' own paths are answered without a token (a wrong
         // method on them).

@@ -101,10 +101,11 @@ struct LinkCommand: ParsableCommand {
             }.map(LinkSummary.init)
             if json { return print(jsonLine(links)) }
             guard !links.isEmpty else { return printError("no links") }
-            let widths = [8, 16, 11, 8, 21, 9]
+            let widths = [8, 16, 11, 8, 21, 9, 7]
             print(
                 tableRow(
-                    ["ID", "CONTAINER", "KIND", "PASSWORD", "EXPIRES", "DOWNLOADS", "STATUS  PATH"], widths: widths))
+                    ["ID", "CONTAINER", "KIND", "PASSWORD", "EXPIRES", "DOWNLOADS", "STATUS", "PATH  LABEL"],
+                    widths: widths))
             let now = AccessControl.unixNow()
             for link in links {
                 let status =
@@ -114,8 +115,8 @@ struct LinkCommand: ParsableCommand {
                     tableRow(
                         [
                             link.id, link.container, link.kind.rawValue, link.hasPassword ? "yes" : "no",
-                            link.expires.map(isoTime) ?? "never", downloads,
-                            "\(status)  /\(TerminalText.safe(link.path))",
+                            link.expires.map(isoTime) ?? "never", downloads, status,
+                            "/\(TerminalText.safe(link.path))  \(TerminalText.safe(link.label))",
                         ], widths: widths))
             }
         }
@@ -128,7 +129,9 @@ struct LinkCommand: ParsableCommand {
 
         func run() throws {
             let id = id
-            let revoked = try place.withAdmin { admin throws(SyncServerError) in try await admin.revokeLink(id) }
+            let revoked = try place.withAdmin { admin throws(SyncServerError) in
+                try await admin.revokeLink(id, container: nil)
+            }
             printError(revoked ? "link \(id) revoked" : "link \(id) was revoked already")
         }
     }

@@ -170,9 +170,11 @@ import Testing
                 fixture, .init(container: fixture.name, prefix: "docs", kind: .view))
             #expect(try await fixture.link(secret).status == 200)
             let admin = AccountAdmin(store: try fixture.backend.accessStore(on: fixture.server))
-            #expect(try await admin.revokeLink(record.id))
+            #expect(try await admin.revokeLink(record.id, container: fixture.name))
             let revoked = try await fixture.link(secret, "/content?path=a.txt")
             #expect(revoked.status == 404 && revoked.text.contains("revoked"))
+            #expect(revoked.headers["Cache-Control"].first == "no-store", "refusals are not cached either")
+            #expect(revoked.headers["Referrer-Policy"].first == "no-referrer")
 
             let past = AccessControl.unixNow() - 2 * 86_400
             let (_, old) = try await LinkTree.link(

@@ -100,20 +100,16 @@ extension AccountAdmin {
     }
 
     /// Revokes link `id` at once (its next request is refused). False if it was revoked already.
-    /// With `container`, only a link of that container is found (an admin of one container
-    /// cannot revoke another's).
+    /// `container`: the container the link must be of (an admin of one container cannot revoke
+    /// another's); nil only for the server's own administrator, who may revoke any.
     @discardableResult
-    public func revokeLink(_ id: String, container: String? = nil) async throws(SyncServerError) -> Bool {
+    public func revokeLink(_ id: String, container: String?) async throws(SyncServerError) -> Bool {
         let unknown = SyncServerError(.badInput, "no link with ID '\(id)' (see `link list`)")
-        guard TokenFormat.isWellFormedID(id) else { throw unknown }
-        if let container {
-            guard try await store.links(container: container).contains(where: { $0.id == id }) else { throw unknown }
-        }
-        guard let revoked = try await store.revokeLink(id: id, at: now()) else { throw unknown }
-        if revoked {
-            let owner = try await store.links(container: container).first { $0.id == id }?.container
-            try await record(.linkRevoke, container: owner ?? container, target: "link:\(id)")
-        }
+        guard TokenFormat.isWellFormedID(id),
+            let owner = try await store.links(container: container).first(where: { $0.id == id })?.container,
+            let revoked = try await store.revokeLink(id: id, at: now())
+        else { throw unknown }
+        if revoked { try await record(.linkRevoke, container: owner, target: "link:\(id)") }
         return revoked
     }
 }

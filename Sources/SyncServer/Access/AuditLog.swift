@@ -35,8 +35,8 @@ public final class AuditLog: Sendable {
         }
     }
 
-    /// Queues `line` for the next flush. Past `queueLimit` queued lines, refusals are dropped
-    /// (and counted in the server's log), never commit summaries.
+    /// Queues `line` for the next flush. Past `queueLimit` queued lines, every line but a commit
+    /// summary is dropped (refusals, link uses; each drop is a warning in the server's log).
     public func note(_ line: AuditRecord) {
         let (schedule, dropped) = queue.withLock { queue -> (Bool, Bool) in
             let keep = queue.lines.count < Self.queueLimit || line.action == AuditAction.commit.rawValue

@@ -1,5 +1,6 @@
 import SyncBackend
 import SyncCredentials
+import Synchronization
 
 /// Opening a share link: its secret (and its password, when it has one) for its record, on
 /// either backend's `AccessStore`. Shared by the link endpoints (`SyncResponder+Links`) and tests.
@@ -13,7 +14,9 @@ import SyncCredentials
 ///   any check, even with the right password. Each failure is an audit line (a throttled key one
 ///   a minute).
 /// - The password work runs in one of `LoginSlots.limit` slots of its own; without a free one
-///   the answer is `busy`.
+///   the answer is `busy`. A right password is remembered for `RecentPasswords.lifetime` (by
+///   the digest of the link, its stored hash and the password), so browsing a link costs one
+///   hash, not one per request; only the throttle's reads come before it.
 /// - Nothing here counts a download (`AccessStore.countDownload`, by the endpoint that sends).
 public struct LinkService: Sendable {
     public let store: any AccessStore
@@ -22,7 +25,11 @@ public struct LinkService: Sendable {
     public static let linkLimit = 10
 
     let slots = LoginSlots()
+    /// The link transfers in progress (`LinkTraffic`), for every link of this server process.
+    let traffic = LinkTraffic()
     private let throttledLines = OncePerMinute()
+    /// Passwords recently found right, so that browsing a link does not hash on every request.
+    private let recentlyRight = RecentPasswords()
 
     public init(store: any AccessStore, now: @escaping @Sendable () -> Int64 = AccessControl.unixNow) {
         self.store = store
@@ -63,6 +70,8 @@ public struct LinkService: Sendable {
             return .failure(.throttled(retryAfter: LoginService.window))
         }
         guard let password else { return .failure(.passwordNeeded) }
+        let remembered = TokenFormat.digest(of: link.id + "\n" + hash + "\n" + password)
+        if recentlyRight.contains(remembered, at: time) { return .success(link) }
         guard slots.enter() else { return .failure(.busy) }
         let matches: Bool
         do {
@@ -75,6 +84,7 @@ public struct LinkService: Sendable {
             try await audit(link, address, result: "wrong password")
             return .failure(.wrongPassword)
         }
+        recentlyRight.insert(remembered, at: time)
         return .success(link)
     }
 
@@ -83,5 +93,29 @@ public struct LinkService: Sendable {
             AuditRecord(
                 time: now(), container: link.container, actor: "link:\(link.id)", address: address,
                 action: AuditAction.linkFailed.rawValue, target: "link:\(link.id)", result: result))
+    }
+}
+
+/// Digests of link passwords found right lately, each for `lifetime` seconds, at most `capacity`
+/// (then all are forgotten: the next requests hash again).
+final class RecentPasswords: Sendable {
+    static let lifetime: Int64 = 300
+    static let capacity = 10_000
+    private let known = Mutex<[String: Int64]>([:])
+
+    func contains(_ digest: String, at time: Int64) -> Bool {
+        known.withLock { known in
+            guard let until = known[digest] else { return false }
+            if until > time { return true }
+            known[digest] = nil
+            return false
+        }
+    }
+
+    func insert(_ digest: String, at time: Int64) {
+        known.withLock { known in
+            if known.count >= Self.capacity { known.removeAll() }
+            known[digest] = time + Self.lifetime
+        }
     }
 }
