@@ -64,6 +64,14 @@ enum RequestReading {
         try await decode(type, from: try await body(of: request, limit: WireProtocol.maxJSONBodyBytes, as: Data.self))
     }
 
+    /// A small body (at most `WireProtocol.maxLoginBodyBytes`: a login, an admin's change)
+    /// decoded as JSON of type `T`.
+    static func smallJSON<T: Decodable & Sendable>(_ type: T.Type, from request: Request) async throws(WireFailure)
+        -> T
+    {
+        try await decode(type, from: try await body(of: request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self))
+    }
+
     /// `data` decoded as JSON of type `T`; large data on a Dispatch thread (`Offload`).
     static func decode<T: Decodable & Sendable>(_ type: T.Type, from data: Data) async throws(WireFailure) -> T {
         let decode = { @Sendable () throws(WireFailure) -> T in

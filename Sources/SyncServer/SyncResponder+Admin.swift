@@ -32,9 +32,7 @@ extension SyncResponder {
 
     func setMember(_ call: Call) async throws(WireFailure) -> Response {
         let admin = try admin(call)
-        let change = try await RequestReading.decode(
-            MemberChange.self,
-            from: try await RequestReading.body(of: call.request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self))
+        let change = try await RequestReading.smallJSON(MemberChange.self, from: call.request)
         try await adminStep { () async throws(SyncServerError) in
             try await admin.setMember(user: change.user, container: call.name, role: change.role)
         }
@@ -62,9 +60,7 @@ extension SyncResponder {
 
     func createLink(_ call: Call) async throws(WireFailure) -> Response {
         let admin = try admin(call)
-        let asked = try await RequestReading.decode(
-            LinkOrderRequest.self,
-            from: try await RequestReading.body(of: call.request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self))
+        let asked = try await RequestReading.smallJSON(LinkOrderRequest.self, from: call.request)
         let expiry: AccountAdmin.Expiry
         switch (asked.expiresIn, asked.noExpiry ?? false) {
         case (nil, false): expiry = .standard
@@ -136,9 +132,7 @@ extension SyncResponder {
 
     func setRetention(_ call: Call) async throws(WireFailure) -> Response {
         let container = try Self.collectable(call)
-        let policy = try await RequestReading.decode(
-            RetentionPolicy.self,
-            from: try await RequestReading.body(of: call.request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self))
+        let policy = try await RequestReading.smallJSON(RetentionPolicy.self, from: call.request)
         if let problem = policy.problem { throw WireFailure(.invalidRequest, problem) }
         try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await container.setRetention(policy)

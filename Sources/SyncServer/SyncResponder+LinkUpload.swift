@@ -35,16 +35,9 @@ extension SyncResponder {
         defer { withExtendedLifetime(ticket) {} }
         let limit = WireProtocol.maxLinkUploadBytes
         _ = try RequestReading.declaredLength(of: request, limit: limit)
-        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
-        let working = 2 * ContentDefinedChunker.standard.maxSize
-        let grant: BodyBudget.Grant
-        switch bodies.tryAcquire(container: link.container, token: "link:\(link.id)", bytes: working, upload: true) {
-        case .success(let granted): grant = granted
-        case .failure(.token(let why)), .failure(.container(let why)):
-            throw WireFailure(.tooManyRequests, "\(why); retry in a moment", headers: retry)
-        case .failure(.server(let why)):
-            throw WireFailure(.unavailable, "\(why); retry in a moment", headers: retry)
-        }
+        let grant = try reserve(
+            2 * ContentDefinedChunker.standard.maxSize, container: link.container, token: "link:\(link.id)",
+            upload: true)
         defer { bodies.release(grant) }
         let (manifest, size) = try await storeChunks(of: request, limit: limit, place, address: address)
         let entry = try await commitUpload(name, manifest: manifest, size: size, in: folder, place)

@@ -16,8 +16,7 @@ import SyncBackend
 extension SyncResponder {
     func login(_ request: Request, address: String?) async throws(WireFailure) -> Response {
         guard let logins else { throw WireFailure(.notFound, "this server has no user accounts") }
-        let body = try await RequestReading.body(of: request, limit: WireProtocol.maxLoginBodyBytes, as: Data.self)
-        let asked = try await RequestReading.decode(LoginService.Request.self, from: body)
+        let asked = try await RequestReading.smallJSON(LoginService.Request.self, from: request)
         let result: Result<LoginService.Grant, LoginService.LoginRefusal>
         do {
             result = try await logins.login(asked, address: address)

@@ -189,7 +189,13 @@ struct SyncResponder: HTTPResponder {
         let declared = (try? RequestReading.singleHeader(.contentLength, of: request)).flatMap {
             $0.flatMap(RequestReading.decimal)
         }
-        let bytes = min(declared ?? largest, largest)
+        return try reserve(min(declared ?? largest, largest), container: container, token: token, upload: upload)
+    }
+
+    /// Reserves `bytes` (and an upload slot if `upload`) from the budgets of `token` (a bearer
+    /// token, or `link:ID` for a share link's own share), `container` and the server: `429`
+    /// beyond the first two, `503` beyond the server's, with `Retry-After`.
+    func reserve(_ bytes: Int, container: String, token: String, upload: Bool) throws(WireFailure) -> BodyBudget.Grant {
         let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
         switch bodies.tryAcquire(container: container, token: token, bytes: bytes, upload: upload) {
         case .success(let grant):
