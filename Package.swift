@@ -64,6 +64,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Sealed (end-to-end encrypted) containers: keys, formats and the ledger.
+        .target(
+            name: "SyncSealed",
+            dependencies: ["SyncBackend", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // Password hashing (Argon2id) and TOTP for the server's accounts.
         .target(
             name: "SyncCredentials",
@@ -241,6 +247,13 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncSealedTests",
+            dependencies: [
+                "SyncSealed", "SyncBackend", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -35,7 +35,7 @@ struct DocumentedSourcePathsTests {
     static let documents: [String] =
         [
             "doc/ARCHITECTURE.md", "doc/SEMANTICS.md", "doc/SECURITY.md", "doc/FORMATS.md", "doc/DEVELOPMENT.md",
-            "doc/PERFORMANCE.md", "README.md",
+            "doc/PERFORMANCE.md", "doc/CRYPTO.md", "README.md",
         ] + decisionRecords().map { "doc/decisions/" + $0 }
 
     /// The numbered decision records (`NNN-title.md`) in doc/decisions/, sorted.

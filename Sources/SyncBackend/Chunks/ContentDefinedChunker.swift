@@ -34,9 +34,16 @@ public struct ContentDefinedChunker: Sendable {
     /// The mask used from `averageSize` to `maxSize`: log2(averageSize) - 2 top bits.
     let looseMask: UInt64
 
-    /// Precondition: `averageSize` is a power of two in 2^6 ... 2^30, and
-    /// `0 < minSize <= averageSize <= maxSize` with `minSize < maxSize`.
-    public init(minSize: Int, averageSize: Int, maxSize: Int) {
+    /// The 256 gear values, one per byte value: `standardGearTable`, or a keyed table (a sealed
+    /// container derives its own from its key, so the server cannot compute where cuts fall).
+    public let gearTable: [UInt64]
+
+    /// Precondition: `averageSize` is a power of two in 2^6 ... 2^30,
+    /// `0 < minSize <= averageSize <= maxSize` with `minSize < maxSize`, and `gearTable` has 256
+    /// values.
+    public init(minSize: Int, averageSize: Int, maxSize: Int, gearTable: [UInt64] = standardGearTable) {
+        precondition(gearTable.count == 256, "a gear table has 256 values")
+        self.gearTable = gearTable
         precondition(averageSize >= 1 << 6 && averageSize <= 1 << 30, "averageSize out of range")
         precondition(averageSize & (averageSize - 1) == 0, "averageSize must be a power of two")
         precondition(minSize > 0 && minSize <= averageSize && averageSize <= maxSize, "need 0 < min <= average <= max")
@@ -61,7 +68,7 @@ public struct ContentDefinedChunker: Sendable {
         let normalEnd = Swift.min(end, averageSize)
         let strictMask = self.strictMask
         let looseMask = self.looseMask
-        return Self.gearTable.withUnsafeBufferPointer { table in
+        return gearTable.withUnsafeBufferPointer { table in
             let gear = table.baseAddress!
             var fingerprint: UInt64 = 0
             var index = minSize
@@ -85,7 +92,7 @@ public struct ContentDefinedChunker: Sendable {
     }
 
     /// 256 pseudo-random 64-bit values, one per byte value: SplitMix64 from a fixed seed. Part of the format.
-    static let gearTable: [UInt64] = {
+    public static let standardGearTable: [UInt64] = {
         var generator = SplitMix64(seed: 0x5359_4E43_4653_4344)  // "SYNCFSCD"
         return (0..<256).map { _ in generator.next() }
     }()
