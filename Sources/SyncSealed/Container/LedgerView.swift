@@ -1,0 +1,209 @@
+import SyncBackend
+
+/// A stored entry the ledger vouches for: the container's entry as stored, and the digest of its
+/// sealed bytes that the newest ledger entry naming it holds.
+struct VouchedEntry: Equatable, Sendable {
+    var stored: RemoteEntry
+    var sealed: [UInt8]
+    var digest: [UInt8]
+}
+
+/// The checked view of a sealed container's feed: read every entry of the container underneath in
+/// feed order (`read`), then `settle` at the end of the feed. What it holds afterwards is vouched
+/// for by the ledger: the ledger's head, the keyring in force, and for every entry the stored
+/// version that the newest ledger entry naming it names.
+///
+/// How the feed is read. A commit stores its records, the keyring it publishes (if any) and its
+/// ledger entry in one all-or-nothing call, the ledger entry last, so in the feed a record comes
+/// before the ledger entry that vouches for it. The feed shows each entry once, at its newest
+/// version: a record changed again later shows up only before the later commit's ledger entry,
+/// which then vouches for it. Ledger entries and keyrings are entries of their own, never changed,
+/// so every one of them is shown, in order. So:
+/// - an entry that is not the next ledger entry waits, unvouched;
+/// - the next ledger entry is checked (container, previous digest, signer in the keyring in force
+///   before it, signature); each change it names is vouched for if the waiting entry has that
+///   digest (and deletion state), else the change is expected later;
+/// - at the end of the feed nothing may wait (`unvouched`) and nothing may still be expected
+///   (`withheld`); a ledger entry other than the next is `ledgerOutOfOrder`.
+struct LedgerView {
+    private(set) var container: SealedContainerID?
+    private(set) var head: LedgerHead?
+    /// The genesis entry's digest: what the safety code names.
+    private(set) var genesis: [UInt8]?
+    private(set) var keyring: Keyring?
+    private(set) var vouched: [FileID: VouchedEntry] = [:]
+    /// Entries read that no ledger entry has vouched for yet.
+    private var waiting: [FileID: RemoteEntry] = [:]
+    /// Changes a ledger entry named whose entry has not been read with that digest yet.
+    private var expected: [FileID: LedgerChange] = [:]
+    /// The entries vouched for since `takeChanged`, in the order vouched.
+    private var changed: [FileID] = []
+    /// The head this device saw before (kept across mounts): the feed must reach it, through it.
+    private let knownHead: LedgerHead?
+
+    init(knownHead: LedgerHead? = nil) {
+        self.knownHead = knownHead
+    }
+
+    /// The next entry of the feed.
+    mutating func read(_ entry: RemoteEntry) throws(SealedAlarm) {
+        let next = (head?.sequence ?? 0) + 1
+        if entry.id == LedgerEntry.fileID(of: next) {
+            try accept(ledgerEntry: entry, sequence: next)
+            return
+        }
+        if let claimed = Self.claimedLedgerSequence(of: entry) {
+            throw .ledgerOutOfOrder(expected: next, found: claimed)
+        }
+        waiting[entry.id] = entry
+        if let change = expected[entry.id] { try vouch(change) }
+    }
+
+    /// The sequence `entry` claims if it is stored as a ledger entry at its sequence's place.
+    private static func claimedLedgerSequence(of entry: RemoteEntry) -> UInt64? {
+        guard let sealed = OpaqueEntry.sealed(from: entry.state, of: entry.id) else { return nil }
+        do {
+            let claimed = try LedgerEntry(encoded: sealed)
+            return entry.id == LedgerEntry.fileID(of: claimed.sequence) ? claimed.sequence : nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// At the end of the feed: everything read is vouched for and every named change was read.
+    mutating func settle() throws(SealedAlarm) {
+        if let known = knownHead {
+            guard let head, head.sequence >= known.sequence else {
+                throw .rolledBack(known: known.sequence, shown: head?.sequence ?? 0)
+            }
+        }
+        if !waiting.isEmpty { throw .unvouched(waiting.keys.sorted { $0.hex < $1.hex }) }
+        if !expected.isEmpty { throw .withheld(expected.keys.sorted { $0.hex < $1.hex }) }
+    }
+
+    /// The entries vouched for since the last call, each once, in the order vouched.
+    mutating func takeChanged() -> [FileID] {
+        var seen = Set<FileID>()
+        let ids = changed.filter { seen.insert($0).inserted }
+        changed.removeAll()
+        return ids
+    }
+
+    private mutating func accept(ledgerEntry stored: RemoteEntry, sequence: UInt64) throws(SealedAlarm) {
+        guard !stored.isDeleted, let sealed = OpaqueEntry.sealed(from: stored.state, of: stored.id) else {
+            throw .ledgerBroken(sequence: sequence, reason: "it is not stored as a ledger entry")
+        }
+        let entry: LedgerEntry
+        do {
+            entry = try LedgerEntry(encoded: sealed)
+        } catch {
+            throw .ledgerBroken(sequence: sequence, reason: error.description)
+        }
+        guard entry.sequence == sequence else { throw .ledgerOutOfOrder(expected: sequence, found: entry.sequence) }
+        guard entry.previous == (head?.digest ?? LedgerEntry.genesisPrevious) else {
+            throw .ledgerBroken(sequence: sequence, reason: "it does not follow the entry before it (a fork)")
+        }
+        if let container {
+            guard entry.container == container else {
+                throw .ledgerBroken(sequence: sequence, reason: "it belongs to another container")
+            }
+        }
+        let published = try publishedKeyring(by: entry)
+        // The signer must be a member before this entry; the genesis is signed by the member it
+        // makes (the device's trust in it comes from the safety code or the recovery key).
+        guard let signerRing = sequence == 1 ? published : keyring, let signer = signerRing.signer(entry.signer),
+            entry.isSigned(by: signer)
+        else { throw .ledgerBroken(sequence: sequence, reason: "it is not signed by a member") }
+        let ring = published ?? keyring
+        guard let ring, entry.epoch == ring.newestEpoch, ring.container == entry.container else {
+            throw .ledgerBroken(sequence: sequence, reason: "its epoch or container differs from the keyring's")
+        }
+        if let known = knownHead, known.sequence == sequence, known.digest != entry.digest {
+            throw .rolledBack(known: known.sequence, shown: sequence)
+        }
+        container = entry.container
+        keyring = ring
+        head = LedgerHead(sequence: sequence, digest: entry.digest)
+        if sequence == 1 { genesis = entry.digest }
+        vouched[stored.id] = VouchedEntry(stored: stored, sealed: sealed, digest: entry.digest)
+        for change in entry.changes where change.id != Keyring.fileID(publishedIn: sequence) {
+            expected[change.id] = change
+            if waiting[change.id] != nil { try vouch(change) }
+        }
+    }
+
+    /// The keyring `entry` publishes, checked against the one in force, or nil if it publishes none.
+    private mutating func publishedKeyring(by entry: LedgerEntry) throws(SealedAlarm) -> Keyring? {
+        let id = Keyring.fileID(publishedIn: entry.sequence)
+        guard let change = entry.changes.first(where: { $0.id == id }) else {
+            guard entry.sequence != 1 else {
+                throw .ledgerBroken(sequence: 1, reason: "the genesis publishes no keyring")
+            }
+            return nil
+        }
+        guard let stored = waiting[id], !change.deleted, !stored.isDeleted,
+            let sealed = OpaqueEntry.sealed(from: stored.state, of: id), SealedRecord.digest(sealed) == change.digest
+        else { throw .ledgerBroken(sequence: entry.sequence, reason: "the keyring it publishes is missing or changed") }
+        let ring: Keyring
+        do {
+            ring = try Keyring(encoded: sealed)
+        } catch {
+            throw .ledgerBroken(sequence: entry.sequence, reason: "its keyring: \(error)")
+        }
+        if let previous = keyring {
+            if let problem = KeyringRules.problem(from: previous, to: ring) {
+                throw .ledgerBroken(sequence: entry.sequence, reason: problem)
+            }
+        }
+        waiting[id] = nil
+        vouched[id] = VouchedEntry(stored: stored, sealed: sealed, digest: change.digest)
+        return ring
+    }
+
+    /// Vouches for the waiting entry of `change` if it is the one the change names.
+    private mutating func vouch(_ change: LedgerChange) throws(SealedAlarm) {
+        guard let stored = waiting[change.id], stored.isDeleted == change.deleted,
+            let sealed = OpaqueEntry.sealed(from: stored.state, of: stored.id),
+            SealedRecord.digest(sealed) == change.digest
+        else { return }
+        if let earlier = vouched[change.id], earlier.stored.version >= stored.version {
+            throw .unvouched([change.id])
+        }
+        waiting[change.id] = nil
+        expected[change.id] = nil
+        vouched[change.id] = VouchedEntry(stored: stored, sealed: sealed, digest: change.digest)
+        changed.append(change.id)
+    }
+}
+
+/// How a keyring may change from one ledger entry to the next: same container and recovery key;
+/// epochs only added, one at a time, each old epoch's wraps kept (a device may be given an old
+/// epoch, never lose one); a member removed only together with a new epoch that is not wrapped to
+/// it.
+enum KeyringRules {
+    static func problem(from old: Keyring, to new: Keyring) -> String? {
+        guard new.container == old.container else { return "its keyring names another container" }
+        guard new.recovery == old.recovery else { return "its keyring changes the recovery key" }
+        guard new.epochs.count == old.epochs.count || new.epochs.count == old.epochs.count + 1 else {
+            return "its keyring adds or drops several epochs"
+        }
+        for (before, after) in zip(old.epochs, new.epochs) {
+            for (recipient, wrapped) in before.wraps where after.wraps[recipient] != wrapped {
+                return "its keyring changes epoch \(before.epoch)'s secret for a device"
+            }
+        }
+        let staying = Set(new.members.map(\.identity.signing))
+        let removed = old.members.filter { !staying.contains($0.identity.signing) }
+        for member in old.members where staying.contains(member.identity.signing) {
+            guard new.members.contains(where: { $0.identity == member.identity }) else {
+                return "its keyring changes a member's keys"
+            }
+        }
+        if !removed.isEmpty {
+            guard new.epochs.count == old.epochs.count + 1, let newest = new.epochs.last,
+                removed.allSatisfy({ newest.wraps[$0.identity.signing] == nil })
+            else { return "its keyring removes a member without a new epoch kept from it" }
+        }
+        return nil
+    }
+}
