@@ -3,6 +3,14 @@ import SyncBackend
 /// A stored entry the ledger vouches for: the container's entry as stored, and the digest of its
 /// sealed bytes that the newest ledger entry naming it holds.
 struct VouchedEntry: Equatable, Sendable {
+    enum Kind: Equatable, Sendable {
+        /// An entry's sealed record: what the engine sees, decrypted.
+        case record
+        /// A ledger entry or a keyring: the format's own, never shown to the engine.
+        case ledger, keyring
+    }
+
+    var kind: Kind
     var stored: RemoteEntry
     var sealed: [UInt8]
     var digest: [UInt8]
@@ -125,7 +133,7 @@ struct LedgerView {
         keyring = ring
         head = LedgerHead(sequence: sequence, digest: entry.digest)
         if sequence == 1 { genesis = entry.digest }
-        vouched[stored.id] = VouchedEntry(stored: stored, sealed: sealed, digest: entry.digest)
+        vouched[stored.id] = VouchedEntry(kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest)
         for change in entry.changes where change.id != Keyring.fileID(publishedIn: sequence) {
             expected[change.id] = change
             if waiting[change.id] != nil { try vouch(change) }
@@ -156,7 +164,7 @@ struct LedgerView {
             }
         }
         waiting[id] = nil
-        vouched[id] = VouchedEntry(stored: stored, sealed: sealed, digest: change.digest)
+        vouched[id] = VouchedEntry(kind: .keyring, stored: stored, sealed: sealed, digest: change.digest)
         return ring
     }
 
@@ -171,7 +179,7 @@ struct LedgerView {
         }
         waiting[change.id] = nil
         expected[change.id] = nil
-        vouched[change.id] = VouchedEntry(stored: stored, sealed: sealed, digest: change.digest)
+        vouched[change.id] = VouchedEntry(kind: .record, stored: stored, sealed: sealed, digest: change.digest)
         changed.append(change.id)
     }
 }

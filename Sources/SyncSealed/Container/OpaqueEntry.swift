@@ -55,3 +55,15 @@ enum OpaqueEntry {
         return sealed.isEmpty ? nil : sealed
     }
 }
+
+extension OpaqueEntry {
+    /// The manifest the server's copy of a record carries: each chunk's keyed ID and its padded
+    /// size (`SealedChunkCodec.storedBound`).
+    static func serverManifest(of state: EntryState, keys: EpochKeys) -> [ChunkRef] {
+        state.manifest.map {
+            ChunkRef(
+                hash: keys.chunkID(for: $0.hash),
+                length: Int64(SealedChunkCodec.storedBound(plainLength: Int($0.length))))
+        }
+    }
+}

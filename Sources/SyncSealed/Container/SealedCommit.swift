@@ -36,11 +36,7 @@ struct SealedCommit {
             switch change.kind {
             case .put(let state):
                 let sealed = SealedRecord.seal(state, of: change.id, keys: keys)
-                let chunks = state.manifest.map {
-                    ChunkRef(
-                        hash: keys.chunkID(for: $0.hash),
-                        length: Int64(SealedChunkCodec.storedBound(plainLength: Int($0.length))))
-                }
+                let chunks = OpaqueEntry.serverManifest(of: state, keys: keys)
                 requests.append(
                     CommitRequest(
                         id: change.id, baseVersion: change.baseVersion,
