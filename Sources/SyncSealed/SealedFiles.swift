@@ -1,0 +1,105 @@
+import Glibc
+import SyncBackend
+
+/// Why a sealed container's local file cannot be used; `description` says which and why.
+public struct SealedFileError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The device's private keys on disk: one file, mode 0600, owned by the user, never a symlink
+/// (`DeviceKeys.encoded`). Every sealed container this user mounts on this machine uses it: the
+/// device is the user on the machine.
+public enum DeviceKeyFile {
+    /// The keys at `path`, made (and written, 0600, in a 0700 directory) if there is no file yet.
+    public static func loadOrCreate(_ path: String) throws(SealedFileError) -> DeviceKeys {
+        if let keys = try load(path) { return keys }
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        if !directory.isEmpty {
+            do {
+                try PrivateFiles.directory(directory)
+            } catch {
+                throw SealedFileError(error.description)
+            }
+        }
+        let keys = DeviceKeys.generate()
+        if let code = PrivateFiles.createFile(path, keys.encoded) {
+            // Another process made it first: use that one.
+            if code == EEXIST, let existing = try load(path) { return existing }
+            throw SealedFileError("cannot write the device key \(path): \(LocalFileIO.errorText(code))")
+        }
+        return keys
+    }
+
+    /// The keys at `path`, or nil if there is no file. A file others can read, or of another
+    /// owner, or a symlink, is refused: a key that may have leaked is not used.
+    public static func load(_ path: String) throws(SealedFileError) -> DeviceKeys? {
+        guard let bytes = try PrivateFile.read(path, limit: 4096) else { return nil }
+        do {
+            return try DeviceKeys(encoded: bytes)
+        } catch {
+            throw SealedFileError("\(path) is not a device key file: \(error)")
+        }
+    }
+}
+
+/// The newest ledger head a mount has checked of its sealed container, in its state directory
+/// (`sequence (8) ‖ digest (32)`, 0600): that the file exists says the mount's container is
+/// sealed, and a server that shows less, or another entry at that sequence, is caught.
+public enum SealedHeadFile {
+    public static let name = "sealed-head"
+
+    public static func read(_ path: String) throws(SealedFileError) -> LedgerHead? {
+        guard let bytes = try PrivateFile.read(path, limit: 64) else { return nil }
+        var reader = SealedReader(bytes)
+        guard let sequence = reader.uint64(), let digest = reader.fixed(32), reader.isAtEnd else {
+            throw SealedFileError("\(path) is not a ledger head file")
+        }
+        return LedgerHead(sequence: sequence, digest: digest)
+    }
+
+    /// Replaces the file atomically (written, synced, renamed over the old one).
+    public static func write(_ head: LedgerHead, to path: String) throws(SealedFileError) {
+        var writer = SealedWriter()
+        writer.uint64(head.sequence)
+        writer.fixed(head.digest)
+        let temporary = path + ".new"
+        unlink(temporary)
+        if let code = PrivateFiles.createFile(temporary, writer.bytes) {
+            throw SealedFileError("cannot write \(temporary): \(LocalFileIO.errorText(code))")
+        }
+        guard rename(temporary, path) == 0 else {
+            throw SealedFileError("cannot replace \(path): \(LocalFileIO.errorText(errno))")
+        }
+    }
+}
+
+/// Reading a small private file safely: no symlink, a regular file of this user that nobody else
+/// can read, at most `limit` bytes.
+enum PrivateFile {
+    static func read(_ path: String, limit: Int) throws(SealedFileError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw SealedFileError("cannot open \(path): \(LocalFileIO.errorText(errno))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw SealedFileError("\(path) is not a regular file")
+        }
+        guard info.st_uid == geteuid(), info.st_mode & 0o077 == 0 else {
+            throw SealedFileError("\(path) must belong to uid \(geteuid()) with mode 0600 (it holds a private key)")
+        }
+        guard info.st_size <= limit else { throw SealedFileError("\(path) is too large") }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { throw SealedFileError("cannot read \(path): short read") }
+            offset += count
+        }
+        return bytes
+    }
+}
