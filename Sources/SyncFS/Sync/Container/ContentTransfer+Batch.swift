@@ -9,7 +9,7 @@ extension ContentTransfer {
     func encode(descriptor: Int32, length: Int64, with encoder: ChunkEncoder) throws(SyncFailure) -> [EncodedChunk] {
         var chunks: [EncodedChunk] = []
         do {
-            try FileChunker.forEachChunk(of: descriptor, length: length) { bytes in
+            try FileChunker.forEachChunk(of: descriptor, length: length, chunker: chunking()) { bytes in
                 chunks.append(encoder.encode(bytes))
             }
         } catch {

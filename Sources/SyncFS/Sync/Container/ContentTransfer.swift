@@ -11,6 +11,8 @@ struct ContentTransfer: Sendable {
     let container: BlockingContainer
     /// zlib level for uploads.
     let compressionLevel: Int32
+    /// The chunker for the next file (the container's, if it decides: `ChunkingContainer`).
+    var chunking: @Sendable () -> ContentDefinedChunker = { .standard }
     /// Chunks checked and sent per round trip.
     static let batchSize = 16
 
@@ -62,7 +64,7 @@ struct ContentTransfer: Sendable {
         }
         let encoder = ChunkEncoder(level: compressionLevel)
         do {
-            try FileChunker.forEachChunk(of: descriptor, length: length) { bytes in
+            try FileChunker.forEachChunk(of: descriptor, length: length, chunker: chunking()) { bytes in
                 let chunk = encoder.encode(bytes)
                 manifest.append(ChunkRef(hash: chunk.hash, length: Int64(chunk.plainLength)))
                 done += Int64(chunk.plainLength)

@@ -103,7 +103,8 @@ final class SyncEngine: Sendable {
         var blocking = Self.checked(
             container, refusals: refusals, reachability: reachability, outbox: fileSystem.outbox, logger: logger)
         blocking.limiter = limiter
-        let transfer = ContentTransfer(container: blocking, compressionLevel: options.compressionLevel)
+        var transfer = ContentTransfer(container: blocking, compressionLevel: options.compressionLevel)
+        if let chunking = container as? any ChunkingContainer { transfer.chunking = { chunking.chunker } }
         let reported = EngineProgress()
         self.reported = reported
         let run = EngineRun(sleeper: sleeper)
