@@ -12,8 +12,8 @@ public final class FaultInjectingContainer: Container {
     /// The calls of `Container`, for configuring faults and reading counts.
     public enum Operation: String, CaseIterable, Sendable {
         case missingChunks, putChunk, chunk, entry, commit, changes, waitForChanges
-        /// `commit(batch:)` and `putChunks` (a batch counts as one call).
-        case commitBatch, putChunks
+        /// `commit(batch:)`, `commit(allOrNothing:)` and `putChunks` (a batch counts as one call).
+        case commitBatch, commitAllOrNothing, putChunks
         /// Both calls of `ContainerHistory` (forwarded when the base keeps history).
         case history
         /// Every call of `ContainerLocks` (forwarded when the base keeps locks).
@@ -69,7 +69,7 @@ public final class FaultInjectingContainer: Container {
         failNext(count, .putChunk, with: .storageFailure("injected partial write"))
     }
 
-    /// The next `count` commits (single or batch) reach the base container, and then their
+    /// The next `count` commits (single, batch or all or nothing) reach the base container, and then their
     /// answer is lost: the caller gets `unavailable` although the commit may have been applied. A
     /// client recognises its own lost commit when its retry (same base) gets `versionConflict`
     /// whose current entry carries exactly the state and device it sent.
@@ -152,6 +152,17 @@ public final class FaultInjectingContainer: Container {
         let outcomes = try await base.commit(batch: requests)
         if takeLostCommitAnswer() { throw .unavailable("injected: the batch's answer was lost") }
         return outcomes
+    }
+
+    /// As a batch: a queued failure or an outage throws before the base is reached (nothing
+    /// stored), a lost answer after it (everything may be stored).
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try await admit(.commitAllOrNothing)
+        let answer = try await base.commit(allOrNothing: requests)
+        if takeLostCommitAnswer() { throw .unavailable("injected: the all-or-nothing commit's answer was lost") }
+        return answer
     }
 
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {

@@ -25,6 +25,11 @@ extension ForwardingTestContainer {
     public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
         try await base.commit(batch: requests)
     }
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try await base.commit(allOrNothing: requests)
+    }
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try await base.putChunks(chunks)
     }

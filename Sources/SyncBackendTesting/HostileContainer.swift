@@ -134,6 +134,12 @@ public final class HostileContainer: Container {
         try await base.commit(batch: requests)
     }
 
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try await base.commit(allOrNothing: requests)
+    }
+
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try await base.putChunks(chunks)
     }

@@ -160,6 +160,15 @@ public final class FailoverContainer: Container {
         try await call { server throws(ContainerProtocolError) in try await server.commit(batch: requests) }
     }
 
+    /// As `commit(batch:)`: an all-or-nothing commit whose answer was lost may have been applied,
+    /// and asking again is the ordinary retry (the first change's compare-and-swap then refuses
+    /// the whole of it, naming the entry as it now stands).
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try await call { server throws(ContainerProtocolError) in try await server.commit(allOrNothing: requests) }
+    }
+
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try await call { server throws(ContainerProtocolError) in try await server.putChunks(chunks) }
     }

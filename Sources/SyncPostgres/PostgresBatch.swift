@@ -2,14 +2,16 @@ import Logging
 import PostgresNIO
 import SyncBackend
 
-/// Batches of a `PostgresContainer` (`Container.commit(batch:)`, `putChunks`).
+/// Batches of a `PostgresContainer` (`Container.commit(batch:)`, `commit(allOrNothing:)`,
+/// `putChunks`).
 ///
 /// A batch of commits is one transaction under the container row's lock (`FOR UPDATE`, as
 /// `PostgresCommit.lockedCommit`): each change is looked up and decided by `CommitRules` in
 /// order, its lookup seeing the rows the changes before it wrote, and applied at the counter + 1.
 /// A change that throws (a malformed request, a database failure) rolls the transaction back,
 /// so nothing of the batch is stored and no version is used up. Each applied change queues the
-/// same `NOTIFY`, which PostgreSQL delivers once, at commit. Each change is two round trips (its
+/// same `NOTIFY`, which PostgreSQL delivers once, at commit. All or nothing is the same
+/// transaction, rolled back when a change was refused. Each change is two round trips (its
 /// lookup, its write) while the batch holds the container's lock: single commits of the same
 /// container wait for the whole batch.
 ///
@@ -29,7 +31,40 @@ extension PostgresContainer {
             [rowID, store] client in
             let logger = store.options.logger
             return try await client.withTransaction(logger: logger) { connection in
-                try await PostgresBatchCommit.commit(requests, container: rowID, on: connection, logger: logger)
+                let outcomes = try await PostgresBatchCommit.commit(
+                    requests, container: rowID, on: connection, logger: logger)
+                // Within the transaction: an answer too large to send rolls the batch back.
+                try CommitBatch.checkAnswer(outcomes)
+                return outcomes
+            }
+        }
+    }
+
+    /// The batch's transaction, committed only if every change was: a refusal rolls it back
+    /// whole (no row, no version, no `NOTIFY`).
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try CommitBatch.check(requests)
+        for request in requests { try RequestValidation.check(request) }
+        guard !requests.isEmpty else { return .committed([]) }
+        let timeout = store.options.operationTimeout * (1 + requests.count / 100)
+        return try await store.run("commit \(requests.count) changes all or nothing", timeout: timeout) {
+            [rowID, store] client in
+            let logger = store.options.logger
+            do {
+                return try await client.withTransaction(logger: logger) { connection in
+                    let answer = AllOrNothingOutcome(
+                        deciding: try await PostgresBatchCommit.commit(
+                            requests, container: rowID, on: connection, logger: logger))
+                    try CommitBatch.checkAnswer(answer)
+                    if !answer.isCommitted { throw PostgresBatchCommit.RolledBack(answer: answer) }
+                    return answer
+                }
+            } catch let error as PostgresTransactionError {
+                // Rolled back on purpose (a failed rollback leaves nothing committed either).
+                if let rolledBack = error.closureError as? PostgresBatchCommit.RolledBack { return rolledBack.answer }
+                throw error
             }
         }
     }
@@ -85,7 +120,13 @@ enum PostgresBatchCommit {
         Int64(bitPattern: UInt64(hash.hex.prefix(16), radix: 16) ?? 0)
     }
 
-    /// Decides and writes `requests` in order in the transaction of `connection`.
+    /// Thrown out of an all-or-nothing transaction to roll it back; carries the refusal.
+    struct RolledBack: Error {
+        let answer: AllOrNothingOutcome
+    }
+
+    /// Decides and writes `requests` in order in the transaction of `connection` (the caller
+    /// checks the answer's size, `CommitBatch.checkAnswer`, before the transaction ends).
     static func commit(
         _ requests: [CommitRequest], container rowID: Int64, on connection: PostgresConnection, logger: Logger
     ) async throws -> [CommitOutcome] {
@@ -117,8 +158,6 @@ enum PostgresBatchCommit {
                 outcomes.append(.committed(entry))
             }
         }
-        // Within the transaction: an answer too large to send rolls the batch back.
-        try CommitBatch.checkAnswer(outcomes)
         return outcomes
     }
 

@@ -18,6 +18,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
     case entry
     case commit
     case commitBatch
+    case commitAllOrNothing
     case chunkBatch
     case changes
     case wait
@@ -50,8 +51,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .health, .login, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest,
             .entryLocks, .retention:
             return .viewer
-        case .missingChunks, .putChunk, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks,
-            .releaseLocks:
+        case .missingChunks, .putChunk, .commit, .commitBatch, .commitAllOrNothing, .chunkBatch, .lock, .unlock,
+            .renewLocks, .releaseLocks:
             return .editor
         case .members, .setMember, .removeMember, .containerLinks, .createLink, .revokeLink, .containerAudit,
             .setRetention:
@@ -68,8 +69,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .health, .containerInfo, .getChunk, .entry, .changes, .wait, .history, .trash, .digest, .entryLocks,
             .members, .containerLinks, .containerAudit, .linkInfo, .linkList, .linkContent, .retention:
             return "GET"
-        case .login, .missingChunks, .commit, .commitBatch, .chunkBatch, .lock, .unlock, .renewLocks, .releaseLocks,
-            .setMember, .createLink, .revokeLink, .linkUpload:
+        case .login, .missingChunks, .commit, .commitBatch, .commitAllOrNothing, .chunkBatch, .lock, .unlock,
+            .renewLocks, .releaseLocks, .setMember, .createLink, .revokeLink, .linkUpload:
             return "POST"
         case .putChunk, .setRetention: return "PUT"
         case .removeMember: return "DELETE"
@@ -88,6 +89,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .entry: return container + "/entries/ID"
         case .commit: return container + "/commits"
         case .commitBatch: return container + "/commits/batch"
+        case .commitAllOrNothing: return container + "/commits/all-or-nothing"
         case .chunkBatch: return container + "/chunks/batch"
         case .changes: return container + "/changes"
         case .wait: return container + "/changes/wait"
@@ -124,7 +126,8 @@ public enum Endpoint: String, CaseIterable, Sendable {
         case .linkContent: return [WireProtocol.Query.path]
         case .linkUpload: return [WireProtocol.Query.name]
         case .health, .login, .containerInfo, .missingChunks, .putChunk, .getChunk, .entry, .commit, .commitBatch,
-            .chunkBatch, .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks, .members, .setMember,
+            .commitAllOrNothing, .chunkBatch, .digest, .lock, .unlock, .renewLocks, .releaseLocks, .entryLocks,
+            .members, .setMember,
             .removeMember, .containerLinks, .createLink, .revokeLink, .linkInfo, .retention, .setRetention:
             return []
         }
@@ -135,7 +138,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
         switch self {
         case .putChunk: return WireProtocol.maxChunkBodyBytes
         case .chunkBatch: return WireProtocol.maxChunkBatchBodyBytes
-        case .missingChunks, .commit, .commitBatch: return WireProtocol.maxJSONBodyBytes
+        case .missingChunks, .commit, .commitBatch, .commitAllOrNothing: return WireProtocol.maxJSONBodyBytes
         case .lock, .unlock, .renewLocks, .releaseLocks: return WireProtocol.maxLockBodyBytes
         case .login: return WireProtocol.maxLoginBodyBytes
         case .setMember, .createLink, .setRetention: return WireProtocol.maxLoginBodyBytes
@@ -158,7 +161,7 @@ public enum Endpoint: String, CaseIterable, Sendable {
     var isChunkUpload: Bool { self == .putChunk || self == .chunkBatch }
 
     /// The batch endpoints (`WireProtocol.Feature`): a server older than them has none.
-    var isBatch: Bool { self == .commitBatch || self == .chunkBatch }
+    var isBatch: Bool { self == .commitBatch || self == .commitAllOrNothing || self == .chunkBatch }
 }
 
 /// Where a request path leads: one endpoint with the placeholders it filled, a known path with

@@ -2,9 +2,10 @@ import Hummingbird
 import NIOCore
 import SyncBackend
 
-/// `POST .../commits/batch` and `POST .../chunks/batch` (doc/PROTOCOL.md "Batches"): the
-/// container's `commit(batch:)` and `putChunks`, every change and chunk checked as its single
-/// endpoint checks it, the whole batch before anything is stored.
+/// `POST .../commits/batch`, `POST .../commits/all-or-nothing` and `POST .../chunks/batch`
+/// (doc/PROTOCOL.md "Batches"): the container's `commit(batch:)`, `commit(allOrNothing:)` and
+/// `putChunks`, every change and chunk checked as its single endpoint checks it, the whole batch
+/// before anything is stored.
 extension SyncResponder {
     /// `200` with one outcome per change, refusals included. Over `CommitBatch.maximumChanges`
     /// changes: `413`; a change that breaks the limits of `POST .../commits` (`CommitLimits`) or
@@ -19,17 +20,7 @@ extension SyncResponder {
     }
 
     private func commitBatch(_ requests: [CommitRequest], _ call: Call) async throws(WireFailure) -> Response {
-        guard requests.count <= CommitBatch.maximumChanges else {
-            throw WireFailure(
-                .tooLarge, "a batch of \(requests.count) changes; at most \(CommitBatch.maximumChanges)")
-        }
-        for (index, request) in requests.enumerated() {
-            do {
-                try Self.checkAlone(request)
-            } catch {
-                throw WireFailure(error.code, "change \(index) of the batch (entry \(request.id)): \(error.message)")
-            }
-        }
+        try Self.checkChanges(requests)
         let outcomes = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try CommitBatch.check(requests)
             return try await call.container.commit(batch: requests)
@@ -46,6 +37,56 @@ extension SyncResponder {
             })
         let estimate = outcomes.reduce(64) { $0 + Self.estimatedBytes(of: $1) }
         return await JSONResponse.make(CommitBatchResponse(outcomes: outcomes), status: 200, estimatedBytes: estimate)
+    }
+
+    /// `200` with an `AllOrNothingOutcome`: every change committed, or none and the first
+    /// refused one named. The body, its limits and checks are a batch's (`commitBatch`); so is
+    /// the audit line (all its changes committed, or all refused).
+    func commitAllOrNothing(_ call: Call) async throws(WireFailure) -> Response {
+        try await decodingJSON(CommitBatchRequest.self, of: call) { batch throws(WireFailure) in
+            try await commitAllOrNothing(batch.changes, call)
+        }
+    }
+
+    private func commitAllOrNothing(_ requests: [CommitRequest], _ call: Call) async throws(WireFailure) -> Response {
+        try Self.checkChanges(requests)
+        let answer = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try CommitBatch.check(requests)
+            return try await call.container.commit(allOrNothing: requests)
+        }
+        let estimate: Int
+        switch answer {
+        case .committed(let entries):
+            guard entries.count == requests.count else {
+                throw WireFailure(
+                    .storageFailure, "the container committed \(entries.count) entries for \(requests.count) changes")
+            }
+            estimate = entries.reduce(64) { $0 + 64 + ChangePage.estimatedBytes(of: $1) }
+        case .refused(let index, let outcome):
+            guard requests.indices.contains(index) else {
+                throw WireFailure(
+                    .storageFailure, "the container refused change \(index) of \(requests.count) changes")
+            }
+            estimate = 64 + Self.estimatedBytes(of: outcome)
+        }
+        noteCommits(call, changes: requests.count, committed: answer.isCommitted ? requests.count : 0)
+        return await JSONResponse.make(answer, status: 200, estimatedBytes: estimate)
+    }
+
+    /// The checks of a batch's changes before the container sees any: their count (`413`), and
+    /// each change alone (`checkAlone`; `400` naming the change).
+    private static func checkChanges(_ requests: [CommitRequest]) throws(WireFailure) {
+        guard requests.count <= CommitBatch.maximumChanges else {
+            throw WireFailure(
+                .tooLarge, "a batch of \(requests.count) changes; at most \(CommitBatch.maximumChanges)")
+        }
+        for (index, request) in requests.enumerated() {
+            do {
+                try Self.checkAlone(request)
+            } catch {
+                throw WireFailure(error.code, "change \(index) of the batch (entry \(request.id)): \(error.message)")
+            }
+        }
     }
 
     /// The checks of one change that need no container: `CommitLimits`, `RequestValidation`.

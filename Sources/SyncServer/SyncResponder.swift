@@ -285,6 +285,7 @@ struct SyncResponder: HTTPResponder {
         case .entry: return try await entry(call)
         case .commit: return try await commit(call)
         case .commitBatch: return try await commitBatch(call)
+        case .commitAllOrNothing: return try await commitAllOrNothing(call)
         case .chunkBatch: return try await chunkBatch(call)
         case .changes: return try await changes(call)
         case .wait: return try await wait(call)

@@ -93,6 +93,11 @@ final class OutageFileContainer: Container, ContainerHistory {
         return try await base.commit(batch: requests)
     }
 
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome {
+        try admit()
+        return try await base.commit(allOrNothing: requests)
+    }
+
     func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try admit()
         try await base.putChunks(chunks)

@@ -56,6 +56,28 @@ struct BatchForwardingTests {
         #expect(await protocolError { try await wrapper.putChunks(tooMany) }?.isInvalidRequest == true)
         #expect(try await base.missingChunks([tooMany[0].hash]) == [tooMany[0].hash])
     }
+
+    /// All or nothing reaches the base whole: a refusal stores nothing there, a success all.
+    @Test(arguments: Wrapper.allCases)
+    func anAllOrNothingCommitIsForwardedWhole(kind: Wrapper) async throws {
+        let (wrapper, base, directory) = try Self.make(kind)
+        defer { if let directory { try? FileManager.default.removeItem(atPath: directory) } }
+        let folder = FileID.random()
+        let refusedLast = [
+            putRequest(folder, directoryState("folder")), putRequest(.random(), fileState("one", in: folder)),
+            putRequest(.random(), fileState("orphan", in: .random())),
+        ]
+        #expect(try await wrapper.commit(allOrNothing: refusedLast) == .refused(index: 2, outcome: .parentMissing))
+        #expect(try await base.wholeFeed().isEmpty, "nothing of a refused call reaches the base")
+
+        let answer = try await wrapper.commit(allOrNothing: Array(refusedLast.prefix(2)))
+        guard case .committed(let entries) = answer else {
+            Issue.record("not committed: \(answer)")
+            return
+        }
+        #expect(try await base.wholeFeed() == entries)
+        #expect(entries.map(\.id) == refusedLast.prefix(2).map(\.id))
+    }
 }
 
 /// A `ForwardingTestContainer` that adds nothing.

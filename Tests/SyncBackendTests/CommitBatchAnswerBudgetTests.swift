@@ -23,6 +23,20 @@ struct CommitBatchAnswerBudgetTests {
         #expect(throws: Never.self) { try CommitBatch.checkAnswer([.nameTaken(by: huge), .parentMissing]) }
     }
 
+    /// An all-or-nothing answer costs what it carries: one refusal, however many changes were
+    /// decided, or every committed entry.
+    @Test func anAllOrNothingAnswerIsCheckedAsItIsSent() {
+        let huge = entry(chunks: 100_000)
+        let refusals = [CommitOutcome](repeating: .nameTaken(by: huge), count: 1_000)
+        let refused = AllOrNothingOutcome(deciding: [.committed(entry(chunks: 1))] + refusals)
+        #expect(refused == .refused(index: 1, outcome: .nameTaken(by: huge)))
+        #expect(throws: Never.self) { try CommitBatch.checkAnswer(refused) }
+        let many = (0..<1_000).map { _ in entry(chunks: 1_000) }
+        let committed = AllOrNothingOutcome(deciding: many.map(CommitOutcome.committed))
+        #expect(committed == .committed(many))
+        #expect(throws: ContainerProtocolError.self) { try CommitBatch.checkAnswer(committed) }
+    }
+
     @Test func aFullBatchOfOrdinaryAnswersPasses() {
         let outcomes = (0..<CommitBatch.maximumChanges).map { _ in CommitOutcome.committed(entry(chunks: 4)) }
         #expect(throws: Never.self) { try CommitBatch.checkAnswer(outcomes) }

@@ -161,6 +161,9 @@ private final class WrappedSource: Container {
     func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
         try await base.commit(request)
     }
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome {
+        try await base.commit(allOrNothing: requests)
+    }
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         let batch = try await base.changes(after: cursor, limit: limit)
         do { return try await rewrite(batch) } catch { throw .unavailable("\(error)") }

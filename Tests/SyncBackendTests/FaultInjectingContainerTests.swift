@@ -16,6 +16,7 @@ struct FaultInjectingContainerTests {
             { _ = try await faulty.entry(.root) },
             { _ = try await faulty.put(.random(), base: 0, directoryState("d")) },
             { _ = try await faulty.commit(batch: [putRequest(.random(), directoryState("d"))]) },
+            { _ = try await faulty.commit(allOrNothing: [putRequest(.random(), directoryState("d"))]) },
             { try await faulty.putChunks([chunk]) },
             { _ = try await faulty.changes(after: .beginning, limit: 1) },
             { _ = try await faulty.waitForChanges(after: .beginning, timeout: .seconds(1)) },
@@ -60,6 +61,21 @@ struct FaultInjectingContainerTests {
         let outcomes = try await faulty.commit(batch: batch)
         #expect(try await faulty.base.wholeFeed() == outcomes.compactMap(\.committedEntry))
         #expect(faulty.callCount(.commitBatch) == 2 && faulty.callCount(.commit) == 0)
+    }
+
+    /// The same for all or nothing: a queued failure throws before the base is reached, a lost
+    /// answer after the base committed every change.
+    @Test func anAllOrNothingCommitTakesFaultsAsABatchDoes() async throws {
+        let faulty = FaultInjectingContainer(InMemoryContainer())
+        let requests = [putRequest(.random(), directoryState("a")), putRequest(.random(), directoryState("b"))]
+        faulty.failNext(1, .commitAllOrNothing, with: .storageFailure("disk full"))
+        #expect(
+            await protocolError { _ = try await faulty.commit(allOrNothing: requests) } == .storageFailure("disk full"))
+        #expect(try await faulty.base.wholeFeed().isEmpty)
+        faulty.loseNextCommitAnswers()
+        #expect(await protocolError { _ = try await faulty.commit(allOrNothing: requests) }?.isUnavailable == true)
+        #expect(try await faulty.base.wholeFeed().map(\.id) == requests.map(\.id))
+        #expect(faulty.callCount(.commitAllOrNothing) == 2 && faulty.callCount(.commitBatch) == 0)
     }
 
     /// A `putChunks` that fails part-way leaves exactly its first chunks stored, each whole.

@@ -55,6 +55,10 @@ import Testing
                 .POST, fixture.path("/commits/batch"), json: CommitBatchRequest(changes: [commit]),
                 auth: .token(viewer.token))
             #expect(batch.status == 403)
+            let allOrNothing = try await fixture.send(
+                .POST, fixture.path("/commits/all-or-nothing"), json: CommitBatchRequest(changes: [commit]),
+                auth: .token(viewer.token))
+            #expect(allOrNothing.status == 403 && allOrNothing.code == .forbidden, "\(allOrNothing.text)")
             let lock = try await fixture.send(.POST, fixture.path("/locks"), body: Array("{}".utf8), viewer.token)
             #expect(lock.status == 403)
             // Nothing reached the container: the commit's entry does not exist.

@@ -98,6 +98,9 @@ import Testing
                 case ("POST", _, _) where row.path.hasSuffix("/commits/batch"):
                     let batch = CommitBatchRequest(changes: [Sample.create(Sample.directory("doc batch"))])
                     reply = try await fixture.send(.POST, target, json: batch)
+                case ("POST", _, _) where row.path.hasSuffix("/commits/all-or-nothing"):
+                    let call = CommitBatchRequest(changes: [Sample.create(Sample.directory("doc all or nothing"))])
+                    reply = try await fixture.send(.POST, target, json: call)
                 case ("POST", _, _) where row.path.hasSuffix("/chunks/batch"):
                     let batch = try ChunkBatchFormat.encode([Sample.chunk(Array("a batch's chunk".utf8))])
                     reply = try await fixture.send(.POST, target, body: batch)
@@ -236,12 +239,15 @@ import Testing
             "TreeDigest", "LockRequest", "LockResponse", "LockRelease", "LockRenewal", "LockSessionRelease", "LockList",
             "CommitBatchRequest", "CommitBatchResponse", "LoginRequest", "LoginGrant", "LinkInfo", "LinkListing",
             "LinkUploadAnswer", "LinkOrderRequest", "CreatedLink", "MemberChange", "RetentionPolicy",
+            "AllOrNothingOutcome",
         ] {
             #expect(decoded[type] != nil, "no \(type) example")
         }
         let changes = (decoded["CommitRequest"] ?? []).compactMap { ($0 as? CommitRequest)?.change }
         #expect(changes.contains { if case .put = $0 { true } else { false } }, "no put example")
         #expect(changes.contains(.delete), "no delete example")
+        let atomic = (decoded["AllOrNothingOutcome"] ?? []).compactMap { $0 as? AllOrNothingOutcome }
+        #expect(atomic.contains { $0.isCommitted } && atomic.contains { !$0.isCommitted }, "both answers")
         let outcomes = (decoded["CommitOutcome"] ?? []).compactMap { $0 as? CommitOutcome }
         #expect(outcomes.contains { if case .committed = $0 { true } else { false } }, "no committed example")
         #expect(outcomes.contains { if case .versionConflict = $0 { true } else { false } }, "no conflict example")
@@ -276,6 +282,7 @@ import Testing
         case "LockList": return try decoder.decode(LockList.self, from: data)
         case "CommitBatchRequest": return try decoder.decode(CommitBatchRequest.self, from: data)
         case "CommitBatchResponse": return try decoder.decode(CommitBatchResponse.self, from: data)
+        case "AllOrNothingOutcome": return try decoder.decode(AllOrNothingOutcome.self, from: data)
         case "LinkInfo": return try decoder.decode(LinkInfo.self, from: data)
         case "LinkListing": return try decoder.decode(LinkListing.self, from: data)
         case "LinkUploadAnswer": return try decoder.decode(LinkUploadAnswer.self, from: data)

@@ -68,15 +68,30 @@ public final class InMemoryContainer: Container {
         try CommitBatch.check(requests)
         let outcomes = try state.withLock { (state: inout State) throws(ContainerProtocolError) -> [CommitOutcome] in
             var working = state
-            var outcomes: [CommitOutcome] = []
-            outcomes.reserveCapacity(requests.count)
-            for request in requests { outcomes.append(try working.apply(request)) }
+            let outcomes = try working.apply(batch: requests)
             try CommitBatch.checkAnswer(outcomes)
             state = working
             return outcomes
         }
         if outcomes.contains(where: { if case .committed = $0 { true } else { false } }) { notifier.notify() }
         return outcomes
+    }
+
+    /// Decided on a copy of the state as a batch is, which replaces the state only if every
+    /// change was committed.
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try CommitBatch.check(requests)
+        let answer = try state.withLock { (state: inout State) throws(ContainerProtocolError) -> AllOrNothingOutcome in
+            var working = state
+            let answer = AllOrNothingOutcome(deciding: try working.apply(batch: requests))
+            try CommitBatch.checkAnswer(answer)
+            if answer.isCommitted { state = working }
+            return answer
+        }
+        if case .committed(let entries) = answer, !entries.isEmpty { notifier.notify() }
+        return answer
     }
 
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
@@ -133,6 +148,14 @@ public final class InMemoryContainer: Container {
 }
 
 extension InMemoryContainer.State {
+    /// Decides and applies `requests` in order (`apply` each), the caller holding the lock.
+    mutating func apply(batch requests: [CommitRequest]) throws(ContainerProtocolError) -> [CommitOutcome] {
+        var outcomes: [CommitOutcome] = []
+        outcomes.reserveCapacity(requests.count)
+        for request in requests { outcomes.append(try apply(request)) }
+        return outcomes
+    }
+
     /// Decides `request` against this state and applies it if allowed (the caller holds the lock).
     mutating func apply(_ request: CommitRequest) throws(ContainerProtocolError) -> CommitOutcome {
         switch try CommitRules.decide(request, in: InMemoryContainer.Lookup(state: self)) {

@@ -104,6 +104,20 @@ public final class LocalContainer: Container {
         }
     }
 
+    /// One database transaction, committed only if every change is (`LocalEntryStore`), and one
+    /// change signal for it.
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try CommitBatch.check(requests)
+        guard !requests.isEmpty else { return .committed([]) }
+        return try await LocalFileIO.offload { [entries, chunks, signal] () throws(ContainerProtocolError) in
+            let answer = try entries.commit(allOrNothing: requests, chunks: chunks)
+            if answer.isCommitted { signal.post() }
+            return answer
+        }
+    }
+
     /// The chunk files are written and made durable together (`LocalChunkStore.store(batch:)`).
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try CommitBatch.check(chunks)

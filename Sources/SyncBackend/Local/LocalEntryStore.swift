@@ -79,15 +79,47 @@ final class LocalEntryStore: Sendable {
     {
         try withConnection { connection in
             try connection.transaction { () throws -> [CommitOutcome] in
-                let lookup = Lookup(connection: connection, chunks: chunks)
-                var outcomes: [CommitOutcome] = []
-                outcomes.reserveCapacity(requests.count)
-                for request in requests { outcomes.append(try Self.decideAndApply(request, lookup: lookup)) }
+                let outcomes = try Self.decideAndApply(requests, lookup: Lookup(connection: connection, chunks: chunks))
                 // Within the transaction: an answer too large to send rolls the batch back.
                 try CommitBatch.checkAnswer(outcomes)
                 return outcomes
             }
         }
+    }
+
+    /// The batch's transaction (`commit(batch:chunks:)`), committed only if every change was:
+    /// a refusal rolls it back whole, so nothing is stored and no version used.
+    func commit(allOrNothing requests: [CommitRequest], chunks: LocalChunkStore) throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try withConnection { connection in
+            do {
+                return try connection.transaction { () throws -> AllOrNothingOutcome in
+                    let outcomes = try Self.decideAndApply(
+                        requests, lookup: Lookup(connection: connection, chunks: chunks))
+                    let answer = AllOrNothingOutcome(deciding: outcomes)
+                    try CommitBatch.checkAnswer(answer)
+                    if !answer.isCommitted { throw RolledBack(answer: answer) }
+                    return answer
+                }
+            } catch let rolledBack as RolledBack {
+                return rolledBack.answer
+            }
+        }
+    }
+
+    /// Thrown out of an all-or-nothing transaction to roll it back; carries the refusal.
+    private struct RolledBack: Error {
+        let answer: AllOrNothingOutcome
+    }
+
+    /// `requests` decided and applied in order inside the caller's transaction: the lookups of a
+    /// change see the rows the changes before it wrote.
+    private static func decideAndApply(_ requests: [CommitRequest], lookup: Lookup) throws -> [CommitOutcome] {
+        var outcomes: [CommitOutcome] = []
+        outcomes.reserveCapacity(requests.count)
+        for request in requests { outcomes.append(try decideAndApply(request, lookup: lookup)) }
+        return outcomes
     }
 
     /// One change inside the caller's transaction: the rules, then the row and the counter.

@@ -148,6 +148,14 @@ public final class ReconnectingContainer: Container {
         }
     }
 
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        try await forward { (container) async throws(ContainerProtocolError) in
+            try await container.commit(allOrNothing: requests)
+        }
+    }
+
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try await forward { (container) async throws(ContainerProtocolError) in try await container.putChunks(chunks) }
     }

@@ -49,6 +49,16 @@ public protocol Container: Sendable {
     /// and stores nothing.
     func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome]
 
+    /// Commits `requests` together or not at all: each is decided as `commit(batch:)` decides it,
+    /// in order, against the container as the changes before it left it; if every one would
+    /// commit, all are committed and become visible together (`.committed`, entries in request
+    /// order, at consecutive versions); otherwise nothing is stored, no version is used, and the
+    /// answer names the first refused change (`.refused`). Malformed batches (`CommitBatch.check`,
+    /// a request `commit` would refuse as `invalidRequest`, an answer over
+    /// `CommitBatch.maximumAnswerBytes`) throw and store nothing, as for `commit(batch:)`; so does
+    /// a storage failure. No default: a container that cannot make it atomic must not pretend to.
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome
+
     /// Stores several chunks (each as `putChunk` would; idempotent). At most
     /// `CommitBatch.maximumChunks` chunks and `CommitBatch.maximumChunkBytes` encoded bytes
     /// (else `invalidRequest`, nothing stored). A failure may leave some of them stored, each

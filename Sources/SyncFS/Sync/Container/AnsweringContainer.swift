@@ -56,6 +56,12 @@ struct AnsweringContainer: Container {
         return outcomes
     }
 
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome {
+        let answer = try await base.commit(allOrNothing: requests)
+        answered()
+        return answer
+    }
+
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         let batch = try await base.changes(after: cursor, limit: limit)
         answered()

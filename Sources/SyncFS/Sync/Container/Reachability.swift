@@ -133,6 +133,10 @@ struct ReachabilityWatchingContainer: Container {
         try await watch { () async throws(ContainerProtocolError) in try await base.commit(batch: requests) }
     }
 
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome {
+        try await watch { () async throws(ContainerProtocolError) in try await base.commit(allOrNothing: requests) }
+    }
+
     func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         try await watch { () async throws(ContainerProtocolError) in try await base.changes(after: cursor, limit: limit)
         }

@@ -10,7 +10,8 @@ import SyncBackend
 ///   its child waiting), never as a deletion.
 /// - A commit answer that carries a failing entry becomes `unavailable`: the upload stays queued
 ///   and is retried with backoff, its error visible in `status`. In a batch's answer only that
-///   change's outcome is set aside (`commit(batch:)`).
+///   change's outcome is set aside (`commit(batch:)`); an all-or-nothing answer is checked
+///   whole (`commit(allOrNothing:)`).
 ///
 /// Core checks each entry again where it is applied (`RemoteChanges.plan`).
 struct ValidatingContainer: Container {
@@ -70,6 +71,35 @@ struct ValidatingContainer: Container {
                 return .versionConflict(current: nil)
             }
         }
+    }
+
+    /// Checked whole, as a single commit's answer is: `committed` must carry one entry per
+    /// request, each its request's and passing; `refused` must name a change of the call with a
+    /// refusal that answers it (checked as a single commit's). Any failure makes the whole answer
+    /// `unavailable`: the changes may all be committed, and none can be set aside alone.
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome {
+        let answer = try await base.commit(allOrNothing: requests)
+        switch answer {
+        case .committed(let entries):
+            guard entries.count == requests.count else {
+                throw .unavailable(
+                    "the container committed \(entries.count) entries for \(requests.count) changes all or nothing")
+            }
+            for (request, entry) in zip(requests, entries) { _ = try check(.committed(entry), of: request) }
+        case .refused(let index, let outcome):
+            guard requests.indices.contains(index), !Self.isCommitted(outcome) else {
+                throw .unavailable(
+                    "the container refused \(requests.count) changes all or nothing naming change \(index) "
+                        + "with \(outcome)")
+            }
+            _ = try check(outcome, of: requests[index])
+        }
+        return answer
+    }
+
+    private static func isCommitted(_ outcome: CommitOutcome) -> Bool {
+        if case .committed = outcome { return true }
+        return false
     }
 
     /// `outcome` if the entry it carries passes and is the requested entry where it must be (a
