@@ -111,7 +111,8 @@ public struct S3ChunkBlobStore: ChunkBlobStore {
         guard let body = fetched, body.count <= Self.maxObjectBytes else { throw .corruptChunk(hash) }
         return try await Self.offload { () throws(ContainerProtocolError) -> EncodedChunk in
             guard let chunk = LocalChunkFile.decode(Array(body), hash: hash) else { throw .corruptChunk(hash) }
-            _ = try ChunkCodec.decode(chunk)  // length and SHA-256, or corruptChunk(hash)
+            try ChunkCodec.verifyShape(chunk)  // length and SHA-256 (a sealed chunk: length), or corruptChunk
+
             return chunk
         }
     }

@@ -201,6 +201,7 @@ extension SyncResponder {
         }
         let file = try await place.entry(path.names, "the file")
         guard file.state.kind == .file else { throw WireFailure(.notFound, "the path is not a file") }
+        let first = try await Self.firstChunk(of: file, in: place.container)
         try bandwidth?.mayFetch(container: link.container)
         let ticket = try enterTransfer(link, address: address)
         let counted: Bool
@@ -221,11 +222,12 @@ extension SyncResponder {
         let body = ResponseBody(contentLength: Int(file.state.size)) { writer in
             // The ticket is given back when this writer ends (or is dropped unrun).
             defer { withExtendedLifetime(ticket) {} }
-            for reference in manifest {
+            for (index, reference) in manifest.enumerated() {
                 if let bandwidth {
                     try await Self.pace(bandwidth, Int(reference.length), .download, container: link.container)
                 }
-                let chunk = try await container.chunk(reference.hash)
+                let chunk: EncodedChunk
+                if index == 0, let first { chunk = first } else { chunk = try await container.chunk(reference.hash) }
                 let plain = try await Offload.run { () throws(ContainerProtocolError) -> [UInt8] in
                     try ChunkCodec.decode(chunk)
                 }
@@ -243,6 +245,23 @@ extension SyncResponder {
                 HTTPField.Name("X-Content-Type-Options")!: "nosniff",
                 .contentSecurityPolicy: "default-src 'none'; sandbox",
             ], body: body)
+    }
+
+    /// The first chunk of `file`, read before the answer begins (nil for an empty file). A sealed
+    /// chunk is a client's ciphertext, never content: `403`, nothing sent. (A sealed chunk further
+    /// on ends the answer's body short: `ChunkCodec.decode` refuses it.)
+    private static func firstChunk(of file: RemoteEntry, in container: any Container) async throws(WireFailure)
+        -> EncodedChunk?
+    {
+        guard let reference = file.state.manifest.first else { return nil }
+        let chunk = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+            try await container.chunk(reference.hash)
+        }
+        guard chunk.encoding != .sealed else {
+            throw WireFailure(
+                .forbidden, "the file is sealed (encrypted by its clients): a share link cannot serve its content")
+        }
+        return chunk
     }
 
     /// A place among the link transfers in progress (`LinkTraffic`), or `429`/`503`.

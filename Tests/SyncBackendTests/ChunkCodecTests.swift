@@ -101,6 +101,30 @@ struct ChunkCodecTests {
         #expect(throws: ContainerProtocolError.corruptChunk(raw.hash)) { try ChunkCodec.decode(raw) }
     }
 
+    /// A sealed chunk is never plain content: not even one whose payload is exactly its plain
+    /// bytes and whose name is their SHA-256 decodes. What a container can check of it is its
+    /// length (`verifyShape`), and for the others `verifyShape` is `decode`.
+    @Test func sealedChunksNeverDecodeAndHaveOnlyTheirLengthChecked() throws {
+        var sealed = encode(Self.random)
+        sealed.encoding = .sealed
+        #expect(throws: ContainerProtocolError.corruptChunk(sealed.hash)) { try ChunkCodec.decode(sealed) }
+        #expect(throws: Never.self) { try ChunkCodec.verifyShape(sealed) }
+        let named = EncodedChunk(
+            hash: ChunkHash(bytes: SeededGenerator.bytes(count: 32, seed: 7))!, encoding: .sealed, plainLength: 3,
+            payload: [1, 2, 3])
+        #expect(throws: Never.self) { try ChunkCodec.verifyShape(named) }
+        var short = named
+        short.plainLength = 4
+        #expect(throws: ContainerProtocolError.corruptChunk(short.hash)) { try ChunkCodec.verifyShape(short) }
+        #expect(throws: ContainerProtocolError.self) { try ChunkValidation.check(short) }
+        #expect(throws: Never.self) { try ChunkValidation.check(named) }
+
+        var flipped = encode(Self.text)
+        flipped.payload[10] ^= 0xFF
+        #expect(throws: ContainerProtocolError.corruptChunk(flipped.hash)) { try ChunkCodec.verifyShape(flipped) }
+        #expect(throws: Never.self) { try ChunkCodec.verifyShape(encode(Self.text)) }
+    }
+
     @Test func reusedEncoderMatchesOneShotEncoding() throws {
         for level in [Int32(0), 1, 6, 9] {
             let encoder = ChunkEncoder(level: level)

@@ -98,6 +98,38 @@ import Testing
         #expect(try await feed(destination).isEmpty)
     }
 
+    /// Sealed chunks (a client's ciphertext, named by a MAC the copier cannot check) are copied
+    /// byte for byte; one whose payload is not its length is damaged and never copied.
+    @Test(arguments: Destination.allCases)
+    func sealedChunksAreCopiedAsTheyAre(_ kind: Destination) async throws {
+        let source = try LocalContainer.openOrCreate(at: try makeTemporaryDirectory() + "/source")
+        let sealed = [
+            ContainerSealedChunkConformanceTests.sealedChunk(5_000, seed: 11),
+            ContainerSealedChunkConformanceTests.sealedChunk(20, seed: 12),
+        ]
+        try await source.putChunks(sealed)
+        let file = try await source.mustPut(.random(), base: 0, fileState("sealed", chunks: sealed))
+        let destination = try await makeDestination(kind, id: source.containerID)
+        let report = try await ContainerCopier.copy(from: source, to: destination)
+        #expect(report.chunksCopied == sealed.count)
+        for chunk in sealed { #expect(try await destination.chunk(chunk.hash) == chunk) }
+        #expect(try await destination.entry(file.id) == file)
+
+        // A sealed chunk file cut short on disk: its payload is no longer its length.
+        let damaged = ContainerSealedChunkConformanceTests.sealedChunk(300, seed: 13)
+        try await source.putChunk(damaged)
+        try await source.mustPut(.random(), base: 0, fileState("damaged", chunks: [damaged]))
+        let hex = damaged.hash.hex
+        let path = source.path + "/chunks/\(hex.prefix(2))/\(hex)"
+        let bytes = try #require(FileManager.default.contents(atPath: path))
+        try bytes.dropLast().write(to: URL(fileURLWithPath: path))
+        let second = try await makeDestination(.local, id: source.containerID)
+        await #expect(throws: ContainerCopyError.damagedChunk(damaged.hash, "its sealed payload is not its length")) {
+            _ = try await ContainerCopier.copy(from: source, to: second)
+        }
+        #expect(try await second.missingChunks([damaged.hash]) == [damaged.hash])
+    }
+
     @Test func aSourceThatChangesDuringTheCopyIsRefused() async throws {
         let (source, _) = try await makeSource()
         let destination = try await makeDestination(.local, id: source.containerID)

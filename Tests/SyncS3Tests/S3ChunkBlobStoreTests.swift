@@ -113,6 +113,27 @@ import Testing
         }
     }
 
+    /// A sealed chunk (a client's ciphertext, named by a MAC the store cannot check) is stored and
+    /// read back byte for byte; an object of it whose payload is not its plain length is corrupt.
+    @Test func sealedChunksRoundTripAndAreCheckedForTheirLength() async throws {
+        try await Self.withStores { stores, _ in
+            let store = stores[0]
+            let payload = Self.bytes(150_000, seed: 21)
+            let sealed = EncodedChunk(
+                hash: ChunkHash(bytes: Self.bytes(32, seed: 22))!, encoding: .sealed, plainLength: payload.count,
+                payload: payload)
+            try await store.put(sealed)
+            #expect(try await store.get(sealed.hash) == sealed)
+            let object = try await store.client.get(S3ChunkBlobStore.key(sealed.hash))
+            #expect(Array(object) == LocalChunkFile.encode(sealed) && object[5] == 2)
+
+            var cut = LocalChunkFile.encode(sealed)
+            cut.removeLast()
+            try await store.client.put(S3ChunkBlobStore.key(sealed.hash), data: Data(cut))
+            await #expect(throws: ContainerProtocolError.corruptChunk(sealed.hash)) { try await store.get(sealed.hash) }
+        }
+    }
+
     /// A second put of a stored chunk succeeds without writing: RGW answers the conditional PUT
     /// with 412 and the HEAD finds the object's size right.
     @Test func putTwiceKeepsTheObject() async throws {

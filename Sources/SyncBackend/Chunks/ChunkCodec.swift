@@ -6,7 +6,12 @@ import Crypto
 /// Contract:
 /// - `encode` never fails: a chunk zlib does not shrink (or that zlib cannot compress) is stored raw.
 /// - `decode` trusts nothing in the chunk: it returns bytes only if the payload decodes to exactly
-///   `plainLength` bytes whose SHA-256 is `hash`; anything else is `corruptChunk(hash)`.
+///   `plainLength` bytes whose SHA-256 is `hash`; anything else is `corruptChunk(hash)`. A sealed
+///   chunk (`ChunkEncoding.sealed`) is never plain content: `decode` refuses it
+///   (`corruptChunk`), so nothing above the client that sealed it can take its ciphertext for a
+///   file's bytes.
+/// - `verifyShape` is what a container can check of a chunk it stores or copies: a plain chunk
+///   decodes to its hash; a sealed one only has its length checked.
 /// - The zlib payload is the zlib format (RFC 1950: header, deflate data, Adler-32), not raw
 ///   deflate, and holds exactly one stream with nothing after it.
 public enum ChunkCodec {
@@ -26,7 +31,8 @@ public enum ChunkCodec {
     }
 
     /// Decodes and verifies: the payload must decode (zlib or raw) to exactly `plainLength` bytes whose SHA-256 is
-    /// `chunk.hash`; otherwise throws ContainerProtocolError.corruptChunk(chunk.hash).
+    /// `chunk.hash`; otherwise throws ContainerProtocolError.corruptChunk(chunk.hash). A sealed chunk is always
+    /// `corruptChunk`: its payload is ciphertext, never plain content.
     ///
     /// At most `plainLength` bytes are allocated, and only when `plainLength` is plausible for the payload's size
     /// (deflate cannot expand more than 1032:1), so a forged length cannot make the reader allocate without bound.
@@ -41,9 +47,23 @@ public enum ChunkCodec {
                 throw .corruptChunk(chunk.hash)
             }
             plain = decompressed
+        case .sealed:
+            throw .corruptChunk(chunk.hash)
         }
         guard plain.withUnsafeBytes({ hash($0) }) == chunk.hash else { throw .corruptChunk(chunk.hash) }
         return plain
+    }
+
+    /// Checks `chunk` as far as a container can, throwing `corruptChunk(chunk.hash)` otherwise: a
+    /// sealed chunk's payload holds exactly `plainLength` bytes (its name is a keyed MAC only its
+    /// client can check); any other chunk decodes to its hash (`decode`). CPU-heavy for a plain
+    /// chunk (zlib and SHA-256), as `decode`.
+    public static func verifyShape(_ chunk: EncodedChunk) throws(ContainerProtocolError) {
+        guard chunk.encoding == .sealed else {
+            _ = try decode(chunk)
+            return
+        }
+        guard chunk.plainLength >= 0, chunk.payload.count == chunk.plainLength else { throw .corruptChunk(chunk.hash) }
     }
 
     /// Exactly `plainLength` bytes decoded from `payload`, or nil if the payload is not one complete zlib stream

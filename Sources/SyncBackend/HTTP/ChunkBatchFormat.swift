@@ -1,8 +1,8 @@
 /// The body of `POST .../chunks/batch` (doc/PROTOCOL.md "Batches"): the chunks one after
 /// another, each one frame, nothing before the first or after the last:
 ///
-///     32 bytes  the chunk's hash (SHA-256 of its plain bytes)
-///      1 byte   its encoding: 0 raw, 1 zlib
+///     32 bytes  the chunk's hash (SHA-256 of its plain bytes; a sealed chunk's name)
+///      1 byte   its encoding: 0 raw, 1 zlib, 2 sealed
 ///      4 bytes  its plain length, unsigned big-endian (at most `WireProtocol.maxChunkPlainLength`)
 ///      4 bytes  its payload length N, unsigned big-endian (at most `WireProtocol.maxChunkBodyBytes`)
 ///      N bytes  its payload
@@ -45,6 +45,7 @@ public enum ChunkBatchFormat {
         switch encoding {
         case .raw: return 0
         case .zlib: return 1
+        case .sealed: return 2
         }
     }
 
@@ -52,6 +53,7 @@ public enum ChunkBatchFormat {
         switch byte {
         case 0: return .raw
         case 1: return .zlib
+        case 2: return .sealed
         default: return nil
         }
     }
@@ -129,7 +131,8 @@ public struct ChunkBatchParser: Sendable {
         }
         let hash = ChunkHash(bytes: Array(header[0..<32]))!
         guard let encoding = ChunkBatchFormat.encoding(byte: header[32]) else {
-            throw .malformed("chunk \(index) (\(hash)) has the encoding \(header[32]); 0 (raw) or 1 (zlib) only")
+            throw .malformed(
+                "chunk \(index) (\(hash)) has the encoding \(header[32]); 0 (raw), 1 (zlib) or 2 (sealed) only")
         }
         let plainLength = Self.bigEndian(header[33..<37])
         let length = Self.bigEndian(header[37..<41])

@@ -10,7 +10,7 @@ public enum WireProtocol {
     /// `Authorization: Bearer <token>` on every request but `GET /v1/health`.
     public static let authorizationScheme = "Bearer"
 
-    /// A chunk's payload encoding on `PUT`/`GET .../chunks/HASH`: `raw` or `zlib`.
+    /// A chunk's payload encoding on `PUT`/`GET .../chunks/HASH`: `raw`, `zlib` or `sealed`.
     public static let chunkEncodingHeader = "SyncFS-Chunk-Encoding"
     /// A chunk's plain (decoded) length in bytes, decimal.
     public static let plainLengthHeader = "SyncFS-Plain-Length"
@@ -83,6 +83,7 @@ public enum WireProtocol {
         switch encoding {
         case .raw: return "raw"
         case .zlib: return "zlib"
+        case .sealed: return "sealed"
         }
     }
 
@@ -91,6 +92,7 @@ public enum WireProtocol {
         switch name {
         case "raw": return .raw
         case "zlib": return .zlib
+        case "sealed": return .sealed
         default: return nil
         }
     }

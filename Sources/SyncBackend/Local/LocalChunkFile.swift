@@ -3,14 +3,15 @@
 ///     offset  size  field
 ///     0       4     magic "SFCK"
 ///     4       1     format version (1)
-///     5       1     encoding (`ChunkEncoding` raw value: 0 raw, 1 zlib)
+///     5       1     encoding (`ChunkEncoding` raw value: 0 raw, 1 zlib, 2 sealed)
 ///     6       2     reserved, zero
 ///     8       8     plain length, unsigned little-endian
 ///     16      …     the encoded payload, to the end of the file
 ///
 /// The hash is the file's name and is not repeated inside. The container does not verify the
 /// payload: a damaged header reads as `corruptChunk`, a damaged payload is returned as stored and
-/// the reader's decoder (which checks length and SHA-256) finds it.
+/// the reader's decoder (which checks length and SHA-256) finds it. A sealed chunk (encoding 2)
+/// is stored the same way, its payload the client's ciphertext, as it came.
 ///
 /// Public because an object store keeps the same bytes as its objects (`SyncS3`'s
 /// `S3ChunkBlobStore`): one chunk format on every backend.

@@ -62,16 +62,23 @@ public struct ChunkRef: Hashable, Sendable, Codable {
     }
 }
 
-/// How a chunk's payload is stored: zlib when that made it smaller, raw otherwise.
+/// How a chunk's payload is stored: zlib when that made it smaller, raw otherwise; sealed when a
+/// client encrypted it.
 public enum ChunkEncoding: UInt8, Sendable, Codable {
     case raw = 0
     case zlib = 1
+    /// A chunk a client encrypted: the container stores and serves it as is; `payload.count ==
+    /// plainLength`; its hash is a name the container cannot verify (a keyed MAC, not the SHA-256
+    /// of the payload): the client that reads it verifies it. Never plain content:
+    /// `ChunkCodec.decode` refuses it.
+    case sealed = 2
 }
 
 /// A chunk as it travels and is stored: its hash and plain length, and the encoded payload.
 ///
 /// Invariant (checked by the reader, never trusted): decoding `payload` gives `plainLength`
-/// bytes whose SHA-256 is `hash`.
+/// bytes whose SHA-256 is `hash`; for a sealed chunk, `payload` holds `plainLength` bytes and
+/// only the client that sealed it can check its name (`ChunkCodec.verifyShape`).
 public struct EncodedChunk: Sendable, Equatable {
     public var hash: ChunkHash
     public var encoding: ChunkEncoding

@@ -3,9 +3,10 @@
 package enum ChunkValidation {
     package static func check(_ chunk: EncodedChunk) throws(ContainerProtocolError) {
         guard chunk.plainLength >= 0 else { throw .invalidRequest("chunk \(chunk.hash) has a negative length") }
-        if chunk.encoding == .raw, chunk.payload.count != chunk.plainLength {
+        if chunk.encoding == .raw || chunk.encoding == .sealed, chunk.payload.count != chunk.plainLength {
             throw .invalidRequest(
-                "raw chunk \(chunk.hash) holds \(chunk.payload.count) bytes, not \(chunk.plainLength)")
+                "\(chunk.encoding == .raw ? "raw" : "sealed") chunk \(chunk.hash) holds \(chunk.payload.count) bytes, "
+                    + "not \(chunk.plainLength)")
         }
     }
 }

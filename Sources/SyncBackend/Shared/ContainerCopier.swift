@@ -62,7 +62,8 @@ public enum ContainerCopyError: Error, Equatable, CustomStringConvertible {
 /// - Entries go in feed (version) order, a page at a time; a page's chunks are stored (and
 ///   checked present) before its entries are imported, so the copy never names a chunk it lacks.
 /// - Every chunk read from the source is decoded and its SHA-256 compared with its name before
-///   it is stored; a damaged chunk stops the copy (`damagedChunk`). Every entry is checked
+///   it is stored (a sealed chunk, whose name only its client can check, has its length
+///   checked); a damaged chunk stops the copy (`damagedChunk`). Every entry is checked
 ///   against `EntryStateRules`, and the versions must rise strictly (`damagedEntry`): the
 ///   import bypasses the commit rules, so a hostile or damaged source is refused here.
 /// - Up to `concurrentChunks` chunks are copied at once; the first failure stops the rest.
@@ -170,10 +171,14 @@ public enum ContainerCopier {
         }
     }
 
-    /// Checks that `chunk` is the one asked for and decodes to bytes whose SHA-256 is its name
-    /// (`ChunkCodec.decode` verifies length and hash).
+    /// Checks that `chunk` is the one asked for and decodes to bytes whose SHA-256 is its name, or,
+    /// sealed, holds its plain length (`ChunkCodec.verifyShape`).
     static func verify(_ chunk: EncodedChunk, named hash: ChunkHash) throws(ContainerCopyError) {
         guard chunk.hash == hash else { throw .damagedChunk(hash, "the source returned chunk \(chunk.hash)") }
-        do { _ = try ChunkCodec.decode(chunk) } catch { throw .damagedChunk(hash, "its bytes do not match its hash") }
+        do { try ChunkCodec.verifyShape(chunk) } catch {
+            throw .damagedChunk(
+                hash,
+                chunk.encoding == .sealed ? "its sealed payload is not its length" : "its bytes do not match its hash")
+        }
     }
 }
