@@ -148,6 +148,7 @@ let package = Package(
             name: "syncfs-mount",
             dependencies: [
                 "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "SyncServerPostgres",
+                "SyncSealed",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -213,7 +214,7 @@ let package = Package(
             // and against PostgreSQL, with chunks on disk and in Ceph RGW (#16).
             dependencies: [
                 "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "SyncServerPostgres",
-                "SyncBackendTesting", "SyncServerTesting", "SyncPostgresTesting", "syncfs-mount",
+                "SyncBackendTesting", "SyncServerTesting", "SyncPostgresTesting", "syncfs-mount", "SyncSealed",
                 "TestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strict

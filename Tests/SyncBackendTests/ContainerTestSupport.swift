@@ -5,6 +5,7 @@ import SyncClient
 import SyncPostgres
 import SyncPostgresTesting
 import SyncS3
+import SyncSealed
 import SyncServer
 import SyncServerPostgres
 import SyncServerTesting
@@ -34,8 +35,24 @@ enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// path of a request to a deployed `serve --database … --chunk-store s3://…` (one server per
     /// test process, a fresh container and token per fixture).
     case httpPostgresS3
+    /// A `SealedContainer` (end-to-end encrypted) over an in-memory container, a local one, and
+    /// a real `SyncServer` on loopback (the blind server): everything the engine relies on holds
+    /// through the wrapper too.
+    case sealedInMemory
+    case sealedLocal
+    case sealedHTTP
 
     var testDescription: String { rawValue }
+
+    var isSealed: Bool { self == .sealedInMemory || self == .sealedLocal || self == .sealedHTTP }
+
+    /// The versions a commit spends beyond its changes: a sealed commit's ledger entry takes the
+    /// version after them.
+    var versionGap: EntryVersion { isSealed ? 1 : 0 }
+
+    /// The kinds that store what they are given as it is (the side protocols' suites: history,
+    /// locks, sealed chunks), without the sealed wrapper.
+    static var plainCases: [ContainerKind] { allCases.filter { !$0.isSealed } }
 }
 
 /// A fresh, empty container of one kind; a local one lives in a temporary directory that
@@ -51,6 +68,11 @@ final class ContainerFixture: Sendable {
 
     static func make(_ kind: ContainerKind) async throws -> ContainerFixture {
         switch kind {
+        case .sealedInMemory, .sealedLocal, .sealedHTTP:
+            let base = try await make(kind == .sealedInMemory ? .inMemory : kind == .sealedLocal ? .local : .http)
+            let sealed = try await SealedContainer.create(
+                in: base.container, as: .generate(), recovery: .generate(), deviceName: "test")
+            return ContainerFixture(container: sealed, directory: base.directory)
         case .inMemory:
             return ContainerFixture(container: InMemoryContainer(), directory: nil)
         case .local:
@@ -308,4 +330,22 @@ extension ContainerProtocolError {
 func milliseconds(since start: ContinuousClock.Instant) -> Double {
     let elapsed = ContinuousClock.now - start
     return Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
+}
+
+extension Container {
+    /// The feed after `cursor` as one page when `whole` (pages read until none is more coming,
+    /// each entry at its newest version, in order); else one call of `changes`. A sealed
+    /// container answers smaller pages (its ledger entries take places of the page underneath).
+    func changes(after cursor: FeedCursor, limit: Int, whole: Bool) async throws -> ChangeBatch {
+        var batch = try await changes(after: cursor, limit: limit)
+        guard whole else { return batch }
+        var entries = batch.entries
+        while batch.moreComing {
+            batch = try await changes(after: batch.cursor, limit: limit)
+            #expect(batch.entries.count <= limit)
+            let newer = Set(batch.entries.map(\.id))
+            entries = entries.filter { !newer.contains($0.id) } + batch.entries
+        }
+        return ChangeBatch(entries: entries, cursor: batch.cursor, moreComing: false)
+    }
 }

@@ -1,0 +1,507 @@
+import Foundation
+import SyncBackend
+import Synchronization
+
+/// A sealed (end-to-end encrypted) container over any other container: the engine above sees
+/// plain entries and chunks, the container underneath (a local directory, a server) stores only
+/// sealed records, sealed chunks, keyrings and ledger entries (decision 030, doc/CRYPTO.md).
+///
+/// The contract, beyond `Container`'s:
+/// - **Nothing unvouched is used.** Before it answers, the wrapper reads the feed underneath to
+///   its end and checks it (`LedgerView`); entries are answered from that checked, decrypted view
+///   (`SealedTree`). Anything the ledger does not vouch for raises a `SealedAlarm`, which stays:
+///   every later call fails with `storageFailure` naming it (retryable, so nothing is ever taken
+///   for a deletion and queued changes stay queued), and `alarm` reports it.
+/// - **Commits are decided here**, by `CommitRules` against the checked tree, and stored with
+///   their ledger entry in one `commit(allOrNothing:)`; a commit that lost the race for the next
+///   ledger entry is decided again after a read.
+/// - **Chunks** are sealed with the newest epoch's keys under their keyed IDs; `missingChunks`
+///   and `chunk` translate the engine's SHA-256 names.
+/// - `onHead` is told every new ledger head, for the device to keep (`LedgerHead`).
+public final class SealedContainer: Container, ChunkingContainer {
+    public var containerID: String { inner.containerID }
+
+    private let inner: any Container
+    private let device: DeviceKeys
+    private let onHead: @Sendable (LedgerHead) -> Void
+    private let turn = AsyncTurn()
+    private let state: Mutex<State>
+
+    private struct State {
+        var view: LedgerView
+        var tree = SealedTree()
+        var keys: [KeyEpoch: EpochKeys] = [:]
+        /// Where the checked read of the feed underneath has reached.
+        var cursor = FeedCursor.beginning
+        var alarm: SealedAlarm?
+        /// The epoch whose chunk IDs a plain chunk is stored under (the newest record using it).
+        var chunkEpochs: [ChunkHash: KeyEpoch] = [:]
+        /// The newest epoch's chunker, made once per epoch.
+        var chunker: (KeyEpoch, ContentDefinedChunker)?
+    }
+
+    /// How many times a commit is decided again after losing the race for the next ledger entry.
+    static let commitAttempts = 16
+
+    /// The sealed container in `inner`, read and checked at its first use (so a mount can start
+    /// offline); `open` also checks at once that `device` is a member.
+    public init(
+        wrapping inner: any Container, as device: DeviceKeys, knownHead: LedgerHead?,
+        onHead: @escaping @Sendable (LedgerHead) -> Void = { _ in }
+    ) {
+        self.inner = inner
+        self.device = device
+        self.onHead = onHead
+        self.state = Mutex(State(view: LedgerView(knownHead: knownHead)))
+    }
+
+    /// Opens the sealed container in `inner` as `device`, which must be a member. `knownHead` is
+    /// the newest head this device has seen of it (nil the first time).
+    public static func open(
+        _ inner: any Container, as device: DeviceKeys, knownHead: LedgerHead?,
+        onHead: @escaping @Sendable (LedgerHead) -> Void = { _ in }
+    ) async throws(ContainerProtocolError) -> SealedContainer {
+        let container = SealedContainer(wrapping: inner, as: device, knownHead: knownHead, onHead: onHead)
+        try await container.catchUp()
+        let member = container.state.withLock { state in
+            state.view.head != nil && state.view.keyring?.signer(device.identity.signing) != nil && !state.keys.isEmpty
+        }
+        guard member else {
+            throw .invalidRequest("this device is not a member of the sealed container \(inner.containerID)")
+        }
+        return container
+    }
+
+    /// Makes `inner` (which must hold no sealed container yet) a sealed container with `device`
+    /// as its first member and `recovery` as its recovery key, and opens it.
+    public static func create(
+        in inner: any Container, as device: DeviceKeys, recovery: RecoveryKey, deviceName: String,
+        onHead: @escaping @Sendable (LedgerHead) -> Void = { _ in }
+    ) async throws(ContainerProtocolError) -> SealedContainer {
+        let id = SealedContainerID.random()
+        let secret = EpochSecret.random()
+        let keyring = Keyring.genesis(
+            container: id, creator: device.identity, recovery: recovery.deviceKeys.identity, secret: secret)
+        let genesis = SealedCommit(
+            sequence: 1, previous: LedgerEntry.genesisPrevious,
+            keys: EpochKeys(secret: secret, container: id, epoch: 0),
+            device: deviceName, signer: device, time: Self.now())
+        let (requests, _) = genesis.requests(for: [], publishing: keyring)
+        switch try await inner.commit(allOrNothing: requests) {
+        case .committed: break
+        case .refused:
+            throw .invalidRequest("\(inner.containerID) already holds a sealed container")
+        }
+        return try await open(inner, as: device, knownHead: nil, onHead: onHead)
+    }
+
+    /// The alarm raised, if any: then nothing more is read or written.
+    public var alarm: SealedAlarm? { state.withLock { $0.alarm } }
+
+    /// The newest ledger entry checked.
+    public var head: LedgerHead? { state.withLock { $0.view.head } }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    // MARK: - Reading the feed underneath
+
+    /// Reads the feed underneath to its end, checks it, and decrypts what changed.
+    func catchUp() async throws(ContainerProtocolError) {
+        try await turn.run { () async throws(ContainerProtocolError) in try await catchUpInTurn() }
+    }
+
+    private func catchUpInTurn() async throws(ContainerProtocolError) {
+        try checkAlarm()
+        var cursor = state.withLock { $0.cursor }
+        while true {
+            let page = try await inner.changes(after: cursor, limit: 1_000)
+            try raising { () throws(SealedAlarm) in
+                try state.withLock { (state: inout State) throws(SealedAlarm) in
+                    for entry in page.entries { try state.view.read(entry) }
+                }
+            }
+            cursor = page.cursor
+            if !page.moreComing { break }
+        }
+        let head = try raising { () throws(SealedAlarm) -> LedgerHead? in
+            try state.withLock { (state: inout State) throws(SealedAlarm) -> LedgerHead? in
+                try state.view.settle()
+                state.cursor = cursor
+                try Self.unlock(&state, with: device)
+                let changed = state.view.takeChanged()
+                for id in changed {
+                    guard let vouched = state.view.vouched[id], vouched.kind == .record else { continue }
+                    let entry = try Self.decrypt(vouched, keys: state.keys)
+                    state.tree.set(entry)
+                    let epoch = try Self.epoch(of: vouched)
+                    for piece in entry.state.manifest { state.chunkEpochs[piece.hash] = epoch }
+                }
+                if let problem = state.tree.problem(around: changed) { throw .treeBroken(problem) }
+                return state.view.head
+            }
+        }
+        if let head { onHead(head) }
+    }
+
+    /// Every epoch secret the keyring wraps to this device, as keys.
+    private static func unlock(_ state: inout State, with device: DeviceKeys) throws(SealedAlarm) {
+        guard let keyring = state.view.keyring, state.keys.count < keyring.epochs.count else { return }
+        let secrets: [KeyEpoch: EpochSecret]
+        do {
+            secrets = try keyring.secrets(for: device)
+        } catch {
+            throw .ledgerBroken(
+                sequence: state.view.head?.sequence ?? 0, reason: "a secret wrapped to this device: \(error)")
+        }
+        for (epoch, secret) in secrets where state.keys[epoch] == nil {
+            state.keys[epoch] = EpochKeys(secret: secret, container: keyring.container, epoch: epoch)
+        }
+    }
+
+    private static func epoch(of vouched: VouchedEntry) throws(SealedAlarm) -> KeyEpoch {
+        do {
+            return try SealedRecord.epoch(of: vouched.sealed)
+        } catch {
+            throw .unreadable(vouched.stored.id, error.description)
+        }
+    }
+
+    /// The entry as the engine sees it. The manifest the server sees must be the one the record
+    /// implies (else the server's collector could be made to drop chunks the record needs).
+    private static func decrypt(_ vouched: VouchedEntry, keys: [KeyEpoch: EpochKeys]) throws(SealedAlarm) -> RemoteEntry
+    {
+        let id = vouched.stored.id
+        let epoch = try epoch(of: vouched)
+        guard let epochKeys = keys[epoch] else { throw .unreadable(id, "this device holds no key of epoch \(epoch)") }
+        let state: EntryState
+        do {
+            state = try SealedRecord.open(vouched.sealed, of: id, keys: epochKeys)
+        } catch {
+            throw .unreadable(id, error.description)
+        }
+        if id != .root {
+            let implied = OpaqueEntry.serverManifest(of: state, keys: epochKeys)
+            guard vouched.stored.state.manifest == implied else {
+                throw .unreadable(id, "the server's copy references other chunks than the record")
+            }
+        }
+        return RemoteEntry(
+            id: id, version: vouched.stored.version, isDeleted: vouched.stored.isDeleted, device: vouched.stored.device,
+            state: state)
+    }
+
+    private func checkAlarm() throws(ContainerProtocolError) {
+        if let alarm = state.withLock({ $0.alarm }) { throw Self.failure(alarm) }
+    }
+
+    /// Runs `body`; an alarm it raises is kept, and answered as `storageFailure`.
+    private func raising<T>(_ body: () throws(SealedAlarm) -> T) throws(ContainerProtocolError) -> T {
+        do {
+            return try body()
+        } catch {
+            state.withLock { if $0.alarm == nil { $0.alarm = error } }
+            throw Self.failure(error)
+        }
+    }
+
+    static func failure(_ alarm: SealedAlarm) -> ContainerProtocolError {
+        .storageFailure("sealed container alarm: \(alarm.description); nothing more is applied or uploaded")
+    }
+
+    // MARK: - Entries and the feed
+
+    public func entry(_ id: FileID) async throws(ContainerProtocolError) -> RemoteEntry? {
+        try await catchUp()
+        return state.withLock { $0.tree.entry(id) }
+    }
+
+    /// A page of the feed underneath, with what the engine sees of it: the records the ledger
+    /// vouches for at exactly these versions (an older version in the page was superseded, and
+    /// the newer one comes later); ledger entries and keyrings are never shown. Pages with nothing
+    /// to show are read through, so an answer is empty only at the end of the feed.
+    public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        try await catchUp()
+        var position = cursor
+        while true {
+            let page = try await inner.changes(after: position, limit: limit)
+            // The page may hold commits made after the catch-up: read them too before answering.
+            let behind = state.withLock { state in
+                page.entries.contains { entry in
+                    state.view.vouched[entry.id].map { $0.stored.version < entry.version } ?? true
+                }
+            }
+            if behind { try await catchUp() }
+            let entries = state.withLock { state in
+                page.entries.compactMap { entry -> RemoteEntry? in
+                    guard let shown = state.tree.entries[entry.id], shown.version == entry.version else { return nil }
+                    return shown
+                }
+            }
+            if entries.isEmpty && page.moreComing {
+                position = page.cursor
+                continue
+            }
+            return ChangeBatch(entries: entries, cursor: page.cursor, moreComing: page.moreComing)
+        }
+    }
+
+    /// True as soon as the feed after `cursor` holds something the engine sees (a commit that
+    /// only changed the ledger or the keyring does not count).
+    public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool
+    {
+        let deadline = ContinuousClock.now + timeout
+        var position = cursor
+        while true {
+            // A cancelled wait answers false, as the contract says, even when the read it was
+            // making fails for the cancellation.
+            if Task.isCancelled { return false }
+            let page: ChangeBatch
+            do {
+                page = try await changes(after: position, limit: 64)
+            } catch {
+                if Task.isCancelled { return false }
+                throw error
+            }
+            if !page.entries.isEmpty { return true }
+            position = page.cursor
+            let remaining = deadline - .now
+            guard remaining > .zero, try await inner.waitForChanges(after: position, timeout: remaining) else {
+                return false
+            }
+        }
+    }
+
+    // MARK: - Commits
+
+    public func commit(_ request: CommitRequest) async throws(ContainerProtocolError) -> CommitOutcome {
+        let outcomes = try await commit(batch: [request])
+        return outcomes[0]
+    }
+
+    public func commit(batch requests: [CommitRequest]) async throws(ContainerProtocolError) -> [CommitOutcome] {
+        try await commit(requests, allOrNothing: false)
+    }
+
+    public func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError)
+        -> AllOrNothingOutcome
+    {
+        AllOrNothingOutcome(deciding: try await commit(requests, allOrNothing: true))
+    }
+
+    /// Decides `requests` against the checked tree and stores the changes with their ledger
+    /// entry; with `allOrNothing`, nothing is stored unless every change would commit.
+    private func commit(_ requests: [CommitRequest], allOrNothing: Bool) async throws(ContainerProtocolError)
+        -> [CommitOutcome]
+    {
+        try CommitBatch.check(requests)
+        return try await turn.run { () async throws(ContainerProtocolError) -> [CommitOutcome] in
+            var setAside: [Int: CommitOutcome] = [:]
+            for _ in 0..<Self.commitAttempts {
+                try await catchUpInTurn()
+                let attempt = try plan(requests, setAside: setAside)
+                let refused = attempt.outcomes.contains { if case .committed = $0 { false } else { true } }
+                if attempt.changes.isEmpty || (allOrNothing && refused) { return attempt.outcomes }
+                switch try await inner.commit(allOrNothing: attempt.requests) {
+                case .committed:
+                    try await catchUpInTurn()
+                    return state.withLock { state in
+                        attempt.outcomes.enumerated().map { index, outcome in
+                            guard let id = attempt.committedIDs[index], let entry = state.tree.entry(id) else {
+                                return outcome
+                            }
+                            return .committed(entry)
+                        }
+                    }
+                case .refused(let index, .chunksMissing(let ids)) where index < attempt.requestIndex.count:
+                    // Chunks the engine must upload first: answer that change so, and (unless all
+                    // or nothing) commit the rest.
+                    let original = attempt.requestIndex[index]
+                    let missing = CommitOutcome.chunksMissing(attempt.plainHashes(for: ids, of: index))
+                    if allOrNothing {
+                        return attempt.outcomes.enumerated().map { $0.offset == original ? missing : $0.element }
+                    }
+                    setAside[original] = missing
+                case .refused:
+                    // Someone else committed first (the ledger's next entry, or one of these
+                    // entries): read, decide again.
+                    continue
+                }
+            }
+            throw .busy("the sealed container's ledger kept moving; try again")
+        }
+    }
+
+    /// A decided batch: each request's outcome (`.committed` placeholders for the changes to
+    /// store), and the requests underneath that store them.
+    private struct Attempt {
+        var outcomes: [CommitOutcome]
+        var changes: [PlannedChange]
+        var requests: [CommitRequest]
+        /// For each request underneath that stores a record: the engine's request it came from.
+        var requestIndex: [Int]
+        /// For each engine request that commits: its entry.
+        var committedIDs: [Int: FileID]
+        var keys: EpochKeys
+        var manifests: [[ChunkRef]]
+
+        /// The plain hashes of `ids` among the manifest of request `index` underneath.
+        func plainHashes(for ids: [ChunkHash], of index: Int) -> [ChunkHash] {
+            let wanted = Set(ids)
+            var seen = Set<ChunkHash>()
+            return manifests[index].map(\.hash).filter {
+                wanted.contains(keys.chunkID(for: $0)) && seen.insert($0).inserted
+            }
+        }
+    }
+
+    private func plan(_ requests: [CommitRequest], setAside: [Int: CommitOutcome]) throws(ContainerProtocolError)
+        -> Attempt
+    {
+        let (tree, head, keys) = try state.withLock { state throws(ContainerProtocolError) in
+            guard let head = state.view.head, let newest = state.view.keyring?.newestEpoch,
+                let keys = state.keys[newest]
+            else { throw ContainerProtocolError.invalidRequest("this device holds no key of the newest epoch") }
+            return (state.tree, head, keys)
+        }
+        var lookup = PlannedLookup(tree: tree)
+        var outcomes: [CommitOutcome] = []
+        var changes: [PlannedChange] = []
+        var requestIndex: [Int] = []
+        var committedIDs: [Int: FileID] = [:]
+        var manifests: [[ChunkRef]] = []
+        var nextVersion = (tree.entries.values.map(\.version).max() ?? 0) + 1
+        for (index, request) in requests.enumerated() {
+            if let outcome = setAside[index] {
+                outcomes.append(outcome)
+                continue
+            }
+            switch try CommitRules.decide(request, in: lookup) {
+            case .refuse(let outcome):
+                outcomes.append(outcome)
+            case .apply(let isDeleted, let newState):
+                let current = tree.entry(request.id)
+                let kind: PlannedChange.Kind
+                if isDeleted {
+                    guard let stored = state.withLock({ $0.view.vouched[request.id] }) else {
+                        throw .invalidRequest("entry \(request.id) is not stored; there is nothing to delete")
+                    }
+                    kind = .delete(storedSealed: stored.sealed)
+                } else {
+                    kind = .put(newState)
+                }
+                changes.append(PlannedChange(id: request.id, baseVersion: current?.version ?? 0, kind: kind))
+                requestIndex.append(index)
+                committedIDs[index] = request.id
+                manifests.append(isDeleted ? [] : newState.manifest)
+                // A placeholder: the real entry is read back after the commit.
+                let entry = RemoteEntry(
+                    id: request.id, version: nextVersion, isDeleted: isDeleted, device: request.device, state: newState)
+                nextVersion += 1
+                lookup.record(entry)
+                outcomes.append(.committed(entry))
+            }
+        }
+        let builder = SealedCommit(
+            sequence: head.sequence + 1, previous: head.digest, keys: keys,
+            device: requests.first?.device ?? "", signer: device, time: Self.now())
+        let (underneath, _) = builder.requests(for: changes)
+        return Attempt(
+            outcomes: outcomes, changes: changes, requests: underneath, requestIndex: requestIndex,
+            committedIDs: committedIDs, keys: keys, manifests: manifests)
+    }
+
+    // MARK: - Chunks
+
+    /// The newest epoch's keyed chunker. Before the keys are read (a mount that started offline),
+    /// a chunker with a random table: its cuts match nothing anyone can compute, and the chunks
+    /// cannot be sent before the keys are there anyway.
+    public var chunker: ContentDefinedChunker {
+        state.withLock { state in
+            guard let newest = state.view.keyring?.newestEpoch, let keys = state.keys[newest] else {
+                var generator = SystemRandomNumberGenerator()
+                let standard = ContentDefinedChunker.standard
+                return ContentDefinedChunker(
+                    minSize: standard.minSize, averageSize: standard.averageSize, maxSize: standard.maxSize,
+                    gearTable: (0..<256).map { _ in generator.next() })
+            }
+            if let (epoch, chunker) = state.chunker, epoch == newest { return chunker }
+            let chunker = keys.chunker
+            state.chunker = (newest, chunker)
+            return chunker
+        }
+    }
+
+    private func newestKeys() throws(ContainerProtocolError) -> EpochKeys {
+        try state.withLock { state throws(ContainerProtocolError) in
+            guard let newest = state.view.keyring?.newestEpoch, let keys = state.keys[newest] else {
+                throw ContainerProtocolError.invalidRequest("this device holds no key of the newest epoch")
+            }
+            return keys
+        }
+    }
+
+    public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
+        try checkAlarm()
+        let keys = try newestKeys()
+        let ids = hashes.map(keys.chunkID(for:))
+        let missing = Set(try await inner.missingChunks(ids))
+        return zip(hashes, ids).compactMap { missing.contains($0.1) ? $0.0 : nil }
+    }
+
+    public func putChunk(_ chunk: EncodedChunk) async throws(ContainerProtocolError) {
+        try await putChunks([chunk])
+    }
+
+    public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
+        try checkAlarm()
+        try CommitBatch.check(chunks)
+        let keys = try newestKeys()
+        var sealed: [EncodedChunk] = []
+        for chunk in chunks {
+            // The engine hands plain chunks; one it could not have made is refused, not sealed.
+            do {
+                _ = try ChunkCodec.decode(chunk)
+            } catch {
+                throw .invalidRequest("chunk \(chunk.hash) does not hold its content")
+            }
+            let box = SealedChunkCodec.seal(chunk, keys: keys)
+            sealed.append(
+                EncodedChunk(hash: box.id, encoding: .sealed, plainLength: box.envelope.count, payload: box.envelope))
+        }
+        try await inner.putChunks(sealed)
+        state.withLock { state in
+            for chunk in chunks where state.chunkEpochs[chunk.hash] == nil {
+                state.chunkEpochs[chunk.hash] = keys.epoch
+            }
+        }
+    }
+
+    public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
+        try checkAlarm()
+        let (first, all) = try state.withLock { state throws(ContainerProtocolError) in
+            guard let newest = state.view.keyring?.newestEpoch else {
+                throw ContainerProtocolError.invalidRequest("the sealed container is not open")
+            }
+            return (state.chunkEpochs[hash] ?? newest, state.keys)
+        }
+        let order = [first] + all.keys.sorted(by: >).filter { $0 != first }
+        for epoch in order {
+            guard let keys = all[epoch] else { continue }
+            let stored: EncodedChunk
+            do {
+                stored = try await inner.chunk(keys.chunkID(for: hash))
+            } catch .chunkNotFound {
+                continue
+            }
+            guard stored.encoding == .sealed else { throw .corruptChunk(hash) }
+            do {
+                return try SealedChunkCodec.open(
+                    SealedChunk(id: stored.hash, envelope: stored.payload), as: hash, keys: keys)
+            } catch {
+                throw .corruptChunk(hash)
+            }
+        }
+        throw .chunkNotFound(hash)
+    }
+
+}
