@@ -17,12 +17,31 @@ struct InitCommand: ParsableCommand {
     @Argument(help: "Where the new container goes: a new or empty directory.")
     var path: String
 
+    @Flag(
+        help:
+            "Make it end-to-end encrypted, with this device as its first member; its recovery key is shown once.")
+    var encrypted = false
+
+    @Option(
+        help: ArgumentHelp(
+            "With --encrypted: the file holding this device's private keys (made 0600 if missing).",
+            discussion: "Default: $XDG_STATE_HOME/syncfs/device-key (or ~/.local/state/…; /var/lib/syncfs/… for root).",
+            valueName: "file"))
+    var deviceKey: String?
+
     func run() throws {
         let location = absolutePath(path)
         do {
             try ContainerCreation.checkOutsideSyncFSFolders(location)
             let id = try ContainerCreation.initialize(location)
-            print("Created an empty SyncFS container at \(location) (ID \(id))")
+            guard encrypted else {
+                print("Created an empty SyncFS container at \(location) (ID \(id))")
+                return
+            }
+            let container = try ContainerCreation.open(location)
+            let recovery = try SealedMounting.create(container, deviceKeyFile: deviceKey.map(absolutePath))
+            print("Created an empty, end-to-end encrypted SyncFS container at \(location) (ID \(id))")
+            print(SealedMounting.recoveryNotice(recovery))
         } catch {
             throw fail(error)
         }

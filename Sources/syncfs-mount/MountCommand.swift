@@ -43,6 +43,28 @@ struct MountCommand: ParsableCommand {
     )
     var create = false
 
+    @Flag(
+        help: ArgumentHelp(
+            "The container must be end-to-end encrypted: refuse it if it is not.",
+            discussion:
+                "Give it on the first mount of an encrypted container from a new device, so that a server cannot pass it off as a plain one (later mounts remember)."
+        ))
+    var encrypted = false
+
+    @Flag(
+        help: ArgumentHelp(
+            "Make CONTAINER an end-to-end encrypted container with this device as its first member, and show its recovery key once.",
+            discussion:
+                "A local CONTAINER is made as with --create; a server container must exist and be empty."))
+    var createEncrypted = false
+
+    @Option(
+        help: ArgumentHelp(
+            "The file holding this device's private keys for encrypted containers (made 0600 if missing).",
+            discussion: "Default: $XDG_STATE_HOME/syncfs/device-key (or ~/.local/state/…; /var/lib/syncfs/… for root).",
+            valueName: "file"))
+    var deviceKey: String?
+
     @Flag(help: "Stay in the foreground; print the line 'ready' on standard output once the mount is live.")
     var foreground = false
 
@@ -219,11 +241,15 @@ struct MountCommand: ParsableCommand {
                     ?? StateDirectory.defaultPath(container: stateKey, mountpoint: absolutePath(mountpoint))),
             lifeline: lifeline)
         configuration.tokenFile = (tokenFile ?? LoginTokenFile.existing(for: container)).map(absolutePath)
-        configuration.createContainer = create
+        configuration.createContainer = create || createEncrypted
+        configuration.encrypted = encrypted || createEncrypted
+        configuration.deviceKeyFile = deviceKey.map(absolutePath)
         do {
             try checkPlacement(configuration)
             try ContainerCreation.checkBeforeMount(
-                configuration.container, create: create, stateDirectory: configuration.stateDirectory)
+                configuration.container, create: configuration.createContainer,
+                stateDirectory: configuration.stateDirectory)
+            if createEncrypted { try makeEncrypted(configuration) }
         } catch {
             throw fail(error)
         }
@@ -302,6 +328,24 @@ struct MountCommand: ParsableCommand {
         }
     }
 
+    /// `--create-encrypted`: on the state directory's first mount, makes the container (local:
+    /// as `--create` does; a server's: it must be empty) encrypted, and shows the recovery key.
+    /// A container that is already encrypted is left as it is (a repeated command).
+    private func makeEncrypted(_ configuration: MountConfiguration) throws(MountError) {
+        let databasePath = StateDirectory(path: configuration.stateDirectory).databasePath
+        guard StateDatabaseReader.summary(databasePath: databasePath)?.fact(.containerID) == nil else { return }
+        if !ServerAddress.looksLikeURL(configuration.container) {
+            try ContainerCreation.checkOutsideSyncFSFolders(configuration.container)
+        }
+        let container = try MountContainer.open(
+            configuration.container, recordedID: nil, recordedPath: nil, stateDirectory: configuration.stateDirectory,
+            create: true, tokenFile: configuration.tokenFile, caFile: configuration.caFile,
+            logger: Logger(label: "syncfs-mount"))
+        guard try !SealedMounting.isSealed(container) else { return }
+        let recovery = try SealedMounting.create(container, deviceKeyFile: configuration.deviceKeyFile)
+        print(SealedMounting.recoveryNotice(recovery))
+    }
+
     /// Starts this program again with `--foreground` as a daemon in its own session, logging to
     /// the state directory, and waits for its `ready` line (or its failure).
     private func startInBackground(_ configuration: MountConfiguration) throws {
@@ -319,7 +363,9 @@ struct MountCommand: ParsableCommand {
         ]
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
         if localLocks { arguments.append("--local-locks") }
-        if create { arguments.append("--create") }
+        if configuration.createContainer { arguments.append("--create") }
+        if configuration.encrypted { arguments.append("--encrypted") }
+        if let file = configuration.deviceKeyFile { arguments += ["--device-key", file] }
         if let deviceName { arguments += ["--device-name", deviceName] }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine

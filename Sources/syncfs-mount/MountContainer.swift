@@ -14,6 +14,8 @@ import SyncFS
 ///   catches up when it is back. Another container at the path is refused, as on the first mount
 ///   (the state directory belongs to the recorded one).
 /// - A container on a sync server (`http(s)://HOST:PORT/NAME`): `ServerContainer`.
+/// - A sealed (end-to-end encrypted) container is wrapped in a `SealedContainer`
+///   (`SealedMounting`).
 /// - With an outage switch in the daemon's environment (`TestHooks`, set by the mount tests
 ///   only), the container is wrapped in an `OutageFileContainer`: it is unreachable while that
 ///   file exists.
@@ -21,11 +23,13 @@ enum MountContainer {
     /// The daemon's container opener for `configuration` (`MountDaemon.run`).
     static func opener(_ configuration: MountConfiguration, logger: Logger) -> ContainerOpener {
         { recorded throws(MountError) in
-            try open(
+            let container = try open(
                 configuration.container, recordedID: recorded.id, recordedPath: recorded.location,
                 stateDirectory: recorded.stateDirectory, create: configuration.createContainer,
                 tokenFile: configuration.tokenFile, caFile: configuration.caFile,
                 testOutageFile: TestHooks.outageFile(), logger: logger)
+            return try SealedMounting.wrap(
+                container, firstMount: recorded.id == nil, configuration: configuration, logger: logger)
         }
     }
 

@@ -40,6 +40,13 @@ public struct MountConfiguration: Sendable {
     public var ignores = IgnoreOptions()
     /// A state directory's first mount makes the local container if it is missing (`--create`).
     public var createContainer = false
+    /// The container must be sealed (end-to-end encrypted; `--encrypted`, `--create-encrypted`):
+    /// a first mount refuses one that is not, so a server cannot pass a sealed container off as
+    /// a plain one to a new device.
+    public var encrypted = false
+    /// The device's private keys for sealed containers (`--device-key`); nil: the default
+    /// (`StateDirectory.deviceKeyPath`).
+    public var deviceKeyFile: String?
     /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
     public var deviceName: DeviceName?
     /// How long a first mount waits for a container that does not answer before it fails, in

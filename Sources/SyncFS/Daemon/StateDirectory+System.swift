@@ -16,6 +16,12 @@ extension StateDirectory {
         return homeDirectory(environment: environment) + "/.local/state"
     }
 
+    /// The device key of this user on this machine, for sealed containers:
+    /// `<default base>/syncfs/device-key` (`defaultBase`), mode 0600.
+    public static func deviceKeyPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        defaultBase(environment: environment) + "/syncfs/device-key"
+    }
+
     /// Root's state directories before `/var/lib` was its default (`~root/.local/state`): a state
     /// directory found there (with its queue) keeps being used.
     static func legacyRootBase(environment: [String: String], euid: uid_t = geteuid()) -> String? {

@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import SyncBackend
+import SyncFS
+import SyncSealed
+
+/// Whether a mount's container is sealed (end-to-end encrypted), and the wrapper when it is
+/// (doc/CRYPTO.md):
+/// - a state directory that keeps a ledger head (`SealedHeadFile`) belongs to a sealed container:
+///   it is wrapped at once, even offline (the wrapper reads and checks the ledger when the
+///   container answers);
+/// - a state directory's first mount looks for the container's genesis: found, the container is
+///   sealed and this device must be a member; not found, it is plain — unless the mount asked for
+///   a sealed one (`--encrypted`), which is then refused, so that a server cannot hide the ledger
+///   from a new device and be sent plaintext;
+/// - every later mount without a head file is plain.
+enum SealedMounting {
+    static func wrap(
+        _ container: any Container, firstMount: Bool, configuration: MountConfiguration, logger: Logger
+    ) throws(MountError) -> any Container {
+        let headPath = configuration.stateDirectory + "/" + SealedHeadFile.name
+        let known: LedgerHead?
+        do {
+            known = try SealedHeadFile.read(headPath)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
+        let keepHead: @Sendable (LedgerHead) -> Void = { head in
+            do {
+                try SealedHeadFile.write(head, to: headPath)
+            } catch {
+                logger.error("cannot keep the sealed container's ledger head: \(error)")
+            }
+        }
+        if known != nil {
+            return SealedContainer(
+                wrapping: container, as: try deviceKeys(configuration), knownHead: known, onHead: keepHead)
+        }
+        guard firstMount else {
+            if configuration.encrypted {
+                throw MountError(
+                    .badInput, "this mount's container was mounted as a plain container before; it is not encrypted")
+            }
+            return container
+        }
+        guard try isSealed(container, within: configuration.attachTimeout) else {
+            if configuration.encrypted {
+                throw MountError(
+                    .badInput,
+                    "\(configuration.container) is not an encrypted container (or its server hides that it is); "
+                        + "nothing was mounted. Make a new one with --create-encrypted")
+            }
+            return container
+        }
+        let device = try deviceKeys(configuration)
+        let opened = blockOn { () -> Result<SealedContainer, ContainerProtocolError> in
+            do throws(ContainerProtocolError) {
+                return .success(try await SealedContainer.open(container, as: device, knownHead: nil, onHead: keepHead))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch opened {
+        case .success(let sealed):
+            logger.notice(
+                "the container is encrypted; this device is a member (ledger entry \(sealed.head?.sequence ?? 0))")
+            return sealed
+        case .failure(let error):
+            throw MountError(.badInput, "cannot open the encrypted container: \(error)")
+        }
+    }
+
+    /// Whether `container` holds a sealed container's genesis, asking again each second for
+    /// `seconds` while it does not answer (as a first attach waits): a first mount cannot go on
+    /// without knowing, or it could take a sealed container for a plain one.
+    static func isSealed(_ container: any Container, within seconds: Double = 0) throws(MountError) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while true {
+            let genesis = blockOn { () -> Result<RemoteEntry?, ContainerProtocolError> in
+                do throws(ContainerProtocolError) {
+                    return .success(try await container.entry(LedgerEntry.fileID(of: 1)))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch genesis {
+            case .success(let entry): return entry != nil
+            case .failure(let error) where error.isRetryable && ContinuousClock.now < deadline:
+                Thread.sleep(forTimeInterval: 1)
+            case .failure(let error):
+                throw MountError(.unreachable, "cannot read the container to see whether it is encrypted: \(error)")
+            }
+        }
+    }
+
+    static func deviceKeys(_ configuration: MountConfiguration) throws(MountError) -> DeviceKeys {
+        let path = configuration.deviceKeyFile ?? StateDirectory.deviceKeyPath()
+        do {
+            return try DeviceKeyFile.loadOrCreate(path)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
+    }
+
+    /// Makes `container` (empty) a sealed container with this device as its first member, and
+    /// returns the recovery key to show once.
+    static func create(_ container: any Container, deviceKeyFile: String?) throws(MountError) -> RecoveryKey {
+        let path = deviceKeyFile ?? StateDirectory.deviceKeyPath()
+        let device: DeviceKeys
+        do {
+            device = try DeviceKeyFile.loadOrCreate(path)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
+        let recovery = RecoveryKey.generate()
+        let made = blockOn { () -> Result<SealedContainer, ContainerProtocolError> in
+            do throws(ContainerProtocolError) {
+                let changes = try await container.changes(after: .beginning, limit: 1)
+                guard changes.entries.isEmpty else {
+                    throw ContainerProtocolError.invalidRequest(
+                        "the container is not empty: only a new, empty container can be made encrypted")
+                }
+                return .success(
+                    try await SealedContainer.create(
+                        in: container, as: device, recovery: recovery, deviceName: "genesis"))
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure(let error) = made {
+            throw MountError(.badInput, "cannot make the container encrypted: \(error)")
+        }
+        return recovery
+    }
+
+    /// The lines that show the recovery key, once.
+    static func recoveryNotice(_ key: RecoveryKey) -> String {
+        """
+        Recovery key (write it down and keep it safe; it is shown only this once, and without it or a \
+        member device the container's content cannot be read by anyone):
+            \(key.text)
+        """
+    }
+}

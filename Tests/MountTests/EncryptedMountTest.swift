@@ -1,0 +1,159 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// End-to-end encrypted containers (doc/CRYPTO.md) through the built binary: two mounts of one
+/// sealed container sync as any two mounts do, and the container underneath — what a server, its
+/// disk or a stolen copy holds — contains none of the names, none of the content and none of the
+/// exact sizes the mounts wrote (the plaintext scan).
+///
+/// No plain-directory counterpart: what is checked is where the bytes go, a SyncFS notion.
+@Suite(.serialized)
+struct EncryptedMountTest {
+    /// Distinct names and texts a scan can look for.
+    static let secretNames = ["Quarterly-Forecast-Zeta", "passwords-vault-omega.kdbx", "Kinderfotos-Urlaub-Delta"]
+    static let secretText = "The merger with Globex closes on the ninth; tell nobody before the board meets."
+
+    @Test func twoMountsOfASealedContainerSyncAndTheContainerHoldsNoPlaintext() throws {
+        let keys = try TemporaryDirectory()
+        let key = keys.path + "/device-key"
+        try SyncedMounts.with(
+            uploadDelay: 20, argumentsA: ["--create-encrypted", "--device-key", key],
+            argumentsB: ["--encrypted", "--device-key", key]
+        ) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let folder = Self.secretNames[0]
+            try makeDirectory(a.path(folder))
+            try writeFile(a.path(folder + "/" + Self.secretNames[1]), Self.secretText)
+            let large = try randomBytes(3 << 20 + 70_001)
+            try writeFile(a.path(Self.secretNames[2]), large)
+            try posix("symlink") { symlink("../secret-target-Epsilon", a.path(folder + "/link")) }
+            #expect(
+                waitUntil(timeout: 30) { try readText(b.path(folder + "/" + Self.secretNames[1])) == Self.secretText },
+                "\(mounts.logs())")
+            #expect(waitUntil(timeout: 30) { try readFile(b.path(Self.secretNames[2])) == large }, "\(mounts.logs())")
+            // And back: an edit and a rename on B reach A.
+            try writeFile(b.path(folder + "/" + Self.secretNames[1]), Self.secretText + " Edited on B.")
+            try posix("rename") { rename(b.path(folder), b.path(folder + "-renamed")) }
+            #expect(
+                waitUntil(timeout: 30) {
+                    try readText(a.path(folder + "-renamed/" + Self.secretNames[1])) == Self.secretText
+                        + " Edited on B."
+                }, "\(mounts.logs())")
+            _ = expectConverged(mounts, timeout: 30, "after changes on both sides")
+
+            let scan = try PlaintextScan(directory: mounts.containerPath)
+            #expect(scan.totalBytes > large.count, "the container holds the content, sealed")
+            for name in Self.secretNames + ["secret-target-Epsilon", folder + "-renamed"] {
+                let found = scan.contains(Array(name.utf8))
+                #expect(!found, "the container holds the name \(name)")
+            }
+            let textWindows = scan.windowsFound(of: Array(Self.secretText.utf8), width: 16)
+            let contentWindows = scan.windowsFound(of: Array(large.prefix(1 << 20)), width: 16)
+            #expect(textWindows == 0 && contentWindows == 0)
+            // The large file's exact size (short sizes are everywhere by chance: not looked for).
+            let size = Int64(large.count)
+            for form in [
+                Array(String(size).utf8), withUnsafeBytes(of: size.bigEndian) { Array($0) },
+                withUnsafeBytes(of: size.littleEndian) { Array($0) },
+            ] {
+                let found = scan.contains(form)
+                #expect(!found, "the container holds the exact size \(size) as \(form)")
+            }
+        }
+    }
+
+    @Test func aFirstMountThatAsksForEncryptionRefusesAPlainContainer() throws {
+        try TestFolder.with(.plain) { folder in
+            let made = ModelProcess.run([try TestFolder.binaryPath(), "init", folder.containerPath], timeout: 60)
+            #expect(made.ok, "\(made)")
+            let keys = try TemporaryDirectory()
+            let refused = ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "mount", folder.containerPath, folder.root, "--state-dir",
+                    folder.stateDir,
+                    "--encrypted", "--device-key", keys.path + "/device-key",
+                ], timeout: 60)
+            if TestFolder.isMounted(folder.root) { TestFolder.lazyUnmount(folder.root) }
+            #expect(refused.status == 65, "\(refused)")
+            #expect(refused.stderr.contains("not an encrypted container"), "\(refused)")
+        }
+    }
+
+    @Test func initEncryptedShowsTheRecoveryKeyOnceAndAnotherDeviceIsNotAMember() throws {
+        try TestFolder.with(.plain) { folder in
+            let keys = try TemporaryDirectory()
+            let made = ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "init", "--encrypted", folder.containerPath, "--device-key",
+                    keys.path + "/device-key",
+                ], timeout: 60)
+            #expect(made.ok, "\(made)")
+            #expect(made.stdout.range(of: "SFR1(-[A-Z2-7]{1,4}){14}", options: .regularExpression) != nil, "\(made)")
+            var info = stat()
+            #expect(stat(keys.path + "/device-key", &info) == 0 && info.st_mode & 0o777 == 0o600)
+            // A device that is not a member cannot mount it.
+            let stranger = ModelProcess.run(
+                [
+                    try TestFolder.binaryPath(), "mount", folder.containerPath, folder.root, "--state-dir",
+                    folder.stateDir,
+                    "--device-key", keys.path + "/other-device-key",
+                ], timeout: 60)
+            if TestFolder.isMounted(folder.root) { TestFolder.lazyUnmount(folder.root) }
+            #expect(stranger.status != 0, "\(stranger)")
+            #expect(stranger.stderr.contains("not a member"), "\(stranger)")
+        }
+    }
+}
+
+/// Every file below a directory, read whole, searched for byte strings.
+struct PlaintextScan {
+    let files: [[UInt8]]
+
+    init(directory: String) throws {
+        var files: [[UInt8]] = []
+        let walker = FileManager.default.enumerator(atPath: directory)
+        while let relative = walker?.nextObject() as? String {
+            let path = directory + "/" + relative
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            files.append(try readFile(path))
+        }
+        self.files = files
+    }
+
+    var totalBytes: Int { files.reduce(0) { $0 + $1.count } }
+
+    func contains(_ needle: [UInt8]) -> Bool {
+        files.contains { Data($0).range(of: Data(needle)) != nil }
+    }
+
+    /// How many of the 16-byte windows of `content` (every offset) occur anywhere.
+    func windowsFound(of content: [UInt8], width: Int) -> Int {
+        precondition(width == 16, "windows are two 64-bit words")
+        guard content.count >= width else { return 0 }
+        var windows = Set<Window>()
+        windows.reserveCapacity(content.count)
+        content.withUnsafeBytes { bytes in
+            for start in 0...(content.count - width) { windows.insert(Window(bytes, at: start)) }
+        }
+        var found = 0
+        for file in files where file.count >= width {
+            file.withUnsafeBytes { bytes in
+                for start in 0...(file.count - width) where windows.contains(Window(bytes, at: start)) { found += 1 }
+            }
+        }
+        return found
+    }
+
+    private struct Window: Hashable {
+        let high: UInt64
+        let low: UInt64
+
+        init(_ bytes: UnsafeRawBufferPointer, at offset: Int) {
+            high = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            low = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)
+        }
+    }
+}
