@@ -254,7 +254,8 @@ let package = Package(
         .testTarget(
             name: "SyncSealedTests",
             dependencies: [
-                "SyncSealed", "SyncBackend", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                "SyncSealed", "SyncBackend", "SyncBackendTesting", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

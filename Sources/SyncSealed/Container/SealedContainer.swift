@@ -431,8 +431,14 @@ public final class SealedContainer: Container, ChunkingContainer {
         }
     }
 
-    private func newestKeys() throws(ContainerProtocolError) -> EpochKeys {
-        try state.withLock { state throws(ContainerProtocolError) in
+    /// Reads the container first if it has not been read yet (a mount that started offline).
+    private func readOnce() async throws(ContainerProtocolError) {
+        if state.withLock({ $0.view.head == nil }) { try await catchUp() }
+    }
+
+    private func newestKeys() async throws(ContainerProtocolError) -> EpochKeys {
+        try await readOnce()
+        return try state.withLock { state throws(ContainerProtocolError) in
             guard let newest = state.view.keyring?.newestEpoch, let keys = state.keys[newest] else {
                 throw ContainerProtocolError.invalidRequest("this device holds no key of the newest epoch")
             }
@@ -442,7 +448,7 @@ public final class SealedContainer: Container, ChunkingContainer {
 
     public func missingChunks(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> [ChunkHash] {
         try checkAlarm()
-        let keys = try newestKeys()
+        let keys = try await newestKeys()
         let ids = hashes.map(keys.chunkID(for:))
         let missing = Set(try await inner.missingChunks(ids))
         return zip(hashes, ids).compactMap { missing.contains($0.1) ? $0.0 : nil }
@@ -455,7 +461,7 @@ public final class SealedContainer: Container, ChunkingContainer {
     public func putChunks(_ chunks: [EncodedChunk]) async throws(ContainerProtocolError) {
         try checkAlarm()
         try CommitBatch.check(chunks)
-        let keys = try newestKeys()
+        let keys = try await newestKeys()
         var sealed: [EncodedChunk] = []
         for chunk in chunks {
             // The engine hands plain chunks; one it could not have made is refused, not sealed.
@@ -478,6 +484,7 @@ public final class SealedContainer: Container, ChunkingContainer {
 
     public func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         try checkAlarm()
+        try await readOnce()
         let (first, all) = try state.withLock { state throws(ContainerProtocolError) in
             guard let newest = state.view.keyring?.newestEpoch else {
                 throw ContainerProtocolError.invalidRequest("the sealed container is not open")
