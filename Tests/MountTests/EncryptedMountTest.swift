@@ -64,6 +64,51 @@ struct EncryptedMountTest {
         }
     }
 
+    @Test(arguments: MountServerBackend.allCases)
+    func throughAServerTheServerHoldsNoPlaintext(backend: MountServerBackend) throws {
+        let keys = try TemporaryDirectory()
+        let key = keys.path + "/device-key"
+        try SyncedMounts.with(
+            uploadDelay: 20, argumentsA: ["--create-encrypted", "--device-key", key],
+            argumentsB: ["--encrypted", "--device-key", key], overServer: true, backend: backend
+        ) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            let folder = Self.secretNames[0]
+            try makeDirectory(a.path(folder))
+            try writeFile(a.path(folder + "/" + Self.secretNames[1]), Self.secretText)
+            let content = try randomBytes(1 << 20 + 70_001)
+            try writeFile(a.path(Self.secretNames[2]), content)
+            #expect(waitUntil(timeout: 30) { try readFile(b.path(Self.secretNames[2])) == content }, "\(mounts.logs())")
+            try writeFile(b.path(folder + "/" + Self.secretNames[1]), Self.secretText + " Edited on B.")
+            #expect(
+                waitUntil(timeout: 30) {
+                    try readText(a.path(folder + "/" + Self.secretNames[1])) == Self.secretText + " Edited on B."
+                }, "\(mounts.logs())")
+            _ = expectConverged(mounts, timeout: 30, "after changes on both sides")
+
+            // What the server holds: its root (the embedded backend's containers and tokens), its
+            // log, and with PostgreSQL a dump of its database (the bucket's chunks are not read
+            // here: they are the same sealed chunks the embedded backend keeps in its root).
+            let server = try #require(mounts.server)
+            var extra = [Array(server.log(limit: 50_000_000).utf8)]
+            if let database = server.database {
+                let dump = ModelProcess.run(["pg_dump", database.databaseURL], timeout: 120)
+                #expect(dump.ok, "\(dump)")
+                extra.append(Array(dump.stdout.utf8))
+            }
+            let scan = try PlaintextScan(directories: [server.root], extra: extra)
+            for name in Self.secretNames {
+                // Raw, and as hex (a dump shows bytea columns so).
+                let hex = Array(name.utf8).map { String(format: "%02x", $0) }.joined()
+                let found = scan.contains(Array(name.utf8)) || scan.contains(Array(hex.utf8))
+                #expect(!found, "the server holds the name \(name)")
+            }
+            let textWindows = scan.windowsFound(of: Array(Self.secretText.utf8), width: 16)
+            let contentWindows = scan.windowsFound(of: Array(content.prefix(256 << 10)), width: 16)
+            #expect(textWindows == 0 && contentWindows == 0)
+        }
+    }
+
     @Test func aFirstMountThatAsksForEncryptionRefusesAPlainContainer() throws {
         try TestFolder.with(.plain) { folder in
             let made = ModelProcess.run([try TestFolder.binaryPath(), "init", folder.containerPath], timeout: 60)
@@ -111,17 +156,22 @@ struct EncryptedMountTest {
 struct PlaintextScan {
     let files: [[UInt8]]
 
-    init(directory: String) throws {
-        var files: [[UInt8]] = []
-        let walker = FileManager.default.enumerator(atPath: directory)
-        while let relative = walker?.nextObject() as? String {
-            let path = directory + "/" + relative
-            var info = stat()
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-            files.append(try readFile(path))
+    /// Every regular file below `directories`, and the `extra` byte strings (a log, a dump).
+    init(directories: [String], extra: [[UInt8]] = []) throws {
+        var files = extra
+        for directory in directories {
+            let walker = FileManager.default.enumerator(atPath: directory)
+            while let relative = walker?.nextObject() as? String {
+                let path = directory + "/" + relative
+                var info = stat()
+                guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+                files.append(try readFile(path))
+            }
         }
         self.files = files
     }
+
+    init(directory: String) throws { try self.init(directories: [directory]) }
 
     var totalBytes: Int { files.reduce(0) { $0 + $1.count } }
 
