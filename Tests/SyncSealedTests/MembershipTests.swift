@@ -1,0 +1,81 @@
+import SyncBackend
+import Testing
+
+@testable import SyncSealed
+
+/// Admitting and removing member devices: a device admitted reads the whole history; a device
+/// removed reads nothing written after its removal, and cannot write.
+@Suite("Sealed container members")
+struct MembershipTests {
+    static func folder(_ name: String) -> EntryState {
+        EntryState(parent: .root, name: Array(name.utf8), kind: .directory, mode: 0o755, mtime: 0, size: 0)
+    }
+
+    static func put(_ container: SealedContainer, _ name: String) async throws -> FileID {
+        let id = FileID.random()
+        let outcome = try await container.commit(
+            CommitRequest(id: id, baseVersion: 0, change: .put(folder(name)), device: "d"))
+        guard case .committed = outcome else { throw SealedError.malformed("not committed: \(outcome)") }
+        return id
+    }
+
+    @Test func anAdmittedDeviceReadsTheHistoryAndARemovedOneNothingAfter() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let phone = DeviceKeys.generate()
+        let first = try await SealedContainer.create(
+            in: server, as: laptop, recovery: .generate(), deviceName: "laptop")
+        let before = try await Self.put(first, "written before the phone joined")
+
+        // The phone is not a member yet.
+        await #expect(throws: ContainerProtocolError.self) {
+            _ = try await SealedContainer.open(server, as: phone, knownHead: nil)
+        }
+        // Both devices show the same safety code for the phone.
+        let code = try await first.safetyCode(for: phone.identity)
+        #expect(code.count == 35)
+        try await first.admit(phone.identity)
+        let second = try await SealedContainer.open(server, as: phone, knownHead: nil)
+        #expect(try await second.safetyCode(for: phone.identity) == code)
+        #expect(try await second.entry(before)?.state.name == Array("written before the phone joined".utf8))
+        let byPhone = try await Self.put(second, "written by the phone")
+        #expect(try await first.entry(byPhone)?.state.kind == .directory)
+        #expect(try await first.members().devices.count == 2)
+
+        // The phone is removed: a new epoch starts, and what is written after is not for it.
+        try await first.remove(phone.identity.signing)
+        #expect(try await first.members().devices == [laptop.identity])
+        let after = try await Self.put(first, "written after the phone was removed")
+        let stored = try #require(try await server.entry(after))
+        let sealed = try #require(OpaqueEntry.sealed(from: stored.state, of: after))
+        #expect(try SealedRecord.epoch(of: sealed) == 1)
+        let phoneKeys = try #require(
+            try await server.changes(after: .beginning, limit: 1_000).entries.compactMap { entry -> Keyring? in
+                guard let bytes = OpaqueEntry.sealed(from: entry.state, of: entry.id) else { return nil }
+                return try? Keyring(encoded: bytes)
+            }.last)
+        #expect(try phoneKeys.secrets(for: phone).keys.sorted() == [0], "the phone holds epoch 0's secret only")
+        for epoch in try phoneKeys.secrets(for: phone) {
+            let keys = EpochKeys(secret: epoch.value, container: phoneKeys.container, epoch: epoch.key)
+            #expect(throws: SealedError.self) { try SealedRecord.open(sealed, of: after, keys: keys) }
+        }
+        // The removed phone's own wrapper shows nothing of it and writes nothing.
+        await #expect(throws: ContainerProtocolError.self) { _ = try await second.entry(after) }
+        await #expect(throws: ContainerProtocolError.self) { _ = try await Self.put(second, "after removal") }
+        #expect(try await first.entry(after) != nil)
+    }
+
+    @Test func theRecoveryKeyCanReadEveryEpoch() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let recovery = RecoveryKey.generate()
+        let first = try await SealedContainer.create(in: server, as: laptop, recovery: recovery, deviceName: "laptop")
+        let phone = DeviceKeys.generate()
+        try await first.admit(phone.identity)
+        try await first.remove(phone.identity.signing)
+        let id = try await Self.put(first, "in epoch 1")
+        // The recovery key opens the container as a member of every epoch.
+        let recovered = try await SealedContainer.open(server, as: recovery.deviceKeys, knownHead: nil)
+        #expect(try await recovered.entry(id)?.state.name == Array("in epoch 1".utf8))
+    }
+}
