@@ -78,4 +78,53 @@ struct MembershipTests {
         let recovered = try await SealedContainer.open(server, as: recovery.deviceKeys, knownHead: nil)
         #expect(try await recovered.entry(id)?.state.name == Array("in epoch 1".utf8))
     }
+
+    @Test func aDeviceAsksToJoinAndIsAdmittedWhenTheCodesMatch() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let first = try await SealedContainer.create(
+            in: server, as: laptop, recovery: .generate(), deviceName: "laptop")
+        _ = try await Self.put(first, "shared")
+        let phone = DeviceKeys.generate()
+        let shownByPhone = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
+        // The join request is outside the ledger: it raises no alarm, and the member lists it.
+        let requests = try await first.joinRequests()
+        #expect(requests.map(\.request.device) == [phone.identity])
+        #expect(requests.first?.code == shownByPhone)
+        #expect(requests.first?.request.name == "phone")
+        try await first.admit(phone.identity)
+        #expect(try await first.joinRequests().isEmpty)
+        let second = try await SealedContainer.open(server, as: phone, knownHead: nil)
+        #expect(try await second.members().devices.count == 2)
+    }
+
+    @Test func theRecoveryKeyAdmitsANewDeviceOnlyToTheContainerItMade() async throws {
+        let server = InMemoryContainer()
+        let recovery = RecoveryKey.generate()
+        let first = try await SealedContainer.create(
+            in: server, as: .generate(), recovery: recovery, deviceName: "laptop")
+        let id = try await Self.put(first, "before the laptop was lost")
+        let replacement = DeviceKeys.generate()
+        let joined = try await SealedContainer.joinWithRecovery(server, recovery: recovery, device: replacement)
+        #expect(try await joined.entry(id)?.state.name == Array("before the laptop was lost".utf8))
+
+        // A server makes up a container of its own that names the same recovery key: its genesis
+        // is not signed by the recovery key, so the recovery key does not join it.
+        let fake = InMemoryContainer()
+        let serverDevice = DeviceKeys.generate()
+        let id2 = SealedContainerID.random()
+        let secret = EpochSecret.random()
+        var keyring = Keyring.genesis(
+            container: id2, creator: serverDevice.identity, recovery: recovery.deviceKeys.identity, secret: secret)
+        keyring = keyring.adding(serverDevice.identity, in: 1, secrets: [0: secret])
+        let genesis = SealedCommit(
+            sequence: 1, previous: LedgerEntry.genesisPrevious,
+            keys: EpochKeys(secret: secret, container: id2, epoch: 0), device: "server", signer: serverDevice,
+            time: 0)
+        let (requests, _) = genesis.requests(for: [], publishing: keyring)
+        #expect(try await fake.commit(allOrNothing: requests).isCommitted)
+        await #expect(throws: ContainerProtocolError.self) {
+            _ = try await SealedContainer.joinWithRecovery(fake, recovery: recovery, device: .generate())
+        }
+    }
 }

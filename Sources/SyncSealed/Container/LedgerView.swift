@@ -38,6 +38,11 @@ struct LedgerView {
     private(set) var head: LedgerHead?
     /// The genesis entry's digest: what the safety code names.
     private(set) var genesis: [UInt8]?
+    /// Who signed the genesis: the recovery key (`SealedContainer.create`), which a device that
+    /// joins with the recovery key checks.
+    private(set) var genesisSigner: [UInt8]?
+    /// Requests to join, by the requesting device's entry (outside the ledger: never vouched).
+    private(set) var joinRequests: [FileID: JoinRequest] = [:]
     private(set) var keyring: Keyring?
     private(set) var vouched: [FileID: VouchedEntry] = [:]
     /// Entries read that no ledger entry has vouched for yet.
@@ -63,6 +68,10 @@ struct LedgerView {
         if let claimed = Self.claimedLedgerSequence(of: entry) {
             throw .ledgerOutOfOrder(expected: next, found: claimed)
         }
+        if let request = Self.joinRequest(in: entry) {
+            joinRequests[entry.id] = entry.isDeleted ? nil : request
+            return
+        }
         waiting[entry.id] = entry
         if let change = expected[entry.id] { try vouch(change) }
     }
@@ -73,6 +82,17 @@ struct LedgerView {
         do {
             let claimed = try LedgerEntry(encoded: sealed)
             return entry.id == LedgerEntry.fileID(of: claimed.sequence) ? claimed.sequence : nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// The join request `entry` holds, if it is stored as one at its device's place.
+    private static func joinRequest(in entry: RemoteEntry) -> JoinRequest? {
+        guard let sealed = OpaqueEntry.sealed(from: entry.state, of: entry.id) else { return nil }
+        do {
+            let request = try JoinRequest(encoded: sealed)
+            return entry.id == JoinRequest.fileID(of: request.device) ? request : nil
         } catch {
             return nil
         }
@@ -132,7 +152,10 @@ struct LedgerView {
         container = entry.container
         keyring = ring
         head = LedgerHead(sequence: sequence, digest: entry.digest)
-        if sequence == 1 { genesis = entry.digest }
+        if sequence == 1 {
+            genesis = entry.digest
+            genesisSigner = entry.signer
+        }
         vouched[stored.id] = VouchedEntry(kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest)
         for change in entry.changes where change.id != Keyring.fileID(publishedIn: sequence) {
             expected[change.id] = change

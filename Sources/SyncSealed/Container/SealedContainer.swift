@@ -82,10 +82,11 @@ public final class SealedContainer: Container, ChunkingContainer {
         let secret = EpochSecret.random()
         let keyring = Keyring.genesis(
             container: id, creator: device.identity, recovery: recovery.deviceKeys.identity, secret: secret)
+        // The recovery key signs the genesis: a device that joins with it knows the container.
         let genesis = SealedCommit(
             sequence: 1, previous: LedgerEntry.genesisPrevious,
             keys: EpochKeys(secret: secret, container: id, epoch: 0),
-            device: deviceName, signer: device, time: Self.now())
+            device: deviceName, signer: recovery.deviceKeys, time: Self.now())
         let (requests, _) = genesis.requests(for: [], publishing: keyring)
         switch try await inner.commit(allOrNothing: requests) {
         case .committed: break
@@ -127,8 +128,13 @@ public final class SealedContainer: Container, ChunkingContainer {
             try state.withLock { (state: inout State) throws(SealedAlarm) -> LedgerHead? in
                 try state.view.settle()
                 state.cursor = cursor
+                let hadKeys = !state.keys.isEmpty
                 try Self.unlock(&state, with: device)
-                let changed = state.view.takeChanged()
+                var changed = state.view.takeChanged()
+                // A device that is not a member (yet) checks the ledger but reads no record; the
+                // read after it is admitted decrypts everything.
+                guard !state.keys.isEmpty else { return state.view.head }
+                if !hadKeys { changed = state.view.vouched.keys.filter { state.view.vouched[$0]?.kind == .record } }
                 for id in changed {
                     guard let vouched = state.view.vouched[id], vouched.kind == .record else { continue }
                     let entry = try Self.decrypt(vouched, keys: state.keys)
@@ -408,6 +414,53 @@ public final class SealedContainer: Container, ChunkingContainer {
         return Attempt(
             outcomes: outcomes, changes: changes, requests: underneath, requestIndex: requestIndex,
             committedIDs: committedIDs, keys: keys, manifests: manifests)
+    }
+
+    // MARK: - Joining
+
+    /// Asks to join the sealed container in `inner` as `device` (named `name` for people): stores
+    /// the device's join request (`JoinRequest`) and returns the safety code its owner compares
+    /// with the one a member device shows before approving.
+    public static func requestToJoin(
+        _ inner: any Container, as device: DeviceKeys, name: String
+    ) async throws(ContainerProtocolError) -> String {
+        let reader = SealedContainer(wrapping: inner, as: device, knownHead: nil)
+        let code = try await reader.safetyCode(for: device.identity)
+        let id = JoinRequest.fileID(of: device.identity)
+        let request = JoinRequest(device: device, name: name, time: now())
+        let current = try await inner.entry(id)
+        let outcome = try await inner.commit(
+            CommitRequest(
+                id: id, baseVersion: current?.version ?? 0,
+                change: .put(OpaqueEntry.state(of: id, sealed: request.encoded, chunks: [])), device: name))
+        guard case .committed = outcome else { throw .busy("the join request was not stored (\(outcome)); try again") }
+        return code
+    }
+
+    /// The devices that asked to join and are not members, each with its safety code.
+    public func joinRequests() async throws(ContainerProtocolError) -> [(request: JoinRequest, code: String)] {
+        try await catchUp()
+        let (requests, keyring, genesis) = state.withLock {
+            ($0.view.joinRequests.values, $0.view.keyring, $0.view.genesis)
+        }
+        guard let keyring, let genesis else { return [] }
+        return requests.filter { keyring.signer($0.device.signing) == nil }.sorted { $0.time < $1.time }
+            .map { ($0, SafetyCode.code(genesis: genesis, device: $0.device)) }
+    }
+
+    /// Opens the sealed container in `inner` with its recovery key, makes `device` a member, and
+    /// opens it as `device`. The genesis must be signed by this recovery key: a server that made
+    /// up a container of its own naming the recovery key's public half cannot sign that.
+    public static func joinWithRecovery(
+        _ inner: any Container, recovery: RecoveryKey, device: DeviceKeys,
+        onHead: @escaping @Sendable (LedgerHead) -> Void = { _ in }
+    ) async throws(ContainerProtocolError) -> SealedContainer {
+        let recovered = try await open(inner, as: recovery.deviceKeys, knownHead: nil)
+        guard recovered.state.withLock({ $0.view.genesisSigner }) == recovery.deviceKeys.identity.signing else {
+            throw .invalidRequest("this recovery key did not make this container")
+        }
+        try await recovered.admit(device.identity)
+        return try await open(inner, as: device, knownHead: recovered.head, onHead: onHead)
     }
 
     // MARK: - Members

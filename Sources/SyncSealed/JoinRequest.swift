@@ -1,0 +1,73 @@
+import Crypto
+import SyncBackend
+
+/// A device's request to join a sealed container: its public keys and a name for people, signed
+/// with its own Ed25519 key. The joining device stores it itself (it holds no key of the container
+/// yet), outside the ledger, at a file ID derived from its signing key; a member lists it with its
+/// safety code and, once the owner compared the code on both devices, admits the device. The
+/// server can add requests of its own, but no member admits a device whose code nobody compared.
+///
+/// Encoded: `version (1) ‖ signing (32) ‖ agreement (32) ‖ counted name (at most 64 bytes of
+/// UTF-8) ‖ time in ms (8) ‖ Ed25519 signature (64)` over the label `syncfs-sealed-v1 join` and
+/// everything before it.
+public struct JoinRequest: Equatable, Sendable {
+    public let device: DeviceIdentity
+    public let name: String
+    public let time: Int64
+    private(set) var signature: [UInt8]
+
+    public static let maximumNameBytes = 64
+
+    public init(device keys: DeviceKeys, name: String, time: Int64) {
+        self.device = keys.identity
+        self.name = String(decoding: Array(name.utf8.prefix(Self.maximumNameBytes)), as: UTF8.self)
+        self.time = time
+        self.signature = []
+        self.signature = keys.sign(signedMessage)
+    }
+
+    private var body: [UInt8] {
+        var out = SealedWriter()
+        out.byte(SealedFormat.version)
+        out.fixed(device.signing)
+        out.fixed(device.agreement)
+        out.counted(Array(name.utf8))
+        out.int64(time)
+        return out.bytes
+    }
+
+    private var signedMessage: [UInt8] {
+        var message = SealedWriter()
+        message.counted(SealedFormat.label("join"))
+        message.fixed(body)
+        return message.bytes
+    }
+
+    public var encoded: [UInt8] { body + signature }
+
+    /// Reads a request and checks its own signature (which proves only that its maker holds the
+    /// key it names).
+    public init(encoded: [UInt8]) throws(SealedError) {
+        var reader = SealedReader(encoded)
+        guard let version = reader.byte() else { throw .malformed("an empty join request") }
+        guard version == SealedFormat.version else { throw .unsupportedVersion(version) }
+        guard let signing = reader.fixed(32), let agreement = reader.fixed(32),
+            let device = DeviceIdentity(signing: signing, agreement: agreement),
+            let nameBytes = reader.counted(limit: Self.maximumNameBytes),
+            let name = String(validating: nameBytes, as: UTF8.self), let time = reader.int64(),
+            let signature = reader.fixed(64), reader.isAtEnd
+        else { throw .malformed("a join request") }
+        self.device = device
+        self.name = name
+        self.time = time
+        self.signature = signature
+        guard device.signingKey.isValidSignature(signature, for: signedMessage) else {
+            throw .notAuthentic("a join request not signed by the key it names")
+        }
+    }
+
+    /// Where `device`'s request is stored.
+    public static func fileID(of device: DeviceIdentity) -> FileID {
+        SealedFormat.reservedID("join-id", device.signing)
+    }
+}
