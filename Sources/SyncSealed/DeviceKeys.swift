@@ -34,6 +34,9 @@ public struct DeviceIdentity: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(agreement)
     }
 
+    /// The signing key in hex (64 digits).
+    public var signingHex: String { Hex.string(signing) }
+
     /// The first 16 hex digits of the signing key: a short name for logs and lists (not a
     /// fingerprint to compare: that is `SafetyCode`).
     public var description: String { String(Hex.string(signing).prefix(16)) }

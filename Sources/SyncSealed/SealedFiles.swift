@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import SyncBackend
 
@@ -101,5 +102,16 @@ enum PrivateFile {
             offset += count
         }
         return bytes
+    }
+}
+
+/// A recovery key kept in a file (for `mount --recovery-key-file`): its text form, in a private
+/// file (0600, this user's, not a symlink), surrounding whitespace ignored.
+public enum RecoveryKeyFile {
+    public static func read(_ path: String) throws(SealedFileError) -> String {
+        guard let bytes = try PrivateFile.read(path, limit: 1024) else {
+            throw SealedFileError("\(path) does not exist")
+        }
+        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -21,7 +21,25 @@ enum ManualExamples {
             Example("Upload everything queued, then unmount:", "syncfs-mount unmount ~/SyncFS"),
         ],
         "syncfs-mount-init": [
-            Example("Make a new, empty container (its parent folder must exist):", "syncfs-mount init ~/container")
+            Example("Make a new, empty container (its parent folder must exist):", "syncfs-mount init ~/container"),
+            Example(
+                "Make it end-to-end encrypted; write down the recovery key it shows once:",
+                "syncfs-mount init --encrypted ~/vault"),
+        ],
+        "syncfs-mount-encryption-devices": [
+            Example(
+                "See the devices of an encrypted container, and the ones asking to join with their codes:",
+                "syncfs-mount encryption devices https://sync.example.org/family")
+        ],
+        "syncfs-mount-encryption-approve": [
+            Example(
+                "Admit the new laptop after it showed this very code:",
+                "syncfs-mount encryption approve ~/vault 04839 11723 90211 55102 37410 86625")
+        ],
+        "syncfs-mount-encryption-remove": [
+            Example(
+                "Remove a lost phone (the start of its key, as `encryption devices` shows it):",
+                "syncfs-mount encryption remove https://sync.example.org/family 3f2a91c0")
         ],
         "syncfs-mount-mount": [
             Example(

@@ -65,6 +65,12 @@ struct MountCommand: ParsableCommand {
             valueName: "file"))
     var deviceKey: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "On the first mount of an encrypted container this device is not a member of: join with the recovery key in this file (mode 0600).",
+            valueName: "file"))
+    var recoveryKeyFile: String?
+
     @Flag(help: "Stay in the foreground; print the line 'ready' on standard output once the mount is live.")
     var foreground = false
 
@@ -244,6 +250,7 @@ struct MountCommand: ParsableCommand {
         configuration.createContainer = create || createEncrypted
         configuration.encrypted = encrypted || createEncrypted
         configuration.deviceKeyFile = deviceKey.map(absolutePath)
+        configuration.recoveryKeyFile = recoveryKeyFile.map(absolutePath)
         do {
             try checkPlacement(configuration)
             try ContainerCreation.checkBeforeMount(
@@ -366,6 +373,7 @@ struct MountCommand: ParsableCommand {
         if configuration.createContainer { arguments.append("--create") }
         if configuration.encrypted { arguments.append("--encrypted") }
         if let file = configuration.deviceKeyFile { arguments += ["--device-key", file] }
+        if let file = configuration.recoveryKeyFile { arguments += ["--recovery-key-file", file] }
         if let deviceName { arguments += ["--device-name", deviceName] }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine

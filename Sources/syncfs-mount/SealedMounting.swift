@@ -53,21 +53,66 @@ enum SealedMounting {
             return container
         }
         let device = try deviceKeys(configuration)
-        let opened = blockOn { () -> Result<SealedContainer, ContainerProtocolError> in
+        let recovery = try configuration.recoveryKeyFile.map { (path: String) throws(MountError) -> RecoveryKey in
+            try recoveryKey(path)
+        }
+        let opened = blockOn { () -> Result<SealedContainer?, ContainerProtocolError> in
             do throws(ContainerProtocolError) {
-                return .success(try await SealedContainer.open(container, as: device, knownHead: nil, onHead: keepHead))
+                if let recovery {
+                    return .success(
+                        try await SealedContainer.joinWithRecovery(
+                            container, recovery: recovery, device: device, onHead: keepHead))
+                }
+                let sealed = SealedContainer(wrapping: container, as: device, knownHead: nil, onHead: keepHead)
+                return .success(try await sealed.isMember() ? sealed : nil)
             } catch {
                 return .failure(error)
             }
         }
         switch opened {
-        case .success(let sealed):
+        case .success(let sealed?):
             logger.notice(
                 "the container is encrypted; this device is a member (ledger entry \(sealed.head?.sequence ?? 0))")
             return sealed
+        case .success(nil):
+            let code = blockOn { () -> Result<String, ContainerProtocolError> in
+                do throws(ContainerProtocolError) {
+                    return .success(
+                        try await SealedContainer.requestToJoin(
+                            container, as: device,
+                            name: configuration.deviceName?.text ?? ProcessInfo.processInfo.hostName))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch code {
+            case .success(let code):
+                throw MountError(
+                    .unreachable,
+                    "this device is not a member of the encrypted container yet; it asked to join with the safety "
+                        + "code \(code). On a member device, check that `syncfs-mount encryption devices CONTAINER` "
+                        + "shows this very code, approve it with `syncfs-mount encryption approve CONTAINER \(code)`, "
+                        + "then mount again (or mount with --recovery-key-file)")
+            case .failure(let error):
+                throw MountError(.unreachable, "this device is not a member, and its request to join failed: \(error)")
+            }
         case .failure(let error):
             throw MountError(.badInput, "cannot open the encrypted container: \(error)")
         }
+    }
+
+    /// The recovery key in the private file at `path`.
+    static func recoveryKey(_ path: String) throws(MountError) -> RecoveryKey {
+        let text: String
+        do {
+            text = try RecoveryKeyFile.read(path)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
+        guard let key = RecoveryKey(text: text) else {
+            throw MountError(.badInput, "\(path) does not hold a recovery key (SFR1-…), or it has a typo")
+        }
+        return key
     }
 
     /// Whether `container` holds a sealed container's genesis, asking again each second for

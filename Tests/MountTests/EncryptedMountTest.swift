@@ -109,6 +109,82 @@ struct EncryptedMountTest {
         }
     }
 
+    /// A second device asks to join, is approved after the codes are compared, reads what the
+    /// first wrote; once removed, it reads nothing written after; a third device joins with the
+    /// recovery key.
+    @Test func devicesJoinByApprovalOrRecoveryKeyAndARemovedOneReadsNothingNew() throws {
+        let keys = try TemporaryDirectory()
+        let (keyA, keyB, keyC) = (keys.path + "/a", keys.path + "/b", keys.path + "/c")
+        let binary = try TestFolder.binaryPath()
+        let base = try TemporaryDirectory()
+        let container = base.path + "/container"
+        let made = ModelProcess.run([binary, "init", "--encrypted", container, "--device-key", keyA], timeout: 60)
+        #expect(made.ok, "\(made)")
+        let recoveryText = try #require(
+            made.stdout.range(of: "SFR1(-[A-Z2-7]{1,4}){14}", options: .regularExpression).map {
+                String(made.stdout[$0])
+            })
+        let recoveryFile = keys.path + "/recovery"
+        #expect(
+            FileManager.default.createFile(
+                atPath: recoveryFile, contents: Data(recoveryText.utf8), attributes: [.posixPermissions: 0o600]))
+
+        let a = try TestFolder.make(
+            .mount, sharedContainer: container, mountArguments: ["--upload-delay", "20", "--device-key", keyA])
+        defer { a.tearDown() }
+        try writeFile(a.path("from-a.txt"), "written on A")
+
+        // B is not a member: its first mount asks to join and says which code to compare.
+        let bRoot = base.path + "/b"
+        let bState = base.path + "/b-state"
+        try makeDirectory(bRoot)
+        let asked = ModelProcess.run(
+            [binary, "mount", container, bRoot, "--state-dir", bState, "--device-key", keyB], timeout: 60)
+        if TestFolder.isMounted(bRoot) { TestFolder.lazyUnmount(bRoot) }
+        #expect(asked.status == 75, "\(asked)")
+        let code = try #require(
+            asked.stderr.range(of: "([0-9]{5} ){5}[0-9]{5}", options: .regularExpression).map {
+                String(asked.stderr[$0])
+            })
+        let listed = ModelProcess.run([binary, "encryption", "devices", container, "--device-key", keyA], timeout: 60)
+        #expect(listed.ok && listed.stdout.contains("safety code: \(code)"), "\(listed)")
+        let wrong = ModelProcess.run(
+            [binary, "encryption", "approve", container, "11111 22222 33333 44444 55555 66666", "--device-key", keyA],
+            timeout: 60)
+        #expect(wrong.status == 65, "\(wrong)")
+        let approved = ModelProcess.run(
+            [binary, "encryption", "approve", container, code, "--device-key", keyA], timeout: 60)
+        #expect(approved.ok, "\(approved)")
+
+        let b = try TestFolder.make(
+            .mount, sharedContainer: container, mountArguments: ["--upload-delay", "20", "--device-key", keyB])
+        defer { b.tearDown() }
+        #expect(waitUntil(timeout: 30) { try readText(b.path("from-a.txt")) == "written on A" }, "\(b.daemonLog())")
+
+        // C joins with the recovery key.
+        let c = try TestFolder.make(
+            .mount, sharedContainer: container,
+            mountArguments: ["--upload-delay", "20", "--device-key", keyC, "--recovery-key-file", recoveryFile])
+        defer { c.tearDown() }
+        #expect(waitUntil(timeout: 30) { try readText(c.path("from-a.txt")) == "written on A" }, "\(c.daemonLog())")
+
+        // B is removed: what A writes next is of a new epoch, which B cannot open.
+        // B's key, as the list shows it when B itself asks.
+        let seenByB = ModelProcess.run([binary, "encryption", "devices", container, "--device-key", keyB], timeout: 60)
+        let bLine = try #require(
+            seenByB.stdout.split(separator: "\n").first { $0.contains("(this device)") }, "\(seenByB)")
+        let bKey = String(try #require(bLine.split(separator: " ").dropFirst().first))
+        let removed = ModelProcess.run(
+            [binary, "encryption", "remove", container, bKey, "--device-key", keyA], timeout: 60)
+        #expect(removed.ok, "\(removed)")
+        try writeFile(a.path("after-removal.txt"), "B must not read this")
+        #expect(
+            waitUntil(timeout: 30) { try readText(c.path("after-removal.txt")) == "B must not read this" },
+            "\(c.daemonLog())")
+        #expect(waitUntil(timeout: 30) { b.daemonLog().contains("no key of epoch 1") }, "\(b.daemonLog())")
+        #expect(!FileManager.default.fileExists(atPath: b.path("after-removal.txt")))
+    }
+
     @Test func aFirstMountThatAsksForEncryptionRefusesAPlainContainer() throws {
         try TestFolder.with(.plain) { folder in
             let made = ModelProcess.run([try TestFolder.binaryPath(), "init", folder.containerPath], timeout: 60)

@@ -47,6 +47,9 @@ public struct MountConfiguration: Sendable {
     /// The device's private keys for sealed containers (`--device-key`); nil: the default
     /// (`StateDirectory.deviceKeyPath`).
     public var deviceKeyFile: String?
+    /// A first mount of a sealed container by a device that is not a member yet joins with the
+    /// recovery key in this file (`--recovery-key-file`).
+    public var recoveryKeyFile: String?
     /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
     public var deviceName: DeviceName?
     /// How long a first mount waits for a container that does not answer before it fails, in

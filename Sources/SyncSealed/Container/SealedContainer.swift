@@ -62,11 +62,7 @@ public final class SealedContainer: Container, ChunkingContainer {
         onHead: @escaping @Sendable (LedgerHead) -> Void = { _ in }
     ) async throws(ContainerProtocolError) -> SealedContainer {
         let container = SealedContainer(wrapping: inner, as: device, knownHead: knownHead, onHead: onHead)
-        try await container.catchUp()
-        let member = container.state.withLock { state in
-            state.view.head != nil && state.view.keyring?.signer(device.identity.signing) != nil && !state.keys.isEmpty
-        }
-        guard member else {
+        guard try await container.isMember() else {
             throw .invalidRequest("this device is not a member of the sealed container \(inner.containerID)")
         }
         return container
@@ -94,6 +90,14 @@ public final class SealedContainer: Container, ChunkingContainer {
             throw .invalidRequest("\(inner.containerID) already holds a sealed container")
         }
         return try await open(inner, as: device, knownHead: nil, onHead: onHead)
+    }
+
+    /// Whether this device is a member (after reading the container): it holds the keys.
+    public func isMember() async throws(ContainerProtocolError) -> Bool {
+        try await catchUp()
+        return state.withLock { state in
+            state.view.head != nil && state.view.keyring?.signer(device.identity.signing) != nil && !state.keys.isEmpty
+        }
     }
 
     /// The alarm raised, if any: then nothing more is read or written.

@@ -1,0 +1,180 @@
+import ArgumentParser
+import Foundation
+import Logging
+import SyncBackend
+import SyncClient
+import SyncFS
+import SyncSealed
+
+/// `syncfs-mount encryption devices|approve|remove CONTAINER`: the member devices of an
+/// end-to-end encrypted container, run on a member device (doc/CLI.md, doc/CRYPTO.md).
+struct EncryptionCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encryption",
+        abstract: "Manage the devices of an end-to-end encrypted container.",
+        subcommands: [Devices.self, Approve.self, Remove.self]
+    )
+
+    /// `encryption devices CONTAINER`: the members, the recovery key, and the devices that asked
+    /// to join with their safety codes.
+    struct Devices: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the member devices and the devices that ask to join, with their safety codes.")
+        @OptionGroup var place: EncryptedContainerOptions
+
+        func run() throws {
+            do throws(MountError) {
+                let (sealed, device) = try place.open()
+                let (members, recovery, requests) = try blockOnResult { () async throws(ContainerProtocolError) in
+                    let members = try await sealed.members()
+                    return (members.devices, members.recovery, try await sealed.joinRequests())
+                }
+                for member in members {
+                    print("member   \(member)\(member == device.identity ? "  (this device)" : "")")
+                }
+                print("recovery \(recovery)")
+                for (request, code) in requests {
+                    print("asks     \(request.device)  \(request.name)  safety code: \(code)")
+                }
+            } catch {
+                throw fail(error)
+            }
+        }
+    }
+
+    /// `encryption approve CONTAINER CODE…`: admits the device whose safety code is CODE, after
+    /// its owner saw the same code on that device.
+    struct Approve: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Admit the device that asks to join with this safety code (all 30 digits, as both devices show it).")
+        @OptionGroup var place: EncryptedContainerOptions
+        @Argument(help: "The safety code, in its groups or not.") var code: [String]
+
+        func run() throws {
+            do throws(MountError) {
+                let wanted = code.joined().filter(\.isNumber)
+                guard wanted.count == 30 else {
+                    throw MountError(.badInput, "a safety code has 30 digits (six groups of five); give all of them")
+                }
+                let (sealed, _) = try place.open()
+                let requests = try blockOnResult { () async throws(ContainerProtocolError) in
+                    try await sealed.joinRequests()
+                }
+                guard let match = requests.first(where: { $0.code.filter(\.isNumber) == wanted }) else {
+                    throw MountError(.badInput, "no device asks to join with that safety code; nothing was changed")
+                }
+                try blockOnResult { () async throws(ContainerProtocolError) in
+                    try await sealed.admit(match.request.device)
+                }
+                print("Admitted \(match.request.device) (\(match.request.name)); it can mount the container now")
+            } catch {
+                throw fail(error)
+            }
+        }
+    }
+
+    /// `encryption remove CONTAINER DEVICE`: removes a member and starts a new key epoch.
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a member device: nothing written from now on can be read by it.",
+            discussion:
+                "DEVICE is the start of its key as `encryption devices` shows it (at least 8 hex digits). Revoke its server token too."
+        )
+        @OptionGroup var place: EncryptedContainerOptions
+        @Argument(help: "The device, as `encryption devices` shows it.") var device: String
+
+        func run() throws {
+            do throws(MountError) {
+                let prefix = device.lowercased()
+                guard prefix.count >= 8, prefix.allSatisfy(\.isHexDigit) else {
+                    throw MountError(.badInput, "give at least 8 hex digits of the device's key")
+                }
+                let (sealed, this) = try place.open()
+                let members = try blockOnResult { () async throws(ContainerProtocolError) in try await sealed.members()
+                }
+                let matches = members.devices.filter { $0.signingHex.hasPrefix(prefix) }
+                guard matches.count == 1, let member = matches.first else {
+                    throw MountError(
+                        .badInput,
+                        matches.isEmpty ? "no member device starts with \(prefix)" : "\(prefix) names several devices")
+                }
+                guard member != this.identity else { throw MountError(.badInput, "a device does not remove itself") }
+                try blockOnResult { () async throws(ContainerProtocolError) in try await sealed.remove(member.signing) }
+                print("Removed \(member); a new key epoch started")
+            } catch {
+                throw fail(error)
+            }
+        }
+    }
+}
+
+/// Where an encrypted container is and how to reach it, for `encryption`'s commands.
+struct EncryptedContainerOptions: ParsableArguments {
+    @Argument(help: "The container: a local path or a server URL, as for `mount`.") var container: String
+    @Option(help: ArgumentHelp("For a server URL: the file holding the access token.", valueName: "file"))
+    var tokenFile: String?
+    @Option(help: ArgumentHelp("For an https URL: trust only the certificates in this PEM file.", valueName: "file"))
+    var caFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "The file holding this device's private keys (default: $XDG_STATE_HOME/syncfs/device-key).",
+            valueName: "file"))
+    var deviceKey: String?
+
+    /// The sealed container, opened as this device (which must be a member).
+    func open() throws(MountError) -> (SealedContainer, DeviceKeys) {
+        let location = ServerAddress.looksLikeURL(container) ? container : absolutePath(container)
+        let scratch: String
+        do {
+            scratch = try makeScratchDirectory()
+        } catch {
+            throw MountError(.cannotCreate, "cannot make a scratch directory: \(error)")
+        }
+        defer {
+            do {
+                try FileManager.default.removeItem(atPath: scratch)
+            } catch {
+                printError("syncfs-mount: warning: cannot remove the scratch directory \(scratch): \(error)")
+            }
+        }
+        var configuration = MountConfiguration(
+            container: location, mountpoint: scratch, stateDirectory: scratch, lifeline: false)
+        configuration.deviceKeyFile = deviceKey.map(absolutePath)
+        let inner = try MountContainer.open(
+            location, recordedID: nil, recordedPath: nil, stateDirectory: scratch,
+            tokenFile: (tokenFile ?? LoginTokenFile.existing(for: container)).map(absolutePath),
+            caFile: caFile.map(absolutePath), logger: Logger(label: "syncfs-mount"))
+        let device = try SealedMounting.deviceKeys(configuration)
+        let sealed = try blockOnResult { () async throws(ContainerProtocolError) in
+            try await SealedContainer.open(inner, as: device, knownHead: nil)
+        }
+        return (sealed, device)
+    }
+
+    private func makeScratchDirectory() throws -> String {
+        var template = Array((NSTemporaryDirectory() + "/syncfs-encryption-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw MountError(.cannotCreate, String(cString: strerror(errno)))
+        }
+        return String(cString: made)
+    }
+}
+
+/// Runs `work` to its end from synchronous code; its container error becomes a `MountError`.
+func blockOnResult<T: Sendable>(_ work: @escaping @Sendable () async throws(ContainerProtocolError) -> T)
+    throws(MountError) -> T
+{
+    let result = blockOn { () -> Result<T, ContainerProtocolError> in
+        do throws(ContainerProtocolError) {
+            return .success(try await work())
+        } catch {
+            return .failure(error)
+        }
+    }
+    switch result {
+    case .success(let value): return value
+    case .failure(let error):
+        throw MountError(error.isRetryable ? .unreachable : .badInput, "the encrypted container: \(error)")
+    }
+}
