@@ -296,6 +296,10 @@ enum StatusReport {
         if let line = GuardStatusLine.text(status.massDeleteGuard, mountpoint: mountpoint) { lines.append(line) }
         if let line = BandwidthStatusLine.text(status.bandwidth) { lines.append(line) }
         if let line = AccessStatusLine.text(status.access, waiting: status.pendingEntries) { lines.append(line) }
+        if let encryption = status.container?.encryption { lines.append("encryption: \(encryption)") }
+        if let alarm = status.container?.alarm {
+            lines.append("ALARM: \(alarm); nothing is applied or uploaded (doc/CRYPTO.md)")
+        }
         if status.paused != nil {
             lines.append(
                 "paused: nothing is uploaded and no remote change is read until `syncfs-mount resume \(mountpoint)`"

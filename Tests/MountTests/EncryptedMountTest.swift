@@ -42,6 +42,9 @@ struct EncryptedMountTest {
                         + " Edited on B."
                 }, "\(mounts.logs())")
             _ = expectConverged(mounts, timeout: 30, "after changes on both sides")
+            let status = ModelProcess.run([try TestFolder.binaryPath(), "status", a.root], timeout: 60)
+            #expect(status.ok && status.stdout.contains("encryption: end-to-end encrypted, ledger entry"), "\(status)")
+            #expect(!status.stdout.contains("ALARM"), "\(status)")
 
             let scan = try PlaintextScan(directory: mounts.containerPath)
             #expect(scan.totalBytes > large.count, "the container holds the content, sealed")

@@ -52,6 +52,7 @@ extension SyncEngine {
             let access = fileSystem.writeAccess
             status.access = AccessStatus(role: access.role, container: access.scope ?? "")
         }
+        status.container = reporting?.report
         status.paused = pause.current.map {
             PauseStatus(until: $0.until.map { RFC3339.utc($0) }, all: $0.scope == .all)
         }
@@ -135,6 +136,9 @@ public struct SyncStatus: Codable, Sendable {
     /// The role the container grants this mount (doc/SEMANTICS.md, "A viewer's mount"); nil for
     /// a container that grants no roles (a local one) and from an older daemon.
     public var access: AccessStatus?
+    /// What an end-to-end encrypted container reports (doc/CRYPTO.md): how it is encrypted and
+    /// any alarm; nil for a plain container and from an older daemon.
+    public var container: ContainerReport?
 }
 
 /// What the container lets this mount do, for `status`.

@@ -51,6 +51,8 @@ final class SyncEngine: Sendable {
     let attaching: AttachTracker
     /// The role the container grants this mount, kept current (`AccessKeeper`).
     let accessKeeper: AccessKeeper
+    /// The container's own report for `status` (an encrypted container's), if it has one.
+    let reporting: (any ReportingContainer)?
 
     // What `status` shows of them.
     let uploads: UploadRecords
@@ -90,6 +92,7 @@ final class SyncEngine: Sendable {
         let reachability = Reachability()
         self.reachability = reachability
         let historyReader = HistoryReader(base: container as? any ContainerHistory)
+        reporting = container as? any ReportingContainer
         uncheckedContainer = BlockingContainer(base: container)
         var bandwidth = options.bandwidth
         bandwidth.overrides = fileSystem.storedFacts[.bandwidthOverrides] ?? BandwidthOverrides()
