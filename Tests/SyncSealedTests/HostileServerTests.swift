@@ -174,6 +174,7 @@ struct HostileServerTests {
 
     @Test func aRollbackBelowWhatTheDeviceSawIsCaught() async throws {
         let scene = try await Scene()
+        try await scene.writer.catchUp()  // the writer has read its own last commit
         let head = try #require(scene.writer.head)
         let server = LyingServer(scene.honest)
         // The server shows the container as it was before the last commit.
@@ -268,6 +269,7 @@ struct HostileServerTests {
                         size: 0)),
                 device: "writer"))
         // The device that saw the main line is now shown the fork.
+        try await scene.writer.catchUp()
         let head = try #require(scene.writer.head)
         let forked = LyingServer(fork)
         await Self.expectAlarm(scene.reader(through: forked, knownHead: head), "fork")

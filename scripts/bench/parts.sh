@@ -22,11 +22,16 @@ run_parts() {
     if [[ $SYNC_MODE != skip && -n $SYNCFS_BIN ]]; then
         log "---- sync benchmarks"
         sync_args=(--runs "$RUNS")
-        [[ $QUICK == 1 ]] && sync_args+=(--edits 20 --kind-trials 10 --dedup-mib 64 --random-mib 32)
+        [[ $QUICK == 1 ]] && sync_args+=(--edits 20 --kind-trials 10 --dedup-mib 64 --random-mib 32 --upload-mib 64)
         [[ -n $OUT ]] && sync_args+=(--out "$OUT")
         echo
         timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" \
             || { ERRORS=$((ERRORS + 1)); log "ERROR: the sync benchmarks failed"; }
+        # The same on an end-to-end encrypted container: its cost is the difference (doc/CRYPTO.md).
+        log "---- sync benchmarks, encrypted container"
+        echo
+        timeout -k 10 3600 python3 "$HELPERS/sync.py" "$SYNCFS_BIN" "$W" "${sync_args[@]}" --encrypted \
+            || { ERRORS=$((ERRORS + 1)); log "ERROR: the encrypted sync benchmarks failed"; }
     fi
     # Placeholder benchmarks: a container of many files attached by a fresh mount (their own mounts,
     # their own rclone mount; SyncFS binary required). Run in the background like a step, so the

@@ -18,7 +18,7 @@ import Synchronization
 /// - **Chunks** are sealed with the newest epoch's keys under their keyed IDs; `missingChunks`
 ///   and `chunk` translate the engine's SHA-256 names.
 /// - `onHead` is told every new ledger head, for the device to keep (`LedgerHead`).
-public final class SealedContainer: Container, ChunkingContainer {
+public final class SealedContainer: Container, ChunkingContainer, ReportingContainer {
     public var containerID: String { inner.containerID }
 
     private let inner: any Container
@@ -38,6 +38,8 @@ public final class SealedContainer: Container, ChunkingContainer {
         var chunkEpochs: [ChunkHash: KeyEpoch] = [:]
         /// The newest epoch's chunker, made once per epoch.
         var chunker: (KeyEpoch, ContentDefinedChunker)?
+        /// The page `waitForChanges` read last, for the `changes` call that follows it at once.
+        var lastPage: (cursor: FeedCursor, page: ChangeBatch)?
     }
 
     /// How many times a commit is decided again after losing the race for the next ledger entry.
@@ -97,6 +99,21 @@ public final class SealedContainer: Container, ChunkingContainer {
         try await catchUp()
         return state.withLock { state in
             state.view.head != nil && state.view.keyring?.signer(device.identity.signing) != nil && !state.keys.isEmpty
+        }
+    }
+
+    /// For `status`: the ledger head, the newest key epoch, the members, and the alarm if any.
+    public var report: ContainerReport {
+        state.withLock { state in
+            var line = "end-to-end encrypted"
+            if let head = state.view.head, let keyring = state.view.keyring {
+                line +=
+                    ", ledger entry \(head.sequence) (\(Hex.string(head.digest.prefix(8)))), key epoch "
+                    + "\(keyring.newestEpoch), \(keyring.members.count) member device(s)"
+            } else {
+                line += ", not read yet"
+            }
+            return ContainerReport(encryption: line, alarm: state.alarm?.description)
         }
     }
 
@@ -230,7 +247,15 @@ public final class SealedContainer: Container, ChunkingContainer {
     /// the newer one comes later); ledger entries and keyrings are never shown. Pages with nothing
     /// to show are read through, so an answer is empty only at the end of the feed.
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try await catchUp()
+        try checkAlarm()
+        // The page a wait just read (its entries are vouched; a page read a moment ago is still a
+        // right answer: what came since follows it).
+        let waited = state.withLock { state -> ChangeBatch? in
+            defer { state.lastPage = nil }
+            guard let last = state.lastPage, last.cursor == cursor, last.page.entries.count <= limit else { return nil }
+            return last.page
+        }
+        if let waited { return waited }
         var position = cursor
         while true {
             let page = try await inner.changes(after: position, limit: limit)
@@ -272,7 +297,10 @@ public final class SealedContainer: Container, ChunkingContainer {
                 if Task.isCancelled { return false }
                 throw error
             }
-            if !page.entries.isEmpty { return true }
+            if !page.entries.isEmpty {
+                state.withLock { $0.lastPage = (position, page) }
+                return true
+            }
             position = page.cursor
             let remaining = deadline - .now
             guard remaining > .zero, try await inner.waitForChanges(after: position, timeout: remaining) else {
@@ -312,15 +340,15 @@ public final class SealedContainer: Container, ChunkingContainer {
                 let refused = attempt.outcomes.contains { if case .committed = $0 { false } else { true } }
                 if attempt.changes.isEmpty || (allOrNothing && refused) { return attempt.outcomes }
                 switch try await inner.commit(allOrNothing: attempt.requests) {
-                case .committed:
-                    try await catchUpInTurn()
-                    return state.withLock { state in
-                        attempt.outcomes.enumerated().map { index, outcome in
-                            guard let id = attempt.committedIDs[index], let entry = state.tree.entry(id) else {
-                                return outcome
-                            }
-                            return .committed(entry)
-                        }
+                case .committed(let stored):
+                    // Each change is answered with the version the container gave its record; the
+                    // next read checks the commit like any other and brings it into the tree.
+                    return attempt.outcomes.enumerated().map { index, outcome in
+                        guard case .committed(var entry) = outcome,
+                            let position = attempt.requestIndex.firstIndex(of: index), position < stored.count
+                        else { return outcome }
+                        entry.version = stored[position].version
+                        return .committed(entry)
                     }
                 case .refused(let index, .chunksMissing(let ids)) where index < attempt.requestIndex.count:
                     // Chunks the engine must upload first: answer that change so, and (unless all
@@ -349,8 +377,6 @@ public final class SealedContainer: Container, ChunkingContainer {
         var requests: [CommitRequest]
         /// For each request underneath that stores a record: the engine's request it came from.
         var requestIndex: [Int]
-        /// For each engine request that commits: its entry.
-        var committedIDs: [Int: FileID]
         var keys: EpochKeys
         var manifests: [[ChunkRef]]
 
@@ -377,7 +403,6 @@ public final class SealedContainer: Container, ChunkingContainer {
         var outcomes: [CommitOutcome] = []
         var changes: [PlannedChange] = []
         var requestIndex: [Int] = []
-        var committedIDs: [Int: FileID] = [:]
         var manifests: [[ChunkRef]] = []
         var nextVersion = (tree.entries.values.map(\.version).max() ?? 0) + 1
         for (index, request) in requests.enumerated() {
@@ -401,7 +426,6 @@ public final class SealedContainer: Container, ChunkingContainer {
                 }
                 changes.append(PlannedChange(id: request.id, baseVersion: current?.version ?? 0, kind: kind))
                 requestIndex.append(index)
-                committedIDs[index] = request.id
                 manifests.append(isDeleted ? [] : newState.manifest)
                 // A placeholder: the real entry is read back after the commit.
                 let entry = RemoteEntry(
@@ -417,7 +441,7 @@ public final class SealedContainer: Container, ChunkingContainer {
         let (underneath, _) = builder.requests(for: changes)
         return Attempt(
             outcomes: outcomes, changes: changes, requests: underneath, requestIndex: requestIndex,
-            committedIDs: committedIDs, keys: keys, manifests: manifests)
+            keys: keys, manifests: manifests)
     }
 
     // MARK: - Joining
@@ -608,12 +632,12 @@ public final class SealedContainer: Container, ChunkingContainer {
         let keys = try await newestKeys()
         var sealed: [EncodedChunk] = []
         for chunk in chunks {
-            // The engine hands plain chunks; one it could not have made is refused, not sealed.
-            do {
-                _ = try ChunkCodec.decode(chunk)
-            } catch {
-                throw .invalidRequest("chunk \(chunk.hash) does not hold its content")
+            // The engine's own chunks (its encoder made them): sealed as they are. A reader checks
+            // the plain hash when it opens one.
+            guard chunk.encoding == .raw || chunk.encoding == .zlib else {
+                throw .invalidRequest("chunk \(chunk.hash) is not a plain chunk")
             }
+            try ChunkValidation.check(chunk)
             let box = SealedChunkCodec.seal(chunk, keys: keys)
             sealed.append(
                 EncodedChunk(hash: box.id, encoding: .sealed, plainLength: box.envelope.count, payload: box.envelope))
