@@ -133,7 +133,11 @@ enum SealedMounting {
             case .failure(let error) where error.isRetryable && ContinuousClock.now < deadline:
                 Thread.sleep(forTimeInterval: 1)
             case .failure(let error):
-                throw MountError(.unreachable, "cannot read the container to see whether it is encrypted: \(error)")
+                throw MountError(
+                    .unreachable,
+                    "could not attach the container to see whether it is encrypted: no answer for \(Int(seconds)) s "
+                        + "(\(error)); nothing was mounted. Mount again once the container answers "
+                        + "(--attach-timeout sets how long a first mount waits)")
             }
         }
     }
