@@ -20,7 +20,13 @@ public struct JoinRequest: Equatable, Sendable {
 
     public init(device keys: DeviceKeys, name: String, time: Int64) {
         self.device = keys.identity
-        self.name = String(decoding: Array(name.utf8.prefix(Self.maximumNameBytes)), as: UTF8.self)
+        // Whole characters only, within the limit (a cut inside one would grow it).
+        var kept = ""
+        for character in name {
+            guard kept.utf8.count + character.utf8.count <= Self.maximumNameBytes else { break }
+            kept.append(character)
+        }
+        self.name = kept
         self.time = time
         self.signature = []
         self.signature = keys.sign(signedMessage)

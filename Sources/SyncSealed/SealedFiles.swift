@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Glibc
 import SyncBackend
@@ -113,5 +114,38 @@ public enum RecoveryKeyFile {
             throw SealedFileError("\(path) does not exist")
         }
         return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// The newest ledger head this device has checked of each sealed container it uses, kept beside
+/// its key (`<device key>.heads/<SHA-256 of the container's ID>`, 0600 files in a 0700 folder):
+/// a first mount in a new state directory, and the `encryption` commands, start from it, so a
+/// server cannot show this device another container, or an older state, in place of one it knows.
+public enum KnownHeads {
+    static func path(for containerID: String, deviceKey: String) -> String {
+        deviceKey + ".heads/" + Hex.string(SHA256.hash(data: Array(containerID.utf8)))
+    }
+
+    public static func read(for containerID: String, deviceKey: String) throws(SealedFileError) -> LedgerHead? {
+        try SealedHeadFile.read(path(for: containerID, deviceKey: deviceKey))
+    }
+
+    /// Keeps `head` unless a newer one is kept already.
+    public static func write(_ head: LedgerHead, for containerID: String, deviceKey: String) throws(SealedFileError) {
+        let file = path(for: containerID, deviceKey: deviceKey)
+        if let kept = try SealedHeadFile.read(file), kept.sequence > head.sequence { return }
+        do {
+            try PrivateFiles.directory(deviceKey + ".heads")
+        } catch {
+            throw SealedFileError(error.description)
+        }
+        try SealedHeadFile.write(head, to: file)
+    }
+
+    /// The newer of two heads (nil when both are).
+    public static func newer(_ a: LedgerHead?, _ b: LedgerHead?) -> LedgerHead? {
+        guard let a else { return b }
+        guard let b else { return a }
+        return a.sequence >= b.sequence ? a : b
     }
 }

@@ -34,7 +34,7 @@ struct EncryptionCommand: ParsableCommand {
                 }
                 print("recovery \(recovery)")
                 for (request, code) in requests {
-                    print("asks     \(request.device)  \(request.name)  safety code: \(code)")
+                    print("asks     \(request.device)  \(TerminalText.safe(request.name))  safety code: \(code)")
                 }
             } catch {
                 throw fail(error)
@@ -146,8 +146,24 @@ struct EncryptedContainerOptions: ParsableArguments {
             tokenFile: (tokenFile ?? LoginTokenFile.existing(for: container)).map(absolutePath),
             caFile: caFile.map(absolutePath), logger: Logger(label: "syncfs-mount"))
         let device = try SealedMounting.deviceKeys(configuration)
+        // From the newest head this device kept of the container (its mounts keep it): a server
+        // cannot show these commands another container, or an older state of this one.
+        let keyPath = SealedMounting.deviceKeyPath(configuration)
+        let containerID = inner.containerID
+        let known: LedgerHead?
+        do {
+            known = try KnownHeads.read(for: containerID, deviceKey: keyPath)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
         let sealed = try blockOnResult { () async throws(ContainerProtocolError) in
-            try await SealedContainer.open(inner, as: device, knownHead: nil)
+            try await SealedContainer.open(inner, as: device, knownHead: known) { head in
+                do {
+                    try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
+                } catch {
+                    printError("syncfs-mount: warning: cannot keep the ledger head: \(error)")
+                }
+            }
         }
         return (sealed, device)
     }

@@ -19,22 +19,30 @@ enum SealedMounting {
         _ container: any Container, firstMount: Bool, configuration: MountConfiguration, logger: Logger
     ) throws(MountError) -> any Container {
         let headPath = configuration.stateDirectory + "/" + SealedHeadFile.name
+        let keyPath = deviceKeyPath(configuration)
+        let containerID = container.containerID
         let known: LedgerHead?
+        let deviceKnows: LedgerHead?
         do {
             known = try SealedHeadFile.read(headPath)
+            deviceKnows = try KnownHeads.read(for: containerID, deviceKey: keyPath)
         } catch {
             throw MountError(.badInput, error.description)
         }
+        // The head this mount kept, and the one this device kept (another mount, the command that
+        // made the container): the newer one is where the ledger must reach, through its digest.
         let keepHead: @Sendable (LedgerHead) -> Void = { head in
             do {
                 try SealedHeadFile.write(head, to: headPath)
+                try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
             } catch {
                 logger.error("cannot keep the sealed container's ledger head: \(error)")
             }
         }
         if known != nil {
             return SealedContainer(
-                wrapping: container, as: try deviceKeys(configuration), knownHead: known, onHead: keepHead)
+                wrapping: container, as: try deviceKeys(configuration),
+                knownHead: KnownHeads.newer(known, deviceKnows), onHead: keepHead)
         }
         guard firstMount else {
             if configuration.encrypted {
@@ -63,7 +71,7 @@ enum SealedMounting {
                         try await SealedContainer.joinWithRecovery(
                             container, recovery: recovery, device: device, onHead: keepHead))
                 }
-                let sealed = SealedContainer(wrapping: container, as: device, knownHead: nil, onHead: keepHead)
+                let sealed = SealedContainer(wrapping: container, as: device, knownHead: deviceKnows, onHead: keepHead)
                 return .success(try await sealed.isMember() ? sealed : nil)
             } catch {
                 return .failure(error)
@@ -142,8 +150,12 @@ enum SealedMounting {
         }
     }
 
+    static func deviceKeyPath(_ configuration: MountConfiguration) -> String {
+        configuration.deviceKeyFile ?? StateDirectory.deviceKeyPath()
+    }
+
     static func deviceKeys(_ configuration: MountConfiguration) throws(MountError) -> DeviceKeys {
-        let path = configuration.deviceKeyFile ?? StateDirectory.deviceKeyPath()
+        let path = deviceKeyPath(configuration)
         do {
             return try DeviceKeyFile.loadOrCreate(path)
         } catch {
@@ -176,8 +188,17 @@ enum SealedMounting {
                 return .failure(error)
             }
         }
-        if case .failure(let error) = made {
+        switch made {
+        case .failure(let error):
             throw MountError(.badInput, "cannot make the container encrypted: \(error)")
+        case .success(let sealed):
+            // This device made it: from now on it expects this genesis there.
+            guard let head = sealed.head else { break }
+            do {
+                try KnownHeads.write(head, for: container.containerID, deviceKey: path)
+            } catch {
+                throw MountError(.badInput, "cannot keep the new container's ledger head: \(error)")
+            }
         }
         return recovery
     }

@@ -15,6 +15,8 @@ final class LyingServer: ForwardingTestContainer, Sendable {
         /// Applied to every page of the feed, and to entry reads (as a page of one).
         var feed: @Sendable ([RemoteEntry]) -> [RemoteEntry] = { $0 }
         var chunk: @Sendable (EncodedChunk) -> EncodedChunk = { $0 }
+        /// Answer every all-or-nothing commit as stored, and store nothing.
+        var dropCommits = false
     }
 
     init(_ base: InMemoryContainer) {
@@ -38,6 +40,23 @@ final class LyingServer: ForwardingTestContainer, Sendable {
 
     func chunk(_ hash: ChunkHash) async throws(ContainerProtocolError) -> EncodedChunk {
         lies.withLock { $0.chunk }(try await base.chunk(hash))
+    }
+
+    func dropCommits() { lies.withLock { $0.dropCommits = true } }
+
+    func commit(allOrNothing requests: [CommitRequest]) async throws(ContainerProtocolError) -> AllOrNothingOutcome {
+        guard lies.withLock({ $0.dropCommits }) else { return try await base.commit(allOrNothing: requests) }
+        return .committed(
+            requests.enumerated().map { index, request in
+                guard case .put(let state) = request.change else {
+                    return RemoteEntry(
+                        id: request.id, version: 1_000 + UInt64(index), isDeleted: true, device: request.device,
+                        state: EntryState(parent: .root, name: [0x78], kind: .file, mode: 0, mtime: 0, size: 0))
+                }
+                return RemoteEntry(
+                    id: request.id, version: 1_000 + UInt64(index), isDeleted: false, device: request.device,
+                    state: state)
+            })
     }
 }
 
@@ -273,6 +292,50 @@ struct HostileServerTests {
         let head = try #require(scene.writer.head)
         let forked = LyingServer(fork)
         await Self.expectAlarm(scene.reader(through: forked, knownHead: head), "fork")
+    }
+
+    @Test func aCommitAnsweredAsStoredButNotStoredIsCaught() async throws {
+        let scene = try await Scene()
+        let server = LyingServer(scene.honest)
+        let writer = try await SealedContainer.open(server, as: scene.device, knownHead: nil)
+        server.dropCommits()
+        let outcome = try await writer.commit(
+            CommitRequest(
+                id: .random(), baseVersion: 0,
+                change: .put(
+                    EntryState(
+                        parent: .root, name: Array("lost".utf8), kind: .directory, mode: 0o755, mtime: 0, size: 0)),
+                device: "writer"))
+        #expect(outcome.isCommitted)
+        // The next read finds the commit missing: an alarm, not a silent loss.
+        await #expect(throws: ContainerProtocolError.self) {
+            _ = try await writer.changes(after: .beginning, limit: 100)
+        }
+        #expect(writer.alarm == .commitNotStored(sequence: 3))
+    }
+
+    @Test func anotherContainerShownInPlaceOfTheOneThisDeviceMadeIsCaught() async throws {
+        let scene = try await Scene()
+        try await scene.writer.catchUp()
+        let genesis = try #require(try await SealedContainer.open(scene.honest, as: scene.device, knownHead: nil).head)
+        // The server makes a container of its own in which this device is a member (its public keys
+        // are public), and shows it to a device that expects its own container.
+        let fake = InMemoryContainer()
+        let serverKeys = DeviceKeys.generate()
+        let id = SealedContainerID.random()
+        let secret = EpochSecret.random()
+        let keyring = Keyring.genesis(
+            container: id, creator: scene.device.identity, recovery: serverKeys.identity, secret: secret)
+        let made = SealedCommit(
+            sequence: 1, previous: LedgerEntry.genesisPrevious,
+            keys: EpochKeys(secret: secret, container: id, epoch: 0),
+            device: "server", signer: serverKeys, time: 0)
+        #expect(try await fake.commit(allOrNothing: made.requests(for: [], publishing: keyring).0).isCommitted)
+        await #expect(throws: ContainerProtocolError.self) {
+            _ = try await SealedContainer.open(fake, as: scene.device, knownHead: genesis)
+        }
+        // Without what the device kept, it would have been taken for a member's container.
+        #expect(try await SealedContainer.open(fake, as: scene.device, knownHead: nil).head?.sequence == 1)
     }
 
     @Test func aCorruptedChunkIsRefusedNotServed() async throws {

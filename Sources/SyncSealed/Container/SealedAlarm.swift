@@ -17,6 +17,8 @@ public enum SealedAlarm: Error, Equatable, Sendable, CustomStringConvertible {
     case unvouched([FileID])
     /// Changes a ledger entry names that the feed never showed: dropped by the server.
     case withheld([FileID])
+    /// The container answered that this device's commit was stored, and then did not show it.
+    case commitNotStored(sequence: UInt64)
     /// A record the ledger vouches for that does not open with the epoch's key.
     case unreadable(FileID, String)
     /// Vouched changes that leave the tree broken (a member's client broke the rules).
@@ -33,6 +35,8 @@ public enum SealedAlarm: Error, Equatable, Sendable, CustomStringConvertible {
             "the server shows \(ids.count) entries no member committed (first: \(ids.first.map(\.hex) ?? "-"))"
         case .withheld(let ids):
             "the server withholds \(ids.count) committed changes (first: \(ids.first.map(\.hex) ?? "-"))"
+        case .commitNotStored(let sequence):
+            "the server said this device's commit (ledger entry \(sequence)) was stored, and does not show it"
         case .unreadable(let id, let reason): "the record of \(id) does not open: \(reason)"
         case .treeBroken(let reason): "a commit broke the tree: \(reason)"
         }

@@ -38,6 +38,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var chunkEpochs: [ChunkHash: KeyEpoch] = [:]
         /// The newest epoch's chunker, made once per epoch.
         var chunker: (KeyEpoch, ContentDefinedChunker)?
+        /// This device's last commit the container answered as stored, checked at the next read.
+        var ownCommit: LedgerHead?
         /// The page `waitForChanges` read last, for the `changes` call that follows it at once.
         var lastPage: (cursor: FeedCursor, page: ChangeBatch)?
     }
@@ -85,13 +87,16 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             sequence: 1, previous: LedgerEntry.genesisPrevious,
             keys: EpochKeys(secret: secret, container: id, epoch: 0),
             device: deviceName, signer: recovery.deviceKeys, time: Self.now())
-        let (requests, _) = genesis.requests(for: [], publishing: keyring)
+        let (requests, genesisEntry) = genesis.requests(for: [], publishing: keyring)
         switch try await inner.commit(allOrNothing: requests) {
         case .committed: break
         case .refused:
             throw .invalidRequest("\(inner.containerID) already holds a sealed container")
         }
-        return try await open(inner, as: device, knownHead: nil, onHead: onHead)
+        // The genesis this device just made is the one it expects: a server that shows another
+        // container in its place is caught at once.
+        return try await open(
+            inner, as: device, knownHead: LedgerHead(sequence: 1, digest: genesisEntry.digest), onHead: onHead)
     }
 
     /// Whether this device is a member (after reading the container): it holds the keys.
@@ -137,9 +142,12 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var cursor = state.withLock { $0.cursor }
         while true {
             let page = try await inner.changes(after: cursor, limit: 1_000)
+            // The view and its cursor move together, a page at a time: a read that fails part-way
+            // goes on after the last page taken, never reads a page twice.
             try raising { () throws(SealedAlarm) in
                 try state.withLock { (state: inout State) throws(SealedAlarm) in
                     for entry in page.entries { try state.view.read(entry) }
+                    state.cursor = page.cursor
                 }
             }
             cursor = page.cursor
@@ -149,6 +157,13 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             try state.withLock { (state: inout State) throws(SealedAlarm) -> LedgerHead? in
                 try state.view.settle()
                 state.cursor = cursor
+                // A commit the container said it stored must be there, as this device signed it.
+                if let own = state.ownCommit {
+                    guard let head = state.view.head, head.sequence >= own.sequence,
+                        state.view.vouched[LedgerEntry.fileID(of: own.sequence)]?.digest == own.digest
+                    else { throw .commitNotStored(sequence: own.sequence) }
+                    state.ownCommit = nil
+                }
                 let hadKeys = !state.keys.isEmpty
                 try Self.unlock(&state, with: device)
                 var changed = state.view.takeChanged()
@@ -256,6 +271,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             return last.page
         }
         if let waited { return waited }
+        // A commit of this device the container said it stored is checked by the next read.
+        if state.withLock({ $0.ownCommit != nil }) { try await catchUp() }
         var position = cursor
         while true {
             let page = try await inner.changes(after: position, limit: limit)
@@ -342,7 +359,9 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
                 switch try await inner.commit(allOrNothing: attempt.requests) {
                 case .committed(let stored):
                     // Each change is answered with the version the container gave its record; the
-                    // next read checks the commit like any other and brings it into the tree.
+                    // next read checks the commit like any other, that it is there as signed, and
+                    // brings it into the tree.
+                    state.withLock { $0.ownCommit = attempt.ledger }
                     return attempt.outcomes.enumerated().map { index, outcome in
                         guard case .committed(var entry) = outcome,
                             let position = attempt.requestIndex.firstIndex(of: index), position < stored.count
@@ -379,6 +398,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var requestIndex: [Int]
         var keys: EpochKeys
         var manifests: [[ChunkRef]]
+        /// The ledger entry the requests end with.
+        var ledger: LedgerHead
 
         /// The plain hashes of `ids` among the manifest of request `index` underneath.
         func plainHashes(for ids: [ChunkHash], of index: Int) -> [ChunkHash] {
@@ -438,10 +459,10 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         let builder = SealedCommit(
             sequence: head.sequence + 1, previous: head.digest, keys: keys,
             device: requests.first?.device ?? "", signer: device, time: Self.now())
-        let (underneath, _) = builder.requests(for: changes)
+        let (underneath, entry) = builder.requests(for: changes)
         return Attempt(
             outcomes: outcomes, changes: changes, requests: underneath, requestIndex: requestIndex,
-            keys: keys, manifests: manifests)
+            keys: keys, manifests: manifests, ledger: LedgerHead(sequence: entry.sequence, digest: entry.digest))
     }
 
     // MARK: - Joining
@@ -568,8 +589,9 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
                     sequence: head.sequence + 1, previous: head.digest,
                     keys: EpochKeys(secret: secret, container: keyring.container, epoch: epoch), device: "keyring",
                     signer: device, time: Self.now())
-                let (requests, _) = builder.requests(for: [], publishing: next)
+                let (requests, entry) = builder.requests(for: [], publishing: next)
                 if case .committed = try await inner.commit(allOrNothing: requests) {
+                    state.withLock { $0.ownCommit = LedgerHead(sequence: entry.sequence, digest: entry.digest) }
                     try await catchUpInTurn()
                     return
                 }
