@@ -127,4 +127,19 @@ struct MembershipTests {
             _ = try await SealedContainer.joinWithRecovery(fake, recovery: recovery, device: .generate())
         }
     }
+
+    @Test func aRecordTooLargeForItsEntryIsRefusedNotACrash() async throws {
+        let server = InMemoryContainer()
+        let container = try await SealedContainer.create(
+            in: server, as: .generate(), recovery: .generate(), deviceName: "laptop")
+        let hash = Array("x".utf8).withUnsafeBytes { ChunkCodec.hash($0) }
+        let huge = EntryState(
+            parent: .root, name: Array("huge.bin".utf8), kind: .file, mode: 0o644, mtime: 0, size: 30_000,
+            manifest: Array(repeating: ChunkRef(hash: hash, length: 1), count: 30_000))
+        await #expect(throws: ContainerProtocolError.self) {
+            _ = try await container.commit(
+                CommitRequest(id: .random(), baseVersion: 0, change: .put(huge), device: "d"))
+        }
+        #expect(try await Self.put(container, "still works afterwards") != .root)
+    }
 }

@@ -443,6 +443,14 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
                     }
                     kind = .delete(storedSealed: stored.sealed)
                 } else {
+                    let sealedBytes = SealedPadding.bucket(
+                        SealedEnvelope.overhead + 4 + RecordEncoding.encode(newState).count)
+                    guard sealedBytes <= OpaqueEntry.maximumSealedBytes else {
+                        throw .invalidRequest(
+                            "entry \(request.id) is too large for an encrypted container: its record would take "
+                                + "\(sealedBytes) bytes, at most \(OpaqueEntry.maximumSealedBytes) (about 27,000 chunks)"
+                        )
+                    }
                     kind = .put(newState)
                 }
                 changes.append(PlannedChange(id: request.id, baseVersion: current?.version ?? 0, kind: kind))
