@@ -177,18 +177,24 @@ struct EncryptedContainerOptions: ParsableArguments {
     }
 }
 
-/// Runs `work` to its end from synchronous code; its container error becomes a `MountError`.
-func blockOnResult<T: Sendable>(_ work: @escaping @Sendable () async throws(ContainerProtocolError) -> T)
-    throws(MountError) -> T
-{
-    let result = blockOn { () -> Result<T, ContainerProtocolError> in
+/// Runs `work` to its end from synchronous code, its container error kept as a value.
+func blockOnContainer<T: Sendable>(
+    _ work: @escaping @Sendable () async throws(ContainerProtocolError) -> T
+) -> Result<T, ContainerProtocolError> {
+    blockOn { () -> Result<T, ContainerProtocolError> in
         do throws(ContainerProtocolError) {
             return .success(try await work())
         } catch {
             return .failure(error)
         }
     }
-    switch result {
+}
+
+/// Runs `work` to its end from synchronous code; its container error becomes a `MountError`.
+func blockOnResult<T: Sendable>(
+    _ work: @escaping @Sendable () async throws(ContainerProtocolError) -> T
+) throws(MountError) -> T {
+    switch blockOnContainer(work) {
     case .success(let value): return value
     case .failure(let error):
         throw MountError(error.isRetryable ? .unreachable : .badInput, "the encrypted container: \(error)")

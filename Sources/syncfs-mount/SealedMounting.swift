@@ -64,18 +64,13 @@ enum SealedMounting {
         let recovery = try configuration.recoveryKeyFile.map { (path: String) throws(MountError) -> RecoveryKey in
             try recoveryKey(path)
         }
-        let opened = blockOn { () -> Result<SealedContainer?, ContainerProtocolError> in
-            do throws(ContainerProtocolError) {
-                if let recovery {
-                    return .success(
-                        try await SealedContainer.joinWithRecovery(
-                            container, recovery: recovery, device: device, onHead: keepHead))
-                }
-                let sealed = SealedContainer(wrapping: container, as: device, knownHead: deviceKnows, onHead: keepHead)
-                return .success(try await sealed.isMember() ? sealed : nil)
-            } catch {
-                return .failure(error)
+        let opened = blockOnContainer { () async throws(ContainerProtocolError) -> SealedContainer? in
+            if let recovery {
+                return try await SealedContainer.joinWithRecovery(
+                    container, recovery: recovery, device: device, onHead: keepHead)
             }
+            let sealed = SealedContainer(wrapping: container, as: device, knownHead: deviceKnows, onHead: keepHead)
+            return try await sealed.isMember() ? sealed : nil
         }
         switch opened {
         case .success(let sealed?):
@@ -83,15 +78,10 @@ enum SealedMounting {
                 "the container is encrypted; this device is a member (ledger entry \(sealed.head?.sequence ?? 0))")
             return sealed
         case .success(nil):
-            let code = blockOn { () -> Result<String, ContainerProtocolError> in
-                do throws(ContainerProtocolError) {
-                    return .success(
-                        try await SealedContainer.requestToJoin(
-                            container, as: device,
-                            name: configuration.deviceName?.text ?? ProcessInfo.processInfo.hostName))
-                } catch {
-                    return .failure(error)
-                }
+            let code = blockOnContainer { () async throws(ContainerProtocolError) in
+                return try await SealedContainer.requestToJoin(
+                    container, as: device,
+                    name: configuration.deviceName?.text ?? ProcessInfo.processInfo.hostName)
             }
             switch code {
             case .success(let code):
@@ -129,12 +119,8 @@ enum SealedMounting {
     static func isSealed(_ container: any Container, within seconds: Double = 0) throws(MountError) -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         while true {
-            let genesis = blockOn { () -> Result<RemoteEntry?, ContainerProtocolError> in
-                do throws(ContainerProtocolError) {
-                    return .success(try await container.entry(LedgerEntry.fileID(of: 1)))
-                } catch {
-                    return .failure(error)
-                }
+            let genesis = blockOnContainer { () async throws(ContainerProtocolError) in
+                return try await container.entry(LedgerEntry.fileID(of: 1))
             }
             switch genesis {
             case .success(let entry): return entry != nil
@@ -174,19 +160,14 @@ enum SealedMounting {
             throw MountError(.badInput, error.description)
         }
         let recovery = RecoveryKey.generate()
-        let made = blockOn { () -> Result<SealedContainer, ContainerProtocolError> in
-            do throws(ContainerProtocolError) {
-                let changes = try await container.changes(after: .beginning, limit: 1)
-                guard changes.entries.isEmpty else {
-                    throw ContainerProtocolError.invalidRequest(
-                        "the container is not empty: only a new, empty container can be made encrypted")
-                }
-                return .success(
-                    try await SealedContainer.create(
-                        in: container, as: device, recovery: recovery, deviceName: "genesis"))
-            } catch {
-                return .failure(error)
+        let made = blockOnContainer { () async throws(ContainerProtocolError) in
+            let changes = try await container.changes(after: .beginning, limit: 1)
+            guard changes.entries.isEmpty else {
+                throw ContainerProtocolError.invalidRequest(
+                    "the container is not empty: only a new, empty container can be made encrypted")
             }
+            return try await SealedContainer.create(
+                in: container, as: device, recovery: recovery, deviceName: "genesis")
         }
         switch made {
         case .failure(let error):
