@@ -14,6 +14,8 @@ struct VouchedEntry: Equatable, Sendable {
     var stored: RemoteEntry
     var sealed: [UInt8]
     var digest: [UInt8]
+    /// The ledger change that vouched for this version.
+    var spot: FeedSpot
 }
 
 /// The checked view of a sealed container's feed: read every entry of the container underneath in
@@ -48,7 +50,7 @@ struct LedgerView {
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
     /// Changes a ledger entry named whose entry has not been read with that digest yet.
-    private var expected: [FileID: LedgerChange] = [:]
+    private var expected: [FileID: (change: LedgerChange, spot: FeedSpot)] = [:]
     /// The entries vouched for since `takeChanged`, in the order vouched.
     private var changed: [FileID] = []
     /// The head this device saw before (kept across mounts): the feed must reach it, through it.
@@ -73,7 +75,7 @@ struct LedgerView {
             return
         }
         waiting[entry.id] = entry
-        if let change = expected[entry.id] { try vouch(change) }
+        if let (change, spot) = expected[entry.id] { try vouch(change, at: spot) }
     }
 
     /// The sequence `entry` claims if it is stored as a ledger entry at its sequence's place.
@@ -156,22 +158,26 @@ struct LedgerView {
             genesis = entry.digest
             genesisSigner = entry.signer
         }
-        vouched[stored.id] = VouchedEntry(kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest)
-        for change in entry.changes where change.id != Keyring.fileID(publishedIn: sequence) {
-            expected[change.id] = change
-            if waiting[change.id] != nil { try vouch(change) }
+        vouched[stored.id] = VouchedEntry(
+            kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest,
+            spot: FeedSpot(sequence: sequence, index: entry.changes.count))
+        for (index, change) in entry.changes.enumerated() where change.id != Keyring.fileID(publishedIn: sequence) {
+            let spot = FeedSpot(sequence: sequence, index: index)
+            expected[change.id] = (change, spot)
+            if waiting[change.id] != nil { try vouch(change, at: spot) }
         }
     }
 
     /// The keyring `entry` publishes, checked against the one in force, or nil if it publishes none.
     private mutating func publishedKeyring(by entry: LedgerEntry) throws(SealedAlarm) -> Keyring? {
         let id = Keyring.fileID(publishedIn: entry.sequence)
-        guard let change = entry.changes.first(where: { $0.id == id }) else {
+        guard let index = entry.changes.firstIndex(where: { $0.id == id }) else {
             guard entry.sequence != 1 else {
                 throw .ledgerBroken(sequence: 1, reason: "the genesis publishes no keyring")
             }
             return nil
         }
+        let change = entry.changes[index]
         guard let stored = waiting[id], !change.deleted, !stored.isDeleted,
             let sealed = OpaqueEntry.sealed(from: stored.state, of: id), SealedRecord.digest(sealed) == change.digest
         else { throw .ledgerBroken(sequence: entry.sequence, reason: "the keyring it publishes is missing or changed") }
@@ -187,12 +193,14 @@ struct LedgerView {
             }
         }
         waiting[id] = nil
-        vouched[id] = VouchedEntry(kind: .keyring, stored: stored, sealed: sealed, digest: change.digest)
+        vouched[id] = VouchedEntry(
+            kind: .keyring, stored: stored, sealed: sealed, digest: change.digest,
+            spot: FeedSpot(sequence: entry.sequence, index: index))
         return ring
     }
 
     /// Vouches for the waiting entry of `change` if it is the one the change names.
-    private mutating func vouch(_ change: LedgerChange) throws(SealedAlarm) {
+    private mutating func vouch(_ change: LedgerChange, at spot: FeedSpot) throws(SealedAlarm) {
         guard let stored = waiting[change.id], stored.isDeleted == change.deleted,
             let sealed = OpaqueEntry.sealed(from: stored.state, of: stored.id),
             SealedRecord.digest(sealed) == change.digest
@@ -202,7 +210,8 @@ struct LedgerView {
         }
         waiting[change.id] = nil
         expected[change.id] = nil
-        vouched[change.id] = VouchedEntry(kind: .record, stored: stored, sealed: sealed, digest: change.digest)
+        vouched[change.id] = VouchedEntry(
+            kind: .record, stored: stored, sealed: sealed, digest: change.digest, spot: spot)
         changed.append(change.id)
     }
 }

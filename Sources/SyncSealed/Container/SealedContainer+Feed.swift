@@ -2,7 +2,7 @@ import Foundation
 import SyncBackend
 import Synchronization
 
-/// The engine's reads: entries and the change feed, answered from what the ledger vouches for.
+/// The engine's reads: entries and the change feed, answered from the checked view alone.
 extension SealedContainer {
     // MARK: - Entries and the feed
 
@@ -11,43 +11,26 @@ extension SealedContainer {
         return state.withLock { $0.tree.entry(id) }
     }
 
-    /// A page of the feed underneath, with what the engine sees of it: the records the ledger
-    /// vouches for at exactly these versions (an older version in the page was superseded, and
-    /// the newer one comes later); ledger entries and keyrings are never shown. Pages with nothing
-    /// to show are read through, so an answer is empty only at the end of the feed.
+    /// A page of the wrapper's own feed (`SealedFeed`): the records the ledger vouches for, each
+    /// at its newest version, in the order the ledger vouched for them; ledger entries and
+    /// keyrings are never shown. Its cursors name ledger positions, never the container's, so a
+    /// server can neither skip a change nor show one twice. A cursor beyond the newest ledger
+    /// entry was never given out: `invalidRequest`.
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
-        try checkAlarm()
-        // The page a wait just read (its entries are vouched; a page read a moment ago is still a
-        // right answer: what came since follows it).
-        let waited = state.withLock { state -> ChangeBatch? in
-            defer { state.lastPage = nil }
-            guard let last = state.lastPage, last.cursor == cursor, last.page.entries.count <= limit else { return nil }
-            return last.page
+        let limit = try FeedPosition.pageSize(limit)
+        let after = try FeedSpot(cursor)
+        // The read a wait just made is recent enough: what came since follows the answer. A commit
+        // of this device is checked by a read of its own.
+        let fresh = state.withLock { state -> Bool in
+            defer { state.caughtUpForWait = false }
+            return state.caughtUpForWait && state.ownCommit == nil
         }
-        if let waited { return waited }
-        // A commit of this device the container said it stored is checked by the next read.
-        if state.withLock({ $0.ownCommit != nil }) { try await catchUp() }
-        var position = cursor
-        while true {
-            let page = try await inner.changes(after: position, limit: limit)
-            // The page may hold commits made after the catch-up: read them too before answering.
-            let behind = state.withLock { state in
-                page.entries.contains { entry in
-                    state.view.vouched[entry.id].map { $0.stored.version < entry.version } ?? true
-                }
-            }
-            if behind { try await catchUp() }
-            let entries = state.withLock { state in
-                page.entries.compactMap { entry -> RemoteEntry? in
-                    guard let shown = state.tree.entries[entry.id], shown.version == entry.version else { return nil }
-                    return shown
-                }
-            }
-            if entries.isEmpty && page.moreComing {
-                position = page.cursor
-                continue
-            }
-            return ChangeBatch(entries: entries, cursor: page.cursor, moreComing: page.moreComing)
+        if !fresh { try await catchUp() }
+        return try state.withLock { (state: inout State) throws(ContainerProtocolError) -> ChangeBatch in
+            try Self.checkGivenOut(after, state: state)
+            let (ids, moreComing) = state.feed.ids(after: after, limit: limit)
+            let entries = ids.compactMap { state.tree.entries[$0.0] }
+            return ChangeBatch(entries: entries, cursor: ids.last?.1.cursor ?? cursor, moreComing: moreComing)
         }
     }
 
@@ -55,28 +38,39 @@ extension SealedContainer {
     /// only changed the ledger or the keyring does not count).
     public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError) -> Bool
     {
+        let after = try FeedSpot(cursor)
         let deadline = ContinuousClock.now + timeout
-        var position = cursor
         while true {
             // A cancelled wait answers false, as the contract says, even when the read it was
             // making fails for the cancellation.
             if Task.isCancelled { return false }
-            let page: ChangeBatch
             do {
-                page = try await changes(after: position, limit: 64)
+                try await catchUp()
             } catch {
                 if Task.isCancelled { return false }
                 throw error
             }
-            if !page.entries.isEmpty {
-                state.withLock { $0.lastPage = (position, page) }
-                return true
+            let (waiting, position) = try state.withLock {
+                (state: inout State) throws(ContainerProtocolError) -> (Bool, FeedCursor) in
+                try Self.checkGivenOut(after, state: state)
+                let waiting = !state.feed.ids(after: after, limit: 1).ids.isEmpty
+                state.caughtUpForWait = waiting
+                return (waiting, state.cursor)
             }
-            position = page.cursor
+            if waiting { return true }
             let remaining = deadline - .now
             guard remaining > .zero, try await inner.waitForChanges(after: position, timeout: remaining) else {
                 return false
             }
+        }
+    }
+
+    private static func checkGivenOut(_ spot: FeedSpot, state: State) throws(ContainerProtocolError) {
+        let head = state.view.head?.sequence ?? 0
+        guard spot.sequence <= head else {
+            throw .invalidRequest(
+                "the cursor \"\(spot.cursor.token)\" was never given out by this sealed container (its newest "
+                    + "ledger entry is \(head))")
         }
     }
 }

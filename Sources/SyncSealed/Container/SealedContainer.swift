@@ -40,8 +40,11 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var chunker: (KeyEpoch, ContentDefinedChunker)?
         /// This device's last commit the container answered as stored, checked at the next read.
         var ownCommit: LedgerHead?
-        /// The page `waitForChanges` read last, for the `changes` call that follows it at once.
-        var lastPage: (cursor: FeedCursor, page: ChangeBatch)?
+        /// The feed the engine reads, built from the checked view (its cursors are the wrapper's).
+        var feed = SealedFeed()
+        /// `waitForChanges` just read the feed underneath to its end, for the `changes` call that
+        /// follows it at once.
+        var caughtUpForWait = false
     }
 
     /// How many times a commit is decided again after losing the race for the next ledger entry.
@@ -142,6 +145,10 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var cursor = state.withLock { $0.cursor }
         while true {
             let page = try await inner.changes(after: cursor, limit: 1_000)
+            // A feed that says more is coming but does not move on would be read forever.
+            if page.moreComing && page.cursor == cursor {
+                throw .unavailable("the container's change feed does not advance past \(cursor)")
+            }
             // The view and its cursor move together, a page at a time: a read that fails part-way
             // goes on after the last page taken, never reads a page twice.
             try raising { () throws(SealedAlarm) in
@@ -175,6 +182,7 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
                     guard let vouched = state.view.vouched[id], vouched.kind == .record else { continue }
                     let entry = try Self.decrypt(vouched, keys: state.keys)
                     state.tree.set(entry)
+                    state.feed.move(id, to: vouched.spot)
                     let epoch = try Self.epoch(of: vouched)
                     for piece in entry.state.manifest { state.chunkEpochs[piece.hash] = epoch }
                 }

@@ -1,0 +1,97 @@
+import SyncBackend
+import SyncBackendTesting
+import Testing
+
+@testable import SyncSealed
+
+/// The feed a sealed container shows its engine: positions come from the ledger, so they are the
+/// same for every device and every restart, and the container underneath cannot skip or repeat one.
+@Suite("Sealed container: the engine's feed")
+struct SealedFeedTests {
+    static func put(_ container: SealedContainer, _ name: String, id: FileID = .random(), base: EntryVersion = 0)
+        async throws -> FileID
+    {
+        let outcome = try await container.commit(
+            CommitRequest(id: id, baseVersion: base, change: .put(MembershipTests.folder(name)), device: "d"))
+        guard case .committed = outcome else { throw SealedError.malformed("not committed: \(outcome)") }
+        return id
+    }
+
+    /// Every entry the feed shows after `cursor`, page by page, and the cursor at its end.
+    static func drain(_ container: SealedContainer, after cursor: FeedCursor, limit: Int) async throws
+        -> (names: [String], cursor: FeedCursor)
+    {
+        var names: [String] = []
+        var position = cursor
+        while true {
+            let page = try await container.changes(after: position, limit: limit)
+            names += page.entries.map { String(decoding: $0.state.name, as: UTF8.self) }
+            position = page.cursor
+            if !page.moreComing { return (names, position) }
+        }
+    }
+
+    @Test func aCursorKeptAcrossARestartGoesOnWhereItStopped() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let first = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        for index in 0..<5 { _ = try await Self.put(first, "a\(index)") }
+        let (seen, cursor) = try await Self.drain(first, after: .beginning, limit: 2)
+        #expect(seen == (0..<5).map { "a\($0)" })
+        #expect(cursor.token.hasPrefix("s1."), "the engine's cursor is the wrapper's own: \(cursor)")
+
+        let firstPage = try await first.changes(after: .beginning, limit: 1)
+        let changed = try #require(firstPage.entries.first)
+        _ = try await Self.put(first, "a0 renamed", id: changed.id, base: changed.version)
+        _ = try await Self.put(first, "b")
+        // Another wrapper (a restart, or another device) reads on from the same cursor.
+        let restarted = SealedContainer(wrapping: server, as: laptop, knownHead: first.head)
+        let (more, end) = try await Self.drain(restarted, after: cursor, limit: 1)
+        #expect(more == ["a0 renamed", "b"])
+        #expect(try await restarted.changes(after: end, limit: 10).entries.isEmpty)
+        // From the beginning, each entry once, at its newest version.
+        #expect(
+            try await Self.drain(restarted, after: .beginning, limit: 3).names == [
+                "a1", "a2", "a3", "a4", "a0 renamed", "b",
+            ])
+    }
+
+    @Test func aCursorItNeverGaveOutIsRefused() async throws {
+        let server = InMemoryContainer()
+        let container = try await SealedContainer.create(
+            in: server, as: .generate(), recovery: .generate(), deviceName: "l")
+        _ = try await Self.put(container, "x")
+        let underneath = try await server.changes(after: .beginning, limit: 1).cursor
+        for forged in [
+            underneath, FeedCursor(token: "s1.99.0"), FeedCursor(token: "s1.1"), FeedCursor(token: "s1.01.0"),
+        ] {
+            await #expect(throws: ContainerProtocolError.self, "\(forged)") {
+                _ = try await container.changes(after: forged, limit: 10)
+            }
+        }
+    }
+
+    @Test func aFeedUnderneathThatDoesNotAdvanceIsAnErrorNotALoop() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let made = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        _ = try await Self.put(made, "x")
+        let stuck = StuckFeed(server)
+        let reader = SealedContainer(wrapping: stuck, as: laptop, knownHead: made.head)
+        await #expect(throws: ContainerProtocolError.self) {
+            _ = try await reader.changes(after: .beginning, limit: 10)
+        }
+        #expect(reader.alarm == nil, "a feed that does not move on is not an attack that was caught")
+    }
+}
+
+/// A container whose feed answers every call with one page that says more is coming, at the
+/// cursor it was asked for.
+private struct StuckFeed: ForwardingTestContainer {
+    let base: InMemoryContainer
+    init(_ base: InMemoryContainer) { self.base = base }
+
+    func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
+        ChangeBatch(entries: [], cursor: cursor, moreComing: true)
+    }
+}
