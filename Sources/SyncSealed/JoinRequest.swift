@@ -20,13 +20,7 @@ public struct JoinRequest: Equatable, Sendable {
 
     public init(device keys: DeviceKeys, name: String, time: Int64) {
         self.device = keys.identity
-        // Whole characters only, within the limit (a cut inside one would grow it).
-        var kept = ""
-        for character in name {
-            guard kept.utf8.count + character.utf8.count <= Self.maximumNameBytes else { break }
-            kept.append(character)
-        }
-        self.name = kept
+        self.name = SealedText.cut(name, toBytes: Self.maximumNameBytes)
         self.time = time
         self.signature = []
         self.signature = keys.sign(signedMessage)

@@ -22,7 +22,8 @@ public struct LedgerChange: Equatable, Sendable {
 /// container holds as of commit n, who made each change, and in which order.
 ///
 /// Encoded: `version (1) ‖ container (16) ‖ sequence (8) ‖ previous digest (32; zeros for the
-/// genesis) ‖ epoch (4) ‖ signer's Ed25519 key (32) ‖ time in ms (8) ‖ change count (4) ‖
+/// genesis) ‖ epoch (4) ‖ signer's Ed25519 key (32) ‖ time in ms (8) ‖ device (counted, UTF-8,
+/// at most 256 bytes) ‖ change count (4) ‖
 /// (file ID (16) ‖ record digest (32) ‖ deleted (1)) per change ‖ Ed25519 signature (64)` over
 /// the label `syncfs-sealed-v1 ledger` and everything before the signature.
 public struct LedgerEntry: Equatable, Sendable {
@@ -35,6 +36,10 @@ public struct LedgerEntry: Equatable, Sendable {
     public let signer: [UInt8]
     /// When, by the signer's clock (milliseconds since 1970): shown, never trusted for order.
     public let time: Int64
+    /// The device name the commit's requests carry (`CommitRequest.device`): what the engine sees
+    /// as the changes' author, signed here so a server cannot make one device's change pass for
+    /// another's. Cut to `RemoteEntryValidation.maxDeviceLength` bytes of whole characters.
+    public let device: String
     public let changes: [LedgerChange]
     public private(set) var signature: [UInt8]
 
@@ -46,7 +51,7 @@ public struct LedgerEntry: Equatable, Sendable {
     /// Signs a new entry with `keys`.
     public init(
         container: SealedContainerID, sequence: UInt64, previous: [UInt8], epoch: KeyEpoch, time: Int64,
-        changes: [LedgerChange], signedBy keys: DeviceKeys
+        device: String, changes: [LedgerChange], signedBy keys: DeviceKeys
     ) {
         precondition(sequence >= 1 && previous.count == 32 && changes.count <= Self.maximumChanges)
         self.container = container
@@ -55,6 +60,7 @@ public struct LedgerEntry: Equatable, Sendable {
         self.epoch = epoch
         self.signer = keys.identity.signing
         self.time = time
+        self.device = SealedText.cut(device, toBytes: RemoteEntryValidation.maxDeviceLength)
         self.changes = changes
         self.signature = []
         self.signature = keys.sign(signedMessage)
@@ -69,6 +75,7 @@ public struct LedgerEntry: Equatable, Sendable {
         out.uint32(epoch)
         out.fixed(signer)
         out.int64(time)
+        out.counted(Array(device.utf8))
         out.uint32(UInt32(changes.count))
         for change in changes {
             out.fileID(change.id)
@@ -103,7 +110,9 @@ public struct LedgerEntry: Equatable, Sendable {
         guard version == SealedFormat.version else { throw .unsupportedVersion(version) }
         guard let containerBytes = reader.fixed(16), let container = SealedContainerID(bytes: containerBytes),
             let sequence = reader.uint64(), sequence >= 1, let previous = reader.fixed(32), let epoch = reader.uint32(),
-            let signer = reader.fixed(32), let time = reader.int64(), let count = reader.uint32(),
+            let signer = reader.fixed(32), let time = reader.int64(),
+            let deviceBytes = reader.counted(limit: RemoteEntryValidation.maxDeviceLength),
+            let device = String(validating: deviceBytes, as: UTF8.self), let count = reader.uint32(),
             Int(count) <= Self.maximumChanges
         else { throw .malformed("a ledger entry's header") }
         var changes: [LedgerChange] = []
@@ -122,6 +131,7 @@ public struct LedgerEntry: Equatable, Sendable {
         self.epoch = epoch
         self.signer = signer
         self.time = time
+        self.device = device
         self.changes = changes
         self.signature = signature
     }

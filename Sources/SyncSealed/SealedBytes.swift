@@ -126,3 +126,17 @@ extension Hex {
         }
     }
 }
+
+/// Text kept in sealed objects.
+enum SealedText {
+    /// `text`'s first whole characters within `limit` UTF-8 bytes (a cut inside a character would
+    /// leave bytes that are not UTF-8, which readers refuse).
+    static func cut(_ text: String, toBytes limit: Int) -> String {
+        var kept = ""
+        for character in text {
+            guard kept.utf8.count + character.utf8.count <= limit else { break }
+            kept.append(character)
+        }
+        return kept
+    }
+}

@@ -88,6 +88,7 @@ struct KeyTests {
         let device = DeviceKeys.generate()
         let entry = LedgerEntry(
             container: .random(), sequence: 1, previous: LedgerEntry.genesisPrevious, epoch: 0, time: 1,
+            device: "d",
             changes: [LedgerChange(id: .random(), digest: [UInt8](repeating: 7, count: 32), deleted: false)],
             signedBy: device)
         let read = try LedgerEntry(encoded: entry.encoded)

@@ -83,6 +83,24 @@ struct SealedFeedTests {
         }
         #expect(reader.alarm == nil, "a feed that does not move on is not an attack that was caught")
     }
+
+    @Test func theAuthorTheEngineSeesIsTheSignedOneNotTheServersCopy() async throws {
+        let base = InMemoryContainer()
+        let server = LyingServer(base)
+        let laptop = DeviceKeys.generate()
+        let made = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        let id = try await Self.put(made, "mine")
+        server.lie(feed: { entries in
+            entries.map {
+                var entry = $0
+                entry.device = "another device"
+                return entry
+            }
+        })
+        let reader = SealedContainer(wrapping: server, as: laptop, knownHead: made.head)
+        #expect(try await reader.entry(id)?.device == "d")
+        #expect(try await reader.changes(after: .beginning, limit: 10).entries.map(\.device) == ["d"])
+    }
 }
 
 /// A container whose feed answers every call with one page that says more is coming, at the

@@ -100,7 +100,7 @@ def main():
     signer = Ed25519PrivateKey.from_private_bytes(bytes([0x33] * 32))
     signer_pub = signer.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     body = bytes([VERSION]) + CONTAINER + struct.pack(">Q", 2) + bytes([0x44] * 32) + struct.pack(">I", EPOCH)
-    body += signer_pub + struct.pack(">q", 1_700_000_000_000) + struct.pack(">I", 1)
+    body += signer_pub + struct.pack(">q", 1_700_000_000_000) + counted(b"laptop") + struct.pack(">I", 1)
     body += file_id + record_digest + bytes([0])
     signature = signer.sign(counted(label("ledger")) + body)
     entry = body + signature

@@ -16,6 +16,8 @@ struct VouchedEntry: Equatable, Sendable {
     var digest: [UInt8]
     /// The ledger change that vouched for this version.
     var spot: FeedSpot
+    /// The device name that ledger entry signed for its changes.
+    var device: String
 }
 
 /// The checked view of a sealed container's feed: read every entry of the container underneath in
@@ -50,7 +52,7 @@ struct LedgerView {
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
     /// Changes a ledger entry named whose entry has not been read with that digest yet.
-    private var expected: [FileID: (change: LedgerChange, spot: FeedSpot)] = [:]
+    private var expected: [FileID: (change: LedgerChange, spot: FeedSpot, device: String)] = [:]
     /// The entries vouched for since `takeChanged`, in the order vouched.
     private var changed: [FileID] = []
     /// The head this device saw before (kept across mounts): the feed must reach it, through it.
@@ -75,7 +77,7 @@ struct LedgerView {
             return
         }
         waiting[entry.id] = entry
-        if let (change, spot) = expected[entry.id] { try vouch(change, at: spot) }
+        if let (change, spot, device) = expected[entry.id] { try vouch(change, at: spot, by: device) }
     }
 
     /// The sequence `entry` claims if it is stored as a ledger entry at its sequence's place.
@@ -160,11 +162,11 @@ struct LedgerView {
         }
         vouched[stored.id] = VouchedEntry(
             kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest,
-            spot: FeedSpot(sequence: sequence, index: entry.changes.count))
+            spot: FeedSpot(sequence: sequence, index: entry.changes.count), device: entry.device)
         for (index, change) in entry.changes.enumerated() where change.id != Keyring.fileID(publishedIn: sequence) {
             let spot = FeedSpot(sequence: sequence, index: index)
-            expected[change.id] = (change, spot)
-            if waiting[change.id] != nil { try vouch(change, at: spot) }
+            expected[change.id] = (change, spot, entry.device)
+            if waiting[change.id] != nil { try vouch(change, at: spot, by: entry.device) }
         }
     }
 
@@ -195,12 +197,12 @@ struct LedgerView {
         waiting[id] = nil
         vouched[id] = VouchedEntry(
             kind: .keyring, stored: stored, sealed: sealed, digest: change.digest,
-            spot: FeedSpot(sequence: entry.sequence, index: index))
+            spot: FeedSpot(sequence: entry.sequence, index: index), device: entry.device)
         return ring
     }
 
     /// Vouches for the waiting entry of `change` if it is the one the change names.
-    private mutating func vouch(_ change: LedgerChange, at spot: FeedSpot) throws(SealedAlarm) {
+    private mutating func vouch(_ change: LedgerChange, at spot: FeedSpot, by device: String) throws(SealedAlarm) {
         guard let stored = waiting[change.id], stored.isDeleted == change.deleted,
             let sealed = OpaqueEntry.sealed(from: stored.state, of: stored.id),
             SealedRecord.digest(sealed) == change.digest
@@ -211,7 +213,7 @@ struct LedgerView {
         waiting[change.id] = nil
         expected[change.id] = nil
         vouched[change.id] = VouchedEntry(
-            kind: .record, stored: stored, sealed: sealed, digest: change.digest, spot: spot)
+            kind: .record, stored: stored, sealed: sealed, digest: change.digest, spot: spot, device: device)
         changed.append(change.id)
     }
 }

@@ -59,7 +59,7 @@ struct SealedCommit {
         }
         let entry = LedgerEntry(
             container: keys.container, sequence: sequence, previous: previous, epoch: keys.epoch, time: time,
-            changes: named, signedBy: signer)
+            device: device, changes: named, signedBy: signer)
         let ledgerID = LedgerEntry.fileID(of: sequence)
         requests.append(
             CommitRequest(

@@ -216,7 +216,7 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         }
     }
 
-    /// The entry as the engine sees it. The manifest the server sees must be the one the record
+    /// The entry as the engine sees it, its author the device name the ledger signed. The manifest the server sees must be the one the record
     /// implies (else the server's collector could be made to drop chunks the record needs).
     private static func decrypt(_ vouched: VouchedEntry, keys: [KeyEpoch: EpochKeys]) throws(SealedAlarm) -> RemoteEntry
     {
@@ -236,7 +236,7 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             }
         }
         return RemoteEntry(
-            id: id, version: vouched.stored.version, isDeleted: vouched.stored.isDeleted, device: vouched.stored.device,
+            id: id, version: vouched.stored.version, isDeleted: vouched.stored.isDeleted, device: vouched.device,
             state: state)
     }
 
