@@ -65,7 +65,7 @@ struct EncryptionCommand: ParsableCommand {
                     throw MountError(.badInput, "no device asks to join with that safety code; nothing was changed")
                 }
                 try blockOnResult { () async throws(ContainerProtocolError) in
-                    try await sealed.admit(match.request.device)
+                    try await sealed.approve(match.request)
                 }
                 print("Admitted \(match.request.device) (\(match.request.name)); it can mount the container now")
             } catch {

@@ -78,13 +78,19 @@ enum SealedMounting {
                 "the container is encrypted; this device is a member (ledger entry \(sealed.head?.sequence ?? 0))")
             return sealed
         case .success(nil):
-            let code = blockOnContainer { () async throws(ContainerProtocolError) in
+            let asked = blockOnContainer { () async throws(ContainerProtocolError) in
                 return try await SealedContainer.requestToJoin(
                     container, as: device,
-                    name: configuration.deviceName?.text ?? ProcessInfo.processInfo.hostName)
+                    name: configuration.deviceName?.text ?? ProcessInfo.processInfo.hostName, knownHead: deviceKnows)
             }
-            switch code {
-            case .success(let code):
+            switch asked {
+            case .success(let (code, seen)):
+                // Once admitted, this device accepts only a ledger that runs through what it saw.
+                do {
+                    try KnownHeads.write(seen, for: containerID, deviceKey: keyPath)
+                } catch {
+                    throw MountError(.cannotCreate, "cannot keep the ledger head this device saw: \(error)")
+                }
                 throw MountError(
                     .unreachable,
                     "this device is not a member of the encrypted container yet; it asked to join with the safety "

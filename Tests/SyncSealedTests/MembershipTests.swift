@@ -86,16 +86,70 @@ struct MembershipTests {
             in: server, as: laptop, recovery: .generate(), deviceName: "laptop")
         _ = try await Self.put(first, "shared")
         let phone = DeviceKeys.generate()
-        let shownByPhone = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
+        let (shownByPhone, seen) = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
+        try await first.catchUp()
+        #expect(seen == first.head)
         // The join request is outside the ledger: it raises no alarm, and the member lists it.
         let requests = try await first.joinRequests()
         #expect(requests.map(\.request.device) == [phone.identity])
         #expect(requests.first?.code == shownByPhone)
         #expect(requests.first?.request.name == "phone")
-        try await first.admit(phone.identity)
+        #expect(requests.first?.request.seen == seen)
+        try await first.approve(try #require(requests.first?.request))
         #expect(try await first.joinRequests().isEmpty)
-        let second = try await SealedContainer.open(server, as: phone, knownHead: nil)
+        let second = try await SealedContainer.open(server, as: phone, knownHead: seen)
         #expect(try await second.members().devices.count == 2)
+    }
+
+    @Test func aRequestFromBeforeARemovalMustBeMadeAgain() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let first = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        let old = DeviceKeys.generate()
+        try await first.admit(old.identity)
+        let phone = DeviceKeys.generate()
+        _ = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
+        try await first.remove(old.identity.signing)
+        let stale = try #require(try await first.joinRequests().first?.request)
+        await #expect(throws: ContainerProtocolError.self) { try await first.approve(stale) }
+        #expect(try await first.members().devices == [laptop.identity])
+        // Asked anew, after the removal, it is admitted.
+        _ = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
+        try await first.approve(try #require(try await first.joinRequests().first?.request))
+        #expect(try await first.members().devices.count == 2)
+    }
+
+    /// The attack the seen head closes: a removed member and the server keep a copy of the
+    /// container from before the removal, in which the removed member admits the new device, so
+    /// that it would write for keys the removed member holds.
+    @Test func aNewDeviceIsNotFooledByAForkWhereARemovedMemberAdmitsIt() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let first = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        let removed = DeviceKeys.generate()
+        try await first.admit(removed.identity)
+        // The server copies the container as it is now.
+        let fork = InMemoryContainer()
+        let all = try await server.changes(after: .beginning, limit: 1_000).entries
+        for entry in all.sorted(by: { $0.version < $1.version }) {
+            #expect(
+                try await fork.commit(
+                    CommitRequest(id: entry.id, baseVersion: 0, change: .put(entry.state), device: entry.device)
+                ).isCommitted)
+        }
+        try await first.remove(removed.identity.signing)
+        // The phone asks on the real container and its owner approves on the laptop.
+        let phone = DeviceKeys.generate()
+        let (_, seen) = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
+        try await first.approve(try #require(try await first.joinRequests().first?.request))
+        // On the fork, the removed member admits the phone too.
+        let onFork = try await SealedContainer.open(fork, as: removed, knownHead: nil)
+        try await onFork.admit(phone.identity)
+        // Shown the fork, the phone refuses it: it does not run through what the phone saw.
+        let fooled = SealedContainer(wrapping: fork, as: phone, knownHead: seen)
+        await #expect(throws: ContainerProtocolError.self) { _ = try await fooled.isMember() }
+        #expect(fooled.alarm != nil)
+        #expect(try await SealedContainer.open(server, as: phone, knownHead: seen).members().devices.count == 2)
     }
 
     @Test func theRecoveryKeyAdmitsANewDeviceOnlyToTheContainerItMade() async throws {

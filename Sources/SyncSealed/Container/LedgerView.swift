@@ -48,6 +48,8 @@ struct LedgerView {
     /// Requests to join, by the requesting device's entry (outside the ledger: never vouched).
     private(set) var joinRequests: [FileID: JoinRequest] = [:]
     private(set) var keyring: Keyring?
+    /// The ledger entry that started the newest key epoch (every removal starts one).
+    private(set) var newestEpochStarted: UInt64 = 0
     private(set) var vouched: [FileID: VouchedEntry] = [:]
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
@@ -154,6 +156,7 @@ struct LedgerView {
             throw .rolledBack(known: known.sequence, shown: sequence)
         }
         container = entry.container
+        if ring.newestEpoch != keyring?.newestEpoch { newestEpochStarted = sequence }
         keyring = ring
         head = LedgerHead(sequence: sequence, digest: entry.digest)
         if sequence == 1 {

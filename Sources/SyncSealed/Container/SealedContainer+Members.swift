@@ -8,21 +8,24 @@ extension SealedContainer {
 
     /// Asks to join the sealed container in `inner` as `device` (named `name` for people): stores
     /// the device's join request (`JoinRequest`) and returns the safety code its owner compares
-    /// with the one a member device shows before approving.
+    /// with the one a member device shows before approving, and the ledger head the request names,
+    /// which the device must keep and open the container with once admitted. `knownHead` is the
+    /// head this device kept of the container before, if any.
     public static func requestToJoin(
-        _ inner: any Container, as device: DeviceKeys, name: String
-    ) async throws(ContainerProtocolError) -> String {
-        let reader = SealedContainer(wrapping: inner, as: device, knownHead: nil)
+        _ inner: any Container, as device: DeviceKeys, name: String, knownHead: LedgerHead? = nil
+    ) async throws(ContainerProtocolError) -> (code: String, seen: LedgerHead) {
+        let reader = SealedContainer(wrapping: inner, as: device, knownHead: knownHead)
         let code = try await reader.safetyCode(for: device.identity)
+        guard let seen = reader.head else { throw .invalidRequest("the sealed container has no ledger") }
         let id = JoinRequest.fileID(of: device.identity)
-        let request = JoinRequest(device: device, name: name, time: now())
+        let request = JoinRequest(device: device, name: name, time: now(), seen: seen)
         let current = try await inner.entry(id)
         let outcome = try await inner.commit(
             CommitRequest(
                 id: id, baseVersion: current?.version ?? 0,
                 change: .put(OpaqueEntry.state(of: id, sealed: request.encoded, chunks: [])), device: name))
         guard case .committed = outcome else { throw .busy("the join request was not stored (\(outcome)); try again") }
-        return code
+        return (code, seen)
     }
 
     /// The devices that asked to join and are not members, each with its safety code.
@@ -73,8 +76,30 @@ extension SealedContainer {
         }
     }
 
+    /// Admits the device of `request`, after its owner compared its safety code on both devices,
+    /// if the head the device saw when it asked is in this device's ledger with no key epoch
+    /// started after it (`JoinRequest`); else it must ask again.
+    public func approve(_ request: JoinRequest) async throws(ContainerProtocolError) {
+        try await catchUp()
+        try state.withLock { state throws(ContainerProtocolError) in
+            let seen = request.seen
+            guard state.view.vouched[LedgerEntry.fileID(of: seen.sequence)]?.digest == seen.digest else {
+                throw .invalidRequest(
+                    "the device asked to join from a ledger this device does not hold (entry \(seen.sequence)); it was "
+                        + "shown another container or history, so it is not admitted")
+            }
+            guard seen.sequence >= state.view.newestEpochStarted else {
+                throw .invalidRequest(
+                    "the members changed after the device asked to join (a new key epoch began at ledger entry "
+                        + "\(state.view.newestEpochStarted)); mount on that device again so that it asks anew")
+            }
+        }
+        try await admit(request.device)
+    }
+
     /// Makes `device` a member: every epoch's secret is wrapped to it too, so it reads the whole
-    /// history. Only after its owner compared its safety code on both devices.
+    /// history. Only after its owner compared its safety code on both devices (`approve`), or by
+    /// the recovery key.
     public func admit(_ device: DeviceIdentity) async throws(ContainerProtocolError) {
         try await changeKeyring { keyring, secrets, sequence in
             guard keyring.signer(device.signing) == nil else { return nil }
