@@ -28,8 +28,7 @@ enum MountContainer {
                 stateDirectory: recorded.stateDirectory, create: configuration.createContainer,
                 tokenFile: configuration.tokenFile, caFile: configuration.caFile,
                 testOutageFile: TestHooks.outageFile(), logger: logger)
-            return try SealedMounting.wrap(
-                container, firstMount: recorded.id == nil, configuration: configuration, logger: logger)
+            return try SealedMounting.wrap(container, recorded: recorded, configuration: configuration, logger: logger)
         }
     }
 

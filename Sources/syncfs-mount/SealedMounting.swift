@@ -6,18 +6,19 @@ import SyncSealed
 
 /// Whether a mount's container is sealed (end-to-end encrypted), and the wrapper when it is
 /// (doc/CRYPTO.md):
-/// - a state directory that keeps a ledger head (`SealedHeadFile`) belongs to a sealed container:
-///   it is wrapped at once, even offline (the wrapper reads and checks the ledger when the
-///   container answers);
+/// - a state directory whose database records the container as sealed, or that keeps a ledger
+///   head (`SealedHeadFile`), belongs to a sealed container: it is wrapped at once, even offline
+///   (the wrapper reads and checks the ledger when the container answers);
 /// - a state directory's first mount looks for the container's genesis: found, the container is
-///   sealed and this device must be a member; not found, it is plain — unless the mount asked for
-///   a sealed one (`--encrypted`), which is then refused, so that a server cannot hide the ledger
-///   from a new device and be sent plaintext;
-/// - every later mount without a head file is plain.
+///   sealed and this device must be a member (its head is kept before the mount goes on); not
+///   found, it is plain — unless the mount asked for a sealed one (`--encrypted`), which is then
+///   refused, so that a server cannot hide the ledger from a new device and be sent plaintext;
+/// - every later mount of a directory recorded as plain (or, older, without a head file) is plain.
 enum SealedMounting {
     static func wrap(
-        _ container: any Container, firstMount: Bool, configuration: MountConfiguration, logger: Logger
+        _ container: any Container, recorded: RecordedContainer, configuration: MountConfiguration, logger: Logger
     ) throws(MountError) -> any Container {
+        let firstMount = recorded.id == nil
         let headPath = configuration.stateDirectory + "/" + SealedHeadFile.name
         let keyPath = deviceKeyPath(configuration)
         let containerID = container.containerID
@@ -39,7 +40,12 @@ enum SealedMounting {
                 logger.error("cannot keep the sealed container's ledger head: \(error)")
             }
         }
-        if known != nil {
+        if known != nil || recorded.sealed == true {
+            if known == nil {
+                logger.warning(
+                    "the state directory records an encrypted container but keeps no ledger head; this device's own record of it is used"
+                )
+            }
             return SealedContainer(
                 wrapping: container, as: try deviceKeys(configuration),
                 knownHead: KnownHeads.newer(known, deviceKnows), onHead: keepHead)
@@ -74,6 +80,15 @@ enum SealedMounting {
         }
         switch opened {
         case .success(let sealed?):
+            // Kept before the mount goes on: the head file, with the database's record, is what
+            // makes every later mount wrap the container.
+            if let head = sealed.head {
+                do {
+                    try SealedHeadFile.write(head, to: headPath)
+                } catch {
+                    throw MountError(.cannotCreate, "cannot keep the encrypted container's ledger head: \(error)")
+                }
+            }
             logger.notice(
                 "the container is encrypted; this device is a member (ledger entry \(sealed.head?.sequence ?? 0))")
             return sealed

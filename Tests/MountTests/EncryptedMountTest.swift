@@ -67,6 +67,31 @@ struct EncryptedMountTest {
         }
     }
 
+    /// The state database records that the container is sealed: a later mount wraps it even when
+    /// the ledger head beside it is gone (a restored or damaged state directory), rather than take
+    /// it for a plain container and upload in the clear.
+    @Test func aMountWhoseLedgerHeadFileIsGoneStaysEncrypted() throws {
+        let keys = try TemporaryDirectory()
+        let key = keys.path + "/device-key"
+        try SyncedMounts.with(
+            uploadDelay: 20, argumentsA: ["--create-encrypted", "--device-key", key],
+            argumentsB: ["--encrypted", "--device-key", key]
+        ) { mounts in
+            let (a, b) = (mounts.a, mounts.b)
+            try writeFile(a.path("first.txt"), "before")
+            #expect(waitUntil(timeout: 30) { try readText(b.path("first.txt")) == "before" }, "\(mounts.logs())")
+            try b.unmount()
+            try FileManager.default.removeItem(atPath: b.stateDir + "/sealed-head")
+            try b.remount()
+            let status = ModelProcess.run([try TestFolder.binaryPath(), "status", b.root], timeout: 60)
+            #expect(status.ok && status.stdout.contains("encryption: end-to-end encrypted"), "\(status)")
+            let name = "written-after-the-head-was-lost-Zeta"
+            try writeFile(b.path(name), "after")
+            #expect(waitUntil(timeout: 30) { try readText(a.path(name)) == "after" }, "\(mounts.logs())")
+            #expect(!(try PlaintextScan(directory: mounts.containerPath).contains(Array(name.utf8))))
+        }
+    }
+
     @Test(arguments: MountServerBackend.allCases)
     func throughAServerTheServerHoldsNoPlaintext(backend: MountServerBackend) throws {
         let keys = try TemporaryDirectory()

@@ -98,6 +98,7 @@ struct FormatsDocumentTests {
         case .feedCursor: return name(StateFact.feedCursor)
         case .deferredIDs: return name(StateFact.deferredIDs)
         case .treeAttached: return name(StateFact.treeAttached)
+        case .sealed: return name(StateFact.sealed)
         case .lastSync: return name(StateFact.lastSync)
         case .writeFailures: return name(StateFact.writeFailures)
         case .guardHold: return name(StateFact.guardHold)

@@ -13,6 +13,9 @@ public struct RecordedContainer: Sendable {
     public var location: String?
     /// The state directory (absolute).
     public var stateDirectory: String
+    /// Whether the container is sealed (end-to-end encrypted), as the first mount found; nil
+    /// before it, and on state directories older than this record.
+    public var sealed: Bool?
 }
 
 /// Opens the container a mount syncs with; throws a `MountError` with the documented exit

@@ -147,8 +147,13 @@ public enum MountDaemon {
                 path: state.databasePath, reserve: SpaceReserve(directory: state.path, logger: logger))
             let facts = try store.load().facts
             let container = try openContainer(
-                RecordedContainer(id: facts[.containerID], location: facts[.container], stateDirectory: state.path))
+                RecordedContainer(
+                    id: facts[.containerID], location: facts[.container], stateDirectory: state.path,
+                    sealed: facts[.sealed]))
             store.factSet(.containerID, container.containerID)
+            // Recorded with the ID, so that a later mount never takes a sealed container for a
+            // plain one, whatever became of the files beside (the sealed container's head).
+            store.factSet(.sealed, (container as? ReportingContainer)?.report.encryption != nil)
             store.factSet(.container, configuration.container)
             // Every mount records its mount point, and a server's token and CA files (cleared when
             // this mount gives none).

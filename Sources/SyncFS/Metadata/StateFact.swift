@@ -23,6 +23,7 @@ enum StateFactKey: String, CaseIterable, Sendable {
     case bandwidthOverrides = "bandwidth_overrides"
     case paused
     case accessRole = "access_role"
+    case sealed
 }
 
 /// One fact of the state database: its key, its Swift type and its text in the `meta` table.
@@ -127,6 +128,12 @@ extension StateFact where Value == Bool {
     /// of the change feed (`AttachTracker`). Absent on state directories older than the fact.
     static var treeAttached: Self {
         .init(.treeAttached, encode: { $0 ? "1" : "0" }, decode: { $0 == "1" ? true : $0 == "0" ? false : nil })
+    }
+
+    /// Whether the container is sealed (end-to-end encrypted), as its first mount found: `1` or
+    /// `0`. Absent on state directories older than the fact.
+    static var sealed: Self {
+        .init(.sealed, encode: { $0 ? "1" : "0" }, decode: { $0 == "1" ? true : $0 == "0" ? false : nil })
     }
 }
 
