@@ -152,6 +152,41 @@ struct MembershipTests {
         #expect(try await SealedContainer.open(server, as: phone, knownHead: seen).members().devices.count == 2)
     }
 
+    /// A member that did not see a removal (or a hostile one) seals a record under the old epoch,
+    /// which the removed device still holds: the ledger entry that names it is refused.
+    @Test func aRecordSealedUnderAnOlderEpochThanItsLedgerEntryIsCaught() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let first = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        let removed = DeviceKeys.generate()
+        try await first.admit(removed.identity)
+        try await first.remove(removed.identity.signing)
+        try await first.catchUp()
+        let (head, ring, oldKeys) = try first.state.withLock { state in
+            (try #require(state.view.head), try #require(state.view.keyring), try #require(state.keys[0]))
+        }
+        #expect(ring.newestEpoch == 1)
+        let id = FileID.random()
+        let record = SealedRecord.seal(Self.folder("for the removed device"), of: id, keys: oldKeys)
+        let entry = LedgerEntry(
+            container: ring.container, sequence: head.sequence + 1, previous: head.digest, epoch: ring.newestEpoch,
+            time: 0, device: "l", changes: [LedgerChange(id: id, digest: SealedRecord.digest(record), deleted: false)],
+            signedBy: laptop)
+        let ledgerID = LedgerEntry.fileID(of: entry.sequence)
+        let stored = try await server.commit(allOrNothing: [
+            CommitRequest(
+                id: id, baseVersion: 0, change: .put(OpaqueEntry.state(of: id, sealed: record, chunks: [])), device: "l"
+            ),
+            CommitRequest(
+                id: ledgerID, baseVersion: 0,
+                change: .put(OpaqueEntry.state(of: ledgerID, sealed: entry.encoded, chunks: [])), device: "l"),
+        ])
+        #expect(stored.isCommitted)
+        let reader = SealedContainer(wrapping: server, as: laptop, knownHead: head)
+        await #expect(throws: ContainerProtocolError.self) { _ = try await reader.entry(id) }
+        #expect(reader.alarm?.description.contains("epoch 0") == true, "\(String(describing: reader.alarm))")
+    }
+
     @Test func theRecoveryKeyAdmitsANewDeviceOnlyToTheContainerItMade() async throws {
         let server = InMemoryContainer()
         let recovery = RecoveryKey.generate()

@@ -54,7 +54,16 @@ struct LedgerView {
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
     /// Changes a ledger entry named whose entry has not been read with that digest yet.
-    private var expected: [FileID: (change: LedgerChange, spot: FeedSpot, device: String)] = [:]
+    private var expected: [FileID: Naming] = [:]
+
+    /// A change as a ledger entry names it, with what the entry says of all its changes.
+    private struct Naming {
+        var change: LedgerChange
+        var spot: FeedSpot
+        var device: String
+        /// The ledger entry's epoch: every record it names is sealed under it.
+        var epoch: KeyEpoch
+    }
     /// The entries vouched for since `takeChanged`, in the order vouched.
     private var changed: [FileID] = []
     /// The head this device saw before (kept across mounts): the feed must reach it, through it.
@@ -79,7 +88,7 @@ struct LedgerView {
             return
         }
         waiting[entry.id] = entry
-        if let (change, spot, device) = expected[entry.id] { try vouch(change, at: spot, by: device) }
+        if let naming = expected[entry.id] { try vouch(naming) }
     }
 
     /// The sequence `entry` claims if it is stored as a ledger entry at its sequence's place.
@@ -168,8 +177,9 @@ struct LedgerView {
             spot: FeedSpot(sequence: sequence, index: entry.changes.count), device: entry.device)
         for (index, change) in entry.changes.enumerated() where change.id != Keyring.fileID(publishedIn: sequence) {
             let spot = FeedSpot(sequence: sequence, index: index)
-            expected[change.id] = (change, spot, entry.device)
-            if waiting[change.id] != nil { try vouch(change, at: spot, by: entry.device) }
+            let naming = Naming(change: change, spot: spot, device: entry.device, epoch: entry.epoch)
+            expected[change.id] = naming
+            if waiting[change.id] != nil { try vouch(naming) }
         }
     }
 
@@ -205,7 +215,8 @@ struct LedgerView {
     }
 
     /// Vouches for the waiting entry of `change` if it is the one the change names.
-    private mutating func vouch(_ change: LedgerChange, at spot: FeedSpot, by device: String) throws(SealedAlarm) {
+    private mutating func vouch(_ naming: Naming) throws(SealedAlarm) {
+        let change = naming.change
         guard let stored = waiting[change.id], stored.isDeleted == change.deleted,
             let sealed = OpaqueEntry.sealed(from: stored.state, of: stored.id),
             SealedRecord.digest(sealed) == change.digest
@@ -213,10 +224,28 @@ struct LedgerView {
         if let earlier = vouched[change.id], earlier.stored.version >= stored.version {
             throw .unvouched([change.id])
         }
+        // A record written is sealed under the epoch its ledger entry is in (so a member that did
+        // not see a removal cannot go on writing for the removed device); a deletion names the
+        // record it deletes, which may be older.
+        if !change.deleted {
+            let epoch: KeyEpoch
+            do {
+                epoch = try SealedRecord.epoch(of: sealed)
+            } catch {
+                throw .unreadable(change.id, error.description)
+            }
+            guard epoch == naming.epoch else {
+                throw .ledgerBroken(
+                    sequence: naming.spot.sequence,
+                    reason: "it names a record of \(change.id) sealed under epoch \(epoch), not its own \(naming.epoch)"
+                )
+            }
+        }
         waiting[change.id] = nil
         expected[change.id] = nil
         vouched[change.id] = VouchedEntry(
-            kind: .record, stored: stored, sealed: sealed, digest: change.digest, spot: spot, device: device)
+            kind: .record, stored: stored, sealed: sealed, digest: change.digest, spot: naming.spot,
+            device: naming.device)
         changed.append(change.id)
     }
 }
