@@ -25,10 +25,22 @@ public enum DeviceKeyFile {
             }
         }
         let keys = DeviceKeys.generate()
-        if let code = PrivateFiles.createFile(path, keys.encoded) {
+        // Written whole and synced under a name of its own, then linked into place, which fails if
+        // the file exists: a crash leaves no empty or partial key, and two processes agree on one.
+        let temporary = path + ".new-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        if let code = PrivateFiles.createFile(temporary, keys.encoded) {
+            unlink(temporary)
+            throw SealedFileError("cannot write the device key \(temporary): \(LocalFileIO.errorText(code))")
+        }
+        defer { unlink(temporary) }
+        guard link(temporary, path) == 0 else {
+            let code = errno
             // Another process made it first: use that one.
             if code == EEXIST, let existing = try load(path) { return existing }
             throw SealedFileError("cannot write the device key \(path): \(LocalFileIO.errorText(code))")
+        }
+        if let code = LocalFileIO.syncDirectory(directory.isEmpty ? "." : directory) {
+            throw SealedFileError("cannot sync the folder of the device key \(path): \(LocalFileIO.errorText(code))")
         }
         return keys
     }
@@ -60,7 +72,8 @@ public enum SealedHeadFile {
         return LedgerHead(sequence: sequence, digest: digest)
     }
 
-    /// Replaces the file atomically (written, synced, renamed over the old one).
+    /// Replaces the file atomically and durably (written, synced, renamed over the old one, its
+    /// folder synced).
     public static func write(_ head: LedgerHead, to path: String) throws(SealedFileError) {
         var writer = SealedWriter()
         writer.uint64(head.sequence)
@@ -72,6 +85,10 @@ public enum SealedHeadFile {
         }
         guard rename(temporary, path) == 0 else {
             throw SealedFileError("cannot replace \(path): \(LocalFileIO.errorText(errno))")
+        }
+        let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        if let code = LocalFileIO.syncDirectory(folder.isEmpty ? "/" : folder) {
+            throw SealedFileError("cannot sync the folder of \(path): \(LocalFileIO.errorText(code))")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import SyncBackend
 import TestSupport
@@ -16,6 +17,18 @@ struct SealedFilesTests {
         #expect(info.st_mode & 0o777 == 0o600)
         #expect(stat(directory.path + "/keys", &info) == 0 && info.st_mode & 0o777 == 0o700)
         #expect(try DeviceKeyFile.loadOrCreate(path).identity == made.identity)
+    }
+
+    @Test func processesMakingTheKeyAtOnceAgreeOnOneAndLeaveNothingElse() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/device-key"
+        let made = try await withThrowingTaskGroup(of: DeviceIdentity.self) { group in
+            for _ in 0..<8 { group.addTask { try DeviceKeyFile.loadOrCreate(path).identity } }
+            return try await group.reduce(into: Set<DeviceIdentity>()) { $0.insert($1) }
+        }
+        #expect(made.count == 1)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(names == ["device-key"], "no half-made key file is left: \(names)")
     }
 
     @Test func aKeyOthersCanReadOrASymlinkIsRefused() throws {

@@ -67,7 +67,7 @@ package enum LocalFileIO {
     }
 
     /// Makes a directory's entries (a rename into it, a new subdirectory) durable.
-    static func syncDirectory(_ path: String) -> Int32? {
+    package static func syncDirectory(_ path: String) -> Int32? {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return errno }
         defer { close(fd) }
