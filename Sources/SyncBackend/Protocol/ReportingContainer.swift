@@ -16,4 +16,7 @@ public struct ContainerReport: Codable, Sendable, Equatable {
 /// A container with something to report (`ContainerReport`): an encrypted container.
 public protocol ReportingContainer: Container {
     var report: ContainerReport { get }
+    /// Calls `handler` with the alarm's text once, when an alarm is raised (at once if one was
+    /// raised already), for the mount's event and log.
+    func observeAlarm(_ handler: @escaping @Sendable (String) -> Void)
 }

@@ -49,6 +49,9 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         /// The role the container grants this mount changed (`AccessKeeper`; `message`: read-only
         /// or writable, and why). Path "".
         case access
+        /// An encrypted container showed what no member made (a `SealedAlarm`; `message`: what):
+        /// nothing more is applied or uploaded. Path "".
+        case alarm
     }
 
     enum Origin: String, Codable, Sendable {
@@ -111,7 +114,7 @@ struct ChangeEvent: Codable, Sendable, Equatable {
         kind == .online || kind == .offline || kind == .guardHeld || kind == .guardReleased || kind == .guardDiscarded
             || kind == .treeCorrected
             || kind == .scanBegin || kind == .scanEnd || kind == .synced
-            || kind == .paused || kind == .resumed || kind == .access
+            || kind == .paused || kind == .resumed || kind == .access || kind == .alarm
     }
 
     /// The event as one line of JSON with a newline, keys in a fixed order (time, cursor, kind,

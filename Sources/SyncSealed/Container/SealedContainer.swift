@@ -38,6 +38,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var chunkEpochs: [ChunkHash: KeyEpoch] = [:]
         /// The newest epoch's chunker, made once per epoch.
         var chunker: (KeyEpoch, ContentDefinedChunker)?
+        /// Who is told of an alarm (`observeAlarm`).
+        var alarmObservers: [@Sendable (String) -> Void] = []
         /// This device's last commit the container answered as stored, checked at the next read.
         var ownCommit: LedgerHead?
         /// The feed the engine reads, built from the checked view (its cursors are the wrapper's).
@@ -123,6 +125,14 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             }
             return ContainerReport(encryption: line, alarm: state.alarm?.description)
         }
+    }
+
+    public func observeAlarm(_ handler: @escaping @Sendable (String) -> Void) {
+        let raised = state.withLock { state -> SealedAlarm? in
+            if state.alarm == nil { state.alarmObservers.append(handler) }
+            return state.alarm
+        }
+        if let raised { handler(raised.description) }
     }
 
     /// The alarm raised, if any: then nothing more is read or written.
@@ -249,7 +259,13 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         do {
             return try body()
         } catch {
-            state.withLock { if $0.alarm == nil { $0.alarm = error } }
+            let observers = state.withLock { state -> [@Sendable (String) -> Void] in
+                guard state.alarm == nil else { return [] }
+                state.alarm = error
+                defer { state.alarmObservers = [] }
+                return state.alarmObservers
+            }
+            for observer in observers { observer(error.description) }
             throw Self.failure(error)
         }
     }

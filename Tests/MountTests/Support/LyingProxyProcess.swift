@@ -4,7 +4,8 @@ import TestSupport
 
 /// `Support/lying_proxy.py` as a child process on 127.0.0.1: a proxy in front of a real `serve`
 /// that forwards every request and lies in the change feed only (an injected empty file
-/// `injectName` with ID `injectID` on every page, entries named `hideName` shown deleted).
+/// `injectName` with ID `injectID` on every page, entries named `hideName` shown deleted; with
+/// `lieAfter`, only once that file exists).
 ///
 ///     let liar = try LyingProxyProcess.start(upstreamPort: server.port, injectName: "x", hideName: "y")
 ///     defer { liar.stop() }
@@ -31,7 +32,7 @@ final class LyingProxyProcess: @unchecked Sendable {
 
     static func start(
         upstreamPort: Int, injectName: String, hideName: String,
-        injectID: String = "11ed" + String(repeating: "0", count: 27) + "1"
+        injectID: String = "11ed" + String(repeating: "0", count: 27) + "1", lieAfter: String? = nil
     ) throws -> LyingProxyProcess {
         let directory = try makeTemporaryDirectory("syncfs-liar")
         let log = open(directory + "/proxy.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
@@ -44,7 +45,7 @@ final class LyingProxyProcess: @unchecked Sendable {
             [
                 try HostileServerProcess.python(), scriptPath, "--upstream-port", String(upstreamPort), "--port-file",
                 directory + "/port", "--inject-id", injectID, "--inject-name", injectName, "--hide-name", hideName,
-            ], stdin: null, stdout: log, stderr: log)
+            ] + (lieAfter.map { ["--lie-after", $0] } ?? []), stdin: null, stdout: log, stderr: log)
         var port: Int?
         _ = waitUntil(timeout: 30) {
             port = (try? readText(directory + "/port")).flatMap { Int($0) }

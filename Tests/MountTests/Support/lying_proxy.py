@@ -5,7 +5,8 @@
 
 - every page with entries gets one more entry: a file named --inject-name (an empty file, so no
   chunk is needed) with the ID --inject-id, in the root, at the version of the page's last entry;
-- every entry named --hide-name comes as deleted (a tombstone at its own version).
+- every entry named --hide-name comes as deleted (a tombstone at its own version);
+- with --lie-after FILE, answers are honest until FILE exists.
 
 Everything else (the tree digest included) is the honest server's answer: a liar that also
 forges the digest is caught by a server switch all the same, since the check compares with the
@@ -51,6 +52,7 @@ def main():
     parser.add_argument("--inject-name", required=True)
     parser.add_argument("--hide-name", required=True)
     parser.add_argument("--lifetime", type=int, default=300)
+    parser.add_argument("--lie-after")
     options = parser.parse_args()
     inject_name = options.inject_name.encode()
     hide_name = options.hide_name.encode()
@@ -71,7 +73,8 @@ def main():
             finally:
                 upstream.close()
             path = self.path.split("?")[0]
-            if self.command == "GET" and path.endswith("/changes") and status == 200:
+            lying = options.lie_after is None or os.path.exists(options.lie_after)
+            if lying and self.command == "GET" and path.endswith("/changes") and status == 200:
                 data = altered_page(data, options.inject_id, inject_name, hide_name)
             self.send_response(status)
             for key, value in answer_headers:

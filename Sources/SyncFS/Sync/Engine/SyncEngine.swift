@@ -93,6 +93,15 @@ final class SyncEngine: Sendable {
         self.reachability = reachability
         let historyReader = HistoryReader(base: container as? any ContainerHistory)
         reporting = container as? any ReportingContainer
+        reporting?.observeAlarm { [logger] alarm in
+            logger.critical(
+                "ALARM: \(alarm). Nothing more is applied or uploaded; everything here stays local. Compare `syncfs-mount status` on the other devices and see doc/CRYPTO.md"
+            )
+            fileSystem.changeEvents.publish(
+                ChangeEvent(
+                    kind: .alarm, path: "", origin: nil, fileID: nil, type: nil,
+                    message: RulesWatch.printableLine(alarm)))
+        }
         uncheckedContainer = BlockingContainer(base: container)
         var bandwidth = options.bandwidth
         bandwidth.overrides = fileSystem.storedFacts[.bandwidthOverrides] ?? BandwidthOverrides()
