@@ -115,16 +115,18 @@ struct EncryptedMountTest {
             _ = expectConverged(mounts, timeout: 30, "after changes on both sides")
 
             // What the server holds: its root (the embedded backend's containers and tokens), its
-            // log, and with PostgreSQL a dump of its database (the bucket's chunks are not read
-            // here: they are the same sealed chunks the embedded backend keeps in its root).
+            // log, and with PostgreSQL + S3 a dump of its database and every object of its bucket.
             let server = try #require(mounts.server)
             var extra = [Array(server.log(limit: 50_000_000).utf8)]
+            let objects = try TemporaryDirectory()
             if let database = server.database {
                 let dump = ModelProcess.run(["pg_dump", database.databaseURL], timeout: 120)
                 #expect(dump.ok, "\(dump)")
                 extra.append(Array(dump.stdout.utf8))
+                let count = try database.downloadBucket(into: objects.path)
+                #expect(count >= 2, "the bucket holds the sealed chunks")
             }
-            let scan = try PlaintextScan(directories: [server.root], extra: extra)
+            let scan = try PlaintextScan(directories: [server.root, objects.path], extra: extra)
             for name in Self.secretNames {
                 // Raw, and as hex (a dump shows bytea columns so).
                 let hex = Array(name.utf8).map { String(format: "%02x", $0) }.joined()

@@ -183,6 +183,42 @@ final class DatabaseBackendFixture: @unchecked Sendable {
         _ = ModelProcess.run(["curl", "-K", config, "-X", "DELETE", bucketURL], timeout: 60)
     }
 
+    /// Every object in the scratch bucket, downloaded into `directory` (one file each), for a scan
+    /// of what the bucket holds; returns how many there were.
+    func downloadBucket(into directory: String) throws -> Int {
+        guard !bucket.isEmpty, let (endpoint, config) = curlConfig() else {
+            throw TestFolderError(message: "no scratch bucket to download")
+        }
+        defer { unlink(config) }
+        let bucketURL = endpoint + "/" + bucket
+        var count = 0
+        var token: String?
+        repeat {
+            let query =
+                "?list-type=2"
+                + (token.map {
+                    "&continuation-token=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)
+                } ?? "")
+            let listed = ModelProcess.run(["curl", "-K", config, bucketURL + query], timeout: 60)
+            guard listed.ok else { throw TestFolderError(message: "cannot list the bucket: \(listed)") }
+            let keys = listed.stdout.components(separatedBy: "<Key>").dropFirst().compactMap {
+                $0.components(separatedBy: "</Key>").first
+            }
+            for key in keys {
+                let path = key.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? key
+                count += 1
+                let fetched = ModelProcess.run(
+                    ["curl", "-K", config, "-f", "-o", directory + "/object-\(count)", bucketURL + "/" + path],
+                    timeout: 60)
+                guard fetched.ok else { throw TestFolderError(message: "cannot download \(key): \(fetched)") }
+            }
+            token =
+                listed.stdout.components(separatedBy: "<NextContinuationToken>").dropFirst().first?
+                .components(separatedBy: "</NextContinuationToken>").first
+        } while token != nil
+        return count
+    }
+
     /// Whether the scratch bucket exists (for the test of `removeBucket`).
     func bucketExists() -> Bool {
         guard let (endpoint, config) = curlConfig() else { return false }
