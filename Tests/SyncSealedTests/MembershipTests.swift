@@ -187,6 +187,48 @@ struct MembershipTests {
         #expect(reader.alarm?.description.contains("epoch 0") == true, "\(String(describing: reader.alarm))")
     }
 
+    /// A server stores a join request of its own (for a key it holds): it raises no alarm and
+    /// admits nothing, and shows a code nobody saw on a device of theirs. A request stored at
+    /// another device's place (a member's), or bytes that are no request, are lies: an alarm.
+    @Test func joinRequestsTheServerMakesAdmitNothing() async throws {
+        let server = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let first = try await SealedContainer.create(in: server, as: laptop, recovery: .generate(), deviceName: "l")
+        try await first.catchUp()
+        let head = try #require(first.head)
+        let servers = DeviceKeys.generate()
+        let own = JoinRequest(device: servers, name: "phone", time: 1, seen: head)
+        try await Self.store(own.encoded, at: JoinRequest.fileID(of: servers.identity), in: server)
+        #expect(try await first.joinRequests().map(\.request) == [own])
+        #expect(first.alarm == nil)
+        #expect(try await first.members().devices == [laptop.identity])
+        #expect(
+            try await SealedContainer(wrapping: server, as: servers, knownHead: head).isMember() == false,
+            "a listed request is not an admission")
+
+        for bytes in [
+            JoinRequest(device: DeviceKeys.generate(), name: "laptop", time: 1, seen: head).encoded,
+            [1, 2, 3],
+        ] {
+            let base = InMemoryContainer()
+            let made = try await SealedContainer.create(in: base, as: laptop, recovery: .generate(), deviceName: "l")
+            try await made.catchUp()
+            // Stored where the laptop's own request would be, but not signed by the laptop.
+            try await Self.store(bytes, at: JoinRequest.fileID(of: laptop.identity), in: base)
+            await #expect(throws: ContainerProtocolError.self) { _ = try await made.joinRequests() }
+            #expect(made.alarm != nil)
+        }
+    }
+
+    static func store(_ bytes: [UInt8], at id: FileID, in server: InMemoryContainer) async throws {
+        #expect(
+            try await server.commit(
+                CommitRequest(
+                    id: id, baseVersion: 0, change: .put(OpaqueEntry.state(of: id, sealed: bytes, chunks: [])),
+                    device: "server")
+            ).isCommitted)
+    }
+
     @Test func theRecoveryKeyAdmitsANewDeviceOnlyToTheContainerItMade() async throws {
         let server = InMemoryContainer()
         let recovery = RecoveryKey.generate()
