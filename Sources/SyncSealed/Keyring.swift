@@ -88,6 +88,15 @@ public struct Keyring: Equatable, Sendable {
         return next
     }
 
+    /// The keyring with a new epoch with `secret`, wrapped to every member and the recovery key:
+    /// a fresh key for what is written (and re-sealed) from now on, with no member removed
+    /// (`SealedContainer.startEpoch`).
+    public func startingEpoch(_ secret: EpochSecret) -> Keyring {
+        var next = self
+        next.epochs.append(next.wrapping(secret, epoch: newestEpoch + 1))
+        return next
+    }
+
     /// Every epoch secret wrapped to `keys`' device.
     public func secrets(for keys: DeviceKeys) throws(SealedError) -> [KeyEpoch: EpochSecret] {
         var secrets: [KeyEpoch: EpochSecret] = [:]

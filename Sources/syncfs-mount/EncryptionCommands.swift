@@ -109,7 +109,7 @@ struct EncryptionCommand: ParsableCommand {
     }
 }
 
-/// Where an encrypted container is and how to reach it, for `encryption`'s commands.
+/// Where an encrypted container is and how to reach it, for `encryption`'s commands and `rekey`.
 struct EncryptedContainerOptions: ParsableArguments {
     @Argument(help: "The container: a local path or a server URL, as for `mount`.") var container: String
     @Option(help: ArgumentHelp("For a server URL: the file holding the access token.", valueName: "file"))
@@ -155,6 +155,13 @@ struct EncryptedContainerOptions: ParsableArguments {
             known = try KnownHeads.read(for: containerID, deviceKey: keyPath)
         } catch {
             throw MountError(.badInput, error.description)
+        }
+        // A container this device never saw encrypted, with no ledger: plain (a container it knew
+        // encrypted and now shows none is a rollback, which the wrapper reports).
+        if known == nil, try !SealedMounting.isSealed(inner) {
+            throw MountError(
+                .badInput,
+                "\(container) is not an encrypted container (or its server hides that it is); nothing was changed")
         }
         let sealed = try blockOnResult { () async throws(ContainerProtocolError) in
             try await SealedContainer.open(inner, as: device, knownHead: known) { head in

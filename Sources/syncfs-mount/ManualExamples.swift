@@ -41,6 +41,14 @@ enum ManualExamples {
                 "Remove a lost phone (the start of its key, as `encryption devices` shows it):",
                 "syncfs-mount encryption remove https://sync.example.org/family 3f2a91c0")
         ],
+        "syncfs-mount-rekey": [
+            Example(
+                "After removing a device, re-seal everything written before under the new key epoch:",
+                "syncfs-mount rekey https://sync.example.org/family --token-file ~/.config/syncfs/family.token"),
+            Example(
+                "Start a fresh key epoch for the current members and re-seal under it:",
+                "syncfs-mount rekey ~/vault --new-epoch"),
+        ],
         "syncfs-mount-mount": [
             Example(
                 "Mount a container at an existing, empty folder; it returns once the folder is live:",

@@ -21,7 +21,7 @@ struct SyncFSCommand: ParsableCommand {
             TrashCommand.self, RestoreCommand.self, VerifyCommand.self, LimitCommand.self,
             ExcludeCommand.self, IncludeCommand.self,
             PauseCommand.self, ResumeCommand.self, UserCommand.self, MemberCommand.self, DeviceCommand.self,
-            LinkCommand.self, EncryptionCommand.self,
+            LinkCommand.self, EncryptionCommand.self, RekeyCommand.self,
             AuditCommand.self, LoginCommand.self,
         ]
     )

@@ -109,8 +109,8 @@ extension SealedContainer {
 
     /// Removes the member whose signing key is `signing` and starts a new epoch, wrapped to the
     /// members that stay and the recovery key only: from now on nothing written can be read by it.
-    /// (What was written before stays readable to it until `rekey`; revoke its token on the
-    /// server too.)
+    /// (What was written before stays readable to it until `rekey` re-seals it; revoke its token
+    /// on the server too.)
     public func remove(_ signing: [UInt8]) async throws(ContainerProtocolError) {
         try await changeKeyring { keyring, _, _ in
             guard keyring.members.contains(where: { $0.identity.signing == signing }) else { return nil }
@@ -122,7 +122,7 @@ extension SealedContainer {
     /// Commits the keyring `change` makes of the one in force (nil: nothing to do), with a ledger
     /// entry of its own; `change` is given every epoch secret this device holds and the sequence
     /// the commit will have, and returns the new keyring and a new epoch's secret if it starts one.
-    private func changeKeyring(
+    func changeKeyring(
         _ change: (Keyring, [KeyEpoch: EpochSecret], UInt64) throws(ContainerProtocolError) -> (Keyring, EpochSecret?)?
     ) async throws(ContainerProtocolError) {
         try await turn.run { () async throws(ContainerProtocolError) in
