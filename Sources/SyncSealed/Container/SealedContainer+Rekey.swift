@@ -161,11 +161,14 @@ extension SealedContainer {
         }
     }
 
-    /// The first entries of `stale` that make one commit of a sensible size.
+    /// The first entries of `stale` by the first one's author that make one commit of a sensible
+    /// size.
     static func rekeyBatch(of stale: [RemoteEntry]) -> [RemoteEntry] {
         var batch: [RemoteEntry] = []
         var references = 0
-        for entry in stale {
+        // One author per batch: the ledger entry signs one device name for all its changes, and
+        // each re-sealed entry keeps its author.
+        for entry in stale where entry.device == stale.first?.device {
             let count = entry.state.manifest.count
             if !batch.isEmpty
                 && (batch.count == rekeyBatchEntries || references + count > rekeyBatchChunkReferences)
