@@ -45,6 +45,9 @@ struct LedgerView {
     private(set) var joinRequests: [FileID: JoinRequest] = [:]
     private(set) var keyring: Keyring?
     private(set) var vouched: [FileID: VouchedEntry] = [:]
+    /// Every record any ledger entry read so far named: what a historic version must be to be
+    /// shown (`SealedContainer+History.swift`).
+    private(set) var named: Set<NamedRecord> = []
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
     /// Changes a ledger entry named whose entry has not been read with that digest yet.
@@ -157,6 +160,7 @@ struct LedgerView {
             genesisSigner = entry.signer
         }
         vouched[stored.id] = VouchedEntry(kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest)
+        for change in entry.changes { named.insert(NamedRecord(change)) }
         for change in entry.changes where change.id != Keyring.fileID(publishedIn: sequence) {
             expected[change.id] = change
             if waiting[change.id] != nil { try vouch(change) }
@@ -236,5 +240,23 @@ enum KeyringRules {
             else { return "its keyring removes a member without a new epoch kept from it" }
         }
         return nil
+    }
+}
+
+/// A record a ledger entry named: the entry, the record's digest and whether it is the entry's
+/// deletion (a tombstone names the record of the last live version).
+struct NamedRecord: Hashable, Sendable {
+    var id: FileID
+    var digest: [UInt8]
+    var deleted: Bool
+
+    init(id: FileID, digest: [UInt8], deleted: Bool) {
+        self.id = id
+        self.digest = digest
+        self.deleted = deleted
+    }
+
+    init(_ change: LedgerChange) {
+        self.init(id: change.id, digest: change.digest, deleted: change.deleted)
     }
 }
