@@ -6,8 +6,8 @@ import Testing
 /// Version history, the trash and restore on an end-to-end encrypted container (doc/CRYPTO.md
 /// "History"), through the built binary: `versions`, `trash` and `restore` on mount A of a sealed
 /// container two mounts share — directly, through a server of embedded containers, and through a
-/// server on PostgreSQL + S3 — show the plain names and sizes (decrypted), bring old content back,
-/// and B sees each restore. The plain counterpart is `HistoryMountTest`.
+/// server on PostgreSQL + S3 — show the plain names and sizes (decrypted), bring old content and
+/// deleted files and folders back, and B sees each restore. The plain counterpart is `HistoryMountTest`.
 @Suite(.serialized)
 struct EncryptedHistoryMountTest {
     enum Route: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -103,6 +103,27 @@ struct EncryptedHistoryMountTest {
                 "B gets the file back\n\(mounts.logs())")
             let left = try decoded([TrashItem].self, try cli(["trash", a.root, "--json"]))
             #expect(!left.contains { $0.fileID == lone.fileID }, "\(left)")
+
+            // A deleted folder comes back with what was deleted with it.
+            try makeDirectory(a.path("project"))
+            try makeDirectory(a.path("project/src"))
+            try writeFile(a.path("project/README"), "read me")
+            try writeFile(a.path("project/src/main.c"), "int main(void) { return 0; }")
+            #expect(a.expectSync())
+            #expect(waitUntil(timeout: 30) { access(b.path("project/src/main.c"), F_OK) == 0 })
+            #expect(ModelProcess.run(["/bin/rm", "-rf", a.path("project")], timeout: 60).ok)
+            #expect(a.expectSync())
+            #expect(waitUntil(timeout: 30) { access(b.path("project"), F_OK) != 0 }, "\(mounts.logs())")
+            let withFolder = try decoded([TrashItem].self, try cli(["trash", a.root, "--json"]))
+            let folder = try #require(withFolder.first { $0.path == "project" }, "\(withFolder)")
+            #expect(folder.kind == "directory" && folder.bytes == 7 + 28)
+            #expect(!withFolder.contains { $0.path == "project/README" }, "deleted with the folder: part of it")
+            let folderBack = try cli(["restore", a.path("project")])
+            #expect(folderBack.ok, "\(folderBack)\n\(a.daemonLog())")
+            #expect(try readText(a.path("project/src/main.c")) == "int main(void) { return 0; }")
+            #expect(
+                waitUntil(timeout: 30) { try readText(b.path("project/README")) == "read me" },
+                "B gets the folder back\n\(mounts.logs())")
 
             // Nothing the server showed raised an alarm.
             let status = try cli(["status", a.root])
