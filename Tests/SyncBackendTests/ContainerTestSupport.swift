@@ -50,8 +50,8 @@ enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     /// version after them.
     var versionGap: EntryVersion { isSealed ? 1 : 0 }
 
-    /// The kinds that store what they are given as it is (the side protocols' suites: history,
-    /// locks, sealed chunks), without the sealed wrapper.
+    /// The kinds that store what they are given as it is (the side protocols' suites: locks,
+    /// sealed chunks), without the sealed wrapper.
     static var plainCases: [ContainerKind] { allCases.filter { !$0.isSealed } }
 }
 

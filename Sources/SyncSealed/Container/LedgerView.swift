@@ -51,6 +51,9 @@ struct LedgerView {
     /// The ledger entry that started the newest key epoch (every removal starts one).
     private(set) var newestEpochStarted: UInt64 = 0
     private(set) var vouched: [FileID: VouchedEntry] = [:]
+    /// Every record any ledger entry read so far named, with the device name that entry signed:
+    /// what a historic version must be to be shown (`SealedContainer+History.swift`).
+    private(set) var named: [NamedRecord: String] = [:]
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
     /// Changes a ledger entry named whose entry has not been read with that digest yet.
@@ -175,6 +178,7 @@ struct LedgerView {
         vouched[stored.id] = VouchedEntry(
             kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest,
             spot: FeedSpot(sequence: sequence, index: entry.changes.count), device: entry.device)
+        for change in entry.changes { named[NamedRecord(change)] = entry.device }
         for (index, change) in entry.changes.enumerated() where change.id != Keyring.fileID(publishedIn: sequence) {
             let spot = FeedSpot(sequence: sequence, index: index)
             let naming = Naming(change: change, spot: spot, device: entry.device, epoch: entry.epoch)
@@ -279,5 +283,23 @@ enum KeyringRules {
             else { return "its keyring removes a member without a new epoch kept from it" }
         }
         return nil
+    }
+}
+
+/// A record a ledger entry named: the entry, the record's digest and whether it is the entry's
+/// deletion (a tombstone names the record of the last live version).
+struct NamedRecord: Hashable, Sendable {
+    var id: FileID
+    var digest: [UInt8]
+    var deleted: Bool
+
+    init(id: FileID, digest: [UInt8], deleted: Bool) {
+        self.id = id
+        self.digest = digest
+        self.deleted = deleted
+    }
+
+    init(_ change: LedgerChange) {
+        self.init(id: change.id, digest: change.digest, deleted: change.deleted)
     }
 }

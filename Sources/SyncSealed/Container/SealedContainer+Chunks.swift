@@ -104,4 +104,21 @@ extension SealedContainer {
         }
         throw .chunkNotFound(hash)
     }
+
+    /// Seals `hashes` again under the newest epoch's keys when an older epoch stored them (the
+    /// content of a version from before a new epoch, brought back): true if every one was found
+    /// and stored again, false if one is in no epoch (or this device holds a single epoch).
+    func resealFromOlderEpochs(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> Bool {
+        guard !hashes.isEmpty, state.withLock({ $0.keys.count > 1 }) else { return false }
+        for hash in hashes {
+            let plain: EncodedChunk
+            do {
+                plain = try await chunk(hash)
+            } catch .chunkNotFound {
+                return false
+            }
+            try await putChunk(plain)
+        }
+        return true
+    }
 }

@@ -29,6 +29,7 @@ extension SealedContainer {
         try CommitBatch.check(requests)
         return try await turn.run { () async throws(ContainerProtocolError) -> [CommitOutcome] in
             var setAside: [Int: CommitOutcome] = [:]
+            var resealed = Set<Int>()
             for _ in 0..<Self.commitAttempts {
                 try await catchUpInTurn()
                 let attempt = try plan(requests, setAside: setAside)
@@ -51,7 +52,11 @@ extension SealedContainer {
                     // Chunks the engine must upload first: answer that change so, and (unless all
                     // or nothing) commit the rest.
                     let original = attempt.requestIndex[index]
-                    let missing = CommitOutcome.chunksMissing(attempt.plainHashes(for: ids, of: index))
+                    let hashes = attempt.plainHashes(for: ids, of: index)
+                    // An older epoch's chunks (a version restored from before a new epoch):
+                    // sealed again under the newest epoch, and decided again.
+                    if resealed.insert(original).inserted, try await resealFromOlderEpochs(hashes) { continue }
+                    let missing = CommitOutcome.chunksMissing(hashes)
                     if allOrNothing {
                         return attempt.outcomes.enumerated().map { $0.offset == original ? missing : $0.element }
                     }

@@ -228,8 +228,7 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
 
     /// The entry as the engine sees it, its author the device name the ledger signed. The manifest the server sees must be the one the record
     /// implies (else the server's collector could be made to drop chunks the record needs).
-    private static func decrypt(_ vouched: VouchedEntry, keys: [KeyEpoch: EpochKeys]) throws(SealedAlarm) -> RemoteEntry
-    {
+    static func decrypt(_ vouched: VouchedEntry, keys: [KeyEpoch: EpochKeys]) throws(SealedAlarm) -> RemoteEntry {
         let id = vouched.stored.id
         let epoch = try epoch(of: vouched)
         guard let epochKeys = keys[epoch] else { throw .unreadable(id, "this device holds no key of epoch \(epoch)") }
