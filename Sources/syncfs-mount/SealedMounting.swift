@@ -40,14 +40,25 @@ enum SealedMounting {
                 logger.error("cannot keep the sealed container's ledger head: \(error)")
             }
         }
+        // Until this device is known to be a member, only the device's own record is kept: the
+        // state directory's head file says the mount may go on without asking.
+        let keepDeviceHead: @Sendable (LedgerHead) -> Void = { head in
+            do {
+                try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
+            } catch {
+                logger.error("cannot keep the sealed container's ledger head: \(error)")
+            }
+        }
         if known != nil || recorded.sealed == true {
             if known == nil {
                 logger.warning(
                     "the state directory records an encrypted container but keeps no ledger head; this device's own record of it is used"
                 )
             }
+            // The key this directory's mounts used: a missing one is not made anew (a new key is
+            // no member, and its empty view of the container must never reach the engine).
             return SealedContainer(
-                wrapping: container, as: try deviceKeys(configuration),
+                wrapping: container, as: try existingDeviceKeys(configuration),
                 knownHead: KnownHeads.newer(known, deviceKnows), onHead: keepHead)
         }
         guard firstMount else {
@@ -57,7 +68,14 @@ enum SealedMounting {
             }
             return container
         }
+        // A container this device knows to be sealed is sealed, whatever the server shows now.
         guard try isSealed(container, within: configuration.attachTimeout) else {
+            if deviceKnows != nil {
+                throw MountError(
+                    .badInput,
+                    "this device knows \(configuration.container) as an encrypted container, but the server shows no "
+                        + "ledger for it (it may be hiding it); nothing was mounted")
+            }
             if configuration.encrypted {
                 throw MountError(
                     .badInput,
@@ -73,9 +91,10 @@ enum SealedMounting {
         let opened = blockOnContainer { () async throws(ContainerProtocolError) -> SealedContainer? in
             if let recovery {
                 return try await SealedContainer.joinWithRecovery(
-                    container, recovery: recovery, device: device, onHead: keepHead)
+                    container, recovery: recovery, device: device, knownHead: deviceKnows, onHead: keepDeviceHead)
             }
-            let sealed = SealedContainer(wrapping: container, as: device, knownHead: deviceKnows, onHead: keepHead)
+            let sealed = SealedContainer(
+                wrapping: container, as: device, knownHead: deviceKnows, onHead: keepDeviceHead)
             return try await sealed.isMember() ? sealed : nil
         }
         switch opened {
@@ -159,6 +178,24 @@ enum SealedMounting {
 
     static func deviceKeyPath(_ configuration: MountConfiguration) -> String {
         configuration.deviceKeyFile ?? StateDirectory.deviceKeyPath()
+    }
+
+    /// The device's keys, which must exist already.
+    static func existingDeviceKeys(_ configuration: MountConfiguration) throws(MountError) -> DeviceKeys {
+        let path = deviceKeyPath(configuration)
+        let keys: DeviceKeys?
+        do {
+            keys = try DeviceKeyFile.load(path)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
+        guard let keys else {
+            throw MountError(
+                .badInput,
+                "\(path) is missing: this mount's encrypted container was mounted with that device key, and a new "
+                    + "key is not a member (give --device-key, or restore the key)")
+        }
+        return keys
     }
 
     static func deviceKeys(_ configuration: MountConfiguration) throws(MountError) -> DeviceKeys {

@@ -46,9 +46,21 @@ enum ContainerKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
     var isSealed: Bool { self == .sealedInMemory || self == .sealedLocal || self == .sealedHTTP }
 
-    /// The versions a commit spends beyond its changes: a sealed commit's ledger entry takes the
-    /// version after them.
-    var versionGap: EntryVersion { isSealed ? 1 : 0 }
+    /// The versions of the `count` changes of the commit that follows the one that gave
+    /// `previous`: the next ones for a plain container; for a sealed one the ledger's (the next
+    /// ledger entry's sequence, shifted, plus each change's place in it: `FeedSpot.version`).
+    func versions(after previous: EntryVersion, count: Int) -> [EntryVersion] {
+        let first = isSealed ? ((previous >> 20) + 1) << 20 : previous + 1
+        return (0..<EntryVersion(count)).map { first + $0 }
+    }
+
+    /// The version of the next commit's one change after the one that gave `previous`.
+    func nextVersion(after previous: EntryVersion) -> EntryVersion { versions(after: previous, count: 1)[0] }
+
+    /// The version of the one change of the commit just before the one that gave `version`.
+    func versionBefore(_ version: EntryVersion) -> EntryVersion {
+        isSealed ? ((version >> 20) - 1) << 20 : version - 1
+    }
 
     /// The kinds that store what they are given as it is (the side protocols' suites: locks,
     /// sealed chunks), without the sealed wrapper.

@@ -101,6 +101,32 @@ struct SealedFeedTests {
         #expect(try await reader.entry(id)?.device == "d")
         #expect(try await reader.changes(after: .beginning, limit: 10).entries.map(\.device) == ["d"])
     }
+
+    /// The versions the engine sees are the ledger's: a server that renumbers its own (to make a
+    /// later change look older than one the engine holds) changes nothing the engine sees, and a
+    /// commit is answered with the ledger's version, whatever the container answered.
+    @Test func theEnginesVersionsAreTheLedgersNotTheServers() async throws {
+        let base = InMemoryContainer()
+        let laptop = DeviceKeys.generate()
+        let made = try await SealedContainer.create(in: base, as: laptop, recovery: .generate(), deviceName: "l")
+        let id = try await Self.put(made, "first")
+        let answered = try #require(try await made.entry(id))
+        #expect(answered.version == FeedSpot(sequence: 2, index: 0).version)
+
+        let renumbering = LyingServer(base)
+        renumbering.lie(feed: { entries in
+            entries.map {
+                var entry = $0
+                entry.version += 1_000_000
+                return entry
+            }
+        })
+        let reader = SealedContainer(wrapping: renumbering, as: laptop, knownHead: made.head)
+        #expect(try await reader.entry(id)?.version == answered.version)
+        _ = try await Self.put(made, "renamed", id: id, base: answered.version)
+        let changed = try #require(try await reader.entry(id))
+        #expect(changed.version == FeedSpot(sequence: 3, index: 0).version && changed.version > answered.version)
+    }
 }
 
 /// A container whose feed answers every call with one page that says more is coming, at the

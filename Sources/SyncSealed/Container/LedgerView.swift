@@ -53,7 +53,7 @@ struct LedgerView {
     private(set) var vouched: [FileID: VouchedEntry] = [:]
     /// Every record any ledger entry read so far named, with the device name that entry signed:
     /// what a historic version must be to be shown (`SealedContainer+History.swift`).
-    private(set) var named: [NamedRecord: String] = [:]
+    private(set) var named: [NamedRecord: Voucher] = [:]
     /// Entries read that no ledger entry has vouched for yet.
     private var waiting: [FileID: RemoteEntry] = [:]
     /// Changes a ledger entry named whose entry has not been read with that digest yet.
@@ -178,7 +178,9 @@ struct LedgerView {
         vouched[stored.id] = VouchedEntry(
             kind: .ledger, stored: stored, sealed: sealed, digest: entry.digest,
             spot: FeedSpot(sequence: sequence, index: entry.changes.count), device: entry.device)
-        for change in entry.changes { named[NamedRecord(change)] = entry.device }
+        for (index, change) in entry.changes.enumerated() {
+            named[NamedRecord(change)] = Voucher(spot: FeedSpot(sequence: sequence, index: index), device: entry.device)
+        }
         for (index, change) in entry.changes.enumerated() where change.id != Keyring.fileID(publishedIn: sequence) {
             let spot = FeedSpot(sequence: sequence, index: index)
             let naming = Naming(change: change, spot: spot, device: entry.device, epoch: entry.epoch)
@@ -284,6 +286,12 @@ enum KeyringRules {
         }
         return nil
     }
+}
+
+/// Where a ledger entry named a record, and the device name it signed.
+struct Voucher: Sendable {
+    var spot: FeedSpot
+    var device: String
 }
 
 /// A record a ledger entry named: the entry, the record's digest and whether it is the entry's

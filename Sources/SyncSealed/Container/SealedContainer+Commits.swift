@@ -27,6 +27,10 @@ extension SealedContainer {
         -> [CommitOutcome]
     {
         try CommitBatch.check(requests)
+        // The ledger entry signs one author for all its changes.
+        guard Set(requests.map(\.device)).count <= 1 else {
+            throw .invalidRequest("the changes of one commit to an encrypted container carry one device name")
+        }
         return try await turn.run { () async throws(ContainerProtocolError) -> [CommitOutcome] in
             var setAside: [Int: CommitOutcome] = [:]
             var resealed = Set<Int>()
@@ -36,18 +40,12 @@ extension SealedContainer {
                 let refused = attempt.outcomes.contains { if case .committed = $0 { false } else { true } }
                 if attempt.changes.isEmpty || (allOrNothing && refused) { return attempt.outcomes }
                 switch try await inner.commit(allOrNothing: attempt.requests) {
-                case .committed(let stored):
-                    // Each change is answered with the version the container gave its record; the
-                    // next read checks the commit like any other, that it is there as signed, and
-                    // brings it into the tree.
+                case .committed:
+                    // Each change is answered with the version its place in the ledger entry gives
+                    // it (never one the container chose); the next read checks the commit like any
+                    // other, that it is there as signed, and brings it into the tree.
                     state.withLock { $0.ownCommit = attempt.ledger }
-                    return attempt.outcomes.enumerated().map { index, outcome in
-                        guard case .committed(var entry) = outcome,
-                            let position = attempt.requestIndex.firstIndex(of: index), position < stored.count
-                        else { return outcome }
-                        entry.version = stored[position].version
-                        return .committed(entry)
-                    }
+                    return attempt.outcomes
                 case .refused(let index, .chunksMissing(let ids)) where index < attempt.requestIndex.count:
                     // Chunks the engine must upload first: answer that change so, and (unless all
                     // or nothing) commit the rest.
@@ -97,18 +95,17 @@ extension SealedContainer {
     private func plan(_ requests: [CommitRequest], setAside: [Int: CommitOutcome]) throws(ContainerProtocolError)
         -> Attempt
     {
-        let (tree, head, keys) = try state.withLock { state throws(ContainerProtocolError) in
+        let (tree, vouched, head, keys) = try state.withLock { state throws(ContainerProtocolError) in
             guard let head = state.view.head, let newest = state.view.keyring?.newestEpoch,
                 let keys = state.keys[newest]
             else { throw ContainerProtocolError.invalidRequest("this device holds no key of the newest epoch") }
-            return (state.tree, head, keys)
+            return (state.tree, state.view.vouched, head, keys)
         }
         var lookup = PlannedLookup(tree: tree)
         var outcomes: [CommitOutcome] = []
         var changes: [PlannedChange] = []
         var requestIndex: [Int] = []
         var manifests: [[ChunkRef]] = []
-        var nextVersion = (tree.entries.values.map(\.version).max() ?? 0) + 1
         for (index, request) in requests.enumerated() {
             if let outcome = setAside[index] {
                 outcomes.append(outcome)
@@ -121,7 +118,7 @@ extension SealedContainer {
                 let current = tree.entry(request.id)
                 let kind: PlannedChange.Kind
                 if isDeleted {
-                    guard let stored = state.withLock({ $0.view.vouched[request.id] }) else {
+                    guard let stored = vouched[request.id] else {
                         throw .invalidRequest("entry \(request.id) is not stored; there is nothing to delete")
                     }
                     kind = .delete(storedSealed: stored.sealed)
@@ -136,13 +133,15 @@ extension SealedContainer {
                     }
                     kind = .put(newState)
                 }
-                changes.append(PlannedChange(id: request.id, baseVersion: current?.version ?? 0, kind: kind))
+                // The engine's versions are the ledger's; the container underneath compares its own.
+                let base = current == nil ? 0 : vouched[request.id]?.stored.version ?? 0
+                let spot = FeedSpot(sequence: head.sequence + 1, index: changes.count)
+                changes.append(PlannedChange(id: request.id, baseVersion: base, kind: kind))
                 requestIndex.append(index)
                 manifests.append(isDeleted ? [] : newState.manifest)
-                // A placeholder: the real entry is read back after the commit.
                 let entry = RemoteEntry(
-                    id: request.id, version: nextVersion, isDeleted: isDeleted, device: request.device, state: newState)
-                nextVersion += 1
+                    id: request.id, version: spot.version, isDeleted: isDeleted, device: request.device,
+                    state: newState)
                 lookup.record(entry)
                 outcomes.append(.committed(entry))
             }

@@ -25,7 +25,7 @@ extension SealedContainer {
             defer { state.caughtUpForWait = false }
             return state.caughtUpForWait && state.ownCommit == nil
         }
-        if !fresh { try await catchUp() }
+        if fresh { try checkAlarm() } else { try await catchUp() }
         return try state.withLock { (state: inout State) throws(ContainerProtocolError) -> ChangeBatch in
             try Self.checkGivenOut(after, state: state)
             let (ids, moreComing) = state.feed.ids(after: after, limit: limit)

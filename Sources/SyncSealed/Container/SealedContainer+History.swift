@@ -13,8 +13,10 @@ import SyncBackend
 ///   content of (its `deletedEntries`), newest deletion first, paged by the versions underneath.
 ///   A tombstone listed there that the tree has since replaced (restored), or a withdrawn join
 ///   request, is left out; a deletion no ledger entry named is an alarm.
-/// - The times (`committedAt`, `replacedAt`), the version numbers and the order are the server's:
-///   the ledger does not sign them (the content of every version shown is a member's).
+/// - Version numbers are the ledger's (`FeedSpot.version`), as for current entries; `before`
+///   pages by them. The times (`committedAt`, `replacedAt`) and which versions the server still
+///   keeps are the server's: the ledger does not sign them (the content of every version shown
+///   is a member's).
 /// - Restoring is an ordinary commit of the old state through the wrapper (`HistoryService`).
 /// - A container underneath that keeps no history answers both calls with `invalidRequest`.
 extension SealedContainer: ContainerHistory {
@@ -43,7 +45,14 @@ extension SealedContainer: ContainerHistory {
         try checkAlarm()
         let history = try innerHistory()
         var shown: [HistoricVersion] = []
-        var position = before
+        // `before` is the ledger's version; the container underneath pages by its own. Every
+        // record of ledger entry N is stored below that entry, so its version bounds them.
+        var position: EntryVersion? = nil
+        if let before {
+            try await readyToOpen()
+            let sequence = FeedSpot(atLeast: before).sequence
+            position = state.withLock { $0.view.vouched[LedgerEntry.fileID(of: sequence)]?.stored.version ?? 0 }
+        }
         var caughtUp = false
         while shown.count < size {
             let page = try await history.deletedEntries(before: position, limit: size)
@@ -57,7 +66,9 @@ extension SealedContainer: ContainerHistory {
                 try state.withLock { (state: inout State) throws(SealedAlarm) -> [HistoricVersion] in
                     var kept: [HistoricVersion] = []
                     for listed in page where listed.entry.version < (position ?? .max) {
-                        if let trashed = try Self.trashed(listed, in: state) { kept.append(trashed) }
+                        if let trashed = try Self.trashed(listed, in: state), trashed.entry.version < (before ?? .max) {
+                            kept.append(trashed)
+                        }
                     }
                     return kept
                 }
@@ -96,7 +107,8 @@ extension SealedContainer: ContainerHistory {
             throw .unvouched([id])
         }
         let digest = SealedRecord.digest(sealed)
-        guard let device = state.view.named[NamedRecord(id: id, digest: digest, deleted: listed.entry.isDeleted)] else {
+        guard let voucher = state.view.named[NamedRecord(id: id, digest: digest, deleted: listed.entry.isDeleted)]
+        else {
             throw .unvouched([id])
         }
         // The version the feed showed last must be the record the ledger vouches for now.
@@ -107,7 +119,8 @@ extension SealedContainer: ContainerHistory {
         }
         let entry = try decrypt(
             VouchedEntry(
-                kind: .record, stored: listed.entry, sealed: sealed, digest: digest, spot: .beginning, device: device),
+                kind: .record, stored: listed.entry, sealed: sealed, digest: digest, spot: voucher.spot,
+                device: voucher.device),
             keys: state.keys)
         return HistoricVersion(entry: entry, committedAt: listed.committedAt, replacedAt: listed.replacedAt)
     }
@@ -119,7 +132,7 @@ extension SealedContainer: ContainerHistory {
         let id = listed.entry.id
         guard listed.entry.isDeleted else { return nil }
         let digest = OpaqueEntry.sealed(from: listed.entry.state, of: id).map(SealedRecord.digest)
-        if let current = state.tree.entries[id], current.version == listed.entry.version {
+        if let current = state.tree.entries[id], state.view.vouched[id]?.stored.version == listed.entry.version {
             guard current.isDeleted, let digest, state.view.vouched[id]?.digest == digest else {
                 throw .unvouched([id])
             }

@@ -43,10 +43,10 @@ extension SealedContainer {
     /// opens it as `device`. The genesis must be signed by this recovery key: a server that made
     /// up a container of its own naming the recovery key's public half cannot sign that.
     public static func joinWithRecovery(
-        _ inner: any Container, recovery: RecoveryKey, device: DeviceKeys,
+        _ inner: any Container, recovery: RecoveryKey, device: DeviceKeys, knownHead: LedgerHead? = nil,
         onHead: @escaping @Sendable (LedgerHead) -> Void = { _ in }
     ) async throws(ContainerProtocolError) -> SealedContainer {
-        let recovered = try await open(inner, as: recovery.deviceKeys, knownHead: nil)
+        let recovered = try await open(inner, as: recovery.deviceKeys, knownHead: knownHead)
         guard recovered.state.withLock({ $0.view.genesisSigner }) == recovery.deviceKeys.identity.signing else {
             throw .invalidRequest("this recovery key did not make this container")
         }
@@ -80,21 +80,32 @@ extension SealedContainer {
     /// if the head the device saw when it asked is in this device's ledger with no key epoch
     /// started after it (`JoinRequest`); else it must ask again.
     public func approve(_ request: JoinRequest) async throws(ContainerProtocolError) {
-        try await catchUp()
-        try state.withLock { state throws(ContainerProtocolError) in
-            let seen = request.seen
-            guard state.view.vouched[LedgerEntry.fileID(of: seen.sequence)]?.digest == seen.digest else {
-                throw .invalidRequest(
-                    "the device asked to join from a ledger this device does not hold (entry \(seen.sequence)); it was "
-                        + "shown another container or history, so it is not admitted")
-            }
-            guard seen.sequence >= state.view.newestEpochStarted else {
-                throw .invalidRequest(
-                    "the members changed after the device asked to join (a new key epoch began at ledger entry "
-                        + "\(state.view.newestEpochStarted)); mount on that device again so that it asks anew")
-            }
+        // Checked against the ledger as it is just before the admission is committed (inside the
+        // keyring change, after its read), so no removal can slip in between.
+        try await changeKeyring { keyring, secrets, sequence throws(ContainerProtocolError) in
+            try state.withLock { state throws(ContainerProtocolError) in try Self.check(request, in: state.view) }
+            guard keyring.signer(request.device.signing) == nil else { return nil }
+            return (keyring.adding(request.device, in: sequence, secrets: secrets), nil)
         }
-        try await admit(request.device)
+    }
+
+    /// Refuses a request whose device saw a ledger this device does not hold, or one from before
+    /// the newest key epoch.
+    private static func check(_ request: JoinRequest, in view: LedgerView) throws(ContainerProtocolError) {
+        let seen = request.seen
+        guard view.vouched[LedgerEntry.fileID(of: seen.sequence)]?.digest == seen.digest else {
+            throw .invalidRequest(
+                "the device asked to join from a ledger this device does not hold (entry \(seen.sequence)): the "
+                    + "server showed it another container or history, so it is not admitted. Do not use that "
+                    + "device's mount of this container; the server may be hostile")
+        }
+        guard seen.sequence >= view.newestEpochStarted else {
+            throw .invalidRequest(
+                "the device asked to join from ledger entry \(seen.sequence), before the members last changed "
+                    + "(entry \(view.newestEpochStarted)), so it is not admitted. If a device was removed since, the "
+                    + "server may be showing the new device an old copy of the container: check that its next "
+                    + "request names a newer entry before approving it")
+        }
     }
 
     /// Makes `device` a member: every epoch's secret is wrapped to it too, so it reads the whole

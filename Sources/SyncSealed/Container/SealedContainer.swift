@@ -38,6 +38,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         var chunkEpochs: [ChunkHash: KeyEpoch] = [:]
         /// The newest epoch's chunker, made once per epoch.
         var chunker: (KeyEpoch, ContentDefinedChunker)?
+        /// The newest head given to `onHead`.
+        var keptHead: LedgerHead?
         /// Who is told of an alarm (`observeAlarm`).
         var alarmObservers: [@Sendable (String) -> Void] = []
         /// This device's last commit the container answered as stored, checked at the next read.
@@ -61,7 +63,7 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         self.inner = inner
         self.device = device
         self.onHead = onHead
-        self.state = Mutex(State(view: LedgerView(knownHead: knownHead)))
+        self.state = Mutex(State(view: LedgerView(knownHead: knownHead), keptHead: knownHead))
     }
 
     /// Opens the sealed container in `inner` as `device`, which must be a member. `knownHead` is
@@ -170,8 +172,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             cursor = page.cursor
             if !page.moreComing { break }
         }
-        let head = try raising { () throws(SealedAlarm) -> LedgerHead? in
-            try state.withLock { (state: inout State) throws(SealedAlarm) -> LedgerHead? in
+        try raising { () throws(SealedAlarm) in
+            try state.withLock { (state: inout State) throws(SealedAlarm) in
                 try state.view.settle()
                 state.cursor = cursor
                 // A commit the container said it stored must be there, as this device signed it.
@@ -184,10 +186,20 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
                 let hadKeys = !state.keys.isEmpty
                 try Self.unlock(&state, with: device)
                 var changed = state.view.takeChanged()
+                // The head is kept (when it moved) before anything of it is shown: an engine that
+                // saw a change has it on disk behind the head that vouched for it.
+                if let head = state.view.head, head != state.keptHead {
+                    onHead(head)
+                    state.keptHead = head
+                }
                 // A device that is not a member (yet) checks the ledger but reads no record; the
-                // read after it is admitted decrypts everything.
-                guard !state.keys.isEmpty else { return state.view.head }
-                if !hadKeys { changed = state.view.vouched.keys.filter { state.view.vouched[$0]?.kind == .record } }
+                // read after it is admitted decrypts everything, in ledger order.
+                guard !state.keys.isEmpty else { return }
+                if !hadKeys {
+                    let vouched = state.view.vouched
+                    changed = vouched.compactMap { $0.value.kind == .record ? ($0.value.spot, $0.key) : nil }
+                        .sorted { $0.0 < $1.0 }.map(\.1)
+                }
                 for id in changed {
                     guard let vouched = state.view.vouched[id], vouched.kind == .record else { continue }
                     let entry = try Self.decrypt(vouched, keys: state.keys)
@@ -197,10 +209,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
                     for piece in entry.state.manifest { state.chunkEpochs[piece.hash] = epoch }
                 }
                 if let problem = state.tree.problem(around: changed) { throw .treeBroken(problem) }
-                return state.view.head
             }
         }
-        if let head { onHead(head) }
     }
 
     /// Every epoch secret the keyring wraps to this device, as keys.
@@ -226,7 +236,8 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
         }
     }
 
-    /// The entry as the engine sees it, its author the device name the ledger signed. The manifest the server sees must be the one the record
+    /// The entry as the engine sees it: its version from the ledger change that vouched for it
+    /// (`FeedSpot.version`), its author the device name the ledger signed. The manifest the server sees must be the one the record
     /// implies (else the server's collector could be made to drop chunks the record needs).
     static func decrypt(_ vouched: VouchedEntry, keys: [KeyEpoch: EpochKeys]) throws(SealedAlarm) -> RemoteEntry {
         let id = vouched.stored.id
@@ -245,7 +256,7 @@ public final class SealedContainer: Container, ChunkingContainer, ReportingConta
             }
         }
         return RemoteEntry(
-            id: id, version: vouched.stored.version, isDeleted: vouched.stored.isDeleted, device: vouched.device,
+            id: id, version: vouched.spot.version, isDeleted: vouched.stored.isDeleted, device: vouched.device,
             state: state)
     }
 

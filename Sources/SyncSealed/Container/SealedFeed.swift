@@ -15,6 +15,20 @@ struct FeedSpot: Comparable, Hashable, Sendable {
     /// Before every record.
     static let beginning = FeedSpot(sequence: 0, index: 0)
 
+    /// The version the engine sees for the record at this spot: `sequence << 20 | index` (a
+    /// ledger entry names at most `LedgerEntry.maximumChanges` < 2^20 changes). Versions come from
+    /// the signed ledger, never from the container underneath, so a server cannot make the engine
+    /// take a later change for an older one (or skip it); they grow in commit order, and the
+    /// changes of one commit have consecutive versions.
+    var version: EntryVersion { EntryVersion(sequence) << Self.indexBits | EntryVersion(index) }
+
+    static let indexBits: EntryVersion = 20
+
+    /// The first spot whose version is `version` or more.
+    init(atLeast version: EntryVersion) {
+        self.init(sequence: UInt64(version >> Self.indexBits), index: Int(version & ((1 << Self.indexBits) - 1)))
+    }
+
     /// The engine's cursor after this spot: `s1.SEQUENCE.INDEX` (`beginning` is the empty token).
     var cursor: FeedCursor {
         self == .beginning ? .beginning : FeedCursor(token: "s1.\(sequence).\(index)")
