@@ -33,8 +33,13 @@ public enum DeviceKeyFile {
             throw SealedFileError("cannot write the device key \(temporary): \(LocalFileIO.errorText(code))")
         }
         defer { unlink(temporary) }
-        guard link(temporary, path) == 0 else {
-            let code = errno
+        if link(temporary, path) != 0 {
+            var code = errno
+            // A file system without hard links: made in place (O_EXCL), as a last resort.
+            if code == EPERM || code == EOPNOTSUPP || code == ENOSYS || code == EXDEV {
+                code = PrivateFiles.createFile(path, keys.encoded) ?? 0
+                if code == 0 { return keys }
+            }
             // Another process made it first: use that one.
             if code == EEXIST, let existing = try load(path) { return existing }
             throw SealedFileError("cannot write the device key \(path): \(LocalFileIO.errorText(code))")
@@ -78,13 +83,16 @@ public enum SealedHeadFile {
         var writer = SealedWriter()
         writer.uint64(head.sequence)
         writer.fixed(head.digest)
-        let temporary = path + ".new"
-        unlink(temporary)
+        // A name of its own: two processes keeping heads at once never rename each other's half.
+        let temporary = path + ".new-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         if let code = PrivateFiles.createFile(temporary, writer.bytes) {
+            unlink(temporary)
             throw SealedFileError("cannot write \(temporary): \(LocalFileIO.errorText(code))")
         }
         guard rename(temporary, path) == 0 else {
-            throw SealedFileError("cannot replace \(path): \(LocalFileIO.errorText(errno))")
+            let code = errno
+            unlink(temporary)
+            throw SealedFileError("cannot replace \(path): \(LocalFileIO.errorText(code))")
         }
         let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
         if let code = LocalFileIO.syncDirectory(folder.isEmpty ? "/" : folder) {
@@ -147,15 +155,25 @@ public enum KnownHeads {
         try SealedHeadFile.read(path(for: containerID, deviceKey: deviceKey))
     }
 
-    /// Keeps `head` unless a newer one is kept already.
+    /// Keeps `head` unless a newer one is kept already (under a lock, so that two processes
+    /// keeping heads of one container never move it backwards).
     public static func write(_ head: LedgerHead, for containerID: String, deviceKey: String) throws(SealedFileError) {
         let file = path(for: containerID, deviceKey: deviceKey)
-        if let kept = try SealedHeadFile.read(file), kept.sequence > head.sequence { return }
+        let folder = deviceKey + ".heads"
         do {
-            try PrivateFiles.directory(deviceKey + ".heads")
+            try PrivateFiles.directory(folder)
         } catch {
             throw SealedFileError(error.description)
         }
+        let lock = open(folder + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lock >= 0 else { throw SealedFileError("cannot open \(folder)/.lock: \(LocalFileIO.errorText(errno))") }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                throw SealedFileError("cannot lock \(folder)/.lock: \(LocalFileIO.errorText(errno))")
+            }
+        }
+        if let kept = try SealedHeadFile.read(file), kept.sequence >= head.sequence { return }
         try SealedHeadFile.write(head, to: file)
     }
 
