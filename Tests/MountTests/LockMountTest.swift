@@ -132,6 +132,17 @@ struct LockMountTest {
         }
     }
 
+    /// An encrypted container through a server: its locks hold across mounts as a plain one's.
+    @Test func aProcessOnEachOfTwoMountsOfAnEncryptedContainer() throws {
+        let keys = try TemporaryDirectory()
+        let key = ["--device-key", keys.path + "/device-key"]
+        try Self.withTwoMounts(
+            argumentsA: ["--create-encrypted"] + key, argumentsB: ["--encrypted"] + key, overServer: true
+        ) { mounts, onA, onB in
+            try Self.allBehaviour(onA, onB)
+        }
+    }
+
     /// `--local-locks`: the kernel keeps the locks, so processes of one mount still exclude each
     /// other while a process on the other mount is not excluded (each mount locks on its own).
     @Test func localLocksHoldOnTheirMountOnly() throws {

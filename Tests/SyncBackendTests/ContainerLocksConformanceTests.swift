@@ -4,7 +4,7 @@ import Testing
 @testable import SyncBackend
 
 /// The `ContainerLocks` contract, checked against every implementation that keeps locks.
-let lockKinds = ContainerKind.plainCases
+let lockKinds = ContainerKind.allCases
 
 /// Two mounts of one container: two sessions, each with its device name.
 struct LockParties {
