@@ -106,8 +106,28 @@ public enum SafetyCode {
         input.fixed(genesis)
         input.fixed(device.signing)
         input.fixed(device.agreement)
-        let digest = Array(SHA256.hash(data: input.bytes))
-        return (0..<6).map { group in
+        return groups(Array(SHA256.hash(data: input.bytes)), count: 6)
+    }
+
+    /// The code the approving device shows for the ledger entry that admitted a device (`admission`,
+    /// its digest), which the admitted device's owner types at its first mount as a member: two
+    /// groups of five digits, from SHA-256 of the label `syncfs-sealed-v1 admission-code` and the
+    /// entry's digest. A server that shows the new device another admission (a removed member's,
+    /// on an old copy of the container) cannot match it.
+    public static func admissionCode(admission digest: [UInt8]) -> String {
+        var input = SealedWriter()
+        input.counted(SealedFormat.label("admission-code"))
+        input.fixed(digest)
+        return groups(Array(SHA256.hash(data: input.bytes)), count: 2)
+    }
+
+    /// Whether `typed` names `code` (digits only are compared: groups, spaces and dashes are free).
+    public static func matches(_ typed: String, _ code: String) -> Bool {
+        typed.filter(\.isNumber) == code.filter(\.isNumber)
+    }
+
+    private static func groups(_ digest: [UInt8], count: Int) -> String {
+        (0..<count).map { group in
             let value = digest[group * 5..<group * 5 + 5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } % 100_000
             let digits = String(value)
             return String(repeating: "0", count: 5 - digits.count) + digits

@@ -177,6 +177,24 @@ public enum KnownHeads {
         try SealedHeadFile.write(head, to: file)
     }
 
+    /// The ledger entry that admitted this device, once its owner confirmed it (the admission
+    /// code, `SafetyCode.admissionCode`), or this device made the container or joined with the
+    /// recovery key: `<heads>/<hash>.admission`, in the head file's format.
+    public static func admission(for containerID: String, deviceKey: String) throws(SealedFileError) -> LedgerHead? {
+        try SealedHeadFile.read(path(for: containerID, deviceKey: deviceKey) + ".admission")
+    }
+
+    public static func keepAdmission(_ head: LedgerHead, for containerID: String, deviceKey: String)
+        throws(SealedFileError)
+    {
+        do {
+            try PrivateFiles.directory(deviceKey + ".heads")
+        } catch {
+            throw SealedFileError(error.description)
+        }
+        try SealedHeadFile.write(head, to: path(for: containerID, deviceKey: deviceKey) + ".admission")
+    }
+
     /// The newer of two heads (nil when both are).
     public static func newer(_ a: LedgerHead?, _ b: LedgerHead?) -> LedgerHead? {
         guard let a else { return b }

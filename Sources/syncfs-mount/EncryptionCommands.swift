@@ -64,10 +64,12 @@ struct EncryptionCommand: ParsableCommand {
                 guard let match = requests.first(where: { $0.code.filter(\.isNumber) == wanted }) else {
                     throw MountError(.badInput, "no device asks to join with that safety code; nothing was changed")
                 }
-                try blockOnResult { () async throws(ContainerProtocolError) in
+                let admission = try blockOnResult { () async throws(ContainerProtocolError) in
                     try await sealed.approve(match.request)
                 }
-                print("Admitted \(match.request.device) (\(match.request.name)); it can mount the container now")
+                print(
+                    "Admitted \(match.request.device) (\(match.request.name)). On that device, mount with "
+                        + "--admission-code '\(admission)' (once: it confirms that device sees this very admission)")
             } catch {
                 throw fail(error)
             }
@@ -172,6 +174,8 @@ struct EncryptedContainerOptions: ParsableArguments {
                 }
             }
         }
+        // A device admitted by approval acts only once its owner confirmed the admission.
+        try SealedMounting.confirmAdmission(of: device, in: sealed, keyPath: keyPath, code: nil, byRecovery: false)
         return (sealed, device)
     }
 

@@ -71,6 +71,12 @@ struct MountCommand: ParsableCommand {
             valueName: "file"))
     var recoveryKeyFile: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "On the first mount of an encrypted container after this device was admitted by approval: the admission code `encryption approve` printed on the approving device.",
+            valueName: "code"))
+    var admissionCode: String?
+
     @Flag(help: "Stay in the foreground; print the line 'ready' on standard output once the mount is live.")
     var foreground = false
 
@@ -251,6 +257,7 @@ struct MountCommand: ParsableCommand {
         configuration.encrypted = encrypted || createEncrypted
         configuration.deviceKeyFile = deviceKey.map(absolutePath)
         configuration.recoveryKeyFile = recoveryKeyFile.map(absolutePath)
+        configuration.admissionCode = admissionCode
         do {
             try checkPlacement(configuration)
             try ContainerCreation.checkBeforeMount(
@@ -374,6 +381,7 @@ struct MountCommand: ParsableCommand {
         if configuration.encrypted { arguments.append("--encrypted") }
         if let file = configuration.deviceKeyFile { arguments += ["--device-key", file] }
         if let file = configuration.recoveryKeyFile { arguments += ["--recovery-key-file", file] }
+        if let code = configuration.admissionCode { arguments += ["--admission-code", code] }
         if let deviceName { arguments += ["--device-name", deviceName] }
         if allowRemoteSetuid { arguments.append("--allow-remote-setuid") }
         arguments += configuration.kernelFlags.commandLine

@@ -99,6 +99,11 @@ enum SealedMounting {
         }
         switch opened {
         case .success(let sealed?):
+            // A device the recovery key admitted admitted itself; one admitted by approval shows
+            // its owner's confirmation (the admission code) first.
+            try confirmAdmission(
+                of: device, in: sealed, keyPath: keyPath, code: configuration.admissionCode,
+                byRecovery: recovery != nil)
             // Kept before the mount goes on: the head file, with the database's record, is what
             // makes every later mount wrap the container.
             if let head = sealed.head {
@@ -136,6 +141,54 @@ enum SealedMounting {
             }
         case .failure(let error):
             throw MountError(.badInput, "cannot open the encrypted container: \(error)")
+        }
+    }
+
+    /// Checks that the ledger entry that admitted `device` is the one its owner confirmed: kept
+    /// from an earlier confirmation (or the device made the container, or joined with the
+    /// recovery key: `byRecovery`), else `code` must be that entry's admission code, which the
+    /// approving device printed. So a server that shows the new device an old copy of the
+    /// container, in which a removed member admitted it, is caught before anything is written.
+    static func confirmAdmission(
+        of device: DeviceKeys, in sealed: SealedContainer, keyPath: String, code: String?, byRecovery: Bool
+    ) throws(MountError) {
+        let containerID = sealed.containerID
+        let admitted: LedgerHead?
+        switch blockOnContainer({ () async throws(ContainerProtocolError) in
+            try await sealed.admission(of: device.identity)
+        }) {
+        case .success(let head): admitted = head
+        case .failure(let error): throw MountError(.unreachable, "cannot read the encrypted container: \(error)")
+        }
+        guard let admitted else {
+            throw MountError(.badInput, "this device is not a member of the encrypted container")
+        }
+        let confirmed: LedgerHead?
+        do {
+            confirmed = try KnownHeads.admission(for: containerID, deviceKey: keyPath)
+        } catch {
+            throw MountError(.badInput, error.description)
+        }
+        if confirmed != admitted && !byRecovery {
+            guard let code else {
+                throw MountError(
+                    .badInput,
+                    "this device was admitted to the encrypted container at ledger entry \(admitted.sequence); mount "
+                        + "again with --admission-code and the code `syncfs-mount encryption approve` printed on the "
+                        + "approving device; nothing was mounted")
+            }
+            guard SafetyCode.matches(code, SafetyCode.admissionCode(admission: admitted.digest)) else {
+                throw MountError(
+                    .badInput,
+                    "the admission code is not the one of the admission this server shows (ledger entry "
+                        + "\(admitted.sequence)): check the code; if it is right, the server may be showing this "
+                        + "device an old copy of the container. Nothing was mounted")
+            }
+        }
+        do {
+            try KnownHeads.keepAdmission(admitted, for: containerID, deviceKey: keyPath)
+        } catch {
+            throw MountError(.cannotCreate, "cannot keep this device's admission: \(error)")
         }
     }
 
@@ -235,6 +288,8 @@ enum SealedMounting {
             guard let head = sealed.head else { break }
             do {
                 try KnownHeads.write(head, for: container.containerID, deviceKey: path)
+                // The genesis admitted the device that made the container.
+                try KnownHeads.keepAdmission(head, for: container.containerID, deviceKey: path)
             } catch {
                 throw MountError(.badInput, "cannot keep the new container's ledger head: \(error)")
             }

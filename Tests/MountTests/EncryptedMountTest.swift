@@ -185,9 +185,20 @@ struct EncryptedMountTest {
         let approved = ModelProcess.run(
             [binary, "encryption", "approve", container, code, "--device-key", keyA], timeout: 60)
         #expect(approved.ok, "\(approved)")
+        let admission = try #require(
+            approved.stdout.range(of: "[0-9]{5} [0-9]{5}", options: .regularExpression).map {
+                String(approved.stdout[$0])
+            })
 
+        // Its first mount as a member wants the admission code the approving device printed.
+        let unconfirmed = ModelProcess.run(
+            [binary, "mount", container, bRoot, "--state-dir", base.path + "/b-unconfirmed", "--device-key", keyB],
+            timeout: 60)
+        if TestFolder.isMounted(bRoot) { TestFolder.lazyUnmount(bRoot) }
+        #expect(unconfirmed.status == 65 && unconfirmed.stderr.contains("--admission-code"), "\(unconfirmed)")
         let b = try TestFolder.make(
-            .mount, sharedContainer: container, mountArguments: ["--upload-delay", "20", "--device-key", keyB])
+            .mount, sharedContainer: container,
+            mountArguments: ["--upload-delay", "20", "--device-key", keyB, "--admission-code", admission])
         defer { b.tearDown() }
         #expect(waitUntil(timeout: 30) { try readText(b.path("from-a.txt")) == "written on A" }, "\(b.daemonLog())")
 

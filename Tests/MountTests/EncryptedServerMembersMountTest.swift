@@ -40,8 +40,21 @@ struct EncryptedServerMembersMountTest {
             })
         let approved = ModelProcess.run([binary, "encryption", "approve", url, code] + deviceA, timeout: 60)
         #expect(approved.ok, "\(approved)")
+        let admission = try #require(
+            approved.stdout.range(of: "[0-9]{5} [0-9]{5}", options: .regularExpression).map {
+                String(approved.stdout[$0])
+            })
+        // A wrong admission code is refused: nothing is mounted.
+        let wrong = ModelProcess.run(
+            [binary, "mount", url, bRoot, "--state-dir", base.path + "/b-wrong", "--admission-code", "00000 00001"]
+                + deviceB, timeout: 60)
+        if TestFolder.isMounted(bRoot) { TestFolder.lazyUnmount(bRoot) }
+        #expect(wrong.status == 65 && wrong.stderr.contains("admission code"), "\(wrong)")
 
-        let b = try TestFolder.make(.mount, sharedContainer: url, mountArguments: ["--upload-delay", "20"] + deviceB)
+        let b = try TestFolder.make(
+            .mount, sharedContainer: url,
+            mountArguments: ["--upload-delay", "20", "--admission-code", admission] + deviceB
+        )
         defer { b.tearDown() }
         #expect(waitUntil(timeout: 30) { try readText(b.path("from-a.txt")) == "written on A" }, "\(b.daemonLog())")
         try writeFile(b.path("from-b.txt"), "written on B")

@@ -146,10 +146,16 @@ struct MembershipTests {
         // The phone asks on the real container and its owner approves on the laptop.
         let phone = DeviceKeys.generate()
         let (_, seen) = try await SealedContainer.requestToJoin(server, as: phone, name: "phone")
-        try await first.approve(try #require(try await first.joinRequests().first?.request))
-        // On the fork, the removed member admits the phone too.
+        let printed = try await first.approve(try #require(try await first.joinRequests().first?.request))
+        // On the fork, the removed member admits the phone too: the admission the phone's owner
+        // would confirm there is not the one the laptop printed a code for.
         let onFork = try await SealedContainer.open(fork, as: removed, knownHead: nil)
         try await onFork.admit(phone.identity)
+        let forkAdmission = try #require(
+            try await SealedContainer(wrapping: fork, as: phone, knownHead: nil).admission(of: phone.identity))
+        let realAdmission = try #require(try await first.admission(of: phone.identity))
+        #expect(SafetyCode.admissionCode(admission: forkAdmission.digest) != printed)
+        #expect(SafetyCode.admissionCode(admission: realAdmission.digest) == printed)
         // Shown the fork, the phone refuses it: it does not run through what the phone saw.
         let fooled = SealedContainer(wrapping: fork, as: phone, knownHead: seen)
         await #expect(throws: ContainerProtocolError.self) { _ = try await fooled.isMember() }

@@ -50,6 +50,9 @@ public struct MountConfiguration: Sendable {
     /// A first mount of a sealed container by a device that is not a member yet joins with the
     /// recovery key in this file (`--recovery-key-file`).
     public var recoveryKeyFile: String?
+    /// The admission code the approving device printed, for the first mount of a device admitted
+    /// by approval (`mount --admission-code`).
+    public var admissionCode: String?
     /// The name conflict copies give this mount (`--device-name`); nil: the stored or default one.
     public var deviceName: DeviceName?
     /// How long a first mount waits for a container that does not answer before it fails, in

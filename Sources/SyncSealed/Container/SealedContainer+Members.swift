@@ -79,13 +79,32 @@ extension SealedContainer {
     /// Admits the device of `request`, after its owner compared its safety code on both devices,
     /// if the head the device saw when it asked is in this device's ledger with no key epoch
     /// started after it (`JoinRequest`); else it must ask again.
-    public func approve(_ request: JoinRequest) async throws(ContainerProtocolError) {
+    /// Returns the admission code (`SafetyCode.admissionCode`) its owner types at the device's
+    /// first mount as a member.
+    @discardableResult
+    public func approve(_ request: JoinRequest) async throws(ContainerProtocolError) -> String {
         // Checked against the ledger as it is just before the admission is committed (inside the
         // keyring change, after its read), so no removal can slip in between.
         try await changeKeyring { keyring, secrets, sequence throws(ContainerProtocolError) in
             try state.withLock { state throws(ContainerProtocolError) in try Self.check(request, in: state.view) }
             guard keyring.signer(request.device.signing) == nil else { return nil }
             return (keyring.adding(request.device, in: sequence, secrets: secrets), nil)
+        }
+        guard let admitted = try await admission(of: request.device) else {
+            throw .busy("the admission was not read back; run approve again")
+        }
+        return SafetyCode.admissionCode(admission: admitted.digest)
+    }
+
+    /// The ledger entry that made `device` a member (the newest, if it was admitted again), or nil
+    /// if it is not one.
+    public func admission(of device: DeviceIdentity) async throws(ContainerProtocolError) -> LedgerHead? {
+        try await catchUp()
+        return state.withLock { state in
+            guard let member = state.view.keyring?.members.first(where: { $0.identity == device }),
+                let digest = state.view.vouched[LedgerEntry.fileID(of: member.addedIn)]?.digest
+            else { return nil }
+            return LedgerHead(sequence: member.addedIn, digest: digest)
         }
     }
 
