@@ -224,6 +224,32 @@ struct HostileServerTests {
         await Self.expectAlarm(scene.reader(through: server), "substituted key")
     }
 
+    /// After a removal (a new epoch), the server serves the keyring from before it in the place of
+    /// the new one: the removed device would be a member again, with the old epoch the newest.
+    @Test func aStaleKeySetIsCaught() async throws {
+        let scene = try await Scene()
+        let removed = DeviceKeys.generate()
+        try await scene.writer.admit(removed.identity)
+        try await scene.writer.remove(removed.identity.signing)
+        try await scene.writer.catchUp()
+        let removal = try #require(scene.writer.head).sequence
+        let before = try #require(
+            try await scene.honest.entry(Keyring.fileID(publishedIn: removal - 1)).flatMap {
+                OpaqueEntry.sealed(from: $0.state, of: $0.id)
+            })
+        let server = LyingServer(scene.honest)
+        let newest = Keyring.fileID(publishedIn: removal)
+        server.lie { entries in
+            entries.map { entry in
+                guard entry.id == newest else { return entry }
+                var stale = entry
+                stale.state = OpaqueEntry.state(of: entry.id, sealed: before, chunks: [])
+                return stale
+            }
+        }
+        await Self.expectAlarm(scene.reader(through: server), "stale key set")
+    }
+
     @Test func aDowngradedRecordIsCaught() async throws {
         let scene = try await Scene()
         let server = LyingServer(scene.honest)
