@@ -110,15 +110,17 @@ public enum SafetyCode {
     }
 
     /// The code the approving device shows for the ledger entry that admitted a device (`admission`,
-    /// its digest), which the admitted device's owner types at its first mount as a member: two
+    /// its digest), which the admitted device's owner types at its first mount as a member: four
     /// groups of five digits, from SHA-256 of the label `syncfs-sealed-v1 admission-code` and the
-    /// entry's digest. A server that shows the new device another admission (a removed member's,
-    /// on an old copy of the container) cannot match it.
+    /// entry's digest. The entry is public, so the code is no secret: what it proves is which
+    /// entry the owner saw approved. A server that shows the new device another admission (a
+    /// removed member's, on an old copy of the container) would have to make a member sign an
+    /// entry with the same code, about 2^66 tries.
     public static func admissionCode(admission digest: [UInt8]) -> String {
         var input = SealedWriter()
         input.counted(SealedFormat.label("admission-code"))
         input.fixed(digest)
-        return groups(Array(SHA256.hash(data: input.bytes)), count: 2)
+        return groups(Array(SHA256.hash(data: input.bytes)), count: 4)
     }
 
     /// Whether `typed` names `code` (digits only are compared: groups, spaces and dashes are free).

@@ -5,6 +5,7 @@ import SyncBackend
 import SyncClient
 import SyncFS
 import SyncSealed
+import Synchronization
 
 /// `syncfs-mount encryption devices|approve|remove CONTAINER`: the member devices of an
 /// end-to-end encrypted container, run on a member device (doc/CLI.md, doc/CRYPTO.md).
@@ -165,8 +166,12 @@ struct EncryptedContainerOptions: ParsableArguments {
                 .badInput,
                 "\(container) is not an encrypted container (or its server hides that it is); nothing was changed")
         }
+        // Heads are kept only once the admission is confirmed (a made-up copy's head must not
+        // lock this device out of the real container).
+        let confirmed = Mutex(false)
         let sealed = try blockOnResult { () async throws(ContainerProtocolError) in
             try await SealedContainer.open(inner, as: device, knownHead: known) { head in
+                guard confirmed.withLock({ $0 }) else { return }
                 do {
                     try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
                 } catch {
@@ -176,6 +181,14 @@ struct EncryptedContainerOptions: ParsableArguments {
         }
         // A device admitted by approval acts only once its owner confirmed the admission.
         try SealedMounting.confirmAdmission(of: device, in: sealed, keyPath: keyPath, code: nil, byRecovery: false)
+        confirmed.withLock { $0 = true }
+        if let head = sealed.head {
+            do {
+                try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
+            } catch {
+                printError("syncfs-mount: warning: cannot keep the ledger head: \(error)")
+            }
+        }
         return (sealed, device)
     }
 

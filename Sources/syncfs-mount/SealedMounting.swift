@@ -3,6 +3,7 @@ import Logging
 import SyncBackend
 import SyncFS
 import SyncSealed
+import Synchronization
 
 /// Whether a mount's container is sealed (end-to-end encrypted), and the wrapper when it is
 /// (doc/CRYPTO.md):
@@ -40,14 +41,12 @@ enum SealedMounting {
                 logger.error("cannot keep the sealed container's ledger head: \(error)")
             }
         }
-        // Until this device is known to be a member, only the device's own record is kept: the
-        // state directory's head file says the mount may go on without asking.
-        let keepDeviceHead: @Sendable (LedgerHead) -> Void = { head in
-            do {
-                try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
-            } catch {
-                logger.error("cannot keep the sealed container's ledger head: \(error)")
-            }
+        // A first mount keeps no head until this device is a member whose admission its owner
+        // confirmed: a head of a copy the server made up must not lock the device out of the
+        // real one, and the state directory's head file says later mounts may go on without asking.
+        let confirmed = Mutex(false)
+        let keepConfirmedHead: @Sendable (LedgerHead) -> Void = { head in
+            if confirmed.withLock({ $0 }) { keepHead(head) }
         }
         if known != nil || recorded.sealed == true {
             if known == nil {
@@ -62,6 +61,13 @@ enum SealedMounting {
                 knownHead: KnownHeads.newer(known, deviceKnows), onHead: keepHead)
         }
         guard firstMount else {
+            if deviceKnows != nil {
+                throw MountError(
+                    .badInput,
+                    "this state directory mounted \(configuration.container) as a plain container, but this device "
+                        + "knows it as encrypted (its server may have hidden that at the first mount); nothing was "
+                        + "mounted. Mount it with a new state directory")
+            }
             if configuration.encrypted {
                 throw MountError(
                     .badInput, "this mount's container was mounted as a plain container before; it is not encrypted")
@@ -91,10 +97,10 @@ enum SealedMounting {
         let opened = blockOnContainer { () async throws(ContainerProtocolError) -> SealedContainer? in
             if let recovery {
                 return try await SealedContainer.joinWithRecovery(
-                    container, recovery: recovery, device: device, knownHead: deviceKnows, onHead: keepDeviceHead)
+                    container, recovery: recovery, device: device, knownHead: deviceKnows, onHead: keepConfirmedHead)
             }
             let sealed = SealedContainer(
-                wrapping: container, as: device, knownHead: deviceKnows, onHead: keepDeviceHead)
+                wrapping: container, as: device, knownHead: deviceKnows, onHead: keepConfirmedHead)
             return try await sealed.isMember() ? sealed : nil
         }
         switch opened {
@@ -106,9 +112,11 @@ enum SealedMounting {
                 byRecovery: recovery != nil)
             // Kept before the mount goes on: the head file, with the database's record, is what
             // makes every later mount wrap the container.
+            confirmed.withLock { $0 = true }
             if let head = sealed.head {
                 do {
                     try SealedHeadFile.write(head, to: headPath)
+                    try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
                 } catch {
                     throw MountError(.cannotCreate, "cannot keep the encrypted container's ledger head: \(error)")
                 }
@@ -163,6 +171,9 @@ enum SealedMounting {
         guard let admitted else {
             throw MountError(.badInput, "this device is not a member of the encrypted container")
         }
+        // Admitted by the genesis: this device made the container (the keyring rules pin when each
+        // member was added).
+        if admitted.sequence == 1 { return }
         let confirmed: LedgerHead?
         do {
             confirmed = try KnownHeads.admission(for: containerID, deviceKey: keyPath)
@@ -173,9 +184,10 @@ enum SealedMounting {
             guard let code else {
                 throw MountError(
                     .badInput,
-                    "this device was admitted to the encrypted container at ledger entry \(admitted.sequence); mount "
-                        + "again with --admission-code and the code `syncfs-mount encryption approve` printed on the "
-                        + "approving device; nothing was mounted")
+                    "this device was admitted to the encrypted container at ledger entry \(admitted.sequence), and "
+                        + "its owner has not confirmed that admission here: mount with --admission-code and the code "
+                        + "`syncfs-mount encryption approve` printed on the approving device (or with "
+                        + "--recovery-key-file); nothing was done")
             }
             guard SafetyCode.matches(code, SafetyCode.admissionCode(admission: admitted.digest)) else {
                 throw MountError(
@@ -286,12 +298,11 @@ enum SealedMounting {
         case .success(let sealed):
             // This device made it: from now on it expects this genesis there.
             guard let head = sealed.head else { break }
+            // Not fatal: the container exists now, and its recovery key must be shown.
             do {
                 try KnownHeads.write(head, for: container.containerID, deviceKey: path)
-                // The genesis admitted the device that made the container.
-                try KnownHeads.keepAdmission(head, for: container.containerID, deviceKey: path)
             } catch {
-                throw MountError(.badInput, "cannot keep the new container's ledger head: \(error)")
+                printError("syncfs-mount: warning: cannot keep the new container's ledger head: \(error)")
             }
         }
         return recovery

@@ -16,16 +16,9 @@ struct EncryptedRekeyMountTest {
         let binary = try TestFolder.binaryPath()
         let base = try TemporaryDirectory()
         let container = base.path + "/container"
-        let made = ModelProcess.run([binary, "init", "--encrypted", container, "--device-key", keyA], timeout: 60)
-        #expect(made.ok, "\(made)")
-        let recoveryText = try #require(
-            made.stdout.range(of: "SFR1(-[A-Z2-7]{1,4}){14}", options: .regularExpression).map {
-                String(made.stdout[$0])
-            })
-        let recoveryFile = keys.path + "/recovery"
-        #expect(
-            FileManager.default.createFile(
-                atPath: recoveryFile, contents: Data(recoveryText.utf8), attributes: [.posixPermissions: 0o600]))
+        let recoveryFile = try EncryptedContainerInit.make(
+            at: container, deviceKey: keyA, recoveryFile: keys.path + "/recovery"
+        ).recoveryFile
 
         let a = try TestFolder.make(
             .mount, sharedContainer: container, mountArguments: ["--upload-delay", "20", "--device-key", keyA])

@@ -41,12 +41,15 @@ struct EncryptedServerMembersMountTest {
         let approved = ModelProcess.run([binary, "encryption", "approve", url, code] + deviceA, timeout: 60)
         #expect(approved.ok, "\(approved)")
         let admission = try #require(
-            approved.stdout.range(of: "[0-9]{5} [0-9]{5}", options: .regularExpression).map {
+            approved.stdout.range(of: "([0-9]{5} ){3}[0-9]{5}", options: .regularExpression).map {
                 String(approved.stdout[$0])
             })
         // A wrong admission code is refused: nothing is mounted.
         let wrong = ModelProcess.run(
-            [binary, "mount", url, bRoot, "--state-dir", base.path + "/b-wrong", "--admission-code", "00000 00001"]
+            [
+                binary, "mount", url, bRoot, "--state-dir", base.path + "/b-wrong", "--admission-code",
+                "00000 00000 00000 00001",
+            ]
                 + deviceB, timeout: 60)
         if TestFolder.isMounted(bRoot) { TestFolder.lazyUnmount(bRoot) }
         #expect(wrong.status == 65 && wrong.stderr.contains("admission code"), "\(wrong)")

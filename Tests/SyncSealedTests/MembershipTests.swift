@@ -163,6 +163,23 @@ struct MembershipTests {
         #expect(try await SealedContainer.open(server, as: phone, knownHead: seen).members().devices.count == 2)
     }
 
+    /// The keyring pins when each member was added (what an admission code names): a member
+    /// added as if in another entry is refused.
+    @Test func aMemberAddedAsIfInAnotherEntryIsCaught() async throws {
+        let server = InMemoryContainer()
+        let first = try await SealedContainer.create(
+            in: server, as: .generate(), recovery: .generate(), deviceName: "l")
+        let phone = DeviceKeys.generate()
+        await #expect(throws: ContainerProtocolError.self) {
+            try await first.changeKeyring { keyring, secrets, _ in
+                (keyring.adding(phone.identity, in: 1, secrets: secrets), nil)
+            }
+        }
+        #expect(
+            first.alarm?.description.contains("adds a member in another entry") == true,
+            "\(String(describing: first.alarm))")
+    }
+
     /// A member that did not see a removal (or a hostile one) seals a record under the old epoch,
     /// which the removed device still holds: the ledger entry that names it is refused.
     @Test func aRecordSealedUnderAnOlderEpochThanItsLedgerEntryIsCaught() async throws {

@@ -209,9 +209,11 @@ struct LedgerView {
             throw .ledgerBroken(sequence: entry.sequence, reason: "its keyring: \(error)")
         }
         if let previous = keyring {
-            if let problem = KeyringRules.problem(from: previous, to: ring) {
+            if let problem = KeyringRules.problem(from: previous, to: ring, publishedIn: entry.sequence) {
                 throw .ledgerBroken(sequence: entry.sequence, reason: problem)
             }
+        } else if !ring.members.allSatisfy({ $0.addedIn == entry.sequence }) {
+            throw .ledgerBroken(sequence: entry.sequence, reason: "its first keyring adds members in other entries")
         }
         waiting[id] = nil
         vouched[id] = VouchedEntry(
@@ -259,9 +261,10 @@ struct LedgerView {
 /// How a keyring may change from one ledger entry to the next: same container and recovery key;
 /// epochs only added, one at a time, each old epoch's wraps kept (a device may be given an old
 /// epoch, never lose one); a member removed only together with a new epoch that is not wrapped to
-/// it.
+/// it; a member added in the entry that publishes the keyring, and every other member's entry
+/// kept (what `SealedContainer.admission(of:)` names).
 enum KeyringRules {
-    static func problem(from old: Keyring, to new: Keyring) -> String? {
+    static func problem(from old: Keyring, to new: Keyring, publishedIn sequence: UInt64) -> String? {
         guard new.container == old.container else { return "its keyring names another container" }
         guard new.recovery == old.recovery else { return "its keyring changes the recovery key" }
         guard new.epochs.count == old.epochs.count || new.epochs.count == old.epochs.count + 1 else {
@@ -278,6 +281,11 @@ enum KeyringRules {
             guard new.members.contains(where: { $0.identity == member.identity }) else {
                 return "its keyring changes a member's keys"
             }
+            guard new.members.contains(member) else { return "its keyring changes when a member was added" }
+        }
+        let known = Set(old.members.map(\.identity.signing))
+        for member in new.members where !known.contains(member.identity.signing) {
+            guard member.addedIn == sequence else { return "its keyring adds a member in another entry than itself" }
         }
         if !removed.isEmpty {
             guard new.epochs.count == old.epochs.count + 1, let newest = new.epochs.last,

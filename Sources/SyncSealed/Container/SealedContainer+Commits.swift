@@ -27,6 +27,11 @@ extension SealedContainer {
         -> [CommitOutcome]
     {
         try CommitBatch.check(requests)
+        guard requests.count <= LedgerEntry.maximumChanges else {
+            throw .invalidRequest(
+                "a commit to an encrypted container holds at most \(LedgerEntry.maximumChanges) changes (its ledger "
+                    + "entry takes one place), not \(requests.count)")
+        }
         // The ledger entry signs one author for all its changes.
         guard Set(requests.map(\.device)).count <= 1 else {
             throw .invalidRequest("the changes of one commit to an encrypted container carry one device name")
@@ -44,7 +49,13 @@ extension SealedContainer {
                     // Each change is answered with the version its place in the ledger entry gives
                     // it (never one the container chose); the next read checks the commit like any
                     // other, that it is there as signed, and brings it into the tree.
-                    state.withLock { $0.ownCommit = attempt.ledger }
+                    // This device signed that head: kept at once, so that a server that drops the
+                    // commit is caught after a restart too (the ledger must reach it).
+                    state.withLock {
+                        $0.ownCommit = attempt.ledger
+                        $0.keptHead = attempt.ledger
+                    }
+                    onHead(attempt.ledger)
                     return attempt.outcomes
                 case .refused(let index, .chunksMissing(let ids)) where index < attempt.requestIndex.count:
                     // Chunks the engine must upload first: answer that change so, and (unless all

@@ -51,7 +51,11 @@ extension SealedContainer: ContainerHistory {
         if let before {
             try await readyToOpen()
             let sequence = FeedSpot(atLeast: before).sequence
-            position = state.withLock { $0.view.vouched[LedgerEntry.fileID(of: sequence)]?.stored.version ?? 0 }
+            position = state.withLock { state in
+                // Beyond the newest ledger entry: every deletion is below it.
+                guard sequence <= state.view.head?.sequence ?? 0 else { return nil }
+                return state.view.vouched[LedgerEntry.fileID(of: sequence)]?.stored.version ?? 0
+            }
         }
         var caughtUp = false
         while shown.count < size {
