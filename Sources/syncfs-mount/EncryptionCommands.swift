@@ -124,6 +124,11 @@ struct EncryptedContainerOptions: ParsableArguments {
             "The file holding this device's private keys (default: $XDG_STATE_HOME/syncfs/device-key).",
             valueName: "file"))
     var deviceKey: String?
+    @Option(
+        help: ArgumentHelp(
+            "For a device admitted by approval that has not confirmed its admission yet: the admission code `encryption approve` printed.",
+            valueName: "code"))
+    var admissionCode: String?
 
     /// The sealed container, opened as this device (which must be a member).
     func open() throws(MountError) -> (SealedContainer, DeviceKeys) {
@@ -180,7 +185,8 @@ struct EncryptedContainerOptions: ParsableArguments {
             }
         }
         // A device admitted by approval acts only once its owner confirmed the admission.
-        try SealedMounting.confirmAdmission(of: device, in: sealed, keyPath: keyPath, code: nil, byRecovery: false)
+        try SealedMounting.confirmAdmission(
+            of: device, in: sealed, keyPath: keyPath, code: admissionCode, byRecovery: false)
         confirmed.withLock { $0 = true }
         if let head = sealed.head {
             do {

@@ -185,9 +185,9 @@ enum SealedMounting {
                 throw MountError(
                     .badInput,
                     "this device was admitted to the encrypted container at ledger entry \(admitted.sequence), and "
-                        + "its owner has not confirmed that admission here: mount with --admission-code and the code "
-                        + "`syncfs-mount encryption approve` printed on the approving device (or with "
-                        + "--recovery-key-file); nothing was done")
+                        + "its owner has not confirmed that admission here: give --admission-code with the code "
+                        + "`syncfs-mount encryption approve` printed on the approving device (to a first mount, or to "
+                        + "`encryption` or `rekey`), or mount with --recovery-key-file; nothing was done")
             }
             guard SafetyCode.matches(code, SafetyCode.admissionCode(admission: admitted.digest)) else {
                 throw MountError(

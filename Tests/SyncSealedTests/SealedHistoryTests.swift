@@ -192,6 +192,40 @@ struct SealedHistoryTests {
         #expect(container.alarm == nil)
     }
 
+    /// Deletions committed together share a ledger entry (consecutive versions in it): the trash
+    /// pages through them one at a time, newest first, each once.
+    @Test func theTrashPagesThroughDeletionsOfOneCommit() async throws {
+        let server = InMemoryContainer()
+        let container = try await SealedContainer.create(
+            in: server, as: .generate(), recovery: .generate(), deviceName: "w")
+        var made: [RemoteEntry] = []
+        for name in ["a", "b", "c"] {
+            let outcome = try await container.commit(
+                CommitRequest(
+                    id: .random(), baseVersion: 0,
+                    change: .put(
+                        EntryState(
+                            parent: .root, name: Array(name.utf8), kind: .directory, mode: 0o755, mtime: 0, size: 0)),
+                    device: "w"))
+            guard case .committed(let entry) = outcome else { throw SealedError.malformed("\(outcome)") }
+            made.append(entry)
+        }
+        let deleted = try await container.commit(
+            batch: made.map { CommitRequest(id: $0.id, baseVersion: $0.version, change: .delete, device: "w") })
+        let versions = deleted.compactMap { if case .committed(let entry) = $0 { entry.version } else { nil } }
+        #expect(versions.count == 3 && versions[1] == versions[0] + 1 && versions[2] == versions[1] + 1)
+        var paged: [EntryVersion] = []
+        var before: EntryVersion?
+        while true {
+            let page = try await container.deletedEntries(before: before, limit: 1)
+            guard let item = page.first else { break }
+            paged.append(item.entry.version)
+            before = item.entry.version
+        }
+        #expect(paged == versions.reversed())
+        #expect(try await container.deletedEntries(before: .max, limit: 10).count == 3)
+    }
+
     @Test func aVersionNoLedgerEntryNamedIsCaught() async throws {
         let scene = try await Scene()
         let server = LyingHistoryServer(scene.honest)
