@@ -106,7 +106,7 @@ struct LedgerView {
     }
 
     /// The join request `entry` holds, if it is stored as one at its device's place.
-    private static func joinRequest(in entry: RemoteEntry) -> JoinRequest? {
+    static func joinRequest(in entry: RemoteEntry) -> JoinRequest? {
         guard let sealed = OpaqueEntry.sealed(from: entry.state, of: entry.id) else { return nil }
         do {
             let request = try JoinRequest(encoded: sealed)

@@ -110,15 +110,52 @@ extension SealedContainer {
     /// and stored again, false if one is in no epoch (or this device holds a single epoch).
     func resealFromOlderEpochs(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> Bool {
         guard !hashes.isEmpty, state.withLock({ $0.keys.count > 1 }) else { return false }
-        for hash in hashes {
-            let plain: EncodedChunk
-            do {
-                plain = try await chunk(hash)
-            } catch .chunkNotFound {
-                return false
-            }
-            try await putChunk(plain)
+        do {
+            _ = try await sealAgain(hashes)
+        } catch .chunkNotFound {
+            return false
         }
         return true
+    }
+
+    /// Reads each of `hashes` (opened under the epoch it is stored under) and stores it again,
+    /// sealed under the newest epoch, a batch at a time; returns the plain bytes stored.
+    func sealAgain(_ hashes: [ChunkHash]) async throws(ContainerProtocolError) -> Int64 {
+        var group = ChunkGroup()
+        var bytes: Int64 = 0
+        for hash in hashes {
+            let chunk = try await self.chunk(hash)
+            if !group.fits(chunk) { try await putChunks(group.take()) }
+            group.add(chunk)
+            bytes += Int64(chunk.plainLength)
+        }
+        if !group.chunks.isEmpty { try await putChunks(group.take()) }
+        return bytes
+    }
+}
+
+/// Plain chunks gathered for one `putChunks`, kept to half of `CommitBatch`'s bounds: sealing
+/// pads each one, and the sealed batch must still fit them underneath.
+private struct ChunkGroup {
+    private(set) var chunks: [EncodedChunk] = []
+    private var payloadBytes = 0
+    private var plainBytes = 0
+
+    func fits(_ chunk: EncodedChunk) -> Bool {
+        chunks.isEmpty
+            || (chunks.count < CommitBatch.maximumChunks / 2
+                && payloadBytes + chunk.payload.count <= CommitBatch.maximumChunkBytes / 2
+                && plainBytes + chunk.plainLength <= CommitBatch.maximumPlainBytes / 2)
+    }
+
+    mutating func add(_ chunk: EncodedChunk) {
+        chunks.append(chunk)
+        payloadBytes += chunk.payload.count
+        plainBytes += chunk.plainLength
+    }
+
+    mutating func take() -> [EncodedChunk] {
+        defer { self = ChunkGroup() }
+        return chunks
     }
 }

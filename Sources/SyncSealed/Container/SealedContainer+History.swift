@@ -30,7 +30,7 @@ extension SealedContainer: ContainerHistory {
             try state.withLock { (state: inout State) throws(SealedAlarm) -> [HistoricVersion] in
                 // The format's own objects (ledger entries, keyrings, join requests) are not the engine's.
                 if let kind = state.view.vouched[id]?.kind, kind != .record { return [] }
-                if let newest = listed.first, Self.isJoinRequest(newest.entry) { return [] }
+                if let newest = listed.first, LedgerView.joinRequest(in: newest.entry) != nil { return [] }
                 var opened: [HistoricVersion] = []
                 for version in listed { opened.append(try Self.open(version, of: id, in: state)) }
                 return opened
@@ -142,21 +142,11 @@ extension SealedContainer: ContainerHistory {
             }
             return HistoricVersion(entry: current, committedAt: listed.committedAt, replacedAt: nil)
         }
-        if isJoinRequest(listed.entry) { return nil }
+        if LedgerView.joinRequest(in: listed.entry) != nil { return nil }
         guard let digest, state.view.named[NamedRecord(id: id, digest: digest, deleted: true)] != nil else {
             throw .unvouched([id])
         }
         // An older deletion of an entry restored since: no longer in the trash.
         return nil
-    }
-
-    /// Whether `entry` is a device's request to join, at its place (outside the ledger).
-    private static func isJoinRequest(_ entry: RemoteEntry) -> Bool {
-        guard let sealed = OpaqueEntry.sealed(from: entry.state, of: entry.id) else { return false }
-        do {
-            return JoinRequest.fileID(of: try JoinRequest(encoded: sealed).device) == entry.id
-        } catch {
-            return false
-        }
     }
 }

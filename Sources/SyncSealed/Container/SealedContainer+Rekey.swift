@@ -87,7 +87,7 @@ extension SealedContainer {
             report.epoch = keys.epoch
             let batch = Self.rekeyBatch(of: stale.filter { !skipped.contains($0.id) })
             guard !batch.isEmpty else { break }
-            let (chunks, bytes) = try await resealChunks(of: batch, under: keys)
+            let (chunks, bytes) = try await resealChunks(of: batch)
             report.chunks += chunks
             report.bytes += bytes
             // The same state at the version re-sealed: the commit path seals it under the newest
@@ -181,56 +181,17 @@ extension SealedContainer {
         return batch
     }
 
-    /// Makes sure every chunk `entries` reference is stored under `keys`' IDs: each one missing
-    /// there is read (opened under the epoch it is stored under) and uploaded sealed under the
-    /// newest epoch. Returns how many were uploaded, and their plain bytes.
-    private func resealChunks(of entries: [RemoteEntry], under keys: EpochKeys) async throws(ContainerProtocolError)
-        -> (Int, Int64)
-    {
+    /// Makes sure every chunk `entries` reference is stored under the newest epoch's IDs: each one
+    /// missing there is read (opened under the epoch it is stored under) and uploaded sealed under
+    /// the newest epoch. Returns how many were uploaded, and their plain bytes.
+    private func resealChunks(of entries: [RemoteEntry]) async throws(ContainerProtocolError) -> (Int, Int64) {
         var seen = Set<ChunkHash>()
         let hashes = entries.flatMap(\.state.manifest).map(\.hash).filter { seen.insert($0).inserted }
         var missing: [ChunkHash] = []
         for start in stride(from: 0, to: hashes.count, by: CommitBatch.maximumChunks) {
-            let part = Array(hashes[start..<min(start + CommitBatch.maximumChunks, hashes.count)])
-            let ids = part.map(keys.chunkID(for:))
-            let absent = Set(try await inner.missingChunks(ids))
-            missing += zip(part, ids).compactMap { absent.contains($0.1) ? $0.0 : nil }
+            missing += try await missingChunks(
+                Array(hashes[start..<min(start + CommitBatch.maximumChunks, hashes.count)]))
         }
-        var group = ChunkGroup()
-        var bytes: Int64 = 0
-        for hash in missing {
-            let chunk = try await self.chunk(hash)
-            if !group.fits(chunk) { try await putChunks(group.take()) }
-            group.add(chunk)
-            bytes += Int64(chunk.plainLength)
-        }
-        if !group.chunks.isEmpty { try await putChunks(group.take()) }
-        return (missing.count, bytes)
-    }
-}
-
-/// Plain chunks gathered for one `putChunks`, kept to half of `CommitBatch`'s bounds: sealing
-/// pads each one, and the sealed batch must still fit them underneath.
-private struct ChunkGroup {
-    private(set) var chunks: [EncodedChunk] = []
-    private var payloadBytes = 0
-    private var plainBytes = 0
-
-    func fits(_ chunk: EncodedChunk) -> Bool {
-        chunks.isEmpty
-            || (chunks.count < CommitBatch.maximumChunks / 2
-                && payloadBytes + chunk.payload.count <= CommitBatch.maximumChunkBytes / 2
-                && plainBytes + chunk.plainLength <= CommitBatch.maximumPlainBytes / 2)
-    }
-
-    mutating func add(_ chunk: EncodedChunk) {
-        chunks.append(chunk)
-        payloadBytes += chunk.payload.count
-        plainBytes += chunk.plainLength
-    }
-
-    mutating func take() -> [EncodedChunk] {
-        defer { self = ChunkGroup() }
-        return chunks
+        return (missing.count, try await sealAgain(missing))
     }
 }
