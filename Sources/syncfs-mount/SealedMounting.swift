@@ -33,14 +33,11 @@ enum SealedMounting {
         }
         // The head this mount kept, and the one this device kept (another mount, the command that
         // made the container): the newer one is where the ledger must reach, through its digest.
-        let keepHead: @Sendable (LedgerHead) -> Void = { head in
-            do {
-                try SealedHeadFile.write(head, to: headPath)
-                try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
-            } catch {
-                logger.error("cannot keep the sealed container's ledger head: \(error)")
-            }
+        let keeper = HeadKeeper(logger: logger) { head in
+            try SealedHeadFile.write(head, to: headPath)
+            try KnownHeads.write(head, for: containerID, deviceKey: keyPath)
         }
+        let keepHead: @Sendable (LedgerHead) -> Void = { head in keeper.keep(head) }
         // A first mount keeps no head until this device is a member whose admission its owner
         // confirmed: a head of a copy the server made up must not lock the device out of the
         // real one, and the state directory's head file says later mounts may go on without asking.
