@@ -213,6 +213,9 @@ extension SyncEngineTests {
         _ = try pair.a.makeFile("gone.txt", contents: bytes("2"))
         pair.a.fs.outbox.expediteAll()
         try await eventually("both on B") { try pair.b.childNames() == ["gone.txt", "kept.txt"] }
+        // B's round that received them ends (its `synced` counts them) before the outage, so the
+        // catch-up's round counts only what changed meanwhile.
+        try await eventually("B up to date") { pair.engineB.status().upToDate == true }
         let subscription = pair.b.fs.changeEvents.subscribe(.everything)
         faulty.startOutage()
         try await eventually("B offline") { !pair.engineB.isOnline }
