@@ -215,7 +215,7 @@ extension SyncEngineTests {
         try await eventually("both on B") { try pair.b.childNames() == ["gone.txt", "kept.txt"] }
         // B's round that received them ends (its `synced` counts them) before the outage, so the
         // catch-up's round counts only what changed meanwhile.
-        try await eventually("B up to date") { pair.engineB.status().upToDate == true }
+        try await eventually("B's synced published") { pair.engineB.rounds.publishedUpToDate }
         let subscription = pair.b.fs.changeEvents.subscribe(.everything)
         faulty.startOutage()
         try await eventually("B offline") { !pair.engineB.isOnline }
