@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // The web page's templates (HTML-escaped by default).
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         // A container's entries, versions and change feed in PostgreSQL (#16).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
@@ -79,11 +81,12 @@ let package = Package(
         .target(
             name: "SyncServer",
             dependencies: [
-                "SyncBackend", "SQLiteSupport", "SyncCredentials",
+                "SyncBackend", "SQLiteSupport", "SyncCredentials", "SyncSealed", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

@@ -112,4 +112,23 @@ enum PostgresAccessSchema {
         "CREATE INDEX syncfs_audit_by_container ON syncfs_audit (container, time, seq)",
         "CREATE INDEX syncfs_audit_by_time ON syncfs_audit (time, seq)",
     ]
+
+    /// Schema step 8: the web page's signed-in browsers (`syncfs_web_sessions`), with only the
+    /// digest of each cookie's secret.
+    static let webSessions: [PostgresQuery] = [
+        """
+        CREATE TABLE syncfs_web_sessions (
+            id text PRIMARY KEY CHECK (id ~ '^[0-9a-f]{8}$'),
+            digest text NOT NULL UNIQUE CHECK (digest ~ '^[0-9a-f]{64}$'),
+            user_name text NOT NULL,
+            created bigint NOT NULL,
+            last_seen bigint NOT NULL,
+            expires bigint NOT NULL,
+            revoked bigint,
+            address text,
+            agent text NOT NULL
+        )
+        """,
+        "CREATE INDEX syncfs_web_sessions_by_user ON syncfs_web_sessions (user_name, created)",
+    ]
 }

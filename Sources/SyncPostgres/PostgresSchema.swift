@@ -11,7 +11,7 @@ import PostgresNIO
 ///   a database without the schema, older (run the initialisation) or newer (upgrade SyncFS).
 enum PostgresSchema {
     /// The version this code reads and writes.
-    static let currentVersion = 7
+    static let currentVersion = 8
 
     /// The advisory lock key every migration takes ("SyncFS" in ASCII).
     static let migrationLock: Int64 = 0x5379_6E63_4653
@@ -83,6 +83,8 @@ enum PostgresSchema {
         PostgresLocksSchema.expiryIndex,
         // 7: accounts, roles, scoped tokens, share links and the audit log (`PostgresAccessSchema`).
         PostgresAccessSchema.migration,
+        // 8: the web page's signed-in browsers (`PostgresAccessSchema.webSessions`).
+        PostgresAccessSchema.webSessions,
     ]
 
     /// Creates or migrates the schema to `target` (tests make older schemas with it; the default

@@ -216,26 +216,8 @@ extension SyncResponder {
                 time: AccessControl.unixNow(), container: link.container, actor: "link:\(link.id)", address: address,
                 action: AuditAction.linkUse.rawValue, target: "entry:\(file.id)",
                 result: "download, \(file.state.size) bytes"))
-        let container = place.container
-        let manifest = file.state.manifest
-        let bandwidth = bandwidth
-        let body = ResponseBody(contentLength: Int(file.state.size)) { writer in
-            // The ticket is given back when this writer ends (or is dropped unrun).
-            defer { withExtendedLifetime(ticket) {} }
-            for (index, reference) in manifest.enumerated() {
-                if let bandwidth {
-                    try await Self.pace(bandwidth, Int(reference.length), .download, container: link.container)
-                }
-                let chunk: EncodedChunk
-                if index == 0, let first { chunk = first } else { chunk = try await container.chunk(reference.hash) }
-                let plain = try await Offload.run { () throws(ContainerProtocolError) -> [UInt8] in
-                    try ChunkCodec.decode(chunk)
-                }
-                guard plain.count == reference.length else { throw ContainerProtocolError.corruptChunk(chunk.hash) }
-                try await writer.write(ByteBuffer(bytes: plain))
-            }
-            try await writer.finish(nil)
-        }
+        let body = FileStream.body(
+            of: file, first: first, in: place.container, named: link.container, bandwidth: bandwidth, holding: ticket)
         let name = path.names.last ?? place.prefix.last ?? []
         return Response(
             status: .ok,
@@ -250,7 +232,7 @@ extension SyncResponder {
     /// The first chunk of `file`, read before the answer begins (nil for an empty file). A sealed
     /// chunk is a client's ciphertext, never content: `403`, nothing sent. (A sealed chunk further
     /// on ends the answer's body short: `ChunkCodec.decode` refuses it.)
-    private static func firstChunk(of file: RemoteEntry, in container: any Container) async throws(WireFailure)
+    static func firstChunk(of file: RemoteEntry, in container: any Container) async throws(WireFailure)
         -> EncodedChunk?
     {
         guard let reference = file.state.manifest.first else { return nil }

@@ -51,6 +51,10 @@ struct SyncResponder: HTTPResponder {
     /// is (then `404`).
     var links: LinkService? = nil
 
+    /// The web page (every path outside `/v1/`); nil as `audit` is (then those paths answer as
+    /// the protocol's unknown endpoints).
+    var web: WebPages? = nil
+
     /// Set on every response to a request whose token was valid; `ConnectionGuard` takes it off
     /// (it is never sent) and counts the connection as authenticated from then on.
     static let authenticatedMarker = HTTPField.Name("SyncFS-Internal-Authenticated")!
@@ -89,11 +93,15 @@ struct SyncResponder: HTTPResponder {
         let started = ContinuousClock.now
         var response: Response
         var authenticated = false
-        do {
-            response = try await answer(request, address: context.remoteAddress, authenticated: &authenticated)
-        } catch {
-            if error.code == .storageUnavailable { outages.refused(error.message) }
-            response = error.response
+        if let web, WebPages.serves(request.uri.path) {
+            response = await web.respond(request, address: context.remoteAddress, signedIn: &authenticated)
+        } else {
+            do {
+                response = try await answer(request, address: context.remoteAddress, authenticated: &authenticated)
+            } catch {
+                if error.code == .storageUnavailable { outages.refused(error.message) }
+                response = error.response
+            }
         }
         // An answer past the token check that is not a server error: the storage answered.
         if authenticated, response.status.code < 500 { outages.served() }

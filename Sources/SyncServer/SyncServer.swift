@@ -160,7 +160,7 @@ public struct SyncServer: Sendable {
         let shutdown = ShutdownSignal()
         let limits = configuration.limits
         let audit = (tokens as? AccessControl).map { AuditLog(store: $0.store, logger: configuration.logger) }
-        let responder = SyncResponder(
+        var responder = SyncResponder(
             tokens: tokens, containers: containers, shutdown: shutdown, bodies: BodyBudget(limits: limits),
             decoding: MemoryBudget(capacity: limits.decodingMemory),
             quotas: configuration.quotas.isEmpty
@@ -172,6 +172,12 @@ public struct SyncServer: Sendable {
             audit: audit,
             logins: (tokens as? AccessControl).map { LoginService(store: $0.store) },
             links: (tokens as? AccessControl).map { LinkService(store: $0.store) })
+        if let access = tokens as? AccessControl {
+            responder.web = WebPages(
+                sessions: WebSessions(store: access.store, secure: configuration.tls != nil),
+                logins: responder.logins ?? LoginService(store: access.store), containers: containers,
+                templates: WebTemplates(), audit: audit, bandwidth: responder.bandwidth)
+        }
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(
             configuration: .init(

@@ -94,5 +94,20 @@ package enum TokenStoreSchema {
         CREATE INDEX audit_by_time ON audit (time);
         CREATE INDEX audit_by_container ON audit (container, time);
         """,
+        // 3: the web page's signed-in browsers (`WebSessionRecord`).
+        """
+        CREATE TABLE web_sessions (
+            id TEXT PRIMARY KEY NOT NULL,
+            digest TEXT NOT NULL UNIQUE,        -- SHA-256 of the cookie's secret
+            user TEXT NOT NULL,
+            created INTEGER NOT NULL,
+            last_seen INTEGER NOT NULL,
+            expires INTEGER NOT NULL,
+            revoked INTEGER,
+            address TEXT,
+            agent TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX web_sessions_by_user ON web_sessions (user, created);
+        """,
     ])
 }

@@ -89,11 +89,16 @@ import Testing
         async throws
     {
         try await ServerFixture.run(backend: backend) { fixture in
-            for path in ["/", "/v1", "/v2/health", fixture.path("/nothing"), fixture.path("/chunks"), "/v1/containers"]
-            {
+            for path in ["/v1", "/v1/nothing", fixture.path("/nothing"), fixture.path("/chunks"), "/v1/containers"] {
                 let reply = try await fixture.send(.GET, path)
                 #expect(reply.status == 404, "\(path)")
                 #expect(reply.code == .notFound, "\(path): \(reply.text)")
+            }
+            // Every other path is the web page's: a page, never the protocol's JSON.
+            for path in ["/", "/v2/health"] {
+                let reply = try await fixture.send(.GET, path)
+                #expect(reply.code == nil, "\(path): \(reply.text)")
+                #expect(reply.headers.first(name: "Content-Security-Policy") != nil, "\(path)")
             }
             let wrong: [(HTTPMethod, String, String)] = [
                 (.DELETE, fixture.path(), "GET"), (.POST, fixture.path("/changes"), "GET"),

@@ -96,6 +96,20 @@ public protocol AccessStore: Sendable {
     /// has a maximum and reached it, or there is no such link.
     func countDownload(link id: String) async throws(SyncServerError) -> Bool
 
+    // MARK: Web sessions
+
+    /// Inserts a session with this digest of its cookie's secret; false if its ID or digest is taken.
+    func insertWebSession(_ session: WebSessionRecord, digest: String) async throws(SyncServerError) -> Bool
+    /// The session with this digest, revoked or not.
+    func webSession(digest: String) async throws(SyncServerError) -> WebSessionRecord?
+    /// The sessions of `user`, revoked and ended ones too, newest first, at most `limit`.
+    func webSessions(user: String, limit: Int) async throws(SyncServerError) -> [WebSessionRecord]
+    /// Revokes session `id` of `user`: true if it was valid, false if revoked already, nil if
+    /// `user` has no such session (another user's session is not theirs to revoke).
+    func revokeWebSession(id: String, user: String, at time: Int64) async throws(SyncServerError) -> Bool?
+    /// Records a use of session `id` (time and address).
+    func touchWebSession(id: String, at time: Int64, address: String?) async throws(SyncServerError)
+
     // MARK: Audit log
 
     /// Appends one line.

@@ -55,13 +55,43 @@ public struct LoginService: Sendable {
 
     public func login(_ request: Request, address: String?) async throws(SyncServerError) -> Result<Grant, LoginRefusal>
     {
-        guard AccountName.isValid(request.user), ContainerName.isValid(request.container) else {
+        guard ContainerName.isValid(request.container) else {
+            return .failure(.badRequest("the user or container name is not valid"))
+        }
+        let time = now()
+        let account: UserRecord
+        switch try await verify(request, address: address, at: time) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let user): account = user
+        }
+        guard let role = try await store.roles(user: account.name)[request.container] else {
+            try await audit(.login, request, address, result: "not a member")
+            return .failure(.notAMember)
+        }
+        return .success(try await issue(for: account.name, role: role, request, address, at: time))
+    }
+
+    /// The web page's sign-in: `user`'s password and TOTP code (when they have one) checked with
+    /// every rule of `login` (throttling, slots, one use per TOTP code, audit lines), for a browser
+    /// that calls itself `agent`. No token is made; the caller starts a web session.
+    public func signIn(
+        user: String, password: String, totp: String?, agent: String, address: String?
+    ) async throws(SyncServerError) -> Result<UserRecord, LoginRefusal> {
+        let request = Request(user: user, container: "", device: agent, password: password, totp: totp)
+        return try await verify(request, address: address, at: now())
+    }
+
+    /// Checks `request`'s credentials (password, TOTP, or an enrolment code with a new password)
+    /// under the throttle and a slot: the user, or the refusal (each an audit line).
+    private func verify(
+        _ request: Request, address: String?, at time: Int64
+    ) async throws(SyncServerError) -> Result<UserRecord, LoginRefusal> {
+        guard AccountName.isValid(request.user) else {
             return .failure(.badRequest("the user or container name is not valid"))
         }
         guard AccessLabel.isValid(request.device), !request.device.isEmpty else {
             return .failure(.badRequest("the device name must be 1-200 bytes without control or format characters"))
         }
-        let time = now()
         let accountKey = "user:\(request.user)"
         let addressKey = "address:\(Self.addressKey(address))"
         if let wait = try await throttle(accountKey: accountKey, addressKey: addressKey, at: time) {
@@ -82,14 +112,14 @@ public struct LoginService: Sendable {
             }
         }
         guard checked.passed || request.enrolment != nil else {
-            return try await refuse(request, address, accountKey, addressKey, at: time)
+            return .failure(try await refuse(request, address, accountKey, addressKey, at: time))
         }
         // An enrolment code is spent only once everything else about the request was right.
         if let code = request.enrolment, !(try await takeEnrolment(code, for: request.user, at: time)) {
-            return try await refuse(request, address, accountKey, addressKey, at: time)
+            return .failure(try await refuse(request, address, accountKey, addressKey, at: time))
         }
         guard let account = checked.user, account.disabled == nil else {
-            return try await refuse(request, address, accountKey, addressKey, at: time)
+            return .failure(try await refuse(request, address, accountKey, addressKey, at: time))
         }
         if request.enrolment == nil, let secret = account.totpSecret {
             guard let code = request.totp else {
@@ -101,16 +131,12 @@ public struct LoginService: Sendable {
             guard let step = TOTP.verify(code: code, secret: secret, at: time, lastAcceptedStep: account.totpLastStep),
                 try await store.changeUser(account.name, .acceptedTOTPStep(step)) == true
             else {
-                return try await refuse(request, address, accountKey, addressKey, at: time)
+                return .failure(try await refuse(request, address, accountKey, addressKey, at: time))
             }
         }
         if let hash = checked.newPasswordHash { _ = try await store.changeUser(account.name, .passwordHash(hash)) }
         try await store.clearFailures(key: accountKey, before: time - Self.window)
-        guard let role = try await store.roles(user: account.name)[request.container] else {
-            try await audit(.login, request, address, result: "not a member")
-            return .failure(.notAMember)
-        }
-        return .success(try await issue(for: account.name, role: role, request, address, at: time))
+        return .success(account)
     }
 
     /// What the password work found: whether the password matched (false for an enrolment
@@ -177,11 +203,11 @@ public struct LoginService: Sendable {
 
     private func refuse(
         _ request: Request, _ address: String?, _ accountKey: String, _ addressKey: String, at time: Int64
-    ) async throws(SyncServerError) -> Result<Grant, LoginRefusal> {
+    ) async throws(SyncServerError) -> LoginRefusal {
         try await store.noteFailure(key: accountKey, at: time)
         try await store.noteFailure(key: addressKey, at: time)
         try await audit(.loginFailed, request, address, result: "refused")
-        return .failure(.wrongCredentials)
+        return .wrongCredentials
     }
 
     private func issue(
@@ -208,7 +234,8 @@ public struct LoginService: Sendable {
     ) async throws(SyncServerError) {
         try await store.appendAudit(
             AuditRecord(
-                time: now(), container: request.container, actor: "user:\(request.user)", address: address,
+                time: now(), container: request.container.isEmpty ? nil : request.container,
+                actor: "user:\(request.user)", address: address,
                 action: action.rawValue, target: "device:\(request.device)", result: result))
     }
 }

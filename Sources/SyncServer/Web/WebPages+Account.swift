@@ -1,0 +1,152 @@
+import HTTPTypes
+import Hummingbird
+import SyncBackend
+
+/// Signing in and out, the containers list and the signed-in browsers.
+extension WebPages {
+    func signInPage(_ request: Request, message: String?, name: String, status: HTTPResponse.Status = .ok)
+        -> Response
+    {
+        let (secret, setCookie) = sessions.signInSecret(request)
+        var page: [String: Any] = ["token": WebSessions.csrf(for: secret), "name": name]
+        if let message { page["message"] = message }
+        var headers: HTTPFields = [:]
+        if let setCookie { headers[.setCookie] = setCookie }
+        return WebResponse.html(
+            templates.render("signin", PageContext(WebFrame(title: "Sign in", signed: nil), page)), status: status,
+            headers: headers)
+    }
+
+    /// `POST /login`: the form's credentials through `LoginService.signIn` (its throttling, slots,
+    /// TOTP and audit lines), then a new session and a redirect home. Every refusal of the
+    /// credentials reads the same.
+    func signIn(_ request: Request, address: String?) async throws(WireFailure) -> Response {
+        try WebSessions.checkOrigin(request)
+        let form = try await WebForm.read(request)
+        guard sessions.signInFormIsOurs(request, token: form["csrf"]) else {
+            return signInPage(
+                request, message: "The sign-in form was out of date; please try again.", name: "",
+                status: .forbidden)
+        }
+        let user = form["user"] ?? ""
+        let agent = Self.agent(of: request)
+        let result: Result<UserRecord, LoginService.LoginRefusal>
+        do {
+            result = try await logins.signIn(
+                user: user, password: form["password"] ?? "",
+                totp: form["totp"].flatMap { $0.isEmpty ? nil : $0 }, agent: agent, address: address)
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        let shownName = AccountName.isValid(user) ? user : ""
+        switch result {
+        case .success(let account):
+            let cookie = try await sessions.start(user: account.name, agent: agent, address: address)
+            return WebResponse.redirect(to: "/", headers: [.setCookie: cookie])
+        case .failure(.totpNeeded):
+            return signInPage(
+                request, message: "Enter the code from your authenticator app too.", name: shownName,
+                status: .unauthorized)
+        case .failure(.throttled(let seconds)):
+            return signInPage(
+                request, message: "Too many failed attempts: try again in \(seconds / 60) minutes.", name: shownName,
+                status: .tooManyRequests)
+        case .failure(.busy):
+            return signInPage(
+                request, message: "The server is busy checking other sign-ins; try again in a moment.",
+                name: shownName, status: .serviceUnavailable)
+        case .failure(.wrongCredentials), .failure(.badRequest), .failure(.notAMember):
+            return signInPage(
+                request, message: "The user name, password or code is wrong.", name: shownName, status: .unauthorized)
+        }
+    }
+
+    /// `POST /logout`: ends this browser's session.
+    func signOut(_ request: Request, _ signed: WebSessions.Signed) async throws(WireFailure) -> Response {
+        try WebSessions.checkChange(request, form: try await WebForm.read(request), signed: signed)
+        do {
+            _ = try await sessions.store.revokeWebSession(
+                id: signed.session.id, user: signed.session.user, at: sessions.now())
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        return WebResponse.redirect(to: "/login", headers: [.setCookie: sessions.endCookie])
+    }
+
+    /// What a browser calls itself, fit for a label: its `User-Agent` without controls, at most
+    /// 200 bytes (cut at a character), "a browser" without one.
+    static func agent(of request: Request) -> String {
+        let raw = request.headers[.userAgent] ?? ""
+        var text = ""
+        for scalar in raw.unicodeScalars where scalar.value >= 0x20 && scalar.value != 0x7F {
+            guard text.utf8.count + String(scalar).utf8.count <= 190 else { break }
+            text.unicodeScalars.append(scalar)
+        }
+        let agent = "web: " + (text.isEmpty ? "a browser" : text)
+        return AccessLabel.isValid(agent) ? agent : "web: a browser"
+    }
+
+    func containerList(_ signed: WebSessions.Signed) async throws(WireFailure) -> Response {
+        var rows: [[String: Any]] = []
+        for (name, role) in signed.roles.sorted(by: { $0.key < $1.key }) {
+            let containers = containers
+            let container = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+                try await containers.container(named: name)
+            }
+            let note: String
+            if let container {
+                note = try await Self.isSealed(container) ? "encrypted: opened on your devices only" : "browse"
+            } else {
+                note = "not on this server yet"
+            }
+            rows.append(["name": name, "role": role.rawValue, "href": WebPaths.folder(name, ""), "note": note])
+        }
+        let page: [String: Any] = ["rows": rows, "hasRows": !rows.isEmpty]
+        return WebResponse.html(
+            templates.render("containers", PageContext(WebFrame(title: "Containers", signed: signed), page)))
+    }
+
+    /// The user's sessions, newest first (the last 50).
+    func sessionList(_ signed: WebSessions.Signed) async throws(WireFailure) -> Response {
+        let records: [WebSessionRecord]
+        do {
+            records = try await sessions.store.webSessions(user: signed.session.user, limit: 50)
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        let time = sessions.now()
+        let rows: [[String: Any]] = records.map { record in
+            let live = WebSessionPolicy.isLive(record, at: time)
+            let state =
+                record.id == signed.session.id
+                ? "this browser" : record.revoked != nil ? "signed out" : live ? "signed in" : "ended"
+            var row: [String: Any] = [
+                "id": record.id, "agent": record.agent, "address": record.address ?? "",
+                "created": WebFormat.time(record.created).text, "lastSeen": WebFormat.time(record.lastSeen).text,
+                "state": state,
+            ]
+            if live { row["revocable"] = true }
+            return row
+        }
+        return WebResponse.html(
+            templates.render("sessions", PageContext(WebFrame(title: "Sessions", signed: signed), ["rows": rows])))
+    }
+
+    /// `POST /sessions/revoke`: signs one of the user's own browsers out.
+    func revokeSession(_ request: Request, _ signed: WebSessions.Signed) async throws(WireFailure) -> Response {
+        let form = try await WebForm.read(request)
+        try WebSessions.checkChange(request, form: form, signed: signed)
+        guard let id = form["id"], id.utf8.count == 8 else { throw WireFailure(.invalidRequest, "which session?") }
+        let revoked: Bool?
+        do {
+            revoked = try await sessions.store.revokeWebSession(id: id, user: signed.session.user, at: sessions.now())
+        } catch {
+            throw WireFailure.tokenStoreUnreadable(error)
+        }
+        guard revoked != nil else { throw WireFailure(.notFound, "you have no session \(id)") }
+        if id == signed.session.id {
+            return WebResponse.redirect(to: "/login", headers: [.setCookie: sessions.endCookie])
+        }
+        return WebResponse.redirect(to: "/sessions")
+    }
+}

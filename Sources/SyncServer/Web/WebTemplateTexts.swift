@@ -1,0 +1,162 @@
+/// The web page's Mustache templates. `{{name}}` is HTML-escaped (`& < > " '`); the templates
+/// use no triple braces, so nothing a user named can become markup. Every page shares `top` and
+/// `bottom`; its context has `title`, `css`, `js`, and when signed in `user` and `csrf`.
+enum WebTemplateTexts {
+    static let all: [String: String] = [
+        "top": top, "bottom": bottom, "signin": signIn, "containers": containers, "folder": folder, "file": file,
+        "sessions": sessions, "failure": failure,
+    ]
+
+    static let top = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{title}} · SyncFS</title>
+        <link rel="stylesheet" href="{{css}}">
+        <script src="{{js}}" defer></script>
+        </head>
+        <body>
+        <a class="skip" href="#main">Skip to the content</a>
+        <header class="bar">
+        <a class="brand" href="/">SyncFS</a>
+        {{#user}}
+        <nav aria-label="Account">
+        <a href="/sessions">Sessions</a>
+        <span class="who" title="Signed in as">{{user}}</span>
+        <form method="post" action="/logout" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <button type="submit">Sign out</button>
+        </form>
+        </nav>
+        {{/user}}
+        </header>
+        <main id="main">
+        """
+
+    static let bottom = """
+        </main>
+        </body>
+        </html>
+        """
+
+    static let signIn = """
+        {{> top}}
+        <h1>Sign in</h1>
+        {{#message}}<p class="error" role="alert" id="signin-error">{{message}}</p>{{/message}}
+        <form method="post" action="/login" class="stack" id="signin">
+        <input type="hidden" name="csrf" value="{{token}}">
+        <label for="user">User name</label>
+        <input id="user" name="user" autocomplete="username" autocapitalize="none" required value="{{name}}">
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" autocomplete="current-password" required>
+        <label for="totp">Code from your authenticator app (if you set one up)</label>
+        <input id="totp" name="totp" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}">
+        <button type="submit">Sign in</button>
+        </form>
+        {{> bottom}}
+        """
+
+    static let containers = """
+        {{> top}}
+        <h1>Containers</h1>
+        {{^rows}}<p>You are not a member of any container yet. An admin adds you with
+        <code>syncfs-mount user role</code>.</p>{{/rows}}
+        {{#hasRows}}
+        <table class="list" id="containers">
+        <thead><tr><th scope="col">Name</th><th scope="col">Your role</th><th scope="col">Content</th></tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr><td><a href="{{href}}">{{name}}</a></td><td>{{role}}</td><td>{{note}}</td></tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        {{/hasRows}}
+        {{> bottom}}
+        """
+
+    static let crumbs = """
+        <nav aria-label="Breadcrumbs" class="crumbs"><ol>
+        {{#crumbs}}<li>{{#href}}<a href="{{href}}">{{name}}</a>{{/href}}{{^href}}<span aria-current="page">{{name}}</span>{{/href}}</li>{{/crumbs}}
+        </ol></nav>
+        """
+
+    static let folder = """
+        {{> top}}
+        \(crumbs)
+        <h1>{{heading}}</h1>
+        <div class="tools">
+        <form method="get" action="{{here}}" class="filter" role="search">
+        {{#path}}<input type="hidden" name="path" value="{{path}}">{{/path}}
+        <input type="hidden" name="sort" value="{{sort}}">
+        <input type="hidden" name="order" value="{{order}}">
+        <label for="filter">Filter names</label>
+        <input id="filter" name="filter" value="{{filter}}" type="search">
+        <button type="submit">Filter</button>
+        </form>
+        <a class="button" href="{{zip}}" id="zip">Download as zip</a>
+        </div>
+        <p class="count" id="count">{{summary}}</p>
+        <table class="list" id="entries">
+        <thead><tr>
+        <th scope="col" aria-sort="{{nameSort}}"><a href="{{byName}}">Name</a></th>
+        <th scope="col" aria-sort="{{sizeSort}}" class="num"><a href="{{bySize}}">Size</a></th>
+        <th scope="col" aria-sort="{{timeSort}}"><a href="{{byTime}}">Modified</a></th>
+        </tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr class="{{kind}}"><td>{{#href}}<a href="{{href}}">{{/href}}<span class="kind" role="img" aria-label="{{kind}}"></span><span class="name">{{name}}</span>{{#href}}</a>{{/href}}</td>
+        <td class="num"{{#bytes}} title="{{bytes}} bytes"{{/bytes}}>{{size}}</td><td><time datetime="{{iso}}">{{modified}}</time></td></tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        <nav aria-label="Pages" class="pages">
+        {{#previous}}<a href="{{previous}}" rel="prev">Previous page</a>{{/previous}}
+        {{#next}}<a href="{{next}}" rel="next">Next page</a>{{/next}}
+        </nav>
+        {{> bottom}}
+        """
+
+    static let file = """
+        {{> top}}
+        \(crumbs)
+        <h1>{{heading}}</h1>
+        <dl class="facts">
+        <dt>Size</dt><dd title="{{bytes}} bytes">{{size}}</dd>
+        <dt>Modified</dt><dd><time datetime="{{iso}}">{{modified}}</time></dd>
+        </dl>
+        <p><a class="button" href="{{download}}" id="download">Download</a></p>
+        {{#text}}<h2>Preview</h2><pre class="preview" id="preview-text">{{text}}</pre>{{#cut}}<p>The preview shows the beginning of the file.</p>{{/cut}}{{/text}}
+        {{#image}}<h2>Preview</h2><img class="preview" id="preview-image" src="{{image}}" alt="{{heading}}">{{/image}}
+        {{#pdf}}<h2>Preview</h2><iframe class="preview" id="preview-pdf" src="{{pdf}}" title="{{heading}}"></iframe>{{/pdf}}
+        {{#noPreview}}<p>No preview for this kind of file.</p>{{/noPreview}}
+        {{> bottom}}
+        """
+
+    static let sessions = """
+        {{> top}}
+        <h1>Signed-in browsers</h1>
+        <table class="list" id="sessions">
+        <thead><tr><th scope="col">Browser</th><th scope="col">Address</th><th scope="col">Signed in</th>
+        <th scope="col">Last seen</th><th scope="col">State</th><th scope="col"><span class="hidden">Action</span></th></tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr><td>{{agent}}</td><td>{{address}}</td><td>{{created}}</td><td>{{lastSeen}}</td><td>{{state}}</td>
+        <td>{{#revocable}}<form method="post" action="/sessions/revoke" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}">
+        <button type="submit" aria-label="Sign out {{agent}} ({{id}})">Sign out</button></form>{{/revocable}}</td></tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        {{> bottom}}
+        """
+
+    static let failure = """
+        {{> top}}
+        <h1>{{heading}}</h1>
+        <p class="error" role="alert" id="failure">{{message}}</p>
+        <p><a href="/">Back to your containers</a></p>
+        {{> bottom}}
+        """
+}
