@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev libargon2-dev pkg-config attr inotify-tools)
 services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
 case "${1:-}" in
---test) packages+=(git sqlite3 tar rsync openssl python3 groff-base) ;;
+--test) packages+=(git sqlite3 tar rsync openssl python3 groff-base chromium chromium-driver python3-selenium) ;;
 --bench) packages+=(g++ xz-utils fio rclone git tar python3) ;;
 --services) packages=() ;;
 *) services=() ;;

@@ -34,6 +34,8 @@ for target in SQLiteSupportTests SyncBackendTests SyncServerTests SyncCredential
     [ "$target" = SyncServerTests ] && parallel=(--no-parallel)
     swift test --skip-build "${parallel[@]}" --filter "^$target\\." 2>&1 | tee -a .build/test-output.txt || status=$?
 done
+# The web page in headless Chromium (Tests/Browser; screenshots in .build/browser-artefacts).
+Tests/Browser/run.sh 2>&1 | tee -a .build/test-output.txt || status=$?
 # Never leave a mount of ours behind, whatever happened.
 awk '$3 ~ /^fuse/ && $1 ~ /^syncfs/ {print $2}' /proc/mounts | while read -r mountpoint; do
     case "$mountpoint" in /tmp/syncfs-tests-*) fusermount3 -u -z "$mountpoint" || true ;; esac
