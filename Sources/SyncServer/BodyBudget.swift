@@ -1,3 +1,4 @@
+import HTTPTypes
 import Synchronization
 
 /// The request bodies in flight, counted per token, per container and for the whole server
@@ -125,4 +126,20 @@ final class MemoryBudget: Sendable {
     }
 
     var inUse: Int { used.withLock { $0 } }
+}
+
+extension BodyBudget {
+    /// `tryAcquire`, its refusal as the protocol answers it: `429` beyond the token's or the
+    /// container's share, `503` beyond the server's, with `Retry-After`.
+    func reserve(_ bytes: Int, container: String, token: String, upload: Bool) throws(WireFailure) -> Grant {
+        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
+        switch tryAcquire(container: container, token: token, bytes: bytes, upload: upload) {
+        case .success(let grant):
+            return grant
+        case .failure(.token(let why)), .failure(.container(let why)):
+            throw WireFailure(.tooManyRequests, "\(why); retry in a moment", headers: retry)
+        case .failure(.server(let why)):
+            throw WireFailure(.unavailable, "\(why); retry in a moment", headers: retry)
+        }
+    }
 }

@@ -201,18 +201,10 @@ struct SyncResponder: HTTPResponder {
     }
 
     /// Reserves `bytes` (and an upload slot if `upload`) from the budgets of `token` (a bearer
-    /// token, or `link:ID` for a share link's own share), `container` and the server: `429`
-    /// beyond the first two, `503` beyond the server's, with `Retry-After`.
+    /// token, or `link:ID` for a share link's own share), `container` and the server
+    /// (`BodyBudget.reserve`).
     func reserve(_ bytes: Int, container: String, token: String, upload: Bool) throws(WireFailure) -> BodyBudget.Grant {
-        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
-        switch bodies.tryAcquire(container: container, token: token, bytes: bytes, upload: upload) {
-        case .success(let grant):
-            return grant
-        case .failure(.token(let why)), .failure(.container(let why)):
-            throw WireFailure(.tooManyRequests, "\(why); retry in a moment", headers: retry)
-        case .failure(.server(let why)):
-            throw WireFailure(.unavailable, "\(why); retry in a moment", headers: retry)
-        }
+        try bodies.reserve(bytes, container: container, token: token, upload: upload)
     }
 
     /// The grant of the request's bearer token, and the token; `401` if there is none.

@@ -176,7 +176,8 @@ public struct SyncServer: Sendable {
             responder.web = WebPages(
                 sessions: WebSessions(store: access.store, secure: configuration.tls != nil),
                 logins: responder.logins ?? LoginService(store: access.store), containers: containers,
-                templates: WebTemplates(), audit: audit, bandwidth: responder.bandwidth)
+                templates: WebTemplates(), audit: audit, bandwidth: responder.bandwidth, bodies: responder.bodies,
+                quotas: responder.quotas)
         }
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(

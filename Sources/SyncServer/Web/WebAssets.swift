@@ -57,19 +57,18 @@ enum WebAssets {
             overflow-wrap: anywhere; }
         iframe.preview { width: 100%; height: 70vh; }
         .hidden { position: absolute; left: -999px; }
+        .changes { margin: .8rem 0; display: grid; gap: .6rem; }
+        .upload { border: 2px dashed var(--line); border-radius: .5rem; padding: .6rem; display: grid; gap: .4rem; }
+        .upload.over { border-color: var(--accent); }
+        .upload li.done { color: #15803d; }
+        .upload li.failed { color: #b91c1c; }
+        .danger { border-color: #b91c1c; color: #b91c1c; }
+        details.changes summary { cursor: pointer; }
         @media (max-width: 40rem) {
             main { padding: .5rem; }
             .list th:nth-child(3), .list td:nth-child(3) { display: none; }
         }
         """
 
-    /// Small enhancements only: every page works without it.
-    static let script = """
-        "use strict";
-        // Focus the first field of a sign-in form that came back with an error.
-        document.addEventListener("DOMContentLoaded", () => {
-          const error = document.getElementById("signin-error");
-          if (error) { const field = document.getElementById("password"); if (field) field.focus(); }
-        });
-        """
+    static let script = WebScript.text
 }

@@ -22,6 +22,7 @@ extension WebPages {
             "size": WebFormat.size(file.state.size), "bytes": String(file.state.size), "modified": modified.text,
             "iso": modified.iso, "download": WebPaths.raw(open.name, path.text),
         ]
+        if open.role.canWrite { page["changes"] = Self.changeForms(open.name, path) }
         if file.state.kind == .symlink {
             page["download"] = nil
             page["text"] = "A symbolic link to " + String(decoding: file.state.symlinkTarget ?? [], as: UTF8.self)

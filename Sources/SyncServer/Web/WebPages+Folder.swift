@@ -30,6 +30,13 @@ extension WebPages {
                 truncated: children.truncated),
         ]
         if !path.names.isEmpty { page["path"] = path.text }
+        if open.role.canWrite {
+            page["canWrite"] = true
+            page["mkdir"] = WebPaths.action(open.name, "mkdir")
+            page["pathText"] = path.text
+            page["container"] = open.name
+            if !path.names.isEmpty { page["changes"] = Self.changeForms(open.name, path) }
+        }
         for sort in WebFolderView.Sort.allCases {
             let descending = view.sort == sort ? !view.descending : sort != .name
             page["by\(sort.label)"] = WebPaths.folder(

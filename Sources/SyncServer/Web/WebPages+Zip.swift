@@ -59,10 +59,11 @@ extension WebPages {
             ], body: body)
     }
 
-    /// Every live file and folder below `folder`, depth first by name bytes, with its path
-    /// relative to `folder`; `413` past `maximumZipEntries`.
+    /// Every live file and folder below `folder` (and symbolic link, if `keepLinks`), depth first
+    /// by name bytes, parents before their children, with its path relative to `folder`; `413`
+    /// past `maximumZipEntries`.
     static func zipItems(
-        below folder: RemoteEntry, in open: OpenContainer
+        below folder: RemoteEntry, in open: OpenContainer, keepLinks: Bool = false
     ) async throws(WireFailure) -> [(path: [UInt8], entry: RemoteEntry)] {
         var items: [(path: [UInt8], entry: RemoteEntry)] = []
         var pending: [(path: [UInt8], id: FileID)] = [([], folder.id)]
@@ -70,7 +71,7 @@ extension WebPages {
             let children = try await children(of: next.id, in: open)
             guard !children.truncated else { throw tooMany }
             var folders: [(path: [UInt8], id: FileID)] = []
-            for child in children.entries where child.state.kind != .symlink {
+            for child in children.entries where keepLinks || child.state.kind != .symlink {
                 let name = child.state.name.map { $0 == UInt8(ascii: "\\") ? UInt8(ascii: "_") : $0 }
                 let path = next.path.isEmpty ? name : next.path + [UInt8(ascii: "/")] + name
                 guard path.count < ZipStream.maximumNameBytes else {

@@ -26,6 +26,10 @@ struct WebPages: Sendable {
     let audit: AuditLog?
     /// The bandwidth limits on chunk bytes, which downloads through the page count against.
     let bandwidth: ServerBandwidth?
+    /// Request bodies in flight (uploads count against the session's share, `web:SESSION`).
+    let bodies: BodyBudget
+    /// The containers' storage quotas; nil when none is set.
+    let quotas: QuotaBook?
 
     /// Whether `path` is the page's (everything but the protocol's `/v1/…`).
     static func serves(_ path: String) -> Bool { !path.hasPrefix("/v1/") && path != "/v1" }
@@ -72,16 +76,17 @@ struct WebPages: Sendable {
         guard let place = try ContainerPlace.parse(path) else {
             throw WireFailure(.notFound, "there is no page \(path)")
         }
-        guard method == .get || method == .head else {
-            throw WireFailure(.methodNotAllowed, "this page takes GET", headers: [.allow: "GET, HEAD"])
-        }
         let container = try await openContainer(place.container, signed)
-        switch place.page {
-        case "": return try await folderPage(request, container, signed)
-        case "file": return try await filePage(request, container, signed)
-        case "raw": return try await rawContent(request, container, signed, address: address)
-        case "zip": return try await zipDownload(request, container, signed, address: address)
-        default: throw WireFailure(.notFound, "there is no page \(path)")
+        switch (method, place.page) {
+        case (.get, ""), (.head, ""): return try await folderPage(request, container, signed)
+        case (.get, "file"), (.head, "file"): return try await filePage(request, container, signed)
+        case (.get, "raw"), (.head, "raw"): return try await rawContent(request, container, signed, address: address)
+        case (.get, "zip"), (.head, "zip"): return try await zipDownload(request, container, signed, address: address)
+        case (.post, "mkdir"), (.post, "rename"), (.post, "move"), (.post, "delete"):
+            return try await change(place.page, request, container, signed)
+        case (.post, "missing"), (.put, "chunk"), (.post, "commit"):
+            return try await upload(place.page, request, container, signed)
+        default: throw WireFailure(.notFound, "there is no page \(method.rawValue) \(path)")
         }
     }
 

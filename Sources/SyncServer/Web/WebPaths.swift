@@ -26,6 +26,10 @@ enum WebPaths {
         "/c/\(component(container))/zip" + queryString([("path", path)].filter { !$0.1.isEmpty })
     }
 
+    /// Where a change of `container` is posted: `/c/NAME/ACTION` (`mkdir`, `rename`, `move`,
+    /// `delete`; the upload calls `missing`, `chunk`, `commit`).
+    static func action(_ container: String, _ action: String) -> String { "/c/\(component(container))/\(action)" }
+
     /// Whether `location` is a path on this server: `/` then anything but a second `/` or `\`
     /// (which browsers read as another host).
     static func isLocal(_ location: String) -> Bool {

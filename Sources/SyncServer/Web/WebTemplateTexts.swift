@@ -97,6 +97,22 @@ enum WebTemplateTexts {
         </form>
         <a class="button" href="{{zip}}" id="zip">Download as zip</a>
         </div>
+        {{#canWrite}}
+        <section class="changes" aria-label="Add to this folder">
+        <form method="post" action="{{mkdir}}" class="filter">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="path" value="{{pathText}}">
+        <label for="new-folder">New folder</label>
+        <input id="new-folder" name="name" required maxlength="255">
+        <button type="submit">Create</button>
+        </form>
+        <div id="upload" class="upload" data-container="{{container}}" data-folder="{{pathText}}" data-csrf="{{csrf}}">
+        <label for="upload-files">Upload files (or drop them here)</label>
+        <input id="upload-files" type="file" multiple>
+        <ul id="upload-progress" aria-live="polite"></ul>
+        </div>
+        </section>
+        {{/canWrite}}
+        {{#changes}}\(changes){{/changes}}
         <p class="count" id="count">{{summary}}</p>
         <table class="list" id="entries">
         <thead><tr>
@@ -126,12 +142,35 @@ enum WebTemplateTexts {
         <dt>Size</dt><dd title="{{bytes}} bytes">{{size}}</dd>
         <dt>Modified</dt><dd><time datetime="{{iso}}">{{modified}}</time></dd>
         </dl>
-        <p><a class="button" href="{{download}}" id="download">Download</a></p>
+        {{#download}}<p><a class="button" href="{{download}}" id="download">Download</a></p>{{/download}}
+        {{#changes}}\(changes){{/changes}}
         {{#text}}<h2>Preview</h2><pre class="preview" id="preview-text">{{text}}</pre>{{#cut}}<p>The preview shows the beginning of the file.</p>{{/cut}}{{/text}}
         {{#image}}<h2>Preview</h2><img class="preview" id="preview-image" src="{{image}}" alt="{{heading}}">{{/image}}
         {{#pdf}}<h2>Preview</h2><iframe class="preview" id="preview-pdf" src="{{pdf}}" title="{{heading}}"></iframe>{{/pdf}}
         {{#noPreview}}<p>No preview for this kind of file.</p>{{/noPreview}}
         {{> bottom}}
+        """
+
+    /// Rename, move and delete forms for the entry at `path` (an editor's).
+    static let changes = """
+        <details class="changes" id="changes"><summary>Rename, move or delete</summary>
+        <form method="post" action="{{rename}}" class="filter">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="path" value="{{path}}">
+        <label for="rename-name">New name</label>
+        <input id="rename-name" name="name" required maxlength="255" value="{{name}}">
+        <button type="submit">Rename</button>
+        </form>
+        <form method="post" action="{{move}}" class="filter">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="path" value="{{path}}">
+        <label for="move-to">Move into the folder (its path; empty for the top)</label>
+        <input id="move-to" name="to" value="{{parent}}">
+        <button type="submit">Move</button>
+        </form>
+        <form method="post" action="{{delete}}" class="filter" data-confirm="Delete {{name}}? It stays in the trash.">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="path" value="{{path}}">
+        <button type="submit" class="danger" id="delete">Delete</button>
+        </form>
+        </details>
         """
 
     static let sessions = """
