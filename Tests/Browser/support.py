@@ -79,10 +79,10 @@ class Stack:
         return path
 
     def serve(self):
-        self.server = subprocess.Popen(
-            [BINARY, "serve", "--root", self.root, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
-            stderr=open(os.path.join(self.directory, "serve.log"), "w"), text=True,
-            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []))
+        with open(os.path.join(self.directory, "serve.log"), "w") as log:
+            self.server = subprocess.Popen(
+                [BINARY, "serve", "--root", self.root, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                stderr=log, text=True, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []))
         line = self.server.stdout.readline()
         if not line.startswith("listening on "):
             raise AssertionError(f"serve did not start: {line!r} {self.server_log()}")
@@ -115,6 +115,7 @@ class Stack:
                 self.server.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.server.kill()
+            self.server.stdout.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

@@ -13,6 +13,11 @@ import support
 from support import screenshot, wait_until
 
 
+def read(path):
+    with open(path) as file:
+        return file.read()
+
+
 def digest(path):
     with open(path, "rb") as file:
         return hashlib.sha256(file.read()).hexdigest()
@@ -165,6 +170,40 @@ class WebChangesTest(unittest.TestCase):
             self.driver.switch_to.alert.accept()
             wait_until(lambda: not os.path.exists(self.on_mount(path)), f"{path} deleted on the mount")
         screenshot(self.driver, "after-changes")
+
+    def test_an_old_version_restored_on_the_page_reaches_the_mount(self):
+        target = self.on_mount("inbox/versions.txt")
+        for text in ("first version\n", "second version\n"):
+            with open(target, "w") as file:
+                file.write(text)
+            self.stack.sync(self.mount)
+        self.sign_in()
+        self.driver.get(self.stack.url + "/c/team/file?path=inbox/versions.txt")
+        rows = self.driver.find_elements(By.CSS_SELECTOR, "#versions tbody tr")
+        self.assertEqual(len(rows), 2)
+        self.assertIn("this version", rows[0].text)
+        screenshot(self.driver, "versions")
+        rows[1].find_element(By.TAG_NAME, "button").click()
+        wait_until(lambda: read(target) == "first version\n", "the old version on the mount")
+        self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#versions tbody tr")), 3)
+
+    def test_a_deleted_file_comes_back_from_the_trash(self):
+        target = self.on_mount("inbox/trash-me.txt")
+        with open(target, "w") as file:
+            file.write("bring me back\n")
+        self.stack.sync(self.mount)
+        os.unlink(target)
+        self.stack.sync(self.mount)
+        self.sign_in()
+        self.driver.get(self.stack.url + "/c/team/?path=inbox")
+        self.driver.find_element(By.ID, "trash-link").click()
+        rows = wait_until(lambda: [row for row in self.driver.find_elements(By.CSS_SELECTOR, "#deleted tbody tr")
+                                   if "trash-me.txt" in row.text], "the file in the trash")
+        self.assertIn("inbox", rows[0].text)
+        screenshot(self.driver, "trash")
+        rows[0].find_element(By.TAG_NAME, "button").click()
+        wait_until(lambda: os.path.exists(target) and read(target) == "bring me back\n",
+                   "the file back on the mount")
 
     def upload(self, path, base):
         self.driver.get(base + "/c/team/?path=inbox")

@@ -236,6 +236,7 @@ class WebPagesTest(unittest.TestCase):
             self.assertEqual(self.signed_in_as(), "alice")
         finally:
             hostile.shutdown()
+            hostile.server_close()
         session = support.Session(self.stack.url)
         session.sign_in("alice")
         _, _, page_body = session.get("/sessions")

@@ -11,11 +11,7 @@ extension WebPages {
     func change(
         _ action: String, _ request: Request, _ open: OpenContainer, _ signed: WebSessions.Signed
     ) async throws(WireFailure) -> Response {
-        let form = try await WebForm.read(request)
-        try WebSessions.checkChange(request, form: form, signed: signed)
-        guard open.role.canWrite else {
-            throw WireFailure(.forbidden, "you are \(open.role.withArticle) in '\(open.name)': you cannot change it")
-        }
+        let form = try await editorForm(request, open, signed)
         let path = try Self.formPath(form["path"] ?? "")
         let device = "web:\(signed.session.id)"
         let changed: String
@@ -56,7 +52,7 @@ extension WebPages {
         default:
             throw WireFailure(.notFound, "there is no change '\(action)'")
         }
-        note(action, changed, signed, open)
+        note(action, signed, open)
         let parent = action == "delete" ? changed : Self.parent(try Self.formPath(changed)).text
         return WebResponse.redirect(to: WebPaths.folder(open.name, parent))
     }
@@ -120,13 +116,13 @@ extension WebPages {
         return LinkPath(names: names).text
     }
 
-    private func note(_ action: String, _ path: String, _ signed: WebSessions.Signed, _ open: OpenContainer) {
+    /// An audit line for a change made on the page.
+    func note(_ action: String, _ signed: WebSessions.Signed, _ open: OpenContainer) {
         audit?.note(
             AuditRecord(
                 time: AccessControl.unixNow(), container: open.name,
                 actor: "user:\(signed.session.user)/web:\(signed.session.id)", address: signed.session.address,
                 action: AuditAction.commit.rawValue, target: "web \(action)", result: "ok"))
-        _ = path
     }
 
     /// The context of the rename, move and delete forms for the entry at `path`.

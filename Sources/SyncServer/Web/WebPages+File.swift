@@ -39,6 +39,10 @@ extension WebPages {
                 page["noPreview"] = true
             }
         }
+        if let versions = try await versionRows(of: file, path: path, open), versions.count > 1 {
+            page["versions"] = versions
+            page["hasVersions"] = true
+        }
         return WebResponse.html(templates.render("file", PageContext(WebFrame(title: name, signed: signed), page)))
     }
 
@@ -73,9 +77,13 @@ extension WebPages {
     func rawContent(
         _ request: Request, _ open: OpenContainer, _ signed: WebSessions.Signed, address: String?
     ) async throws(WireFailure) -> Response {
-        let (path, query) = try Self.path(of: request, allowed: ["inline"])
+        let (path, query) = try Self.path(of: request, allowed: ["inline", "version"])
         guard let name = path.names.last else { throw WireFailure(.notFound, "the path is not a file") }
-        let file = try await open.entry(path)
+        var file = try await open.entry(path)
+        if let text = query["version"] {
+            guard let version = EntryVersion(text) else { throw WireFailure(.invalidRequest, "which version?") }
+            file = try await Self.historicFile(file, version: version, open)
+        }
         guard file.state.kind == .file else { throw WireFailure(.notFound, "the path is not a file") }
         let first = try await SyncResponder.firstChunk(of: file, in: open.container)
         try bandwidth?.mayFetch(container: open.name)

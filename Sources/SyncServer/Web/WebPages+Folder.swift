@@ -25,6 +25,7 @@ extension WebPages {
             "here": WebPaths.folder(open.name, ""), "sort": view.sort.rawValue,
             "order": view.descending ? "desc" : "asc",
             "filter": view.filter, "zip": WebPaths.zip(open.name, path.text), "rows": rows,
+            "trashPage": WebPaths.trash(open.name, before: nil),
             "summary": Self.summary(
                 shown: shown.count, from: first, of: listing.count, all: children.entries.count,
                 truncated: children.truncated),

@@ -82,6 +82,9 @@ struct WebPages: Sendable {
         case (.get, "file"), (.head, "file"): return try await filePage(request, container, signed)
         case (.get, "raw"), (.head, "raw"): return try await rawContent(request, container, signed, address: address)
         case (.get, "zip"), (.head, "zip"): return try await zipDownload(request, container, signed, address: address)
+        case (.get, "trash"), (.head, "trash"): return try await trashPage(request, container, signed)
+        case (.post, "restore"): return try await restoreVersion(request, container, signed)
+        case (.post, "undelete"): return try await undelete(request, container, signed)
         case (.post, "mkdir"), (.post, "rename"), (.post, "move"), (.post, "delete"):
             return try await change(place.page, request, container, signed)
         case (.post, "missing"), (.put, "chunk"), (.post, "commit"):

@@ -18,8 +18,15 @@ enum WebPaths {
         "/c/\(component(container))/file" + queryString([("path", path)])
     }
 
-    static func raw(_ container: String, _ path: String, inline: Bool = false) -> String {
-        "/c/\(component(container))/raw" + queryString([("path", path)] + (inline ? [("inline", "1")] : []))
+    static func raw(_ container: String, _ path: String, inline: Bool = false, version: EntryVersion? = nil) -> String {
+        "/c/\(component(container))/raw"
+            + queryString(
+                [("path", path)] + (inline ? [("inline", "1")] : []) + (version.map { [("version", String($0))] } ?? [])
+            )
+    }
+
+    static func trash(_ container: String, before: EntryVersion?) -> String {
+        "/c/\(component(container))/trash" + queryString(before.map { [("before", String($0))] } ?? [])
     }
 
     static func zip(_ container: String, _ path: String) -> String {

@@ -4,7 +4,7 @@
 enum WebTemplateTexts {
     static let all: [String: String] = [
         "top": top, "bottom": bottom, "signin": signIn, "containers": containers, "folder": folder, "file": file,
-        "sessions": sessions, "failure": failure,
+        "sessions": sessions, "failure": failure, "trash": trash,
     ]
 
     static let top = """
@@ -96,6 +96,7 @@ enum WebTemplateTexts {
         <button type="submit">Filter</button>
         </form>
         <a class="button" href="{{zip}}" id="zip">Download as zip</a>
+        <a class="button" href="{{trashPage}}" id="trash-link">Trash</a>
         </div>
         {{#canWrite}}
         <section class="changes" aria-label="Add to this folder">
@@ -148,6 +149,24 @@ enum WebTemplateTexts {
         {{#image}}<h2>Preview</h2><img class="preview" id="preview-image" src="{{image}}" alt="{{heading}}">{{/image}}
         {{#pdf}}<h2>Preview</h2><iframe class="preview" id="preview-pdf" src="{{pdf}}" title="{{heading}}"></iframe>{{/pdf}}
         {{#noPreview}}<p>No preview for this kind of file.</p>{{/noPreview}}
+        {{#hasVersions}}
+        <h2>Versions</h2>
+        <table class="list" id="versions">
+        <thead><tr><th scope="col">Saved</th><th scope="col" class="num">Size</th><th scope="col">By</th>
+        <th scope="col"><span class="hidden">Actions</span></th></tr></thead>
+        <tbody>
+        {{#versions}}
+        <tr><td><time datetime="{{iso}}">{{saved}}</time>{{#current}} (this version){{/current}}</td>
+        <td class="num">{{size}}</td><td>{{device}}</td>
+        <td>{{#download}}<a href="{{download}}">Download</a>{{/download}}
+        {{#restore}}<form method="post" action="{{restore}}" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="path" value="{{path}}">
+        <input type="hidden" name="version" value="{{version}}">
+        <button type="submit" aria-label="Restore the version of {{saved}}">Restore</button></form>{{/restore}}</td></tr>
+        {{/versions}}
+        </tbody>
+        </table>
+        {{/hasVersions}}
         {{> bottom}}
         """
 
@@ -188,6 +207,33 @@ enum WebTemplateTexts {
         {{/rows}}
         </tbody>
         </table>
+        {{> bottom}}
+        """
+
+    static let trash = """
+        {{> top}}
+        \(crumbs)
+        <h1>Trash</h1>
+        <p>Deleted files and folders, newest first. They stay here as long as the container keeps
+        its history (its retention).</p>
+        {{^hasRows}}<p id="empty">The trash is empty.</p>{{/hasRows}}
+        {{#hasRows}}
+        <table class="list" id="deleted">
+        <thead><tr><th scope="col">Name</th><th scope="col">Was in</th><th scope="col">Deleted</th>
+        <th scope="col" class="num">Size</th><th scope="col"><span class="hidden">Action</span></th></tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr><td><span class="name">{{name}}</span></td><td>{{folder}}</td><td><time datetime="{{iso}}">{{deleted}}</time></td>
+        <td class="num">{{size}}</td>
+        <td>{{#restore}}<form method="post" action="{{restore}}" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}">
+        <input type="hidden" name="version" value="{{version}}">
+        <button type="submit" aria-label="Restore {{name}}">Restore</button></form>{{/restore}}</td></tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        {{/hasRows}}
+        <nav aria-label="Pages" class="pages">{{#older}}<a href="{{older}}" rel="next">Older</a>{{/older}}</nav>
         {{> bottom}}
         """
 
