@@ -51,7 +51,8 @@ Options:
                       and, when the environment of scripts/services.sh is set, the same on
                       PostgreSQL + S3 (scripts/bench/server_db.py: two serve --database
                       processes, 8 mounts split between them, commits/s and chunk MB/s against
-                      the embedded server in the same run)
+                      the embedded server in the same run); and the web page's render
+                      times (scripts/bench/web.py: a 10,000-entry folder, goal 50 ms p95)
   --no-server         skip the sync server benchmarks
   --million           with the server benchmarks: also a container of 1,000,000 entries on both
                       backends (scripts/bench/million.py: attach by a new mount, feed catch-up,

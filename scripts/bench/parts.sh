@@ -87,6 +87,12 @@ run_parts() {
         else
             log "PostgreSQL + S3 server benchmarks skipped: no SYNCFS_TEST_PG_URL/SYNCFS_TEST_S3_* (run scripts/services.sh start and source what it prints)"
         fi
+        # The web page: render times of a 10,000-entry folder and the other pages (goal: 50 ms p95).
+        echo
+        web_args=()
+        [[ $QUICK == 1 ]] && web_args+=(--requests 20)
+        [[ -n $OUT ]] && web_args+=(--out "$OUT")
+        run_script_step "the web page benchmarks" 600 web.py "$W" "${web_args[@]}"
         if [[ ${MILLION:-0} == 1 ]]; then
             echo
             run_script_step "the 1,000,000-entry container" 3600 million.py "$W" ${OUT:+--out "$OUT"}
