@@ -90,6 +90,20 @@ extension PostgresAccessTables {
         }
     }
 
+    /// Revokes every valid session of `user` at `time`; how many.
+    public func revokeWebSessions(user: String, at time: Int64) async throws(ContainerProtocolError) -> Int {
+        try await store.run("revoke a user's web sessions") { client in
+            let rows = try await client.query(
+                """
+                UPDATE syncfs_web_sessions SET revoked = \(time)
+                WHERE user_name = \(user) AND revoked IS NULL RETURNING id
+                """)
+            var count = 0
+            for try await _ in rows.decode(String.self) { count += 1 }
+            return count
+        }
+    }
+
     /// Records a use of session `id`.
     public func touchWebSession(id: String, at time: Int64, address: String?) async throws(ContainerProtocolError) {
         try await store.run("record a web session's use") { client in

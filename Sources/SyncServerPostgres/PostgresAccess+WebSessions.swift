@@ -26,6 +26,10 @@ extension PostgresAccess {
         try await attempt { try await tables.revokeWebSession(id: id, user: user, at: time) }
     }
 
+    public func revokeWebSessions(user: String, at time: Int64) async throws(SyncServerError) -> Int {
+        try await attempt { try await tables.revokeWebSessions(user: user, at: time) }
+    }
+
     public func touchWebSession(id: String, at time: Int64, address: String?) async throws(SyncServerError) {
         try await attempt { try await tables.touchWebSession(id: id, at: time, address: address) }
     }

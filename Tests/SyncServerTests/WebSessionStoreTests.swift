@@ -37,6 +37,12 @@ import Testing
             #expect(try await store.revokeWebSession(id: "0000bbb1", user: "alice", at: 301) == false)
             #expect(try await store.webSession(digest: Self.digest("b1"))?.revoked == 300)
 
+            // Every valid session of one user at once (a new password); the revoked one keeps its time.
+            #expect(try await store.revokeWebSessions(user: "alice", at: 350) == 1)
+            #expect(try await store.webSession(digest: Self.digest("b2"))?.revoked == 350)
+            #expect(try await store.webSession(digest: Self.digest("b1"))?.revoked == 300)
+            #expect(try await store.webSession(digest: Self.digest("b3"))?.revoked == nil)
+
             try await store.touchWebSession(id: "0000bbb2", at: 400, address: "::1")
             let touched = try await store.webSession(digest: Self.digest("b2"))
             #expect(touched?.lastSeen == 400)

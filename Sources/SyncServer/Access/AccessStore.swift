@@ -107,6 +107,8 @@ public protocol AccessStore: Sendable {
     /// Revokes session `id` of `user`: true if it was valid, false if revoked already, nil if
     /// `user` has no such session (another user's session is not theirs to revoke).
     func revokeWebSession(id: String, user: String, at time: Int64) async throws(SyncServerError) -> Bool?
+    /// Revokes every valid session of `user` (a new password, a disabled user); how many.
+    func revokeWebSessions(user: String, at time: Int64) async throws(SyncServerError) -> Int
     /// Records a use of session `id` (time and address).
     func touchWebSession(id: String, at time: Int64, address: String?) async throws(SyncServerError)
 

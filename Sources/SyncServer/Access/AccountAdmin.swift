@@ -58,17 +58,19 @@ public struct AccountAdmin: Sendable {
     public func users() async throws(SyncServerError) -> [UserRecord] { try await store.users() }
 
     /// Disables (or enables again) a user: all their tokens and devices stop (or start) working
-    /// from the next request on. Returns false if it was so already.
+    /// from the next request on; disabling also signs every browser of theirs out for good.
+    /// Returns false if it was so already.
     @discardableResult
     public func setDisabled(_ name: String, _ disabled: Bool) async throws(SyncServerError) -> Bool {
         let user = try await existingUser(name)
         guard (user.disabled != nil) != disabled else { return false }
         try await change(name, .disabled(disabled ? now() : nil))
+        if disabled { _ = try await store.revokeWebSessions(user: name, at: now()) }
         try await record(disabled ? .userDisable : .userEnable, container: nil, target: "user:\(name)")
         return true
     }
 
-    /// Sets `name`'s password (after `PasswordHash.check`).
+    /// Sets `name`'s password (after `PasswordHash.check`) and signs every browser of theirs out.
     public func setPassword(_ name: String, to password: String) async throws(SyncServerError) {
         _ = try await existingUser(name)
         let hash: String
@@ -79,15 +81,17 @@ public struct AccountAdmin: Sendable {
             throw SyncServerError(.badInput, error.description)
         }
         try await change(name, .passwordHash(hash))
+        _ = try await store.revokeWebSessions(user: name, at: now())
         try await record(.userPassword, container: nil, target: "user:\(name)")
     }
 
     /// Gives `name` a new TOTP secret (returned, with its `otpauth:` URI, to show once), or
-    /// removes it (`enable` false; nil returned).
+    /// removes it (`enable` false; nil returned); either signs every browser of theirs out.
     public func setTOTP(_ name: String, enable: Bool) async throws(SyncServerError) -> (secret: String, uri: String)? {
         _ = try await existingUser(name)
         let secret = enable ? TOTP.newSecret() : nil
         try await change(name, .totpSecret(secret))
+        _ = try await store.revokeWebSessions(user: name, at: now())
         try await record(.userTOTP, container: nil, target: "user:\(name)", result: enable ? "enabled" : "disabled")
         return secret.map { ($0, TOTP.otpauthURI(secret: $0, account: name)) }
     }

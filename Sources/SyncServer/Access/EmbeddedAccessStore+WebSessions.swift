@@ -70,6 +70,19 @@ extension EmbeddedAccessStore {
         }
     }
 
+    public func revokeWebSessions(user: String, at time: Int64) async throws(SyncServerError) -> Int {
+        try await run(writing: true) { connection in
+            let update = try connection.statement(
+                "UPDATE web_sessions SET revoked = ? WHERE user = ? AND revoked IS NULL RETURNING id")
+            defer { update.reset() }
+            update.bind(1, time)
+            update.bind(2, user)
+            var count = 0
+            while try update.step() { count += 1 }
+            return count
+        }
+    }
+
     public func touchWebSession(id: String, at time: Int64, address: String?) async throws(SyncServerError) {
         try await run(writing: true) { connection in
             let update = try connection.statement("UPDATE web_sessions SET last_seen = ?, address = ? WHERE id = ?")

@@ -4,7 +4,8 @@ import Synchronization
 /// `perServer` in all, `perAddress` from one address (IPv6 by its /64) and `perLink` through one
 /// link. Link requests come without a token, so these caps keep slow or many link transfers from
 /// taking what logins, other links and the members' own requests need (the token-less
-/// connections, upload slots, memory).
+/// connections, upload slots, memory). The web page keeps one of its own for its heavy requests
+/// (listings, downloads, zips, deletes), with each session as a "link" (`WebPages.work`).
 ///
 /// Contract: `enter` answers at once (no queue): a `Ticket`, or which cap is full. A ticket gives
 /// its place back exactly once, when it is released — the end of the transfer, whatever ended it

@@ -14,7 +14,8 @@ extension WebPages {
         let form = try await editorForm(request, open, signed)
         let path = try Self.formPath(form["path"] ?? "")
         let device = "web:\(signed.session.id)"
-        let changed: String
+        // The folder the page shows after the change: where the entry is now.
+        let shown: String
         switch action {
         case "mkdir":
             let folder = try await open.entry(path)
@@ -23,7 +24,7 @@ extension WebPages {
                 parent: folder.id, name: name, kind: .directory, mode: 0o755, mtime: WallClock.nanoseconds(), size: 0)
             try await commit(
                 CommitRequest(id: FileID.random(), baseVersion: 0, change: .put(state), device: device), open)
-            changed = Self.child(path, name)
+            shown = path.text
         case "rename", "move":
             guard !path.names.isEmpty else {
                 throw WireFailure(.invalidRequest, "the container's root stays where it is")
@@ -40,21 +41,19 @@ extension WebPages {
             state.mtime = entry.state.mtime
             try await commit(
                 CommitRequest(id: entry.id, baseVersion: entry.version, change: .put(state), device: device), open)
-            changed =
-                action == "rename" ? Self.child(Self.parent(path), state.name) : try await pathText(of: state, in: open)
+            shown = action == "rename" ? Self.parent(path).text : try await pathText(of: state.parent, in: open)
         case "delete":
             guard !path.names.isEmpty else {
                 throw WireFailure(.invalidRequest, "the container's root cannot be deleted")
             }
             let entry = try await open.entry(path)
-            try await delete(entry, device: device, open)
-            changed = Self.parent(path).text
+            try await delete(entry, device: device, open, signed)
+            shown = Self.parent(path).text
         default:
             throw WireFailure(.notFound, "there is no change '\(action)'")
         }
         note(action, signed, open)
-        let parent = action == "delete" ? changed : Self.parent(try Self.formPath(changed)).text
-        return WebResponse.redirect(to: WebPaths.folder(open.name, parent))
+        return WebResponse.redirect(to: WebPaths.folder(open.name, shown))
     }
 
     /// Commits one change; a refusal is said in words.
@@ -80,7 +79,11 @@ extension WebPages {
     }
 
     /// Deletes `entry` and, for a folder, everything below it (deepest first, in batches).
-    private func delete(_ entry: RemoteEntry, device: String, _ open: OpenContainer) async throws(WireFailure) {
+    private func delete(
+        _ entry: RemoteEntry, device: String, _ open: OpenContainer, _ signed: WebSessions.Signed
+    ) async throws(WireFailure) {
+        let ticket = try heavy(signed)
+        defer { withExtendedLifetime(ticket) {} }
         var doomed = [entry]
         if entry.state.kind == .directory {
             doomed += try await Self.zipItems(below: entry, in: open, keepLinks: true).map(\.entry)
@@ -100,18 +103,18 @@ extension WebPages {
         }
     }
 
-    /// The path of `state` from the container's root (after a move).
-    private func pathText(of state: EntryState, in open: OpenContainer) async throws(WireFailure) -> String {
-        var names = [state.name]
-        var parent = state.parent
+    /// The path of the folder `id` from the container's root ("" for the root).
+    private func pathText(of id: FileID?, in open: OpenContainer) async throws(WireFailure) -> String {
+        var names: [[UInt8]] = []
+        var next = id
         let container = open.container
-        while let id = parent, id != .root {
+        while let id = next, id != .root, names.count < LinkPath.maximumDepth {
             let found = try await WireFailure.translating { () async throws(ContainerProtocolError) in
                 try await container.entry(id)
             }
-            guard let entry = found, names.count <= LinkPath.maximumDepth else { break }
+            guard let entry = found else { break }
             names.insert(entry.state.name, at: 0)
-            parent = entry.state.parent
+            next = entry.state.parent
         }
         return LinkPath(names: names).text
     }

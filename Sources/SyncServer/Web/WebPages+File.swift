@@ -52,9 +52,15 @@ extension WebPages {
         of file: RemoteEntry, in container: any Container
     ) async throws(WireFailure) -> (text: String, cut: Bool)? {
         var bytes: [UInt8] = []
+        var read: [ChunkHash: [UInt8]] = [:]
         do {
-            for reference in file.state.manifest where bytes.count < WebPreview.textBytes {
-                bytes += try await FileStream.plainChunk(reference, first: nil, in: container)
+            // At most `previewChunks` chunks are read, each once however often the manifest names it.
+            for reference in file.state.manifest.prefix(WebPreview.previewChunks)
+            where bytes.count < WebPreview.textBytes {
+                if read[reference.hash] == nil {
+                    read[reference.hash] = try await FileStream.plainChunk(reference, first: nil, in: container)
+                }
+                bytes += read[reference.hash] ?? []
             }
         } catch let error as ContainerProtocolError {
             throw WireFailure(error)
@@ -88,7 +94,8 @@ extension WebPages {
         let first = try await SyncResponder.firstChunk(of: file, in: open.container)
         try bandwidth?.mayFetch(container: open.name)
         let body = FileStream.body(
-            of: file, first: first, in: open.container, named: open.name, bandwidth: bandwidth)
+            of: file, first: first, in: open.container, named: open.name, bandwidth: bandwidth,
+            holding: try heavy(signed))
         var headers: HTTPFields = [
             HTTPField.Name("X-Content-Type-Options")!: "nosniff", .cacheControl: "private, no-store",
             .contentSecurityPolicy: WebResponse.fileContentSecurityPolicy,
@@ -112,6 +119,8 @@ enum WebPreview {
 
     /// How much of a text file the page shows.
     static let textBytes = 256 << 10
+    /// The most chunk references a text preview goes through.
+    static let previewChunks = 64
 
     static let imageTypes = [
         "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",

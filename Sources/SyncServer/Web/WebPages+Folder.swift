@@ -13,7 +13,9 @@ extension WebPages {
         guard folder.state.kind == .directory else {
             return WebResponse.redirect(to: WebPaths.file(open.name, path.text))
         }
+        let ticket = try heavy(signed)
         let children = try await Self.children(of: folder.id, in: open)
+        withExtendedLifetime(ticket) {}
         let listing = view.arrange(children.entries)
         let first = (view.page - 1) * WebFolderView.pageSize
         guard first < max(listing.count, 1) else { throw WireFailure(.notFound, "there is no page \(view.page)") }

@@ -36,7 +36,7 @@ extension WebPages {
         case "missing":
             let grant = try bodies.reserve(64 << 10, container: open.name, token: budget, upload: false)
             defer { bodies.release(grant) }
-            let asked = try await RequestReading.smallJSON(WebUpload.MissingRequest.self, from: request)
+            let asked = try await Self.json(WebUpload.MissingRequest.self, from: request, limit: 64 << 10)
             guard asked.hashes.count <= WebUpload.maximumHashes else {
                 throw WireFailure(.tooLarge, "ask about at most \(WebUpload.maximumHashes) pieces at once")
             }
@@ -65,7 +65,7 @@ extension WebPages {
         case "commit":
             let grant = try bodies.reserve(2 << 20, container: open.name, token: budget, upload: false)
             defer { bodies.release(grant) }
-            let asked = try await RequestReading.json(WebUpload.CommitRequest.self, from: request)
+            let asked = try await Self.json(WebUpload.CommitRequest.self, from: request, limit: 2 << 20)
             let path = try await commitUpload(asked, open, device: "web:\(signed.session.id)")
             audit?.note(
                 AuditRecord(
@@ -77,6 +77,14 @@ extension WebPages {
         default:
             throw WireFailure(.notFound, "there is no upload call '\(action)'")
         }
+    }
+
+    /// The body, at most `limit` bytes (what was reserved for it), decoded as JSON.
+    private static func json<T: Decodable & Sendable>(
+        _ type: T.Type, from request: Request, limit: Int
+    ) async throws(WireFailure) -> T {
+        let body = try await RequestReading.body(of: request, limit: limit, as: Data.self)
+        return try await RequestReading.decode(type, from: body)
     }
 
     /// Checks `plain` against `hash`, compresses it as a mount would, and stores it under the quota.
@@ -125,7 +133,14 @@ extension WebPages {
         let existing = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await tree.child(named: name, of: folder.id)
         }
-        let mtime = asked.modified.map { $0 * 1_000_000 } ?? WallClock.nanoseconds()
+        var mtime = WallClock.nanoseconds()
+        if let modified = asked.modified {
+            // Milliseconds from 1970 to 2200: anything else is not a browser's file time.
+            guard (0...7_258_118_400_000).contains(modified) else {
+                throw WireFailure(.invalidRequest, "'modified' is milliseconds since 1970")
+            }
+            mtime = modified * 1_000_000
+        }
         let request: CommitRequest
         if let existing {
             guard existing.state.kind == .file else {

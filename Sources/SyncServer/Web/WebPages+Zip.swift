@@ -14,6 +14,8 @@ import SyncBackend
 /// chunk by chunk, so memory does not grow with the files' sizes.
 extension WebPages {
     static let maximumZipEntries = 100_000
+    /// The most bytes of names a zip's entries may add up to (its central directory's size, about).
+    static let maximumZipPathBytes = 32 << 20
 
     func zipDownload(
         _ request: Request, _ open: OpenContainer, _ signed: WebSessions.Signed, address: String?
@@ -21,12 +23,15 @@ extension WebPages {
         let (path, _) = try Self.path(of: request, allowed: [])
         let folder = try await open.entry(path)
         guard folder.state.kind == .directory else { throw WireFailure(.notFound, "the path is not a folder") }
+        let ticket = try heavy(signed)
         let items = try await Self.zipItems(below: folder, in: open)
         try bandwidth?.mayFetch(container: open.name)
         let container = open.container
         let name = open.name
         let bandwidth = bandwidth
         let body = ResponseBody { writer in
+            // The place is given back when this writer ends (or is dropped unrun).
+            defer { withExtendedLifetime(ticket) {} }
             var zip = ZipStream()
             for item in items {
                 let seconds = item.entry.state.mtime / 1_000_000_000
@@ -66,19 +71,21 @@ extension WebPages {
         below folder: RemoteEntry, in open: OpenContainer, keepLinks: Bool = false
     ) async throws(WireFailure) -> [(path: [UInt8], entry: RemoteEntry)] {
         var items: [(path: [UInt8], entry: RemoteEntry)] = []
+        var pathBytes = 0
         var pending: [(path: [UInt8], id: FileID)] = [([], folder.id)]
         while let next = pending.popLast() {
             let children = try await children(of: next.id, in: open)
             guard !children.truncated else { throw tooMany }
             var folders: [(path: [UInt8], id: FileID)] = []
             for child in children.entries where keepLinks || child.state.kind != .symlink {
-                let name = child.state.name.map { $0 == UInt8(ascii: "\\") ? UInt8(ascii: "_") : $0 }
+                let name = child.state.name.map { Self.zipSafe($0) ? $0 : UInt8(ascii: "_") }
                 let path = next.path.isEmpty ? name : next.path + [UInt8(ascii: "/")] + name
                 guard path.count < ZipStream.maximumNameBytes else {
                     throw WireFailure(.tooLarge, "a path below the folder is too long for a zip")
                 }
                 items.append((path, child))
-                guard items.count <= maximumZipEntries else { throw tooMany }
+                pathBytes += path.count
+                guard items.count <= maximumZipEntries, pathBytes <= maximumZipPathBytes else { throw tooMany }
                 if child.state.kind == .directory { folders.append((path, child.id)) }
             }
             // Depth first, by name: the stack takes the last name first.
@@ -87,9 +94,16 @@ extension WebPages {
         return items
     }
 
+    /// Bytes a zip name keeps: not `\\` or `:` (separators and drive letters to unzip tools on
+    /// Windows) nor a C0 control or DEL.
+    static func zipSafe(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte != 0x7F && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: ":")
+    }
+
     private static var tooMany: WireFailure {
         WireFailure(
             .tooLarge,
-            "the folder holds more than \(maximumZipEntries) entries: download a folder below it, or sync it")
+            "the folder holds more than \(maximumZipEntries) entries (or \(maximumZipPathBytes >> 20) MiB of names): "
+                + "download a folder below it, or sync it")
     }
 }

@@ -30,6 +30,9 @@ struct WebPages: Sendable {
     let bodies: BodyBudget
     /// The containers' storage quotas; nil when none is set.
     let quotas: QuotaBook?
+    /// The heavy requests in progress (a folder read, a download, a zip, a delete): at most 32 on
+    /// the server, 8 from one address and 4 of one session (`LinkTraffic`, a session as its link).
+    let work = LinkTraffic(perServer: 32, perAddress: 8, perLink: 4)
 
     /// Whether `path` is the page's (everything but the protocol's `/v1/…`).
     static func serves(_ path: String) -> Bool { !path.hasPrefix("/v1/") && path != "/v1" }
@@ -80,8 +83,11 @@ struct WebPages: Sendable {
         switch (method, place.page) {
         case (.get, ""), (.head, ""): return try await folderPage(request, container, signed)
         case (.get, "file"), (.head, "file"): return try await filePage(request, container, signed)
-        case (.get, "raw"), (.head, "raw"): return try await rawContent(request, container, signed, address: address)
-        case (.get, "zip"), (.head, "zip"): return try await zipDownload(request, container, signed, address: address)
+        case (.get, "raw"): return try await rawContent(request, container, signed, address: address)
+        case (.get, "zip"): return try await zipDownload(request, container, signed, address: address)
+        case (.head, "raw"), (.head, "zip"):
+            // A HEAD would read the content for nothing (the body is dropped, not the work).
+            throw WireFailure(.methodNotAllowed, "a download takes GET", headers: [.allow: "GET"])
         case (.get, "trash"), (.head, "trash"): return try await trashPage(request, container, signed)
         case (.post, "restore"): return try await restoreVersion(request, container, signed)
         case (.post, "undelete"): return try await undelete(request, container, signed)
@@ -90,6 +96,20 @@ struct WebPages: Sendable {
         case (.post, "missing"), (.put, "chunk"), (.post, "commit"):
             return try await upload(place.page, request, container, signed)
         default: throw WireFailure(.notFound, "there is no page \(method.rawValue) \(path)")
+        }
+    }
+
+    /// A place among the heavy requests in progress (`work`), or `429`/`503` with `Retry-After`.
+    func heavy(_ signed: WebSessions.Signed) throws(WireFailure) -> LinkTraffic.Ticket {
+        let retry: HTTPFields = [.retryAfter: String(ServerLimits.retryAfterSeconds)]
+        switch work.enter(address: signed.session.address, link: "web:\(signed.session.id)") {
+        case .success(let ticket): return ticket
+        case .failure(.server):
+            throw WireFailure(
+                .unavailable, "the server is as busy as it lets the page be; retry in a moment", headers: retry)
+        case .failure(.address), .failure(.link):
+            throw WireFailure(
+                .tooManyRequests, "you have as many downloads and listings running as one may", headers: retry)
         }
     }
 
