@@ -89,15 +89,7 @@ extension SyncResponder {
         let chunk = await Offload.run { plain.withUnsafeBytes { ChunkCodec.encode($0) } }
         let link = place.link
         let container = place.container
-        if let bandwidth {
-            do {
-                try await Self.pace(bandwidth, chunk.payload.count, .upload, container: link.container)
-            } catch let failure as WireFailure {
-                throw failure
-            } catch {
-                throw WireFailure(.unavailable, "the upload was stopped")
-            }
-        }
+        if let bandwidth { try await Self.paceUpload(bandwidth, chunk.payload.count, container: link.container) }
         do {
             try await quotas?.admit(chunk, name: link.container, container: container)
         } catch {

@@ -279,6 +279,18 @@ extension SyncResponder {
         throw WireFailure(.unavailable, "the bandwidth limits let no link transfer through")
     }
 
+    /// `pace` for an upload's bytes, whose only failure is a `WireFailure` (a stopped task is
+    /// `503`).
+    static func paceUpload(_ bandwidth: ServerBandwidth, _ bytes: Int, container: String) async throws(WireFailure) {
+        do {
+            try await pace(bandwidth, bytes, .upload, container: container)
+        } catch let failure as WireFailure {
+            throw failure
+        } catch {
+            throw WireFailure(.unavailable, "the upload was stopped")
+        }
+    }
+
     static func path(_ text: String) throws(WireFailure) -> LinkPath {
         switch LinkPath.parse(text) {
         case .success(let path): return path

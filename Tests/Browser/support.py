@@ -168,6 +168,18 @@ def browser(width=1280, height=900):
     return driver
 
 
+def sign_in(driver, base, user, password=PASSWORD, totp=None):
+    """Signs `driver` in at `base` as `user` through the sign-in form (its cookies cleared first)."""
+    from selenium.webdriver.common.by import By
+    driver.delete_all_cookies()
+    driver.get(base + "/login")
+    driver.find_element(By.ID, "user").send_keys(user)
+    driver.find_element(By.ID, "password").send_keys(password)
+    if totp:
+        driver.find_element(By.ID, "totp").send_keys(totp)
+    driver.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+
+
 def screenshot(driver, name):
     """Saves the page as ARTEFACTS/NAME.png (the whole page's height)."""
     os.makedirs(ARTEFACTS, exist_ok=True)

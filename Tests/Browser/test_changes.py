@@ -108,12 +108,7 @@ class WebChangesTest(unittest.TestCase):
         cls.stack.close()
 
     def sign_in(self, user="alice", base=None):
-        base = base or self.stack.url
-        self.driver.delete_all_cookies()
-        self.driver.get(base + "/login")
-        self.driver.find_element(By.ID, "user").send_keys(user)
-        self.driver.find_element(By.ID, "password").send_keys(support.PASSWORD)
-        self.driver.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+        support.sign_in(self.driver, base or self.stack.url, user)
         wait_until(lambda: self.driver.find_elements(By.CSS_SELECTOR, ".who"), f"{user} signed in")
 
     def on_mount(self, path):

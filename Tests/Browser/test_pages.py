@@ -71,13 +71,7 @@ class WebPagesTest(unittest.TestCase):
         self.driver.get(self.stack.url + path)
 
     def sign_in(self, user="alice", password=PASSWORD, totp=None):
-        self.driver.delete_all_cookies()
-        self.open("/login")
-        self.driver.find_element(By.ID, "user").send_keys(user)
-        self.driver.find_element(By.ID, "password").send_keys(password)
-        if totp:
-            self.driver.find_element(By.ID, "totp").send_keys(totp)
-        self.driver.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+        support.sign_in(self.driver, self.stack.url, user, password, totp)
 
     def signed_in_as(self):
         names = self.driver.find_elements(By.CSS_SELECTOR, ".who")

@@ -10,7 +10,14 @@ enum LockHolder {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return nil }
         let key = StateDirectoryScan.DeviceInode(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-        guard let pid = StateDirectoryScan.flockHolders()[key] else { return nil }
+        // The lock was just found held: a holder missing from /proc/locks is a read that raced the
+        // list's changes, or a holder that just let go; a few more reads tell them apart.
+        var found: Int32?
+        for attempt in 0..<5 where found == nil {
+            if attempt > 0 { usleep(20_000) }
+            found = StateDirectoryScan.flockHolders()[key]
+        }
+        guard let pid = found else { return nil }
         let arguments = commandLine(of: pid)
         if let mount = arguments.firstIndex(of: "mount"), arguments.count > mount + 2 {
             let container = printable(arguments[mount + 1])

@@ -157,9 +157,11 @@ public enum StateDirectoryScan {
 
     /// The files some process holds a `flock` on, each with that process's PID, from /proc/locks
     /// ("1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF", MAJ and MIN in hex). Reading it takes
-    /// no lock.
+    /// no lock. The file is read with one large `read` where it fits: /proc/locks is made a
+    /// buffer at a time, and a lock list that changes between two reads (SQLite's locks come and
+    /// go all the time on a busy machine) can skip lines of the next buffer.
     static func flockHolders() -> [DeviceInode: Int32] {
-        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return [:] }
+        guard let text = procLocks() else { return [:] }
         var held: [DeviceInode: Int32] = [:]
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -177,5 +179,21 @@ public enum StateDirectoryScan {
             held[DeviceInode(device: device, inode: inode)] = pid
         }
         return held
+    }
+
+    /// /proc/locks, read in reads of 4 MiB.
+    private static func procLocks() -> String? {
+        let fd = open("/proc/locks", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += buffer[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -93,15 +93,7 @@ extension WebPages {
         guard chunk.hash == hash else {
             throw WireFailure(.chunkMismatch, "the piece's bytes do not hash to \(hash.hex)")
         }
-        if let bandwidth {
-            do {
-                try await SyncResponder.pace(bandwidth, chunk.payload.count, .upload, container: open.name)
-            } catch let failure as WireFailure {
-                throw failure
-            } catch {
-                throw WireFailure(.unavailable, "the upload was stopped")
-            }
-        }
+        if let bandwidth { try await SyncResponder.paceUpload(bandwidth, chunk.payload.count, container: open.name) }
         try await quotas?.admit(chunk, name: open.name, container: open.container)
         let container = open.container
         try await WireFailure.translating { () async throws(ContainerProtocolError) in
