@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 
@@ -28,7 +29,10 @@ def wait_until(condition, what, timeout=30.0):
     """Polls `condition` until it returns something true; fails naming `what` after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
-        value = condition()
+        try:
+            value = condition()
+        except (StaleElementReferenceException, NoSuchElementException):
+            value = None  # the page is being replaced: look again
         if value:
             return value
         if time.monotonic() > deadline:

@@ -8,6 +8,7 @@ import struct
 import threading
 import unittest
 import urllib.parse
+import urllib.request
 import zipfile
 import zlib
 
@@ -39,6 +40,8 @@ class WebPagesTest(unittest.TestCase):
             cls.stack.container("other")
             cls.stack.user("alice", {"team": "editor"})
             cls.stack.user("victor", {"team": "viewer"})
+            cls.stack.user("ada", {"team": "admin"})
+            cls.stack.user("newcomer", {})
             cls.stack.serve()
             cls.mount = cls.stack.mount("team", token)
             cls.write("docs/readme.txt", b"hello <b>web</b>\n")
@@ -260,6 +263,41 @@ class WebPagesTest(unittest.TestCase):
         status, headers, _ = other.get("/")
         self.assertEqual((status, headers.get("Location")), (303, "/login"))
         self.assertEqual(self.signed_in_as(), "alice")
+
+    # -- Running a container
+
+    def test_an_admin_manages_members_and_links_and_reads_the_audit_log(self):
+        self.sign_in("alice")
+        self.open("/c/team/admin")
+        self.assertIn("only its admins", self.driver.find_element(By.ID, "failure").text)
+        self.sign_in("ada")
+        self.open("/c/team/")
+        self.driver.find_element(By.ID, "admin-link").click()
+        wait_until(lambda: self.driver.find_elements(By.ID, "members"), "the admin page")
+        self.driver.find_element(By.ID, "new-member").send_keys("newcomer")
+        self.driver.find_element(By.CSS_SELECTOR, "#add-member button").click()
+        wait_until(lambda: "newcomer" in self.driver.find_element(By.ID, "members").text, "the new member")
+        self.driver.find_element(By.ID, "link-path").send_keys("docs")
+        self.driver.find_element(By.ID, "link-password").send_keys("a link password")
+        self.driver.find_element(By.CSS_SELECTOR, "#create-link button").click()
+        created = wait_until(lambda: self.driver.find_elements(By.CSS_SELECTOR, "#new-link code"), "the new link")
+        link = created[0].text
+        screenshot(self.driver, "admin")
+        anonymous = support.Session(self.stack.url)
+        self.assertEqual(anonymous.get(link)[0], 401)
+        import base64
+        basic = {"Authorization": "Basic " + base64.b64encode(b"x:a link password").decode()}
+        request = urllib.request.Request(self.stack.url + link, headers=basic)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            self.assertEqual(response.status, 200)
+        row = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr") if "live" in r.text][0]
+        row.find_element(By.TAG_NAME, "button").click()
+        wait_until(lambda: "revoked" in self.driver.find_element(By.ID, "links").text, "the link revoked")
+        self.assertEqual(anonymous.get(link)[0], 404)
+        audit = self.driver.find_element(By.ID, "audit").text
+        self.assertIn("role-change", audit)
+        self.assertIn("link-revoke", audit)
+        self.assertIn("user:ada/web:", audit)
 
     # -- Phones and keyboards
 

@@ -35,6 +35,8 @@ enum WebAssets {
         .stack { display: grid; gap: .4rem; max-width: 24rem; }
         .stack button { margin-top: .6rem; }
         .error { color: #b91c1c; font-weight: 600; }
+        .notice { border: 1px solid var(--accent); border-radius: .4rem; padding: .5rem; overflow-wrap: anywhere; }
+        select { font: inherit; padding: .35rem; min-height: 2.5rem; }
         .tools { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin-bottom: .5rem; }
         .filter { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; }
         .list { width: 100%; border-collapse: collapse; }

@@ -33,6 +33,7 @@ extension WebPages {
                 truncated: children.truncated),
         ]
         if !path.names.isEmpty { page["path"] = path.text }
+        if open.role == .admin { page["adminPage"] = WebPaths.action(open.name, "admin") }
         if open.role.canWrite {
             page["canWrite"] = true
             page["mkdir"] = WebPaths.action(open.name, "mkdir")

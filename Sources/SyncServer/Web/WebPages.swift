@@ -90,6 +90,9 @@ struct WebPages: Sendable {
             throw WireFailure(.methodNotAllowed, "a download takes GET", headers: [.allow: "GET"])
         case (.get, "trash"), (.head, "trash"): return try await trashPage(request, container, signed)
         case (.post, "restore"): return try await restoreVersion(request, container, signed)
+        case (.get, "admin"), (.head, "admin"): return try await adminPage(container, signed)
+        case (.post, "set-member"), (.post, "remove-member"), (.post, "create-link"), (.post, "revoke-link"):
+            return try await adminChange(place.page, request, container, signed)
         case (.post, "undelete"): return try await undelete(request, container, signed)
         case (.post, "mkdir"), (.post, "rename"), (.post, "move"), (.post, "delete"):
             return try await change(place.page, request, container, signed)

@@ -25,6 +25,9 @@ enum WebPaths {
             )
     }
 
+    /// Where a share link's secret is appended: the link's own endpoints (doc/PROTOCOL.md).
+    static let linkPrefix = "/v1/links/"
+
     static func trash(_ container: String, before: EntryVersion?) -> String {
         "/c/\(component(container))/trash" + queryString(before.map { [("before", String($0))] } ?? [])
     }

@@ -4,7 +4,7 @@
 enum WebTemplateTexts {
     static let all: [String: String] = [
         "top": top, "bottom": bottom, "signin": signIn, "containers": containers, "folder": folder, "file": file,
-        "sessions": sessions, "failure": failure, "trash": trash,
+        "sessions": sessions, "failure": failure, "trash": trash, "admin": admin,
     ]
 
     static let top = """
@@ -97,6 +97,7 @@ enum WebTemplateTexts {
         </form>
         <a class="button" href="{{zip}}" id="zip">Download as zip</a>
         <a class="button" href="{{trashPage}}" id="trash-link">Trash</a>
+        {{#adminPage}}<a class="button" href="{{adminPage}}" id="admin-link">Members, links, audit</a>{{/adminPage}}
         </div>
         {{#canWrite}}
         <section class="changes" aria-label="Add to this folder">
@@ -234,6 +235,73 @@ enum WebTemplateTexts {
         </table>
         {{/hasRows}}
         <nav aria-label="Pages" class="pages">{{#older}}<a href="{{older}}" rel="next">Older</a>{{/older}}</nav>
+        {{> bottom}}
+        """
+
+    static let admin = """
+        {{> top}}
+        \(crumbs)
+        <h1>Run {{container}}</h1>
+        {{#created}}<p class="notice" role="status" id="new-link">The new link (shown only now):
+        <code>{{created}}</code></p>{{/created}}
+        <h2 id="members-heading">Members</h2>
+        <table class="list" id="members" aria-labelledby="members-heading">
+        <thead><tr><th scope="col">User</th><th scope="col">Role</th><th scope="col"><span class="hidden">Actions</span></th></tr></thead>
+        <tbody>
+        {{#members}}
+        <tr><td>{{user}}</td><td>{{role}}</td><td>
+        <form method="post" action="{{setMember}}" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="user" value="{{user}}">
+        <label class="hidden" for="role-{{user}}">Role of {{user}}</label>
+        <select id="role-{{user}}" name="role">{{#roles}}<option value="{{value}}"{{#chosen}} selected{{/chosen}}>{{value}}</option>{{/roles}}</select>
+        <button type="submit">Change</button></form>
+        <form method="post" action="{{removeMember}}" class="inline" data-confirm="Remove {{user}} from the container?">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="user" value="{{user}}">
+        <button type="submit" class="danger" aria-label="Remove {{user}}">Remove</button></form>
+        </td></tr>
+        {{/members}}
+        </tbody>
+        </table>
+        <form method="post" action="{{setMember}}" class="filter" id="add-member">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="new-member">Add a user</label><input id="new-member" name="user" required maxlength="64">
+        <label for="new-role">as</label>
+        <select id="new-role" name="role"><option>viewer</option><option selected>editor</option><option>admin</option></select>
+        <button type="submit">Add</button>
+        </form>
+        <h2 id="links-heading">Share links</h2>
+        <table class="list" id="links" aria-labelledby="links-heading">
+        <thead><tr><th scope="col">Link</th><th scope="col">Kind</th><th scope="col">Opens</th><th scope="col">Expires</th>
+        <th scope="col">Downloads</th><th scope="col">State</th><th scope="col"><span class="hidden">Action</span></th></tr></thead>
+        <tbody>
+        {{#links}}
+        <tr><td>{{id}} {{label}}</td><td>{{kind}}</td><td>{{prefix}}</td><td>{{expires}}</td><td>{{downloads}}</td><td>{{state}}</td>
+        <td>{{#live}}<form method="post" action="{{revokeLink}}" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}">
+        <button type="submit" aria-label="Revoke link {{id}}">Revoke</button></form>{{/live}}</td></tr>
+        {{/links}}
+        </tbody>
+        </table>
+        <form method="post" action="{{createLink}}" class="stack" id="create-link">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="link-path">Path it opens (empty for the whole container)</label><input id="link-path" name="path">
+        <label for="link-kind">Kind</label>
+        <select id="link-kind" name="kind"><option value="view">view a folder or file</option>
+        <option value="download">download one file</option><option value="upload-only">upload only (a drop box)</option></select>
+        <label for="link-password">Password (optional)</label><input id="link-password" name="password" type="password" autocomplete="new-password">
+        <label for="link-days">Expires after (days)</label><input id="link-days" name="days" inputmode="numeric" value="30">
+        <label for="link-max">Most downloads (optional)</label><input id="link-max" name="max" inputmode="numeric">
+        <label for="link-label">Label (optional)</label><input id="link-label" name="label" maxlength="200">
+        <button type="submit">Create the link</button>
+        </form>
+        <h2 id="audit-heading">Audit log (the newest {{auditCount}} lines of the last 7 days)</h2>
+        <table class="list" id="audit" aria-labelledby="audit-heading">
+        <thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">From</th><th scope="col">What</th>
+        <th scope="col">On</th><th scope="col">Result</th></tr></thead>
+        <tbody>
+        {{#audit}}<tr><td>{{time}}</td><td>{{actor}}</td><td>{{address}}</td><td>{{action}}</td><td>{{target}}</td><td>{{result}}</td></tr>{{/audit}}
+        </tbody>
+        </table>
         {{> bottom}}
         """
 
