@@ -2,12 +2,14 @@
 as a zip, sessions, and what a hostile name, page or user would try. Screenshots of each screen
 go to .build/browser-artefacts/."""
 import http.server
+import json
 import io
 import os
 import struct
 import threading
 import unittest
 import urllib.parse
+import urllib.error
 import urllib.request
 import zipfile
 import zlib
@@ -263,6 +265,32 @@ class WebPagesTest(unittest.TestCase):
         status, headers, _ = other.get("/")
         self.assertEqual((status, headers.get("Location")), (303, "/login"))
         self.assertEqual(self.signed_in_as(), "alice")
+
+    def test_a_device_is_listed_and_revoked_from_the_account_page(self):
+        body = json.dumps({"user": "alice", "container": "team", "device": "laptop <b>",
+                           "password": PASSWORD}).encode()
+        request = urllib.request.Request(self.stack.url + "/v1/login", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            grant = json.loads(response.read())
+        probe = urllib.request.Request(self.stack.url + "/v1/containers/team",
+                                       headers={"Authorization": "Bearer " + grant["token"]})
+        with urllib.request.urlopen(probe, timeout=30) as response:
+            self.assertEqual(response.status, 200)
+        self.sign_in()
+        self.open("/sessions")
+        rows = [row for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")
+                if grant["device"] in row.text]
+        self.assertIn("laptop <b>", rows[0].text)
+        self.assertIn(grant["tokenID"], self.driver.find_element(By.ID, "tokens").text)
+        screenshot(self.driver, "account")
+        rows[0].find_element(By.TAG_NAME, "button").click()
+        self.driver.switch_to.alert.accept()
+        wait_until(lambda: "revoked" in [row for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")
+                                         if grant["device"] in row.text][0].text, "the device revoked")
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(probe, timeout=30)
+        self.assertEqual(refused.exception.code, 401)
 
     # -- Running a container
 

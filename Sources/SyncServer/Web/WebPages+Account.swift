@@ -128,8 +128,72 @@ extension WebPages {
             if live { row["revocable"] = true }
             return row
         }
+        let (devices, tokens) = try await machines(of: signed.session.user, at: time)
         return WebResponse.html(
-            templates.render("sessions", PageContext(WebFrame(title: "Sessions", signed: signed), ["rows": rows])))
+            templates.render(
+                "sessions",
+                PageContext(
+                    WebFrame(title: "Your account", signed: signed),
+                    ["rows": rows, "devices": devices, "tokens": tokens])))
+    }
+
+    /// The user's devices (with when a token of theirs was last used) and tokens, for the page.
+    private func machines(
+        of user: String, at time: Int64
+    ) async throws(WireFailure) -> (devices: [[String: Any]], tokens: [[String: Any]]) {
+        let store = sessions.store
+        let (devices, tokens) = try await Self.adminStep { () async throws(SyncServerError) in
+            (try await store.devices(user: user), try await store.tokens().filter { $0.user == user })
+        }
+        let deviceRows: [[String: Any]] = devices.map { device in
+            let used = tokens.filter { $0.device == device.id }.compactMap(\.lastUsed).max()
+            var row: [String: Any] = [
+                "id": device.id, "name": device.name, "created": WebFormat.time(device.created).text,
+                "lastSeen": used.map { WebFormat.time($0).text } ?? "never",
+                "state": device.revoked == nil ? "active" : "revoked",
+            ]
+            if device.revoked == nil { row["revocable"] = true }
+            return row
+        }
+        let tokenRows: [[String: Any]] = tokens.reversed().map { token in
+            let live = token.revoked == nil && (token.expires.map { time < $0 } ?? true)
+            var row: [String: Any] = [
+                "id": token.id, "label": token.label, "containers": token.containers.joined(separator: ", "),
+                "role": token.role.rawValue, "expires": token.expires.map { WebFormat.time($0).text } ?? "never",
+                "lastUsed": token.lastUsed.map { WebFormat.time($0).text } ?? "never",
+                "state": token.revoked != nil ? "revoked" : live ? "valid" : "expired",
+            ]
+            if live { row["revocable"] = true }
+            return row
+        }
+        return (deviceRows, tokenRows)
+    }
+
+    /// `POST /devices/revoke` and `/tokens/revoke` (`id`): one of the user's own devices (every
+    /// token made for it stops) or tokens; another user's is `404`, as an unknown one is.
+    func revokeMachine(
+        _ what: String, _ request: Request, _ signed: WebSessions.Signed
+    ) async throws(WireFailure) -> Response {
+        let form = try await WebForm.read(request)
+        try WebSessions.checkChange(request, form: form, signed: signed)
+        let id = form["id"] ?? ""
+        let user = signed.session.user
+        let admin = AccountAdmin(
+            store: sessions.store, actor: "user:\(user)/web:\(signed.session.id)", address: signed.session.address)
+        let found = try await Self.adminStep { () async throws(SyncServerError) -> Bool in
+            if what == "devices" {
+                guard try await admin.store.device(id: id)?.user == user else { return false }
+                _ = try await admin.revokeDevice(id)
+            } else {
+                guard try await admin.store.tokens().contains(where: { $0.id == id && $0.user == user }) else {
+                    return false
+                }
+                _ = try await admin.revokeToken(id)
+            }
+            return true
+        }
+        guard found else { throw WireFailure(.notFound, "you have no \(what == "devices" ? "device" : "token") \(id)") }
+        return WebResponse.redirect(to: "/sessions")
     }
 
     /// `POST /sessions/revoke`: signs one of the user's own browsers out.

@@ -74,6 +74,8 @@ struct WebPages: Sendable {
         case (.post, "/logout"): return try await signOut(request, signed)
         case (.get, "/sessions"): return try await sessionList(signed)
         case (.post, "/sessions/revoke"): return try await revokeSession(request, signed)
+        case (.post, "/devices/revoke"): return try await revokeMachine("devices", request, signed)
+        case (.post, "/tokens/revoke"): return try await revokeMachine("tokens", request, signed)
         default: break
         }
         guard let place = try ContainerPlace.parse(path) else {

@@ -23,7 +23,7 @@ enum WebTemplateTexts {
         <a class="brand" href="/">SyncFS</a>
         {{#user}}
         <nav aria-label="Account">
-        <a href="/sessions">Sessions</a>
+        <a href="/sessions">Account</a>
         <span class="who" title="Signed in as">{{user}}</span>
         <form method="post" action="/logout" class="inline">
         <input type="hidden" name="csrf" value="{{csrf}}">
@@ -195,8 +195,9 @@ enum WebTemplateTexts {
 
     static let sessions = """
         {{> top}}
-        <h1>Signed-in browsers</h1>
-        <table class="list" id="sessions">
+        <h1>Your account</h1>
+        <h2 id="sessions-heading">Signed-in browsers</h2>
+        <table class="list" id="sessions" aria-labelledby="sessions-heading">
         <thead><tr><th scope="col">Browser</th><th scope="col">Address</th><th scope="col">Signed in</th>
         <th scope="col">Last seen</th><th scope="col">State</th><th scope="col"><span class="hidden">Action</span></th></tr></thead>
         <tbody>
@@ -206,6 +207,33 @@ enum WebTemplateTexts {
         <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}">
         <button type="submit" aria-label="Sign out {{agent}} ({{id}})">Sign out</button></form>{{/revocable}}</td></tr>
         {{/rows}}
+        </tbody>
+        </table>
+        <h2 id="devices-heading">Devices</h2>
+        {{^devices}}<p>No machine has signed in with <code>syncfs-mount login</code> yet.</p>{{/devices}}
+        <table class="list" id="devices" aria-labelledby="devices-heading">
+        <thead><tr><th scope="col">Device</th><th scope="col">Since</th><th scope="col">Last seen</th>
+        <th scope="col">State</th><th scope="col"><span class="hidden">Action</span></th></tr></thead>
+        <tbody>
+        {{#devices}}
+        <tr><td>{{name}} ({{id}})</td><td>{{created}}</td><td>{{lastSeen}}</td><td>{{state}}</td>
+        <td>{{#revocable}}<form method="post" action="/devices/revoke" class="inline" data-confirm="Stop {{name}} from syncing?">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}">
+        <button type="submit" aria-label="Revoke {{name}} ({{id}})">Revoke</button></form>{{/revocable}}</td></tr>
+        {{/devices}}
+        </tbody>
+        </table>
+        <h2 id="tokens-heading">Tokens</h2>
+        <table class="list" id="tokens" aria-labelledby="tokens-heading">
+        <thead><tr><th scope="col">Token</th><th scope="col">Opens</th><th scope="col">Role</th><th scope="col">Expires</th>
+        <th scope="col">Last used</th><th scope="col">State</th><th scope="col"><span class="hidden">Action</span></th></tr></thead>
+        <tbody>
+        {{#tokens}}
+        <tr><td>{{id}} {{label}}</td><td>{{containers}}</td><td>{{role}}</td><td>{{expires}}</td><td>{{lastUsed}}</td><td>{{state}}</td>
+        <td>{{#revocable}}<form method="post" action="/tokens/revoke" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}">
+        <button type="submit" aria-label="Revoke token {{id}}">Revoke</button></form>{{/revocable}}</td></tr>
+        {{/tokens}}
         </tbody>
         </table>
         {{> bottom}}
