@@ -302,6 +302,8 @@ class WebPagesTest(unittest.TestCase):
         self.open("/c/team/")
         self.driver.find_element(By.ID, "admin-link").click()
         wait_until(lambda: self.driver.find_elements(By.ID, "members"), "the admin page")
+        storage = self.driver.find_element(By.ID, "storage").text
+        self.assertRegex(storage, r"Files and folders\s+2[0-9]{2}")
         self.driver.find_element(By.ID, "new-member").send_keys("newcomer")
         self.driver.find_element(By.CSS_SELECTOR, "#add-member button").click()
         wait_until(lambda: "newcomer" in self.driver.find_element(By.ID, "members").text, "the new member")

@@ -57,6 +57,17 @@ extension WebPages {
             "auditCount": String(min(lines.count, Self.auditShown)),
         ]
         if let created { page["created"] = created }
+        if let accounting = open.container as? any CollectableContainer {
+            let stats = try await WireFailure.translating { () async throws(ContainerProtocolError) in
+                try await accounting.storageStats()
+            }
+            page["storage"] = [
+                "live": String(stats.liveEntries), "logical": WebFormat.size(stats.logicalBytes),
+                "stored": WebFormat.size(stats.storedBytes),
+                "quota": quotas?.settings.limit(for: open.name).map(WebFormat.size) ?? "none",
+                "trashed": String(stats.trashedEntries), "versions": String(stats.keptVersions),
+            ]
+        }
         return WebResponse.html(
             templates.render("admin", PageContext(WebFrame(title: "Run \(open.name)", signed: signed), page)))
     }

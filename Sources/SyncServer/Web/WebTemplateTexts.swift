@@ -272,6 +272,18 @@ enum WebTemplateTexts {
         <h1>Run {{container}}</h1>
         {{#created}}<p class="notice" role="status" id="new-link">The new link (shown only now):
         <code>{{created}}</code></p>{{/created}}
+        <h2 id="storage-heading">Storage</h2>
+        {{#storage}}
+        <dl class="facts" id="storage" aria-labelledby="storage-heading">
+        <dt>Files and folders</dt><dd>{{live}}</dd>
+        <dt>Their size</dt><dd>{{logical}}</dd>
+        <dt>Stored (compressed, deduplicated, with history)</dt><dd>{{stored}}</dd>
+        <dt>Quota</dt><dd>{{quota}}</dd>
+        <dt>In the trash</dt><dd>{{trashed}}</dd>
+        <dt>Older versions kept</dt><dd>{{versions}}</dd>
+        </dl>
+        {{/storage}}
+        {{^storage}}<p>This container keeps no storage accounting.</p>{{/storage}}
         <h2 id="members-heading">Members</h2>
         <table class="list" id="members" aria-labelledby="members-heading">
         <thead><tr><th scope="col">User</th><th scope="col">Role</th><th scope="col"><span class="hidden">Actions</span></th></tr></thead>
