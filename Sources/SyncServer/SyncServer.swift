@@ -177,7 +177,7 @@ public struct SyncServer: Sendable {
                 sessions: WebSessions(store: access.store, secure: configuration.tls != nil),
                 logins: responder.logins ?? LoginService(store: access.store), containers: containers,
                 templates: WebTemplates(), audit: audit, bandwidth: responder.bandwidth, bodies: responder.bodies,
-                quotas: responder.quotas)
+                quotas: responder.quotas, links: responder.links)
         }
         let book = ConnectionBook(limits: limits)
         let http = HTTPServerBuilder.http1(

@@ -310,16 +310,23 @@ class WebPagesTest(unittest.TestCase):
         self.driver.find_element(By.ID, "link-path").send_keys("docs")
         self.driver.find_element(By.ID, "link-password").send_keys("a link password")
         self.driver.find_element(By.CSS_SELECTOR, "#create-link button").click()
-        created = wait_until(lambda: self.driver.find_elements(By.CSS_SELECTOR, "#new-link code"), "the new link")
+        created = wait_until(lambda: self.driver.find_elements(By.ID, "new-link-address"), "the new link")
         link = created[0].text
+        self.assertTrue(link.startswith("/s/"), link)
         screenshot(self.driver, "admin")
         anonymous = support.Session(self.stack.url)
-        self.assertEqual(anonymous.get(link)[0], 401)
+        status, headers, _ = anonymous.get(link)
+        self.assertEqual(status, 401)
+        self.assertIn("Basic", headers["WWW-Authenticate"])
         import base64
         basic = {"Authorization": "Basic " + base64.b64encode(b"x:a link password").decode()}
         request = urllib.request.Request(self.stack.url + link, headers=basic)
         with urllib.request.urlopen(request, timeout=30) as response:
             self.assertEqual(response.status, 200)
+            page = response.read().decode()
+            self.assertEqual(response.headers["Referrer-Policy"], "no-referrer")
+        self.assertIn("readme.txt", page)
+        self.assertNotIn(HOSTILE, page)
         row = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr") if "live" in r.text][0]
         row.find_element(By.TAG_NAME, "button").click()
         wait_until(lambda: "revoked" in self.driver.find_element(By.ID, "links").text, "the link revoked")
@@ -328,6 +335,43 @@ class WebPagesTest(unittest.TestCase):
         self.assertIn("role-change", audit)
         self.assertIn("link-revoke", audit)
         self.assertIn("user:ada/web:", audit)
+
+    def test_a_link_opened_signed_out_works_until_revoked_and_a_drop_box_takes_files(self):
+        self.sign_in("ada")
+        self.open("/c/team/admin")
+        self.driver.find_element(By.ID, "link-path").send_keys("docs")
+        self.driver.find_element(By.CSS_SELECTOR, "#create-link button").click()
+        view = wait_until(lambda: self.driver.find_elements(By.ID, "new-link-address"), "the link")[0].text
+        self.driver.find_element(By.ID, "link-path").send_keys("nested")
+        self.driver.find_element(By.CSS_SELECTOR, "#link-kind option[value=upload-only]").click()
+        self.driver.find_element(By.CSS_SELECTOR, "#create-link button").click()
+        drop = wait_until(lambda: [a.text for a in self.driver.find_elements(By.ID, "new-link-address")
+                                   if a.text != view], "the drop box link")[0]
+        stranger = support.browser()
+        try:
+            stranger.get(self.stack.url + view)
+            names = [cell.text for cell in stranger.find_elements(By.CSS_SELECTOR, "#entries .name")]
+            self.assertIn("readme.txt", names)
+            self.assertEqual(stranger.find_elements(By.CSS_SELECTOR, ".who"), [])
+            screenshot(stranger, "link-view")
+            source = os.path.join(self.stack.directory, "dropped in.txt")
+            with open(source, "w") as file:
+                file.write("from a stranger\n")
+            stranger.get(self.stack.url + drop)
+            stranger.find_element(By.ID, "drop-files").send_keys(source)
+            wait_until(lambda: "sent" in stranger.find_element(By.ID, "drop-progress").text, "the file sent")
+            screenshot(stranger, "link-dropbox")
+            target = os.path.join(self.mount, "nested", "dropped in.txt")
+            wait_until(lambda: os.path.exists(target), "the dropped file on the mount")
+            self.open("/c/team/admin")
+            rows = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr")
+                    if "live" in r.text and "docs" in r.text and "view" in r.text]
+            rows[0].find_element(By.TAG_NAME, "button").click()
+            wait_until(lambda: self.driver.current_url.endswith("/c/team/admin"), "back on the admin page")
+            stranger.get(self.stack.url + view)
+            self.assertIn("does not work", stranger.find_element(By.ID, "failure").text)
+        finally:
+            stranger.quit()
 
     # -- Phones and keyboards
 

@@ -97,7 +97,7 @@ extension WebPages {
             guard removed else { throw WireFailure(.notFound, "'\(user)' is not a member of '\(open.name)'") }
         case "create-link":
             let secret = try await createLink(form, admin, open)
-            return try await adminPage(open, signed, created: "\(WebPaths.linkPrefix)\(secret)")
+            return try await adminPage(open, signed, created: Self.sharedPrefix + secret)
         case "revoke-link":
             let id = form["id"] ?? ""
             let revoked = try await Self.adminStep { () async throws(SyncServerError) -> Bool? in

@@ -30,6 +30,8 @@ struct WebPages: Sendable {
     let bodies: BodyBudget
     /// The containers' storage quotas; nil when none is set.
     let quotas: QuotaBook?
+    /// Share links, for their public pages (`/s/SECRET`).
+    let links: LinkService?
     /// The heavy requests in progress (a folder read, a download, a zip, a delete): at most 32 on
     /// the server, 8 from one address and 4 of one session (`LinkTraffic`, a session as its link).
     let work = LinkTraffic(perServer: 32, perAddress: 8, perLink: 4)
@@ -39,6 +41,7 @@ struct WebPages: Sendable {
 
     /// The answer to a request of the page. `signedIn` is set when the request had a live session.
     func respond(_ request: Request, address: String?, signedIn: inout Bool) async -> Response {
+        if request.uri.path.hasPrefix(Self.sharedPrefix) { return await sharedPage(request, address: address) }
         var signed: WebSessions.Signed?
         do {
             signed = try await sessions.current(request, address: address)

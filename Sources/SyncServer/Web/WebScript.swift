@@ -21,7 +21,44 @@ enum WebScript {
             }
             const box = document.getElementById("upload");
             if (box) uploader(box);
+            const drop = document.getElementById("dropbox");
+            if (drop) dropBox(drop);
           });
+
+          // A share link's drop box: each file in one POST to the link's upload endpoint.
+          function dropBox(box) {
+            const input = document.getElementById("drop-files");
+            const list = document.getElementById("drop-progress");
+            async function send(files) {
+              for (const file of files) {
+                const line = document.createElement("li");
+                line.textContent = `${file.name}: sending`;
+                list.appendChild(line);
+                try {
+                  const response = await fetch(`${box.dataset.url}?name=${encodeURIComponent(file.name)}`,
+                    { method: "POST", body: file, credentials: "same-origin" });
+                  if (!response.ok) {
+                    let message = `refused (${response.status})`;
+                    try { message = (await response.json()).message || message; } catch (error) {}
+                    throw new Error(message);
+                  }
+                  line.textContent = `${file.name}: sent`;
+                  line.classList.add("done");
+                } catch (error) {
+                  line.textContent = `${file.name}: not sent: ${error.message}`;
+                  line.classList.add("failed");
+                }
+              }
+            }
+            input.addEventListener("change", () => send([...input.files]));
+            box.addEventListener("dragover", (event) => { event.preventDefault(); box.classList.add("over"); });
+            box.addEventListener("dragleave", () => box.classList.remove("over"));
+            box.addEventListener("drop", (event) => {
+              event.preventDefault();
+              box.classList.remove("over");
+              send([...event.dataTransfer.files]);
+            });
+          }
 
           function hex(buffer) {
             return [...new Uint8Array(buffer)].map((b) => b.toString(16).padStart(2, "0")).join("");

@@ -4,7 +4,7 @@
 enum WebTemplateTexts {
     static let all: [String: String] = [
         "top": top, "bottom": bottom, "signin": signIn, "containers": containers, "folder": folder, "file": file,
-        "sessions": sessions, "failure": failure, "trash": trash, "admin": admin,
+        "sessions": sessions, "failure": failure, "trash": trash, "admin": admin, "shared": shared,
     ]
 
     static let top = """
@@ -271,7 +271,8 @@ enum WebTemplateTexts {
         \(crumbs)
         <h1>Run {{container}}</h1>
         {{#created}}<p class="notice" role="status" id="new-link">The new link (shown only now):
-        <code>{{created}}</code></p>{{/created}}
+        <a href="{{created}}" id="new-link-address">{{created}}</a> (its full address is this server's
+        followed by this path)</p>{{/created}}
         <h2 id="storage-heading">Storage</h2>
         {{#storage}}
         <dl class="facts" id="storage" aria-labelledby="storage-heading">
@@ -342,6 +343,38 @@ enum WebTemplateTexts {
         {{#audit}}<tr><td>{{time}}</td><td>{{actor}}</td><td>{{address}}</td><td>{{action}}</td><td>{{target}}</td><td>{{result}}</td></tr>{{/audit}}
         </tbody>
         </table>
+        {{> bottom}}
+        """
+
+    /// A share link's public page: a folder, a file, or a drop box, for people without an account.
+    static let shared = """
+        {{> top}}
+        {{#hasCrumbs}}<nav aria-label="Breadcrumbs" class="crumbs"><ol>
+        {{#crumbs}}<li>{{#href}}<a href="{{href}}">{{name}}</a>{{/href}}{{^href}}<span aria-current="page">{{name}}</span>{{/href}}</li>{{/crumbs}}
+        </ol></nav>{{/hasCrumbs}}
+        <h1>{{heading}}</h1>
+        <p class="count" id="shared-note">{{note}}</p>
+        {{#listing}}
+        <table class="list" id="entries">
+        <thead><tr><th scope="col">Name</th><th scope="col" class="num">Size</th><th scope="col">Modified</th></tr></thead>
+        <tbody>
+        {{#rows}}
+        <tr class="{{kind}}"><td>{{#href}}<a href="{{href}}">{{/href}}<span class="kind" role="img" aria-label="{{kind}}"></span><span class="name">{{name}}</span>{{#href}}</a>{{/href}}</td>
+        <td class="num">{{size}}</td><td><time datetime="{{iso}}">{{modified}}</time></td></tr>
+        {{/rows}}
+        </tbody>
+        </table>
+        {{#next}}<nav aria-label="Pages" class="pages"><a href="{{next}}" rel="next">More</a></nav>{{/next}}
+        {{/listing}}
+        {{#download}}<p><a class="button" href="{{download}}" id="download">Download ({{size}})</a></p>{{/download}}
+        {{#dropBox}}
+        <div id="dropbox" class="upload" data-url="{{dropBox}}">
+        <label for="drop-files">Files to send (or drop them here)</label>
+        <input id="drop-files" type="file" multiple>
+        <ul id="drop-progress" aria-live="polite"></ul>
+        </div>
+        <p>What you send is added to the folder; you cannot see what is there.</p>
+        {{/dropBox}}
         {{> bottom}}
         """
 
