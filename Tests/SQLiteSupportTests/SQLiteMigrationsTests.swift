@@ -111,7 +111,7 @@ struct SchemaListTests {
     static let schemas: [(String, SQLiteMigrations, Int)] = [
         ("state.db", StateDatabaseSchema.migrations, 4),
         ("container.db", LocalContainerSchema.migrations, 4),
-        ("tokens.db", TokenStoreSchema.migrations, 2),
+        ("tokens.db", TokenStoreSchema.migrations, 3),
     ]
 
     @Test(arguments: 0..<3) func eachUpgradesFromEveryOlderVersion(schema index: Int) throws {
