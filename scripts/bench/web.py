@@ -93,6 +93,7 @@ def main():
             ("the same, sorted by size", f"/c/box/?path={folder}&sort=size&order=desc"),
             ("the same, filtered", f"/c/box/?path={folder}&filter=7"),
             ("the same, last page", f"/c/box/?path={folder}&page={last_page}"),
+            ("the same, a filter matching nothing (reading the folder only)", f"/c/box/?path={folder}&filter=zzzz"),
             ("a file's page (text preview, versions)", f"/c/box/file?path={some_file}"),
             ("the containers", "/"),
         ]

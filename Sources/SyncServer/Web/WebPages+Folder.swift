@@ -157,29 +157,39 @@ struct WebFolderView: Sendable {
     }
 
     /// The entries that pass the filter (a case-insensitive part of the name), folders first, in
-    /// the view's order (ties by name bytes).
+    /// the view's order (ties by name bytes). Sorted by small keys, not by the entries themselves
+    /// (an entry is large: comparing them copies their states).
     func arrange(_ entries: [RemoteEntry]) -> [RemoteEntry] {
-        let needle = filter.lowercased()
-        let kept =
-            needle.isEmpty
-            ? entries
-            : entries.filter { entry in
-                String(decoding: entry.state.name, as: UTF8.self).lowercased().contains(needle)
-            }
-        let sort = sort
-        let descending = descending
-        return kept.sorted { left, right in
-            let leftFolder = left.state.kind == .directory
-            if leftFolder != (right.state.kind == .directory) { return leftFolder }
-            let ordered: Bool?
-            switch sort {
-            case .name: ordered = nil
-            case .size: ordered = left.state.size == right.state.size ? nil : left.state.size < right.state.size
-            case .time: ordered = left.state.mtime == right.state.mtime ? nil : left.state.mtime < right.state.mtime
-            }
-            let byName = left.state.name.lexicographicallyPrecedes(right.state.name)
-            return descending ? !(ordered ?? byName) : (ordered ?? byName)
+        struct Key {
+            let index: Int
+            let folder: Bool
+            let number: Int64
+            let name: [UInt8]
         }
+        let needle = filter.lowercased()
+        var keys: [Key] = []
+        keys.reserveCapacity(entries.count)
+        for (index, entry) in entries.enumerated() {
+            let state = entry.state
+            if !needle.isEmpty, !String(decoding: state.name, as: UTF8.self).lowercased().contains(needle) { continue }
+            let number: Int64
+            switch sort {
+            case .name: number = 0
+            case .size: number = state.size
+            case .time: number = state.mtime
+            }
+            keys.append(Key(index: index, folder: state.kind == .directory, number: number, name: state.name))
+        }
+        let descending = descending
+        keys.sort { left, right in
+            if left.folder != right.folder { return left.folder }
+            if left.number != right.number {
+                return descending ? left.number > right.number : left.number < right.number
+            }
+            return descending
+                ? right.name.lexicographicallyPrecedes(left.name) : left.name.lexicographicallyPrecedes(right.name)
+        }
+        return keys.map { entries[$0.index] }
     }
 
     /// The query of this view with another sort, order or page.
