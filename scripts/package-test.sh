@@ -3,8 +3,9 @@
 # Swift, where `apt-get install ./syncfs_….deb` resolves the dependencies from Debian; then, in a
 # chroot with /dev/fuse bound in: `syncfs-mount --version`, `init`, `serve` on loopback,
 # `token create`, two mounts of the served container and a file written in one appearing, equal,
-# in the other; `unmount`, the server stopped, and `dpkg -r syncfs` removing every file of the
-# package while the users' data stays. Any step that fails fails the test, naming the step.
+# in the other (and in a third mount made by `mount -t fuse.syncfs`, the package's helper);
+# `unmount`, the server stopped, and `dpkg -r syncfs` removing every file of the package while
+# the users' data stays. Any step that fails fails the test, naming the step.
 #   scripts/package-test.sh [DEB]      (default: the newest dist/syncfs_*.deb; as root)
 # Cached in SYNCFS_PACKAGE_TEST_CACHE (default /var/cache/syncfs-package-test): the debootstrapped
 # root (made once, ~80 s and ~60 MB of downloads; copied afresh for each run) and the .debs apt
@@ -123,7 +124,7 @@ wait_for() {
 is_mounted() { grep -qs " $1 fuse" /proc/mounts; }
 finish() {
     local status=$?
-    for mountpoint in /mnt/a /mnt/b; do
+    for mountpoint in /mnt/a /mnt/b /mnt/c; do
         if is_mounted "$mountpoint"; then
             syncfs-mount unmount "$mountpoint" >/dev/null 2>&1 || umount -l "$mountpoint" || true
         fi
@@ -212,8 +213,16 @@ cmp /mnt/a/hello.txt /mnt/b/hello.txt || fail "hello.txt differs"
 wait_for 60 "package-test.bin in /mnt/b" test -e /mnt/b/package-test.bin
 cmp /mnt/a/package-test.bin /mnt/b/package-test.bin || fail "package-test.bin differs"
 
-step "unmount both"
-for side in a b; do
+step "a third mount, made by mount(8) through /sbin/mount.fuse.syncfs, has the file"
+mkdir -p /mnt/c
+mount -t fuse.syncfs "$url" /mnt/c -o "token_file=/root/team.token,state_dir=/var/lib/package-test/c" \
+    || fail "mount -t fuse.syncfs: exit $?"
+is_mounted /mnt/c || fail "/mnt/c is not a FUSE mount after mount(8) returned"
+wait_for 60 "package-test.bin in /mnt/c" test -e /mnt/c/package-test.bin
+cmp /mnt/a/package-test.bin /mnt/c/package-test.bin || fail "package-test.bin differs in /mnt/c"
+
+step "unmount all three"
+for side in a b c; do
     syncfs-mount unmount "/mnt/$side" || fail "unmount /mnt/$side: exit $?"
     ! is_mounted "/mnt/$side" || fail "/mnt/$side is still mounted"
 done

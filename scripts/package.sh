@@ -80,6 +80,7 @@ for scope in system user; do
     sed -e 's|/usr/local/bin/syncfs-mount|/usr/bin/syncfs-mount|g' \
         -e 's|(installed by scripts/setup.sh, not|(installed by the syncfs package, not|' \
         -e 's|^Description=.*|&\nDocumentation=man:syncfs-fstab(5) man:syncfs-mount-mount(1)|' \
+        -e 's|^# See doc/CLI.md, "systemd".|# See /usr/share/doc/syncfs/CLI.md.gz, "systemd".|' \
         "dist/systemd/$scope/syncfs@.service" >"$target"
     chmod 0644 "$target"
     if grep -q /usr/local "$target" || ! grep -q '^ExecStart=/usr/bin/syncfs-mount ' "$target"; then
