@@ -48,7 +48,7 @@ package_version="${version//-/\~}"
 
 # ---- Every package linked in statically is named in the copyright file.
 while read -r pin; do
-    grep -qw -- "$pin" dist/debian/copyright \
+    grep -qE -- "(^|[[:space:],(])$pin([[:space:],;)]|\$)" dist/debian/copyright \
         || fail "dist/debian/copyright does not name $pin (pinned in Package.resolved): add it with its licence"
 done < <(sed -n 's/^ *"identity" : "\(.*\)",$/\1/p' Package.resolved)
 
