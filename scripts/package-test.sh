@@ -155,7 +155,9 @@ apt-get update -qq || fail "apt-get update"
 apt-get install -y -q --no-install-recommends "./$deb" >/root/apt.log 2>&1 || { cat /root/apt.log >&2; fail "apt-get install"; }
 dpkg-query -W -f='${db:Status-Status}' syncfs | grep -qx installed || fail "syncfs is not installed"
 
-step "no Swift library anywhere, none loaded"
+step "after the install: no Swift toolchain, no Swift library anywhere, none loaded"
+[ ! -e /opt/swift ] || fail "/opt/swift exists"
+! command -v swift >/dev/null || fail "swift is on PATH: $(command -v swift)"
 swift_libraries=$(find / -xdev \( -name 'libswift*.so*' -o -name 'libFoundation*.so*' -o -name 'libdispatch.so*' \) -print)
 [ -z "$swift_libraries" ] || fail "Swift libraries in the root: $swift_libraries"
 libraries=$(ldd /usr/bin/syncfs-mount) || fail "ldd /usr/bin/syncfs-mount"
