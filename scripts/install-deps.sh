@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages SyncFS builds, runs and tests with, if any is missing.
 # Usage: scripts/install-deps.sh [--test|--bench|--services]
-#   --test adds the programs the test suites drive, the services' included;
+#   --test adds the programs the test suites drive, the services' included, and what
+#     scripts/package.sh and scripts/package-test.sh use (dpkg-dev, binutils, lintian, debootstrap);
 #   --bench adds what scripts/bench.sh runs, g++ included (it compiles libfuse's passthrough_hp);
 #   --services installs only what scripts/services.sh runs (PostgreSQL 15, Ceph's monitor, OSD, RGW).
 set -euo pipefail
@@ -10,7 +11,7 @@ set -euo pipefail
 packages=(fuse3 libfuse3-dev libsqlite3-dev zlib1g-dev libargon2-dev pkg-config attr inotify-tools)
 services=(postgresql-15 ceph-mon ceph-osd radosgw curl python3)
 case "${1:-}" in
---test) packages+=(git sqlite3 tar rsync openssl python3 groff-base chromium chromium-driver python3-selenium) ;;
+--test) packages+=(git sqlite3 tar rsync openssl python3 groff-base chromium chromium-driver python3-selenium dpkg-dev binutils lintian debootstrap) ;;
 --bench) packages+=(g++ xz-utils fio rclone git tar python3) ;;
 --services) packages=() ;;
 *) services=() ;;

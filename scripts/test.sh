@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of SyncFS: installs what is missing, lints, builds (warnings are errors),
-# then the unit tests and the mount tests (the built binary on real FUSE mounts). PostgreSQL and
-# Ceph RGW run for the duration (scripts/services.sh), stopped whatever happens.
+# then the unit tests and the mount tests (the built binary on real FUSE mounts), then builds the
+# Debian package and tests it in a clean Debian root. PostgreSQL and Ceph RGW run for the
+# duration (scripts/services.sh), stopped whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
@@ -40,4 +41,16 @@ Tests/Browser/run.sh 2>&1 | tee -a .build/test-output.txt || status=$?
 awk '$3 ~ /^fuse/ && $1 ~ /^syncfs/ {print $2}' /proc/mounts | while read -r mountpoint; do
     case "$mountpoint" in /tmp/syncfs-tests-*) fusermount3 -u -z "$mountpoint" || true ;; esac
 done
+# The Debian package: a release build of its own (.build-release-static, incremental after the
+# first), lintian, then installed and used in a clean Debian 12 root (debootstrapped once, cached).
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+if ! scripts/package.sh 2>&1 | tee .build/package-output.txt; then
+    echo "test.sh: scripts/package.sh failed" >&2
+    status=1
+elif ! "${sudo_cmd[@]}" scripts/package-test.sh "$(tail -n 1 .build/package-output.txt)" 2>&1 \
+    | tee -a .build/package-output.txt; then
+    echo "test.sh: scripts/package-test.sh failed" >&2
+    status=1
+fi
 exit "$status"
