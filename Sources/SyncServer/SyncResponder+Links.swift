@@ -228,6 +228,7 @@ extension SyncResponder {
                 }
                 let chunk: EncodedChunk
                 if index == 0, let first { chunk = first } else { chunk = try await container.chunk(reference.hash) }
+                ServerMetrics.chunkBytesOut.increment(by: chunk.payload.count)
                 let plain = try await Offload.run { () throws(ContainerProtocolError) -> [UInt8] in
                     try ChunkCodec.decode(chunk)
                 }
