@@ -280,6 +280,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "SyncObservabilityTests",
+            dependencies: ["SyncObservability", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "SyncCredentialsTests",
             dependencies: ["SyncCredentials"],
             swiftSettings: strict

@@ -23,13 +23,15 @@ struct MetricsDocumentTest {
         "mount": ["syncfs_mount_fuse_operations_total", "syncfs_mount_fuse_operation_duration_seconds"],
     ]
 
-    @Test func bothScrapesAreTheDocumentedSeriesAfterAWorkload() throws {
+    /// On the database backend the storage series appear too (PostgreSQL and S3 calls).
+    @Test(arguments: MountServerBackend.allCases)
+    func bothScrapesAreTheDocumentedSeriesAfterAWorkload(backend: MountServerBackend) throws {
         let documented = try DocumentedSeries.load()
         #expect(documented.sections["serve"]?.count ?? 0 >= 10 && documented.sections["mount"]?.count ?? 0 >= 10)
         let base = try makeTemporaryDirectory("syncfs-tests")
         defer { try? FileManager.default.removeItem(atPath: base) }
         let server = try ServerProcess.start(
-            root: base + "/server",
+            root: base + "/server", backend: backend,
             serveArguments: [
                 "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--default-quota", "1G", "--gc-every", "1h",
             ])
@@ -110,6 +112,14 @@ struct MetricsDocumentTest {
         #expect(
             serve.values("syncfs_server_quota_used_bytes").contains { $0.labels["container"] == "box" && $0.value > 0 },
             "\(serve.text)")
+        if backend == .postgresS3 {
+            let storage = serve.values("syncfs_server_storage_duration_seconds_count")
+            for kind in ["postgres", "s3"] {
+                #expect(storage.contains { $0.labels["backend"] == kind && $0.value > 0 }, "\(kind)\n\(serve.text)")
+            }
+        } else {
+            #expect(serve.types["syncfs_server_storage_duration_seconds"] == nil, "no storage calls on --root")
+        }
         #expect((mount.total("syncfs_mount_uploaded_bytes_total") ?? 0) >= 400_000, "\(mount.text)")
         #expect((mount.total("syncfs_mount_fuse_operations_total") ?? 0) > 10, "\(mount.text)")
         #expect(
