@@ -20,6 +20,10 @@ enum ServerMetrics {
     static let gcRunsFailed = Counter(label: "syncfs_server_gc_runs_total", dimensions: [("result", "failed")])
     static let gcBytesFreed = Counter(label: "syncfs_server_gc_freed_bytes_total")
 
+    /// Whether a registry was bootstrapped before the first look (`serve --metrics-listen` does it
+    /// before the server starts): without one, a request's route is not worked out twice.
+    static let isEnabled = !(MetricsSystem.factory is NOOPMetricsHandler)
+
     /// Makes the fixed series now, so that a scrape shows them at 0 before anything happened.
     static func prepare() {
         _ = (committedChanges, refusedChanges, commitRequests, chunkBytesIn, chunkBytesOut)
@@ -30,6 +34,7 @@ enum ServerMetrics {
     /// One answered request: its count by route, method and status, and its latency by route and
     /// method (from the responder's start to the response's head; a long poll's wait included).
     static func answered(method: HTTPRequest.Method, path: String, status: Int, elapsed: Duration) {
+        guard isEnabled else { return }
         let methodName = knownMethods.contains(method.rawValue) ? method.rawValue : "other"
         let route: String
         if case .endpoint(let endpoint, _) = RouteResolution.resolve(method: method.rawValue, path: path) {
