@@ -31,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         // A container's entries, versions and change feed in PostgreSQL (#16).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Counters and histograms of the server and the mount, exported as Prometheus text.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -63,6 +66,7 @@ let package = Package(
             dependencies: [
                 "CZlib", "SQLiteSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -94,6 +98,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -144,6 +149,21 @@ let package = Package(
             dependencies: [
                 "CFuse", "SQLiteSupport", "SyncBackend", "SyncMerge",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // The metrics listener (Prometheus text at /metrics) and the JSON log format, shared by
+        // `serve` and `mount`.
+        .target(
+            name: "SyncObservability",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -151,7 +171,7 @@ let package = Package(
             name: "syncfs-mount",
             dependencies: [
                 "SyncFS", "SyncBackend", "SyncServer", "SyncClient", "SyncPostgres", "SyncS3", "SyncServerPostgres",
-                "SyncSealed",
+                "SyncSealed", "SyncObservability",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -260,6 +280,11 @@ let package = Package(
                 "SyncSealed", "SyncBackend", "SyncBackendTesting", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SyncObservabilityTests",
+            dependencies: ["SyncObservability", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(

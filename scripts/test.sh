@@ -28,7 +28,7 @@ fi
 # One run per test target: the container tests measure wake-up latencies, and the mount tests
 # block Swift's cooperative threads (two on this machine) while they wait for daemons. Separate
 # processes keep them apart.
-for target in SQLiteSupportTests SyncBackendTests SyncServerTests SyncCredentialsTests SyncSealedTests SyncMergeTests SyncS3Tests SyncPostgresTests SyncFSTests MountTests; do
+for target in SQLiteSupportTests SyncBackendTests SyncServerTests SyncCredentialsTests SyncObservabilityTests SyncSealedTests SyncMergeTests SyncS3Tests SyncPostgresTests SyncFSTests MountTests; do
     # The server suites run one test at a time: the load test saturates both cores, and the push
     # and graceful-stop tests check that answers come sooner than a poll or a timeout would.
     parallel=()

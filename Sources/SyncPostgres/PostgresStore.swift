@@ -174,9 +174,14 @@ public final class PostgresStore: Sendable {
     func run<T: Sendable>(
         _ what: String, timeout: Duration? = nil, _ body: @escaping @Sendable (PostgresClient) async throws -> T
     ) async throws(ContainerProtocolError) -> T {
+        let measure = StorageMetrics(backend: "postgres", operation: "query")
         do {
-            return try await withTimeout(timeout ?? options.operationTimeout) { [client] in try await body(client) }
+            let result = try await withTimeout(timeout ?? options.operationTimeout) { [client] in try await body(client)
+            }
+            measure.ended(failed: false)
+            return result
         } catch {
+            measure.ended(failed: true)
             throw PostgresFailure.containerError(error, doing: what)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SyncBackend
 
 /// A small S3 client for the object stores SyncFS keeps chunks in (AWS S3, Ceph RGW, MinIO,
 /// Garage, Backblaze B2, Cloudflare R2): PUT (optionally only if absent), GET, HEAD, DELETE and
@@ -123,13 +124,16 @@ public struct S3Client: Sendable {
         while true {
             let request = signedRequest(method, objectKey: objectKey, query: query, headers: extra, body: body)
             let error: S3Error
+            let measure = StorageMetrics(backend: "s3", operation: method)
             do {
                 let response = try await transport.send(request, maxBody: maxObjectSize + 4096, timeout: requestTimeout)
+                measure.ended(failed: !(200..<300).contains(response.status) && response.status != 404)
                 if (200..<300).contains(response.status) { return response }
                 let code = String(data: response.body.prefix(65536), encoding: .utf8).flatMap(S3XML.errorCode)
                 error = S3Error.classify(
                     status: response.status, code: code, key: key ?? location.bucket, method: method)
             } catch let failure {
+                measure.ended(failed: true)
                 error = failure
             }
             guard retryPolicy.shouldRetry(error, afterAttempt: attempt) else { throw error }

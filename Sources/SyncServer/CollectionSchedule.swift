@@ -131,9 +131,11 @@ public struct CollectionSchedule: Sendable {
             let result: String
             switch outcome {
             case .success(let report):
+                ServerMetrics.collected(bytesFreed: report.bytesFreed)
                 result = Self.describe(report)
                 logger.info("garbage collection of '\(name)': \(result)")
             case .failure(let error):
+                ServerMetrics.collected(bytesFreed: nil)
                 result = "failed: \(error)"
                 logger.warning("garbage collection of '\(name)' failed: \(error); trying again next round")
             }

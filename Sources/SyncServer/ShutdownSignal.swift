@@ -69,8 +69,16 @@ final class ShutdownSignal: Sendable {
         _ wait: @escaping @Sendable () async throws(ContainerProtocolError) -> Bool
     ) async throws(ContainerProtocolError) -> Bool {
         if isTriggered { return false }
-        waitsInProgress.withLock { $0 += 1 }
-        defer { waitsInProgress.withLock { $0 -= 1 } }
+        waitsInProgress.withLock {
+            $0 += 1
+            ServerMetrics.openLongPolls.record($0)
+        }
+        defer {
+            waitsInProgress.withLock {
+                $0 -= 1
+                ServerMetrics.openLongPolls.record($0)
+            }
+        }
         let result = await withTaskGroup(of: Result<Bool, ContainerProtocolError>?.self) { group in
             group.addTask {
                 do throws(ContainerProtocolError) {

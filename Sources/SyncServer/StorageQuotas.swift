@@ -72,6 +72,7 @@ final class QuotaBook: Sendable {
             return
         case .known(let bytes):
             used = bytes
+            ServerMetrics.quotaUse(name, used: used, limit: limit)
             guard used + Self.bytes(of: chunks) > limit else { return }
             let adding = await notHeld(chunks, container)
             guard !adding.isEmpty, used + Self.bytes(of: adding) > limit else { return }
@@ -92,8 +93,12 @@ final class QuotaBook: Sendable {
 
     /// Counts a chunk stored in `name` since the last measurement.
     func stored(_ chunk: EncodedChunk, name: String) {
-        guard settings.limit(for: name) != nil else { return }
-        usage.withLock { $0[name]?.storedSince += Int64(chunk.payload.count) }
+        guard let limit = settings.limit(for: name) else { return }
+        let used = usage.withLock { usage in
+            usage[name]?.storedSince += Int64(chunk.payload.count)
+            return usage[name].map { $0.measured + $0.storedSince }
+        }
+        if let used { ServerMetrics.quotaUse(name, used: used, limit: limit) }
     }
 
     /// What is known of a container's stored bytes.

@@ -145,6 +145,7 @@ extension SyncResponder {
             try await call.container.putChunks(chunks)
         }
         for chunk in chunks { quotas?.stored(chunk, name: call.name) }
+        ServerMetrics.chunkBytesIn.increment(by: chunks.reduce(0) { $0 + $1.payload.count })
         return JSONResponse.empty(status: 204)
     }
 

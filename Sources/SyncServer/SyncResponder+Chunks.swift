@@ -54,6 +54,7 @@ extension SyncResponder {
             try await call.container.putChunk(chunk)
         }
         quotas?.stored(chunk, name: call.name)
+        ServerMetrics.chunkBytesIn.increment(by: chunk.payload.count)
         return JSONResponse.empty(status: 204)
     }
 
@@ -66,6 +67,7 @@ extension SyncResponder {
             try await call.container.chunk(hash)
         }
         try bandwidth?.admit(chunk.payload.count, .download, container: call.name)
+        ServerMetrics.chunkBytesOut.increment(by: chunk.payload.count)
         return JSONResponse.bytes(
             chunk.payload, status: 200, contentType: "application/octet-stream",
             headers: [

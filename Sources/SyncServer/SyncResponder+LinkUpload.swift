@@ -106,6 +106,7 @@ extension SyncResponder {
             try await container.putChunk(chunk)
         }
         quotas?.stored(chunk, name: link.container)
+        ServerMetrics.chunkBytesIn.increment(by: chunk.payload.count)
         return ChunkRef(hash: chunk.hash, length: Int64(cut))
     }
 

@@ -110,6 +110,8 @@ struct SyncResponder: HTTPResponder {
             Self.markPrivate(&response)
         }
         let elapsed = ContinuousClock.now - started
+        ServerMetrics.answered(
+            method: request.method, path: request.uri.path, status: Int(response.status.code), elapsed: elapsed)
         context.logger.debug(
             "\(request.method.rawValue) \(Self.loggable(request.uri.path)) \(response.status.code)",
             metadata: ["duration": "\(elapsed)"])
@@ -243,6 +245,7 @@ struct SyncResponder: HTTPResponder {
 
     /// Queues an audit line summing up a commit request: how many changes, how many committed.
     func noteCommits(_ call: Call, changes: Int, committed: Int) {
+        ServerMetrics.commits(changes: changes, committed: committed)
         audit?.note(
             AuditRecord(
                 time: AccessControl.unixNow(), container: call.name, actor: call.grant.actor, address: call.address,

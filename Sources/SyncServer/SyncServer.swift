@@ -157,6 +157,7 @@ public struct SyncServer: Sendable {
     package func makeServiceGroup(
         signals: [UnixSignal], onListening: @escaping @Sendable (ListenAddress) -> Void
     ) throws(SyncServerError) -> (ServiceGroup, ServerState) {
+        ServerMetrics.prepare()
         let shutdown = ShutdownSignal()
         let limits = configuration.limits
         let audit = (tokens as? AccessControl).map { AuditLog(store: $0.store, logger: configuration.logger) }

@@ -184,6 +184,10 @@ enum ManualExamples {
                 "Serve from PostgreSQL and an S3 bucket (several such processes may run at once):",
                 "syncfs-mount serve --database postgres://syncfs@db.example.org/syncfs --chunk-store 's3://syncfs-chunks?endpoint=https://s3.example.org&region=eu-1' --listen 0.0.0.0:8443 --tls-cert /etc/syncfs/cert.pem --tls-key /etc/syncfs/key.pem"
             ),
+            Example(
+                "Log JSON lines and serve Prometheus metrics on loopback port 9464 (doc/METRICS.md):",
+                "syncfs-mount serve --root /srv/syncfs --listen 0.0.0.0:8443 --tls-cert /etc/syncfs/cert.pem --tls-key /etc/syncfs/key.pem --log-format json --metrics-listen 9464"
+            ),
         ],
         "syncfs-mount-server-init": [
             Example(

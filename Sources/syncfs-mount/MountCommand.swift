@@ -5,6 +5,7 @@ import Logging
 import SyncBackend
 import SyncClient
 import SyncFS
+import SyncObservability
 
 struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -85,6 +86,9 @@ struct MountCommand: ParsableCommand {
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
+
+    @OptionGroup(title: "Logs and metrics")
+    var observability: ObservabilityOptions
 
     @Option(help: "Milliseconds a changed file must stay closed and unchanged before it is uploaded.")
     var uploadDelay: Int = 100
@@ -323,13 +327,20 @@ struct MountCommand: ParsableCommand {
     }
 
     private func runForeground(_ configuration: MountConfiguration) throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        observability.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "syncfs")
+        var configuration = configuration
+        let endpoint: MetricsEndpoint?
+        do {
+            endpoint = try observability.startMetrics(logger: logger, buckets: MountMetrics.buckets) {
+                let metrics = MountMetrics()
+                configuration.metrics = metrics
+                return { metrics.sample() }
+            }
+        } catch {
+            throw fail(MountError(.badInput, "\(error)"))
+        }
+        defer { endpoint?.stop() }
         do {
             try MountDaemon.run(
                 configuration, openContainer: MountContainer.opener(configuration, logger: logger), logger: logger
@@ -387,6 +398,7 @@ struct MountCommand: ParsableCommand {
         arguments += configuration.kernelFlags.commandLine
         arguments += guardOptions.commandLine
         arguments += limitOptions.commandLine
+        arguments += observability.commandLine
         if let tokenFile = configuration.tokenFile { arguments += ["--token-file", tokenFile] }
         if let caFile = configuration.caFile { arguments += ["--ca-file", caFile] }
         if mergeCommands != nil, let file = configuration.mergeCommandsFile { arguments += ["--merge-commands", file] }

@@ -5,6 +5,7 @@ import Glibc
 import Logging
 import SyncBackend
 import SyncFS
+import SyncObservability
 import SyncServer
 import SyncServerPostgres
 import Synchronization
@@ -96,6 +97,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug (every request), info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @OptionGroup(title: "Logs and metrics")
+    var observability: ObservabilityOptions
+
     @Flag(help: "Stop gracefully when standard input reaches end-of-file (for test runners).")
     var lifeline = false
 
@@ -167,12 +171,7 @@ struct ServeCommand: ParsableCommand {
     func run() throws {
         makeFilesPrivate()
         Self.resetTerminationSignals()
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        observability.bootstrapLogging(level: Logger.Level(rawValue: logLevel) ?? .info)
         guard let address = ListenAddress(parsing: listen) else { throw ExitCode(.usage) }
         var tls: TLSFiles?
         if let tlsCert, let tlsKey {
@@ -186,6 +185,14 @@ struct ServeCommand: ParsableCommand {
         configuration.collection = try collection()
         configuration.quotas = try quotas()
         configuration.bandwidth = try bandwidthOptions.limits()
+        // Before the server makes its series; a busy address fails before the database is opened.
+        let metrics: MetricsEndpoint?
+        do {
+            metrics = try observability.startMetrics(logger: configuration.logger)
+        } catch {
+            throw fail(SyncServerError(.badInput, "\(error)"))
+        }
+        defer { metrics?.stop() }
         var backend: DatabaseBackend.Opened?
         if let database, let chunkStore {
             do throws(BackendFailure) {

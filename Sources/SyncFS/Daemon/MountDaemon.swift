@@ -70,6 +70,8 @@ public struct MountConfiguration: Sendable {
     /// `--upload-limit`, `--download-limit` (nil: none) and `--limit-schedule` (no entries: none).
     package var bandwidthLimits = BandwidthLimits()
     package var limitSchedule = LimitSchedule.none
+    /// The series `--metrics-listen` exports (`MountMetrics`); nil: no metrics.
+    public var metrics: MountMetrics?
 
     public init(container: String, mountpoint: String, stateDirectory: String, lifeline: Bool) {
         self.container = container
@@ -120,9 +122,12 @@ public enum MountDaemon {
             locks.stop()
             throw error
         }
+        // Sampled while the mount is live; not once the engine stops and the state closes.
+        configuration.metrics?.attach(engine)
         let result = serve(
             session, fileSystem: fileSystem, engine: engine, locks: locks, configuration: configuration,
             statePath: state.path, systemd: systemd, logger: logger, ready: ready)
+        configuration.metrics?.attach(nil)
         let left = fileSystem.outbox.items.count
         logger.info(
             "unmounted \(configuration.mountpoint); committing state (\(left) changes stay queued for the next mount)")
@@ -208,7 +213,7 @@ public enum MountDaemon {
                 fsName: "syncfs:" + configuration.container,
                 cacheTimeout: configuration.cacheTimeout, honoursSetuid: configuration.allowRemoteSetuid,
                 flags: configuration.kernelFlags, locks: configuration.locksAcrossMounts ? locks : nil,
-                logger: logger)
+                timing: configuration.metrics?.makeTiming(), logger: logger)
         } catch {
             engine.stop()
             do {

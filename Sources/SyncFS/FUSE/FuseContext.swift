@@ -21,12 +21,18 @@ final class FuseContext: Sendable {
     let locks: MountLocks?
     /// Lock requests waiting for their answer, answered before the session goes (`PendingLock`).
     let pendingLocks = PendingLocks()
+    /// The operations' counts and sampled latencies (`--metrics-listen`); nil: not measured.
+    let timing: FuseOperationTiming?
 
-    init(fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double, locks: MountLocks? = nil) {
+    init(
+        fileSystem: SyncFileSystem, logger: Logger, cacheTimeout: Double, locks: MountLocks? = nil,
+        timing: FuseOperationTiming? = nil
+    ) {
         self.fileSystem = fileSystem
         self.logger = logger
         self.cacheTimeout = cacheTimeout
         self.locks = locks
+        self.timing = timing
     }
 
     static func of(_ req: fuse_req_t?) -> FuseContext {

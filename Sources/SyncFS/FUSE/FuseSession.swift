@@ -25,11 +25,12 @@ final class FuseSession: @unchecked Sendable {
     /// can: fusermount3 keeps `nosuid,nodev` for every other user). `flags` adds `ro`,
     /// `allow_other` and `noexec` on request (`MountKernelFlags`). With `locks`, every flock and
     /// fcntl lock of the mount goes to it (`FuseOperations+Locks.swift`); without, the kernel
-    /// keeps them, for this mount only.
+    /// keeps them, for this mount only. With `timing`, every operation of the table is counted
+    /// and a sample timed (`FuseOperationTiming`).
     init(
         fileSystem: SyncFileSystem, mountpoint: String, fsName: String, cacheTimeout: Double,
         honoursSetuid: Bool = false, flags: MountKernelFlags = MountKernelFlags(), locks: MountLocks? = nil,
-        logger: Logger
+        timing: FuseOperationTiming? = nil, logger: Logger
     ) throws {
         self.mountpoint = mountpoint
         let safeName = fsName.map { $0 == "," || $0 == "\\" ? "_" : $0 }
@@ -41,7 +42,8 @@ final class FuseSession: @unchecked Sendable {
         var cArguments = arguments.map { strdup($0) }
         defer { for argument in cArguments { free(argument) } }
         let context = Unmanaged.passRetained(
-            FuseContext(fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout, locks: locks))
+            FuseContext(
+                fileSystem: fileSystem, logger: logger, cacheTimeout: cacheTimeout, locks: locks, timing: timing))
         self.context = context
         var operations = makeOperationTable()
         if locks != nil { addLockOperations(&operations) }
@@ -50,6 +52,7 @@ final class FuseSession: @unchecked Sendable {
         } else {
             refuseModificationsWhileViewing(&operations)
         }
+        timing?.wrap(&operations)
         let created = cArguments.withUnsafeMutableBufferPointer { buffer -> OpaquePointer? in
             var args = fuse_args(argc: Int32(buffer.count), argv: buffer.baseAddress, allocated: 0)
             return syncfs_session_new(&args, &operations, context.toOpaque())

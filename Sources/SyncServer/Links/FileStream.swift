@@ -34,6 +34,7 @@ enum FileStream {
     ) async throws -> [UInt8] {
         let chunk: EncodedChunk
         if let first { chunk = first } else { chunk = try await container.chunk(reference.hash) }
+        ServerMetrics.chunkBytesOut.increment(by: chunk.payload.count)
         let plain = try await Offload.run { () throws(ContainerProtocolError) -> [UInt8] in
             try ChunkCodec.decode(chunk)
         }

@@ -170,6 +170,7 @@ extension UploadRecords {
     /// `uploadCommitted` for each of `commits`, all in one transaction (the commits of a batch).
     func uploadsCommitted(_ commits: [(item: OutboxItem, entry: RemoteEntry)]) {
         guard !commits.isEmpty else { return }
+        MountSeries.committed(readyAt: commits.map(\.item.readyAt), now: outbox.now)
         let clean = live.transact { tree -> Bool in
             var clean = false
             for (item, entry) in commits where record(item, committedAs: entry, in: &tree) { clean = true }
