@@ -126,11 +126,12 @@ class Stack:
 class Session:
     """A signed-in session without a browser (urllib with its own cookie jar): another device."""
 
-    def __init__(self, url):
+    def __init__(self, url, agent="Python-urllib (a test's other device)"):
         self.url = url
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(self.jar), NoRedirect())
+        self.opener.addheaders = [("User-Agent", agent)]
 
     def get(self, path):
         try:

@@ -180,7 +180,8 @@ class WebChangesTest(unittest.TestCase):
         screenshot(self.driver, "versions")
         rows[1].find_element(By.TAG_NAME, "button").click()
         wait_until(lambda: read(target) == "first version\n", "the old version on the mount")
-        self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#versions tbody tr")), 3)
+        wait_until(lambda: len(self.driver.find_elements(By.CSS_SELECTOR, "#versions tbody tr")) == 3,
+                   "the restore listed as the newest version")
 
     def test_a_deleted_file_comes_back_from_the_trash(self):
         target = self.on_mount("inbox/trash-me.txt")

@@ -75,8 +75,12 @@ class WebPagesTest(unittest.TestCase):
     def open(self, path):
         self.driver.get(self.stack.url + path)
 
-    def sign_in(self, user="alice", password=PASSWORD, totp=None):
+    def sign_in(self, user="alice", password=PASSWORD, totp=None, expect_in=True):
+        """Signs in through the form; returns once the page says who is signed in (unless the
+        sign-in is expected to fail), so the next navigation carries the new cookie."""
         support.sign_in(self.driver, self.stack.url, user, password, totp)
+        if expect_in:
+            wait_until(lambda: self.signed_in_as() == user, f"{user} signed in")
 
     def signed_in_as(self):
         names = self.driver.find_elements(By.CSS_SELECTOR, ".who")
@@ -88,7 +92,7 @@ class WebPagesTest(unittest.TestCase):
     # -- Signing in
 
     def test_a_wrong_password_is_refused_and_the_right_one_lets_in(self):
-        self.sign_in(password="not the password at all")
+        self.sign_in(password="not the password at all", expect_in=False)
         error = wait_until(lambda: self.driver.find_elements(By.ID, "signin-error"), "the sign-in error")
         self.assertIn("wrong", error[0].text)
         self.assertIsNone(self.signed_in_as())
@@ -127,8 +131,7 @@ class WebPagesTest(unittest.TestCase):
         self.assertIn(f"{HOSTILE}.txt", self.entry_names())
         link = [a for a in self.driver.find_elements(By.CSS_SELECTOR, "#entries a") if a.text == f"{HOSTILE}.txt"]
         link[0].click()
-        wait_until(lambda: self.driver.find_elements(By.TAG_NAME, "h1"), "the file page")
-        self.assertEqual(self.driver.find_element(By.TAG_NAME, "h1").text, f"{HOSTILE}.txt")
+        wait_until(lambda: self.driver.find_element(By.TAG_NAME, "h1").text == f"{HOSTILE}.txt", "the file page")
         self.assertIsNone(self.driver.execute_script("return window.pwned"))
         self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "main img"), [])
         with self.assertRaises(NoAlertPresentException):
@@ -247,7 +250,8 @@ class WebPagesTest(unittest.TestCase):
         self.assertEqual(session.get("/sessions")[0], 200)
 
     def test_another_browser_is_listed_and_signed_out_from_here(self):
-        other = support.Session(self.stack.url)
+        agent = "the other browser of test_another_browser"
+        other = support.Session(self.stack.url, agent=agent)
         status, _, _ = other.sign_in("alice")
         self.assertEqual(status, 303)
         self.assertEqual(other.get("/")[0], 200)
@@ -256,12 +260,12 @@ class WebPagesTest(unittest.TestCase):
         rows = self.driver.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
         self.assertGreaterEqual(len(rows), 2)
         screenshot(self.driver, "sessions")
-        agent = "Python-urllib"
         buttons = [row.find_element(By.TAG_NAME, "button") for row in rows
                    if agent in row.text and "signed in" in row.text]
         self.assertTrue(buttons, "the other session is listed as signed in")
         buttons[0].click()
-        wait_until(lambda: self.driver.current_url.endswith("/sessions"), "back to the sessions")
+        wait_until(lambda: not [row for row in self.driver.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
+                                if agent in row.text and "signed in" in row.text], "the other browser signed out")
         status, headers, _ = other.get("/")
         self.assertEqual((status, headers.get("Location")), (303, "/login"))
         self.assertEqual(self.signed_in_as(), "alice")
@@ -327,9 +331,12 @@ class WebPagesTest(unittest.TestCase):
             self.assertEqual(response.headers["Referrer-Policy"], "no-referrer")
         self.assertIn("readme.txt", page)
         self.assertNotIn(HOSTILE, page)
-        row = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr") if "live" in r.text][0]
+        row = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr")
+               if "live" in r.text and "docs" in r.text][0]
+        link_id = row.text.split()[0]
         row.find_element(By.TAG_NAME, "button").click()
-        wait_until(lambda: "revoked" in self.driver.find_element(By.ID, "links").text, "the link revoked")
+        wait_until(lambda: any(r.text.startswith(link_id) and "revoked" in r.text for r in
+                               self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr")), "the link revoked")
         self.assertEqual(anonymous.get(link)[0], 404)
         audit = self.driver.find_element(By.ID, "audit").text
         self.assertIn("role-change", audit)
@@ -366,8 +373,10 @@ class WebPagesTest(unittest.TestCase):
             self.open("/c/team/admin")
             rows = [r for r in self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr")
                     if "live" in r.text and "docs" in r.text and "view" in r.text]
+            link_id = rows[0].text.split()[0]
             rows[0].find_element(By.TAG_NAME, "button").click()
-            wait_until(lambda: self.driver.current_url.endswith("/c/team/admin"), "back on the admin page")
+            wait_until(lambda: any(row.text.startswith(link_id) and "revoked" in row.text for row in
+                                   self.driver.find_elements(By.CSS_SELECTOR, "#links tbody tr")), "the link revoked")
             stranger.get(self.stack.url + view)
             self.assertIn("does not work", stranger.find_element(By.ID, "failure").text)
         finally:
