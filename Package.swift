@@ -284,7 +284,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncObservabilityTests",
-            dependencies: ["SyncObservability", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SyncObservability", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(

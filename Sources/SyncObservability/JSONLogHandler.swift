@@ -11,21 +11,27 @@ import Synchronization
 /// text format shows; `metadata` (only when there is any) holds the handler's, the provider's and
 /// the call's metadata, each value as a string (a list or dictionary value as its text form).
 /// Keys are written in this order and never renamed (doc/CLI.md, "Log lines"). Each line is one
-/// `write(2)`, so lines of concurrent loggers never interleave.
+/// `write(2)`, so lines of concurrent loggers never interleave. Under systemd the same fields go to
+/// the journal as its own fields (`JournalOutput`).
 public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let output: @Sendable ([UInt8]) -> Void
+    /// The journal, when standard error is systemd's stream to it (`JournalOutput.detect`): each
+    /// record goes there with its fields, and to `output` only if the journal refuses it.
+    private let journal: JournalOutput?
 
     public init(
         label: String, level: Logger.Level = .info, metadataProvider: Logger.MetadataProvider? = nil,
+        journal: JournalOutput? = nil,
         output: @escaping @Sendable ([UInt8]) -> Void = JSONLogHandler.writeToStandardError
     ) {
         self.label = label
         self.logLevel = level
         self.metadataProvider = metadataProvider
+        self.journal = journal
         self.output = output
     }
 
@@ -38,6 +44,12 @@ public struct JSONLogHandler: LogHandler {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let own = event.metadata { merged.merge(own) { _, new in new } }
+        if let journal,
+            journal.send(
+                journal.datagram(level: event.level, label: label, message: "\(event.message)", metadata: merged))
+        {
+            return
+        }
         output(
             Array(
                 Self.line(time: Date(), level: event.level, label: label, message: "\(event.message)", metadata: merged)

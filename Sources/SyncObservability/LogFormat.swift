@@ -18,7 +18,8 @@ public enum LogFormat: String, Sendable, CaseIterable {
                 return handler
             }
         case .json:
-            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level) }
+            let journal = JournalOutput.detect()
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level, journal: journal) }
         }
     }
 
