@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
+import unittest
 import urllib.request
 
 from selenium import webdriver
@@ -192,3 +193,29 @@ def screenshot(driver, name):
     width = driver.get_window_size()["width"]
     driver.set_window_size(width, max(400, min(height + 140, 4000)))
     driver.save_screenshot(os.path.join(ARTEFACTS, f"{name}.png"))
+
+
+class StackTestCase(unittest.TestCase):
+    """A test class with one `Stack` served, the mounts `prepare` makes, and one browser, all
+    taken away after its last test whatever happened."""
+
+    @classmethod
+    def prepare(cls, stack):
+        """Adds containers, users and mounts to `stack` before and after `stack.serve()`."""
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stack = Stack()
+        try:
+            cls.prepare(cls.stack)
+            cls.driver = browser()
+        except BaseException:
+            cls.stack.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "driver", None):
+            cls.driver.quit()
+        cls.stack.close()

@@ -77,35 +77,23 @@ class DroppingProxy:
         self.listener.close()
 
 
-class WebChangesTest(unittest.TestCase):
+class WebChangesTest(support.StackTestCase):
     @classmethod
-    def setUpClass(cls):
-        cls.stack = support.Stack()
-        try:
-            token = cls.stack.container("team")
-            cls.stack.user("alice", {"team": "editor"})
-            cls.stack.user("victor", {"team": "viewer"})
-            cls.stack.serve()
-            cls.mount = cls.stack.mount("team", token)
-            os.makedirs(os.path.join(cls.mount, "inbox"))
-            os.makedirs(os.path.join(cls.mount, "archive"))
-            for name in ("rename-me.txt", "move-me.txt", "delete-me.txt", "keep.txt"):
-                with open(os.path.join(cls.mount, "inbox", name), "w") as file:
-                    file.write(name)
-            os.makedirs(os.path.join(cls.mount, "doomed/below"))
-            with open(os.path.join(cls.mount, "doomed/below/file.txt"), "w") as file:
-                file.write("deleted with its folder")
-            cls.stack.sync(cls.mount)
-            cls.driver = support.browser()
-        except BaseException:
-            cls.stack.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, "driver", None):
-            cls.driver.quit()
-        cls.stack.close()
+    def prepare(cls, stack):
+        token = stack.container("team")
+        stack.user("alice", {"team": "editor"})
+        stack.user("victor", {"team": "viewer"})
+        stack.serve()
+        cls.mount = stack.mount("team", token)
+        os.makedirs(os.path.join(cls.mount, "inbox"))
+        os.makedirs(os.path.join(cls.mount, "archive"))
+        for name in ("rename-me.txt", "move-me.txt", "delete-me.txt", "keep.txt"):
+            with open(os.path.join(cls.mount, "inbox", name), "w") as file:
+                file.write(name)
+        os.makedirs(os.path.join(cls.mount, "doomed/below"))
+        with open(os.path.join(cls.mount, "doomed/below/file.txt"), "w") as file:
+            file.write("deleted with its folder")
+        stack.sync(cls.mount)
 
     def sign_in(self, user="alice", base=None):
         support.sign_in(self.driver, base or self.stack.url, user)

@@ -33,37 +33,25 @@ def png(width, height):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
-class WebPagesTest(unittest.TestCase):
+class WebPagesTest(support.StackTestCase):
     @classmethod
-    def setUpClass(cls):
-        cls.stack = support.Stack()
-        try:
-            token = cls.stack.container("team")
-            cls.stack.container("other")
-            cls.stack.user("alice", {"team": "editor"})
-            cls.stack.user("victor", {"team": "viewer"})
-            cls.stack.user("ada", {"team": "admin"})
-            cls.stack.user("newcomer", {})
-            cls.stack.serve()
-            cls.mount = cls.stack.mount("team", token)
-            cls.write("docs/readme.txt", b"hello <b>web</b>\n")
-            cls.write(f"docs/{HOSTILE}.txt", b"a hostile name\n")
-            cls.write("photo.png", png(40, 30))
-            cls.write("nested/deeper/data.bin", os.urandom(300_000))
-            cls.write("nested/\u00e9t\u00e9.txt", "\u00e9t\u00e9\n".encode())
-            for index in range(250):
-                cls.write(f"many/file-{index:03d}.txt", b"x" * index)
-            cls.stack.sync(cls.mount)
-            cls.driver = support.browser()
-        except BaseException:
-            cls.stack.close()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, "driver", None):
-            cls.driver.quit()
-        cls.stack.close()
+    def prepare(cls, stack):
+        token = stack.container("team")
+        stack.container("other")
+        stack.user("alice", {"team": "editor"})
+        stack.user("victor", {"team": "viewer"})
+        stack.user("ada", {"team": "admin"})
+        stack.user("newcomer", {})
+        stack.serve()
+        cls.mount = stack.mount("team", token)
+        cls.write("docs/readme.txt", b"hello <b>web</b>\n")
+        cls.write(f"docs/{HOSTILE}.txt", b"a hostile name\n")
+        cls.write("photo.png", png(40, 30))
+        cls.write("nested/deeper/data.bin", os.urandom(300_000))
+        cls.write("nested/\u00e9t\u00e9.txt", "\u00e9t\u00e9\n".encode())
+        for index in range(250):
+            cls.write(f"many/file-{index:03d}.txt", b"x" * index)
+        stack.sync(cls.mount)
 
     @classmethod
     def write(cls, path, data):

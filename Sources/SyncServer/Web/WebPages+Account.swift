@@ -63,7 +63,7 @@ extension WebPages {
 
     /// `POST /logout`: ends this browser's session.
     func signOut(_ request: Request, _ signed: WebSessions.Signed) async throws(WireFailure) -> Response {
-        try WebSessions.checkChange(request, form: try await WebForm.read(request), signed: signed)
+        _ = try await WebSessions.changeForm(request, signed: signed)
         do {
             _ = try await sessions.store.revokeWebSession(
                 id: signed.session.id, user: signed.session.user, at: sessions.now())
@@ -174,8 +174,7 @@ extension WebPages {
     func revokeMachine(
         _ what: String, _ request: Request, _ signed: WebSessions.Signed
     ) async throws(WireFailure) -> Response {
-        let form = try await WebForm.read(request)
-        try WebSessions.checkChange(request, form: form, signed: signed)
+        let form = try await WebSessions.changeForm(request, signed: signed)
         let id = form["id"] ?? ""
         let user = signed.session.user
         let admin = AccountAdmin(
@@ -198,8 +197,7 @@ extension WebPages {
 
     /// `POST /sessions/revoke`: signs one of the user's own browsers out.
     func revokeSession(_ request: Request, _ signed: WebSessions.Signed) async throws(WireFailure) -> Response {
-        let form = try await WebForm.read(request)
-        try WebSessions.checkChange(request, form: form, signed: signed)
+        let form = try await WebSessions.changeForm(request, signed: signed)
         guard let id = form["id"], id.utf8.count == 8 else { throw WireFailure(.invalidRequest, "which session?") }
         let revoked: Bool?
         do {

@@ -77,8 +77,7 @@ extension WebPages {
     func adminChange(
         _ action: String, _ request: Request, _ open: OpenContainer, _ signed: WebSessions.Signed
     ) async throws(WireFailure) -> Response {
-        let form = try await WebForm.read(request)
-        try WebSessions.checkChange(request, form: form, signed: signed)
+        let form = try await WebSessions.changeForm(request, signed: signed)
         let admin = try administrator(open, signed)
         switch action {
         case "set-member":

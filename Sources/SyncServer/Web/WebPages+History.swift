@@ -154,8 +154,7 @@ extension WebPages {
     func editorForm(
         _ request: Request, _ open: OpenContainer, _ signed: WebSessions.Signed
     ) async throws(WireFailure) -> WebForm {
-        let form = try await WebForm.read(request)
-        try WebSessions.checkChange(request, form: form, signed: signed)
+        let form = try await WebSessions.changeForm(request, signed: signed)
         guard open.role.canWrite else {
             throw WireFailure(.forbidden, "you are \(open.role.withArticle) in '\(open.name)': you cannot change it")
         }

@@ -25,9 +25,8 @@ extension WebPages {
     func upload(
         _ action: String, _ request: Request, _ open: OpenContainer, _ signed: WebSessions.Signed
     ) async throws(WireFailure) -> Response {
-        try WebSessions.checkOrigin(request)
-        let token = try RequestReading.singleHeader(Self.csrfHeader, of: request) ?? ""
-        try WebSessions.checkChange(request, form: WebForm(fields: ["csrf": token]), signed: signed)
+        let token = try RequestReading.singleHeader(Self.csrfHeader, of: request)
+        try WebSessions.checkChange(request, token: token, signed: signed)
         guard open.role.canWrite else {
             throw WireFailure(.forbidden, "you are \(open.role.withArticle) in '\(open.name)': you cannot upload")
         }

@@ -98,13 +98,19 @@ struct WebSessions: Sendable {
         return constantTimeEquals(Array(token.utf8), Array(Self.csrf(for: secret).utf8))
     }
 
-    /// Refuses (`403`) a change whose form token is not the session's, or that another site's page
-    /// sent (`Origin`, `Sec-Fetch-Site`).
-    static func checkChange(
-        _ request: Request, form: WebForm, signed: Signed
-    ) throws(WireFailure) {
+    /// The submitted form of a change, read once its request passed `checkChange` with the form's
+    /// `csrf` field.
+    static func changeForm(_ request: Request, signed: Signed) async throws(WireFailure) -> WebForm {
+        let form = try await WebForm.read(request)
+        try checkChange(request, token: form["csrf"], signed: signed)
+        return form
+    }
+
+    /// Refuses (`403`) a change whose token (a form's `csrf` field, a script's header) is not the
+    /// session's, or that another site's page sent (`Origin`, `Sec-Fetch-Site`).
+    static func checkChange(_ request: Request, token: String?, signed: Signed) throws(WireFailure) {
         try checkOrigin(request)
-        guard let token = form["csrf"], constantTimeEquals(Array(token.utf8), Array(signed.csrf.utf8)) else {
+        guard let token, constantTimeEquals(Array(token.utf8), Array(signed.csrf.utf8)) else {
             throw WireFailure(.forbidden, "this form is out of date or was not sent by this page; reload and try again")
         }
     }
