@@ -278,8 +278,10 @@ class WebPagesTest(support.StackTestCase):
         screenshot(self.driver, "account")
         rows[0].find_element(By.TAG_NAME, "button").click()
         self.driver.switch_to.alert.accept()
-        wait_until(lambda: "revoked" in [row for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")
-                                         if grant["device"] in row.text][0].text, "the device revoked")
+        # While the next page loads the table may be absent: look for any matching row, never index.
+        wait_until(lambda: any(grant["device"] in row.text and "revoked" in row.text
+                               for row in self.driver.find_elements(By.CSS_SELECTOR, "#devices tbody tr")),
+                   "the device revoked")
         with self.assertRaises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(probe, timeout=30)
         self.assertEqual(refused.exception.code, 401)
