@@ -282,12 +282,19 @@ extension SyncResponder {
     /// `pace` for an upload's bytes, whose only failure is a `WireFailure` (a stopped task is
     /// `503`).
     static func paceUpload(_ bandwidth: ServerBandwidth, _ bytes: Int, container: String) async throws(WireFailure) {
+        try await paceOrRefuse(bandwidth, bytes, .upload, container: container)
+    }
+
+    /// `pace` whose only failure is a `WireFailure` (a stopped task is `503`).
+    static func paceOrRefuse(
+        _ bandwidth: ServerBandwidth, _ bytes: Int, _ direction: ServerBandwidth.Direction, container: String
+    ) async throws(WireFailure) {
         do {
-            try await pace(bandwidth, bytes, .upload, container: container)
+            try await pace(bandwidth, bytes, direction, container: container)
         } catch let failure as WireFailure {
             throw failure
         } catch {
-            throw WireFailure(.unavailable, "the upload was stopped")
+            throw WireFailure(.unavailable, "the transfer was stopped")
         }
     }
 

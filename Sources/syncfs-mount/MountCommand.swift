@@ -388,7 +388,11 @@ struct MountCommand: ParsableCommand {
         ]
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
         if localLocks { arguments.append("--local-locks") }
-        if configuration.createContainer { arguments.append("--create") }
+        // A server's container exists already (`--create-encrypted` sealed it above): `--create`
+        // is for a local one only, and the daemon would refuse it for a URL.
+        if configuration.createContainer && !ServerAddress.looksLikeURL(configuration.container) {
+            arguments.append("--create")
+        }
         if configuration.encrypted { arguments.append("--encrypted") }
         if let file = configuration.deviceKeyFile { arguments += ["--device-key", file] }
         if let file = configuration.recoveryKeyFile { arguments += ["--recovery-key-file", file] }

@@ -27,7 +27,8 @@ PASSWORD = "correct horse battery staple"
 
 
 def wait_until(condition, what, timeout=30.0):
-    """Polls `condition` until it returns something true; fails naming `what` after `timeout`."""
+    """Polls `condition` until it returns something true; fails naming `what` (or what it returns,
+    if a function) after `timeout`."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -37,7 +38,7 @@ def wait_until(condition, what, timeout=30.0):
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what() if callable(what) else what}")
         time.sleep(0.05)
 
 
@@ -161,9 +162,12 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def browser(width=1280, height=900):
-    """Headless Chromium at this window size."""
+def browser(width=1280, height=900, network_log=False):
+    """Headless Chromium at this window size; with `network_log`, every request it makes is in
+    `driver.get_log("performance")` (DevTools' Network events)."""
     options = Options()
+    if network_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  f"--window-size={width},{height}", "--lang=en-US"):

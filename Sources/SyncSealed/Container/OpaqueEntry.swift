@@ -10,7 +10,7 @@ import SyncBackend
 ///   content uses, so its collector, its quotas and its `chunksMissing` check keep working.
 /// The root stays a directory (the container requires it) with its own sealed record in the same
 /// attributes.
-enum OpaqueEntry {
+public enum OpaqueEntry {
     static let attributePrefix = "user.s"
     static let attributeBytes = EntryStateRules.maxXattrValue
     /// What fits in the attributes an entry may carry (names included).
@@ -53,6 +53,13 @@ enum OpaqueEntry {
             sealed += part
         }
         return sealed.isEmpty ? nil : sealed
+    }
+
+    /// The sealed bytes `entry` stores (a record, a ledger entry, a keyring, a join request), or
+    /// nil if it is not shaped as a member stores one: what the web page hands a browser that
+    /// opens the container itself.
+    public static func sealedBytes(of entry: RemoteEntry) -> [UInt8]? {
+        entry.isDeleted ? nil : sealed(from: entry.state, of: entry.id)
     }
 }
 

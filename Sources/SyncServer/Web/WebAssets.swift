@@ -5,6 +5,8 @@ import Crypto
 enum WebAssets {
     static let stylePath = "/static/syncfs-\(tag(style)).css"
     static let scriptPath = "/static/syncfs-\(tag(script)).js"
+    /// The script of a sealed container's page only (`WebSealedScript`).
+    static let sealedScriptPath = "/static/syncfs-sealed-\(tag(WebSealedScript.text)).js"
 
     private static func tag(_ text: String) -> String {
         TokenFormat.hex(Array(SHA256.hash(data: Array(text.utf8)).prefix(6)))
@@ -13,6 +15,7 @@ enum WebAssets {
     static let style = """
         :root { color-scheme: light dark; --accent: #2563eb; --muted: #6b7280; --line: #d1d5db; }
         * { box-sizing: border-box; }
+        [hidden] { display: none !important; }
         body { margin: 0; font: 16px/1.5 system-ui, sans-serif; }
         main { padding: 1rem; max-width: 72rem; margin: 0 auto; }
         .skip { position: absolute; left: -999px; }

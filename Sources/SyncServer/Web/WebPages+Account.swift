@@ -95,7 +95,7 @@ extension WebPages {
             }
             let note: String
             if let container {
-                note = try await Self.isSealed(container) ? "encrypted: opened on your devices only" : "browse"
+                note = try await Self.isSealed(container) ? "encrypted: open it with its recovery key" : "browse"
             } else {
                 note = "not on this server yet"
             }

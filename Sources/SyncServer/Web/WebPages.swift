@@ -14,8 +14,8 @@ import SyncSealed
 ///   with the session's CSRF token from this origin.
 /// - Paths come as the `path` query parameter and are checked as share links' are (`LinkPath`:
 ///   no `.`, `..` or empty names); the walk goes through live folders only (`TreeWalk`).
-/// - A sealed (end-to-end encrypted) container shows nothing the server holds: the page says it
-///   is encrypted.
+/// - A sealed (end-to-end encrypted) container is opened in the browser only, from key material
+///   the user types there (`WebPages+Sealed.swift`); every other page of it is refused.
 /// - Refusals are pages with the status and a plain message; nothing of a request is echoed
 ///   unescaped.
 struct WebPages: Sendable {
@@ -60,6 +60,8 @@ struct WebPages: Sendable {
         switch (method, path) {
         case (.get, WebAssets.stylePath): return WebResponse.asset(WebAssets.style, contentType: "text/css")
         case (.get, WebAssets.scriptPath): return WebResponse.asset(WebAssets.script, contentType: "text/javascript")
+        case (.get, WebAssets.sealedScriptPath):
+            return WebResponse.asset(WebSealedScript.text, contentType: "text/javascript")
         case (.get, "/login"):
             if signed != nil { return WebResponse.redirect(to: "/") }
             return signInPage(request, message: nil, name: "")
@@ -85,6 +87,7 @@ struct WebPages: Sendable {
             throw WireFailure(.notFound, "there is no page \(path)")
         }
         let container = try await openContainer(place.container, signed)
+        if container.isSealed { return try await sealedPage(request, container, signed, page: place.page) }
         switch (method, place.page) {
         case (.get, ""), (.head, ""): return try await folderPage(request, container, signed)
         case (.get, "file"), (.head, "file"): return try await filePage(request, container, signed)
@@ -142,6 +145,8 @@ struct WebPages: Sendable {
         let role: AccessRole
         let container: any Container
         let walk: TreeWalk
+        /// End-to-end encrypted: only `sealedPage`'s pages serve it, opened in the browser.
+        let isSealed: Bool
 
         /// The live entry at `path`, or `404`.
         func entry(_ path: LinkPath) async throws(WireFailure) -> RemoteEntry {
@@ -167,13 +172,9 @@ struct WebPages: Sendable {
         guard let tree = container as? any ContainerTree else {
             throw WireFailure(.notImplemented, "this server's containers cannot be read by path")
         }
-        if try await Self.isSealed(container) {
-            throw WireFailure(
-                .forbidden,
-                "'\(name)' is encrypted by its devices: the server cannot read it, so this page shows nothing of it")
-        }
         return OpenContainer(
-            name: name, role: role, container: container, walk: TreeWalk(container: container, tree: tree))
+            name: name, role: role, container: container, walk: TreeWalk(container: container, tree: tree),
+            isSealed: try await Self.isSealed(container))
     }
 
     /// Whether `container` is sealed: its ledger's first entry is where every sealed container has it.

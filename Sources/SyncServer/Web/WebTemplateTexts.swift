@@ -5,6 +5,7 @@ enum WebTemplateTexts {
     static let all: [String: String] = [
         "top": top, "bottom": bottom, "signin": signIn, "containers": containers, "folder": folder, "file": file,
         "sessions": sessions, "failure": failure, "trash": trash, "admin": admin, "shared": shared,
+        "sealed": sealed,
     ]
 
     static let top = """
@@ -375,6 +376,39 @@ enum WebTemplateTexts {
         </div>
         <p>What you send is added to the folder; you cannot see what is there.</p>
         {{/dropBox}}
+        {{> bottom}}
+        """
+
+    /// A sealed container: the browser opens it (`WebSealedScript`); the key field has no `name`,
+    /// so no submission of the form, even without the script, can carry it.
+    static let sealed = """
+        {{> top}}
+        <nav class="crumbs" aria-label="Folders"><ol id="sealed-crumbs">
+        <li><a href="/">Containers</a></li><li><span aria-current="page">{{container}}</span></li>
+        </ol></nav>
+        <h1 id="sealed-heading">{{container}}</h1>
+        <div id="sealed" data-container="{{container}}" data-entries="{{entries}}" data-chunk="{{chunk}}">
+        <p class="notice" id="sealed-notice">This container is encrypted by its devices: the server holds only
+        sealed bytes and cannot show them. To browse it here, type its recovery key. This page opens the
+        container in your browser; the key is never sent, and it is forgotten when you leave the page.</p>
+        <noscript><p class="error">Opening an encrypted container needs JavaScript: the key must stay in
+        this browser.</p></noscript>
+        <form id="sealed-open" class="stack" autocomplete="off">
+        <label for="recovery-key">Recovery key (SFR1-…)</label>
+        <input id="recovery-key" type="password" autocomplete="off" autocapitalize="characters" spellcheck="false"
+         required>
+        <button type="submit">Open in this browser</button>
+        </form>
+        <p id="sealed-status" role="status"></p>
+        <p id="sealed-error" class="error" role="alert" hidden></p>
+        <p id="sealed-summary" class="count" hidden></p>
+        <table class="list" id="sealed-list" hidden>
+        <caption class="hidden">Files and folders</caption>
+        <thead><tr><th scope="col">Name</th><th scope="col" class="num">Size</th><th scope="col">Changed</th></tr></thead>
+        <tbody></tbody>
+        </table>
+        </div>
+        <script src="{{sealedJS}}" defer></script>
         {{> bottom}}
         """
 
