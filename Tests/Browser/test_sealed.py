@@ -41,9 +41,10 @@ def recovery_key_text(secret):
 class LyingProxy:
     """An HTTP proxy in front of the server that hands the browser a changed container (a hostile
     server): with `swap`, two records' sealed bytes change places in each list of sealed entries;
-    with `flip`, one bit of every chunk it hands over changes."""
+    with `flip`, one bit of every chunk it hands over changes; with `drop`, the ledger entries
+    whose sequences it names are left out of the list (`"newest"`: the newest one)."""
 
-    def __init__(self, target, swap=False, flip=False):
+    def __init__(self, target, swap=False, flip=False, drop=()):
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -57,6 +58,8 @@ class LyingProxy:
                     status, headers, body = error.code, error.headers, error.read()
                 if swap and self.path.split("?")[0].endswith("/sealed-entries") and status == 200:
                     body = proxy.swap(body)
+                if drop and self.path.split("?")[0].endswith("/sealed-entries") and status == 200:
+                    body = proxy.drop(body, drop)
                 if flip and "/sealed-chunk?" in self.path and status == 200:
                     body = body[:-1] + bytes([body[-1] ^ 1])
                     proxy.flipped += 1
@@ -86,6 +89,15 @@ class LyingProxy:
         self.swapped += 1
         return json.dumps(listing).encode()
 
+    def drop(self, body, sequences):
+        listing = json.loads(body)
+        ledger = {reserved_id("ledger-id", n): n for n in range(1, 500)}
+        present = [ledger[entry["id"]] for entry in listing["entries"] if entry["id"] in ledger]
+        gone = {max(present) if n == "newest" else n for n in sequences}
+        listing["entries"] = [e for e in listing["entries"] if ledger.get(e["id"]) not in gone]
+        self.dropped = sorted(gone)
+        return json.dumps(listing).encode()
+
     def close(self):
         self.server.shutdown()
         self.server.server_close()
@@ -95,7 +107,10 @@ class SealedPageTest(support.StackTestCase):
     @classmethod
     def prepare(cls, stack):
         token = stack.container("vault")
+        stack.container("other")
         stack.user("alice", {"vault": "editor"})
+        stack.user("vic", {"vault": "viewer"})
+        stack.user("mallory", {"other": "admin"})
         stack.serve()
         cls.mount = os.path.join(stack.directory, "mount-vault")
         os.mkdir(cls.mount)
@@ -167,7 +182,12 @@ class SealedPageTest(support.StackTestCase):
                    lambda: "the opened container's root; the page says: "
                    + self.driver.find_element(By.ID, "sealed-error").text)
         self.assertEqual(self.shown_names()[0], "docs", "folders first")
-        self.assertIn("entries checked, 2 key epochs", self.driver.find_element(By.ID, "sealed-status").text)
+        opened = self.driver.find_element(By.ID, "sealed-status").text
+        self.assertIn("entries checked, 2 key epochs", opened)
+        # The head the page checked is the one the device shows in `status`.
+        head = re.search(r"ledger entry \d+ \([0-9a-f]{16}\)", run("status", self.mount))
+        self.assertIsNotNone(head)
+        self.assertIn(head.group(0), opened)
         screenshot(self.driver, "sealed-open")
         self.driver.find_element(By.LINK_TEXT, "docs").click()
         wait_until(lambda: "big.bin" in self.shown_names(), "the docs folder")
@@ -228,6 +248,41 @@ class SealedPageTest(support.StackTestCase):
             self.assertFalse(os.path.exists(os.path.join(self.downloads, "notes.txt")))
         finally:
             proxy.close()
+
+    def test_a_server_that_withholds_ledger_entries_is_caught(self):
+        self.sign_in()
+        # The newest entry left out: what it named is stored, unnamed or with another digest than the
+        # ledger shown has. One in the middle left out: the entries after it are named by no entry shown.
+        for drop, words in ((("newest",), "does not check out"), ((2,), "that no ledger entry it shows names")):
+            proxy = LyingProxy(self.stack.url, drop=drop)
+            try:
+                self.open_with(self.recovery, base=proxy.url)
+                self.assertIn(words, self.error_text())
+                self.assertFalse(self.driver.find_element(By.ID, "sealed-list").is_displayed())
+            finally:
+                proxy.close()
+
+    def test_only_members_read_it_and_nothing_changes_it_through_the_page(self):
+        outsider = support.Session(self.stack.url)
+        outsider.sign_in("mallory")
+        for path in ("/c/vault/", "/c/vault/sealed-entries", "/c/vault/sealed-chunk?id=" + "0" * 64):
+            self.assertEqual(outsider.get(path)[0], 403, path)
+        viewer = support.Session(self.stack.url)
+        viewer.sign_in("vic")
+        status, headers, body = viewer.get("/c/vault/sealed-entries")
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["Cache-Control"], "private, no-store")
+        self.assertGreater(len(json.loads(body)["entries"]), 3)
+        editor = support.Session(self.stack.url)
+        editor.sign_in("alice")
+        _, _, page = editor.get("/c/vault/")
+        csrf = page.decode().split('name="csrf" value="')[1].split('"')[0]
+        same_origin = {"Origin": self.stack.url}
+        for action in ("mkdir", "rename", "delete", "commit", "missing", "create-link", "set-member", "restore"):
+            status, _, body = editor.post(f"/c/vault/{action}", {"csrf": csrf, "path": "notes.txt", "name": "x"},
+                                          headers=same_origin)
+            self.assertEqual(status, 403, action)
+            self.assertIn(b"encrypted", body)
 
     def test_no_other_page_of_an_encrypted_container_is_served(self):
         session = support.Session(self.stack.url)

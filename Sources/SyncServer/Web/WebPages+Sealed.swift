@@ -82,7 +82,12 @@ extension WebPages {
                     id: id.hex, sealed: Data(sealed).base64EncodedString(),
                     chunks: entry.state.manifest.map(\.hash.hex)))
         }
-        return await JSONResponse.make(SealedEntryList(entries: entries), status: 200, estimatedBytes: bytes)
+        if let bandwidth { try await SyncResponder.paceOrRefuse(bandwidth, bytes, .download, container: open.name) }
+        let answer = await JSONResponse.make(SealedEntryList(entries: entries), status: 200, estimatedBytes: bytes)
+        var headers = WebResponse.pageHeaders
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "private, no-store"
+        return Response(status: answer.status, headers: headers, body: answer.body)
     }
 
     /// The envelope stored under a chunk ID; the browser checks it against the ID it computed.

@@ -24,6 +24,11 @@ enum WebSealedFormat {
           const label = (purpose) => utf8.encode("syncfs-sealed-v1 " + purpose);
           const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
           const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+          // Whether byte string `a` sorts strictly before `b` (as Swift's lexicographicallyPrecedes).
+          const before = (a, b) => {
+            for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i] < b[i];
+            return a.length < b.length;
+          };
           const fromBase64 = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
           const fromBase64URL = (text) => fromBase64(text.replace(/-/g, "+").replace(/_/g, "/") + "==".slice(0, (4 - text.length % 4) % 4));
 
@@ -45,35 +50,36 @@ enum WebSealedFormat {
 
           // -- Primitives (WebCrypto only)
           const sha256 = async (b) => new Uint8Array(await subtle.digest("SHA-256", b));
-          // HMAC with an empty key is HMAC with zeros (the key is padded): WebCrypto wants a key.
-          const hmac = async (key, data) => {
-            const k = await subtle.importKey("raw", key.length ? key : new Uint8Array(32),
-              { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-            return new Uint8Array(await subtle.sign("HMAC", k, data));
-          };
+          // Keys are imported once, not extractable. HMAC with an empty key is HMAC with 32 zero
+          // bytes (the key is padded with zeros): WebCrypto refuses an empty one.
+          const hmacKey = (raw) => subtle.importKey("raw", raw.length ? raw : new Uint8Array(32),
+            { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+          const aesKey = (raw) => subtle.importKey("raw", raw, "AES-GCM", false, ["decrypt"]);
+          const hmac = async (key, data) =>
+            new Uint8Array(await subtle.sign("HMAC", key instanceof CryptoKey ? key : await hmacKey(key), data));
           const hkdf = async (ikm, salt, info, length) => {
             const k = await subtle.importKey("raw", ikm, "HKDF", false, ["deriveBits"]);
             return new Uint8Array(await subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt, info }, k, length * 8));
           };
-          const gcmOpen = async (key, nonce, sealed, aad) => {
-            const k = await subtle.importKey("raw", key, "AES-GCM", false, ["decrypt"]);
-            return new Uint8Array(await subtle.decrypt({ name: "AES-GCM", iv: nonce, additionalData: aad }, k, sealed));
-          };
+          const gcmOpen = async (key, nonce, sealed, aad) => new Uint8Array(await subtle.decrypt(
+            { name: "AES-GCM", iv: nonce, additionalData: aad }, key instanceof CryptoKey ? key : await aesKey(key), sealed));
           const pkcs8 = (oid, seed) => concat(new Uint8Array([0x30, 0x2e, 2, 1, 0, 0x30, 5, 6, 3, 0x2b, 0x65, oid, 4, 0x22, 4, 0x20]), seed);
-          // A private key from its 32 bytes and the raw public key that goes with it.
-          const privateKey = async (algorithm, oid, seed, usages) => {
+          // The raw public key of a private key's 32 bytes; the private key is not kept.
+          const publicHalf = async (algorithm, oid, seed, usages) => {
             const key = await subtle.importKey("pkcs8", pkcs8(oid, seed), algorithm, true, usages);
-            const pub = fromBase64URL((await subtle.exportKey("jwk", key)).x);
-            return { key: await subtle.importKey("pkcs8", pkcs8(oid, seed), algorithm, false, usages), pub };
+            return fromBase64URL((await subtle.exportKey("jwk", key)).x);
           };
 
           // HPKE (RFC 9180), base mode, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-256-GCM: open only.
           const hpkeOpen = async (recipient, enc, info, sealed) => {
             const hpke = utf8.encode("HPKE-v1");
             const extract = (suite, salt, name, ikm) => hmac(salt, concat(hpke, suite, utf8.encode(name), ikm));
-            const expand = async (suite, prk, name, context, length) =>
-              (await hmac(prk, concat(u16(length), hpke, suite, utf8.encode(name), context, new Uint8Array([1]))))
+            // One block of HKDF-Expand: every length asked for here is at most 32.
+            const expand = async (suite, prk, name, context, length) => {
+              if (length > 32) throw new Error("HKDF-Expand of more than one block");
+              return (await hmac(prk, concat(u16(length), hpke, suite, utf8.encode(name), context, new Uint8Array([1]))))
                 .subarray(0, length);
+            };
             const kem = concat(utf8.encode("KEM"), u16(0x20));
             const suite = concat(utf8.encode("HPKE"), u16(0x20), u16(1), u16(2));
             const ephemeral = await subtle.importKey("raw", enc, { name: "X25519" }, false, []);
@@ -107,11 +113,19 @@ enum WebSealedFormat {
             const secret = bytes.slice(0, 32);
             return same((await sha256(secret)).subarray(0, 2), bytes.subarray(32)) ? secret : null;
           };
+          // The recovery "device": its signing key's public half (to find it in the keyring and check
+          // the genesis's signature) and its agreement key (to open the epoch secrets wrapped to it).
           const recoveryKeys = async (secret) => {
             const salt = label("recovery");
-            const signing = await privateKey({ name: "Ed25519" }, 0x70, await hkdf(secret, salt, utf8.encode("signing"), 32), ["sign"]);
-            const agreement = await privateKey({ name: "X25519" }, 0x6e, await hkdf(secret, salt, utf8.encode("agreement"), 32), ["deriveBits"]);
-            return { signing: signing.pub, agreement };
+            const signingSeed = await hkdf(secret, salt, utf8.encode("signing"), 32);
+            const agreementSeed = await hkdf(secret, salt, utf8.encode("agreement"), 32);
+            return {
+              signing: await publicHalf({ name: "Ed25519" }, 0x70, signingSeed, ["sign"]),
+              agreement: {
+                key: await subtle.importKey("pkcs8", pkcs8(0x6e, agreementSeed), { name: "X25519" }, false, ["deriveBits"]),
+                pub: await publicHalf({ name: "X25519" }, 0x6e, agreementSeed, ["deriveBits"]),
+              },
+            };
           };
 
           // -- The format (doc/CRYPTO.md)
@@ -127,9 +141,11 @@ enum WebSealedFormat {
             const count = r.u32();
             if (count > (bytes.length - r.at) / 49) alarm("a ledger entry counts more changes than it holds");
             e.changes = [];
+            const ids = new Set();
             for (let i = 0; i < count; i++) {
               const id = hex(r.fixed(16)), digest = r.fixed(32), deleted = r.byte();
-              if (deleted > 1) alarm("a ledger entry's change is malformed");
+              if (deleted > 1 || ids.has(id)) alarm("a ledger entry's change is malformed or named twice");
+              ids.add(id);
               e.changes.push({ id, digest, deleted: deleted === 1 });
             }
             e.body = bytes.subarray(0, r.at);
@@ -138,42 +154,125 @@ enum WebSealedFormat {
             return e;
           };
 
+          // Members and each epoch's wraps in strictly ascending order of signing key, as written.
           const keyring = (bytes) => {
             const r = new Reader(bytes, "a keyring");
             if (r.byte() !== VERSION) alarm("a keyring of another format version");
             const k = { container: r.fixed(16), recovery: { signing: r.fixed(32), agreement: r.fixed(32) }, members: [], epochs: [] };
             const members = r.u32();
             if (members > 1000) alarm("a keyring with too many members");
-            for (let i = 0; i < members; i++) { k.members.push(r.fixed(32)); r.fixed(32); r.u64(); }
+            for (let i = 0; i < members; i++) {
+              const member = { signing: r.fixed(32), agreement: r.fixed(32), addedIn: r.u64() };
+              if (i > 0 && !before(k.members[i - 1].signing, member.signing)) alarm("a keyring's members are out of order");
+              k.members.push(member);
+            }
             const epochs = r.u32();
             if (epochs < 1 || epochs > 10000) alarm("a keyring's epochs are malformed");
             for (let number = 0; number < epochs; number++) {
               if (r.u32() !== number) alarm("a keyring's epochs are out of order");
               const wraps = new Map(), count = r.u32();
               if (count > 1001) alarm("a keyring's epoch is malformed");
-              for (let i = 0; i < count; i++) wraps.set(hex(r.fixed(32)), r.fixed(80));
+              let previous = null;
+              for (let i = 0; i < count; i++) {
+                const recipient = r.fixed(32);
+                if (previous && !before(previous, recipient)) alarm("a keyring's wrapped secrets are out of order");
+                previous = recipient;
+                wraps.set(hex(recipient), hex(r.fixed(80)));
+              }
               k.epochs.push(wraps);
             }
             r.end();
             return k;
           };
-          const isSigner = (ring, key) => same(ring.recovery.signing, key) || ring.members.some((m) => same(m, key));
+          const signerIn = (ring, key) => same(ring.recovery.signing, key) || ring.members.some((m) => same(m.signing, key));
 
-          const record = (bytes) => {
+          // How a keyring may change from one ledger entry to the next (Swift's KeyringRules): the
+          // same container and recovery key; epochs only added, one at a time, each old wrap kept;
+          // members' keys and entries kept; a member added in this entry only; a member removed only
+          // with a new epoch not wrapped to it.
+          const keyringProblem = (old, now, sequence) => {
+            if (!same(now.container, old.container)) return "its keyring names another container";
+            if (!same(now.recovery.signing, old.recovery.signing) || !same(now.recovery.agreement, old.recovery.agreement)) {
+              return "its keyring changes the recovery key";
+            }
+            if (now.epochs.length !== old.epochs.length && now.epochs.length !== old.epochs.length + 1) {
+              return "its keyring adds or drops several epochs";
+            }
+            for (let e = 0; e < old.epochs.length; e++) {
+              for (const [recipient, wrapped] of old.epochs[e]) {
+                if (now.epochs[e].get(recipient) !== wrapped) return "its keyring changes epoch " + e + "'s secret for a device";
+              }
+            }
+            const staying = new Map(now.members.map((m) => [hex(m.signing), m]));
+            const removed = old.members.filter((m) => !staying.has(hex(m.signing)));
+            for (const member of old.members) {
+              const kept = staying.get(hex(member.signing));
+              if (!kept) continue;
+              if (!same(kept.agreement, member.agreement)) return "its keyring changes a member's keys";
+              if (kept.addedIn !== member.addedIn) return "its keyring changes when a member was added";
+            }
+            const known = new Set(old.members.map((m) => hex(m.signing)));
+            for (const member of now.members) {
+              if (!known.has(hex(member.signing)) && member.addedIn !== BigInt(sequence)) {
+                return "its keyring adds a member in another entry than itself";
+              }
+            }
+            if (removed.length > 0) {
+              const newest = now.epochs[now.epochs.length - 1];
+              if (now.epochs.length !== old.epochs.length + 1 || removed.some((m) => newest.has(hex(m.signing)))) {
+                return "its keyring removes a member without a new epoch kept from it";
+              }
+            }
+            return null;
+          };
+
+          // A record's state, checked as Swift's RecordEncoding and EntryStateRules check it.
+          const MAX_CHUNK = 16 << 20;
+          const record = (bytes, isRoot) => {
             const inner = new Reader(bytes, "a record");
             const r = new Reader(inner.counted(bytes.length), "a record");
             if (inner.fixed(bytes.length - inner.at).some((b) => b !== 0)) alarm("a record's padding is not zeros");
+            const flag = () => { const b = r.byte(); if (b > 1) alarm("a record's flag is neither 0 nor 1"); return b === 1; };
             const s = { kind: r.byte(), mode: r.u32(), mtime: r.i64(), size: r.i64() };
-            s.parent = r.byte() === 1 ? hex(r.fixed(16)) : null;
-            s.name = new TextDecoder().decode(r.counted(255));
-            s.target = r.byte() === 1 ? new TextDecoder().decode(r.counted(4096)) : null;
+            if (s.kind < 1 || s.kind > 3) alarm("a record of an unknown kind");
+            if (s.mode > 0o7777) alarm("a record's mode is out of range");
+            s.parent = flag() ? hex(r.fixed(16)) : null;
+            const name = r.counted(255);
+            s.name = new TextDecoder().decode(name);
+            const target = flag() ? r.counted(4096) : null;
+            s.target = target && new TextDecoder().decode(target);
             const attributes = r.u32();
-            for (let i = 0; i < attributes; i++) { r.counted(255); r.counted(65536); }
+            if (attributes > 65536) alarm("a record holds too many attributes");
+            let previous = null;
+            for (let i = 0; i < attributes; i++) {
+              const attribute = r.counted(255);
+              if (previous && !before(previous, attribute)) alarm("a record's attributes are out of order");
+              previous = attribute;
+              r.counted(65536);
+            }
             const chunks = r.u32();
-            if (chunks > (bytes.length - r.at) / 36) alarm("a record counts more chunks than it holds");
+            if (chunks > (r.bytes.length - r.at) / 36) alarm("a record counts more chunks than it holds");
             s.chunks = [];
-            for (let i = 0; i < chunks; i++) s.chunks.push({ hash: r.fixed(32), length: r.u32() });
+            let total = 0n;
+            for (let i = 0; i < chunks; i++) {
+              const piece = { hash: r.fixed(32), length: r.u32() };
+              if (piece.length < 1 || piece.length > MAX_CHUNK) alarm("a record's chunk has a length out of range");
+              total += BigInt(piece.length);
+              s.chunks.push(piece);
+            }
             r.end();
+            if (isRoot) {
+              if (s.parent !== null || name.length !== 0 || s.kind !== 2) alarm("the root is not a folder");
+            } else if (s.parent === null || name.length < 1 || name.includes(0x2f) || name.includes(0)
+              || same(name, [0x2e]) || same(name, [0x2e, 0x2e])) {
+              alarm("a record names no folder or has a name an entry cannot have");
+            }
+            if (s.kind === 1 ? target !== null || total !== s.size : chunks !== 0 || s.size !== 0n) {
+              alarm("a record's size, manifest or kind do not agree");
+            }
+            if ((s.kind === 3) !== (target !== null) || (target && (target.length < 1 || target.includes(0)))) {
+              alarm("a record's symbolic link target is malformed");
+            }
             return s;
           };
 

@@ -30,13 +30,24 @@ enum WebSealedScript {
             if (!response.ok) throw new Error("The server did not hand over the container (" + response.status + ").");
             const stored = new Map();
             for (const e of (await response.json()).entries) stored.set(e.id, { sealed: fromBase64(e.sealed), chunks: e.chunks });
+            const ledger = await checkedLedger(stored, recovery);
+            const keys = await epochKeys(ledger, recovery);
+            const entries = await vouchedRecords(stored, ledger, keys);
+            return { entries, children: tree(entries), keys, ledger, chunkPath: place.dataset.chunk };
+          };
 
-            // The ledger, from the genesis.
-            let ring = null, previous = new Uint8Array(32), container = null;
-            const named = new Map(), keyrings = new Set();
+          // The ledger, from the genesis: each entry the next, following the one before, signed by a
+          // member of the keyring in force, at its newest epoch; each keyring the one its entry names,
+          // changed only as the rules allow. Returns the keyring in force, the head, and what each
+          // entry names (the newest naming of each file ID).
+          const checkedLedger = async (stored, recovery) => {
+            let ring = null, previous = new Uint8Array(32), container = null, head = 0;
+            const named = new Map(), format = new Set();
             for (let sequence = 1; ; sequence++) {
-              const found = stored.get(await reservedID("ledger-id", u64(sequence)));
+              const ledgerID = await reservedID("ledger-id", u64(sequence));
+              const found = stored.get(ledgerID);
               if (!found) break;
+              format.add(ledgerID);
               const entry = ledgerEntry(found.sealed);
               if (entry.sequence !== BigInt(sequence)) alarm("ledger entry " + sequence + " is stored out of place");
               if (!same(entry.previous, previous)) alarm("ledger entry " + sequence + " does not follow the one before (a fork)");
@@ -50,7 +61,10 @@ enum WebSealedScript {
                   alarm("the keyring ledger entry " + sequence + " names is missing or changed");
                 }
                 published = keyring(ringEntry.sealed);
-                keyrings.add(ringID);
+                format.add(ringID);
+                const problem = ring ? keyringProblem(ring, published, sequence)
+                  : published.members.every((m) => m.addedIn === 1n) ? null : "its first keyring adds members in other entries";
+                if (problem) alarm("ledger entry " + sequence + ": " + problem);
               } else if (sequence === 1) {
                 alarm("the genesis publishes no keyring");
               }
@@ -60,8 +74,7 @@ enum WebSealedScript {
                 }
                 if (!same(entry.signer, recovery.signing)) alarm("the genesis is not signed by the recovery key");
               }
-              const signers = sequence === 1 ? published : ring;
-              if (!isSigner(signers, entry.signer)) alarm("ledger entry " + sequence + " is not signed by a member");
+              if (!signerIn(sequence === 1 ? published : ring, entry.signer)) alarm("ledger entry " + sequence + " is not signed by a member");
               const key = await subtle.importKey("raw", entry.signer, { name: "Ed25519" }, false, ["verify"]);
               if (!(await subtle.verify({ name: "Ed25519" }, key, entry.signature, concat(counted(label("ledger")), entry.body)))) {
                 alarm("ledger entry " + sequence + "'s signature does not check out");
@@ -72,53 +85,93 @@ enum WebSealedScript {
               }
               container = entry.container;
               previous = await digestOf(found.sealed, "ledger-digest");
+              head = sequence;
               for (const c of entry.changes) named.set(c.id, { digest: c.digest, deleted: c.deleted, epoch: entry.epoch });
             }
             if (!ring) throw new Error("The server shows no ledger for this container.");
+            // Nothing stored may go unnamed but a request to join (outside the ledger): a ledger entry
+            // stored past a gap, or a record no entry names, means the server left something out.
+            for (const [id, found] of stored) {
+              if (format.has(id) || named.has(id)) continue;
+              const bytes = found.sealed;
+              if (bytes.length > 65 && bytes[0] === VERSION && id === await reservedID("join-id", bytes.subarray(1, 33))) continue;
+              alarm("the server stores entry " + id + " that no ledger entry it shows names (a ledger entry withheld?)");
+            }
+            return { ring, head, headDigest: previous, container, named, format };
+          };
 
-            // Every epoch's keys, from the secrets wrapped to the recovery key.
+          // Every epoch's keys, from the secrets wrapped to the recovery key; not extractable.
+          const epochKeys = async (ledger, recovery) => {
             const keys = new Map();
-            keys.container = container;
+            keys.container = ledger.container;
             const recipient = hex(recovery.signing);
-            for (let epoch = 0; epoch < ring.epochs.length; epoch++) {
-              const wrapped = ring.epochs[epoch].get(recipient);
+            for (let epoch = 0; epoch < ledger.ring.epochs.length; epoch++) {
+              const wrapped = ledger.ring.epochs[epoch].get(recipient);
               if (!wrapped) alarm("epoch " + epoch + " is not wrapped to the recovery key");
-              const info = concat(counted(label("epoch-wrap")), container, u32(epoch), recovery.signing);
+              const bytes = hexBytes(wrapped);
+              const info = concat(counted(label("epoch-wrap")), ledger.container, u32(epoch), recovery.signing);
               let epochSecret;
               try {
-                epochSecret = await hpkeOpen(recovery.agreement, wrapped.subarray(0, 32), info, wrapped.subarray(32));
+                epochSecret = await hpkeOpen(recovery.agreement, bytes.subarray(0, 32), info, bytes.subarray(32));
               } catch {
                 alarm("epoch " + epoch + "'s secret does not open with the recovery key");
               }
-              const derive = (purpose) => hkdf(epochSecret, label("keys"), concat(utf8.encode(purpose), container, u32(epoch)), 32);
-              keys.set(epoch, { record: await derive("record"), chunk: await derive("chunk"), chunkID: await derive("chunk-id") });
+              if (epochSecret.length !== 32) alarm("epoch " + epoch + "'s secret is malformed");
+              const derive = (purpose) => hkdf(epochSecret, label("keys"), concat(utf8.encode(purpose), ledger.container, u32(epoch)), 32);
+              keys.set(epoch, {
+                record: await aesKey(await derive("record")), chunk: await aesKey(await derive("chunk")),
+                chunkID: await hmacKey(await derive("chunk-id")),
+              });
             }
+            return keys;
+          };
 
-            // The records the ledger vouches for; nothing else is shown.
+          // The records the ledger vouches for, opened: each the one the newest ledger entry naming
+          // it names (live as it says), sealed under that entry's epoch. Nothing else is shown.
+          const vouchedRecords = async (stored, ledger, keys) => {
             const entries = new Map();
-            for (const [id, naming] of named) {
-              if (naming.deleted || keyrings.has(id)) continue;
+            const root = "0".repeat(32);
+            for (const [id, naming] of ledger.named) {
+              if (ledger.format.has(id)) continue;
               const found = stored.get(id);
+              if (naming.deleted) {
+                if (found) alarm("entry " + id + " is live on the server but deleted in the ledger");
+                continue;
+              }
               if (!found || !same(await digestOf(found.sealed, "record-digest"), naming.digest)) {
                 alarm("the server withholds or changed entry " + id + " that the ledger names");
               }
               const opened = await openEnvelope(found.sealed, "record", hexBytes(id), keys, "record");
               if (opened.epoch !== naming.epoch) alarm("entry " + id + " is sealed under another epoch than its ledger entry's");
-              const state = record(opened.plain);
-              entries.set(id, { id, ...state, stored: found.chunks, epoch: opened.epoch });
+              entries.set(id, { id, ...record(opened.plain, id === root), stored: found.chunks, epoch: opened.epoch });
             }
-            const root = "0".repeat(32);
             // The root is implicit until a commit changes it (its attributes, its mode).
             if (!entries.has(root)) entries.set(root, { id: root, kind: 2, parent: null, name: "", chunks: [] });
-            if (entries.get(root).kind !== 2 || entries.get(root).parent !== null) alarm("the root is not a folder");
+            return entries;
+          };
+
+          // Each folder's entries; every entry's folders lead to the root, without a cycle.
+          const tree = (entries) => {
             const children = new Map();
             for (const e of entries.values()) {
               if (e.parent === null) continue;
-              if (!entries.has(e.parent)) alarm("entry " + e.id + " is in a folder the ledger does not name");
+              const parent = entries.get(e.parent);
+              if (!parent || parent.kind !== 2) alarm("entry " + e.id + " is in a folder the ledger does not name");
               if (!children.has(e.parent)) children.set(e.parent, []);
               children.get(e.parent).push(e);
             }
-            return { entries, children, keys, chunkPath: place.dataset.chunk };
+            const reaches = new Set(["0".repeat(32)]);
+            for (const e of entries.values()) {
+              const path = [];
+              let at = e;
+              while (!reaches.has(at.id)) {
+                if (path.length > entries.size) alarm("the folders of entry " + e.id + " form a cycle");
+                path.push(at.id);
+                at = entries.get(at.parent);
+              }
+              for (const id of path) reaches.add(id);
+            }
+            return children;
           };
           const hexBytes = (text) => Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
 
@@ -135,7 +188,8 @@ enum WebSealedScript {
               const response = await fetch(opened.chunkPath + "?id=" + hex(id), { credentials: "same-origin" });
               if (!response.ok) throw new Error("The server did not hand over a piece of the file (" + response.status + ").");
               const envelope = new Uint8Array(await response.arrayBuffer());
-              const { plain } = await openEnvelope(envelope, "chunk", id, opened.keys, "chunk");
+              const { plain, epoch: sealedUnder } = await openEnvelope(envelope, "chunk", id, opened.keys, "chunk");
+              if (sealedUnder !== epoch) alarm("a chunk is sealed under another epoch than its ID's");
               const r = new Reader(plain, "a chunk");
               const encoding = r.byte(), length = r.u32(), payload = r.fixed(r.u32());
               if (r.fixed(plain.length - r.at).some((b) => b !== 0)) alarm("a chunk's padding is not zeros");
@@ -254,7 +308,11 @@ enum WebSealedScript {
                 form.hidden = true;
                 document.getElementById("sealed-notice").hidden = true;
                 const epochs = opened.keys.size === 1 ? "1 key epoch" : opened.keys.size + " key epochs";
-                ui.status.textContent = "Opened in this browser: " + opened.entries.size + " entries checked, " + epochs + ".";
+                const members = opened.ledger.ring.members.length;
+                // As `status` on a device shows the head: compare them to see the same container.
+                ui.status.textContent = "Opened in this browser: " + opened.entries.size + " entries checked, " + epochs
+                  + "; ledger entry " + opened.ledger.head + " (" + hex(opened.ledger.headDigest.subarray(0, 8)) + "), "
+                  + members + " member device(s).";
                 show(opened, ui);
                 window.addEventListener("hashchange", () => show(opened, ui));
               } catch (error) {

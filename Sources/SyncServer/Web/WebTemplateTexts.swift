@@ -388,14 +388,19 @@ enum WebTemplateTexts {
         </ol></nav>
         <h1 id="sealed-heading">{{container}}</h1>
         <div id="sealed" data-container="{{container}}" data-entries="{{entries}}" data-chunk="{{chunk}}">
-        <p class="notice" id="sealed-notice">This container is encrypted by its devices: the server holds only
-        sealed bytes and cannot show them. To browse it here, type its recovery key. This page opens the
-        container in your browser; the key is never sent, and it is forgotten when you leave the page.</p>
+        <div class="notice" id="sealed-notice">
+        <p>This container is encrypted by its devices: the server holds only sealed bytes and cannot show
+        them. To browse it here, type its recovery key. This page opens the container in your browser (read
+        only); the key is never sent, and it is forgotten when you leave the page.</p>
+        <p><strong>Only on a server you trust to send this page unchanged.</strong> The page's script comes
+        from the server: a server changed to send another script could take the key, and a recovery key
+        cannot be changed. Where that matters, use one of your devices instead.</p>
+        </div>
         <noscript><p class="error">Opening an encrypted container needs JavaScript: the key must stay in
         this browser.</p></noscript>
         <form id="sealed-open" class="stack" autocomplete="off">
         <label for="recovery-key">Recovery key (SFR1-…)</label>
-        <input id="recovery-key" type="password" autocomplete="off" autocapitalize="characters" spellcheck="false"
+        <input id="recovery-key" type="text" autocomplete="off" autocapitalize="characters" spellcheck="false"
          required>
         <button type="submit">Open in this browser</button>
         </form>
