@@ -84,10 +84,11 @@ class Stack:
         os.chmod(path, 0o600)
         return path
 
-    def serve(self):
+    def serve(self, *options):
+        """Starts `serve` on loopback with `options` besides its root and address."""
         with open(os.path.join(self.directory, "serve.log"), "w") as log:
             self.server = subprocess.Popen(
-                [BINARY, "serve", "--root", self.root, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+                [BINARY, "serve", "--root", self.root, "--listen", "127.0.0.1:0", *options], stdout=subprocess.PIPE,
                 stderr=log, text=True, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []))
         line = self.server.stdout.readline()
         if not line.startswith("listening on "):

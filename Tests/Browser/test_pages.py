@@ -42,7 +42,7 @@ class WebPagesTest(support.StackTestCase):
         stack.user("victor", {"team": "viewer"})
         stack.user("ada", {"team": "admin"})
         stack.user("newcomer", {})
-        stack.serve()
+        stack.serve("--quota", "team=10GB")
         cls.mount = stack.mount("team", token)
         cls.write("docs/readme.txt", b"hello <b>web</b>\n")
         cls.write(f"docs/{HOSTILE}.txt", b"a hostile name\n")
@@ -88,6 +88,8 @@ class WebPagesTest(support.StackTestCase):
         self.sign_in()
         wait_until(lambda: self.signed_in_as() == "alice", "alice signed in")
         self.assertEqual([a.text for a in self.driver.find_elements(By.CSS_SELECTOR, "#containers a")], ["team"])
+        row = self.driver.find_element(By.CSS_SELECTOR, "#containers tbody tr").text
+        self.assertRegex(row, r"team editor [0-9.]+ kB [0-9.]+ kB 10\.0 GB \(0 % used\) browse")
         screenshot(self.driver, "containers")
         cookie = self.driver.get_cookie("syncfs-session")
         self.assertTrue(cookie["httpOnly"])

@@ -93,13 +93,22 @@ extension WebPages {
             let container = try await WireFailure.translating { () async throws(ContainerProtocolError) in
                 try await containers.container(named: name)
             }
-            let note: String
+            var row: [String: Any] = ["name": name, "role": role.rawValue, "href": WebPaths.folder(name, "")]
+            let limit = quotas?.settings.limit(for: name)
+            row["quota"] = limit.map(WebFormat.size) ?? "none"
             if let container {
-                note = try await Self.isSealed(container) ? "encrypted: open it with its recovery key" : "browse"
+                row["note"] = try await Self.isSealed(container) ? "encrypted: open it with its recovery key" : "browse"
+                if let stats = await storageFigures.stats(of: name, container) {
+                    row["size"] = WebFormat.size(stats.logicalBytes)
+                    row["stored"] = WebFormat.size(stats.storedBytes)
+                    if let limit, limit > 0 {
+                        row["quota"] = "\(WebFormat.size(limit)) (\(min(999, stats.storedBytes * 100 / limit)) % used)"
+                    }
+                }
             } else {
-                note = "not on this server yet"
+                row["note"] = "not on this server yet"
             }
-            rows.append(["name": name, "role": role.rawValue, "href": WebPaths.folder(name, ""), "note": note])
+            rows.append(row)
         }
         let page: [String: Any] = ["rows": rows, "hasRows": !rows.isEmpty]
         return WebResponse.html(

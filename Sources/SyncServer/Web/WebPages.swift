@@ -35,6 +35,8 @@ struct WebPages: Sendable {
     /// The heavy requests in progress (a folder read, a download, a zip, a delete): at most 32 on
     /// the server, 8 from one address and 4 of one session (`LinkTraffic`, a session as its link).
     let work = LinkTraffic(perServer: 32, perAddress: 8, perLink: 4)
+    /// The containers list's sizes, measured at most once a minute per container.
+    let storageFigures = WebStorageFigures()
 
     /// Whether `path` is the page's (everything but the protocol's `/v1/…`).
     static func serves(_ path: String) -> Bool { !path.hasPrefix("/v1/") && path != "/v1" }

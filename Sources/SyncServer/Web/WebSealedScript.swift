@@ -210,8 +210,20 @@ enum WebSealedScript {
     /// The page: the tree shown as text, downloads, the key field.
     private static let page = #"""
           // -- Showing the tree
-          const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-          const size = (n) => { let u = 0; n = Number(n); while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; } return (u ? n.toFixed(1) : n) + " " + units[u]; };
+          // Sizes and times as the rest of the page writes them (`WebFormat`): decimal units, UTC.
+          const size = (bytes) => {
+            let value = Number(bytes);
+            if (value < 1000) return value + " B";
+            const units = ["kB", "MB", "GB", "TB", "PB", "EB"];
+            let unit = 0;
+            value /= 1000;
+            while (value >= 999.95 && unit < units.length - 1) { value /= 1000; unit++; }
+            return value.toFixed(1) + " " + units[unit];
+          };
+          const time = (nanoseconds) => {
+            const iso = new Date(Number(nanoseconds / 1000000n)).toISOString();
+            return iso.slice(0, 10) + " " + iso.slice(11, 16) + " UTC";
+          };
           const element = (tag, text, attributes = {}) => {
             const e = document.createElement(tag);
             if (text !== undefined) e.textContent = text;
@@ -252,7 +264,7 @@ enum WebSealedScript {
                 cell.append(element("span", e.name + " → " + (e.target || "")));
               }
               tr.append(cell, element("td", e.kind === 2 ? "—" : size(e.size), { class: "num" }),
-                element("td", new Date(Number(e.mtime / 1000000n)).toLocaleString()));
+                element("td", time(e.mtime)));
               ui.body.append(tr);
             }
             ui.summary.textContent = rows.length === 1 ? "1 entry" : rows.length + " entries";

@@ -66,10 +66,12 @@ enum WebTemplateTexts {
         <code>syncfs-mount user role</code>.</p>{{/rows}}
         {{#hasRows}}
         <table class="list" id="containers">
-        <thead><tr><th scope="col">Name</th><th scope="col">Your role</th><th scope="col">Content</th></tr></thead>
+        <thead><tr><th scope="col">Name</th><th scope="col">Your role</th><th scope="col" class="num">Size</th>
+        <th scope="col" class="num">Stored</th><th scope="col">Quota</th><th scope="col">Content</th></tr></thead>
         <tbody>
         {{#rows}}
-        <tr><td><a href="{{href}}">{{name}}</a></td><td>{{role}}</td><td>{{note}}</td></tr>
+        <tr><td><a href="{{href}}">{{name}}</a></td><td>{{role}}</td><td class="num">{{size}}{{^size}}—{{/size}}</td>
+        <td class="num">{{stored}}{{^stored}}—{{/stored}}</td><td>{{quota}}</td><td>{{note}}</td></tr>
         {{/rows}}
         </tbody>
         </table>
