@@ -88,4 +88,25 @@ struct CacheFilePresenceTests {
         cache.remove(spare)
         #expect(cache.isKnownAbsent(spare))
     }
+
+    /// Removing a file ID known absent costs no system call (a first attach removes a possible
+    /// left-over for each placeholder): what is known is trusted, so a file put behind the cache's
+    /// back under such an ID (which the contract rules out) is not even looked for.
+    @Test func removingAnIDKnownAbsentTouchesNothing() throws {
+        let directory = try TemporaryDirectory()
+        let cache = try ContentCache(directory: directory.path)
+        let id = FileID.random()
+        cache.remove(id)
+        #expect(!cache.isKnownAbsent(id), "before the listing nothing is known, and nothing was there")
+        _ = cache.allIDs()
+        #expect(cache.isKnownAbsent(id))
+        try cache.create(id)
+        cache.remove(id)
+        #expect(!exists(cache, id) && cache.isKnownAbsent(id), "a file it knows of is removed")
+        let shard = (cache.path(for: id) as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: shard, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: cache.path(for: id), contents: Data("behind its back".utf8)))
+        cache.remove(id)
+        #expect(exists(cache, id), "known absent: no unlink was tried")
+    }
 }

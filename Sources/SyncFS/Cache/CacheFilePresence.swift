@@ -52,9 +52,13 @@ final class CacheFilePresence: Sendable {
     }
 
     /// Runs `operation`, which removes `id`'s cache file and returns true if it is gone
-    /// (removed, or was not there); only then is `id` recorded as absent.
+    /// (removed, or was not there); only then is `id` recorded as absent. When `id` is known
+    /// absent already, `operation` is not run: there is nothing to remove (a first attach removes
+    /// a possible left-over for each of its placeholders, each a system call for nothing).
     func removing(_ id: FileID, _ operation: () -> Bool) {
+        let known = listed.load(ordering: .acquiring)
         stripes[stripeIndex(of: id)].ids.withLock { ids in
+            if known && !ids.contains(id) { return }
             if operation() { ids.remove(id) }
         }
     }

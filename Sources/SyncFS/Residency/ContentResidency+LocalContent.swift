@@ -99,22 +99,54 @@ extension ContentResidency {
         live.transact { tree in usageLocked(tree) }
     }
 
+    /// One pass, each file's state computed once, and whether a folder is pinned (or below a
+    /// pinned one) found once per folder: the pass holds the tree's lock, so every FUSE call
+    /// waits for it.
     private func usageLocked(_ tree: TreeTransaction) -> CacheUsage {
         var usage = CacheUsage()
         let conflicted = tree.conflictedEntries()
+        var pinnedFolders: [InodeNumber: Bool] = [:]
         for node in tree.nodes.values where node.kind == .file && !node.isUnlinked {
             // A file below a folder excluded here is not counted (its bytes are, while kept).
-            if !tree.isExcluded(node) {
-                let state = contentState(of: node, in: tree, conflicted: conflicted)
-                usage.files.add(state, pinned: tree.pinState(of: node) != .none)
+            let counted = !tree.isExcluded(node)
+            let local = !node.isPlaceholder
+            guard counted || local else { continue }
+            let state = contentState(of: node, in: tree, conflicted: conflicted)
+            if counted {
+                let pinned = node.isPinned || Self.isPinnedFolder(node.parent, in: tree, known: &pinnedFolders)
+                usage.files.add(state, pinned: pinned)
             }
-            guard !node.isPlaceholder else { continue }
+            guard local else { continue }
             let size = node.size.load(ordering: .relaxed)
             usage.localBytes += size
-            let state = contentState(of: node, in: tree, conflicted: conflicted)
             if state == .modified || state == .uploading || state == .error { usage.modifiedBytes += size }
         }
         return usage
+    }
+
+    /// Whether folder `start` is pinned or lies below a pinned folder (`pinState` of its files is
+    /// then not `.none`), with the answers for the folders walked through kept in `known`.
+    private static func isPinnedFolder(
+        _ start: InodeNumber?, in tree: TreeTransaction, known: inout [InodeNumber: Bool]
+    ) -> Bool {
+        var walked: [InodeNumber] = []
+        var answer = false
+        var current = start
+        while let ino = current {
+            if let found = known[ino] {
+                answer = found
+                break
+            }
+            guard let folder = tree.nodes[ino] else { break }
+            walked.append(ino)
+            if folder.isPinned {
+                answer = true
+                break
+            }
+            current = folder.parent
+        }
+        for ino in walked { known[ino] = answer }
+        return answer
     }
 }
 

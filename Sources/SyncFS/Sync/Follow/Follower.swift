@@ -78,7 +78,9 @@ final class Follower: Sendable {
                 continue
             }
             do throws(SyncFailure) {
-                let batch = try container.changes(after: cursor, limit: 256)
+                // Pages of the server's default size: an attach or a catch-up is as many round
+                // trips as pages (a 1,000,000-entry attach made 3,900 of 256).
+                let batch = try container.changes(after: cursor, limit: WireProtocol.defaultChangesLimit)
                 rounds.feedRead(batch.entries.count)
                 for entry in batch.entries where run.isRunning {
                     remote.noteFeedReached(entry.version)
