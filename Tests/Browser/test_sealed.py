@@ -267,6 +267,13 @@ class SealedPageTest(support.StackTestCase):
         outsider.sign_in("mallory")
         for path in ("/c/vault/", "/c/vault/sealed-entries", "/c/vault/sealed-chunk?id=" + "0" * 64):
             self.assertEqual(outsider.get(path)[0], 403, path)
+        member = support.Session(self.stack.url)
+        member.sign_in("vic")
+        # A chunk is asked for by exactly one 64-digit ID, and only one the container holds sealed.
+        for path, status in (("/c/vault/sealed-chunk?id=zz", 400), ("/c/vault/sealed-chunk?id=../x", 400),
+                             ("/c/vault/sealed-chunk?id=" + "0" * 64 + "&path=x", 400),
+                             ("/c/vault/sealed-chunk?id=" + "0" * 64, 404)):
+            self.assertEqual(member.get(path)[0], status, path)
         viewer = support.Session(self.stack.url)
         viewer.sign_in("vic")
         status, headers, body = viewer.get("/c/vault/sealed-entries")
