@@ -39,13 +39,15 @@ public enum ChildProcess {
         defer { for pointer in argv { free(pointer) } }
         var variables = ProcessInfo.processInfo.environment
         variables.merge(environment) { _, given in given }
+        // A child that traps prints the crashed thread only, so a failure message's tail of its
+        // log shows where it trapped (every thread and the registers would push it out).
+        if variables["SWIFT_BACKTRACE"] == nil {
+            variables["SWIFT_BACKTRACE"] = "enable=yes,threads=crashed,registers=none,images=none"
+        }
         let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in envp { free(pointer) } }
         var pid: pid_t = 0
-        let result =
-            environment.isEmpty
-            ? posix_spawn(&pid, arguments[0], &actions, &attributes, argv, environ)
-            : posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
+        let result = posix_spawn(&pid, arguments[0], &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw TestSupportError("posix_spawn(\(arguments[0])) failed: \(String(cString: strerror(result)))")
         }

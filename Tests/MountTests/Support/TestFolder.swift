@@ -295,7 +295,7 @@ final class TestFolder: @unchecked Sendable {
             if Self.isMounted(root) { Self.lazyUnmount(root) }
             throw TestFolderError(
                 message: "the daemon exited (\(Self.describe(status))) before printing `ready`; "
-                    + "stdout: \(output.debugDescription)\n" + stderrTail())
+                    + "stdout: \(output.debugDescription)\n" + stderrTail(limit: 12_000))
         case .timedOut(let output):
             close(stdinPipe[1])
             close(stdoutPipe[0])
@@ -308,8 +308,8 @@ final class TestFolder: @unchecked Sendable {
         }
     }
 
-    private func stderrTail() -> String {
-        "daemon stderr (\(logPath)), last lines:\n" + Self.tail(of: logPath, limit: 4000)
+    private func stderrTail(limit: Int = 4000) -> String {
+        "daemon stderr (\(logPath)), last lines:\n" + Self.tail(of: logPath, limit: limit)
     }
 
     /// posix_spawn with the three standard descriptors replaced, every signal unblocked and every
