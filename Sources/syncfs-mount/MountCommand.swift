@@ -142,6 +142,12 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help:
+            "Replay bursts of remote changes through the mount point even when no process seems to watch it (for watchers this daemon cannot see: in another PID namespace, or another user's under --allow-other)."
+    )
+    var inotifyEchoAlways = false
+
+    @Flag(
+        help:
             "Keep flock and fcntl locks on this mount only, as the kernel does for a local disk (no round trip to the daemon on each close); other mounts of the container do not see them."
     )
     var localLocks = false
@@ -277,6 +283,7 @@ struct MountCommand: ParsableCommand {
         configuration.compressionLevel = Int32(compressionLevel)
         configuration.cacheSize = CacheSize(parsing: cacheSize) ?? .percentOfFilesystem(25)
         configuration.inotifyEcho = !noInotifyEcho
+        configuration.echoUnwatchedBursts = inotifyEchoAlways
         configuration.locksAcrossMounts = !localLocks
         configuration.deviceName = deviceName.flatMap(DeviceName.init(validating:))
         configuration.allowRemoteSetuid = allowRemoteSetuid
@@ -387,6 +394,7 @@ struct MountCommand: ParsableCommand {
             noDownloadFor, "--attach-timeout", String(attachTimeout), "--report-attach-progress",
         ]
         if noInotifyEcho { arguments.append("--no-inotify-echo") }
+        if inotifyEchoAlways { arguments.append("--inotify-echo-always") }
         if localLocks { arguments.append("--local-locks") }
         // A server's container exists already (`--create-encrypted` sealed it above): `--create`
         // is for a local one only, and the daemon would refuse it for a URL.

@@ -165,7 +165,8 @@ struct EventsTest {
     /// connection once the other threads are gone), and a remount catches up. Each round also
     /// unmounts B while it may still be catching up (a stop in the middle of a feed batch).
     @Test func aDaemonKilledWhileEchoingRemoteChangesDiesAndCatchesUpOnRemount() throws {
-        try SyncedMounts.with(uploadDelay: 20) { mounts in
+        // Bursts are echoed though nothing watches B: the echo is what this test is about.
+        try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--inotify-echo-always"]) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try makeDirectory(a.path("many"))
             #expect(waitUntil { pathExists(b.path("many")) })
@@ -192,7 +193,7 @@ struct EventsTest {
     /// loaded machine this hung in most runs before the fix, on an idle one it rarely did
     /// (`EchoCallExclusionTests` shows the cycle every time).
     @Test func anUnmountWhileEchoingRemoteChangesEndsTheDaemon() throws {
-        try SyncedMounts.with(uploadDelay: 20) { mounts in
+        try SyncedMounts.with(uploadDelay: 20, argumentsB: ["--inotify-echo-always"]) { mounts in
             let (a, b) = (mounts.a, mounts.b)
             try makeDirectory(a.path("many"))
             #expect(waitUntil { pathExists(b.path("many")) })

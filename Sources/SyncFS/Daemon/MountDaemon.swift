@@ -22,6 +22,8 @@ public struct MountConfiguration: Sendable {
     public var noDownloadProcesses: Set<String> = []
     /// Echo remote changes through the mount point so inotify watchers see them (`InotifyEcho`).
     public var inotifyEcho = true
+    /// Echo bursts of remote changes even when no process may be watching (`RemoteEcho`).
+    public var echoUnwatchedBursts = false
     /// flock and fcntl locks go to the daemon, which holds them across every mount of the
     /// container (`MountLocks`); false leaves them to the kernel, for this mount only.
     public var locksAcrossMounts = true
@@ -254,7 +256,10 @@ public enum MountDaemon {
             "mounted \(configuration.container) at \(configuration.mountpoint) as device '\(fileSystem.deviceName)' (state \(statePath))"
         )
         if configuration.inotifyEcho && !configuration.kernelFlags.readOnly {
-            fileSystem.echo.channel.start(mountpoint: configuration.mountpoint) {
+            fileSystem.echo.channel.start(
+                mountpoint: configuration.mountpoint, skipsUnwatchedBursts: !configuration.echoUnwatchedBursts,
+                othersMayEnter: configuration.kernelFlags.allowOther
+            ) {
                 if session.isolateCallingThreadFromDevice() { return true }
                 logger.warning("no inotify echo: its thread cannot get a descriptor table of its own")
                 return false

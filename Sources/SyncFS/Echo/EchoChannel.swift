@@ -7,6 +7,8 @@ import Synchronization
 final class EchoChannel: OwnMountCalls {
     /// The running echo; nil when off.
     private let running = Mutex<InotifyEcho?>(nil)
+    /// Whether a process could see the echo's events; set with the echo.
+    private let watchers = Mutex<WatcherCensus?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
     private let threadID = Atomic<Int32>(0)
     /// The echo thread's calls against entry invalidations; outlives a stopped echo, whose last
@@ -15,11 +17,17 @@ final class EchoChannel: OwnMountCalls {
 
     /// Starts echoing remote changes through `mountpoint` (the session must be mounted).
     /// `prepareThread` runs first on the echo thread (the daemon isolates it from `/dev/fuse`);
-    /// if it fails, there is no echo.
+    /// if it fails, there is no echo. `skipsUnwatchedBursts`: bursts of remote changes skip the
+    /// echo while no process may be watching the mount (`RemoteEcho`); `othersMayEnter`: the
+    /// mount has `allow_other` (see `WatcherCensus`).
     func start(
-        mountpoint: String, timeout: Double = 2, prepareThread: @escaping @Sendable () -> Bool = { true }
+        mountpoint: String, skipsUnwatchedBursts: Bool = false, othersMayEnter: Bool = false, timeout: Double = 2,
+        prepareThread: @escaping @Sendable () -> Bool = { true }
     ) {
         calls.start()
+        watchers.withLock {
+            $0 = skipsUnwatchedBursts ? WatcherCensus(mountpoint: mountpoint, othersMayEnter: othersMayEnter) : nil
+        }
         let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, calls: calls, prepare: prepareThread) {
             [weak self] tid in
             self?.threadID.store(tid, ordering: .relaxed)
@@ -41,6 +49,9 @@ final class EchoChannel: OwnMountCalls {
 
     /// The running echo, if any.
     var current: InotifyEcho? { running.withLock { $0 } }
+
+    /// Whether a process may be watching the mount (always true when bursts are echoed anyway).
+    var mayBeWatched: Bool { watchers.withLock { $0 }?.mayBeWatched() ?? true }
 
     /// True while a step of the echo thread is running: its call on the mount may be in the
     /// kernel (see `LiveTree.perform`, which holds entry invalidations back meanwhile).

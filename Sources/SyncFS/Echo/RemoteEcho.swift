@@ -1,14 +1,32 @@
 import Logging
 import SyncBackend
+import Synchronization
 
 /// The follower's side of the inotify echo (see `InotifyEcho`): structural remote changes handed
 /// to the echo thread, content and attribute changes touched after they were applied. The
 /// follower's own code plans and applies each change (`RemoteApplying`); the kernel's side is
 /// `EchoCall`.
+///
+/// A burst — a feed page of `burstSize` changes or more: a catch-up, a first attach, a folder
+/// copied in elsewhere — skips the echo while no process may be watching the mount
+/// (`WatcherCensus`, looked at again every 100 ms): each echoed change costs about eight FUSE
+/// round trips, and a catch-up of 100,000 changes spent 40 s in them. Smaller pages, the everyday
+/// path, are always echoed (doc/decisions/033).
 final class RemoteEcho: Sendable {
+    /// The smallest page that is a burst.
+    static let burstSize = 64
+
+    private struct Burst {
+        /// The page being applied is a burst.
+        var active = false
+        /// Its changes skip the echo (what was last logged).
+        var skipping = false
+    }
+
     private let channel: EchoChannel
     private let live: LiveTree
     private let logger: Logger
+    private let burst = Mutex(Burst())
 
     init(channel: EchoChannel, live: LiveTree, logger: Logger) {
         self.channel = channel
@@ -23,7 +41,7 @@ final class RemoteEcho: Sendable {
     func apply(_ entry: RemoteEntry, contentFile: String?, force: Bool, by applier: some RemoteApplying)
         -> RemotePlan?
     {
-        guard let echo = channel.current else { return nil }
+        guard let echo = channel.current, !skipsUnwatchedBurst() else { return nil }
         echo.turn.lock()
         defer { echo.turn.unlock() }
         var application = RemoteApplication(wantsTouch: true)
@@ -60,6 +78,32 @@ final class RemoteEcho: Sendable {
             _ = echo.run { echo.perform(touch) }
         }
         return outcome
+    }
+
+    /// The follower is about to apply a feed page of `count` changes (a burst if `burstSize` or
+    /// more; the last page's answer holds for the changes applied after it, the retries).
+    func beginPage(of count: Int) {
+        burst.withLock { burst in
+            burst.active = count >= Self.burstSize
+            if !burst.active { burst.skipping = false }
+        }
+    }
+
+    /// True if the change about to be applied skips the echo: a burst that no process may be
+    /// watching. Logs each change between echoing and skipping.
+    private func skipsUnwatchedBurst() -> Bool {
+        guard burst.withLock({ $0.active }) else { return false }
+        let skip = !channel.mayBeWatched
+        let changed = burst.withLock { burst -> Bool in
+            defer { burst.skipping = skip }
+            return burst.skipping != skip
+        }
+        if changed && skip {
+            logger.info("a burst of remote changes: no process watches the mount, so no inotify echo for them")
+        } else if changed {
+            logger.info("a process watches the mount: the rest of the burst of remote changes is echoed")
+        }
+        return skip
     }
 
     /// Leaves `change` pending and has the echo thread make its call on the mount; returns what

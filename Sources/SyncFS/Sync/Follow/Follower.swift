@@ -82,6 +82,7 @@ final class Follower: Sendable {
                 // trips as pages (a 1,000,000-entry attach made 3,900 of 256).
                 let batch = try container.changes(after: cursor, limit: WireProtocol.defaultChangesLimit)
                 rounds.feedRead(batch.entries.count)
+                remote.echo.beginPage(of: batch.entries.count)
                 for entry in batch.entries where run.isRunning {
                     remote.noteFeedReached(entry.version)
                     deleteGuard.arrived(entry.version)
