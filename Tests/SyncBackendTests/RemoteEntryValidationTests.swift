@@ -102,6 +102,14 @@ struct RemoteEntryValidationTests {
         entry = Self.file()
         entry.device = "a\nb"
         #expect(RemoteEntryValidation.problem(with: entry) != nil, "control characters")
+        for control in ["a\u{7F}", "\u{0}", "\u{1F}x", "x\u{85}", "\u{9F}"] {
+            entry.device = control
+            #expect(RemoteEntryValidation.problem(with: entry) != nil, "DEL and C1 are control characters")
+        }
+        for printable in ["laptop-3f2a", "Zoë's Mac", "\u{A0}", "~ ", "東京-01"] {
+            entry.device = printable
+            #expect(RemoteEntryValidation.problem(with: entry) == nil, "\(printable) is printable")
+        }
         entry.device = String(repeating: "d", count: 257)
         #expect(RemoteEntryValidation.problem(with: entry) != nil)
         let badRoots = [

@@ -205,7 +205,13 @@ struct EventJournalTests {
         #expect(replayed(journal.replay(after: journal.cursor(27), through: 30)) == ["f28", "f29", "f30"])
         for index in 31...32 { _ = journal.append(created("f\(index)")) }
         journal.flush()
-        #expect(fixture.lines.count == 13, "a quarter more before the next trim")
+        #expect(fixture.lines.count == 13, "up to twice the count before the next trim")
+        for index in 33...40 { _ = journal.append(created("f\(index)")) }
+        journal.flush()
+        #expect(fixture.lines.count == 21, "twice the count is kept: \(fixture.lines.count - 1)")
+        _ = journal.append(created("f41"))
+        journal.flush()
+        #expect(fixture.lines.count == 11, "over twice the count, trimmed to the count")
     }
 
     @Test func eventsOlderThanTheAgeAreDropped() throws {

@@ -119,7 +119,7 @@ public enum RemoteEntryValidation {
             return "version \(entry.version) is not one a container gives"
         }
         guard entry.device.utf8.count <= maxDeviceLength,
-            !entry.device.unicodeScalars.contains(where: \.properties.isControlLike)
+            !entry.device.unicodeScalars.contains(where: \.isControlLike)
         else {
             return "its device name is over \(maxDeviceLength) bytes or holds control characters"
         }
@@ -135,7 +135,12 @@ public enum RemoteEntryValidation {
     }
 }
 
-extension Unicode.Scalar.Properties {
-    /// A C0 or C1 control character, DEL included.
-    fileprivate var isControlLike: Bool { generalCategory == .control }
+extension Unicode.Scalar {
+    /// A C0 or C1 control character, DEL included (Unicode's category `Cc`). ASCII is answered
+    /// without the Unicode tables: every entry of a feed page is checked (7 % of an attach's CPU
+    /// went to the tables' lookups).
+    fileprivate var isControlLike: Bool {
+        if value < 0x80 { return value < 0x20 || value == 0x7F }
+        return properties.generalCategory == .control
+    }
 }

@@ -11,8 +11,10 @@ import SyncBackend
 /// what gathered there every `Bounds.writeDelay` seconds in one `write`, never an `fsync` (the
 /// journal survives the daemon's kill -9; a power loss may cost the last events, which the
 /// numbering then tells, see below). Bounds: the file keeps the last `Bounds.events` events of the
-/// last `Bounds.age`; it is rewritten without the older ones once it holds a quarter more, or its
-/// oldest event is older than the age by more than `Bounds.ageSlack`.
+/// last `Bounds.age`; it is rewritten without the older ones once it holds twice that many (each
+/// event is then rewritten at most once: a first attach of a million entries, a million events,
+/// rewrote each four times with a quarter more), or its oldest event is older than the age by
+/// more than `Bounds.ageSlack`.
 ///
 /// Cursors: every event has the next sequence number. A daemon that stopped without `close`
 /// (kill -9, a crash) may have lost events it had numbered but not written: the next start skips
@@ -302,7 +304,7 @@ final class EventJournal: @unchecked Sendable {
 
     private func trimIfNeeded() {
         let now = clock()
-        let tooMany = recordCount > bounds.events + bounds.events / 4
+        let tooMany = recordCount > 2 * bounds.events
         let tooOld = oldestNanoseconds.map { now - $0 > bounds.age + bounds.ageSlack } ?? false
         if tooMany || tooOld { trim(now: now) }
     }
