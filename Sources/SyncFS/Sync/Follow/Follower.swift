@@ -69,6 +69,11 @@ final class Follower: Sendable {
             recorded = progress
         }
         rounds.scanNeeded(attaching.attach.isNeeded ? .attach : .catchUp)
+        // Pages of the server's default size: an attach or a catch-up is as many round trips as
+        // pages (a 1,000,000-entry attach made 3,900 of 256); each next page is read during the
+        // apply of the one before.
+        let pages = FeedReadAhead(container: container, limit: WireProtocol.defaultChangesLimit)
+        defer { pages.finish() }
         while run.isRunning {
             if pause.holds(.sync) {
                 // Not following: not caught up, and what changed meanwhile is a catch-up scan.
@@ -78,9 +83,8 @@ final class Follower: Sendable {
                 continue
             }
             do throws(SyncFailure) {
-                // Pages of the server's default size: an attach or a catch-up is as many round
-                // trips as pages (a 1,000,000-entry attach made 3,900 of 256).
-                let batch = try container.changes(after: cursor, limit: WireProtocol.defaultChangesLimit)
+                let batch = try pages.page(after: cursor)
+                if batch.moreComing { pages.start(after: batch.cursor) }
                 rounds.feedRead(batch.entries.count)
                 remote.echo.beginPage(of: batch.entries.count)
                 for entry in batch.entries where run.isRunning {

@@ -1,0 +1,76 @@
+import Dispatch
+import SyncBackend
+import Synchronization
+
+/// Reads the feed's next page while the follower applies the current one.
+///
+/// An attach or a catch-up is a sequence of pages, each read (a request, JSON decoding, the
+/// entries' checks: a fifth of an attach's CPU) and then applied; reading page N+1 on another
+/// thread during the apply of page N overlaps the two. At most one page is read ahead, for one
+/// cursor; a page asked for another cursor (the follower failed and reads again from its stored
+/// cursor) waits for the one in flight and drops it.
+///
+/// A read ahead reaches the container exactly as the follower's own read would (the same
+/// `BlockingContainer`, with its reachability and answer bookkeeping), only earlier. Nothing is
+/// cancelled: `finish` waits for a read in flight, as a stop already waited for the follower's own
+/// read (a feed read is not cancellable).
+final class FeedReadAhead: Sendable {
+    private final class Read: Sendable {
+        let after: FeedCursor
+        let finished = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<ChangeBatch, SyncFailure>?>(nil)
+
+        init(after: FeedCursor) { self.after = after }
+
+        func wait() -> Result<ChangeBatch, SyncFailure> {
+            finished.wait()
+            finished.signal()
+            return result.withLock { $0! }
+        }
+    }
+
+    private let container: BlockingContainer
+    private let limit: Int
+    private let pending = Mutex<Read?>(nil)
+
+    init(container: BlockingContainer, limit: Int) {
+        self.container = container
+        self.limit = limit
+    }
+
+    /// Starts reading the page after `cursor` (waiting for and dropping a read in flight).
+    func start(after cursor: FeedCursor) {
+        finish()
+        let read = Read(after: cursor)
+        pending.withLock { $0 = read }
+        // A thread of its own: `Blocking.run` must not block a thread of a pool its call needs.
+        Worker.start("syncfs-feed-read") { [container, limit] _ in
+            let result = Result { () throws(SyncFailure) -> ChangeBatch in
+                try container.changes(after: cursor, limit: limit)
+            }
+            read.result.withLock { $0 = result }
+            read.finished.signal()
+        }
+    }
+
+    /// The page after `cursor`: the one read ahead for it, else one read now.
+    func page(after cursor: FeedCursor) throws(SyncFailure) -> ChangeBatch {
+        if let read = take() {
+            let result = read.wait()
+            if read.after == cursor { return try result.get() }
+        }
+        return try container.changes(after: cursor, limit: limit)
+    }
+
+    /// Waits for a read in flight, if any, and drops it.
+    func finish() {
+        _ = take()?.wait()
+    }
+
+    private func take() -> Read? {
+        pending.withLock { read in
+            defer { read = nil }
+            return read
+        }
+    }
+}
