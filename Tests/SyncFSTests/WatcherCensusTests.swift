@@ -54,6 +54,22 @@ struct WatcherCensusTests {
         #expect(WatcherCensus.identity(of: "/srv/other", inMountinfo: text) == nil)
     }
 
+    /// Another local user's process cannot enter a mount without `allow_other`, so its unreadable
+    /// descriptors do not keep the echo on; the owner's own unreadable process (non-dumpable, such
+    /// as `ssh-agent`) and one whose status cannot be read count as watchers.
+    @Test func anUnreadableProcessIsAWatcherUnlessTheKernelKeepsItOut() {
+        let other = "Name:\tinotifywait\nUid:\t1001\t1001\t1001\t1001\n"
+        let owners = "Name:\tssh-agent\nUid:\t1000\t1000\t1000\t1000\n"
+        let setuid = "Name:\tsudo\nUid:\t1000\t0\t0\t0\n"
+        #expect(!WatcherCensus.mayEnter(status: other, owner: 1000))
+        #expect(WatcherCensus.mayEnter(status: owners, owner: 1000))
+        #expect(!WatcherCensus.mayEnter(status: setuid, owner: 1000), "the kernel checks all user IDs")
+        let otherFilesystemID = "Name:\tx\nUid:\t1000\t1000\t1000\t0\n"
+        #expect(WatcherCensus.mayEnter(status: otherFilesystemID, owner: 1000), "the fs user ID is not checked")
+        #expect(WatcherCensus.mayEnter(status: nil, owner: 1000))
+        #expect(WatcherCensus.mayEnter(status: "Name:\tx\n", owner: 1000), "no Uid line: a watcher")
+    }
+
     @Test func statusGivesTheFourUserIDs() {
         let status = "Name:\tssh-agent\nUmask:\t0077\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n"
         #expect(WatcherCensus.userIDs(inStatus: status) == [1000, 1000, 1000, 1000])

@@ -109,10 +109,15 @@ final class WatcherCensus: Sendable {
     /// A process whose descriptors cannot be read: a watcher unless the kernel keeps it out of
     /// the mount (`/proc/PID/status`'s user IDs; an unreadable status counts as a watcher).
     private func mayEnterMount(process: Int32) -> Bool {
-        if othersMayEnter { return true }
-        guard let status = Self.read(at: process, path: "status") else { return true }
-        guard let ids = Self.userIDs(inStatus: status) else { return true }
-        return ids.allSatisfy { $0 == ownerUID }
+        Self.mayEnter(status: othersMayEnter ? nil : Self.read(at: process, path: "status"), owner: ownerUID)
+    }
+
+    /// Whether a process whose descriptors cannot be read may enter a mount of `owner` without
+    /// `allow_other`, from its `/proc/PID/status` (nil: unreadable, or the mount lets others in).
+    static func mayEnter(status: String?, owner: uid_t) -> Bool {
+        guard let status, let ids = userIDs(inStatus: status) else { return true }
+        // The kernel's check (`fuse_allow_current_process`): real, effective and saved user IDs.
+        return ids.prefix(3).allSatisfy { $0 == owner }
     }
 
     private func mountIdentity() -> MountIdentity? {
