@@ -142,7 +142,7 @@ struct MountCommand: ParsableCommand {
 
     @Flag(
         help:
-            "Replay bursts of remote changes through the mount point even when no process seems to watch it (for watchers this daemon cannot see: in another PID namespace, or another user's under --allow-other)."
+            "Replay bursts of remote changes through the mount point even when no process seems to watch it (for watchers this daemon cannot see, in another PID namespace)."
     )
     var inotifyEchoAlways = false
 

@@ -16,12 +16,13 @@ struct EchoBurstTest {
             try makeDirectory(a.path("burst"))
             #expect(waitUntil { pathExists(b.path("burst")) })
 
-            // Nothing watches B: its catch-up is applied without the echo.
-            try b.unmount()
+            // Nothing watches B: its catch-up is applied without the echo. (Paused, not unmounted:
+            // a remount's catch-up could end before its echo starts, and then nothing is skipped.)
+            try b.expectCommand(["pause", b.root])
             for index in 0..<Self.burst { try writeFile(a.path("burst/quiet-\(index)"), "\(index)") }
             #expect(a.expectSync())
             var logStart = logSize(b)
-            try b.remount()
+            try b.expectCommand(["resume", b.root])
             #expect(
                 waitUntil(timeout: 30) { try listDirectory(b.path("burst")).count == Self.burst },
                 "\(mounts.logs())")
@@ -43,7 +44,6 @@ struct EchoBurstTest {
             let missing = expected.subtracting(inotify.lines)
             #expect(seen, "\(missing.count) of \(Self.burst) creates not seen, e.g. \(missing.sorted().prefix(3))")
             #expect(!log(of: b, since: logStart).contains("no inotify echo"), "\(log(of: b, since: logStart))")
-            #expect(!inotify.lines.contains { $0.hasSuffix(" quiet-0") }, "the quiet burst came before the watch")
         }
     }
 

@@ -2,34 +2,35 @@ import Foundation
 import SyncBackend
 import SyncBackendTesting
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SyncFS
 
 /// `FeedReadAhead`: pages read ahead are the pages a direct read gives, each read once; a page read
-/// ahead for a cursor the follower does not ask for is dropped; `finish` waits for a read in flight.
+/// ahead for a cursor the follower does not ask for is dropped; so is one in flight at a pause or stop.
 @Suite struct FeedReadAheadTests {
-    /// Counts the feed reads it forwards (and their cursors), each slowed by `delay`.
+    /// Counts the feed reads it forwards (and their cursors); with a gate, each read waits for it.
     final class CountingFeed: ForwardingTestContainer {
         let base: InMemoryContainer
-        let delay: Duration
+        let gate: DispatchSemaphore?
         let reads = Mutex<[FeedCursor]>([])
         let finished = Atomic<Int>(0)
 
-        init(_ base: InMemoryContainer, delay: Duration = .zero) {
+        init(_ base: InMemoryContainer, gated: Bool = false) {
             self.base = base
-            self.delay = delay
+            gate = gated ? DispatchSemaphore(value: 0) : nil
         }
 
         func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
             reads.withLock { $0.append(cursor) }
-            if delay > .zero { try? await Task.sleep(for: delay) }
+            if let gate { await waiting { gate.wait() } }
             defer { finished.add(1, ordering: .relaxed) }
             return try await base.changes(after: cursor, limit: limit)
         }
     }
 
-    private static func feed(files: Int, delay: Duration = .zero) async throws -> CountingFeed {
+    private static func feed(files: Int, gated: Bool = false) async throws -> CountingFeed {
         let container = InMemoryContainer()
         for index in 0..<files {
             let request = CommitRequest(
@@ -42,7 +43,7 @@ import Testing
                 throw TestFailure("commit \(index) refused")
             }
         }
-        return CountingFeed(container, delay: delay)
+        return CountingFeed(container, gated: gated)
     }
 
     struct TestFailure: Error, CustomStringConvertible {
@@ -84,17 +85,29 @@ import Testing
             }
         }
         #expect(try result.get() == ["f0", "f1"])
-        #expect(feed.reads.withLock { $0.count } == 3, "the page read ahead was read, then dropped")
+        #expect(
+            waitUntil(timeout: 10) { feed.reads.withLock { $0.count } == 3 },
+            "the page read ahead was read too, then dropped: \(feed.reads.withLock { $0 })")
     }
 
-    @Test func finishWaitsForTheReadInFlight() async throws {
-        let feed = try await Self.feed(files: 3, delay: .milliseconds(200))
+    /// A pause or a stop drops the read in flight without waiting for it (a feed read is not
+    /// cancellable, and may last a request's deadline); the next page is read afresh.
+    @Test func aDroppedReadIsNotWaitedForAndNotUsed() async throws {
+        let feed = try await Self.feed(files: 3, gated: true)
         let pages = FeedReadAhead(container: BlockingContainer(base: feed), limit: 2)
-        let finishedAfter = await waiting { () -> Int in
+        let (finishedAtDrop, readsAtDrop) = await waiting { () -> (Int, Int) in
             pages.start(after: .beginning)
-            pages.finish()
-            return feed.finished.load(ordering: .relaxed)
+            _ = waitUntil(timeout: 10) { feed.reads.withLock { $0.count } == 1 }
+            pages.drop()
+            return (feed.finished.load(ordering: .relaxed), feed.reads.withLock { $0.count })
         }
-        #expect(finishedAfter == 1, "finish returned before the read ended")
+        #expect(readsAtDrop == 1 && finishedAtDrop == 0, "drop returned while the read was still in flight")
+        feed.gate?.signal()
+        feed.gate?.signal()
+        let again = await waiting { () -> Result<Int, SyncFailure> in
+            Result { () throws(SyncFailure) in try pages.page(after: .beginning).entries.count }
+        }
+        #expect(try again.get() == 2)
+        #expect(feed.reads.withLock { $0.count } == 2, "the page after the drop was a read of its own")
     }
 }

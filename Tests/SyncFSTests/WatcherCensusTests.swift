@@ -54,10 +54,10 @@ struct WatcherCensusTests {
         #expect(WatcherCensus.identity(of: "/srv/other", inMountinfo: text) == nil)
     }
 
-    /// Another local user's process cannot enter a mount without `allow_other`, so its unreadable
-    /// descriptors do not keep the echo on; the owner's own unreadable process (non-dumpable, such
-    /// as `ssh-agent`) and one whose status cannot be read count as watchers.
-    @Test func anUnreadableProcessIsAWatcherUnlessTheKernelKeepsItOut() {
+    /// Whether a process may enter a mount without `allow_other` (the kernel's user-ID check):
+    /// another local user's process cannot, so it is not named in the log when its descriptors
+    /// cannot be read; the owner's own (a non-dumpable `ssh-agent`) and an unreadable status can.
+    @Test func onlyTheOwnersProcessesMayEnterWithoutAllowOther() {
         let other = "Name:\tinotifywait\nUid:\t1001\t1001\t1001\t1001\n"
         let owners = "Name:\tssh-agent\nUid:\t1000\t1000\t1000\t1000\n"
         let setuid = "Name:\tsudo\nUid:\t1000\t0\t0\t0\n"
@@ -67,7 +67,7 @@ struct WatcherCensusTests {
         let otherFilesystemID = "Name:\tx\nUid:\t1000\t1000\t1000\t0\n"
         #expect(WatcherCensus.mayEnter(status: otherFilesystemID, owner: 1000), "the fs user ID is not checked")
         #expect(WatcherCensus.mayEnter(status: nil, owner: 1000))
-        #expect(WatcherCensus.mayEnter(status: "Name:\tx\n", owner: 1000), "no Uid line: a watcher")
+        #expect(WatcherCensus.mayEnter(status: "Name:\tx\n", owner: 1000), "no Uid line: may")
     }
 
     @Test func statusGivesTheFourUserIDs() {
@@ -89,15 +89,15 @@ struct WatcherCensusTests {
         let glibcMinor = UInt32(truncatingIfNeeded: (status.st_dev & 0xFF) | ((status.st_dev >> 12) & ~0xFF))
         #expect(tmpfs.major == 0 && tmpfs.minor == glibcMinor, "a tmpfs has an anonymous device: \(tmpfs)")
         let census = WatcherCensus(mountpoint: directory.path, othersMayEnter: false)
-        #expect(!census.look(at: tmpfs), "nothing watches a new tmpfs yet")
+        #expect(!census.look(at: tmpfs).watched, "nothing watches a new tmpfs yet")
         let instance = inotify_init1(Int32(IN_CLOEXEC))
         try #require(instance >= 0)
         defer { close(instance) }
         let watch = inotify_add_watch(instance, directory.path, UInt32(IN_CREATE))
         try #require(watch >= 0)
-        #expect(census.look(at: tmpfs))
-        #expect(census.look(), "found through /proc/self/mountinfo too")
+        #expect(census.look(at: tmpfs).watched)
+        #expect(census.look().watched, "found through /proc/self/mountinfo too")
         #expect(inotify_rm_watch(instance, watch) == 0)
-        #expect(!census.look(at: tmpfs), "the watch is gone")
+        #expect(!census.look(at: tmpfs).watched, "the watch is gone")
     }
 }

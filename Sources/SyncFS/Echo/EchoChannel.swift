@@ -8,7 +8,7 @@ final class EchoChannel: OwnMountCalls {
     /// The running echo; nil when off.
     private let running = Mutex<InotifyEcho?>(nil)
     /// Whether a process could see the echo's events; set with the echo.
-    private let watchers = Mutex<WatcherCensus?>(nil)
+    private let census = Mutex<WatcherCensus?>(nil)
     /// The echo thread's kernel thread id (0: no echo); FUSE requests it makes carry it as pid.
     private let threadID = Atomic<Int32>(0)
     /// The echo thread's calls against entry invalidations; outlives a stopped echo, whose last
@@ -25,7 +25,7 @@ final class EchoChannel: OwnMountCalls {
         prepareThread: @escaping @Sendable () -> Bool = { true }
     ) {
         calls.start()
-        watchers.withLock {
+        census.withLock {
             $0 = skipsUnwatchedBursts ? WatcherCensus(mountpoint: mountpoint, othersMayEnter: othersMayEnter) : nil
         }
         let echo = InotifyEcho(mountpoint: mountpoint, timeout: timeout, calls: calls, prepare: prepareThread) {
@@ -50,8 +50,11 @@ final class EchoChannel: OwnMountCalls {
     /// The running echo, if any.
     var current: InotifyEcho? { running.withLock { $0 } }
 
-    /// Whether a process may be watching the mount (always true when bursts are echoed anyway).
-    var mayBeWatched: Bool { watchers.withLock { $0 }?.mayBeWatched() ?? true }
+    /// Whether a process may be watching the mount (always "watched" when bursts are echoed
+    /// anyway).
+    var watchers: WatcherCensus.Finding {
+        census.withLock { $0 }?.finding() ?? WatcherCensus.Finding(watched: true)
+    }
 
     /// True while a step of the echo thread is running: its call on the mount may be in the
     /// kernel (see `LiveTree.perform`, which holds entry invalidations back meanwhile).

@@ -21,6 +21,8 @@ final class RemoteEcho: Sendable {
         var active = false
         /// Its changes skip the echo (what was last logged).
         var skipping = false
+        /// The processes the census could not inspect were logged (once per mount).
+        var uninspectedLogged = false
     }
 
     private let channel: EchoChannel
@@ -81,7 +83,7 @@ final class RemoteEcho: Sendable {
     }
 
     /// The follower is about to apply a feed page of `count` changes (a burst if `burstSize` or
-    /// more; the last page's answer holds for the changes applied after it, the retries).
+    /// more; the answer holds for the page's retries too), or, with 0, has caught up.
     func beginPage(of count: Int) {
         burst.withLock { burst in
             burst.active = count >= Self.burstSize
@@ -93,15 +95,24 @@ final class RemoteEcho: Sendable {
     /// watching. Logs each change between echoing and skipping.
     private func skipsUnwatchedBurst() -> Bool {
         guard burst.withLock({ $0.active }) else { return false }
-        let skip = !channel.mayBeWatched
-        let changed = burst.withLock { burst -> Bool in
-            defer { burst.skipping = skip }
-            return burst.skipping != skip
+        let finding = channel.watchers
+        let skip = !finding.watched
+        let (changed, logUninspected) = burst.withLock { burst -> (Bool, Bool) in
+            defer {
+                burst.skipping = skip
+                if skip && !finding.uninspected.isEmpty { burst.uninspectedLogged = true }
+            }
+            return (burst.skipping != skip, skip && !finding.uninspected.isEmpty && !burst.uninspectedLogged)
         }
         if changed && skip {
             logger.info("a burst of remote changes: no process watches the mount, so no inotify echo for them")
         } else if changed {
             logger.info("a process watches the mount: the rest of the burst of remote changes is echoed")
+        }
+        if logUninspected {
+            logger.notice(
+                "the inotify echo skips bursts, but these processes' descriptors cannot be inspected: \(finding.uninspected.joined(separator: ", ")); if one of them watches the mount, mount with --inotify-echo-always"
+            )
         }
         return skip
     }

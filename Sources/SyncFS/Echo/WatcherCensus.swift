@@ -1,21 +1,25 @@
+import Foundation
 import Glibc
 import Synchronization
 
 /// Whether any process could be watching the mount with inotify or fanotify: the question that
-/// lets a burst of remote changes skip the echo (`RemoteEcho`, doc/decisions/033).
+/// lets a burst of remote changes skip the echo (`RemoteEcho`, decision 033).
 ///
-/// A look reads every process's descriptors under `/proc` (descriptor-relative calls from one
-/// descriptor of `/proc`): an inotify or fanotify descriptor with a mark on the mount's
+/// A look reads every process's descriptors under `/proc` (descriptor-relative calls below one
+/// directory descriptor of `/proc`): an inotify or fanotify descriptor with a mark on the mount's
 /// filesystem (its `sdev` in `/proc/PID/fdinfo/N`) or on the mount itself (a fanotify mount mark's
-/// `mnt_id`) is a watcher. The answer errs towards "watched":
-/// - a process whose descriptors cannot be read counts as a watcher unless it cannot reach the
-///   mount at all (without `allow_other`, the kernel lets only processes whose real, effective and
-///   saved user IDs are all the mount owner's use it);
-/// - a mount that cannot be found in `/proc/self/mountinfo`, or a `/proc` that cannot be read,
-///   counts as watched.
+/// `mnt_id`) is a watcher. What a look cannot see:
+/// - the descriptors of a process the daemon may not inspect (a non-dumpable one such as
+///   `ssh-agent`; without `CAP_SYS_PTRACE`, another user's): such a process is *not* counted,
+///   and the look names those that may enter the mount (`Finding.uninspected`) for the log —
+///   counting them would turn the echo on for every burst on most machines, for programs that do
+///   not watch folders; `mount --inotify-echo-always` is the way for one that does;
+/// - everything, for a daemon without root on a mount with `allow_other` (other users' processes
+///   are unreadable and may be hidden by `hidepid`): then every look answers "watched", as does a
+///   mount missing from `/proc/self/mountinfo` or a `/proc` that cannot be read.
 ///
-/// A look is kept for `maximumAge`: a watch added within that time before a change may miss that
-/// change's event (the decision record says why that is accepted for bursts only).
+/// A look is kept for `maximumAge` from its start: a watch added within that time before a change
+/// may miss that change's event (the decision record says why that is accepted for bursts only).
 final class WatcherCensus: Sendable {
     /// The mount as the kernel names it in `fdinfo` and `mountinfo`.
     struct MountIdentity: Equatable, Sendable {
@@ -24,15 +28,27 @@ final class WatcherCensus: Sendable {
         var minor: UInt32
     }
 
+    /// What a look found.
+    struct Finding: Equatable, Sendable {
+        var watched: Bool
+        /// Processes that may enter the mount and whose descriptors could not be read
+        /// ("PID (name)"), up to `uninspectedShown`.
+        var uninspected: [String] = []
+    }
+
+    static let uninspectedShown = 5
+
     private struct Look {
         var at: ContinuousClock.Instant
-        var watched: Bool
+        var finding: Finding
     }
 
     let mountpoint: String
     let maximumAge: Duration
     private let ownerUID: uid_t
     private let othersMayEnter: Bool
+    /// Without root, `allow_other` lets in processes this one cannot inspect or even list.
+    private let othersUnseen: Bool
     private let last = Mutex<Look?>(nil)
     private let identity = Mutex<MountIdentity?>(nil)
 
@@ -41,52 +57,67 @@ final class WatcherCensus: Sendable {
         self.mountpoint = mountpoint
         self.maximumAge = maximumAge
         self.othersMayEnter = othersMayEnter || geteuid() == 0
+        othersUnseen = othersMayEnter && geteuid() != 0
         ownerUID = geteuid()
     }
 
-    /// True if a process may be watching the mount, from a look at most `maximumAge` old.
-    func mayBeWatched() -> Bool {
+    /// What a look at most `maximumAge` old found.
+    func finding() -> Finding {
         let now = ContinuousClock.now
-        if let look = last.withLock({ $0 }), now - look.at < maximumAge { return look.watched }
-        let watched = look()
-        last.withLock { $0 = Look(at: .now, watched: watched) }
-        return watched
+        if let look = last.withLock({ $0 }), now - look.at < maximumAge { return look.finding }
+        let finding = look()
+        // Dated from its start: a watch added during the look may have been missed.
+        last.withLock { $0 = Look(at: now, finding: finding) }
+        return finding
     }
 
     /// Looks now.
-    func look() -> Bool {
-        guard let mount = mountIdentity() else { return true }
+    func look() -> Finding {
+        guard !othersUnseen, let mount = mountIdentity() else { return Finding(watched: true) }
         return look(at: mount)
     }
 
     /// Looks now for marks on `mount` (the daemon's own descriptors included).
-    func look(at mount: MountIdentity) -> Bool {
-        let proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard proc >= 0 else { return true }
-        defer { close(proc) }
-        guard let processes = fdopendir(dup(proc)) else { return true }
+    func look(at mount: MountIdentity) -> Finding {
+        guard let processes = opendir("/proc") else { return Finding(watched: true) }
         defer { closedir(processes) }
+        let proc = dirfd(processes)
+        var finding = Finding(watched: false)
         while let entry = readdir(processes) {
             let name = entry.entryName
             guard Int32(name) != nil else { continue }
-            if processWatches(pid: name, in: proc, mount: mount) { return true }
+            switch inspect(pid: name, in: proc, mount: mount) {
+            case .watches: return Finding(watched: true)
+            case .clear: break
+            case .uninspected(let shown):
+                if let shown, finding.uninspected.count < Self.uninspectedShown { finding.uninspected.append(shown) }
+            }
         }
-        return false
+        return finding
     }
 
-    /// Whether the process `/proc/<pid>` may watch the mount.
-    private func processWatches(pid: String, in proc: Int32, mount: MountIdentity) -> Bool {
+    private enum Inspection {
+        case watches
+        case clear
+        /// The descriptors could not be read: the process as the log names it, nil if it cannot
+        /// enter the mount anyway.
+        case uninspected(String?)
+    }
+
+    /// What the process `/proc/<pid>` holds.
+    private func inspect(pid: String, in proc: Int32, mount: MountIdentity) -> Inspection {
         let process = openat(proc, pid, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard process >= 0 else { return false }  // gone
+        guard process >= 0 else {
+            return errno == ENOENT || errno == ESRCH ? .clear : .uninspected("\(pid) (hidden)")
+        }
         defer { close(process) }
         let descriptors = openat(process, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptors >= 0 else {
-            if errno == ENOENT || errno == ESRCH { return false }
-            return mayEnterMount(process: process)
+            return errno == ENOENT || errno == ESRCH ? .clear : uninspected(pid, process)
         }
         guard let listing = fdopendir(descriptors) else {
             close(descriptors)
-            return mayEnterMount(process: process)
+            return uninspected(pid, process)
         }
         defer { closedir(listing) }
         var target = [CChar](repeating: 0, count: 64)
@@ -94,26 +125,34 @@ final class WatcherCensus: Sendable {
             let name = entry.entryName
             guard name.first != "." else { continue }
             let length = readlinkat(descriptors, name, &target, target.count)
-            guard length > 0 else { continue }
+            guard length > 0 else {
+                // Closed meanwhile, or no ptrace access (a non-dumpable process).
+                if length < 0 && errno != ENOENT { return uninspected(pid, process) }
+                continue
+            }
             let link = target[..<length].map { UInt8(bitPattern: $0) }
             guard link == Self.inotifyLink || link == Self.fanotifyLink else { continue }
             guard let info = Self.read(at: process, path: "fdinfo/" + name) else {
-                if errno == ENOENT { continue }  // closed meanwhile
-                return mayEnterMount(process: process)
+                if errno == ENOENT { continue }
+                return uninspected(pid, process)
             }
-            if Self.marks(info, reach: mount) { return true }
+            if Self.marks(info, reach: mount) { return .watches }
         }
-        return false
+        return .clear
     }
 
-    /// A process whose descriptors cannot be read: a watcher unless the kernel keeps it out of
-    /// the mount (`/proc/PID/status`'s user IDs; an unreadable status counts as a watcher).
-    private func mayEnterMount(process: Int32) -> Bool {
-        Self.mayEnter(status: othersMayEnter ? nil : Self.read(at: process, path: "status"), owner: ownerUID)
+    /// A process whose descriptors cannot be read, named for the log if it may enter the mount.
+    private func uninspected(_ pid: String, _ process: Int32) -> Inspection {
+        let status = Self.read(at: process, path: "status")
+        guard othersMayEnter || Self.mayEnter(status: status, owner: ownerUID) else { return .uninspected(nil) }
+        let name =
+            status?.split(separator: "\n").first { $0.hasPrefix("Name:") }
+            .map { $0.dropFirst(5).trimmingCharacters(in: .whitespaces) } ?? "?"
+        return .uninspected("\(pid) (\(LogText.line(name)))")
     }
 
-    /// Whether a process whose descriptors cannot be read may enter a mount of `owner` without
-    /// `allow_other`, from its `/proc/PID/status` (nil: unreadable, or the mount lets others in).
+    /// Whether a process may enter a mount of `owner` without `allow_other`, from its
+    /// `/proc/PID/status` (nil: unreadable, which counts as may).
     static func mayEnter(status: String?, owner: uid_t) -> Bool {
         guard let status, let ids = userIDs(inStatus: status) else { return true }
         // The kernel's check (`fuse_allow_current_process`): real, effective and saved user IDs.

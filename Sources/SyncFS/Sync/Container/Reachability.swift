@@ -14,14 +14,23 @@ import Synchronization
 /// behind it: that is a state of its own, from the first such answer until the next call that
 /// got any other answer, which `status` shows instead of "online" (`storageUnavailableSince`).
 final class Reachability: Sendable {
+    typealias Observer = @Sendable (_ online: Bool, _ reason: String?) -> Void
+    typealias StorageObserver = @Sendable (_ away: Bool, _ reason: String?) -> Void
+
     private struct State {
         var since: Date?
         var storageAwaySince: Date?
-        var observer: (@Sendable (_ online: Bool, _ reason: String?) -> Void)?
-        var storageObserver: (@Sendable (_ away: Bool, _ reason: String?) -> Void)?
+        var observer: Observer?
+        var storageObserver: StorageObserver?
     }
 
     private let state = Mutex(State())
+    /// Held while observers are called, in the order of the changes, outside `state`'s lock:
+    /// an observer takes other locks (`SyncRounds`) whose holders read `isOnline`, and under
+    /// `state`'s lock that was a lock-order inversion — which Swift's `Mutex` on Linux does not
+    /// hang on but traps ("Recursive call to lock Mutex", the kernel's EDEADLK): the daemon
+    /// died at an offline start. Nothing takes this lock while holding `state`'s.
+    private let notifying = Mutex(())
 
     init() {}
 
@@ -34,8 +43,8 @@ final class Reachability: Sendable {
     var storageUnavailableSince: Date? { state.withLock { $0.storageAwaySince } }
 
     /// Calls `observer` at each change between online and offline (with the failure that made it
-    /// offline), under this object's lock so that observers see the changes in order; it must
-    /// not call back into this object.
+    /// offline), one change at a time and in their order; it must not call back into this
+    /// object's changes (`answered`, `unreachable`, `storageUnavailable`), reading it is fine.
     func onChange(_ observer: @escaping @Sendable (_ online: Bool, _ reason: String?) -> Void) {
         state.withLock { $0.observer = observer }
     }
@@ -47,35 +56,54 @@ final class Reachability: Sendable {
     }
 
     func answered() {
-        state.withLock { state in
-            if state.storageAwaySince != nil {
-                state.storageAwaySince = nil
-                state.storageObserver?(false, nil)
+        notifying.withLock { _ in
+            let (storage, online) = state.withLock { state -> (StorageObserver?, Observer?) in
+                var storage: StorageObserver?
+                var online: Observer?
+                if state.storageAwaySince != nil {
+                    state.storageAwaySince = nil
+                    storage = state.storageObserver
+                }
+                if state.since != nil {
+                    state.since = nil
+                    online = state.observer
+                }
+                return (storage, online)
             }
-            guard state.since != nil else { return }
-            state.since = nil
-            state.observer?(true, nil)
+            storage?(false, nil)
+            online?(true, nil)
         }
     }
 
     /// The server answered that the storage behind it cannot be reached: online, storage away.
     func storageUnavailable(_ reason: String, at now: Date = Date()) {
-        state.withLock { state in
-            if state.since != nil {
-                state.since = nil
-                state.observer?(true, nil)
+        notifying.withLock { _ in
+            let (online, storage) = state.withLock { state -> (Observer?, StorageObserver?) in
+                var online: Observer?
+                var storage: StorageObserver?
+                if state.since != nil {
+                    state.since = nil
+                    online = state.observer
+                }
+                if state.storageAwaySince == nil {
+                    state.storageAwaySince = now
+                    storage = state.storageObserver
+                }
+                return (online, storage)
             }
-            guard state.storageAwaySince == nil else { return }
-            state.storageAwaySince = now
-            state.storageObserver?(true, reason)
+            online?(true, nil)
+            storage?(true, reason)
         }
     }
 
     func unreachable(_ reason: String, at now: Date = Date()) {
-        state.withLock { state in
-            guard state.since == nil else { return }
-            state.since = now
-            state.observer?(false, reason)
+        notifying.withLock { _ in
+            let observer = state.withLock { state -> Observer? in
+                guard state.since == nil else { return nil }
+                state.since = now
+                return state.observer
+            }
+            observer?(false, reason)
         }
     }
 }

@@ -7,13 +7,12 @@ import Synchronization
 /// An attach or a catch-up is a sequence of pages, each read (a request, JSON decoding, the
 /// entries' checks: a fifth of an attach's CPU) and then applied; reading page N+1 on another
 /// thread during the apply of page N overlaps the two. At most one page is read ahead, for one
-/// cursor; a page asked for another cursor (the follower failed and reads again from its stored
-/// cursor) waits for the one in flight and drops it.
+/// cursor. A read ahead reaches the container exactly as the follower's own read would (the same
+/// `BlockingContainer`, with its reachability and answer bookkeeping), only earlier.
 ///
-/// A read ahead reaches the container exactly as the follower's own read would (the same
-/// `BlockingContainer`, with its reachability and answer bookkeeping), only earlier. Nothing is
-/// cancelled: `finish` waits for a read in flight, as a stop already waited for the follower's own
-/// read (a feed read is not cancellable).
+/// A read that is not wanted any more (a page asked for another cursor after a failure, a pause,
+/// a stop) is dropped, not waited for: it ends by itself (a feed read is not cancellable, and a
+/// stop must not wait up to a request's deadline for a page nobody will apply).
 final class FeedReadAhead: Sendable {
     private final class Read: Sendable {
         let after: FeedCursor
@@ -38,9 +37,8 @@ final class FeedReadAhead: Sendable {
         self.limit = limit
     }
 
-    /// Starts reading the page after `cursor` (waiting for and dropping a read in flight).
+    /// Starts reading the page after `cursor` (a read still pending is dropped).
     func start(after cursor: FeedCursor) {
-        finish()
         let read = Read(after: cursor)
         pending.withLock { $0 = read }
         // A thread of its own: `Blocking.run` must not block a thread of a pool its call needs.
@@ -53,18 +51,15 @@ final class FeedReadAhead: Sendable {
         }
     }
 
-    /// The page after `cursor`: the one read ahead for it, else one read now.
+    /// The page after `cursor`: the one read ahead for it (waiting for it), else one read now.
     func page(after cursor: FeedCursor) throws(SyncFailure) -> ChangeBatch {
-        if let read = take() {
-            let result = read.wait()
-            if read.after == cursor { return try result.get() }
-        }
+        if let read = take(), read.after == cursor { return try read.wait().get() }
         return try container.changes(after: cursor, limit: limit)
     }
 
-    /// Waits for a read in flight, if any, and drops it.
-    func finish() {
-        _ = take()?.wait()
+    /// Drops the read pending, if any, without waiting for it (a pause, a stop).
+    func drop() {
+        _ = take()
     }
 
     private func take() -> Read? {

@@ -73,9 +73,11 @@ final class Follower: Sendable {
         // pages (a 1,000,000-entry attach made 3,900 of 256); each next page is read during the
         // apply of the one before.
         let pages = FeedReadAhead(container: container, limit: WireProtocol.defaultChangesLimit)
-        defer { pages.finish() }
+        defer { pages.drop() }
         while run.isRunning {
             if pause.holds(.sync) {
+                // The first read after the pause is a fresh one.
+                pages.drop()
                 // Not following: not caught up, and what changed meanwhile is a catch-up scan.
                 progress.markCaughtUp(false)
                 rounds.scanNeeded(.catchUp)
@@ -124,6 +126,8 @@ final class Follower: Sendable {
                 progress.noteFailure(nil)
                 rounds.feedCaughtUp()
                 log.logFollowerSucceeded()
+                // Caught up: what is applied while waiting (a merge's result) is no burst.
+                remote.echo.beginPage(of: 0)
                 let wait = deferred.isEmpty ? feedWait : EngineDelay.deferredRetry
                 try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
             } catch {
