@@ -206,7 +206,6 @@ def print_report(results, args):
                      f"{r['server_rss_before_mib']:.0f} / {r['server_rss_attach_mib']:.0f} MiB", "< 200 MiB",
                      goal(r["server_rss_attach_mib"] < 200)))
         for c in r["catchup"]:
-            limit = 10
             rows.append((f"{b}: remount → `ready` before a catch-up of {c['changes']:,}", f"{c['ready_s']:.2f} s",
                          "< 2 s", goal(c["ready_s"] < 2)))
             rows.append((f"{b}: `status` after the catch-up of {c['changes']:,}", f"{c['status_s'] * 1000:.0f} ms",
@@ -214,7 +213,7 @@ def print_report(results, args):
             rows.append((f"{b}: catch-up of {c['changes']:,} changes (mount start → caught up)",
                          f"{c['caught_up_s']:.1f} s (commits took {c['commit_s']:.0f} s; load "
                          f"{c['caught_up_load']:.1f}); mount RSS {c['mount_rss_mib']:.0f} MiB, server RSS "
-                         f"{c['server_rss_mib']:.0f} MiB; `status` then took {c['status_s']:.1f} s", f"< {limit} s", goal(c["caught_up_s"] < limit)))
+                         f"{c['server_rss_mib']:.0f} MiB", "< 10 s", goal(c["caught_up_s"] < 10)))
     report("a container of 1,000,000 entries", rows, results, args.out)
 
 def main():

@@ -47,14 +47,23 @@ package enum LocalFileIO {
 
     /// Reads the whole file at `path`, or says which `errno` stopped it.
     package static func readAll(_ path: String) -> Result<[UInt8], Errno> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        readAll(at: AT_FDCWD, path)
+    }
+
+    /// Reads the whole file at `path` below the directory descriptor `directory` (its size's
+    /// worth; a file that says it has none, as those of `/proc`, to its end), or says which
+    /// `errno` stopped it.
+    package static func readAll(at directory: Int32, _ path: String) -> Result<[UInt8], Errno> {
+        let fd = openat(directory, path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(Errno(errno)) }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { return .failure(Errno(errno)) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        let sized = info.st_size > 0
+        var bytes = [UInt8](repeating: 0, count: sized ? Int(info.st_size) : 4096)
         var offset = 0
-        while offset < bytes.count {
+        while offset < bytes.count || !sized {
+            if offset == bytes.count { bytes += [UInt8](repeating: 0, count: bytes.count) }
             let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + offset, $0.count - offset) }
             if count < 0 {
                 if errno == EINTR { continue }

@@ -83,13 +83,16 @@ final class RemoteEcho: Sendable {
     }
 
     /// The follower is about to apply a feed page of `count` changes (a burst if `burstSize` or
-    /// more; the answer holds for the page's retries too), or, with 0, has caught up.
+    /// more; the answer holds for the page's retries too).
     func beginPage(of count: Int) {
         burst.withLock { burst in
             burst.active = count >= Self.burstSize
             if !burst.active { burst.skipping = false }
         }
     }
+
+    /// The follower caught up: what is applied until the next page (a merge's result) is no burst.
+    func caughtUp() { beginPage(of: 0) }
 
     /// True if the change about to be applied skips the echo: a burst that no process may be
     /// watching. Logs each change between echoing and skipping.

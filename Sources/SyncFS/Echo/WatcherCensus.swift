@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SyncBackend
 import Synchronization
 
 /// Whether any process could be watching the mount with inotify or fanotify: the question that
@@ -132,18 +133,18 @@ final class WatcherCensus: Sendable {
             }
             let link = target[..<length].map { UInt8(bitPattern: $0) }
             guard link == Self.inotifyLink || link == Self.fanotifyLink else { continue }
-            guard let info = Self.read(at: process, path: "fdinfo/" + name) else {
-                if errno == ENOENT { continue }
-                return uninspected(pid, process)
+            switch LocalFileIO.readAll(at: process, "fdinfo/" + name) {
+            case .success(let info):
+                if Self.marks(String(decoding: info, as: UTF8.self), reach: mount) { return .watches }
+            case .failure(let error): if error.code != ENOENT { return uninspected(pid, process) }  // else closed
             }
-            if Self.marks(info, reach: mount) { return .watches }
         }
         return .clear
     }
 
     /// A process whose descriptors cannot be read, named for the log if it may enter the mount.
     private func uninspected(_ pid: String, _ process: Int32) -> Inspection {
-        let status = Self.read(at: process, path: "status")
+        let status = Self.text(at: process, path: "status")
         guard othersMayEnter || Self.mayEnter(status: status, owner: ownerUID) else { return .uninspected(nil) }
         let name =
             status?.split(separator: "\n").first { $0.hasPrefix("Name:") }
@@ -161,7 +162,7 @@ final class WatcherCensus: Sendable {
 
     private func mountIdentity() -> MountIdentity? {
         if let known = identity.withLock({ $0 }) { return known }
-        guard let text = Self.read(path: "/proc/self/mountinfo"),
+        guard let text = Self.text(path: "/proc/self/mountinfo"),
             let found = Self.identity(of: mountpoint, inMountinfo: text)
         else { return nil }
         identity.withLock { $0 = found }
@@ -233,26 +234,9 @@ final class WatcherCensus: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func read(path: String) -> String? {
-        read(at: AT_FDCWD, path: path)
-    }
-
-    /// A small `/proc` text, read whole (nil with `errno` set if it cannot be).
-    private static func read(at directory: Int32, path: String) -> String? {
-        let fd = openat(directory, path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = Glibc.read(fd, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if count == 0 { break }
-            bytes.append(contentsOf: buffer[..<count])
-        }
+    /// A `/proc` text below `directory`; nil if it cannot be read.
+    private static func text(at directory: Int32 = AT_FDCWD, path: String) -> String? {
+        guard case .success(let bytes) = LocalFileIO.readAll(at: directory, path) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -56,54 +56,63 @@ final class Reachability: Sendable {
     }
 
     func answered() {
-        notifying.withLock { _ in
-            let (storage, online) = state.withLock { state -> (StorageObserver?, Observer?) in
-                var storage: StorageObserver?
-                var online: Observer?
-                if state.storageAwaySince != nil {
-                    state.storageAwaySince = nil
-                    storage = state.storageObserver
-                }
-                if state.since != nil {
-                    state.since = nil
-                    online = state.observer
-                }
-                return (storage, online)
+        change { state in
+            var notices: [Notice] = []
+            if state.storageAwaySince != nil {
+                state.storageAwaySince = nil
+                notices.append(.storage(away: false, reason: nil))
             }
-            storage?(false, nil)
-            online?(true, nil)
+            if state.since != nil {
+                state.since = nil
+                notices.append(.online(true, reason: nil))
+            }
+            return notices
         }
     }
 
     /// The server answered that the storage behind it cannot be reached: online, storage away.
     func storageUnavailable(_ reason: String, at now: Date = Date()) {
-        notifying.withLock { _ in
-            let (online, storage) = state.withLock { state -> (Observer?, StorageObserver?) in
-                var online: Observer?
-                var storage: StorageObserver?
-                if state.since != nil {
-                    state.since = nil
-                    online = state.observer
-                }
-                if state.storageAwaySince == nil {
-                    state.storageAwaySince = now
-                    storage = state.storageObserver
-                }
-                return (online, storage)
+        change { state in
+            var notices: [Notice] = []
+            if state.since != nil {
+                state.since = nil
+                notices.append(.online(true, reason: nil))
             }
-            online?(true, nil)
-            storage?(true, reason)
+            if state.storageAwaySince == nil {
+                state.storageAwaySince = now
+                notices.append(.storage(away: true, reason: reason))
+            }
+            return notices
         }
     }
 
     func unreachable(_ reason: String, at now: Date = Date()) {
+        change { state in
+            guard state.since == nil else { return [] }
+            state.since = now
+            return [.online(false, reason: reason)]
+        }
+    }
+
+    /// What an observer is told.
+    private enum Notice {
+        case online(Bool, reason: String?)
+        case storage(away: Bool, reason: String?)
+    }
+
+    /// Applies `update` to the state under its lock, then tells the observers what it returned,
+    /// in order, outside that lock (under `notifying`).
+    private func change(_ update: (inout State) -> [Notice]) {
         notifying.withLock { _ in
-            let observer = state.withLock { state -> Observer? in
-                guard state.since == nil else { return nil }
-                state.since = now
-                return state.observer
+            let (notices, observer, storageObserver) = state.withLock { state in
+                (update(&state), state.observer, state.storageObserver)
             }
-            observer?(false, reason)
+            for notice in notices {
+                switch notice {
+                case .online(let online, let reason): observer?(online, reason)
+                case .storage(let away, let reason): storageObserver?(away, reason)
+                }
+            }
         }
     }
 }

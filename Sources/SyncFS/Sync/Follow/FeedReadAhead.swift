@@ -21,9 +21,9 @@ final class FeedReadAhead: Sendable {
 
         init(after: FeedCursor) { self.after = after }
 
+        /// The result, once the read ended (one caller: the follower, after `take`).
         func wait() -> Result<ChangeBatch, SyncFailure> {
             finished.wait()
-            finished.signal()
             return result.withLock { $0! }
         }
     }

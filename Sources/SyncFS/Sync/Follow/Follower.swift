@@ -126,8 +126,7 @@ final class Follower: Sendable {
                 progress.noteFailure(nil)
                 rounds.feedCaughtUp()
                 log.logFollowerSucceeded()
-                // Caught up: what is applied while waiting (a merge's result) is no burst.
-                remote.echo.beginPage(of: 0)
+                remote.echo.caughtUp()
                 let wait = deferred.isEmpty ? feedWait : EngineDelay.deferredRetry
                 try container.waitForChanges(after: cursor, timeout: wait, cancellable: stopWaiting)
             } catch {
