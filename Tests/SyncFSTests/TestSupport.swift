@@ -33,7 +33,10 @@ final class FileSystemFixture {
     }
 
     deinit {
-        if !isShutDown { try? fileSystem.shutDown() }
+        if !isShutDown {
+            expectCountsAgreeWithWalk()
+            try? fileSystem.shutDown()
+        }
     }
 
     static func open(
@@ -56,9 +59,19 @@ final class FileSystemFixture {
         isShutDown = false
     }
 
+    /// Before each shutdown (and so each `reopen`, and at the end of a test), the counts `status` answers from must equal
+    /// a walk of the tree (`TreeCounts`).
     func shutDown() throws {
         isShutDown = true
+        expectCountsAgreeWithWalk()
         try fileSystem.shutDown()
+    }
+
+    func expectCountsAgreeWithWalk(sourceLocation: SourceLocation = #_sourceLocation) {
+        let disagreement = fileSystem.residency.countsDisagreement()
+        #expect(
+            disagreement == nil, "the tree's counts differ from a walk: \(String(describing: disagreement))",
+            sourceLocation: sourceLocation)
     }
 
     // MARK: Shortcuts

@@ -68,7 +68,7 @@ final class FileOpener: Sendable, HoldsTheTree {
             }
             let handle = OpenFile(node: node, descriptor: descriptor, writable: flags & O_ACCMODE != O_RDONLY)
             node.openCount += 1
-            if handle.writable { node.openWriters += 1 }
+            if handle.writable { tree.noteWriterOpened(node) }
             node.lastUsed = Clock.nowNanoseconds()
             return .opened((tree.entryReply(for: node), handle))
         }
@@ -148,7 +148,7 @@ final class FileOpener: Sendable, HoldsTheTree {
         node.lastUsed = Clock.nowNanoseconds()
         let accessMode = flags & O_ACCMODE
         let handle = OpenFile(node: node, descriptor: descriptor, writable: accessMode != O_RDONLY)
-        if handle.writable { node.openWriters += 1 }
+        if handle.writable { tree.noteWriterOpened(node) }
         // Linux truncates on O_TRUNC even with O_RDONLY (the kernel checked write permission).
         // `O_TRUNC` is the way out of lost content and of a failed write (`WriteFailures`).
         if flags & O_TRUNC != 0 && node.contentIsLocal { tree.truncatedToZero(node) }

@@ -105,9 +105,9 @@ final class SyncFileSystem: Sendable {
         let generation = (storedFacts[.mountCount] ?? 0) + 1
         store.factSet(.mountCount, generation)
 
-        let tree = try Namespace.load(
+        var tree = try Namespace.load(
             stored, generation: generation, store: store, cache: cache, outbox: outbox, logger: logger)
-        WriteFailures.restore(storedFacts[.writeFailures], in: tree)
+        WriteFailures.restore(storedFacts[.writeFailures], in: &tree)
         changeEvents = ChangeEvents(
             journal: EventJournal.open(directory: statePath, anew: generation == 1, logger: logger))
         let echoChannel = EchoChannel()

@@ -2,6 +2,10 @@ import Foundation
 import SyncBackend
 
 extension SyncEngine {
+    /// A test hook (`SYNCFS_TEST_CHECK_COUNTS` in the daemon's environment, doc/CLI.md): each
+    /// `status` also walks the tree and stops the daemon if the counts it answers from differ.
+    static let checksCounts = getenv("SYNCFS_TEST_CHECK_COUNTS") != nil
+
     /// What `syncfs-mount status` and `sync` show: built here, in the daemon, from the engine's
     /// `progress` and Core's values (the engine and Core know no status type).
     func status() -> SyncStatus {
@@ -9,6 +13,9 @@ extension SyncEngine {
         let items = fileSystem.outbox.activeItems
         let progress = self.progress
         let usage = fileSystem.residency.cacheUsage()
+        if Self.checksCounts, let (counted, walked) = fileSystem.residency.countsDisagreement() {
+            fatalError("status: the tree's counts \(counted) differ from a walk's \(walked)")
+        }
         // Files whose write failed are named with that reason, queued or not (`WriteFailures`).
         let writeFailed = fileSystem.fileIO.writeFailedFiles()
         let writeFailedIDs = Set(writeFailed.map { $0.id })

@@ -39,16 +39,27 @@ public struct FileCounts: Codable, Sendable, Equatable {
     public var ignored: Int?
 
     mutating func add(_ state: ContentState, pinned isPinned: Bool) {
-        switch state {
-        case .online: online += 1
-        case .downloading: downloading += 1
-        case .local: local += 1
-        case .modified: modified += 1
-        case .uploading: uploading += 1
-        case .error: error += 1
-        case .conflict: conflict += 1
-        case .ignored: ignored = (ignored ?? 0) + 1
-        }
+        add(state, 1)
         if isPinned { pinned += 1 }
+    }
+
+    /// A file counted as `from` is in state `to` (pinned or not, it stays so).
+    mutating func move(from: ContentState, to: ContentState) {
+        guard from != to else { return }
+        add(from, -1)
+        add(to, 1)
+    }
+
+    private mutating func add(_ state: ContentState, _ sign: Int) {
+        switch state {
+        case .online: online += sign
+        case .downloading: downloading += sign
+        case .local: local += sign
+        case .modified: modified += sign
+        case .uploading: uploading += sign
+        case .error: error += sign
+        case .conflict: conflict += sign
+        case .ignored: ignored = (ignored ?? 0) + sign
+        }
     }
 }

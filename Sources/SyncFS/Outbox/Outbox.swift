@@ -166,6 +166,8 @@ final class Outbox: Sendable {
 
     /// A snapshot for status reports.
     var items: [OutboxItem] { queue.withLock { Array($0.items.values) } }
+    /// Every entry with a row, and every entry the ignore rules hold.
+    var namedIDs: Set<FileID> { queue.withLock { Set($0.items.keys).union($0.ignoredIDs) } }
     var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
     /// The `seq` of the newest change queued so far (`UploadQueue.lastSeq`).
     var lastSeq: UInt64 { queue.withLock { $0.lastSeq } }

@@ -3,7 +3,7 @@ import SyncBackend
 import Synchronization
 
 /// How much content the cache holds.
-struct CacheUsage: Sendable {
+struct CacheUsage: Sendable, Equatable {
     /// Lengths of the files whose content is here (downloaded or modified).
     var localBytes: Int64 = 0
     /// Lengths of the files with changes not yet uploaded.
@@ -94,9 +94,74 @@ extension ContentResidency {
 
     // MARK: Usage
 
-    /// What the cache holds now (one pass over the tree).
+    /// What the cache holds now, from the tree's counts (`TreeCounts`): each counted file is
+    /// `local` or `online` there, and the few that may be in another state — with an outbox row,
+    /// on the transfer board, in a conflict, or in motion (open for writing, downloading,
+    /// write-failed) — are looked at one by one. Costs those few, not the tree.
     func cacheUsage() -> CacheUsage {
+        let named = outbox.namedIDs.union(transfers.namedIDs)
+        return live.transact { tree in usageFromCounts(&tree, named: named) }
+    }
+
+    /// What the cache holds now by one pass over the tree: what `cacheUsage` must equal
+    /// (its tests, and daemons started with `SYNCFS_CHECK_COUNTS`, compare the two).
+    func cacheUsageByWalk() -> CacheUsage {
         live.transact { tree in usageLocked(tree) }
+    }
+
+    /// The counts' answer and the walk's, taken in one transaction, if they differ at each of
+    /// `looks` looks (a file between two states — an outbox row or a transfer that changes
+    /// without the namespace lock — can make one look differ; a miscount stays); nil if they
+    /// agreed once.
+    func countsDisagreement(looks: Int = 5) -> (counted: CacheUsage, walked: CacheUsage)? {
+        var last: (counted: CacheUsage, walked: CacheUsage)?
+        for look in 0..<looks {
+            let pair = live.transact { tree in
+                let named = outbox.namedIDs.union(transfers.namedIDs)
+                return (counted: usageFromCounts(&tree, named: named), walked: usageLocked(tree))
+            }
+            if pair.counted == pair.walked { return nil }
+            last = pair
+            if look + 1 < looks { usleep(20_000) }
+        }
+        return last
+    }
+
+    private func usageFromCounts(_ tree: inout TreeTransaction, named: Set<FileID>) -> CacheUsage {
+        let counts = tree.counts
+        var usage = CacheUsage()
+        usage.files.local = counts.localFiles
+        usage.files.online = counts.files - counts.localFiles
+        usage.files.pinned = counts.pinnedFiles
+        usage.localBytes = counts.localBytes
+        let conflicted = tree.conflictedEntries()
+        var apart = Set(named.union(conflicted).compactMap { tree.byFileID[$0] })
+        var settled: [InodeNumber] = []
+        for ino in tree.inMotion {
+            guard let node = tree.nodes[ino] else {
+                settled.append(ino)
+                continue
+            }
+            apart.insert(ino)
+            if node.openWriters == 0 && node.hydration == nil && node.writeFailure == 0 && !node.hasUnrecordedWrites {
+                settled.append(ino)
+            }
+        }
+        tree.inMotion.subtract(settled)
+        for ino in apart {
+            guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked else { continue }
+            let tally = node.tally
+            let local = !node.isPlaceholder
+            let size = node.size.load(ordering: .relaxed)
+            usage.localBytes += (local ? size : 0) - tally.size
+            guard tally.flags.contains(.counted) || local else { continue }
+            let state = contentState(of: node, in: tree, conflicted: conflicted)
+            if tally.flags.contains(.counted) {
+                usage.files.move(from: tally.flags.contains(.local) ? .local : .online, to: state)
+            }
+            if local && (state == .modified || state == .uploading || state == .error) { usage.modifiedBytes += size }
+        }
+        return usage
     }
 
     /// One pass, each file's state computed once, and whether a folder is pinned (or below a

@@ -94,6 +94,7 @@ final class Hydrations: Sendable, HoldsTheTree {
             throw error
         }
         node.hydration = hydration
+        tree.inMotion.insert(node.ino)
         node.apply(.hydrationStarted, queued: outbox.isPending(node.fileID))
         let path = tree.displayPath(of: node)
         let id = node.fileID

@@ -46,6 +46,7 @@ extension Namespace {
         cache.removeTemporaryFiles()
         reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
         markCachedContentUnverified(tree, outbox: outbox)
+        tree.recountAll()
         return tree
     }
 

@@ -19,6 +19,11 @@ struct Namespace {
     /// Folders excluded from this device (selective sync, `Namespace+Exclusions`): each keeps its
     /// parent and name but is not among its parent's children, so nothing below it is visible.
     var excludedFolders: Set<FileID> = []
+    /// The file counts `status` shows, kept as nodes change (`TreeCounts`).
+    var counts = TreeCounts()
+    /// Files that may be in a state the counts do not tell (written through an open handle,
+    /// downloading): `status` looks at each, and drops those no longer in motion.
+    var inMotion: Set<InodeNumber> = []
 
     init(generation: UInt64, nextIno: UInt64) {
         inodes = InodeTable(generation: generation)
@@ -57,6 +62,7 @@ struct Namespace {
         if node.kind == .directory { parent.subdirectoryCount += 1 }
         nodes[node.ino] = node
         byFileID[node.fileID] = node.ino
+        recount(node)
     }
 
     /// The directory with this file ID if it is in the tree (linked).
@@ -95,6 +101,7 @@ struct Namespace {
         guard let node = nodes[ino], node.isUnlinked, node.openCount == 0, !inodes.isReferenced(ino) else {
             return nil
         }
+        recount(node)
         nodes[ino] = nil
         if byFileID[node.fileID] == ino { byFileID[node.fileID] = nil }
         return node

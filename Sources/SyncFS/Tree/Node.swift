@@ -60,6 +60,9 @@ final class Node: @unchecked Sendable {
     /// Files: the cache file's allocated 512-byte blocks as last measured, and the content state
     /// they were measured in (`AllocatedBlocks`). Read and written under the namespace lock.
     var allocatedBlocks: AllocatedBlocks?
+    /// What this node adds to the tree's counts, as last counted (`TreeCounts`). Under the
+    /// namespace lock.
+    var tally = NodeTally()
 
     /// The file's length (files whose content is local: also the cache file's length).
     let size: Atomic<Int64>

@@ -56,4 +56,7 @@ public final class TransferBoard: Sendable {
     func error(_ id: FileID) -> String? { state.withLock { $0.errors[id] } }
 
     var active: [(FileID, Transfer)] { state.withLock { $0.active.map { ($0.key, $0.value) } } }
+
+    /// Every entry the board names: transferring now or with a failure kept.
+    var namedIDs: Set<FileID> { state.withLock { Set($0.active.keys).union($0.errors.keys) } }
 }

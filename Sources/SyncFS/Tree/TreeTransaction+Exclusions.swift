@@ -14,6 +14,7 @@ extension TreeTransaction {
             parent.subdirectoryCount -= 1
         }
         excludedFolders.insert(folder.fileID)
+        recount(folder)
         record(.fact(.excludedFolders, excludedFolders))
         // The synced ignore files below are out of sight now: the rules are read again.
         rulesWatch.touched()
@@ -48,11 +49,13 @@ extension TreeTransaction {
     mutating func moveExcludedFolder(_ folder: Node, to parent: Node, as name: FileName) {
         folder.parent = parent.ino
         folder.name = name
+        recount(folder)
     }
 
     /// The container deleted `node`: if it was an excluded folder, its exclusion ends with it.
     mutating func endExclusionOfDeleted(_ node: Node) {
         guard excludedFolders.remove(node.fileID) != nil else { return }
+        recount(node)
         record(.fact(.excludedFolders, excludedFolders.isEmpty ? nil : excludedFolders))
     }
 

@@ -46,6 +46,7 @@ struct TreeTransaction {
     /// changes (`commitSizeAhead`). Survives the daemon's kill -9, not a power loss.
     mutating func commitRecordedNow() throws {
         if !changes.isEmpty {
+            recountRecorded()
             store.record(changes)
             changes = []
         }
@@ -70,6 +71,7 @@ struct TreeTransaction {
     /// invalidations to send once unlocked. Only `LiveTree.transact` calls it.
     mutating func publishCollected() -> [KernelInvalidation] {
         if !changes.isEmpty {
+            recountRecorded()
             store.record(changes)
             changes = []
         }
@@ -82,6 +84,19 @@ struct TreeTransaction {
             events = []
         }
         return takeInvalidations()
+    }
+
+    /// Recounts every entry this transaction recorded (`TreeCounts`' contract).
+    private mutating func recountRecorded() {
+        for change in changes {
+            let ino: InodeNumber
+            switch change {
+            case .upsert(let record): ino = record.ino
+            case .delete(let deleted): ino = deleted
+            default: continue
+            }
+            if let node = namespace.nodes[ino] { namespace.recount(node) }
+        }
     }
 
     // MARK: The namespace, forwarded
@@ -106,6 +121,19 @@ struct TreeTransaction {
     var conflictCopies: [FileID: FileID] {
         _read { yield namespace.conflictCopies }
         _modify { yield &namespace.conflictCopies }
+    }
+
+    var counts: TreeCounts { namespace.counts }
+    var inMotion: Set<InodeNumber> {
+        _read { yield namespace.inMotion }
+        _modify { yield &namespace.inMotion }
+    }
+    mutating func recount(_ node: Node) { namespace.recount(node) }
+    /// A handle that may write `node` opened: its writes change its state and size without the
+    /// lock, so `status` looks at it apart until it is closed (`TreeCounts`).
+    mutating func noteWriterOpened(_ node: Node) {
+        node.openWriters += 1
+        namespace.inMotion.insert(node.ino)
     }
 
     var excludedFolders: Set<FileID> {

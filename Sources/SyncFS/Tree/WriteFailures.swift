@@ -27,10 +27,12 @@ enum WriteFailures {
     }
 
     /// Marks the files the `write_failures` fact names (at mount, once the tree is loaded).
-    static func restore(_ failures: [FileID: Int32]?, in tree: Namespace) {
+    /// They are in motion (`Namespace.inMotion`) for as long as they stay write-failed.
+    static func restore(_ failures: [FileID: Int32]?, in tree: inout Namespace) {
         for (id, code) in failures ?? [:] where code > 0 {
             guard let node = tree.node(withID: id), node.kind == .file else { continue }
             node.restoreWriteFailure(code)
+            tree.inMotion.insert(node.ino)
         }
     }
 }
@@ -41,6 +43,7 @@ extension TreeTransaction {
     /// False if it already was.
     mutating func noteWriteFailed(_ node: Node, code: Int32) -> Bool {
         guard node.writeFailure == 0 else { return false }
+        inMotion.insert(node.ino)
         node.apply(.writeFailed, queued: outbox.isPending(node.fileID), writeFailure: code)
         if !node.isUnlinked {
             recordLocalChange(node)
@@ -59,9 +62,10 @@ extension TreeTransaction {
         if failed { recordWriteFailures() }
     }
 
-    /// The write-failed files of the tree (unlinked ones are gone with their name).
+    /// The write-failed files of the tree (unlinked ones are gone with their name). A write
+    /// fails only through a handle that may write, so each is in motion (`inMotion`).
     func writeFailedNodes() -> [Node] {
-        nodes.values.filter { $0.writeFailure != 0 && !$0.isUnlinked }
+        inMotion.compactMap { nodes[$0] }.filter { $0.writeFailure != 0 && !$0.isUnlinked }
     }
 
     /// Records the `write_failures` fact from the tree (cleared when there are none).
