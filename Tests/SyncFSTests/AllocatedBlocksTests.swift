@@ -74,7 +74,11 @@ struct AllocatedBlocksTests {
         let node = try #require(fixture.fs.live.transact { tree in tree.nodes[ino] })
         #expect(try blocks(fixture, ino) >= 128)
         #expect(fixture.fs.live.transact { _ in node.allocatedBlocks } != nil)
-        fixture.fs.live.transact { _ in node.apply(.evict, queued: false) }
+        // As eviction does, less the store: the tree's counts follow (`TreeCounts`).
+        fixture.fs.live.transact { tree in
+            node.apply(.evict, queued: false)
+            tree.recount(node)
+        }
         #expect(fixture.fs.live.transact { _ in node.allocatedBlocks } == nil)
         fixture.fs.cache.remove(node.fileID)
         #expect(try blocks(fixture, ino) == 1, "a placeholder with nothing downloaded shows one block")

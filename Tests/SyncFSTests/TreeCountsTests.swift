@@ -64,6 +64,21 @@ struct TreeCountsTests {
         #expect(usage(fixture).localBytes == 103)
     }
 
+    @Test func anEmptyPlaceholderTruncatedOnOpenCountsAsLocal() async throws {
+        let pair = try SyncedPair()
+        try pair.a.makeFile("empty")
+        try await eventually("on B") { try pair.b.childNames() == ["empty"] }
+        try await pair.settle()
+        let ino = try pair.b.lookupIno("empty")
+        #expect(pair.b.fs.live.transact { $0.nodes[ino]?.isPlaceholder } == true)
+        #expect(usage(pair.b).files.online == 1)
+        // Nothing is recorded for it: it stays empty.
+        let handle = try pair.b.fs.open(ino, flags: O_RDONLY | O_TRUNC, caller: testCaller)
+        pair.b.fs.fileIO.release(handle)
+        #expect(usage(pair.b).files.local == 1)
+        #expect(usage(pair.b).files.local == 1, "still, once no longer in motion")
+    }
+
     @Test func placeholdersDownloadsEvictionAndExclusionKeepTheCountsExact() async throws {
         let pair = try SyncedPair()
         let docs = try pair.a.mkdir("docs")

@@ -13,8 +13,8 @@ extension SyncEngine {
         let items = fileSystem.outbox.activeItems
         let progress = self.progress
         let usage = fileSystem.residency.cacheUsage()
-        if Self.checksCounts, let (counted, walked) = fileSystem.residency.countsDisagreement() {
-            fatalError("status: the tree's counts \(counted) differ from a walk's \(walked)")
+        if Self.checksCounts, let found = fileSystem.residency.countsDisagreement() {
+            fatalError("status: the tree's counts differ from a walk's: \(found)")
         }
         // Files whose write failed are named with that reason, queued or not (`WriteFailures`).
         let writeFailed = fileSystem.fileIO.writeFailedFiles()

@@ -134,6 +134,8 @@ extension ContentResidency {
         guard ftruncate(descriptor, 0) == 0 else { return false }
         node.retiredManifest = nil
         node.apply(.openedTruncating, queued: outbox.isPending(node.fileID))
+        // Local now, though nothing may be recorded (an empty placeholder truncated to 0).
+        tree.recount(node)
         transfers.finished(node.fileID)
         return true
     }

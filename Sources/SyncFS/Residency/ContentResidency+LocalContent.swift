@@ -3,6 +3,14 @@ import SyncBackend
 import Synchronization
 
 /// How much content the cache holds.
+/// What `ContentResidency.countsDisagreement` found: the two answers and the names of files
+/// whose tally is stale.
+struct CountsDisagreement: Sendable {
+    var counted: CacheUsage
+    var walked: CacheUsage
+    var staleFiles: [String]
+}
+
 struct CacheUsage: Sendable, Equatable {
     /// Lengths of the files whose content is here (downloaded or modified).
     var localBytes: Int64 = 0
@@ -99,8 +107,7 @@ extension ContentResidency {
     /// on the transfer board, in a conflict, or in motion (open for writing, downloading,
     /// write-failed) — are looked at one by one. Costs those few, not the tree.
     func cacheUsage() -> CacheUsage {
-        let named = outbox.namedIDs.union(transfers.namedIDs)
-        return live.transact { tree in usageFromCounts(&tree, named: named) }
+        live.transact { tree in usageFromCounts(&tree) }
     }
 
     /// What the cache holds now by one pass over the tree: what `cacheUsage` must equal
@@ -109,25 +116,31 @@ extension ContentResidency {
         live.transact { tree in usageLocked(tree) }
     }
 
-    /// The counts' answer and the walk's, taken in one transaction, if they differ at each of
-    /// `looks` looks (a file between two states — an outbox row or a transfer that changes
-    /// without the namespace lock — can make one look differ; a miscount stays); nil if they
-    /// agreed once.
-    func countsDisagreement(looks: Int = 5) -> (counted: CacheUsage, walked: CacheUsage)? {
-        var last: (counted: CacheUsage, walked: CacheUsage)?
+    /// The counts' answer and the walk's, taken in one transaction, with the files whose tally
+    /// is stale (`Namespace.staleTallies`), if they differ at each of `looks` looks (a file
+    /// between two states — an outbox row or a transfer that changes without the namespace lock,
+    /// a size stored just before its transaction — can make one look differ; a miscount stays);
+    /// nil if they agreed once.
+    func countsDisagreement(looks: Int = 5) -> CountsDisagreement? {
+        var last: CountsDisagreement?
         for look in 0..<looks {
-            let pair = live.transact { tree in
-                let named = outbox.namedIDs.union(transfers.namedIDs)
-                return (counted: usageFromCounts(&tree, named: named), walked: usageLocked(tree))
+            let found = live.transact { tree in
+                let counted = usageFromCounts(&tree)
+                return CountsDisagreement(
+                    counted: counted, walked: usageLocked(tree), staleFiles: tree.staleTallies().map { "\($0.name)" })
             }
-            if pair.counted == pair.walked { return nil }
-            last = pair
+            if found.counted == found.walked && found.staleFiles.isEmpty { return nil }
+            last = found
             if look + 1 < looks { usleep(20_000) }
         }
         return last
     }
 
-    private func usageFromCounts(_ tree: inout TreeTransaction, named: Set<FileID>) -> CacheUsage {
+    /// The files that may be in another state than `local` or `online` are those the outbox
+    /// and the transfer board name (their leaf locks are taken inside the namespace lock, so
+    /// nothing they add is missed), those in a conflict, and those in motion.
+    private func usageFromCounts(_ tree: inout TreeTransaction) -> CacheUsage {
+        let named = outbox.namedIDs.union(transfers.namedIDs)
         let counts = tree.counts
         var usage = CacheUsage()
         usage.files.local = counts.localFiles
@@ -135,19 +148,9 @@ extension ContentResidency {
         usage.files.pinned = counts.pinnedFiles
         usage.localBytes = counts.localBytes
         let conflicted = tree.conflictedEntries()
-        var apart = Set(named.union(conflicted).compactMap { tree.byFileID[$0] })
-        var settled: [InodeNumber] = []
-        for ino in tree.inMotion {
-            guard let node = tree.nodes[ino] else {
-                settled.append(ino)
-                continue
-            }
-            apart.insert(ino)
-            if node.openWriters == 0 && node.hydration == nil && node.writeFailure == 0 && !node.hasUnrecordedWrites {
-                settled.append(ino)
-            }
-        }
-        tree.inMotion.subtract(settled)
+        // Those that settled since are looked at once more here (their last change was recounted).
+        let apart = Set(named.union(conflicted).compactMap { tree.byFileID[$0] }).union(tree.inMotion)
+        tree.settleInMotion()
         for ino in apart {
             guard let node = tree.nodes[ino], node.kind == .file, !node.isUnlinked else { continue }
             let tally = node.tally

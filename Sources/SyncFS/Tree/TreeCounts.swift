@@ -87,6 +87,25 @@ extension Namespace {
         }
     }
 
+    /// Drops from `inMotion` the files no longer in motion (closed, not downloading, not
+    /// write-failed, their writes recorded) and those gone from the tree.
+    mutating func settleInMotion() {
+        let settled = inMotion.filter { ino in
+            guard let node = nodes[ino] else { return true }
+            return node.openWriters == 0 && node.hydration == nil && node.writeFailure == 0
+                && !node.hasUnrecordedWrites
+        }
+        inMotion.subtract(settled)
+    }
+
+    /// Files (not in motion) whose tally is not what they add now: a change that was not
+    /// followed by a recount. Empty when the contract holds; a walk, for checks only.
+    func staleTallies() -> [Node] {
+        nodes.values.filter { node in
+            node.kind == .file && !inMotion.contains(node.ino) && node.tally != tally(of: node)
+        }
+    }
+
     /// What `node` adds now, with its parent's inherited flags as last counted.
     private func tally(of node: Node) -> NodeTally {
         let inherited = node.parent.flatMap { nodes[$0] }?.tally.flags.intersection(.inherited) ?? []

@@ -70,6 +70,8 @@ struct TreeTransaction {
     /// Ends the transaction: records, registers and publishes (see `LiveTree`), and returns the
     /// invalidations to send once unlocked. Only `LiveTree.transact` calls it.
     mutating func publishCollected() -> [KernelInvalidation] {
+        // Files settle without telling; `status` drops them too, this bounds the set without it.
+        if namespace.inMotion.count > Self.inMotionBound { namespace.settleInMotion() }
         if !changes.isEmpty {
             recountRecorded()
             store.record(changes)
@@ -85,6 +87,9 @@ struct TreeTransaction {
         }
         return takeInvalidations()
     }
+
+    /// How many files may be in motion before a transaction drops the settled ones.
+    static let inMotionBound = 1024
 
     /// Recounts every entry this transaction recorded (`TreeCounts`' contract).
     private mutating func recountRecorded() {
@@ -129,6 +134,8 @@ struct TreeTransaction {
         _modify { yield &namespace.inMotion }
     }
     mutating func recount(_ node: Node) { namespace.recount(node) }
+    mutating func settleInMotion() { namespace.settleInMotion() }
+    func staleTallies() -> [Node] { namespace.staleTallies() }
     /// A handle that may write `node` opened: its writes change its state and size without the
     /// lock, so `status` looks at it apart until it is closed (`TreeCounts`).
     mutating func noteWriterOpened(_ node: Node) {
