@@ -209,6 +209,15 @@ package final class SQLiteStatement {
         return String(cString: pointer)
     }
 
+    /// The column's text as UTF-8 bytes, in place (valid only inside `body`; empty for NULL):
+    /// for values parsed at once, without a `String` per row.
+    package func withUTF8Text<Result>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        guard let pointer = sqlite3_column_text(raw, column) else {
+            return body(UnsafeBufferPointer(start: nil, count: 0))
+        }
+        return body(UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(raw, column))))
+    }
+
     package func bytes(_ column: Int32) -> [UInt8]? {
         if isNull(column) { return nil }
         let count = Int(sqlite3_column_bytes(raw, column))

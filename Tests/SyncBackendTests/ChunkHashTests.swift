@@ -18,5 +18,11 @@ struct ChunkHashTests {
         #expect(ChunkHash(hex: "00") == nil)
         #expect(FileID(hex: "ABC") == nil)
         #expect(FileID(hex: FileID.random().hex) != nil)
+        #expect(FileID(hex: String(repeating: "A", count: 32)) == nil, "lowercase only")
+        #expect(FileID(hex: String(repeating: "0", count: 31)) == nil)
+        #expect(FileID(hex: String(repeating: "0", count: 33)) == nil)
+        #expect(FileID(hex: "0000000000000001ffffffffffffffff") == FileID(high: 1, low: .max))
+        let digits = Array("000000000000000a0000000000000010".utf8)
+        #expect(digits.withUnsafeBufferPointer { FileID(hexDigits: $0) } == FileID(high: 10, low: 16))
     }
 }

@@ -17,11 +17,18 @@ public struct FileID: Hashable, Sendable, CustomStringConvertible, HexEncodedVal
 
     /// Accepts exactly 32 lowercase hexadecimal digits.
     public init?(hex: String) {
-        let digits = Array(hex.utf8)
+        var hex = hex
+        guard let parsed = hex.withUTF8({ FileID(hexDigits: $0) }) else { return nil }
+        self = parsed
+    }
+
+    /// Accepts exactly 32 lowercase hexadecimal digits, as UTF-8 bytes (read in place, no copy).
+    public init?(hexDigits digits: UnsafeBufferPointer<UInt8>) {
         guard digits.count == 32 else { return nil }
         var high: UInt64 = 0
         var low: UInt64 = 0
-        for (index, digit) in digits.enumerated() {
+        for index in 0..<32 {
+            let digit = digits[index]
             let value: UInt64
             switch digit {
             case 48...57: value = UInt64(digit - 48)

@@ -415,7 +415,9 @@ final class MetadataStore: Sendable {
                 FROM entries
                 """)
             while try rows.step() {
-                guard let fileID = FileID(hex: rows.text(1)), let kind = NodeKind(rawValue: rows.int64(4)) else {
+                guard let fileID = rows.withUTF8Text(1, { FileID(hexDigits: $0) }),
+                    let kind = NodeKind(rawValue: rows.int64(4))
+                else {
                     throw MetadataError(code: 0, message: "malformed entry row for inode \(rows.int64(0))")
                 }
                 entries.append(
@@ -440,9 +442,10 @@ final class MetadataStore: Sendable {
             let metaRows = try connection.statement("SELECT key, value FROM meta")
             while try metaRows.step() { meta[metaRows.text(0)] = metaRows.text(1) }
             var bases: [FileID: SyncBase] = [:]
+            bases.reserveCapacity(entries.count)
             let baseRows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
             while try baseRows.step() {
-                guard let id = FileID(hex: baseRows.text(0)),
+                guard let id = baseRows.withUTF8Text(0, { FileID(hexDigits: $0) }),
                     let manifest = ManifestEncoding.decode(baseRows.bytes(2) ?? [])
                 else { throw MetadataError(code: 0, message: "malformed sync_base row \(baseRows.text(0))") }
                 bases[id] = SyncBase(version: UInt64(bitPattern: baseRows.int64(1)), manifest: manifest)

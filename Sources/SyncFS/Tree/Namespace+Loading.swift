@@ -27,6 +27,8 @@ extension Namespace {
         let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
         let recordedNext = stored.facts[.nextIno] ?? 0
         var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
+        tree.nodes.reserveCapacity(stored.entries.count)
+        tree.byFileID.reserveCapacity(stored.entries.count)
         for record in stored.entries {
             tree.nodes[record.ino] = Node(record: record, xattrs: stored.xattrs[record.ino] ?? [:])
             tree.byFileID[record.fileID] = record.ino
@@ -64,15 +66,30 @@ extension Namespace {
     /// entries that cannot be reached from the root (or from an excluded folder).
     private static func linkChildren(_ tree: inout Namespace) -> [InodeNumber] {
         for node in tree.nodes.values where node.ino != .root && !tree.isExcludedFolder(node) {
-            guard let parentIno = node.parent, let parent = tree.nodes[parentIno], parent.kind == .directory,
-                parent.children[node.name] == nil
-            else { continue }
-            parent.children[node.name] = node.ino
+            guard let parentIno = node.parent, let parent = tree.nodes[parentIno], parent.kind == .directory else {
+                continue
+            }
+            // One hash of the name in the usual case; a second entry of a taken name is left out.
+            if let first = parent.children.updateValue(node.ino, forKey: node.name) {
+                parent.children[node.name] = first
+                continue
+            }
             if node.kind == .directory { parent.subdirectoryCount += 1 }
         }
         let excluded = tree.excludedFolders.compactMap { tree.byFileID[$0] }
-        var reachable: Set<InodeNumber> = Set([.root] + excluded)
-        var stack: [InodeNumber] = [.root] + excluded
+        let roots: [InodeNumber] = [.root] + excluded
+        // Each node is in at most one children table (its parent's), so a walk from the roots
+        // meets each reachable node once: when it meets as many as there are, none is an orphan
+        // (the usual case, told without a set of every inode).
+        var met = 0
+        var stack = roots
+        while let ino = stack.popLast() {
+            met += 1
+            stack.append(contentsOf: tree.nodes[ino]?.children.values ?? [:].values)
+        }
+        if met == tree.nodes.count { return [] }
+        var reachable: Set<InodeNumber> = Set(roots)
+        stack = roots
         while let ino = stack.popLast() {
             for child in tree.nodes[ino]?.children.values ?? [:].values where reachable.insert(child).inserted {
                 stack.append(child)
@@ -89,12 +106,10 @@ extension Namespace {
     private static func reconcileCache(
         _ tree: inout Namespace, cache: ContentCache, store: MetadataStore, outbox: Outbox, logger: Logger
     ) {
-        var files: [FileID: Node] = [:]
-        for node in tree.nodes.values where node.kind == .file { files[node.fileID] = node }
-        for id in cache.allIDs() where files[id] == nil {
+        for id in cache.allIDs() where tree.node(withID: id)?.kind != .file {
             cache.remove(id)
         }
-        for node in files.values where !node.isPlaceholder {
+        for node in tree.nodes.values where node.kind == .file && !node.isPlaceholder {
             // A placeholder's cache file, if any, holds part of a download: not content of ours.
             let recorded = node.size.load(ordering: .relaxed)
             let actual = cache.size(of: node.fileID)
