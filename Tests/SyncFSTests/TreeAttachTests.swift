@@ -29,6 +29,39 @@ import Testing
         #expect(attach.progress.endReached)
     }
 
+    /// A first attach publishes its entries as `scan-end`'s count, not one `created` each; the
+    /// changes after it are published one by one again.
+    @Test func anAttachPublishesItsEntriesAsACountThenChangesOneByOne() throws {
+        let source = InMemoryContainer()
+        let seeding = try FileSystemFixture()
+        let seeder = SyncEngine(fileSystem: seeding.fs, container: source, logger: .init(label: "t"))
+        seeder.start()
+        defer { seeder.stop() }
+        for index in 0..<10 { try seeding.makeFile("f\(index)", contents: Array("x".utf8)) }
+        try #require(waitUntil(timeout: 30) { seeding.fs.outbox.items.isEmpty }, "seeded")
+
+        let fixture = try FileSystemFixture()
+        let events = fixture.fs.changeEvents.subscribe(.everything)
+        let engine = SyncEngine(fileSystem: fixture.fs, container: source, logger: .init(label: "t"))
+        engine.attaching.prepare()
+        engine.start()
+        defer { engine.stop() }
+        guard case .attached = engine.attaching.waitUntilAttached(stallLimit: .seconds(30), report: { _ in }) else {
+            Issue.record("not attached")
+            return
+        }
+        try seeding.makeFile("later", contents: Array("y".utf8))
+        var seen: [ChangeEvent] = []
+        let laterSeen = waitUntil(timeout: 30) {
+            while case .event(let event) = events.next(timeout: 0) { seen.append(event) }
+            return seen.contains { $0.kind == .created && $0.path == "later" }
+        }
+        #expect(laterSeen, "a change after the attach is published: \(seen.map(\.kind))")
+        #expect(!seen.contains { $0.kind == .created && $0.path.hasPrefix("f") }, "no event per attached entry")
+        let end = seen.first { $0.kind == .scanEnd }
+        #expect(end?.counts?.added == 10, "scan-end counts them: \(String(describing: end?.counts))")
+    }
+
     /// A fresh state directory attaches a container's entries, records `tree_attached` = 1, and
     /// the next load of the same database no longer needs the attach.
     @Test func anAttachCompletesAndIsRecorded() throws {

@@ -265,11 +265,23 @@ final class ChangeEvents: Sendable {
     /// Every event published, numbered (`events --since`); nil: none kept.
     let journal: EventJournal?
 
+    /// A first attach is under way (`AttachTracker`): the entries the container's feed brings
+    /// are counted in `scan-end`, not published one by one.
+    private let attaching = Atomic<Bool>(false)
+
     init(journal: EventJournal? = nil) { self.journal = journal }
 
     /// True if anybody subscribes or a journal keeps events: build an event only then.
     @inline(__always)
     var isObserved: Bool { journal != nil || subscriberCount.load(ordering: .relaxed) > 0 }
+
+    /// Whether a remote change of an entry is published on its own now: observed, and not part
+    /// of a first attach.
+    @inline(__always)
+    var isObservedEntryByEntry: Bool { isObserved && !attaching.load(ordering: .relaxed) }
+
+    /// A first attach begins (true) or is complete (false).
+    func setAttaching(_ value: Bool) { attaching.store(value, ordering: .relaxed) }
 
     /// Numbers `event` in the journal and hands it to every subscriber whose filter matches.
     /// Never blocks on a subscriber or the disk.

@@ -108,7 +108,11 @@ extension TreeTransaction {
         }
         // Entries of a folder excluded from this device are not seen here (unless the caller
         // names the path: a remote move out of sight is told as a delete at the old path).
-        guard changeEvents.isObserved, path != nil || !isExcluded(node) else { return }
+        // A first attach's entries are counted in `scan-end` instead (`ChangeEvents`).
+        let entryChange = kind == .created || kind == .modified || kind == .deleted || kind == .renamed
+        let observed =
+            origin == .remote && entryChange ? changeEvents.isObservedEntryByEntry : changeEvents.isObserved
+        guard observed, path != nil || !isExcluded(node) else { return }
         publish(
             ChangeEvent(
                 kind: kind, path: path ?? displayPath(of: node), oldPath: oldPath, origin: origin,

@@ -7,6 +7,7 @@ final class AttachTracker: Sendable {
     /// Whether this mount's tree is attached, and the first attach's progress.
     let attach: TreeAttach
     private let store: MetadataStore
+    private let changeEvents: ChangeEvents
     private let reported: EngineProgress
     /// Counts what the follower notes here (entries, the end): what the wait sleeps on.
     let changes = AwaitedVersion()
@@ -14,6 +15,7 @@ final class AttachTracker: Sendable {
     init(fileSystem: SyncFileSystem, progress: EngineProgress) {
         attach = TreeAttach(facts: fileSystem.storedFacts)
         store = fileSystem.store
+        changeEvents = fileSystem.changeEvents
         reported = progress
     }
 
@@ -30,11 +32,13 @@ final class AttachTracker: Sendable {
     /// follower starts, so that a crash in the middle leaves a directory the next mount attaches
     /// again. Does nothing on a mount that does not need the attach.
     /// The state database gets a larger page cache until the attach is complete
-    /// (`MetadataStore.useAttachCache`).
+    /// (`MetadataStore.useAttachCache`), and the entries it brings are not published one by one
+    /// (`scan-end` counts them; doc/SEMANTICS.md, "Sync rounds").
     func prepare() {
         guard attach.isNeeded else { return }
         store.factSet(.treeAttached, false)
         store.useAttachCache(true)
+        changeEvents.setAttaching(true)
     }
 
     /// Changes the store may hold for its flusher before the follower commits them itself.
@@ -59,6 +63,7 @@ final class AttachTracker: Sendable {
         guard attach.noteEndReached(), attach.isNeeded else { return }
         store.record([.fact(.treeAttached, true)])
         store.useAttachCache(false)
+        changeEvents.setAttaching(false)
     }
 
     /// Waits until the follower reached the end of the feed once, calling `report` with the
