@@ -77,7 +77,8 @@ extension Namespace {
             if node.kind == .directory { parent.subdirectoryCount += 1 }
         }
         let excluded = tree.excludedFolders.compactMap { tree.byFileID[$0] }
-        let roots: [InodeNumber] = [.root] + excluded
+        // Distinct: a damaged database could name the root among the excluded folders.
+        let roots = Array(Set([.root] + excluded))
         // Each node is in at most one children table (its parent's), so a walk from the roots
         // meets each reachable node once: when it meets as many as there are, none is an orphan
         // (the usual case, told without a set of every inode).

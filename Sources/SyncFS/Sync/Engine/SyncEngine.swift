@@ -211,6 +211,7 @@ final class SyncEngine: Sendable {
         fileSystem.residency.hydrations.setChunkSource(nil)
         fileSystem.residency.setPinObserver(nil)
         uploader.merger.mergeWorker.stop()
+        attaching.stopped()
         let late = threads.stop(within: .seconds(10))
         if !late.isEmpty {
             logger.warning("the sync engine did not stop within 10 s: \(late.joined(separator: ", ")) still running")

@@ -66,6 +66,12 @@ final class AttachTracker: Sendable {
         changeEvents.setAttaching(false)
     }
 
+    /// The engine stops: an attach it left unfinished no longer keeps remote changes from being
+    /// published one by one (a later engine on the same file system prepares its own).
+    func stopped() {
+        changeEvents.setAttaching(false)
+    }
+
     /// Waits until the follower reached the end of the feed once, calling `report` with the
     /// entries handled so far about every `interval`. Gives up when the follower has been
     /// failing without handling a single entry for `stallLimit` (a container unreachable since
