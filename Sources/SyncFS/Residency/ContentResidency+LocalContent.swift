@@ -17,6 +17,11 @@ struct CacheUsage: Sendable, Equatable {
     /// Lengths of the files with changes not yet uploaded.
     var modifiedBytes: Int64 = 0
     var files = FileCounts()
+
+    /// A local file in `state` holds changes not yet uploaded (its length is in `modifiedBytes`).
+    static func holdsChanges(_ state: ContentState) -> Bool {
+        state == .modified || state == .uploading || state == .error
+    }
 }
 
 extension ContentResidency {
@@ -111,7 +116,7 @@ extension ContentResidency {
     }
 
     /// What the cache holds now by one pass over the tree: what `cacheUsage` must equal
-    /// (its tests, and daemons started with `SYNCFS_CHECK_COUNTS`, compare the two).
+    /// (its tests, and daemons started with `SYNCFS_TEST_CHECK_COUNTS`, compare the two).
     func cacheUsageByWalk() -> CacheUsage {
         live.transact { tree in usageLocked(tree) }
     }
@@ -162,7 +167,7 @@ extension ContentResidency {
             if tally.flags.contains(.counted) {
                 usage.files.move(from: tally.flags.contains(.local) ? .local : .online, to: state)
             }
-            if local && (state == .modified || state == .uploading || state == .error) { usage.modifiedBytes += size }
+            if local && CacheUsage.holdsChanges(state) { usage.modifiedBytes += size }
         }
         return usage
     }
@@ -187,7 +192,7 @@ extension ContentResidency {
             guard local else { continue }
             let size = node.size.load(ordering: .relaxed)
             usage.localBytes += size
-            if state == .modified || state == .uploading || state == .error { usage.modifiedBytes += size }
+            if CacheUsage.holdsChanges(state) { usage.modifiedBytes += size }
         }
         return usage
     }
