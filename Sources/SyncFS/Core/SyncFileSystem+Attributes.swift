@@ -25,6 +25,7 @@ extension SyncFileSystem {
         if name.bytes.count > FileName.maxLength { throw .nameTooLong }
         return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
+            tree.unannouncedNames.lookedUp(parent: parent, name: name)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             return tree.entryReply(for: node)
         }

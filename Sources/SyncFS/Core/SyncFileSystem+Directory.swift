@@ -20,6 +20,7 @@ extension SyncFileSystem {
         if let echoed = echo.request(from: caller) { return try echoed.remove(parent: parent, name: name) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
+            try tree.refuseIfUnannounced(parent, name)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             guard node.kind == .directory else { throw .notDirectory }
             guard node.children.isEmpty, !tree.holdsExcludedFolder(node) else { throw .notEmpty }

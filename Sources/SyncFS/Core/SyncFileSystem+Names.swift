@@ -12,6 +12,7 @@ extension SyncFileSystem {
         if let echoed = echo.request(from: caller) { return try echoed.remove(parent: parent, name: name) }
         try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
+            try tree.refuseIfUnannounced(parent, name)
             guard let node = tree.child(of: directory, named: name) else { throw .notFound }
             if node.kind == .directory { throw .isDirectory }
             try tree.unlinkNode(node, from: directory)
@@ -62,6 +63,8 @@ extension SyncFileSystem {
         let movedUnderAPin = try live.transact { tree throws(FSError) -> Bool in
             let source = try tree.directory(parent)
             let destination = try tree.directory(newParent)
+            try tree.refuseIfUnannounced(parent, name)
+            try tree.refuseIfUnannounced(newParent, newName)
             guard let node = tree.child(of: source, named: name) else { throw .notFound }
             let target = tree.child(of: destination, named: newName)
             if node.kind == .directory && tree.isSameOrBelow(destination, node) && target?.ino != node.ino {

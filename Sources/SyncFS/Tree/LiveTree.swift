@@ -128,11 +128,23 @@ final class LiveTree: Sendable {
     /// kernel, they are dropped. Only engine threads send entry invalidations (the echo's own,
     /// applied by a FUSE handler, are sent by the follower after its call). Attribute and content
     /// invalidations take no directory lock and go at once.
+    /// Once a name's invalidation was sent (or there is no kernel to tell), calls by that name act
+    /// on it again (`UnannouncedNames`).
     func perform(_ invalidations: [KernelInvalidation]) {
-        guard !invalidations.isEmpty, let kernel = invalidator.withLock({ $0 }) else { return }
+        guard !invalidations.isEmpty else { return }
+        guard let kernel = invalidator.withLock({ $0 }) else { return announced(invalidations) }
         guard invalidations.contains(where: \.takesDirectoryLock) else { return send(invalidations, to: kernel) }
         let sent = ownMountCalls.whileNoCallInKernel { send(invalidations, to: kernel) }
-        if !sent { send(invalidations.filter { !$0.takesDirectoryLock }, to: kernel) }
+        if sent {
+            announced(invalidations)
+        } else {
+            send(invalidations.filter { !$0.takesDirectoryLock }, to: kernel)
+        }
+    }
+
+    private func announced(_ invalidations: [KernelInvalidation]) {
+        guard invalidations.contains(where: \.takesDirectoryLock) else { return }
+        state.withLock { $0.announced(invalidations) }
     }
 
     private func send(_ invalidations: [KernelInvalidation], to kernel: any KernelCacheInvalidating) {

@@ -24,6 +24,8 @@ struct Namespace {
     /// Files that may be in a state the counts do not tell (written through an open handle,
     /// downloading): `status` looks at each, and drops those no longer in motion.
     var inMotion: Set<InodeNumber> = []
+    /// Names changed behind the kernel's back that it has not been told of yet.
+    var unannouncedNames = UnannouncedNames()
 
     init(generation: UInt64, nextIno: UInt64) {
         inodes = InodeTable(generation: generation)

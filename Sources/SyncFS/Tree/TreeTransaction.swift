@@ -56,8 +56,19 @@ struct TreeTransaction {
     /// Publishes `event` when the transaction ends (still in the tree's order).
     mutating func publish(_ event: ChangeEvent) { events.append(event) }
 
-    /// Tells the kernel, after unlocking, that what it cached is stale.
-    mutating func invalidate(_ invalidation: KernelInvalidation) { invalidations.append(invalidation) }
+    /// Tells the kernel, after unlocking, that what it cached is stale. Until it is told, calls by
+    /// the name refuse to act on it (`UnannouncedNames`).
+    mutating func invalidate(_ invalidation: KernelInvalidation) {
+        if let (parent, name) = invalidation.name { namespace.unannouncedNames.collected(parent: parent, name: name) }
+        invalidations.append(invalidation)
+    }
+
+    /// The names of `invalidations` reached the kernel (`LiveTree.perform`).
+    mutating func announced(_ invalidations: [KernelInvalidation]) {
+        for case (let parent, let name)? in invalidations.lazy.map(\.name) {
+            namespace.unannouncedNames.sent(parent: parent, name: name)
+        }
+    }
 
     /// Hands the invalidations collected so far to the caller instead of sending them at the end
     /// (the echo: a FUSE handler applying a change for the follower must not send invalidations
@@ -141,6 +152,14 @@ struct TreeTransaction {
     mutating func noteWriterOpened(_ node: Node) {
         node.openWriters += 1
         namespace.inMotion.insert(node.ino)
+    }
+
+    var unannouncedNames: UnannouncedNames {
+        _read { yield namespace.unannouncedNames }
+        _modify { yield &namespace.unannouncedNames }
+    }
+    func refuseIfUnannounced(_ parent: InodeNumber, _ name: FileName) throws(FSError) {
+        try namespace.refuseIfUnannounced(parent, name)
     }
 
     var excludedFolders: Set<FileID> {
