@@ -179,9 +179,11 @@ public final class HTTPContainer: Container {
     public func changes(after cursor: FeedCursor, limit: Int) async throws(ContainerProtocolError) -> ChangeBatch {
         guard limit > 0 else { throw .invalidRequest("the change feed limit must be positive, not \(limit)") }
         let query = "after=\(WireAnswer.queryEscaped(cursor.token))&limit=\(min(limit, 10_000))"
-        let answer = try await send(.GET, WireProtocol.Path.changes(address.name) + "?" + query)
+        let answer = try await send(
+            .GET, WireProtocol.Path.changes(address.name) + "?" + query,
+            headers: [("Accept", ChangePageFormat.mediaType + ", application/json;q=0.5")])
         guard answer.status == 200 else { throw WireAnswer.failure(answer, address: address) }
-        return try WireAnswer.decode(ChangeBatch.self, answer, address: address)
+        return try WireAnswer.decodeChangePage(answer, address: address)
     }
 
     public func waitForChanges(after cursor: FeedCursor, timeout: Duration) async throws(ContainerProtocolError)

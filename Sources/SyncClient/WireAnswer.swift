@@ -73,6 +73,23 @@ enum WireAnswer {
         }
     }
 
+    /// A `changes` answer in the form its `Content-Type` names: binary (`ChangePageFormat`) or
+    /// JSON (a server older than the binary form ignores `Accept`). A body that does not decode
+    /// is not this protocol's answer.
+    static func decodeChangePage(_ answer: Answer, address: ServerAddress) throws(ContainerProtocolError)
+        -> ChangeBatch
+    {
+        let contentType = answer.header("Content-Type")?.split(separator: ";").first
+        guard contentType?.trimmingCharacters(in: .whitespaces).lowercased() == ChangePageFormat.mediaType else {
+            return try decode(ChangeBatch.self, answer, address: address)
+        }
+        do {
+            return try ChangePageFormat.decode(answer.body)
+        } catch {
+            throw .unavailable("\(address.origin) sent a change page that does not decode: \(error)")
+        }
+    }
+
     /// `text` escaped for a query value.
     static func queryEscaped(_ text: String) -> String {
         var allowed = CharacterSet.alphanumerics

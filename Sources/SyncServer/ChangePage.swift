@@ -1,33 +1,57 @@
 import Foundation
 import SyncBackend
 
-/// A `changes` page bounded in bytes as well as in entries: at most `maxBytes` of JSON (normally
-/// `WireProtocol.maxChangePageBytes`), except that one entry is always sent, however large.
+/// A `changes` page bounded in bytes as well as in entries: at most `maxBytes` (normally
+/// `WireProtocol.maxChangePageBytes`) in its form, JSON or binary (`ChangePageFormat`), except
+/// that one entry is always sent, however large.
 ///
 /// The container's cursor stays opaque: a page that would be too large is asked for again with a
 /// smaller `limit` (the container then gives the first entries of the same page, with its own
 /// cursor and `moreComing`). Each attempt is measured entry by entry and abandoned as soon as it
-/// is over the bound, so no more than about `maxBytes` of JSON is ever built, however large the
-/// entries; the next attempt asks for the entries that fitted (fewer than before, at least one),
-/// so a handful of attempts suffice even if commits change the feed meanwhile.
-/// A page that may be large is encoded on a Dispatch thread (`Offload`).
+/// is over the bound, so no more than about `maxBytes` is ever built, however large the entries;
+/// the next attempt asks for the entries that fitted (fewer than before, at least one), so a
+/// handful of attempts suffice even if commits change the feed meanwhile. A JSON page that may be
+/// large is encoded on a Dispatch thread (`Offload`); a binary page costs little to encode.
 enum ChangePage {
-    /// The page of at most `limit` entries after `cursor` and its JSON.
+    /// The body's form: what the request's `Accept` asked for.
+    enum Form: Sendable {
+        case json
+        case binary
+
+        var contentType: String {
+            switch self {
+            case .json: return "application/json"
+            case .binary: return ChangePageFormat.mediaType
+            }
+        }
+    }
+
+    /// The page of at most `limit` entries after `cursor` and its body in `form` (JSON if the
+    /// page cannot be encoded in binary; `form` of the result says which).
     static func fetch(
         from container: any Container, after cursor: FeedCursor, limit: Int,
-        maxBytes: Int = WireProtocol.maxChangePageBytes
-    ) async throws(ContainerProtocolError) -> (batch: ChangeBatch, json: Data) {
+        maxBytes: Int = WireProtocol.maxChangePageBytes, form: Form = .json
+    ) async throws(ContainerProtocolError) -> (batch: ChangeBatch, body: Data, form: Form) {
         var limit = limit
+        var form = form
         while true {
             let batch = try await container.changes(after: cursor, limit: limit)
-            let small = estimatedBytes(of: batch) < JSONResponse.offloadedEncodingBytes
-            let fit =
-                small ? encode(batch, maxBytes: maxBytes) : await Offload.run { encode(batch, maxBytes: maxBytes) }
+            let fit: Fit
+            switch form {
+            case .binary:
+                fit = encodeBinary(batch, maxBytes: maxBytes)
+            case .json:
+                let small = estimatedBytes(of: batch) < JSONResponse.offloadedEncodingBytes
+                fit =
+                    small ? encode(batch, maxBytes: maxBytes) : await Offload.run { encode(batch, maxBytes: maxBytes) }
+            }
             switch fit {
-            case .fits(let json):
-                return (batch, json)
+            case .fits(let body):
+                return (batch, body, form)
             case .tooLarge(let fitting):
                 limit = nextLimit(after: limit, returned: batch.entries.count, fitting: fitting)
+            case .unencodable where form == .binary:
+                form = .json
             case .unencodable:
                 throw .storageFailure("cannot encode a page of the change feed")
             }
@@ -44,8 +68,26 @@ enum ChangePage {
         case fits(Data)
         /// Only the first `fitting` entries (perhaps none) fit.
         case tooLarge(fitting: Int)
-        /// `JSONEncoder` failed (cannot happen for the protocol's types).
+        /// `JSONEncoder` failed (cannot happen for the protocol's types), or a field is too long
+        /// for the binary form's count.
         case unencodable
+    }
+
+    /// The binary page of `batch` if it has at most `maxBytes` (or a single entry); else how
+    /// many of its entries fit. Sizes are exact, so nothing is encoded that is then dropped.
+    static func encodeBinary(_ batch: ChangeBatch, maxBytes: Int) -> Fit {
+        if batch.entries.count > 1 {
+            var total = ChangePageFormat.envelopeBytes(batch)
+            for (index, entry) in batch.entries.enumerated() {
+                total += ChangePageFormat.encodedBytes(of: entry)
+                if total > maxBytes { return .tooLarge(fitting: index) }
+            }
+        }
+        do {
+            return .fits(Data(try ChangePageFormat.encode(batch)))
+        } catch {
+            return .unencodable
+        }
     }
 
     /// The JSON of `batch` if it has at most `maxBytes` (or a single entry); else how many of its

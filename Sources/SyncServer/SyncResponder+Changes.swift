@@ -3,17 +3,20 @@ import SyncBackend
 
 /// `GET .../changes` and `GET .../changes/wait`.
 extension SyncResponder {
-    /// A page of at most `limit` entries and `WireProtocol.maxChangePageBytes` of JSON (`ChangePage`).
+    /// A page of at most `limit` entries and `WireProtocol.maxChangePageBytes` (`ChangePage`): in
+    /// binary if `Accept` names `ChangePageFormat.mediaType`, else JSON.
     func changes(_ call: Call) async throws(WireFailure) -> Response {
         let query = call.query
+        let accept = call.request.headers[values: .accept].joined(separator: ",")
+        let form: ChangePage.Form = ChangePageFormat.isAccepted(by: accept) ? .binary : .json
         let cursor = FeedCursor(token: query[WireProtocol.Query.after] ?? "")
         let limit = try RequestReading.integer(
             query, WireProtocol.Query.limit, in: 1...WireProtocol.maxChangesLimit,
             default: WireProtocol.defaultChangesLimit)
         let page = try await WireFailure.translating { () async throws(ContainerProtocolError) in
-            try await ChangePage.fetch(from: call.container, after: cursor, limit: limit)
+            try await ChangePage.fetch(from: call.container, after: cursor, limit: limit, form: form)
         }
-        return JSONResponse.json(page.json, status: 200)
+        return JSONResponse.bytes(page.body, status: 200, contentType: page.form.contentType)
     }
 
     /// The long poll: answers as soon as a change after the cursor exists, after the timeout, or

@@ -40,7 +40,8 @@ import Testing
             let page = try await onDisk { () async throws(ContainerProtocolError) in
                 try await ChangePage.fetch(from: container, after: cursor, limit: limit, maxBytes: maxBytes)
             }
-            pages.append(page)
+            #expect(page.form == .json)
+            pages.append((page.batch, page.body))
             cursor = page.batch.cursor
             if !page.batch.moreComing { return pages }
         }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A lying sync server for FailoverLiarMountTest: an HTTP proxy on 127.0.0.1 in front of a real
 `syncfs-mount serve` (--upstream http://127.0.0.1:PORT) that forwards every request unchanged
-(token included) and alters only the answers of the change feed (`GET .../changes`):
+(token included; but a feed request it will alter without its `Accept`, so the page comes in
+JSON) and alters only the answers of the change feed (`GET .../changes`):
 
 - every page with entries gets one more entry: a file named --inject-name (an empty file, so no
   chunk is needed) with the ID --inject-id, in the root, at the version of the page's last entry;
@@ -63,7 +64,13 @@ def main():
         def forward(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else None
-            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+            path = self.path.split("?")[0]
+            lying = options.lie_after is None or os.path.exists(options.lie_after)
+            alters = lying and self.command == "GET" and path.endswith("/changes")
+            # A page it alters is asked for in JSON (no `Accept`), as a server older than the
+            # binary form answers: the client reads either form, then checks what it says.
+            dropped = ("host", "connection", "accept") if alters else ("host", "connection")
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
             upstream = http.client.HTTPConnection("127.0.0.1", options.upstream_port, timeout=60)
             try:
                 upstream.request(self.command, self.path, body=body, headers=headers)
@@ -72,9 +79,7 @@ def main():
                 status, answer_headers = answer.status, answer.getheaders()
             finally:
                 upstream.close()
-            path = self.path.split("?")[0]
-            lying = options.lie_after is None or os.path.exists(options.lie_after)
-            if lying and self.command == "GET" and path.endswith("/changes") and status == 200:
+            if alters and status == 200:
                 data = altered_page(data, options.inject_id, inject_name, hide_name)
             self.send_response(status)
             for key, value in answer_headers:
