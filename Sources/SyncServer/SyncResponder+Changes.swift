@@ -16,7 +16,9 @@ extension SyncResponder {
         let page = try await WireFailure.translating { () async throws(ContainerProtocolError) in
             try await ChangePage.fetch(from: call.container, after: cursor, limit: limit, form: form)
         }
-        return JSONResponse.bytes(page.body, status: 200, contentType: page.form.contentType)
+        // The form depends on `Accept`: a cache must not hand one client's form to another.
+        return JSONResponse.bytes(
+            page.body, status: 200, contentType: page.form.contentType, headers: [.vary: "Accept"])
     }
 
     /// The long poll: answers as soon as a change after the cursor exists, after the timeout, or

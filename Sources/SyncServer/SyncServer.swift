@@ -19,8 +19,8 @@ import UnixSignals
 /// - Fair and bounded (`ServerLimits`): request bodies and chunk uploads are budgeted per token,
 ///   per container and for the server (`BodyBudget`: `429`/`503` beyond), decoding JSON against a
 ///   memory budget (`MemoryBudget`), slow requests and idle connections without a token cut off
-///   (`ConnectionGuard`); change pages hold at most `WireProtocol.maxChangePageBytes` of JSON
-///   (`ChangePage`). The open-file limit is raised to its hard limit at start (`DescriptorLimit`).
+///   (`ConnectionGuard`); change pages hold at most `WireProtocol.maxChangePageBytes` in their
+///   form, JSON or binary (`ChangePage`). The open-file limit is raised to its hard limit at start (`DescriptorLimit`).
 /// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), or in `Configuration.tokens`
 ///   (a database's), read afresh on every request.
 /// - Graceful stop (SIGINT/SIGTERM, or the test helper's `stop`): pending change waits answer

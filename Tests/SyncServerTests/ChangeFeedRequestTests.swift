@@ -75,6 +75,7 @@ import Testing
                     .GET, fixture.path("/changes"), headers: accept.map { ("Accept", $0) })
                 #expect(binary.status == 200)
                 #expect(binary.headers.first(name: "Content-Type") == type, "\(accept)")
+                #expect(binary.headers.first(name: "Vary") == "Accept")
                 #expect(try ChangePageFormat.decode(binary.body) == expected, "\(accept)")
             }
             for accept in ["*/*", "\(type);q=0", "application/json"] {

@@ -199,7 +199,7 @@ import Testing
         let limits = [
             "JSON bodies ≤ \(WireProtocol.maxJSONBodyBytes >> 20) MiB",
             "chunk bodies and plain lengths ≤ \(WireProtocol.maxChunkBodyBytes >> 20) MiB",
-            "at most \(WireProtocol.maxChangePageBytes >> 20) MiB of JSON",
+            "at most \(WireProtocol.maxChangePageBytes >> 20) MiB in its form, JSON or binary",
         ]
         let flowing = Self.document.replacingOccurrences(of: "\n  ", with: " ")
         for limit in limits { #expect(flowing.contains(limit), "'\(limit)' is not in the document") }

@@ -1,7 +1,7 @@
 /// A page of the change feed (`ChangeBatch`) as bytes: the answer to `GET .../changes` when the
 /// request's `Accept` names `ChangePageFormat.mediaType` (doc/PROTOCOL.md "Change pages in
 /// binary"). The JSON form spends most of a first attach's decoding on names as arrays of numbers
-/// and hashes as hex; this form is a tenth of the bytes and decodes about forty times faster.
+/// and hashes as hex; this form is a third of the bytes and decodes about forty times faster.
 ///
 /// All integers unsigned big-endian unless said otherwise; `N` bytes after each count:
 ///
@@ -24,9 +24,9 @@
 ///       4         the number of chunks, then each: 32 hash, 8 length (two's complement)
 ///
 /// Nothing follows the last entry. Decoding checks the framing only (every count against the
-/// bytes left, so nothing larger than the body is ever allocated; flags, kind, UTF-8, no repeated
-/// attribute name, no trailing bytes); what the entries say is the validating layer's business,
-/// as for the JSON form.
+/// bytes left, so what it allocates is a small multiple of the body, as the JSON decoder's; flags,
+/// kind, UTF-8, no repeated attribute name, no trailing bytes); what the entries say is the
+/// validating layer's business, as for the JSON form.
 public enum ChangePageFormat {
     /// The media type a client names in `Accept`, and the server's answer in `Content-Type`.
     public static let mediaType = "application/vnd.syncfs.change-page"

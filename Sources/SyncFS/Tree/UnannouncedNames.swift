@@ -9,6 +9,12 @@
 /// invalidation was sent (`LiveTree.perform`) or the kernel looked the name up after the change
 /// (its answer is the new binding). Marks of invalidations that could not be sent (the echo's
 /// call stuck in the kernel at shutdown) stay. Under the namespace lock.
+///
+/// Every entry invalidation marks its name, not only a conflict copy's: a remote edit of a file
+/// the kernel knows gives the name a new inode (`.deleted`), and a by-name call in that window
+/// costs one `ESTALE` and the kernel's retry. Not covered: a lookup whose answer the kernel
+/// drops (its caller killed by a signal meanwhile) still counts as looked up, leaving the old
+/// binding usable until the invalidation arrives; the daemon cannot see the drop.
 struct UnannouncedNames {
     private struct Key: Hashable {
         let parent: InodeNumber
