@@ -89,6 +89,7 @@ final class MetadataStore: Sendable {
         let connection = try SQLiteConnection(path: path)
         if path != ":memory:" {
             try connection.execute("PRAGMA journal_mode = WAL")
+            try connection.execute("PRAGMA journal_size_limit = \(walSizeLimitBytes)")
         }
         try connection.execute("PRAGMA synchronous = NORMAL")
         try StateDatabaseSchema.migrations.migrate(connection)
@@ -352,14 +353,27 @@ final class MetadataStore: Sendable {
     static let attachCacheKiB = 65_536
     /// SQLite's default page cache (2 MiB), used otherwise: a running mount's RSS stays low.
     static let normalCacheKiB = 2_000
+    /// The WAL's size, in 4 KiB pages, from which a commit checkpoints it into the database during
+    /// a first attach: 256 MiB instead of SQLite's 4 MiB. The attach writes all over B-trees keyed
+    /// by random file IDs; between two checkpoints a page is written to the database once however
+    /// often it changed, so fewer checkpoints write (and sync) far fewer pages (1,000,000 entries:
+    /// `ready` after 45.6 s instead of 63–68 s; doc/PERFORMANCE.md). The WAL file shrinks back
+    /// to `walSizeLimitBytes` after the next checkpoint.
+    static let attachCheckpointPages = 65_536
+    /// SQLite's default.
+    static let normalCheckpointPages = 1_000
+    /// What a WAL file is truncated to after a checkpoint (`PRAGMA journal_size_limit`).
+    static let walSizeLimitBytes = 64 << 20
 
-    /// Uses the larger page cache of a first attach (`attachCacheKiB`) or goes back to the
-    /// normal one, giving the memory back (to the system too: `malloc_trim`). Best effort: a
-    /// failure only costs speed.
+    /// Uses the larger page cache and WAL of a first attach (`attachCacheKiB`,
+    /// `attachCheckpointPages`) or goes back to the normal ones, giving the memory back (to the
+    /// system too: `malloc_trim`). Best effort: a failure only costs speed.
     func useAttachCache(_ attaching: Bool) {
         connection.withLock { connection in
             try? connection.execute(
-                "PRAGMA cache_size = -\(attaching ? Self.attachCacheKiB : Self.normalCacheKiB)")
+                "PRAGMA cache_size = -\(attaching ? Self.attachCacheKiB : Self.normalCacheKiB); "
+                    + "PRAGMA wal_autocheckpoint = \(attaching ? Self.attachCheckpointPages : Self.normalCheckpointPages)"
+            )
             if !attaching { try? connection.execute("PRAGMA shrink_memory") }
         }
         // The allocator keeps what SQLite freed: hand it back to the system.
