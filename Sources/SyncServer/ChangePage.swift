@@ -32,26 +32,24 @@ enum ChangePage {
         from container: any Container, after cursor: FeedCursor, limit: Int,
         maxBytes: Int = WireProtocol.maxChangePageBytes, form: Form = .json
     ) async throws(ContainerProtocolError) -> (batch: ChangeBatch, body: Data, form: Form) {
+        func json(_ batch: ChangeBatch) async -> Fit {
+            let small = estimatedBytes(of: batch) < JSONResponse.offloadedEncodingBytes
+            return small ? encode(batch, maxBytes: maxBytes) : await Offload.run { encode(batch, maxBytes: maxBytes) }
+        }
         var limit = limit
         var form = form
         while true {
             let batch = try await container.changes(after: cursor, limit: limit)
-            let fit: Fit
-            switch form {
-            case .binary:
-                fit = encodeBinary(batch, maxBytes: maxBytes)
-            case .json:
-                let small = estimatedBytes(of: batch) < JSONResponse.offloadedEncodingBytes
-                fit =
-                    small ? encode(batch, maxBytes: maxBytes) : await Offload.run { encode(batch, maxBytes: maxBytes) }
+            var fit = form == .binary ? encodeBinary(batch, maxBytes: maxBytes) : await json(batch)
+            if case .unencodable = fit, form == .binary {
+                form = .json
+                fit = await json(batch)
             }
             switch fit {
             case .fits(let body):
                 return (batch, body, form)
             case .tooLarge(let fitting):
                 limit = nextLimit(after: limit, returned: batch.entries.count, fitting: fitting)
-            case .unencodable where form == .binary:
-                form = .json
             case .unencodable:
                 throw .storageFailure("cannot encode a page of the change feed")
             }

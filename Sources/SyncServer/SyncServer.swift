@@ -20,7 +20,8 @@ import UnixSignals
 ///   per container and for the server (`BodyBudget`: `429`/`503` beyond), decoding JSON against a
 ///   memory budget (`MemoryBudget`), slow requests and idle connections without a token cut off
 ///   (`ConnectionGuard`); change pages hold at most `WireProtocol.maxChangePageBytes` in their
-///   form, JSON or binary (`ChangePage`). The open-file limit is raised to its hard limit at start (`DescriptorLimit`).
+///   form, JSON or binary (`ChangePage`). The open-file limit is raised to its hard limit at
+///   start (`DescriptorLimit`).
 /// - Tokens live in `ROOT/.syncfs-server/tokens.db` (`TokenStore`), or in `Configuration.tokens`
 ///   (a database's), read afresh on every request.
 /// - Graceful stop (SIGINT/SIGTERM, or the test helper's `stop`): pending change waits answer

@@ -368,7 +368,7 @@ final class MetadataStore: Sendable {
     /// Uses the larger page cache and WAL of a first attach (`attachCacheKiB`,
     /// `attachCheckpointPages`) or goes back to the normal ones, giving the memory back (to the
     /// system too: `malloc_trim`). Best effort: a failure only costs speed.
-    func useAttachCache(_ attaching: Bool) {
+    func useAttachSettings(_ attaching: Bool) {
         connection.withLock { connection in
             try? connection.execute(
                 "PRAGMA cache_size = -\(attaching ? Self.attachCacheKiB : Self.normalCacheKiB); "

@@ -40,11 +40,15 @@ enum KernelInvalidation {
     /// IN_DELETE_SELF, as after a local unlink or replace-by-rename.
     case deleted(parent: InodeNumber, child: InodeNumber, name: FileName)
 
-    /// The kernel takes the parent directory's lock to carry it out (see `LiveTree.perform`).
-    var takesDirectoryLock: Bool {
+    /// The name this invalidation tells the kernel about, if it is a name's.
+    var name: (parent: InodeNumber, name: FileName)? {
         switch self {
-        case .entry, .deleted: return true
-        case .attributes, .content: return false
+        case .entry(let parent, let name), .deleted(let parent, _, let name): return (parent, name)
+        case .attributes, .content: return nil
         }
     }
+
+    /// The kernel takes the parent directory's lock to carry it out (see `LiveTree.perform`): a
+    /// name's invalidation does.
+    var takesDirectoryLock: Bool { name != nil }
 }

@@ -128,6 +128,7 @@ final class LiveTree: Sendable {
     /// kernel, they are dropped. Only engine threads send entry invalidations (the echo's own,
     /// applied by a FUSE handler, are sent by the follower after its call). Attribute and content
     /// invalidations take no directory lock and go at once.
+    ///
     /// Once a name's invalidation was sent (or there is no kernel to tell), calls by that name act
     /// on it again (`UnannouncedNames`).
     func perform(_ invalidations: [KernelInvalidation]) {

@@ -59,16 +59,6 @@ struct UnannouncedNames {
     }
 }
 
-extension KernelInvalidation {
-    /// The name this invalidation tells the kernel about, if it is a name's.
-    var name: (parent: InodeNumber, name: FileName)? {
-        switch self {
-        case .entry(let parent, let name), .deleted(let parent, _, let name): return (parent, name)
-        case .attributes, .content: return nil
-        }
-    }
-}
-
 extension Namespace {
     /// `ESTALE` if the kernel may still resolve `name` in `parent` to another node than the tree's
     /// (`UnannouncedNames`): for the calls that act on an existing entry by name.

@@ -31,13 +31,13 @@ final class AttachTracker: Sendable {
     /// Records that this mount's tree is not attached yet (`tree_attached` = 0), before the
     /// follower starts, so that a crash in the middle leaves a directory the next mount attaches
     /// again. Does nothing on a mount that does not need the attach.
-    /// The state database gets a larger page cache until the attach is complete
-    /// (`MetadataStore.useAttachCache`), and the entries it brings are not published one by one
+    /// The state database gets a larger page cache and WAL until the attach is complete
+    /// (`MetadataStore.useAttachSettings`), and the entries it brings are not published one by one
     /// (`scan-end` counts them; doc/SEMANTICS.md, "Sync rounds").
     func prepare() {
         guard attach.isNeeded else { return }
         store.factSet(.treeAttached, false)
-        store.useAttachCache(true)
+        store.useAttachSettings(true)
         changeEvents.setAttaching(true)
     }
 
@@ -62,7 +62,7 @@ final class AttachTracker: Sendable {
         defer { changes.increment() }
         guard attach.noteEndReached(), attach.isNeeded else { return }
         store.record([.fact(.treeAttached, true)])
-        store.useAttachCache(false)
+        store.useAttachSettings(false)
         changeEvents.setAttaching(false)
     }
 
