@@ -57,6 +57,6 @@ struct ManifestEncodingTests {
         try statement.run()
         let store = try MetadataStore(path: database.path)
         defer { try? store.close() }
-        #expect(try store.load().syncBases[id] == SyncBase(version: 5, manifest: Self.manifest))
+        #expect(try store.syncBase(of: id) == SyncBase(version: 5, manifest: Self.manifest))
     }
 }

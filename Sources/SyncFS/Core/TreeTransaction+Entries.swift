@@ -22,6 +22,7 @@ extension TreeTransaction {
             mode: permissions, uid: caller.uid, gid: setgidParent ? directory.gid : caller.gid, size: 0,
             atime: now, mtime: now, ctime: now, symlinkTarget: symlinkTarget)
         let node = Node(record: record, xattrs: [:])
+        bases.minted(fileID)
         node.cacheEntryDurable.store(kind != .file, ordering: .relaxed)
         attach(node, to: directory, as: name)
         self.record([.upsert(record), outbox.changed(fileID), .fact(.nextIno, nextIno)])

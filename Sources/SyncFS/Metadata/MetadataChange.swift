@@ -8,8 +8,6 @@ struct StoredState: Sendable {
     var xattrs: [InodeNumber: [String: [UInt8]]]
     /// Key/value facts (`container`, `next_ino`, `mount_count`, …).
     var meta: [String: String]
-    /// The container version (and its manifest) each synced entry reflects.
-    var syncBases: [FileID: SyncBase] = [:]
     /// Entries with local changes the container has not committed yet.
     var outbox: [OutboxItem] = []
 }

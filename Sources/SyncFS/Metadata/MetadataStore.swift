@@ -31,9 +31,16 @@ final class MetadataStore: Sendable {
         var afterCommit: [@Sendable () -> Void] = []
         var hasUnsyncedCommits = false
         var closed = false
+        /// How many batches were recorded (`record`'s ticket of the newest).
+        var recorded: UInt64 = 0
     }
 
-    private let connection: Mutex<SQLiteConnection>
+    private let connection: LockedConnection
+    /// A second connection to the same file, for reads under the namespace lock (`SyncBases`):
+    /// in WAL mode it never waits for the flusher's commits and checkpoints, which hold
+    /// `connection`; it sees every transaction committed before its read begins. An in-memory
+    /// database is read through `connection` itself.
+    private let reader: LockedConnection
     private let pending = Mutex(Pending())
     private let wakeFlusher: DispatchSemaphore
     /// Commits recorded changes in the background (`runFlusher`) until `close()`.
@@ -43,6 +50,9 @@ final class MetadataStore: Sendable {
     private let lastError = Mutex<MetadataError?>(nil)
     /// How many transactions were written to the database (an idle mount writes none).
     let transactionsWritten = Atomic<Int>(0)
+    /// The ticket of the newest batch committed (`record`): every batch whose ticket is at most
+    /// this is in the database, readable by any read that starts after this was loaded.
+    let committedThrough = Atomic<UInt64>(0)
     /// Room kept for this database on a full disk; nil for none (in-memory stores).
     let reserve: SpaceReserve?
 
@@ -62,7 +72,9 @@ final class MetadataStore: Sendable {
             }
             connection = try Self.open(path)
         }
-        self.connection = Mutex(connection)
+        let writer = LockedConnection(connection)
+        self.connection = writer
+        reader = path == ":memory:" ? writer : LockedConnection(try SQLiteConnection(path: path, create: false))
         self.batchDelay = batchDelay
         self.reserve = reserve
         let wakeFlusher = DispatchSemaphore(value: 0)
@@ -112,7 +124,9 @@ final class MetadataStore: Sendable {
 
     /// Several changes that must be committed together (an entry change and its outbox row, a
     /// remote change applied with its new sync base and feed cursor): always in one batch.
-    func record(_ changes: [MetadataChange]) { enqueue(changes) }
+    /// Returns the batch's ticket: it is committed once `committedThrough` reaches it.
+    @discardableResult
+    func record(_ changes: [MetadataChange]) -> UInt64 { enqueue(changes) }
 
     /// Runs `action` once every change recorded so far is committed.
     func afterCommit(_ action: @escaping @Sendable () -> Void) {
@@ -126,13 +140,16 @@ final class MetadataStore: Sendable {
 
     private func enqueue(_ change: MetadataChange) { enqueue([change]) }
 
-    private func enqueue(_ changes: [MetadataChange]) {
-        let wasEmpty = pending.withLock { state in
+    @discardableResult
+    private func enqueue(_ changes: [MetadataChange]) -> UInt64 {
+        let (wasEmpty, ticket) = pending.withLock { state in
             let wasEmpty = state.changes.isEmpty
             state.changes.append(contentsOf: changes)
-            return wasEmpty
+            state.recorded += 1
+            return (wasEmpty, state.recorded)
         }
         if wasEmpty { wakeFlusher.signal() }
+        return ticket
     }
 
     // MARK: Committing
@@ -141,12 +158,12 @@ final class MetadataStore: Sendable {
     /// commit) survive a power loss before returning.
     func commit(durable: Bool) throws {
         try connection.withLock { connection in
-            let (changes, actions, needsSync) = pending.withLock { state in
+            let (changes, actions, needsSync, through) = pending.withLock { state in
                 defer {
                     state.changes = []
                     state.afterCommit = []
                 }
-                return (state.changes, state.afterCommit, state.hasUnsyncedCommits)
+                return (state.changes, state.afterCommit, state.hasUnsyncedCommits, state.recorded)
             }
             if changes.isEmpty && !(durable && needsSync) {
                 for action in actions { action() }
@@ -184,6 +201,7 @@ final class MetadataStore: Sendable {
                 throw failure
             }
             transactionsWritten.add(1, ordering: .relaxed)
+            committedThrough.store(through, ordering: .releasing)
             reserve?.replenish()
             pending.withLock { $0.hasUnsyncedCommits = !durable }
             for action in actions { action() }
@@ -415,6 +433,68 @@ final class MetadataStore: Sendable {
         }
     }
 
+    // MARK: Reading sync bases (`SyncBases` keeps the uncommitted ones)
+
+    /// The committed sync base of `id`, nil if it has none (read on `reader`).
+    func syncBase(of id: FileID) throws -> SyncBase? {
+        try read { connection in
+            let row = try connection.statement("SELECT version, manifest FROM sync_base WHERE file_id = ?")
+            defer { row.reset() }
+            row.bind(1, id.hex)
+            guard try row.step() else { return nil }
+            return try Self.syncBase(id, version: row.int64(0), manifest: row.bytes(1))
+        }
+    }
+
+    /// How many sync bases are committed.
+    func syncBaseCount() throws -> Int {
+        try read { connection in
+            let row = try connection.statement("SELECT count(*) FROM sync_base")
+            defer { row.reset() }
+            return try row.step() ? Int(row.int64(0)) : 0
+        }
+    }
+
+    /// Calls `body` with every committed sync base, in no particular order (at mount).
+    func forEachSyncBase(_ body: (FileID, SyncBase) throws -> Void) throws {
+        try read { connection in
+            let rows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
+            defer { rows.reset() }
+            while try rows.step() {
+                let id = try Self.fileID(rows)
+                try body(id, try Self.syncBase(id, version: rows.int64(1), manifest: rows.bytes(2)))
+            }
+        }
+    }
+
+    /// Calls `body` with the version of every committed sync base, in no particular order.
+    func forEachSyncBaseVersion(_ body: (FileID, EntryVersion) -> Void) throws {
+        try read { connection in
+            let rows = try connection.statement("SELECT file_id, version FROM sync_base")
+            defer { rows.reset() }
+            while try rows.step() { body(try Self.fileID(rows), UInt64(bitPattern: rows.int64(1))) }
+        }
+    }
+
+    /// Runs `body` on the reading connection. `body` must not use the store.
+    private func read<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
+        try reader.withLock(body)
+    }
+
+    private static func fileID(_ rows: SQLiteStatement) throws -> FileID {
+        guard let id = rows.withUTF8Text(0, { FileID(hexDigits: $0) }) else {
+            throw MetadataError(code: 0, message: "malformed sync_base row \(rows.text(0))")
+        }
+        return id
+    }
+
+    private static func syncBase(_ id: FileID, version: Int64, manifest: [UInt8]?) throws -> SyncBase {
+        guard let manifest = ManifestEncoding.decode(manifest ?? []) else {
+            throw MetadataError(code: 0, message: "malformed sync_base manifest of \(id)")
+        }
+        return SyncBase(version: UInt64(bitPattern: version), manifest: manifest)
+    }
+
     // MARK: Reading (once, at mount)
 
     /// Reads every entry, extended attribute and fact. Commits pending changes first.
@@ -455,15 +535,6 @@ final class MetadataStore: Sendable {
             var meta: [String: String] = [:]
             let metaRows = try connection.statement("SELECT key, value FROM meta")
             while try metaRows.step() { meta[metaRows.text(0)] = metaRows.text(1) }
-            var bases: [FileID: SyncBase] = [:]
-            bases.reserveCapacity(entries.count)
-            let baseRows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
-            while try baseRows.step() {
-                guard let id = baseRows.withUTF8Text(0, { FileID(hexDigits: $0) }),
-                    let manifest = ManifestEncoding.decode(baseRows.bytes(2) ?? [])
-                else { throw MetadataError(code: 0, message: "malformed sync_base row \(baseRows.text(0))") }
-                bases[id] = SyncBase(version: UInt64(bitPattern: baseRows.int64(1)), manifest: manifest)
-            }
             var outbox: [OutboxItem] = []
             let outboxRows = try connection.statement(
                 "SELECT file_id, seq, generation, attempts, last_error FROM outbox ORDER BY seq")
@@ -479,7 +550,7 @@ final class MetadataStore: Sendable {
                         lastError: outboxRows.isNull(4) ? nil : outboxRows.text(4)))
             }
             connection.resetAll()
-            return StoredState(entries: entries, xattrs: xattrs, meta: meta, syncBases: bases, outbox: outbox)
+            return StoredState(entries: entries, xattrs: xattrs, meta: meta, outbox: outbox)
         }
     }
 

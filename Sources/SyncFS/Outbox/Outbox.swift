@@ -43,6 +43,8 @@ final class Outbox: Sendable {
     }
 
     func isPending(_ id: FileID) -> Bool { queue.withLock { $0.contains(id) } }
+    /// Every ID `isPending` is true for now.
+    var pendingIDs: Set<FileID> { queue.withLock { Set($0.items.keys) } }
 
     /// Whether `item`'s entry has had no local change since the item was taken (a change bumps
     /// its generation; a finished item is gone).

@@ -40,7 +40,9 @@ import Synchronization
 ///    flusher and `commit` *without* the namespace lock — except `commitRecordedNow`, which
 ///    commits inside it — and it takes `pending` briefly inside). So: namespace →
 ///    store.pending, namespace → store.connection → store.pending; never store.connection →
-///    namespace (a commit's after-commit actions only remove cache files).
+///    namespace (a commit's after-commit actions only remove cache files). And
+///    `MetadataStore.reader` (a second connection to the same file), a leaf taken inside the
+///    namespace lock to read sync bases (`SyncBases`): it never waits for a commit.
 /// Never held across a call into the kernel (`KernelCacheInvalidating`, a path below the mount):
 /// the namespace lock and every lock of level 3 and 4. And no entry invalidation is sent while a call
 /// of the echo thread is in the kernel (`perform` waits in user space): it would wait in the kernel

@@ -26,7 +26,8 @@ extension Namespace {
         }
         let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
         let recordedNext = stored.facts[.nextIno] ?? 0
-        var tree = Namespace(generation: generation, nextIno: max(maxIno + 1, recordedNext))
+        var tree = Namespace(
+            generation: generation, nextIno: max(maxIno + 1, recordedNext), bases: SyncBases(store: store, count: 0))
         tree.nodes.reserveCapacity(stored.entries.count)
         tree.byFileID.reserveCapacity(stored.entries.count)
         for record in stored.entries {
@@ -38,7 +39,6 @@ extension Namespace {
                 tree.conflictCopies[node.fileID] = original
             }
         }
-        tree.bases = stored.syncBases
         loadExclusions(stored.facts[.excludedFolders] ?? [], into: &tree, store: store)
         let orphans = linkChildren(&tree)
         if !orphans.isEmpty {
@@ -47,7 +47,7 @@ extension Namespace {
         }
         cache.removeTemporaryFiles()
         reconcileCache(&tree, cache: cache, store: store, outbox: outbox, logger: logger)
-        markCachedContentUnverified(tree, outbox: outbox)
+        try readBases(of: tree, store: store, outbox: outbox)
         tree.recountAll()
         return tree
     }

@@ -11,8 +11,9 @@ struct Namespace {
     var byFileID: [FileID: InodeNumber] = [:]
     var inodes: InodeTable
     var nextIno: UInt64
-    /// What each synced entry last agreed with the container (see `SyncBase`).
-    var bases: [FileID: SyncBase] = [:]
+    /// What each synced entry last agreed with the container (see `SyncBase`), read from the
+    /// state database (`SyncBases`).
+    let bases: SyncBases
     /// Conflict copies (and files with conflict markers) → the entry each was split from: an
     /// index of the `user.syncfs.conflict` attributes, checked against the nodes when read.
     var conflictCopies: [FileID: FileID] = [:]
@@ -27,9 +28,10 @@ struct Namespace {
     /// Names changed behind the kernel's back that it has not been told of yet.
     var unannouncedNames = UnannouncedNames()
 
-    init(generation: UInt64, nextIno: UInt64) {
+    init(generation: UInt64, nextIno: UInt64, bases: SyncBases) {
         inodes = InodeTable(generation: generation)
         self.nextIno = nextIno
+        self.bases = bases
     }
 
     /// A fresh inode number. The caller records `nextIno` (the `next_ino` fact) in the same

@@ -45,11 +45,7 @@ struct TreeTransaction {
     /// store.connection; see `LiveTree`). For what must be in the database before a cache file
     /// changes (`commitSizeAhead`). Survives the daemon's kill -9, not a power loss.
     mutating func commitRecordedNow() throws {
-        if !changes.isEmpty {
-            recountRecorded()
-            store.record(changes)
-            changes = []
-        }
+        handChangesToStore()
         try store.commit(durable: false)
     }
 
@@ -83,11 +79,8 @@ struct TreeTransaction {
     mutating func publishCollected() -> [KernelInvalidation] {
         // Files settle without telling; `status` drops them too, this bounds the set without it.
         if namespace.inMotion.count > Self.inMotionBound { namespace.settleInMotion() }
-        if !changes.isEmpty {
-            recountRecorded()
-            store.record(changes)
-            changes = []
-        }
+        handChangesToStore()
+        namespace.bases.settle()
         if !afterCommitActions.isEmpty {
             for action in afterCommitActions { store.afterCommit(action) }
             afterCommitActions = []
@@ -97,6 +90,14 @@ struct TreeTransaction {
             events = []
         }
         return takeInvalidations()
+    }
+
+    /// Hands the changes recorded so far to the store as one batch.
+    private mutating func handChangesToStore() {
+        guard !changes.isEmpty else { return }
+        recountRecorded()
+        namespace.bases.handed(store.record(changes))
+        changes = []
     }
 
     /// How many files may be in motion before a transaction drops the settled ones.
@@ -130,9 +131,18 @@ struct TreeTransaction {
         _modify { yield &namespace.inodes }
     }
     var nextIno: UInt64 { namespace.nextIno }
-    var bases: [FileID: SyncBase] {
-        _read { yield namespace.bases }
-        _modify { yield &namespace.bases }
+    /// Read a base here; change it with `setBase`/`removeBase`, which record the change.
+    var bases: SyncBases { namespace.bases }
+    /// Sets the sync base of `id` and records it, with the entry `state` of that version when
+    /// known (kept in the database only: `MetadataStore.baseState`).
+    mutating func setBase(_ id: FileID, _ base: SyncBase, state: EntryState? = nil) {
+        namespace.bases.set(id, base)
+        record(.syncBaseSet(id, base, state: state))
+    }
+    /// Removes the sync base of `id` and records it.
+    mutating func removeBase(_ id: FileID) {
+        namespace.bases.set(id, nil)
+        record(.syncBaseRemove(id))
     }
     var conflictCopies: [FileID: FileID] {
         _read { yield namespace.conflictCopies }

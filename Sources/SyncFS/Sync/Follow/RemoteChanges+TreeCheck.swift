@@ -7,12 +7,7 @@ extension RemoteChanges {
     /// the tree (a tombstone kept as the base of this mount's own delete is not live); no root.
     func appliedVersions() -> [FileID: EntryVersion] {
         live.transact { tree in
-            var versions: [FileID: EntryVersion] = [:]
-            for (id, base) in tree.bases where id != .root {
-                guard let node = tree.node(withID: id), !node.isUnlinked else { continue }
-                versions[id] = base.version
-            }
-            return versions
+            tree.bases.versions { id in id != .root && tree.node(withID: id).map { !$0.isUnlinked } == true }
         }
     }
 
@@ -41,8 +36,7 @@ extension RemoteChanges {
             guard let node = tree.node(withID: id), !node.isUnlinked, let parentIno = node.parent,
                 let parent = tree.nodes[parentIno]
             else {
-                tree.bases[id] = nil
-                tree.record(.syncBaseRemove(id))
+                tree.removeBase(id)
                 return nil
             }
             let path = tree.displayPath(of: node)
@@ -65,8 +59,7 @@ extension RemoteChanges {
         live.transact { tree -> Bool in
             guard let base = tree.bases[id], base.version != version else { return true }
             guard !outbox.isPending(id) else { return false }
-            tree.bases[id] = nil
-            tree.record(.syncBaseRemove(id))
+            tree.removeBase(id)
             return true
         }
     }

@@ -54,8 +54,7 @@ extension RemoteChanges {
             // This mount's own delete, reached in the feed: the tombstone it kept as the base
             // (`UploadRecords.uploadCommitted`) has done its work.
             if entry.isDeleted && entry.version == base.version && node.map(\.isUnlinked) != false {
-                tree.bases[entry.id] = nil
-                tree.record(.syncBaseRemove(entry.id))
+                tree.removeBase(entry.id)
             }
             return .skip
         }
@@ -140,20 +139,18 @@ extension RemoteChanges {
         guard let node = tree.node(withID: entry.id), !node.isUnlinked, let parentIno = node.parent,
             let parent = tree.nodes[parentIno]
         else {
-            tree.bases[entry.id] = nil
-            tree.record(.syncBaseRemove(entry.id))
+            tree.removeBase(entry.id)
             return true
         }
         if node.kind == .directory && !node.children.isEmpty {
             // Local entries the container does not know live in it: keep the directory and
             // re-create it in the container (a put on the tombstone).
             let base = SyncBase(version: entry.version, manifest: [])
-            tree.bases[entry.id] = base
-            tree.record([.syncBaseSet(entry.id, base, state: entry.state), outbox.changed(entry.id)])
+            tree.setBase(entry.id, base, state: entry.state)
+            tree.record(outbox.changed(entry.id))
             return true
         }
-        tree.bases[entry.id] = nil
-        tree.record(.syncBaseRemove(entry.id))
+        tree.removeBase(entry.id)
         if !tree.isExcluded(node) { tree.invalidate(.deleted(parent: parentIno, child: node.ino, name: node.name)) }
         tree.noteChange(.deleted, node, origin: .remote)
         tree.endExclusionOfDeleted(node)
@@ -326,8 +323,7 @@ extension RemoteChanges {
     private func record(_ node: Node, at entry: RemoteEntry, tree: inout TreeTransaction) {
         tree.record(.upsert(node.record))
         let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
-        tree.bases[entry.id] = base
-        tree.record(.syncBaseSet(entry.id, base, state: entry.state))
+        tree.setBase(entry.id, base, state: entry.state)
     }
 
     /// Gives `old`'s place and identity to a new node (new inode number) whose cache file is
@@ -414,8 +410,7 @@ extension RemoteChanges {
         tree.record(.fact(.nextIno, tree.nextIno))
         applyXattrs(state.xattrs, to: node, tree: &tree)
         let base = SyncBase(version: entry.version, manifest: state.manifest)
-        tree.bases[entry.id] = base
-        tree.record(.syncBaseSet(entry.id, base, state: state))
+        tree.setBase(entry.id, base, state: state)
         tree.noteChange(.created, node, origin: .remote)
         tree.noteArrivedConflictCopy(node, entry: entry)
         // A new file is echoed as written and closed too, as a local copy would be seen.

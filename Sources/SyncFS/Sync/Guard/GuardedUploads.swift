@@ -299,8 +299,7 @@ extension UploadRecords {
         live.transact { tree in
             guard var base = tree.bases[id] else { return }
             base.manifest = []
-            tree.bases[id] = base
-            tree.record([.syncBaseSet(id, base)])
+            tree.setBase(id, base)
         }
     }
 

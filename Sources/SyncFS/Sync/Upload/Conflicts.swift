@@ -88,8 +88,7 @@ extension Conflicts {
                 node.apply(held ? .mergeAdoptedWhileHeld : .mergeAdopted, queued: true)
             }
             let base = SyncBase(version: current.version, manifest: current.state.manifest)
-            tree.bases[id] = base
-            tree.record(.syncBaseSet(id, base, state: current.isDeleted ? nil : current.state))
+            tree.setBase(id, base, state: current.isDeleted ? nil : current.state)
             tree.noteConflictAttribute(of: tree.node(withID: id))
             if let event, let adopted = tree.node(withID: id) {
                 if event == .conflict {
@@ -193,6 +192,7 @@ extension Conflicts {
             xattrs[ConflictNote.attribute] = ConflictNote.encoded(
                 of: node.fileID, host: deviceName, reason: reason, now: now)
             let copy = Node(record: record, xattrs: xattrs)
+            tree.bases.minted(copyID)
             tree.attach(copy, to: parent, as: name)
             tree.record([.upsert(record), .fact(.nextIno, tree.nextIno)])
             for (key, value) in xattrs { tree.record(.setXattr(copy.ino, name: key, value: value)) }

@@ -182,20 +182,17 @@ extension UploadRecords {
     /// Records one commit in `tree`; true if it left a live file clean.
     private func record(_ item: OutboxItem, committedAs entry: RemoteEntry, in tree: inout TreeTransaction) -> Bool {
         if entry.isDeleted && live.feedReached.load(ordering: .acquiring) >= entry.version {
-            tree.bases[item.fileID] = nil
-            tree.record(.syncBaseRemove(item.fileID))
+            tree.removeBase(item.fileID)
         } else if entry.isDeleted {
             // The follower may be applying a batch it read before this delete: an older
             // version of the entry in it must not bring the entry back. The tombstone stays
             // the base (a version nothing older passes) until the follower reaches it in the
             // feed (`RemoteChanges.plan` drops it then).
             let tombstone = SyncBase(version: entry.version, manifest: [])
-            tree.bases[item.fileID] = tombstone
-            tree.record(.syncBaseSet(item.fileID, tombstone))
+            tree.setBase(item.fileID, tombstone)
         } else {
             let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
-            tree.bases[item.fileID] = base
-            tree.record(.syncBaseSet(item.fileID, base, state: entry.state))
+            tree.setBase(item.fileID, base, state: entry.state)
         }
         if !entry.isDeleted, let node = tree.node(withID: item.fileID), node.kind == .file, !node.isUnlinked {
             // Taken and unchanged since: clean once the item goes; changed since: still dirty.
@@ -211,16 +208,14 @@ extension UploadRecords {
     func recordIntermediateCommit(_ entry: RemoteEntry) {
         live.transact { tree in
             let base = SyncBase(version: entry.version, manifest: entry.state.manifest)
-            tree.bases[entry.id] = base
-            tree.record([.syncBaseSet(entry.id, base, state: entry.state)])
+            tree.setBase(entry.id, base, state: entry.state)
         }
     }
 
     /// Nothing had to be committed for `item` (deleted before it was ever uploaded).
     func uploadUnneeded(_ item: OutboxItem) {
         live.transact { tree in
-            tree.bases[item.fileID] = nil
-            tree.record(.syncBaseRemove(item.fileID))
+            tree.removeBase(item.fileID)
             if let done = outbox.succeeded(item) { tree.record(done) }
         }
     }
@@ -240,8 +235,7 @@ extension UploadRecords {
         live.transact { tree in
             guard let entry else {
                 let base = SyncBase(version: 0, manifest: tree.bases[id]?.manifest ?? [])
-                tree.bases[id] = base
-                tree.record([.syncBaseSet(id, base)])
+                tree.setBase(id, base)
                 return
             }
             // A placeholder's content *is* its base manifest (it has no bytes of its own): it keeps
@@ -249,8 +243,7 @@ extension UploadRecords {
             let keepsContent = tree.node(withID: id).map { $0.isPlaceholder && !$0.isUnlinked } ?? false
             let manifest = keepsContent ? (tree.bases[id]?.manifest ?? entry.state.manifest) : entry.state.manifest
             let base = SyncBase(version: entry.version, manifest: manifest)
-            tree.bases[id] = base
-            tree.record([.syncBaseSet(id, base, state: entry.state)])
+            tree.setBase(id, base, state: entry.state)
         }
     }
 
