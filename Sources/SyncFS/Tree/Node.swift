@@ -8,8 +8,22 @@ import Synchronization
 /// lock. The atomics are the exception: the write path updates them without any lock (it
 /// holds the node through its open handle), and readers under the lock see their latest values.
 final class Node: @unchecked Sendable {
+    // Stored properties are laid out in this order (Swift keeps a class's order): the words
+    // first, then the one-byte fields together, so that a node takes no padding it need not
+    // (`NodeFootprintTests`).
     let ino: InodeNumber
-    let kind: NodeKind
+    /// The content state the node holds (`ContentLifecycle.Held`, packed; `Node+Content.swift`):
+    /// changed only by `apply` (the machine) and the write path's `noteContentWritten`.
+    let content: Atomic<UInt64>
+    /// The file's length (files whose content is local: also the cache file's length).
+    let size: Atomic<Int64>
+    let mtime: Atomic<Int64>
+    /// Content changes begun and finished (writes, truncates): a seqlock for the uploader, which
+    /// reads the cache file without a lock and keeps what it read only if no change began before
+    /// it finished (`ContentToken`).
+    let contentChangesStarted = Atomic<UInt64>(0)
+    let contentChangesFinished = Atomic<UInt64>(0)
+    private let identity: Mutex<FileID>
     /// The stable identity. Changes only when a save-by-rename hands the replaced file's identity
     /// to its replacement (`SyncFileSystem.rename`); behind its own lock because the data path
     /// (`fsync`) reads it without the namespace lock.
@@ -17,28 +31,9 @@ final class Node: @unchecked Sendable {
         get { identity.withLock { $0 } }
         set { identity.withLock { $0 = newValue } }
     }
-    private let identity: Mutex<FileID>
-
     /// `nil` for the root and for an unlinked node that the kernel or a handle still holds.
     var parent: InodeNumber?
-    var name: FileName
-    var mode: UInt32 {
-        didSet { hasSetIDBits.store(Self.hasSetID(mode), ordering: .relaxed) }
-    }
-    var uid: UInt32
-    var gid: UInt32
-    var atime: Int64
-    var ctime: Int64
-    var symlinkTarget: [UInt8]?
-    var xattrs: [String: [UInt8]]
-    /// Directories only: name → child inode.
-    var children: [FileName: InodeNumber] = [:]
-    /// Directories only: how many children are directories (for `st_nlink`).
-    var subdirectoryCount = 0
-    /// Open handles on this node (files and directories).
-    var openCount = 0
-    /// Open handles that may write (the kernel may hold dirty pages while any is open).
-    var openWriters = 0
+    let kind: NodeKind
     /// Set once the node has been removed from the tree.
     var isUnlinked = false
     /// Removed by a remote change (deleted, or replaced by a new inode), not by a local unlink or
@@ -46,8 +41,44 @@ final class Node: @unchecked Sendable {
     var removedRemotely = false
     /// Pinned on this device (see `EntryRecord.isPinned`).
     var isPinned: Bool
+    /// This clean local file's cached copy has not yet been checked against its manifest's chunk
+    /// hashes since the mount: its reads check the chunks they cover first
+    /// (`CacheVerifier.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
+    /// under the namespace lock once every chunk was checked, the copy was discarded, or the file
+    /// became something a program wrote; the read path checks it without a lock.
+    let contentUnverified = Atomic<Bool>(false)
+    /// Content changed (written, truncated through a handle) since the last `modified` event;
+    /// the event goes out when the last writer closes or on `fsync` (one per burst).
+    let changedSinceEvent = Atomic<Bool>(false)
+    /// The cache file's directory entry is known to be on disk (false for a file created in this
+    /// mount until its first `fsync`), so `fsync` syncs the cache directory only once per file.
+    let cacheEntryDurable = Atomic<Bool>(true)
+    /// `mode` has setuid, or setgid with group-execute: a write by an unprivileged caller must
+    /// clear them (the daemon's duty under killpriv v2). Lets the write path check without a lock.
+    let hasSetIDBits: Atomic<Bool>
+    var mode: UInt32 {
+        didSet { hasSetIDBits.store(Self.hasSetID(mode), ordering: .relaxed) }
+    }
+    var uid: UInt32
+    var gid: UInt32
+    /// What this node adds to the tree's counts, as last counted (`TreeCounts`). Under the
+    /// namespace lock.
+    var tally = NodeTally()
+    var name: FileName
+    var atime: Int64
+    var ctime: Int64
     /// When a program last opened or closed the file (for least-recently-used eviction).
     var lastUsed: Int64
+    /// Directories only: how many children are directories (for `st_nlink`).
+    var subdirectoryCount = 0
+    /// Open handles on this node (files and directories).
+    var openCount = 0
+    /// Open handles that may write (the kernel may hold dirty pages while any is open).
+    var openWriters = 0
+    var symlinkTarget: [UInt8]?
+    var xattrs: [String: [UInt8]]
+    /// Directories only: name → child inode.
+    var children: [FileName: InodeNumber] = [:]
     /// Files: the download of a placeholder in progress, shared by its readers.
     var hydration: Hydration?
     /// Files: the check of a clean cached copy against its manifest while its first reads after
@@ -56,40 +87,18 @@ final class Node: @unchecked Sendable {
     /// A placeholder replaced by a remote change while the kernel still knew it: the manifest of
     /// the content its open handles were opened on (its file ID is a throwaway by then).
     var retiredManifest: [ChunkRef]?
-
     /// Files: the cache file's allocated 512-byte blocks as last measured, and the content state
     /// they were measured in (`AllocatedBlocks`). Read and written under the namespace lock.
-    var allocatedBlocks: AllocatedBlocks?
-    /// What this node adds to the tree's counts, as last counted (`TreeCounts`). Under the
-    /// namespace lock.
-    var tally = NodeTally()
-
-    /// The file's length (files whose content is local: also the cache file's length).
-    let size: Atomic<Int64>
-    /// The content state the node holds (`ContentLifecycle.Held`, packed; `Node+Content.swift`):
-    /// changed only by `apply` (the machine) and the write path's `noteContentWritten`.
-    let content: Atomic<UInt64>
-    /// This clean local file's cached copy has not yet been checked against its manifest's chunk
-    /// hashes since the mount: its reads check the chunks they cover first
-    /// (`CacheVerifier.verifyCachedContent`). Set at load only (`Namespace.load`), cleared
-    /// under the namespace lock once every chunk was checked, the copy was discarded, or the file
-    /// became something a program wrote; the read path checks it without a lock.
-    let contentUnverified = Atomic<Bool>(false)
-    let mtime: Atomic<Int64>
-    /// Content changed (written, truncated through a handle) since the last `modified` event;
-    /// the event goes out when the last writer closes or on `fsync` (one per burst).
-    let changedSinceEvent = Atomic<Bool>(false)
-    /// The cache file's directory entry is known to be on disk (false for a file created in this
-    /// mount until its first `fsync`), so `fsync` syncs the cache directory only once per file.
-    let cacheEntryDurable = Atomic<Bool>(true)
-    /// Content changes begun and finished (writes, truncates): a seqlock for the uploader, which
-    /// reads the cache file without a lock and keeps what it read only if no change began before
-    /// it finished (`ContentToken`).
-    let contentChangesStarted = Atomic<UInt64>(0)
-    let contentChangesFinished = Atomic<UInt64>(0)
-    /// `mode` has setuid, or setgid with group-execute: a write by an unprivileged caller must
-    /// clear them (the daemon's duty under killpriv v2). Lets the write path check without a lock.
-    let hasSetIDBits: Atomic<Bool>
+    var allocatedBlocks: AllocatedBlocks? {
+        get { measuredBlocks?.value }
+        set { measuredBlocks = newValue.map(MeasuredBlocks.init) }
+    }
+    /// Boxed: 8 bytes in every node instead of 48; only measured local files have one.
+    private var measuredBlocks: MeasuredBlocks?
+    private final class MeasuredBlocks {
+        let value: AllocatedBlocks
+        init(_ value: AllocatedBlocks) { self.value = value }
+    }
 
     static func hasSetID(_ mode: UInt32) -> Bool {
         mode & UInt32(S_ISUID) != 0 || (mode & UInt32(S_ISGID) != 0 && mode & UInt32(S_IXGRP) != 0)
