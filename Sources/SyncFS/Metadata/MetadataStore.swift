@@ -437,7 +437,7 @@ final class MetadataStore: Sendable {
 
     /// The committed sync base of `id`, nil if it has none (read on `reader`).
     func syncBase(of id: FileID) throws -> SyncBase? {
-        try read { connection in
+        try reader.withLock { connection in
             let row = try connection.statement("SELECT version, manifest FROM sync_base WHERE file_id = ?")
             defer { row.reset() }
             row.bind(1, id.hex)
@@ -446,18 +446,9 @@ final class MetadataStore: Sendable {
         }
     }
 
-    /// How many sync bases are committed.
-    func syncBaseCount() throws -> Int {
-        try read { connection in
-            let row = try connection.statement("SELECT count(*) FROM sync_base")
-            defer { row.reset() }
-            return try row.step() ? Int(row.int64(0)) : 0
-        }
-    }
-
     /// Calls `body` with every committed sync base, in no particular order (at mount).
     func forEachSyncBase(_ body: (FileID, SyncBase) throws -> Void) throws {
-        try read { connection in
+        try reader.withLock { connection in
             let rows = try connection.statement("SELECT file_id, version, manifest FROM sync_base")
             defer { rows.reset() }
             while try rows.step() {
@@ -469,16 +460,11 @@ final class MetadataStore: Sendable {
 
     /// Calls `body` with the version of every committed sync base, in no particular order.
     func forEachSyncBaseVersion(_ body: (FileID, EntryVersion) -> Void) throws {
-        try read { connection in
+        try reader.withLock { connection in
             let rows = try connection.statement("SELECT file_id, version FROM sync_base")
             defer { rows.reset() }
             while try rows.step() { body(try Self.fileID(rows), UInt64(bitPattern: rows.int64(1))) }
         }
-    }
-
-    /// Runs `body` on the reading connection. `body` must not use the store.
-    private func read<Result>(_ body: (SQLiteConnection) throws -> Result) throws -> Result {
-        try reader.withLock(body)
     }
 
     private static func fileID(_ rows: SQLiteStatement) throws -> FileID {

@@ -27,7 +27,7 @@ extension Namespace {
         let maxIno = stored.entries.map(\.ino.rawValue).max() ?? 1
         let recordedNext = stored.facts[.nextIno] ?? 0
         var tree = Namespace(
-            generation: generation, nextIno: max(maxIno + 1, recordedNext), bases: SyncBases(store: store, count: 0))
+            generation: generation, nextIno: max(maxIno + 1, recordedNext), bases: SyncBases(store: store))
         tree.nodes.reserveCapacity(stored.entries.count)
         tree.byFileID.reserveCapacity(stored.entries.count)
         for record in stored.entries {

@@ -30,16 +30,13 @@ final class SyncBases: @unchecked Sendable {
     private var recent: [FileID: SyncBase?] = [:]
     private var older: [FileID: SyncBase?] = [:]
     /// How many entries have a base (the committed rows counted at mount, kept up to date).
-    private(set) var count: Int
+    private(set) var count = 0
 
     /// How many reads each cache generation keeps.
     static let cacheGeneration = 8_192
 
-    /// `count`: how many bases the database holds now (or `loaded(count:)` once counted).
-    init(store: MetadataStore, count: Int) {
-        self.store = store
-        self.count = count
-    }
+    /// Counts nothing until `loaded(count:)`.
+    init(store: MetadataStore) { self.store = store }
 
     /// The database holds `count` bases and none is changed yet (the pass at mount counted them).
     func loaded(count: Int) {
