@@ -17,7 +17,7 @@ import unittest
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 
@@ -30,15 +30,21 @@ def wait_until(condition, what, timeout=30.0):
     """Polls `condition` until it returns something true; fails naming `what` (or what it returns,
     if a function) after `timeout`."""
     deadline = time.monotonic() + timeout
+    last_error = None
     while True:
         try:
             value = condition()
-        except (StaleElementReferenceException, NoSuchElementException):
-            value = None  # the page is being replaced: look again
+        except WebDriverException as error:
+            # The page is being replaced under the condition: an element it found is stale, gone,
+            # or (Chromium's words) "does not belong to the document". Look again; a driver that
+            # stays broken still ends the wait, with its last error.
+            value, last_error = None, error
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what() if callable(what) else what}")
+            described = what() if callable(what) else what
+            cause = f" (last error: {last_error.msg})" if last_error else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {described}{cause}")
         time.sleep(0.05)
 
 

@@ -75,7 +75,10 @@ class WebPagesTest(support.StackTestCase):
         return names[0].text if names else None
 
     def entry_names(self):
-        return [cell.text for cell in self.driver.find_elements(By.CSS_SELECTOR, "#entries .name")]
+        """The names the folder's table shows, read in one step: a page replaced between finding
+        the cells and reading them cannot leave the list half old, half new."""
+        return self.driver.execute_script(
+            "return Array.from(document.querySelectorAll('#entries .name'), cell => cell.innerText)")
 
     # -- Signing in
 
