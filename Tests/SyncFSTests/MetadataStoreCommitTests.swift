@@ -134,4 +134,21 @@ struct MetadataStoreCommitTests {
         // Closing waits for the flusher's 2 s: not on a cooperative thread.
         await waiting { try? store.close() }
     }
+
+    @Test func aProducerPastTheLimitWaitsForTheFlusherToTakeTheQueue() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/state.db"
+        let store = try MetadataStore(path: path, batchDelay: slowBatchDelay)
+        defer { try? store.close() }
+        for ino in 2...11 { store.entryCreated(sampleRecord(UInt64(ino))) }
+
+        store.waitForQueue(below: 20)
+        #expect(store.queuedChanges == 10, "under the limit: no wait, nothing committed")
+        #expect(!committedEntryExists(path, 2))
+
+        store.waitForQueue(below: 5, patience: .seconds(60))
+        #expect(store.queuedChanges <= 5, "returned only once a commit took the queue")
+        #expect(store.lastCommitError == nil)
+    }
 }

@@ -41,19 +41,22 @@ final class AttachTracker: Sendable {
         changeEvents.setAttaching(true)
     }
 
-    /// Changes the store may hold for its flusher before the follower commits them itself.
-    static let followerBacklogLimit = 8_192
+    /// Changes the store may hold for its flusher before the follower waits for it. A commit
+    /// takes the whole queue, so this is about the size of the flusher's batches during a first
+    /// attach: larger batches write each page of the random-keyed B-trees fewer times (1,000,000
+    /// entries: `ready` after 55–57 s with 8,192, 42–46 s with 65,536, 37–39 s with 262,144 but
+    /// 25–55 MiB more RSS after the attach; doc/PERFORMANCE.md).
+    static let followerBacklogLimit = 65_536
 
     /// The follower read a batch of `count` entries and handled them. Applied without the kernel
     /// or the echo (a first attach), the follower outruns the store's flusher, and the records
     /// queued behind it raised the daemon's RSS by ~40 MB at 100,000 entries (doc/PERFORMANCE.md):
-    /// past `followerBacklogLimit` queued changes the follower commits them itself, so the
-    /// backlog stays bounded while the flusher still works beside it. A failed commit keeps its
-    /// records queued for the flusher.
+    /// past `followerBacklogLimit` queued changes the follower waits for the flusher to take them
+    /// (`MetadataStore.waitForQueue`), so the backlog stays bounded and the two work side by side.
     func followerHandled(_ count: Int) {
         attach.noteEntries(count)
         changes.increment()
-        if store.queuedChanges > Self.followerBacklogLimit { try? store.commit(durable: false) }
+        store.waitForQueue(below: Self.followerBacklogLimit)
     }
 
     /// The follower reached the end of the feed (and retried what it deferred): a needed attach is
