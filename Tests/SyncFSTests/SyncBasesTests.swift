@@ -144,6 +144,36 @@ struct SyncBasesTests {
         #expect(fixture.bases.versions(where: { _ in true }).count == ids.count)
     }
 
+    @Test func anIDTheMountsPassDidNotNoteIsAnsweredWithoutTheDatabase() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        let (noted, unnoted) = (FileID.random(), FileID.random())
+        fixture.change(noted, to: Self.base(1))
+        fixture.change(unnoted, to: Self.base(2))
+        try fixture.store.commit(durable: false)
+        let remounted = SyncBases(store: fixture.store)
+        #expect(remounted[unnoted] == Self.base(2), "before the pass is done, every miss reads the database")
+        let fresh = SyncBases(store: fixture.store)
+        fresh.noteCommitted(noted)
+        fresh.loaded(count: 1)
+        #expect(fresh[noted] == Self.base(1), "noted by the pass: read from the database")
+        #expect(fresh[unnoted] == nil, "ruled out by the filter: its row, planted behind the pass, is not read")
+    }
+
+    @Test func aBaseSetAfterTheMountIsReadBackOnceTheCacheForgotIt() throws {
+        let fixture = try Fixture()
+        defer { fixture.close() }
+        fixture.bases.loaded(count: 0)
+        let id = FileID.random()
+        fixture.change(id, to: Self.base(5))
+        try fixture.store.commit(durable: false)
+        fixture.bases.settle()
+        #expect(fixture.bases.uncommittedCount == 0)
+        for _ in 0..<(3 * SyncBases.cacheGeneration) { fixture.bases.minted(FileID.random()) }
+        #expect(fixture.bases.cachedCount <= 2 * SyncBases.cacheGeneration)
+        #expect(fixture.bases[id] == Self.base(5), "the filter holds every ID given a base: it is read again")
+    }
+
     @Test func aRemountCountsAndReadsTheCommittedBases() throws {
         let fixture = try FileSystemFixture()
         let ids = (0..<3).map { _ in FileID.random() }

@@ -11,6 +11,9 @@ import Synchronization
 /// (`handed`, `settle`, `MetadataStore.committedThrough`): nothing leaves memory before it is in
 /// the database, so a read either finds it here or reads the committed row.
 ///
+/// A read for an ID that has never had a committed base (a new remote entry) is answered from a
+/// filter of the committed IDs (`BaseIDFilter`), without the database.
+///
 /// A read the database fails (an I/O error, a damaged page) stops the daemon: there is no safe
 /// answer without the base — "none" would make a synced file look new or a deleted one unknown.
 /// Everything committed stays; the next mount starts from it.
@@ -31,6 +34,11 @@ final class SyncBases: @unchecked Sendable {
     private var older: [FileID: SyncBase?] = [:]
     /// How many entries have a base (the committed rows counted at mount, kept up to date).
     private(set) var count = 0
+    /// Every ID that may have a committed row: those the pass at mount read, and every ID given a
+    /// base since. Once the pass is done (`loaded`), an ID it rules out is read as none without
+    /// asking the database.
+    private var mayBeCommitted = BaseIDFilter()
+    private var filterComplete = false
 
     /// How many reads each cache generation keeps.
     static let cacheGeneration = 8_192
@@ -38,10 +46,15 @@ final class SyncBases: @unchecked Sendable {
     /// Counts nothing until `loaded(count:)`.
     init(store: MetadataStore) { self.store = store }
 
-    /// The database holds `count` bases and none is changed yet (the pass at mount counted them).
+    /// The pass at mount read the committed base of `id` (`loaded` follows).
+    func noteCommitted(_ id: FileID) { mayBeCommitted.insert(id) }
+
+    /// The database holds `count` bases, each noted by `noteCommitted`, and none is changed yet
+    /// (the pass at mount counted them).
     func loaded(count: Int) {
         precondition(uncommitted.isEmpty, "bases are counted before any changes")
         self.count = count
+        filterComplete = true
     }
 
     /// The base of `id`, nil if it has none.
@@ -52,6 +65,7 @@ final class SyncBases: @unchecked Sendable {
             remember(id, cached)
             return cached
         }
+        if filterComplete && !mayBeCommitted.mayContain(id) { return nil }
         let read: SyncBase?
         do {
             read = try store.syncBase(of: id)
@@ -66,6 +80,7 @@ final class SyncBases: @unchecked Sendable {
     func set(_ id: FileID, _ base: SyncBase?) {
         let had = self[id] != nil
         count += (base != nil ? 1 : 0) - (had ? 1 : 0)
+        if base != nil { mayBeCommitted.insert(id) }
         uncommitted[id] = (base, 0)
         unhanded.append(id)
     }
