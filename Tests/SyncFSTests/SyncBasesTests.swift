@@ -155,7 +155,7 @@ struct SyncBasesTests {
         #expect(remounted[unnoted] == Self.base(2), "before the pass is done, every miss reads the database")
         let fresh = SyncBases(store: fixture.store)
         fresh.noteCommitted(noted)
-        fresh.loaded(count: 1)
+        fresh.loaded()
         #expect(fresh[noted] == Self.base(1), "noted by the pass: read from the database")
         #expect(fresh[unnoted] == nil, "ruled out by the filter: its row, planted behind the pass, is not read")
     }
@@ -163,7 +163,7 @@ struct SyncBasesTests {
     @Test func aBaseSetAfterTheMountIsReadBackOnceTheCacheForgotIt() throws {
         let fixture = try Fixture()
         defer { fixture.close() }
-        fixture.bases.loaded(count: 0)
+        fixture.bases.loaded()
         let id = FileID.random()
         fixture.change(id, to: Self.base(5))
         try fixture.store.commit(durable: false)

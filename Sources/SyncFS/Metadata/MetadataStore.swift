@@ -145,7 +145,7 @@ final class MetadataStore: Sendable {
     /// than the flusher (`AttachTracker.followerHandled`) keeps the queue bounded and leaves the
     /// writing to the flusher, which commits what gathered meanwhile as one batch. A producer that
     /// committed by itself instead took turns with the flusher on the one writing connection (a
-    /// first attach of 1,000,000 entries: 63 s against 44 s; doc/PERFORMANCE.md). If no commit
+    /// first attach of 1,000,000 entries: 59 s against 41 s; doc/PERFORMANCE.md). If no commit
     /// takes the queue within `patience` (a commit failing, the disk full), the caller commits
     /// once itself and returns, as before: a failed commit keeps its changes queued, and the
     /// caller is never held longer than that. Returns at once on a closed store.

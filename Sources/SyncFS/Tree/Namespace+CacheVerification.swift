@@ -4,21 +4,19 @@ extension Namespace {
     /// One pass over the committed sync bases at mount: counts them (`SyncBases.count`), notes
     /// their IDs (`SyncBases.noteCommitted`) and marks every clean local file (synced,
     /// unmodified, its recorded length its base manifest's) as not yet checked against its
-    /// manifest. Placeholders need no mark (downloads check every
-    /// chunk), nor do modified files (no manifest describes them: their bytes are the program's).
+    /// manifest. Placeholders need no mark (downloads check every chunk), nor do modified files
+    /// (no manifest describes them: their bytes are the program's).
     static func readBases(of tree: Namespace, store: MetadataStore, outbox: Outbox) throws {
         // Taken first: the outbox's lock is never taken inside the store's.
         let pending = outbox.pendingIDs
-        var count = 0
         try store.forEachSyncBase { id, base in
-            count += 1
             tree.bases.noteCommitted(id)
             guard let node = tree.node(withID: id), node.kind == .file, !node.isPlaceholder, !node.contentLost,
                 isClean(node, base: base, queued: pending.contains(id))
             else { return }
             node.contentUnverified.store(true, ordering: .relaxed)
         }
-        tree.bases.loaded(count: count)
+        tree.bases.loaded()
     }
 
     /// True if `node`'s cached copy should hold exactly `base`'s manifest: synced (a version

@@ -43,17 +43,18 @@ final class SyncBases: @unchecked Sendable {
     /// How many reads each cache generation keeps.
     static let cacheGeneration = 8_192
 
-    /// Counts nothing until `loaded(count:)`.
+    /// Counts nothing until the pass at mount (`noteCommitted`, `loaded`).
     init(store: MetadataStore) { self.store = store }
 
-    /// The pass at mount read the committed base of `id` (`loaded` follows).
-    func noteCommitted(_ id: FileID) { mayBeCommitted.insert(id) }
+    /// The pass at mount read the committed base of `id` (`loaded` follows): counted and noted.
+    func noteCommitted(_ id: FileID) {
+        mayBeCommitted.insert(id)
+        count += 1
+    }
 
-    /// The database holds `count` bases, each noted by `noteCommitted`, and none is changed yet
-    /// (the pass at mount counted them).
-    func loaded(count: Int) {
+    /// The pass at mount noted every committed base, and none is changed yet.
+    func loaded() {
         precondition(uncommitted.isEmpty, "bases are counted before any changes")
-        self.count = count
         filterComplete = true
     }
 
