@@ -69,24 +69,9 @@ final class Node: @unchecked Sendable {
     var ctime: Int64
     /// When a program last opened or closed the file (for least-recently-used eviction).
     var lastUsed: Int64
-    /// Directories only: how many children are directories (for `st_nlink`).
-    var subdirectoryCount = 0
-    /// Open handles on this node (files and directories).
-    var openCount = 0
-    /// Open handles that may write (the kernel may hold dirty pages while any is open).
-    var openWriters = 0
-    var symlinkTarget: [UInt8]?
-    var xattrs: [String: [UInt8]]
-    /// Directories only: name → child inode.
-    var children: [FileName: InodeNumber] = [:]
-    /// Files: the download of a placeholder in progress, shared by its readers.
-    var hydration: Hydration?
-    /// Files: the check of a clean cached copy against its manifest while its first reads after
-    /// the mount run (`contentUnverified`); nil once done or never needed.
-    var verification: CacheVerification?
-    /// A placeholder replaced by a remote change while the kernel still knew it: the manifest of
-    /// the content its open handles were opened on (its file ID is a throwaway by then).
-    var retiredManifest: [ChunkRef]?
+    /// The fields most nodes never use (`Node+SeldomUsed.swift`): nil while all of them are
+    /// empty. Read and change them only through their properties there.
+    var seldomUsed: SeldomUsedFields?
     /// Files: the cache file's allocated 512-byte blocks as last measured, and the content state
     /// they were measured in (`AllocatedBlocks`). Read and written under the namespace lock.
     var allocatedBlocks: AllocatedBlocks? {
@@ -122,8 +107,6 @@ final class Node: @unchecked Sendable {
         gid = record.gid
         atime = record.atime
         ctime = record.ctime
-        symlinkTarget = record.symlinkTarget
-        self.xattrs = xattrs
         size = Atomic(record.size)
         mtime = Atomic(record.mtime)
         hasSetIDBits = Atomic(Self.hasSetID(record.mode))
@@ -131,6 +114,8 @@ final class Node: @unchecked Sendable {
         content = Atomic(ContentLifecycle.Held(residency: residency).word)
         isPinned = record.isPinned
         lastUsed = max(record.atime, record.mtime)
+        if let target = record.symlinkTarget { symlinkTarget = target }
+        if !xattrs.isEmpty { self.xattrs = xattrs }
     }
 
     /// A value snapshot for the store. Call under the namespace lock.
