@@ -103,14 +103,14 @@ struct EchoCall {
         let parentIno = entry.state.parent.flatMap { tree.node(withID: $0)?.ino }
         switch (operation, change.step) {
         case (.create(let parent, let name, let kind), .create):
-            return !entry.isDeleted && parentIno == parent && name.bytes == entry.state.name
+            return !entry.isDeleted && parentIno == parent && name == FileName(bytes: entry.state.name)
                 && kind == entry.state.kind
         case (.remove(let parent, let name), .remove):
             return entry.isDeleted && tree.nodes[parent].flatMap { tree.child(of: $0, named: name) }?.fileID == entry.id
         case (.move(let parent, let name, let newParent, let newName), .move):
             return !entry.isDeleted
                 && tree.nodes[parent].flatMap { tree.child(of: $0, named: name) }?.fileID == entry.id
-                && parentIno == newParent && newName.bytes == entry.state.name
+                && parentIno == newParent && newName == FileName(bytes: entry.state.name)
         default:
             return false
         }

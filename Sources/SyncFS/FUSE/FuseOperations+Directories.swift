@@ -54,7 +54,7 @@ private struct EntryNames {
 
     mutating func with<R>(_ entry: OpenDirectory.Entry, _ body: (UnsafePointer<CChar>) -> R) -> R {
         buffer.removeAll(keepingCapacity: true)
-        for byte in entry.name.bytes { buffer.append(CChar(bitPattern: byte)) }
+        entry.name.withUnsafeBytes { for byte in $0 { buffer.append(CChar(bitPattern: byte)) } }
         buffer.append(0)
         return buffer.withUnsafeBufferPointer { body($0.baseAddress!) }
     }

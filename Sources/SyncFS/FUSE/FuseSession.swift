@@ -237,7 +237,7 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
 
     func entryChanged(parent: InodeNumber, name: FileName) {
         dropListing(parent)
-        name.bytes.withUnsafeBufferPointer { bytes in
+        name.withUnsafeBytes { bytes in
             bytes.withMemoryRebound(to: CChar.self) { chars in
                 _ = fuse_lowlevel_notify_inval_entry(
                     session, fuse_ino_t(parent.rawValue), chars.baseAddress, chars.count)
@@ -247,7 +247,7 @@ private final class KernelNotifier: KernelCacheInvalidating, @unchecked Sendable
 
     func entryDeleted(parent: InodeNumber, child: InodeNumber, name: FileName) {
         dropListing(parent)
-        name.bytes.withUnsafeBufferPointer { bytes in
+        name.withUnsafeBytes { bytes in
             bytes.withMemoryRebound(to: CChar.self) { chars in
                 // Also invalidates the name when the kernel's entry leads elsewhere (-ENOENT).
                 _ = fuse_lowlevel_notify_delete(

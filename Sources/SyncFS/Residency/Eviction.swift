@@ -113,7 +113,7 @@ final class Eviction: Sendable, HoldsTheTree {
 
     /// Whether `node` is named `.syncfs-rules` or `.syncfs-ignore` (never evicted but with its folder).
     static func isRulesFile(_ node: Node) -> Bool {
-        node.name.bytes == TreeTransaction.rulesFileName || node.name.bytes == TreeTransaction.ignoreFileName
+        node.name == TreeTransaction.rulesFileName || node.name == TreeTransaction.ignoreFileName
     }
 
     /// Frees the local content of every file at or below `node`, pinned or not, as the folder

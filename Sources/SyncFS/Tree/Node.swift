@@ -56,14 +56,15 @@ final class Node: @unchecked Sendable {
     /// `mode` has setuid, or setgid with group-execute: a write by an unprivileged caller must
     /// clear them (the daemon's duty under killpriv v2). Lets the write path check without a lock.
     let hasSetIDBits: Atomic<Bool>
+    private var tallyFlags = NodeTally.Flags()
     var mode: UInt32 {
         didSet { hasSetIDBits.store(Self.hasSetID(mode), ordering: .relaxed) }
     }
     var uid: UInt32
     var gid: UInt32
-    /// What this node adds to the tree's counts, as last counted (`TreeCounts`). Under the
-    /// namespace lock.
-    var tally = NodeTally()
+    /// What this node adds to the tree's counts (`tally`), its size; its flags are stored with
+    /// the other one-byte fields.
+    private var tallySize: Int64 = 0
     var name: FileName
     var atime: Int64
     var ctime: Int64
@@ -83,6 +84,16 @@ final class Node: @unchecked Sendable {
     private final class MeasuredBlocks {
         let value: AllocatedBlocks
         init(_ value: AllocatedBlocks) { self.value = value }
+    }
+
+    /// What this node adds to the tree's counts, as last counted (`TreeCounts`). Under the
+    /// namespace lock.
+    var tally: NodeTally {
+        get { NodeTally(flags: tallyFlags, size: tallySize) }
+        set {
+            tallyFlags = newValue.flags
+            tallySize = newValue.size
+        }
     }
 
     static func hasSetID(_ mode: UInt32) -> Bool {

@@ -5,13 +5,13 @@ import SyncBackend
 /// they run under the namespace lock by construction.
 extension TreeTransaction {
     /// An entry of this name changing (anywhere) has the rules read again (`RulesWatch`).
-    static let rulesFileName = Array(".syncfs-rules".utf8)
+    static let rulesFileName = FileName(".syncfs-rules")
     /// A synced ignore file's name (`IgnoreRules.syncedFileName`): its change is read again too.
-    static let ignoreFileName = Array(".syncfs-ignore".utf8)
+    static let ignoreFileName = FileName(".syncfs-ignore")
 
     /// The last writer of `node` closed it: a rules or ignore file is read again (one compare).
     func noteRulesFileClosed(_ node: Node) {
-        if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
+        if node.name == Self.rulesFileName || node.name == Self.ignoreFileName { rulesWatch.touched() }
     }
 
     // MARK: Records
@@ -100,7 +100,7 @@ extension TreeTransaction {
         _ kind: ChangeEvent.Kind, _ node: Node, origin: ChangeEvent.Origin?, oldPath: String? = nil,
         path: String? = nil
     ) {
-        if node.name.bytes == Self.rulesFileName || node.name.bytes == Self.ignoreFileName { rulesWatch.touched() }
+        if node.name == Self.rulesFileName || node.name == Self.ignoreFileName { rulesWatch.touched() }
         if kind == .renamed && node.kind == .directory {
             rulesWatch.folderMoved()
             // The entries below have new paths: the changes held as ignored are decided again.
@@ -135,7 +135,7 @@ extension TreeTransaction {
         var parts: [String] = []
         var current: Node? = node
         while let this = current, this.ino != .root {
-            parts.append(String(decoding: this.name.bytes, as: UTF8.self))
+            parts.append(this.name.description)
             current = this.parent.flatMap { nodes[$0] }
             if parts.count > 4096 { break }
         }
