@@ -28,6 +28,10 @@ struct FileNameTests {
         #expect(fifteen != sixteen)
         #expect(FileName("a") != FileName("a\u{1}"))
         #expect(FileName("abc") == FileName(bytes: Array("abc".utf8)))
+        // Inline names that differ only in their last byte (the last word of the inline form).
+        let lastByte = FileName(String(repeating: "x", count: 14) + "y")
+        #expect(lastByte != fifteen)
+        #expect(lastByte.bytes.last == UInt8(ascii: "y"))
         #expect(sixteen == FileName(String(repeating: "x", count: 16)))
         let table: [FileName: Int] = [fifteen: 15, sixteen: 16, FileName("a"): 1]
         #expect(table[FileName(String(repeating: "x", count: 15))] == 15)

@@ -43,6 +43,21 @@ struct NodeFootprintTests {
         node.openCount = 0
         #expect(node.seldomUsed != nil, "the attribute keeps the box")
         #expect(node.xattrs == ["user.note": [1]])
+        node.xattrs["user.note"] = nil
+        #expect(node.seldomUsed == nil, "the last attribute removed")
+        node.xattrs.removeValue(forKey: "user.absent")
+        #expect(node.seldomUsed == nil, "removing an absent attribute")
+    }
+
+    /// The follower sets every remote entry's attributes, most often to none: that leaves no box.
+    @Test func settingNoAttributesOrChildrenMakesNoBox() {
+        let node = Node(record: sampleRecord(7, name: "a-name"), xattrs: [:])
+        node.xattrs = [:]
+        node.children = [:]
+        #expect(node.seldomUsed == nil)
+        node.xattrs = ["user.a": [1]]
+        node.xattrs = [:]
+        #expect(node.seldomUsed == nil)
     }
 
     /// Files, directories and symlinks read the same values through the box as they were given.
@@ -58,5 +73,7 @@ struct NodeFootprintTests {
         #expect(directory.children == [FileName("a"): InodeNumber(10)])
         directory.children[FileName("a")] = nil
         #expect(directory.children.isEmpty)
+        directory.subdirectoryCount = 0
+        #expect(directory.seldomUsed == nil, "an emptied directory returns to its size at rest")
     }
 }

@@ -22,7 +22,7 @@ struct AttributeChanges: Sendable {
 extension SyncFileSystem {
     /// Looks `name` up in `parent`; counts a kernel reference on success.
     func lookup(parent: InodeNumber, name: FileName) throws(FSError) -> EntryReply {
-        if name.bytes.count > FileName.maxLength { throw .nameTooLong }
+        if name.count > FileName.maxLength { throw .nameTooLong }
         return try live.transact { tree throws(FSError) in
             let directory = try tree.directory(parent)
             tree.unannouncedNames.lookedUp(parent: parent, name: name)

@@ -37,7 +37,7 @@ extension SyncFileSystem {
                             progress: progress(of: node)))
                 }
                 let prefix = nodePath.isEmpty ? "" : nodePath + "/"
-                for (name, child) in node.children.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })
+                for (name, child) in node.children.sorted(by: { $0.key < $1.key })
                     .reversed()
                 {
                     guard let next = tree.nodes[child] else { continue }

@@ -85,7 +85,7 @@ extension SyncEngine {
             var stack: [(Node, String)] = []
             if let root = tree.nodes[.root] { stack.append((root, "")) }
             while let (folder, folderPath) = stack.popLast() {
-                for (name, ino) in folder.children.sorted(by: { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })
+                for (name, ino) in folder.children.sorted(by: { $0.key < $1.key })
                     .reversed()
                 {
                     guard let node = tree.nodes[ino], !node.isUnlinked else { continue }

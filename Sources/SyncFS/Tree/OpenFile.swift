@@ -37,8 +37,9 @@ final class OpenDirectory: Sendable {
         let kind: NodeKind
         /// `.` or `..` (the kernel counts no reference for them).
         var isDot: Bool {
-            let bytes = name.bytes
-            return bytes.count <= 2 && bytes.first == UInt8(ascii: ".") && bytes.allSatisfy { $0 == UInt8(ascii: ".") }
+            name.withUnsafeBytes { bytes in
+                bytes.count <= 2 && bytes.first == UInt8(ascii: ".") && bytes.allSatisfy { $0 == UInt8(ascii: ".") }
+            }
         }
     }
 
