@@ -106,7 +106,7 @@ final class IgnoreFilesReader: Sendable {
 
     /// Every live `.syncfs-ignore` file of the tree, by folder.
     private func findFiles() -> [Found] {
-        let name = Array(IgnoreRules.syncedFileName.utf8)
+        let name = FileName(IgnoreRules.syncedFileName)
         return fileSystem.live.transact { tree in
             var found: [Found] = []
             var stack: [(Node, String)] = []
@@ -115,9 +115,9 @@ final class IgnoreFilesReader: Sendable {
                 for (childName, ino) in folder.children {
                     guard let node = tree.nodes[ino], !node.isUnlinked else { continue }
                     if node.kind == .directory {
-                        let display = String(decoding: childName.bytes, as: UTF8.self)
+                        let display = childName.description
                         stack.append((node, path.isEmpty ? display : path + "/" + display))
-                    } else if node.kind == .file && childName.bytes == name {
+                    } else if node.kind == .file && childName == name {
                         found.append(
                             Found(
                                 folder: path, ino: ino, placeholder: node.isPlaceholder,
