@@ -156,8 +156,17 @@ final class GuardedUploads: Sendable {
     /// or downloaded if pinned) and the queued change is dropped; nothing is uploaded. Other
     /// queued changes stay and go once the guard is no longer held. If any could not be undone
     /// (the container did not answer, the entry is in use), the guard stays held.
-    func discard() throws(SyncFailure) -> DiscardOutcome {
+    ///
+    /// The burst's changes that went before it tripped are restored from the history; one still
+    /// being committed would land after its restore and undo it, so they land first: `discard`
+    /// waits up to `sentWait` for them, and if one is still on its way then, undoes nothing and
+    /// answers that it keeps them all (the guard stays held; `discard` is run again).
+    func discard(sentWait: Duration = sentLandingWait) throws(SyncFailure) -> DiscardOutcome {
         guard let hold = deleteGuard.currentHold else { return .notHeld }
+        guard waitUntilLanded(hold.sent, within: sentWait) else {
+            logger.warning("mass-delete guard: changes sent before it tripped are still on their way; discard again")
+            return .discarded(restored: 0, kept: hold.sent.count)
+        }
         let (targets, rewrites) = try heldChanges(of: hold)
         var restored = 0
         var kept = 0
@@ -177,6 +186,20 @@ final class GuardedUploads: Sendable {
             fileSystem.outbox.poke()
         }
         return .discarded(restored: restored, kept: kept)
+    }
+
+    /// How long `discard` waits for the burst's changes already sent to reach the container.
+    static let sentLandingWait: Duration = .seconds(10)
+
+    /// Waits until the uploader has none of `sent` in flight (committed, or back in the queue);
+    /// false if one still is after `wait`.
+    private func waitUntilLanded(_ sent: [SentChange], within wait: Duration) -> Bool {
+        let deadline = ContinuousClock.now + wait
+        while sent.contains(where: { fileSystem.outbox.isInFlight($0.id) }) {
+            guard ContinuousClock.now < deadline else { return false }
+            usleep(10_000)
+        }
+        return true
     }
 
     /// The queued changes `discard` undoes, newest first (parents were usually deleted after
