@@ -276,4 +276,33 @@ struct SelectiveSyncTests {
         #expect(ContinuousClock.now < deadline, "the stopped download ended (\(ended))")
         #expect(pair.b.isPlaceholder(file), "nothing downloaded out of sight")
     }
+
+    /// A background download of a file that another device moves into a folder excluded here
+    /// stops as the file disappears: its content does not arrive out of sight.
+    @Test func aDownloadRunningStopsWhenItsFileMovesIntoAnExcludedFolder() async throws {
+        let base = InMemoryContainer()
+        let viewOfB = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: viewOfB)
+        let (docs, _) = try await sharedFolder(pair)
+        _ = try pair.b.fs.selectiveSync.exclude("docs")
+        let file = try #require(
+            pair.a.fileID(of: try pair.a.makeFile("big.bin", contents: Array(repeating: 7, count: 300_000))))
+        try await pair.settle()
+        try await eventually("big.bin known on B") { pair.b.knows(file) }
+        viewOfB.delay(.chunk, by: .seconds(2))
+        pair.engineB.downloader.request([file])
+        try await eventually("B downloads") { pair.b.fs.live.transact { $0.node(withID: file)?.hydration != nil } }
+        let running = try #require(pair.b.fs.live.transact { $0.node(withID: file)?.hydration })
+        try pair.a.fs.rename(
+            parent: .root, name: FileName("big.bin"), newParent: try pair.a.lookupIno("docs"),
+            newName: FileName("big.bin"), flags: [])
+        try await eventually("big.bin gone on B") { try pair.b.childNames() == [] }
+        #expect(pair.b.fs.live.transact { $0.node(withID: file)?.hydration == nil }, "the download stopped")
+        viewOfB.delay(.chunk, by: nil)
+        let deadline = ContinuousClock.now + .seconds(20)
+        _ = await waiting { try? running.waitUntilFinished(stops: { ContinuousClock.now >= deadline }) }
+        #expect(pair.b.isPlaceholder(file), "nothing downloaded out of sight")
+        #expect(pair.b.fs.live.transact { $0.node(withID: file)?.parent } != nil)
+        #expect(try await pair.container.entry(docs)?.isDeleted == false)
+    }
 }

@@ -86,11 +86,6 @@ final class SelectiveSync: Sendable, HoldsTheTree {
                 excluded.files += 1
                 excluded.bytes += file.size.load(ordering: .relaxed)
             }
-            // Downloads below stop (nothing below is open): no content arrives out of sight.
-            for file in nodes where file.isPlaceholder && file.hydration != nil {
-                residency.hydrations.cancelHydration(of: file, in: &tree)
-                cache.remove(file.fileID)  // the part downloaded so far
-            }
             for kept in eviction.evictForExclusion(below: folder, tree: &tree) {
                 logger.info("excluding \(excluded.path): \(kept.path) keeps its content for now: it \(kept.reason)")
             }

@@ -34,7 +34,7 @@ final class ContentResidency: Sendable, HoldsTheTree {
         self.contentActivity = contentActivity
         hydrations = Hydrations(parts: parts, transfers: transfers, contentActivity: contentActivity)
         cacheVerifier = CacheVerifier(parts: parts)
-        eviction = Eviction(parts: parts, contentActivity: contentActivity)
+        eviction = Eviction(parts: parts, hydrations: hydrations, contentActivity: contentActivity)
     }
 
     func setPinObserver(_ observer: (@Sendable () -> Void)?) { pinObserver.withLock { $0 = observer } }

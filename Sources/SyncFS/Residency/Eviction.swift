@@ -15,11 +15,14 @@ enum EvictOutcome: Sendable, Equatable {
 /// becomes a placeholder, recorded before its cache file goes.
 ///
 /// Uses what holds the tree (`FolderParts`: the tree, the cache files, the outbox that says what
-/// is not yet uploaded) and the content activity that wakes the budget keeper.
+/// is not yet uploaded), the running downloads, and the content activity that wakes the budget
+/// keeper.
 final class Eviction: Sendable, HoldsTheTree {
     let parts: FolderParts
     /// Wakes the budget keeper when local content may have grown (writes, downloads, pins).
     let contentActivity: ContentActivity
+    /// The running downloads (an exclusion stops those below the folder).
+    private let hydrations: Hydrations
     /// Modified content exceeds the cache budget: writes wait a little (`enforceBudget`).
     let writesThrottled = Atomic<Bool>(false)
     /// The last budget check left the cache over its budget (open, pinned or modified files
@@ -27,8 +30,9 @@ final class Eviction: Sendable, HoldsTheTree {
     /// through a small budget goes once it is closed, not at the keeper's idle check.
     let overBudget = Atomic<Bool>(false)
 
-    init(parts: FolderParts, contentActivity: ContentActivity) {
+    init(parts: FolderParts, hydrations: Hydrations, contentActivity: ContentActivity) {
         self.parts = parts
+        self.hydrations = hydrations
         self.contentActivity = contentActivity
     }
 
@@ -117,14 +121,18 @@ final class Eviction: Sendable, HoldsTheTree {
     }
 
     /// Frees the local content of every file at or below `node`, pinned or not, as the folder
-    /// leaves this device (selective sync): the pins stay, for when it comes back. Returns the
-    /// paths of the files kept (being written or downloaded) with why. Call
-    /// `waitForFinishingDownloads` first, outside the transaction.
+    /// leaves this device (selective sync): the pins stay, for when it comes back. A download
+    /// of a file nobody has open stops, and what it fetched is freed: no content arrives out of
+    /// sight. Returns the paths of the files kept (open, being written or not yet uploaded)
+    /// with why.
     func evictForExclusion(below node: Node, tree: inout TreeTransaction) -> [(path: String, reason: String)] {
         var kept: [(path: String, reason: String)] = []
         var files: [Node] = []
         tree.collectFiles(below: node) { files.append($0) }
         for file in files {
+            if file.isPlaceholder && file.hydration != nil && file.openCount == 0 {
+                hydrations.cancelHydration(of: file, in: &tree)
+            }
             switch evictLocked(file, ignoringPins: true, tree: &tree) {
             case .evicted: tree.invalidate(.content(file.ino))
             case .alreadyOnline: break
