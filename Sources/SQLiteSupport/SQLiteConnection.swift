@@ -179,11 +179,14 @@ package final class SQLiteStatement {
 
     package func bind(_ index: Int32, bytes: [UInt8]?) {
         guard let bytes else { return bindNull(index) }
-        bytes.withUnsafeBytes { buffer in
-            // A zero-length blob must still be a blob, not NULL: SQLite needs a non-nil pointer.
-            let base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-            _ = sqlite3_bind_blob64(raw, index, base, sqlite3_uint64(buffer.count), syncfs_sqlite_transient())
-        }
+        bytes.withUnsafeBytes { bind(index, bytes: $0) }
+    }
+
+    /// Binds a blob copied from `buffer` (valid only during the call).
+    package func bind(_ index: Int32, bytes buffer: UnsafeRawBufferPointer) {
+        // A zero-length blob must still be a blob, not NULL: SQLite needs a non-nil pointer.
+        let base = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        _ = sqlite3_bind_blob64(raw, index, base, sqlite3_uint64(buffer.count), syncfs_sqlite_transient())
     }
 
     /// Steps once: `true` when a row is available, `false` when done.

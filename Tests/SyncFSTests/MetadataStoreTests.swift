@@ -294,6 +294,32 @@ struct MetadataStoreCoalescingTests {
         #expect(value == "8")
     }
 
+    @Test func syncBasesAreWrittenLastInKeyOrderAndNothingElseMoves() {
+        let ids = (0..<20).map { _ in FileID.random() }
+        var changes: [MetadataChange] = []
+        for (index, id) in ids.enumerated() {
+            changes.append(.upsert(record(UInt64(index + 2), name: "f\(index)")))
+            changes.append(
+                index % 3 == 0
+                    ? .syncBaseRemove(id)
+                    : .syncBaseSet(id, SyncBase(version: EntryVersion(index + 1), manifest: []), state: nil))
+        }
+        let ordered = MetadataStore.inWriteOrder(changes)
+        #expect(ordered.count == changes.count)
+        let upserts = ordered.prefix(20).compactMap { change -> InodeNumber? in
+            if case .upsert(let entry) = change { return entry.ino }
+            return nil
+        }
+        #expect(upserts == (0..<20).map { InodeNumber(UInt64($0 + 2)) }, "the other changes keep their order")
+        let baseIDs = ordered.dropFirst(20).compactMap { change -> FileID? in
+            switch change {
+            case .syncBaseSet(let id, _, _), .syncBaseRemove(let id): return id
+            default: return nil
+            }
+        }
+        #expect(baseIDs == ids.sorted { $0.hex < $1.hex }, "the sync bases last, in the order of their keys")
+    }
+
     @Test func coalescedBatchLeavesTheSameStoredState() throws {
         let store = try MetadataStore(path: ":memory:")
         var entry = record(9, name: "x")

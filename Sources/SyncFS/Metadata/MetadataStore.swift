@@ -209,7 +209,7 @@ final class MetadataStore: Sendable {
             }
             if durable { try connection.execute("PRAGMA synchronous = FULL") }
             defer { if durable { try? connection.execute("PRAGMA synchronous = NORMAL") } }
-            let coalesced = Self.coalesced(changes)
+            let coalesced = Self.inWriteOrder(Self.coalesced(changes))
             func write(_ connection: SQLiteConnection) throws {
                 try connection.transaction {
                     for change in coalesced { try apply(change, on: connection) }
@@ -281,6 +281,26 @@ final class MetadataStore: Sendable {
         return result
     }
 
+    /// A coalesced batch with its sync-base changes moved to the end in key order (every other
+    /// change keeps its place). Each entry has at most one of them after `coalesced`, and no other
+    /// table refers to `sync_base`, so the stored state is the same; its B-tree is keyed by random
+    /// file IDs, and writing a batch's rows in key order visits each page once instead of
+    /// thrashing SQLite's page cache (and spilling its dirty pages early) during a big attach.
+    static func inWriteOrder(_ changes: [MetadataChange]) -> [MetadataChange] {
+        var others: [MetadataChange] = []
+        var bases: [(id: FileID, change: MetadataChange)] = []
+        others.reserveCapacity(changes.count)
+        for change in changes {
+            switch change {
+            case .syncBaseSet(let id, _, _), .syncBaseRemove(let id): bases.append((id, change))
+            default: others.append(change)
+            }
+        }
+        guard bases.count > 1 else { return changes }
+        bases.sort { ($0.id.high, $0.id.low) < ($1.id.high, $1.id.low) }
+        return others + bases.map(\.change)
+    }
+
     private func upsert(_ entry: EntryRecord, on connection: SQLiteConnection) throws {
         let statement = try connection.statement(
             """
@@ -296,7 +316,7 @@ final class MetadataStore: Sendable {
         } else {
             statement.bindNull(3)
         }
-        statement.bind(4, bytes: entry.name.bytes)
+        entry.name.withUnsafeBytes { statement.bind(4, bytes: $0) }
         statement.bind(5, entry.kind.rawValue)
         statement.bind(6, Int64(entry.mode))
         statement.bind(7, Int64(entry.uid))
