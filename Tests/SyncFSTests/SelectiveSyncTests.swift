@@ -247,22 +247,21 @@ struct SelectiveSyncTests {
         #expect(try contents(pair.a, "outer/inner/x.txt") == bytes("x"))
     }
 
-    /// A background download below the folder stops at `exclude`: no content arrives out of sight.
-    @Test func aDownloadRunningBelowStopsAtExclude() async throws {
-        let base = InMemoryContainer()
-        let viewOfB = FaultInjectingContainer(base)
-        let pair = try SyncedPair(container: base, viewOfB: viewOfB)
-        let docs = try pair.a.mkdir("docs")
-        let file = try #require(
-            pair.a.fileID(of: try pair.a.makeFile("big.bin", in: docs, contents: Array(repeating: 7, count: 300_000))))
+    /// Starts a background download of `file` on B whose chunks take 2 s to arrive; returns it
+    /// once it runs.
+    private func slowDownload(of file: FileID, on pair: SyncedPair, through viewOfB: FaultInjectingContainer)
+        async throws -> Hydration
+    {
         try await pair.settle()
-        try await eventually("big.bin known on B") { pair.b.knows(file) }
+        try await eventually("the file known on B") { pair.b.knows(file) }
         viewOfB.delay(.chunk, by: .seconds(2))
         pair.engineB.downloader.request([file])
         try await eventually("B downloads") { pair.b.fs.live.transact { $0.node(withID: file)?.hydration != nil } }
-        let running = try #require(pair.b.fs.live.transact { $0.node(withID: file)?.hydration })
-        _ = try pair.b.fs.selectiveSync.exclude("docs")
-        #expect(pair.b.fs.live.transact { $0.node(withID: file)?.hydration == nil })
+        return try #require(pair.b.fs.live.transact { $0.node(withID: file)?.hydration })
+    }
+
+    /// Lets the chunks through again and expects the stopped download `running` to end soon.
+    private func expectEnded(_ running: Hydration, once viewOfB: FaultInjectingContainer) async {
         viewOfB.delay(.chunk, by: nil)
         let deadline = ContinuousClock.now + .seconds(20)
         let ended = await waiting {
@@ -274,6 +273,20 @@ struct SelectiveSyncTests {
             }
         }
         #expect(ContinuousClock.now < deadline, "the stopped download ended (\(ended))")
+    }
+
+    /// A background download below the folder stops at `exclude`: no content arrives out of sight.
+    @Test func aDownloadRunningBelowStopsAtExclude() async throws {
+        let base = InMemoryContainer()
+        let viewOfB = FaultInjectingContainer(base)
+        let pair = try SyncedPair(container: base, viewOfB: viewOfB)
+        let docs = try pair.a.mkdir("docs")
+        let file = try #require(
+            pair.a.fileID(of: try pair.a.makeFile("big.bin", in: docs, contents: Array(repeating: 7, count: 300_000))))
+        let running = try await slowDownload(of: file, on: pair, through: viewOfB)
+        _ = try pair.b.fs.selectiveSync.exclude("docs")
+        #expect(pair.b.fs.live.transact { $0.node(withID: file)?.hydration == nil })
+        await expectEnded(running, once: viewOfB)
         #expect(pair.b.isPlaceholder(file), "nothing downloaded out of sight")
     }
 
@@ -287,20 +300,13 @@ struct SelectiveSyncTests {
         _ = try pair.b.fs.selectiveSync.exclude("docs")
         let file = try #require(
             pair.a.fileID(of: try pair.a.makeFile("big.bin", contents: Array(repeating: 7, count: 300_000))))
-        try await pair.settle()
-        try await eventually("big.bin known on B") { pair.b.knows(file) }
-        viewOfB.delay(.chunk, by: .seconds(2))
-        pair.engineB.downloader.request([file])
-        try await eventually("B downloads") { pair.b.fs.live.transact { $0.node(withID: file)?.hydration != nil } }
-        let running = try #require(pair.b.fs.live.transact { $0.node(withID: file)?.hydration })
+        let running = try await slowDownload(of: file, on: pair, through: viewOfB)
         try pair.a.fs.rename(
             parent: .root, name: FileName("big.bin"), newParent: try pair.a.lookupIno("docs"),
             newName: FileName("big.bin"), flags: [])
         try await eventually("big.bin gone on B") { try pair.b.childNames() == [] }
         #expect(pair.b.fs.live.transact { $0.node(withID: file)?.hydration == nil }, "the download stopped")
-        viewOfB.delay(.chunk, by: nil)
-        let deadline = ContinuousClock.now + .seconds(20)
-        _ = await waiting { try? running.waitUntilFinished(stops: { ContinuousClock.now >= deadline }) }
+        await expectEnded(running, once: viewOfB)
         #expect(pair.b.isPlaceholder(file), "nothing downloaded out of sight")
         #expect(pair.b.fs.live.transact { $0.node(withID: file)?.parent } != nil)
         #expect(try await pair.container.entry(docs)?.isDeleted == false)
