@@ -101,7 +101,8 @@ struct DiscardCommand: ParsableCommand {
             downloaded if pinned) and its queued change dropped; nothing of it is uploaded. Other \
             queued changes stay and go once the guard is released. Exit codes: 0 undone, or \
             nothing was held (says so); 65 MOUNT is not in a SyncFS mount with a running daemon; \
-            75 some could not be undone (the container did not answer, a file is in use): the \
+            75 some could not be undone (the container did not answer, a file is in use), or \
+            changes sent before the guard tripped were still being committed after 10 s: the \
             guard still holds, run discard again; 77 not allowed.
             """
     )

@@ -21,6 +21,10 @@ extension ControlCommands {
                 var report = ActionReport()
                 report.files = restored
                 return ControlReply(action: report)
+            case .sentStillLanding(let count):
+                return ControlReply(
+                    error: "\(count) changes sent before the guard tripped are still being committed; nothing was "
+                        + "undone and the guard still holds; run discard again")
             case .discarded(let restored, let kept):
                 return ControlReply(
                     error: "\(restored) held changes were undone, \(kept) could not be (in use, or the container "

@@ -171,9 +171,11 @@ final class Outbox: Sendable {
     /// Every entry with a row, and every entry the ignore rules hold.
     var namedIDs: Set<FileID> { queue.withLock { Set($0.items.keys).union($0.ignoredIDs) } }
     var inFlightCount: Int { queue.withLock { $0.inFlight.count } }
-    /// True while the uploader has taken the change of `id` (its commit may reach the container
-    /// at any moment).
-    func isInFlight(_ id: FileID) -> Bool { queue.withLock { $0.inFlight.contains(id) } }
+    /// True while the uploader has taken the change of one of `ids` (its commit may reach the
+    /// container at any moment).
+    func anyInFlight(_ ids: [FileID]) -> Bool {
+        queue.withLock { queue in ids.contains { queue.inFlight.contains($0) } }
+    }
     /// The `seq` of the newest change queued so far (`UploadQueue.lastSeq`).
     var lastSeq: UInt64 { queue.withLock { $0.lastSeq } }
     /// How many changes are queued (without copying them).

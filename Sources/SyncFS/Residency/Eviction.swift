@@ -122,15 +122,15 @@ final class Eviction: Sendable, HoldsTheTree {
 
     /// Frees the local content of every file at or below `node`, pinned or not, as the folder
     /// leaves this device (selective sync): the pins stay, for when it comes back. A download
-    /// of a file nobody has open stops, and what it fetched is freed: no content arrives out of
-    /// sight. Returns the paths of the files kept (open, being written or not yet uploaded)
-    /// with why.
+    /// of a file nobody has open (nor is opening to write) stops, and what it fetched is freed:
+    /// no content arrives out of sight. Returns the paths of the files kept (open, being
+    /// written or downloaded, or not yet uploaded) with why.
     func evictForExclusion(below node: Node, tree: inout TreeTransaction) -> [(path: String, reason: String)] {
         var kept: [(path: String, reason: String)] = []
         var files: [Node] = []
         tree.collectFiles(below: node) { files.append($0) }
         for file in files {
-            if file.isPlaceholder && file.hydration != nil && file.openCount == 0 {
+            if file.isPlaceholder && file.hydration != nil && file.openCount == 0 && file.openWriters == 0 {
                 hydrations.cancelHydration(of: file, in: &tree)
             }
             switch evictLocked(file, ignoringPins: true, tree: &tree) {

@@ -149,6 +149,9 @@ final class GuardedUploads: Sendable {
         case notHeld
         /// `restored` held changes were undone; `kept` could not be (they stay queued and held).
         case discarded(restored: Int, kept: Int)
+        /// Nothing was undone: `count` changes the guard let go before it tripped were still
+        /// being committed after `sentLandingWait` (the guard still holds).
+        case sentStillLanding(count: Int)
     }
 
     /// `discard`: every queued delete of an entry the container has, and every held rewrite, is
@@ -159,13 +162,14 @@ final class GuardedUploads: Sendable {
     ///
     /// The burst's changes that went before it tripped are restored from the history; one still
     /// being committed would land after its restore and undo it, so they land first: `discard`
-    /// waits up to `sentWait` for them, and if one is still on its way then, undoes nothing and
-    /// answers that it keeps them all (the guard stays held; `discard` is run again).
+    /// waits up to `sentWait` for them, and if one is still on its way then, undoes nothing
+    /// (`sentStillLanding`: the guard stays held; `discard` is run again). While held the
+    /// uploader starts no commit (`uploadAlone` stops too), so none starts after the wait.
     func discard(sentWait: Duration = sentLandingWait) throws(SyncFailure) -> DiscardOutcome {
         guard let hold = deleteGuard.currentHold else { return .notHeld }
         guard waitUntilLanded(hold.sent, within: sentWait) else {
             logger.warning("mass-delete guard: changes sent before it tripped are still on their way; discard again")
-            return .discarded(restored: 0, kept: hold.sent.count)
+            return .sentStillLanding(count: hold.sent.count)
         }
         let (targets, rewrites) = try heldChanges(of: hold)
         var restored = 0
@@ -195,7 +199,8 @@ final class GuardedUploads: Sendable {
     /// false if one still is after `wait`.
     private func waitUntilLanded(_ sent: [SentChange], within wait: Duration) -> Bool {
         let deadline = ContinuousClock.now + wait
-        while sent.contains(where: { fileSystem.outbox.isInFlight($0.id) }) {
+        let ids = sent.map(\.id)
+        while fileSystem.outbox.anyInFlight(ids) {
             guard ContinuousClock.now < deadline else { return false }
             usleep(10_000)
         }

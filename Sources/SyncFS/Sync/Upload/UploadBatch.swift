@@ -197,8 +197,10 @@ extension Uploader {
             uploads.uploadReturned(item)
         }
         for item in items {
-            // Stopping or pausing: the rest stay queued (a stop must not wait for them all).
-            guard run.isRunning, !pause.holds(.sync) else { return }
+            // Stopping or pausing: the rest stay queued (a stop must not wait for them all). The
+            // guard tripped (on a change of this batch): they stay queued too, held, so nothing
+            // is committed while held and `discard` finds them in the queue.
+            guard run.isRunning, !pause.holds(.sync), !deleteGuard.isHeld else { return }
             guard let taken = outbox.take(item.fileID) else { continue }
             upload(taken)
         }
