@@ -65,7 +65,7 @@ extension Uploader {
         var alone: Set<FileID> = []
         let encoder = ChunkEncoder(level: transfer.compressionLevel)
         for (index, item) in items.enumerated() {
-            if deleteGuard.isHeld || !run.isRunning || pause.holds(.sync) {
+            if !mayGoOn {
                 // The guard tripped on a change before it, or the engine stops or pauses: the
                 // rest wait in the queue.
                 for rest in items[index...] { outbox.postpone(rest, by: .zero) }
@@ -188,6 +188,10 @@ extension Uploader {
         uploads.uploadReturned(item)
     }
 
+    /// False once the engine stops or pauses or the guard holds: what a batch has not started
+    /// stays queued.
+    private var mayGoOn: Bool { run.isRunning && !pause.holds(.sync) && !deleteGuard.isHeld }
+
     /// Uploads `items` one by one, in order, each through its own frames. They go back to the
     /// queue first, so one of them that another asks to go first (a name's holder, a new
     /// parent) can be taken by that upload; one taken so is not uploaded again.
@@ -200,7 +204,7 @@ extension Uploader {
             // Stopping or pausing: the rest stay queued (a stop must not wait for them all). The
             // guard tripped (on a change of this batch): they stay queued too, held, so nothing
             // is committed while held and `discard` finds them in the queue.
-            guard run.isRunning, !pause.holds(.sync), !deleteGuard.isHeld else { return }
+            guard mayGoOn else { return }
             guard let taken = outbox.take(item.fileID) else { continue }
             upload(taken)
         }
